@@ -1,0 +1,41 @@
+"""Exception types, one per failure family.
+
+Every message names the file (and line, where there is one), what was found and what
+was expected, so that a user can fix the input without reading our code.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+class MotionMatchError(Exception):
+    """Base class of every error this package raises on purpose."""
+
+
+class BVHError(MotionMatchError, ValueError):
+    """A BVH file is malformed: bad hierarchy, bad channel, bad or missing frame data.
+
+    Attributes:
+        path: the file (or ``"<string>"`` for text parsed from memory).
+        line: 1-based line number of the problem, or ``None`` when it is not tied to one line.
+    """
+
+    def __init__(self, path: str | Path | None, line: int | None, message: str):
+        self.path = str(path) if path is not None else "<string>"
+        self.line = line
+        self.reason = message
+        where = self.path if line is None else f"{self.path}, line {line}"
+        super().__init__(f"{where}: {message}")
+
+
+class SkeletonError(MotionMatchError, ValueError):
+    """A skeleton is inconsistent, or a joint name/pattern does not match it."""
+
+
+class MotionError(MotionMatchError, ValueError):
+    """Motion arrays have wrong shapes, non-finite values, or clips cannot be combined."""
+
+
+class DatasetError(MotionMatchError):
+    """A dataset cannot be found, downloaded or verified."""
