@@ -82,5 +82,5 @@ def test_mirror_pairs_by_names_and_override(walk60):
     assert p[s.index("Spine")] == s.index("Spine")
     with pytest.raises(SkeletonError, match="pairing is not symmetric"):
         mirror_pairs(s, overrides={"LeftHand": "RightFoot"})
-    with pytest.raises(SkeletonError, match="unknown joint 'LeftHnd'.*Did you mean 'LeftHand'"):
+    with pytest.raises(SkeletonError, match=r"unknown joint 'LeftHnd'.*Did you mean 'LeftHand'"):
         mirror_pairs(s, overrides={"LeftHnd": "RightHand"})

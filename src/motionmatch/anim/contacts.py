@@ -99,7 +99,7 @@ def foot_contacts(
     vel = np.gradient(wp, 1.0 / motion.fps, axis=0) if motion.num_frames > 1 else np.zeros_like(wp)
     speed = np.linalg.norm(vel, axis=-1)
     c = (height < rest + height_threshold) & (speed < velocity_threshold)
-    size = int(round(filter_s * motion.fps)) | 1
+    size = round(filter_s * motion.fps) | 1
     if size > 1 and motion.num_frames >= size:
         c = median_filter(c.astype(np.uint8), size=(size, 1), mode="nearest").astype(bool)
     return FootContacts(tuple(idx), c)

@@ -119,7 +119,7 @@ def lateral_pairs(skeleton: Skeleton, rest_positions: np.ndarray | None = None) 
 
 def _smooth(x: np.ndarray, fps: float, window_s: float, order: int) -> np.ndarray:
     n = len(x)
-    win = int(round(window_s * fps)) | 1  # odd
+    win = round(window_s * fps) | 1  # odd
     win = min(win, n if n % 2 == 1 else n - 1)
     if win <= order:
         return x.copy()

@@ -1,0 +1,1 @@
+"""The ``motionmatch`` command line."""

@@ -1,0 +1,57 @@
+"""Entry point of the ``motionmatch`` command."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from motionmatch import __version__
+
+DESCRIPTION = """\
+motionmatch: data-driven character animation by motion matching.
+
+Lengths are metres, time seconds, Y is up. Motion data is read from BVH files (any
+skeleton, any channel order); datasets can be fetched or pointed to with
+$MOTIONMATCH_DATA.
+"""
+
+EPILOG = """\
+examples:
+  motionmatch inspect ../shared/data/lafan1-60fps
+  motionmatch inspect walk.bvh --json
+  motionmatch convert walk.bvh walk_mirrored_30.bvh --mirror --fps 30 --range 0:600
+  motionmatch datasets list
+
+Run 'motionmatch COMMAND --help' for the options of a command.
+"""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from motionmatch.cli import anim_cmd, datasets_cmd
+
+    parser = argparse.ArgumentParser(
+        prog="motionmatch", description=DESCRIPTION, epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version=f"motionmatch {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    anim_cmd.register(sub)
+    datasets_cmd.register(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 0 if args.command is None else 2
+    try:
+        return int(args.func(args) or 0)
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())
