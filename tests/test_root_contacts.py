@@ -125,6 +125,17 @@ def test_with_root_bone_keeps_world_pose(data_dir):
     np.testing.assert_allclose(r.world_positions[:, 1:], m.world_positions, atol=1e-9)
     again = extract_root(r)
     assert again.from_bone
+    np.testing.assert_allclose(root_bone_forward_axis(r), [0, 0, 1])
+
+
+def test_with_root_bone_canonicalises_existing_bone(data_dir):
+    m = load_bvh(data_dir / "lafan1-60fps" / "walk1_subject1_walk2.bvh")
+    np.testing.assert_allclose(root_bone_forward_axis(m), [1, 0, 0])  # LAFAN1's bone faces +X
+    r = with_root_bone(m)
+    assert r.skeleton.names == m.skeleton.names
+    np.testing.assert_allclose(r.world_positions[:, 1:], m.world_positions[:, 1:], atol=1e-9)
+    np.testing.assert_allclose(root_bone_forward_axis(r), [0, 0, 1])
+    np.testing.assert_allclose(r.world_positions[:, 0, 1], 0.0, atol=1e-12)
 
 
 @pytest.mark.parametrize("rel", ["quadruped-dog/D1_025_KAN01_001.bvh", "genmm-examples/Crabnew_Crab-dance-long.bvh",

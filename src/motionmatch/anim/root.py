@@ -223,23 +223,44 @@ def extract_root(
 
 
 def with_root_bone(motion: Motion, root: CharacterRoot | None = None, name: str = "SimulationBone") -> Motion:
-    """The clip with a character root bone as its new joint 0 (unchanged if it has one).
+    """The clip with a canonical character root bone as joint 0.
 
-    The old root is re-expressed relative to the new bone, so world poses are identical.
-    The bone's local +Z is the facing direction.
+    Joint 0 then stays on the ground (y = 0) and rotates about +Y only, with its local +Z
+    axis the character's facing. A root bone the file already carries is re-oriented to
+    this convention (LAFAN1's ``SimulationBone`` faces its +X); otherwise a new joint
+    ``name`` is added above the old root. World poses of all other joints are unchanged.
     """
     if root is None:
         root = extract_root(motion)
-        if root.from_bone:
-            return motion.copy()
+    r_rot = root.rotations
+    r_pos = root.positions
     skel = motion.skeleton
+    if root.from_bone:
+        # Re-express joint 0's children under the canonical root transform.
+        old_rot = motion.world_rotations[:, 0]
+        old_pos = motion.world_positions[:, 0]
+        rel_rot = quat.inv_mul(r_rot, old_rot)  # old root frame in the new root frame [F, 4]
+        rel_pos = quat.inv_rotate(r_rot, old_pos - r_pos)
+        rotations = motion.rotations.copy()
+        translations = motion.translations.copy()
+        rotations[:, 0] = r_rot
+        translations[:, 0] = r_pos
+        for c in skel.children(0):
+            rotations[:, c] = quat.mul(rel_rot, motion.rotations[:, c])
+            translations[:, c] = rel_pos + quat.rotate(rel_rot, motion.translations[:, c])
+        channels = list(skel.channels)
+        for c in skel.children(0):
+            if not any(ch.endswith("position") for ch in channels[c]):
+                channels[c] = ("Xposition", "Yposition", "Zposition", *channels[c])
+        new_skel = Skeleton(skel.names, skel.parents, skel.offsets, skel.end_site_parents,
+                            skel.end_site_offsets, tuple(channels))
+        return motion.with_data(rotations, translations, skeleton=new_skel)
     if name in skel.names:
         raise SkeletonError(f"cannot add a root bone named {name!r}: the skeleton already has a joint of that name")
-    r_rot = root.rotations
     old_rot = quat.inv_mul(r_rot, motion.rotations[:, 0])
-    old_pos = quat.inv_rotate(r_rot, motion.translations[:, 0] - root.positions)
+    old_pos = quat.inv_rotate(r_rot, motion.translations[:, 0] - r_pos)
     rotations = np.concatenate([r_rot[:, None], old_rot[:, None], motion.rotations[:, 1:]], axis=1)
-    translations = np.concatenate([root.positions[:, None], old_pos[:, None], motion.translations[:, 1:]], axis=1)
+    translations = np.concatenate([r_pos[:, None], old_pos[:, None], motion.translations[:, 1:]], axis=1)
     channels = (("Xposition", "Yposition", "Zposition", "Zrotation", "Yrotation", "Xrotation"),)
     old_channels = list(skel.channels)
     if not any(c.endswith("position") for c in old_channels[0]):

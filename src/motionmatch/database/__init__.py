@@ -1,0 +1,8 @@
+"""Feature databases: every frame of many clips as normalised, searchable features."""
+
+from motionmatch.database.database import DatabaseError, MotionDatabase
+from motionmatch.database.schema import FeatureSchema, FeatureTerm, SchemaError, default_schema, schema_by_name
+from motionmatch.database.tags import TagQueryError, tag_mask
+
+__all__ = ["DatabaseError", "FeatureSchema", "FeatureTerm", "MotionDatabase", "SchemaError", "TagQueryError",
+           "default_schema", "schema_by_name", "tag_mask"]

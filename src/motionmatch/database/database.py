@@ -1,0 +1,301 @@
+"""`MotionDatabase`: every frame of many clips, as searchable normalised features.
+
+Build it from motions (resampled to one frame rate, optionally with mirrored copies),
+then search :attr:`MotionDatabase.features` with :mod:`motionmatch.search`. The database
+also keeps what playback needs: each frame's local pose under a canonical character
+root (joint 0: on the ground, facing +Z), foot contacts, clip ranges and tags.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+
+import numpy as np
+from tqdm import tqdm
+
+from motionmatch.anim import quat
+from motionmatch.anim.contacts import foot_contacts
+from motionmatch.anim.mirror import mirror
+from motionmatch.anim.motion import Motion
+from motionmatch.anim.resample import resample
+from motionmatch.anim.root import with_root_bone
+from motionmatch.anim.skeleton import Skeleton
+from motionmatch.database.features import clip_features, resolve_joint
+from motionmatch.database.schema import FeatureSchema, default_schema
+from motionmatch.database.tags import tag_mask
+from motionmatch.errors import MotionMatchError
+
+FORMAT_VERSION = 1
+
+
+class DatabaseError(MotionMatchError):
+    """A database cannot be built, or a saved one is corrupt, stale or from another version."""
+
+
+def _hash_motion(h: "hashlib._Hash", m: Motion) -> None:
+    h.update(m.name.encode())
+    h.update(repr((m.fps, m.tags, m.skeleton.names)).encode())
+    h.update(np.ascontiguousarray(m.rotations).tobytes())
+    h.update(np.ascontiguousarray(m.translations).tobytes())
+
+
+class MotionDatabase:
+    """Features and poses of every frame of a set of clips at one frame rate.
+
+    Array attributes (``N`` frames, ``J`` joints, ``D`` feature dimensions):
+        raw_features: ``[N, D]`` float32, features before normalisation.
+        features: ``[N, D]`` float32 C-contiguous, normalised and weighted: search these.
+        valid: ``[N]`` bool, frames a search may return (their future stays inside the clip).
+        rotations: ``[N, J, 4]`` float32 local joint rotations; joint 0 is the character
+            root (world yaw), so ``rotations[:, 0]`` is the root's facing.
+        translations: ``[N, J, 3]`` float32 local translations (m); ``translations[:, 0]``
+            is the root's world position on the ground.
+        contacts: ``[N, K]`` bool foot contacts for the joints in ``foot_joints``.
+        clip_starts, clip_stops: ``[C]`` frame range of each clip (stop exclusive).
+        frame_clip: ``[N]`` clip index of each frame.
+    """
+
+    def __init__(
+        self,
+        *,
+        skeleton: Skeleton,
+        fps: float,
+        schema: FeatureSchema,
+        raw_features: np.ndarray,
+        valid: np.ndarray,
+        clip_starts: np.ndarray,
+        clip_stops: np.ndarray,
+        clip_names: Sequence[str],
+        clip_tags: Sequence[Sequence[str]],
+        rotations: np.ndarray,
+        translations: np.ndarray,
+        contacts: np.ndarray,
+        foot_joints: Sequence[int],
+        input_hash: str,
+        group_weights: Mapping[str, float] | None = None,
+        responsiveness: float = 1.0,
+        continuity: float = 1.0,
+    ):
+        self.skeleton = skeleton
+        self.fps = float(fps)
+        self.schema = schema
+        self.raw_features = np.ascontiguousarray(raw_features, dtype=np.float32)
+        self.valid = np.asarray(valid, dtype=bool)
+        self.clip_starts = np.asarray(clip_starts, dtype=np.int64)
+        self.clip_stops = np.asarray(clip_stops, dtype=np.int64)
+        self.clip_names = list(clip_names)
+        self.clip_tags = [tuple(t) for t in clip_tags]
+        self.rotations = np.ascontiguousarray(rotations, dtype=np.float32)
+        self.translations = np.ascontiguousarray(translations, dtype=np.float32)
+        self.contacts = np.asarray(contacts, dtype=bool)
+        self.foot_joints = tuple(int(j) for j in foot_joints)
+        self.input_hash = input_hash
+        N = self.raw_features.shape[0]
+        self.frame_clip = np.repeat(np.arange(len(self.clip_starts)), self.clip_stops - self.clip_starts)
+        if self.frame_clip.shape[0] != N or self.valid.shape != (N,) or self.rotations.shape[0] != N:
+            raise DatabaseError("inconsistent database arrays: clip ranges, features and poses disagree in length")
+        self._compute_normalisation()
+        self.set_weights(group_weights, responsiveness=responsiveness, continuity=continuity)
+
+    # ------------------------------------------------------------------ building
+    @classmethod
+    def build(
+        cls,
+        motions: Iterable[Motion],
+        *,
+        fps: float = 60.0,
+        mirror_copies: bool = False,
+        schema: FeatureSchema | None = None,
+        group_weights: Mapping[str, float] | None = None,
+        responsiveness: float = 1.0,
+        continuity: float = 1.0,
+        progress: bool = False,
+    ) -> MotionDatabase:
+        """Build from clips: resample to ``fps``, add mirrored copies (tagged ``mirrored``)
+        if asked, give each clip a canonical root, and extract features and contacts.
+
+        All clips must share one joint hierarchy (same names and parents; bone lengths may
+        differ). Each clip keeps its ``tags`` (plus its name's lower-cased words if it has
+        no tags).
+        """
+        schema = schema or default_schema()
+        motions = list(motions)
+        if not motions:
+            raise DatabaseError("no motions to build a database from")
+        h = hashlib.sha256()
+        h.update(f"v{FORMAT_VERSION}|{fps}|{mirror_copies}|{schema.to_json()}".encode())
+        clips: list[Motion] = []
+        for m in tqdm(motions, desc="preparing clips", unit="clip", disable=not progress):
+            _hash_motion(h, m)
+            base = m if abs(m.fps - fps) < 1e-9 else resample(m, fps)
+            variants = [base]
+            if mirror_copies:
+                mm = mirror(base)
+                mm.tags = (*base.tags, "mirrored")
+                variants.append(mm)
+            for v in variants:
+                if v.num_frames < 2:
+                    continue
+                clips.append(with_root_bone(v))
+        first = clips[0].skeleton
+        for c in clips[1:]:
+            if not c.skeleton.same_topology(first):
+                raise DatabaseError(
+                    f"clip {c.name!r} has a different skeleton from {clips[0].name!r} "
+                    f"({c.num_joints} vs {first.num_joints} joints or other names/hierarchy); "
+                    "a database needs one skeleton"
+                )
+        feats, valids, rots, trs, cons = [], [], [], [], []
+        starts, stops, names, tags = [], [], [], []
+        foot_idx = [resolve_joint(first, "left_foot"), resolve_joint(first, "right_foot")]
+        n = 0
+        for c in tqdm(clips, desc="extracting features", unit="clip", disable=not progress):
+            f, v = clip_features(c, schema)
+            feats.append(f)
+            valids.append(v)
+            rots.append(c.rotations)
+            trs.append(c.translations)
+            cons.append(foot_contacts(c, feet=foot_idx).contacts)
+            starts.append(n)
+            n += c.num_frames
+            stops.append(n)
+            names.append(c.name)
+            tags.append(c.tags or tuple(w for w in c.name.lower().replace("-", "_").split("_") if w))
+        db = cls(
+            skeleton=first, fps=fps, schema=schema,
+            raw_features=np.concatenate(feats), valid=np.concatenate(valids),
+            clip_starts=np.asarray(starts), clip_stops=np.asarray(stops), clip_names=names, clip_tags=tags,
+            rotations=np.concatenate(rots), translations=np.concatenate(trs), contacts=np.concatenate(cons),
+            foot_joints=foot_idx, input_hash=h.hexdigest(), group_weights=group_weights,
+            responsiveness=responsiveness, continuity=continuity,
+        )
+        if not db.valid.any():
+            raise DatabaseError(f"every clip is shorter than the schema's future horizon ({schema.max_offset:g} s)")
+        return db
+
+    # ------------------------------------------------------------- normalisation
+    def _compute_normalisation(self) -> None:
+        raw = self.raw_features.astype(np.float64)
+        self.mean = raw.mean(axis=0)
+        self.scale = np.ones(self.schema.dims)
+        std = raw.std(axis=0)
+        for t in self.schema.terms:
+            sl = self.schema.slice(t.name)
+            s = float(std[sl].mean())
+            self.scale[sl] = s if s > 1e-8 else 1.0
+
+    def set_weights(self, group_weights: Mapping[str, float] | None = None, *,
+                    responsiveness: float | None = None, continuity: float | None = None) -> None:
+        """Set per-group weights and the two high-level knobs, and re-weight the features.
+
+        ``group_weights`` multiply a group's normalised features (default: the schema's).
+        ``responsiveness`` and ``continuity`` multiply the *squared-distance* contribution
+        of the trajectory groups and the pose (bone) groups: ``responsiveness=0.8,
+        continuity=0.2`` with unit group weights is the paper's weighted loss (Eq. 13).
+        """
+        gw = {t.name: t.weight for t in self.schema.terms}
+        if group_weights:
+            for k, v in group_weights.items():
+                self.schema.term(k)  # validates the name
+                if not v >= 0:
+                    raise DatabaseError(f"weight of {k!r} must be >= 0, got {v}")
+                gw[k] = float(v)
+        self.group_weights = gw
+        if responsiveness is not None:
+            self.responsiveness = float(responsiveness)
+        elif not hasattr(self, "responsiveness"):
+            self.responsiveness = 1.0
+        if continuity is not None:
+            self.continuity = float(continuity)
+        elif not hasattr(self, "continuity"):
+            self.continuity = 1.0
+        if self.responsiveness < 0 or self.continuity < 0:
+            raise DatabaseError("responsiveness and continuity must be >= 0")
+        w = np.empty(self.schema.dims)
+        for t in self.schema.terms:
+            knob = self.responsiveness if t.is_trajectory else self.continuity
+            w[self.schema.slice(t.name)] = gw[t.name] * np.sqrt(knob)
+        self.weights = w
+        self.features = np.ascontiguousarray(self.normalize(self.raw_features))
+
+    def normalize(self, raw: np.ndarray) -> np.ndarray:
+        """Raw features ``[..., D]`` -> normalised, weighted float32 ``[..., D]``."""
+        raw = np.asarray(raw, dtype=np.float64)
+        if raw.shape[-1] != self.schema.dims:
+            raise DatabaseError(f"features must have {self.schema.dims} dimensions, got {raw.shape[-1]}")
+        return ((raw - self.mean) / self.scale * self.weights).astype(np.float32)
+
+    def group_costs(self, query: np.ndarray, frame: int) -> dict[str, float]:
+        """Squared distance per feature group between a normalised query and a frame."""
+        d = (np.asarray(query, dtype=np.float64) - self.features[frame]) ** 2
+        return {t.name: float(d[self.schema.slice(t.name)].sum()) for t in self.schema.terms}
+
+    # ----------------------------------------------------------------- queries
+    @property
+    def num_frames(self) -> int:
+        return self.raw_features.shape[0]
+
+    def __len__(self) -> int:
+        return self.num_frames
+
+    def __repr__(self) -> str:
+        return (f"MotionDatabase({self.num_frames} frames, {len(self.clip_names)} clips, {self.fps:g} fps, "
+                f"{self.schema.dims}-D {self.schema.name})")
+
+    @property
+    def tags(self) -> list[str]:
+        return sorted({t.lower() for ts in self.clip_tags for t in ts})
+
+    def mask(self, tags: str | None = None) -> np.ndarray:
+        """``[N]`` frames a search may return: valid, and matching the tag query if given."""
+        if tags is None or tags.strip() in ("", "*"):
+            return self.valid.copy()
+        return self.valid & tag_mask(tags, self.clip_tags, self.frame_clip)
+
+    def clip_of(self, frame: int) -> int:
+        return int(self.frame_clip[frame])
+
+    def clip_end(self, frame: int) -> int:
+        """Last frame index (inclusive) of ``frame``'s clip."""
+        return int(self.clip_stops[self.frame_clip[frame]] - 1)
+
+    @property
+    def root_positions(self) -> np.ndarray:
+        """``[N, 3]`` root positions on the ground (m), each clip in its own world."""
+        return self.translations[:, 0].astype(np.float64)
+
+    @property
+    def root_rotations(self) -> np.ndarray:
+        """``[N, 4]`` root rotations (yaw)."""
+        return self.rotations[:, 0].astype(np.float64)
+
+    def root_speeds(self) -> np.ndarray:
+        """``[N]`` horizontal root speed (m/s) per frame, from clip-internal differences."""
+        p = self.root_positions
+        v = np.zeros(self.num_frames)
+        d = np.linalg.norm(np.diff(p[:, [0, 2]], axis=0), axis=1) * self.fps
+        same = self.frame_clip[1:] == self.frame_clip[:-1]
+        v[:-1] = np.where(same, d, 0.0)
+        v[1:] = np.where(same, np.maximum(v[1:], d), v[1:])
+        return v
+
+    def clip_motion(self, clip: int) -> Motion:
+        """A stored clip as a :class:`Motion` (with its canonical root bone)."""
+        a, b = self.clip_starts[clip], self.clip_stops[clip]
+        return Motion(self.skeleton, quat.normalize(self.rotations[a:b]), self.translations[a:b].astype(np.float64),
+                      self.fps, name=self.clip_names[clip], tags=self.clip_tags[clip])
+
+    # ---------------------------------------------------------------- persistence
+    def save(self, path: str | Path) -> Path:
+        from motionmatch.database.store import save_database
+
+        return save_database(self, path)
+
+    @classmethod
+    def load(cls, path: str | Path, *, expect_hash: str | None = None) -> MotionDatabase:
+        from motionmatch.database.store import load_database
+
+        return load_database(path, expect_hash=expect_hash)

@@ -1,0 +1,180 @@
+"""Declarative feature schemas: which numbers describe a frame for matching.
+
+A schema is a list of :class:`FeatureTerm`. Each term is one *group* of dimensions
+(normalised together, weighted together) of one kind:
+
+* ``bone_position``: positions of joints relative to the character root, in its frame.
+* ``bone_velocity``: velocities of joints, in the character frame (m/s).
+* ``trajectory_position``: the root's future positions at ``offsets`` (seconds), relative
+  to the current root, in the character frame. 2D = ground plane (x, z); 3D adds the
+  hips' height above the ground at that time (jumping, creeping).
+* ``trajectory_direction``: the root's future facing at ``offsets``, in the character
+  frame (x, z). 3D adds the hips' vertical velocity (m/s) at that time.
+
+Joints are named by role (``left_foot``, ``right_foot``, ``hips``) or by joint name;
+roles are resolved per skeleton from joint names. Terms group into *pose* terms
+(bones: continuity) and *trajectory* terms (responsiveness).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+
+from motionmatch.errors import MotionMatchError
+
+KINDS = ("bone_position", "bone_velocity", "trajectory_position", "trajectory_direction")
+ROLES = ("left_foot", "right_foot", "hips")
+
+
+class SchemaError(MotionMatchError, ValueError):
+    """A feature schema is malformed or does not fit a skeleton."""
+
+
+@dataclass(frozen=True)
+class FeatureTerm:
+    """One feature group.
+
+    Attributes:
+        name: group name, unique in the schema (used for weights and debugging).
+        kind: one of :data:`KINDS`.
+        joints: roles or joint names (bone terms only).
+        offsets: future times in seconds (trajectory terms only), e.g. ``(1/3, 2/3, 1)``.
+        vertical: include the vertical component (3D trajectory terms).
+        weight: multiplier on the normalised features of the group.
+    """
+
+    name: str
+    kind: str
+    joints: tuple[str, ...] = ()
+    offsets: tuple[float, ...] = ()
+    vertical: bool = False
+    weight: float = 1.0
+
+    def __post_init__(self) -> None:
+        if self.kind not in KINDS:
+            raise SchemaError(f"feature term {self.name!r}: kind must be one of {KINDS}, got {self.kind!r}")
+        object.__setattr__(self, "joints", tuple(self.joints))
+        object.__setattr__(self, "offsets", tuple(float(o) for o in self.offsets))
+        if self.is_bone and not self.joints:
+            raise SchemaError(f"feature term {self.name!r}: a {self.kind} term needs joints=(...)")
+        if not self.is_bone:
+            if not self.offsets or any(o <= 0 for o in self.offsets):
+                raise SchemaError(f"feature term {self.name!r}: trajectory terms need positive offsets in seconds")
+        if not (self.weight >= 0):
+            raise SchemaError(f"feature term {self.name!r}: weight must be >= 0, got {self.weight}")
+
+    @property
+    def is_bone(self) -> bool:
+        return self.kind.startswith("bone_")
+
+    @property
+    def is_trajectory(self) -> bool:
+        return not self.is_bone
+
+    @property
+    def size(self) -> int:
+        if self.is_bone:
+            return 3 * len(self.joints)
+        return (3 if self.vertical else 2) * len(self.offsets)
+
+
+@dataclass(frozen=True)
+class FeatureSchema:
+    """An ordered list of feature terms; dimensions are laid out term after term."""
+
+    terms: tuple[FeatureTerm, ...]
+    name: str = "custom"
+    _slices: dict = field(default_factory=dict, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "terms", tuple(self.terms))
+        if not self.terms:
+            raise SchemaError("a feature schema needs at least one term")
+        names = [t.name for t in self.terms]
+        if len(set(names)) != len(names):
+            raise SchemaError(f"feature term names must be unique, got {names}")
+        start = 0
+        slices = {}
+        for t in self.terms:
+            slices[t.name] = slice(start, start + t.size)
+            start += t.size
+        object.__setattr__(self, "_slices", slices)
+
+    @property
+    def dims(self) -> int:
+        return sum(t.size for t in self.terms)
+
+    def slice(self, name: str) -> slice:
+        try:
+            return self._slices[name]
+        except KeyError:
+            raise SchemaError(f"no feature term {name!r}; terms are {list(self._slices)}") from None
+
+    @property
+    def max_offset(self) -> float:
+        """The furthest future time any term looks at (s)."""
+        return max((max(t.offsets) for t in self.terms if t.offsets), default=0.0)
+
+    @property
+    def trajectory_offsets(self) -> tuple[float, ...]:
+        """Sorted union of the trajectory terms' offsets (s)."""
+        return tuple(sorted({o for t in self.terms for o in t.offsets}))
+
+    def term(self, name: str) -> FeatureTerm:
+        for t in self.terms:
+            if t.name == name:
+                return t
+        raise SchemaError(f"no feature term {name!r}; terms are {[t.name for t in self.terms]}")
+
+    def to_json(self) -> str:
+        return json.dumps({"name": self.name, "terms": [asdict(t) for t in self.terms]}, sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str) -> FeatureSchema:
+        try:
+            d = json.loads(text)
+            return cls(tuple(FeatureTerm(**t) for t in d["terms"]), name=d.get("name", "custom"))
+        except (KeyError, TypeError, json.JSONDecodeError) as e:
+            raise SchemaError(f"not a valid feature schema description: {e}") from None
+
+    def with_terms(self, *extra: FeatureTerm) -> FeatureSchema:
+        """This schema with user terms appended."""
+        return FeatureSchema(self.terms + tuple(extra), name=f"{self.name}+custom")
+
+
+_OFFSETS = (1 / 3, 2 / 3, 1.0)
+
+
+def default_schema(*, vertical: bool = False, offsets: Sequence[float] = _OFFSETS) -> FeatureSchema:
+    """The classic 27-D schema (``vertical=False``) or its 33-D 3D variant.
+
+    Both feet's positions (6) and velocities (6), the hips' velocity (3), the root's
+    future positions (6 or 9) and facings (6 or 9) at +1/3, +2/3 and +1 s. Group weights
+    follow the classic tuning (0.75, 1, 1, 1, 1.5).
+    """
+    return FeatureSchema(
+        (
+            FeatureTerm("foot_position", "bone_position", joints=("left_foot", "right_foot"), weight=0.75),
+            FeatureTerm("foot_velocity", "bone_velocity", joints=("left_foot", "right_foot"), weight=1.0),
+            FeatureTerm("hip_velocity", "bone_velocity", joints=("hips",), weight=1.0),
+            FeatureTerm("trajectory_position", "trajectory_position", offsets=tuple(offsets), vertical=vertical, weight=1.0),
+            FeatureTerm("trajectory_direction", "trajectory_direction", offsets=tuple(offsets), vertical=vertical, weight=1.5),
+        ),
+        name="classic-3d" if vertical else "classic",
+    )
+
+
+def schema_by_name(name: str) -> FeatureSchema:
+    """``"classic"`` (27-D), ``"classic-3d"`` (33-D), or a path to a JSON schema file."""
+    if name in ("classic", "2d", "default"):
+        return default_schema()
+    if name in ("classic-3d", "3d"):
+        return default_schema(vertical=True)
+    from pathlib import Path
+
+    p = Path(name)
+    if p.suffix == ".json" and p.exists():
+        return FeatureSchema.from_json(p.read_text())
+    raise SchemaError(f"unknown schema {name!r}: use 'classic', 'classic-3d' or a .json schema file")
