@@ -129,3 +129,53 @@ def parse_frames(buf, n_frames, n_channels, out):
         line += 1
         i += 1  # skip '\n'
     return OK, line, frame, 0
+
+
+@numba.njit(cache=True, nogil=True)
+def channels_to_local(values, rot_cols, rot_axes, pos_cols, scale, offsets, rotations, translations):
+    """Channel values ``[F, C]`` (degrees, file units) to local transforms, in one pass.
+
+    Args:
+        values: ``[F, C]`` channel values as read from the file.
+        rot_cols: ``[J, 3]`` column of each rotation channel in file order, ``-1`` after the last.
+        rot_axes: ``[J, 3]`` axis (0 = x, 1 = y, 2 = z) of each of those channels.
+        pos_cols: ``[J, 3]`` column of the X/Y/Z position channel, ``-1`` where there is none.
+        scale: metres per file unit.
+        offsets: ``[J, 3]`` rest offsets in metres (used where a position channel is absent).
+        rotations: ``[F, J, 4]`` output, ``R = R_axis0 * R_axis1 * R_axis2`` as quaternions.
+        translations: ``[F, J, 3]`` output, metres.
+    """
+    F = values.shape[0]
+    J = offsets.shape[0]
+    half_rad = np.pi / 360.0  # degrees -> half-angle radians
+    for f in range(F):
+        for j in range(J):
+            w = 1.0
+            x = 0.0
+            y = 0.0
+            z = 0.0
+            for k in range(3):
+                col = rot_cols[j, k]
+                if col < 0:
+                    break
+                h = values[f, col] * half_rad
+                c = np.cos(h)
+                s = np.sin(h)
+                a = rot_axes[j, k]
+                # q <- q * (c, s * e_a)
+                if a == 0:
+                    w, x, y, z = w * c - x * s, w * s + x * c, y * c + z * s, z * c - y * s
+                elif a == 1:
+                    w, x, y, z = w * c - y * s, x * c - z * s, w * s + y * c, z * c + x * s
+                else:
+                    w, x, y, z = w * c - z * s, x * c + y * s, y * c - x * s, w * s + z * c
+            rotations[f, j, 0] = w
+            rotations[f, j, 1] = x
+            rotations[f, j, 2] = y
+            rotations[f, j, 3] = z
+            for a in range(3):
+                col = pos_cols[j, a]
+                if col < 0:
+                    translations[f, j, a] = offsets[j, a]
+                else:
+                    translations[f, j, a] = values[f, col] * scale

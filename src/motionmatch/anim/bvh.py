@@ -1,14 +1,19 @@
 """BVH reading and writing.
 
 The hierarchy is parsed token by token (it is small); the MOTION block is parsed in
-bulk by a compiled kernel (:mod:`motionmatch.anim._bvh_numbers`), never value by value in
-Python. Conventions at the boundary:
+bulk by compiled kernels (:mod:`motionmatch.anim._bvh_numbers`), never value by value in
+Python: one pass turns the text into channel values, a second turns the channel values
+into local quaternions and translations. Conventions at the boundary:
 
 * Rotation channels are Euler angles in degrees, applied in the listed order
   (``Zrotation Yrotation Xrotation`` means ``R = Rz * Ry * Rx``), per joint.
 * Position channels, on any joint, *replace* that joint's OFFSET by the animated
-  translation (the convention of Bandai-Namco's and LAFAN1's files).
+  translation (the convention of Bandai-Namco's and LAFAN1's files); a joint with only
+  some position channels keeps its OFFSET on the other axes.
 * Lengths are converted to metres at import (``units``), and back on export.
+* Joints are numbered in file order (depth-first, children in file order); the writer
+  writes them in that order too, so a skeleton whose joints are numbered otherwise comes
+  back renumbered (same names, same hierarchy).
 """
 
 from __future__ import annotations
@@ -25,18 +30,26 @@ from motionmatch.anim import quat
 from motionmatch.anim._bvh_numbers import (
     NON_FINITE,
     NOT_A_NUMBER,
-    OK,
     TOO_MANY_LINES,
     WRONG_COUNT,
     parse_frames,
 )
+from motionmatch.anim._bvh_numbers import channels_to_local as _channels_to_local_kernel
 from motionmatch.anim.motion import Motion
 from motionmatch.anim.skeleton import POSITION_CHANNELS, ROTATION_CHANNELS, Skeleton
 from motionmatch.errors import BVHError, SkeletonError
 
 UNIT_SCALES = {"m": 1.0, "cm": 0.01, "mm": 0.001, "in": 0.0254, "inch": 0.0254, "dm": 0.1}
 _VALID_CHANNELS = set(POSITION_CHANNELS) | set(ROTATION_CHANNELS)
+_CHANNEL_NAMES = "Xposition Yposition Zposition Xrotation Yrotation Zrotation"
 _TOKEN = re.compile(rb"\S+")
+# Numbers as the frame parser reads them (Python's float() would also take '1_0', 'nan', ...).
+_FLOAT = re.compile(rb"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
+_INT = re.compile(rb"[+-]?\d+")
+_NON_FINITE = re.compile(rb"[+-]?(?:nan|inf|infinity)", re.IGNORECASE)
+_FRAME_TIME = re.compile(rb"Frame\s+Time\s*:?[^\n]*")
+_KEYWORDS = frozenset({b"HIERARCHY", b"ROOT", b"JOINT", b"End", b"OFFSET", b"CHANNELS", b"{", b"}", b"MOTION"})
+_BODY = "OFFSET, CHANNELS, JOINT, End Site or '}'"
 
 
 @dataclass
@@ -53,46 +66,91 @@ class _Header:
     data_line: int    # 1-based line number of the first frame line
 
 
-def _parse_header(raw: bytes, path: str) -> _Header:
-    """Parse HIERARCHY and the MOTION header lines with line numbers for errors."""
-    tokens = [(m.group(), m.start()) for m in _TOKEN.finditer(raw, 0, _header_end(raw, path))]
-    line_starts = None
+def _show(tok: bytes) -> str:
+    return repr(tok.decode("utf-8", errors="replace"))
 
-    def line_of(pos: int) -> int:
-        nonlocal line_starts
-        if line_starts is None:
-            line_starts = np.flatnonzero(np.frombuffer(raw[: _header_end(raw, path) + 1], np.uint8) == 10)
-        return int(np.searchsorted(line_starts, pos)) + 1
+
+def _float(tok: bytes) -> float | None:
+    """A decimal number token as a float (inf for 'inf'/'nan' words, to be reported as
+    non-finite); ``None`` when it is not a number."""
+    if _FLOAT.fullmatch(tok):
+        return float(tok)
+    if _NON_FINITE.fullmatch(tok):
+        return float("inf")
+    return None
+
+
+def _parse_header(raw: bytes, path: str) -> _Header:
+    """Parse HIERARCHY and the MOTION header lines; errors name the line."""
+    m = _FRAME_TIME.search(raw)
+    # Without a 'Frame Time' line the whole file is read as header: the walk below then
+    # says where it stops making sense (truncated hierarchy, missing MOTION, ...).
+    end = len(raw) if m is None else m.end()
+    toks = raw[:end].split()
+    n_tok = len(toks)
+    positions: list[int] = []
+
+    def line_at(byte: int) -> int:
+        return raw.count(b"\n", 0, byte) + 1
+
+    def line(k: int) -> int:
+        """1-based line of token ``k`` (token positions are found only on errors)."""
+        if not positions:
+            positions.extend(mm.start() for mm in _TOKEN.finditer(raw, 0, end))
+        return line_at(positions[min(k, n_tok - 1)]) if n_tok else 1
+
+    def error(k: int, msg: str) -> BVHError:
+        return BVHError(path, line(k), msg)
 
     k = 0
 
-    def fail(msg: str, pos: int | None = None) -> BVHError:
-        if pos is None:
-            pos = tokens[min(k, len(tokens) - 1)][1] if tokens else 0
-        return BVHError(path, line_of(pos), msg)
-
-    def next_tok(expect: str) -> tuple[bytes, int]:
+    def take(expect: str) -> bytes:
         nonlocal k
-        if k >= len(tokens):
-            end = tokens[-1][1] if tokens else 0
-            raise BVHError(path, line_of(end), f"file ends inside the hierarchy; expected {expect}")
-        t = tokens[k]
+        if k >= n_tok:
+            last = len(raw[:end].rstrip())
+            raise BVHError(path, line_at(last), f"the file ends here (truncated?); expected {expect}")
         k += 1
-        return t
+        return toks[k - 1]
 
-    def read_float(what: str) -> float:
-        tok, pos = next_tok(what)
-        try:
-            v = float(tok)
-        except ValueError:
-            raise BVHError(path, line_of(pos), f"expected a number for {what}, found {tok.decode(errors='replace')!r}") from None
+    def take_float(what: str) -> float:
+        tok = take(f"a number for {what}")
+        v = _float(tok)
+        if v is None:
+            raise error(k - 1, f"expected a number for {what}, found {_show(tok)}")
         if not np.isfinite(v):
-            raise BVHError(path, line_of(pos), f"{what} is {tok.decode()}; offsets must be finite numbers")
+            raise error(k - 1, f"{what} is {_show(tok)}; expected a finite number")
         return v
 
-    tok, pos = next_tok("HIERARCHY")
-    if tok.upper() != b"HIERARCHY":
-        raise BVHError(path, line_of(pos), f"expected 'HIERARCHY' at the start of the file, found {tok.decode(errors='replace')!r}")
+    def take_name(keyword: str) -> str:
+        tok = take(f"a joint name after {keyword}")
+        if tok in (b"{", b"}"):
+            raise error(k - 1, f"expected a joint name after {keyword}, found {_show(tok)}")
+        name = tok.decode("utf-8", errors="replace")
+        if name in index:
+            raise error(k - 1, f"duplicate joint name {name!r} (first defined on line {line(index[name])}); "
+                        "expected a unique name for every joint")
+        index[name] = k - 1
+        return name
+
+    def take_open(after: str) -> None:
+        tok = take(f"'{{' after {after}")
+        if tok != b"{":
+            raise error(k - 1, f"expected '{{' after {after}, found {_show(tok)}")
+
+    def take_value(key: bytes, expect: str) -> bytes:
+        """The value of ``Key: value`` written as 'Key:' 'v', 'Key' ':' 'v' or 'Key:v'."""
+        tok = take(expect)
+        if not tok.startswith(key):
+            raise error(k - 1, f"expected {expect}, found {_show(tok)}")
+        rest = tok[len(key):]
+        if rest in (b"", b":"):
+            tok = take(expect)
+            if rest == b"" and tok.startswith(b":"):
+                tok = tok[1:] or take(expect)
+            return tok
+        if rest.startswith(b":"):
+            return rest[1:]
+        raise error(k - 1, f"expected {expect}, found {_show(tok)}")
 
     names: list[str] = []
     parents: list[int] = []
@@ -100,148 +158,126 @@ def _parse_header(raw: bytes, path: str) -> _Header:
     channels: list[tuple[str, ...]] = []
     es_par: list[int] = []
     es_off: list[list[float]] = []
-    stack: list[int] = []  # joint indices; -2 marks an End Site block
-    total_channels = 0
+    index: dict[str, int] = {}       # joint name -> token index of its name
+    has_channels: list[bool] = []
+    stack: list[tuple[int, int]] = []  # (joint index or -1 for an End Site, token index of the opening)
 
-    tok, pos = next_tok("ROOT")
+    tok = take("'HIERARCHY'")
+    if tok.upper() != b"HIERARCHY":
+        raise error(k - 1, f"expected 'HIERARCHY' at the start of the file, found {_show(tok)}")
+    tok = take("'ROOT <name>'")
     if tok != b"ROOT":
-        raise BVHError(path, line_of(pos), f"expected 'ROOT <name>' after HIERARCHY, found {tok.decode(errors='replace')!r}")
-    pending = "ROOT"
-    while True:
-        if pending in ("ROOT", "JOINT"):
-            name_tok, npos = next_tok("a joint name")
-            name = name_tok.decode(errors="replace")
-            if name in names:
-                raise BVHError(path, line_of(npos), f"duplicate joint name {name!r}; joint names must be unique")
-            b, bpos = next_tok("'{'")
-            if b != b"{":
-                raise BVHError(path, line_of(bpos), f"expected '{{' after {pending} {name}, found {b.decode(errors='replace')!r}")
-            names.append(name)
-            parents.append(stack[-1] if stack else -1)
-            offsets.append([0.0, 0.0, 0.0])
-            channels.append(())
-            stack.append(len(names) - 1)
-        elif pending == "End":
-            site, spos = next_tok("'Site'")
-            if site != b"Site":
-                raise BVHError(path, line_of(spos), f"expected 'End Site', found 'End {site.decode(errors='replace')}'")
-            b, bpos = next_tok("'{'")
-            if b != b"{":
-                raise BVHError(path, line_of(bpos), "expected '{' after End Site")
-            if not stack or stack[-1] < 0:
-                raise BVHError(path, line_of(spos), "End Site outside a joint")
-            es_par.append(stack[-1])
-            es_off.append([0.0, 0.0, 0.0])
-            stack.append(-2)
-        # Body of the current block until a nested block or '}'.
-        while True:
-            tok, pos = next_tok("OFFSET, CHANNELS, JOINT, End Site or '}'")
-            if tok == b"OFFSET":
-                vals = [read_float("OFFSET") for _ in range(3)]
-                if stack[-1] == -2:
-                    es_off[-1] = vals
-                else:
-                    offsets[stack[-1]] = vals
-            elif tok == b"CHANNELS":
-                if stack[-1] == -2:
-                    raise BVHError(path, line_of(pos), "an End Site cannot have CHANNELS")
-                ntok, npos = next_tok("the channel count")
-                try:
-                    nch = int(ntok)
-                except ValueError:
-                    raise BVHError(path, line_of(npos), f"expected the number of channels, found {ntok.decode(errors='replace')!r}") from None
-                if not 0 <= nch <= 6:
-                    raise BVHError(path, line_of(npos), f"a joint has 0 to 6 channels, found {nch}")
-                chs = []
-                for _ in range(nch):
-                    ctok, cpos = next_tok("a channel name")
-                    c = ctok.decode(errors="replace")
-                    fixed = c[0].upper() + c[1:].lower() if c else c
-                    if fixed not in _VALID_CHANNELS:
-                        raise BVHError(path, line_of(cpos), f"unknown channel name {c!r}; expected one of "
-                                       "Xposition Yposition Zposition Xrotation Yrotation Zrotation")
-                    if fixed in chs:
-                        raise BVHError(path, line_of(cpos), f"channel {c!r} listed twice for joint {names[stack[-1]]!r}")
-                    chs.append(fixed)
-                channels[stack[-1]] = tuple(chs)
-                total_channels += nch
-            elif tok in (b"JOINT", b"ROOT"):
-                if tok == b"ROOT":
-                    raise BVHError(path, line_of(pos), "only one ROOT is supported per file (found a second ROOT)")
-                if stack[-1] == -2:
-                    raise BVHError(path, line_of(pos), "an End Site cannot have child joints")
-                pending = "JOINT"
-                break
-            elif tok == b"End":
-                pending = "End"
-                break
-            elif tok == b"}":
-                stack.pop()
-                pending = "done" if not stack else "}"
-                break
-            elif tok == b"MOTION":
-                raise BVHError(path, line_of(pos), "MOTION found before the hierarchy was closed; a '}' is missing")
+        raise error(k - 1, f"expected 'ROOT <name>' after HIERARCHY, found {_show(tok)}")
+
+    def open_joint(keyword: str) -> None:
+        name = take_name(keyword)
+        take_open(f"{keyword} {name}")
+        names.append(name)
+        parents.append(stack[-1][0] if stack else -1)
+        offsets.append([0.0, 0.0, 0.0])
+        channels.append(())
+        has_channels.append(False)
+        stack.append((len(names) - 1, k - 1))
+
+    open_joint("ROOT")
+    while stack:
+        tok = take(_BODY)
+        j = stack[-1][0]
+        if tok == b"OFFSET":
+            vals = [take_float("OFFSET"), take_float("OFFSET"), take_float("OFFSET")]
+            if j < 0:
+                es_off[-1] = vals
             else:
-                raise BVHError(path, line_of(pos), f"unexpected {tok.decode(errors='replace')!r} in the hierarchy; "
-                               "expected OFFSET, CHANNELS, JOINT, End Site or '}'")
-        if pending == "done":
-            break
-        if pending == "}":
-            continue
+                offsets[j] = vals
+        elif tok == b"CHANNELS":
+            if j < 0:
+                raise error(k - 1, "an End Site cannot have CHANNELS; expected OFFSET or '}'")
+            if has_channels[j]:
+                raise error(k - 1, f"joint {names[j]!r} has a second CHANNELS line; expected one per joint")
+            has_channels[j] = True
+            ntok = take("the channel count")
+            if not _INT.fullmatch(ntok):
+                raise error(k - 1, f"expected the number of channels after CHANNELS, found {_show(ntok)}")
+            nch = int(ntok)
+            if not 0 <= nch <= 6:
+                raise error(k - 1, f"expected a channel count of 0 to 6, found {nch}")
+            chs: list[str] = []
+            for i in range(nch):
+                ctok = take(f"{nch} channel names")
+                if ctok in _KEYWORDS:
+                    raise error(k - 1, f"CHANNELS {nch} lists only {i} channel names before {_show(ctok)}; "
+                                f"expected {nch} names from {_CHANNEL_NAMES}")
+                c = ctok.decode("utf-8", errors="replace")
+                fixed = c[:1].upper() + c[1:].lower()
+                if fixed not in _VALID_CHANNELS:
+                    raise error(k - 1, f"unknown channel name {c!r}; expected one of {_CHANNEL_NAMES}")
+                if fixed in chs:
+                    raise error(k - 1, f"channel {c!r} listed twice for joint {names[j]!r}; expected each axis once")
+                chs.append(fixed)
+            channels[j] = tuple(chs)
+        elif tok == b"JOINT":
+            if j < 0:
+                raise error(k - 1, "an End Site cannot have child joints; expected OFFSET or '}'")
+            open_joint("JOINT")
+        elif tok == b"End":
+            site = take("'Site' after 'End'")
+            if site != b"Site":
+                raise error(k - 1, f"expected 'End Site', found 'End {site.decode('utf-8', errors='replace')}'")
+            if j < 0:
+                raise error(k - 1, "an End Site cannot contain another End Site; expected OFFSET or '}'")
+            take_open("End Site")
+            es_par.append(j)
+            es_off.append([0.0, 0.0, 0.0])
+            stack.append((-1, k - 1))
+        elif tok == b"}":
+            stack.pop()
+        elif tok == b"ROOT":
+            raise error(k - 1, "found a second ROOT inside the hierarchy; expected one ROOT per file "
+                        "(is a '}' missing?)")
+        elif tok == b"MOTION":
+            what = "End Site" if j < 0 else f"joint {names[j]!r}"
+            raise error(k - 1, f"expected '}}' to close {what} (opened on line {line(stack[-1][1])}) "
+                        "before MOTION; a '}' is missing")
+        else:
+            t = tok.decode("utf-8", errors="replace")
+            if j >= 0 and t[:1].upper() + t[1:].lower() in _VALID_CHANNELS:
+                raise error(k - 1, f"channel name {t!r} after the CHANNELS list of joint {names[j]!r}: "
+                            f"its count is {len(channels[j])}; expected {_BODY}")
+            raise error(k - 1, f"unexpected {_show(tok)} in the hierarchy; expected {_BODY}")
+
     # MOTION header
-    tok, pos = next_tok("MOTION")
+    tok = take("'MOTION'")
     if tok != b"MOTION":
-        raise BVHError(path, line_of(pos), f"expected 'MOTION' after the hierarchy, found {tok.decode(errors='replace')!r}")
-    tok, pos = next_tok("'Frames:'")
-    if tok not in (b"Frames:", b"Frames"):
-        raise BVHError(path, line_of(pos), f"expected 'Frames: <count>' after MOTION, found {tok.decode(errors='replace')!r}")
-    if tok == b"Frames":
-        next_tok("':'")
-    ntok, npos = next_tok("the frame count")
-    try:
-        n_frames = int(ntok)
-    except ValueError:
-        raise BVHError(path, line_of(npos), f"expected an integer frame count, found {ntok.decode(errors='replace')!r}") from None
+        raise error(k - 1, f"expected 'MOTION' after the hierarchy, found {_show(tok)}")
+    ntok = take_value(b"Frames", "'Frames: <count>'")
+    if not _INT.fullmatch(ntok):
+        raise error(k - 1, f"expected an integer frame count after 'Frames:', found {_show(ntok)}")
+    n_frames = int(ntok)
     if n_frames <= 0:
-        raise BVHError(path, line_of(npos), f"the file declares {n_frames} frames; a motion needs at least one")
-    t1, p1 = next_tok("'Frame Time:'")
-    t2, p2 = next_tok("'Frame Time:'")
-    if t1 != b"Frame" or t2 not in (b"Time:", b"Time"):
-        raise BVHError(path, line_of(p1), f"expected 'Frame Time: <seconds>', found {t1.decode(errors='replace')!r}")
-    if t2 == b"Time":
-        next_tok("':'")
-    ftok, fpos = next_tok("the frame time")
-    try:
-        frame_time = float(ftok)
-    except ValueError:
-        raise BVHError(path, line_of(fpos), f"expected the frame time in seconds, found {ftok.decode(errors='replace')!r}") from None
-    if not (np.isfinite(frame_time) and frame_time > 0):
-        raise BVHError(path, line_of(fpos), f"frame time must be a positive number of seconds, found {ftok.decode()}")
-    if k != len(tokens):
-        extra, epos = tokens[k]
-        raise BVHError(path, line_of(epos), f"unexpected {extra.decode(errors='replace')!r} after 'Frame Time'")
-    data_start = raw.find(b"\n", fpos)
-    data_start = len(raw) if data_start < 0 else data_start + 1
+        raise error(k - 1, f"the file declares {n_frames} frames; expected at least one frame")
+    tok = take("'Frame Time: <seconds>'")
+    if tok != b"Frame":
+        raise error(k - 1, f"expected 'Frame Time: <seconds>' after 'Frames:', found {_show(tok)}")
+    ftok = take_value(b"Time", "'Frame Time: <seconds>'")
+    fk = k - 1
+    frame_time = _float(ftok)
+    if frame_time is None:
+        raise error(fk, f"expected the frame time in seconds, found {_show(ftok)}")
+    if not (np.isfinite(frame_time) and frame_time > 0 and np.isfinite(1.0 / frame_time)):
+        raise error(fk, f"expected a positive frame time in seconds, found {_show(ftok)}")
+    if k != n_tok:
+        raise error(k, f"unexpected {_show(toks[k])} after the frame time; expected the frame values on the next line")
+    if m is None:  # cannot happen: the walk above needs 'Frame Time'
+        raise BVHError(path, None, "no 'Frame Time:' line")
+    data_start = min(m.end() + 1, len(raw))  # just past the newline that ends the 'Frame Time' line
     return _Header(names, parents, offsets, channels, es_par, es_off, n_frames, frame_time,
-                   data_start, line_of(fpos) + 1)
+                   data_start, line_at(data_start))
 
 
-def _header_end(raw: bytes, path: str) -> int:
-    """Byte offset just past the 'Frame Time' line (where the numbers begin)."""
-    m = re.search(rb"Frame\s+Time\s*:?[^\n]*", raw)
-    if m is None:
-        if re.search(rb"\bMOTION\b", raw) is None:
-            if re.search(rb"\bHIERARCHY\b", raw) is None:
-                raise BVHError(path, None, "not a BVH file: no HIERARCHY and no MOTION section")
-            raise BVHError(path, None, "no MOTION section: the file ends after the hierarchy (truncated?)")
-        raise BVHError(path, None, "no 'Frame Time:' line after MOTION (truncated file?)")
-    return m.end()
-
-
-def _resolve_units(units: str | float, offsets: NDArray, channels, values: NDArray, parents) -> float:
-    if isinstance(units, (int, float)) and not isinstance(units, bool):
-        if not units > 0:
-            raise ValueError(f"units scale must be positive, got {units}")
+def _resolve_units(units: str | float, offsets: NDArray, position_values: NDArray, parents) -> float:
+    if isinstance(units, (int, float, np.floating, np.integer)) and not isinstance(units, bool):
+        if not (np.isfinite(units) and units > 0):
+            raise ValueError(f"units scale must be a positive number of metres per file unit, got {units}")
         return float(units)
     if units in UNIT_SCALES:
         return UNIT_SCALES[units]
@@ -255,7 +291,9 @@ def _resolve_units(units: str | float, offsets: NDArray, channels, values: NDArr
         chain[j] = chain[parents[j]] + lengths[j]
     size = float(chain.max()) if J > 1 else 0.0
     if size == 0.0:
-        size = float(np.abs(values).max()) if values.size else 0.0
+        # No bones to measure (a single joint, or all offsets zero): use the animated
+        # positions (rotation angles say nothing about units).
+        size = float(np.abs(position_values).max()) if position_values.size else 0.0
     if size > 2000:
         return 0.001  # millimetres
     if size > 15:
@@ -263,51 +301,91 @@ def _resolve_units(units: str | float, offsets: NDArray, channels, values: NDArr
     return 1.0
 
 
-def parse_bvh(raw: bytes, path: str | Path = "<string>", *, units: str | float = "auto",
+def _layout(channels: tuple[tuple[str, ...], ...]) -> tuple[NDArray, NDArray, NDArray, int]:
+    """Per-joint column tables for the conversion kernel: ``rot_cols``, ``rot_axes``, ``pos_cols``."""
+    J = len(channels)
+    rot_cols = np.full((J, 3), -1, dtype=np.int64)
+    rot_axes = np.zeros((J, 3), dtype=np.int64)
+    pos_cols = np.full((J, 3), -1, dtype=np.int64)
+    col = 0
+    for j, chs in enumerate(channels):
+        r = 0
+        for c in chs:
+            axis = "XYZ".index(c[0])
+            if c in POSITION_CHANNELS:
+                pos_cols[j, axis] = col
+            else:
+                rot_cols[j, r] = col
+                rot_axes[j, r] = axis
+                r += 1
+            col += 1
+    return rot_cols, rot_axes, pos_cols, col
+
+
+def parse_bvh(raw: bytes | str, path: str | Path = "<string>", *, units: str | float = "auto",
               name: str | None = None) -> Motion:
-    """Parse BVH bytes into a :class:`Motion` (see :func:`load_bvh`)."""
+    """Parse BVH text (bytes, or a str) into a :class:`Motion` (see :func:`load_bvh`)."""
     spath = str(path)
+    if isinstance(raw, str):
+        raw = raw.encode("utf-8")
+    elif not isinstance(raw, bytes):
+        raw = bytes(raw)
     if raw[:3] == b"\xef\xbb\xbf":
         raw = raw[3:]
     hdr = _parse_header(raw, spath)
-    n_ch = sum(len(c) for c in hdr.channels)
     J = len(hdr.names)
-    values = np.empty((hdr.n_frames, max(n_ch, 1)))
-    buf = np.frombuffer(raw, dtype=np.uint8, offset=hdr.data_start) if hdr.data_start < len(raw) else np.zeros(0, np.uint8)
+    rot_cols, rot_axes, pos_cols, n_ch = _layout(tuple(hdr.channels))
     if n_ch == 0:
-        code, line_idx, got, detail = OK, 0, hdr.n_frames, 0
+        extra = _TOKEN.search(raw, hdr.data_start)
+        if extra is not None:
+            raise BVHError(spath, raw.count(b"\n", 0, extra.start()) + 1,
+                           f"found {_show(extra.group())} but the hierarchy declares no channels; "
+                           "expected no frame values")
+        values = np.zeros((hdr.n_frames, 0))
     else:
+        # Never allocate more rows than there are lines (a corrupt 'Frames:' can be huge).
+        rows = min(hdr.n_frames, raw.count(b"\n", hdr.data_start) + 1)
+        values = np.empty((rows, n_ch))
+        buf = np.frombuffer(raw, dtype=np.uint8, offset=hdr.data_start) if hdr.data_start < len(raw) \
+            else np.zeros(0, np.uint8)
         code, line_idx, got, detail = parse_frames(buf, hdr.n_frames, n_ch, values)
-    line_no = hdr.data_line + int(line_idx)
-    if code == WRONG_COUNT:
-        kind = "too few" if detail < n_ch else "too many"
-        raise BVHError(spath, line_no, f"frame {got + 1} has {kind} values: {detail} found, {n_ch} expected "
-                       f"(the sum of the CHANNELS counts of the {J} joints)")
-    if code in (NOT_A_NUMBER, NON_FINITE):
-        start = int(detail)
-        end = start
-        while end < len(buf) and buf[end] not in (9, 10, 13, 32):
-            end += 1
-        token = bytes(buf[start:end]).decode(errors="replace")
-        what = "a non-finite value" if code == NON_FINITE else "a value that is not a number"
-        raise BVHError(spath, line_no, f"frame {got + 1} contains {what}: {token!r}; every channel value must be a finite number")
-    if code == TOO_MANY_LINES:
-        raise BVHError(spath, line_no, f"more frame lines than the header's 'Frames: {hdr.n_frames}'; "
-                       "fix the Frames count or remove the extra lines")
-    if code == OK and got != hdr.n_frames:
-        raise BVHError(spath, hdr.data_line + int(line_idx), f"the header declares {hdr.n_frames} frames but only {got} "
-                       "were found (truncated file?)")
-    offsets = np.asarray(hdr.offsets, dtype=np.float64)
-    scale = _resolve_units(units, offsets, hdr.channels, values, hdr.parents)
+        line_no = hdr.data_line + int(line_idx)
+        if code == WRONG_COUNT:
+            kind = "too few" if detail < n_ch else "too many"
+            raise BVHError(spath, line_no, f"frame {got + 1} has {kind} values: {detail} found, {n_ch} expected "
+                           f"(the sum of the CHANNELS counts of the {J} joints)")
+        if code in (NOT_A_NUMBER, NON_FINITE):
+            start = int(detail)
+            end = start
+            while end < len(buf) and buf[end] not in (9, 10, 11, 12, 13, 32):
+                end += 1
+            token = bytes(buf[start:end]).decode("utf-8", errors="replace")
+            if code == NON_FINITE:
+                msg = f"frame {got + 1} contains a non-finite value {token!r}; expected a finite number"
+            else:
+                msg = f"frame {got + 1} contains {token!r}; expected a number"
+            raise BVHError(spath, line_no, msg + " for every channel")
+        if code == TOO_MANY_LINES:
+            raise BVHError(spath, line_no, f"more frame lines than the header's 'Frames: {hdr.n_frames}'; "
+                           "expected the Frames count to match the number of frame lines")
+        if got != hdr.n_frames:
+            raise BVHError(spath, line_no, f"the header declares {hdr.n_frames} frames but only {got} were found "
+                           f"(truncated file?); expected {hdr.n_frames} lines of {n_ch} values")
+    offsets = np.asarray(hdr.offsets, dtype=np.float64).reshape(J, 3)
+    has_pos = pos_cols >= 0
+    scale = _resolve_units(units, offsets, values[:, pos_cols[has_pos]], hdr.parents)
     skeleton = Skeleton(
         names=tuple(hdr.names),
-        parents=np.asarray(hdr.parents),
+        parents=np.asarray(hdr.parents, dtype=np.int64),
         offsets=offsets * scale,
         end_site_parents=np.asarray(hdr.end_site_parents, dtype=np.int64),
         end_site_offsets=np.asarray(hdr.end_site_offsets, dtype=np.float64).reshape(-1, 3) * scale,
         channels=tuple(hdr.channels),
     )
-    rotations, translations = channels_to_local(skeleton, values[:, :n_ch], scale)
+    F = hdr.n_frames
+    rotations = np.empty((F, J, 4))
+    translations = np.empty((F, J, 3))
+    _channels_to_local_kernel(values, rot_cols, rot_axes, pos_cols, scale, skeleton.offsets, rotations, translations)
     stem = Path(spath).stem if name is None else name
     return Motion(skeleton, rotations, translations, fps=fps_from_frame_time(hdr.frame_time), name=stem,
                   source=Path(spath) if spath != "<string>" else None, file_scale=scale)
@@ -324,31 +402,17 @@ def fps_from_frame_time(frame_time: float) -> float:
 
 
 def channels_to_local(skeleton: Skeleton, values: NDArray, scale: float) -> tuple[NDArray, NDArray]:
-    """Convert per-frame channel values ``[F, C]`` to local rotations and translations."""
-    F = values.shape[0]
-    J = skeleton.num_joints
-    translations = np.broadcast_to(skeleton.offsets, (F, J, 3)).copy()
+    """Convert per-frame channel values ``[F, C]`` (degrees, file units) to local rotations
+    ``[F, J, 4]`` and translations ``[F, J, 3]`` (metres)."""
+    rot_cols, rot_axes, pos_cols, n_ch = _layout(skeleton.channels)
+    values = np.ascontiguousarray(values, dtype=np.float64)
+    if values.ndim != 2 or values.shape[1] != n_ch:
+        raise ValueError(f"expected channel values of shape [F, {n_ch}], got {list(values.shape)}")
+    F, J = values.shape[0], skeleton.num_joints
     rotations = np.empty((F, J, 4))
-    by_order: dict[str, tuple[list[int], list[list[int]]]] = {}
-    col = 0
-    for j, chs in enumerate(skeleton.channels):
-        rot_cols = []
-        for c in chs:
-            if c in POSITION_CHANNELS:
-                translations[:, j, "XYZ".index(c[0])] = values[:, col] * scale
-            else:
-                rot_cols.append(col)
-            col += 1
-        order = skeleton.rotation_order(j)
-        joints, cols = by_order.setdefault(order, ([], []))
-        joints.append(j)
-        cols.append(rot_cols)
-    for order, (joints, cols) in by_order.items():
-        if not order:
-            rotations[:, joints] = (1.0, 0.0, 0.0, 0.0)
-            continue
-        angles = np.radians(values[:, np.asarray(cols)])  # [F, Jg, len(order)]
-        rotations[:, joints] = quat.from_euler_partial(angles, order) if len(order) != 3 else quat.from_euler(angles, order)
+    translations = np.empty((F, J, 3))
+    _channels_to_local_kernel(values, rot_cols, rot_axes, pos_cols, float(scale),
+                              np.ascontiguousarray(skeleton.offsets), rotations, translations)
     return rotations, translations
 
 
@@ -374,8 +438,24 @@ def load_bvh(path: str | Path, *, units: str | float = "auto", name: str | None 
 
 
 # ----------------------------------------------------------------------- writing
+def _file_order(parents: NDArray) -> list[int]:
+    """Joints in the order a BVH file lists them: depth first, children by index."""
+    J = len(parents)
+    children: list[list[int]] = [[] for _ in range(J)]
+    for j in range(1, J):
+        children[parents[j]].append(j)
+    order: list[int] = []
+    stack = [0]
+    while stack:
+        j = stack.pop()
+        order.append(j)
+        stack.extend(reversed(children[j]))
+    return order
+
+
 def _write_channels(skeleton: Skeleton) -> tuple[tuple[str, ...], ...]:
-    """Channels to write: the file's own, with partial rotation sets completed to three axes."""
+    """Channels to convert to: the file's own, with partial rotation sets completed to three
+    axes (the missing axes appended, so that the listed ones keep their place)."""
     out = []
     for chs in skeleton.channels:
         rots = [c for c in chs if c in ROTATION_CHANNELS]
@@ -386,51 +466,83 @@ def _write_channels(skeleton: Skeleton) -> tuple[tuple[str, ...], ...]:
     return tuple(out)
 
 
-def motion_to_channels(motion: Motion, scale: float) -> tuple[NDArray, tuple[tuple[str, ...], ...]]:
-    """Channel values ``[F, C]`` (file units, degrees) and the channel layout to write."""
+def motion_to_channels(motion: Motion, scale: float, precision: int = 6, where: str | None = None
+                       ) -> tuple[NDArray, tuple[tuple[str, ...], ...], list[int]]:
+    """Channel values to write.
+
+    Returns:
+        ``values [F, C]`` in file units and degrees, columns in file order (joints in
+        :func:`_file_order`); the channel layout of each joint (by joint index); and the
+        file order of the joints. A joint that had fewer than three rotation channels keeps
+        its layout when its rotations still fit in those axes (the other angles print as
+        zero), and gets the missing axes appended otherwise.
+    """
     skel = motion.skeleton
-    layout = _write_channels(skel)
+    where = where or (motion.name or "<motion>")
+    full = _write_channels(skel)
     F = motion.num_frames
-    n_ch = sum(len(c) for c in layout)
-    values = np.zeros((F, n_ch))
-    col_of: list[list[int]] = []
-    col = 0
-    for chs in layout:
-        col_of.append(list(range(col, col + len(chs))))
-        col += len(chs)
-    by_order: dict[str, tuple[list[int], list[list[int]]]] = {}
-    for j, chs in enumerate(layout):
-        rot_cols = []
-        for c, ci in zip(chs, col_of[j]):
+    per_joint: list[dict[str, NDArray]] = [{} for _ in range(skel.num_joints)]
+    by_order: dict[str, list[int]] = {}
+    for j, chs in enumerate(full):
+        for c in chs:
             if c in POSITION_CHANNELS:
-                values[:, ci] = motion.translations[:, j, "XYZ".index(c[0])] / scale
-            else:
-                rot_cols.append(ci)
-        if rot_cols:
-            order = "".join(c[0].lower() for c in chs if c in ROTATION_CHANNELS)
-            joints, cols = by_order.setdefault(order, ([], []))
-            joints.append(j)
-            cols.append(rot_cols)
-        elif not np.allclose(motion.rotations[:, j], quat.identity(), atol=1e-9) and not np.allclose(
-            np.abs(motion.rotations[:, j, 0]), 1.0, atol=1e-9
-        ):
-            raise BVHError(None, None, f"joint {skel.names[j]!r} is rotated but has no rotation channels to write")
-    for order, (joints, cols) in by_order.items():
+                per_joint[j][c] = motion.translations[:, j, "XYZ".index(c[0])] / scale
+        order = "".join(c[0].lower() for c in chs if c in ROTATION_CHANNELS)
+        if order:
+            by_order.setdefault(order, []).append(j)
+        elif not np.allclose(np.abs(motion.rotations[:, j, 0]), 1.0, atol=1e-9):
+            raise BVHError(where, None, f"joint {skel.names[j]!r} is rotated but has no rotation channels; "
+                           "expected rotation channels on every rotated joint")
+    for order, joints in by_order.items():
         euler = np.degrees(quat.to_euler(motion.rotations[:, joints], order))  # [F, Jg, 3]
-        values[:, np.asarray(cols)] = euler
-    # Joints without position channels must keep their offset: check nothing is lost.
-    moved = ~skel.has_position_channels
-    if np.any(moved):
-        dev = np.abs(motion.translations[:, moved] - skel.offsets[moved]).max()
-        if dev > 1e-6:
-            j = np.flatnonzero(moved)[np.argmax(np.abs(motion.translations[:, moved] - skel.offsets[moved]).max(axis=(0, 2)))]
-            raise BVHError(None, None, f"joint {skel.names[j]!r} has animated translations but no position channels; "
-                           "add position channels to the skeleton before writing")
-    return values, layout
+        for g, j in enumerate(joints):
+            for i, axis in enumerate(order):
+                per_joint[j][axis.upper() + "rotation"] = euler[:, g, i]
+    # Joints (axes) without position channels must keep their offset: check nothing is lost.
+    for j, chs in enumerate(skel.channels):
+        for a in range(3):
+            if "XYZ"[a] + "position" in chs:
+                continue
+            dev = float(np.abs(motion.translations[:, j, a] - skel.offsets[j, a]).max())
+            if dev > 1e-6 * max(1.0, abs(float(skel.offsets[j, a]))):
+                raise BVHError(where, None, f"joint {skel.names[j]!r} has animated translations on "
+                               f"{'XYZ'[a]} (up to {dev:.3g} m from its offset) but no {'XYZ'[a]}position channel; "
+                               "expected position channels on every translated joint")
+    zero = 0.5 * 10.0 ** -precision
+    layout: list[tuple[str, ...]] = []
+    for j, chs in enumerate(full):
+        own = skel.channels[j]
+        if len(chs) - len(own) == 1:
+            # Two rotation channels: a rotation about those axes decomposes with a zero third
+            # angle, but SciPy keeps the middle angle within +-90 degrees and may return the
+            # other Tait-Bryan solution (a + 180, 180 - b, c + 180); take the one with c = 0.
+            names3 = [c for c in chs if c in ROTATION_CHANNELS]
+            a, b, c = (per_joint[j][n] for n in names3)
+            flip = (np.abs(c) >= zero) & (np.abs(_wrap_degrees(c + 180.0)) < zero)
+            if np.any(flip):
+                per_joint[j][names3[0]] = np.where(flip, _wrap_degrees(a + 180.0), a)
+                per_joint[j][names3[1]] = np.where(flip, _wrap_degrees(180.0 - b), b)
+                per_joint[j][names3[2]] = np.where(flip, 0.0, c)
+        if len(chs) != len(own) and all(np.abs(per_joint[j][c]).max() < zero for c in chs[len(own):]):
+            chs = own
+        layout.append(chs)
+    order_ = _file_order(skel.parents)
+    cols = [per_joint[j][c] for j in order_ for c in layout[j]]
+    values = np.stack(cols, axis=1) if cols else np.zeros((F, 0))
+    return values, tuple(layout), order_
+
+
+def _wrap_degrees(a: NDArray) -> NDArray:
+    """Angles wrapped to [-180, 180)."""
+    return (a + 180.0) % 360.0 - 180.0
 
 
 def format_bvh(motion: Motion, *, units: str | float | None = None, precision: int = 6) -> str:
     """The BVH text of ``motion`` (see :func:`save_bvh`)."""
+    return _format_bvh(motion, units, precision, None)
+
+
+def _format_bvh(motion: Motion, units: str | float | None, precision: int, where: str | None) -> str:
     if units is None:
         scale = motion.file_scale
     elif isinstance(units, str):
@@ -439,43 +551,48 @@ def format_bvh(motion: Motion, *, units: str | float | None = None, precision: i
         scale = UNIT_SCALES[units]
     else:
         scale = float(units)
+        if not (np.isfinite(scale) and scale > 0):
+            raise ValueError(f"units scale must be a positive number of metres per file unit, got {units}")
     skel = motion.skeleton
-    values, layout = motion_to_channels(motion, scale)
-    lines = ["HIERARCHY"]
-    children: list[list[int]] = [[] for _ in range(skel.num_joints)]
-    for j in range(1, skel.num_joints):
+    validate_skeleton_for_bvh(skel)
+    values, layout, _ = motion_to_channels(motion, scale, precision, where)
+    J = skel.num_joints
+    children: list[list[int]] = [[] for _ in range(J)]
+    for j in range(1, J):
         children[skel.parents[j]].append(j)
-    sites: list[list[int]] = [[] for _ in range(skel.num_joints)]
+    sites: list[list[int]] = [[] for _ in range(J)]
     for e, p in enumerate(skel.end_site_parents):
         sites[p].append(e)
     fmt_off = f"{{:.{precision}f}} {{:.{precision}f}} {{:.{precision}f}}"
 
-    def emit(j: int, depth: int) -> None:
+    def off(v: NDArray) -> str:
+        v = np.where(np.abs(v) < 0.5 * 10.0**-precision, 0.0, v)
+        return fmt_off.format(*v)
+
+    lines = ["HIERARCHY"]
+    stack: list[tuple[int, int, bool]] = [(0, 0, False)]
+    while stack:  # iterative depth-first walk: no recursion limit on deep skeletons
+        j, depth, closing = stack.pop()
         ind = "\t" * depth
+        if closing:
+            for e in sites[j]:
+                lines.append(f"{ind}\tEnd Site")
+                lines.append(f"{ind}\t{{")
+                lines.append(f"{ind}\t\tOFFSET " + off(skel.end_site_offsets[e] / scale))
+                lines.append(f"{ind}\t}}")
+            lines.append(f"{ind}}}")
+            continue
         lines.append(f"{ind}{'ROOT' if j == 0 else 'JOINT'} {skel.names[j]}")
         lines.append(f"{ind}{{")
-        lines.append(f"{ind}\tOFFSET " + fmt_off.format(*(skel.offsets[j] / scale)))
+        lines.append(f"{ind}\tOFFSET " + off(skel.offsets[j] / scale))
         lines.append(f"{ind}\tCHANNELS {len(layout[j])}" + "".join(" " + c for c in layout[j]))
-        for c in children[j]:
-            emit(c, depth + 1)
-        for e in sites[j]:
-            lines.append(f"{ind}\tEnd Site")
-            lines.append(f"{ind}\t{{")
-            lines.append(f"{ind}\t\tOFFSET " + fmt_off.format(*(skel.end_site_offsets[e] / scale)))
-            lines.append(f"{ind}\t}}")
-        lines.append(f"{ind}}}")
-
-    import sys
-
-    old = sys.getrecursionlimit()
-    sys.setrecursionlimit(max(old, skel.num_joints * 4 + 100))
-    try:
-        emit(0, 0)
-    finally:
-        sys.setrecursionlimit(old)
+        stack.append((j, depth, True))
+        stack.extend((c, depth + 1, False) for c in reversed(children[j]))
     lines.append("MOTION")
     lines.append(f"Frames: {motion.num_frames}")
     lines.append(f"Frame Time: {1.0 / motion.fps:.10g}")
+    if values.shape[1] == 0:
+        return "\n".join(lines) + "\n" + "\n" * motion.num_frames
     values = np.where(np.abs(values) < 0.5 * 10.0**-precision, 0.0, values)  # no "-0.000000"
     row = " ".join([f"%.{precision}f"] * values.shape[1])
     body = "\n".join([row % tuple(r) for r in values.tolist()])
@@ -487,10 +604,16 @@ def save_bvh(motion: Motion, path: str | Path, *, units: str | float | None = No
 
     Joint names, hierarchy, End Sites and each joint's channel order are kept; lengths
     are written in the motion's original file units unless ``units`` says otherwise
-    (``"m"``, ``"cm"``, ... or metres per unit); the frame time is ``1 / fps``.
+    (``"m"``, ``"cm"``, ... or metres per unit); the frame time is ``1 / fps``. Joints
+    are written depth first (the order :func:`load_bvh` numbers them).
+
+    Raises:
+        BVHError: the motion cannot be written without loss (a rotated joint without
+            rotation channels, a translated joint without position channels).
+        SkeletonError: a joint name is empty or contains whitespace.
     """
-    text = format_bvh(motion, units=units, precision=precision)
     path = Path(path)
+    text = _format_bvh(motion, units, precision, str(path))
     with atomic_write(path, "w", encoding="utf-8", newline="\n") as f:
         f.write(text)
     return path
@@ -500,4 +623,4 @@ def validate_skeleton_for_bvh(skeleton: Skeleton) -> None:
     """Raise if a skeleton cannot be written as BVH (names with whitespace)."""
     for n in skeleton.names:
         if not n or any(ch.isspace() for ch in n) or n in ("{", "}"):
-            raise SkeletonError(f"joint name {n!r} cannot be written to BVH (empty or containing whitespace)")
+            raise SkeletonError(f"joint name {n!r} cannot be written to BVH (empty, a brace, or containing whitespace)")

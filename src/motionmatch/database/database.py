@@ -9,7 +9,6 @@ root (joint 0: on the ground, facing +Z), foot contacts, clip ranges and tags.
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
@@ -35,7 +34,7 @@ class DatabaseError(MotionMatchError):
     """A database cannot be built, or a saved one is corrupt, stale or from another version."""
 
 
-def _hash_motion(h: "hashlib._Hash", m: Motion) -> None:
+def _hash_motion(h: hashlib._Hash, m: Motion) -> None:
     h.update(m.name.encode())
     h.update(repr((m.fps, m.tags, m.skeleton.names)).encode())
     h.update(np.ascontiguousarray(m.rotations).tobytes())

@@ -30,7 +30,7 @@ def resolve_joint(skeleton: Skeleton, role_or_name: str) -> int:
 
 def offset_frames(schema: FeatureSchema, fps: float) -> dict[float, int]:
     """Future offsets (s) in frames at ``fps`` (at least one frame)."""
-    return {o: max(1, int(round(o * fps))) for o in schema.trajectory_offsets}
+    return {o: max(1, round(o * fps)) for o in schema.trajectory_offsets}
 
 
 def clip_features(motion: Motion, schema: FeatureSchema) -> tuple[np.ndarray, np.ndarray]:
