@@ -19,6 +19,9 @@ def atomic_write(path: str | Path, mode: str = "w", **open_kwargs) -> Iterator[I
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes files owner-only; use the usual permissions
     try:
         with os.fdopen(fd, mode, **open_kwargs) as f:
             yield f

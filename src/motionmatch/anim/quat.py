@@ -70,13 +70,23 @@ def inv_mul(a: ArrayLike, b: ArrayLike) -> Array:
     return mul(conjugate(a), b)
 
 
+def cross(a: ArrayLike, b: ArrayLike) -> Array:
+    """Cross product of ``[..., 3]`` vectors (broadcasting); cheaper than ``np.cross``
+    on the small arrays of per-frame code."""
+    a = np.asarray(a, dtype=np.float64)
+    b = np.asarray(b, dtype=np.float64)
+    ax, ay, az = a[..., 0], a[..., 1], a[..., 2]
+    bx, by, bz = b[..., 0], b[..., 1], b[..., 2]
+    return np.stack([ay * bz - az * by, az * bx - ax * bz, ax * by - ay * bx], axis=-1)
+
+
 def rotate(q: ArrayLike, v: ArrayLike) -> Array:
     """Rotate vectors ``v [..., 3]`` by quaternions ``q [..., 4]`` (broadcasting)."""
     q = np.asarray(q, dtype=np.float64)
     v = np.asarray(v, dtype=np.float64)
     qv = q[..., 1:]
-    t = 2.0 * np.cross(qv, v)
-    return v + q[..., :1] * t + np.cross(qv, t)
+    t = 2.0 * cross(qv, v)
+    return v + q[..., :1] * t + cross(qv, t)
 
 
 def inv_rotate(q: ArrayLike, v: ArrayLike) -> Array:
@@ -196,7 +206,7 @@ def from_6d(d6: ArrayLike) -> Array:
     c0 = a / np.maximum(np.linalg.norm(a, axis=-1, keepdims=True), 1e-12)
     b = b - np.sum(c0 * b, axis=-1, keepdims=True) * c0
     c1 = b / np.maximum(np.linalg.norm(b, axis=-1, keepdims=True), 1e-12)
-    c2 = np.cross(c0, c1)
+    c2 = cross(c0, c1)
     return from_matrix(np.stack([c0, c1, c2], axis=-1))
 
 
@@ -261,16 +271,16 @@ def between(u: ArrayLike, v: ArrayLike) -> Array:
     v = np.asarray(v, dtype=np.float64)
     u = u / np.maximum(np.linalg.norm(u, axis=-1, keepdims=True), 1e-12)
     v = v / np.maximum(np.linalg.norm(v, axis=-1, keepdims=True), 1e-12)
-    c = np.cross(u, v)
+    c = cross(u, v)
     w = 1.0 + np.sum(u * v, axis=-1, keepdims=True)
     q = np.concatenate([w, c], axis=-1)
     # Opposite vectors: rotate 180 degrees about any axis orthogonal to u.
     opposite = w[..., 0] < 1e-9
     if np.any(opposite):
         uo = u[opposite]
-        ortho = np.cross(uo, np.array([1.0, 0.0, 0.0]))
+        ortho = cross(uo, np.array([1.0, 0.0, 0.0]))
         weak = np.linalg.norm(ortho, axis=-1) < 1e-6
-        ortho[weak] = np.cross(uo[weak], np.array([0.0, 1.0, 0.0]))
+        ortho[weak] = cross(uo[weak], np.array([0.0, 1.0, 0.0]))
         q[opposite] = np.concatenate([np.zeros((len(uo), 1)), ortho], axis=-1)
     return normalize(q)
 

@@ -1,0 +1,409 @@
+"""The per-character motion-matching controller.
+
+Every frame, :meth:`Controller.update` takes the time step and an
+:class:`~motionmatch.control.intent.Intent` and:
+
+1. advances playback of the current database clip by time (any ``dt``: poses are
+   interpolated between database frames), moving the character by the clip's root
+   motion;
+2. predicts the desired future trajectory from the character's root with springs;
+3. searches the database every ``search_interval`` seconds, immediately when the intent
+   changes sharply, and when the clip ends; it keeps playing the current clip unless a
+   frame is clearly better (``transition_ratio``);
+4. blends transitions by inertialization and keeps planted feet in place with two-bone IK.
+
+Modes (paper Section 3.3): ``locomotion``; ``idle`` (no input and low predicted speed:
+matching continues with a standing query, so a standing clip plays on); ``dance`` (a frame of a
+``dance`` clip is matched, the clip plays to its end, then matching again);
+``jump`` (one search over ``jump`` clips with 3D trajectory features, then the jump plays
+for ``jump_duration``); ``creep`` (searches restricted to ``creep`` clips with 3D
+features). Jump and creep need a database built with a vertical (3D) schema and the
+tags; without them those actions fall back to locomotion.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from motionmatch.anim import quat
+from motionmatch.control.intent import Intent
+from motionmatch.control.trajectory import PredictedTrajectory, RootState, TrajectoryPredictor
+from motionmatch.database import MotionDatabase
+from motionmatch.database.tags import TagQueryError
+from motionmatch.runtime import _kernels
+from motionmatch.runtime.inertialize import Inertializer
+from motionmatch.runtime.modes import gait_speeds_from_database, vertical_columns, vertical_targets
+from motionmatch.search import build_searcher
+
+FORWARD = np.array([0.0, 0.0, 1.0])
+
+
+@dataclass
+class ControllerSettings:
+    """Knobs of :class:`Controller` (seconds, metres, m/s)."""
+
+    search_interval: float = 0.1
+    search_method: str = "box"
+    inertialization: str = "quintic"   # "quintic" | "spring" | "none"
+    blend_time: float = 0.3            # quintic blend duration
+    spring_halflife: float = 0.08      # spring inertialization half-life
+    trajectory_mode: str = "spring"    # "spring" | "linear" (ablation)
+    velocity_halflife: float = 0.2
+    facing_halflife: float = 0.2
+    transition_ratio: float = 0.9      # switch only if best cost < ratio * cost of continuing
+    same_clip_window: int = 10         # a match this close ahead in the same clip just continues
+    sharp_turn_deg: float = 45.0
+    idle_speed: float = 0.2
+    foot_locking: bool = True
+    foot_unlock_distance: float = 0.25
+    foot_blend_time: float = 0.2
+    jump_duration: float = 1.2
+    locomotion_tags: str = "!dance & !creep & !jump"
+
+
+@dataclass
+class FrameResult:
+    """What one update produced.
+
+    Attributes:
+        rotations: ``[J, 4]`` local rotations; joint 0 is the character root (world yaw).
+        translations: ``[J, 3]`` local translations; joint 0 is the root's world position.
+        frame: database frame being played.
+        mode: the controller's mode.
+        searched, transitioned: whether a search / a transition happened this update.
+        desired: the desired trajectory (world) used for the last query.
+        contacts: ``[K]`` bool, feet locked this frame.
+    """
+
+    rotations: np.ndarray
+    translations: np.ndarray
+    frame: int
+    mode: str
+    searched: bool
+    transitioned: bool
+    desired: PredictedTrajectory | None
+    contacts: np.ndarray
+    costs: dict[str, float] = field(default_factory=dict)
+
+
+class Controller:
+    """Plays one character from a :class:`MotionDatabase` under changing intents."""
+
+    def __init__(self, db: MotionDatabase, settings: ControllerSettings | None = None, *,
+                 position=(0.0, 0.0, 0.0), facing=(0.0, 0.0, 1.0), start_frame: int | None = None):
+        self.db = db
+        self.s = settings or ControllerSettings()
+        self.gaits = gait_speeds_from_database(db)
+        self.vcols = vertical_columns(db)
+        self.vtargets = vertical_targets(db)
+        planar = db.features.copy()
+        if self.vcols.size:
+            planar[:, self.vcols] = 0.0
+        self._views = {"planar": planar, "full": db.features}
+        self._searchers: dict = {}
+        self._masks: dict[str, np.ndarray] = {}
+        times = db.schema.trajectory_offsets
+        self.predictor = TrajectoryPredictor(times, self.s.velocity_halflife, self.s.facing_halflife,
+                                             mode=self.s.trajectory_mode)
+        self._term_layout = [(t, db.schema.slice(t.name), [times.index(o) for o in t.offsets])
+                             for t in db.schema.terms if t.is_trajectory]
+        J = db.skeleton.num_joints
+        self.inert = Inertializer(J - 1, self.s.inertialization, self.s.blend_time, self.s.spring_halflife)
+        self._legs = self._leg_chains()
+        self.searches = 0
+        self.transitions = 0
+        self.time = 0.0
+        self.reset(position, facing, start_frame)
+
+    # ----------------------------------------------------------------- setup
+    def _leg_chains(self) -> list[tuple[int, ...]]:
+        """(upleg, knee, ankle, toe) joint chains of the contact joints, root first."""
+        p = self.db.skeleton.parents
+        out = []
+        for toe in self.db.foot_joints:
+            ankle = p[toe]
+            knee = p[ankle] if ankle > 0 else -1
+            hip = p[knee] if knee > 0 else -1
+            if min(ankle, knee, hip) <= 0:
+                return []  # not a leg we can solve: no foot locking
+            out.append((hip, knee, ankle, toe))
+        return out
+
+    def mask(self, tags: str | None) -> np.ndarray:
+        """Valid frames matching a tag query (cached; unknown tags give all valid frames)."""
+        key = tags or "*"
+        if key not in self._masks:
+            try:
+                m = self.db.mask(tags)
+            except TagQueryError:
+                m = self.db.valid.copy()
+            if not m.any():
+                m = self.db.valid.copy()
+            self._masks[key] = m
+        return self._masks[key]
+
+    def _has(self, tag: str) -> bool:
+        return tag in self.db.tags
+
+    def searcher(self, view: str):
+        if view not in self._searchers:
+            self._searchers[view] = build_searcher(self._views[view], self.db.valid, method=self.s.search_method)
+        return self._searchers[view]
+
+    def reset(self, position=(0.0, 0.0, 0.0), facing=(0.0, 0.0, 1.0), start_frame: int | None = None) -> None:
+        """Put the character at ``position`` facing ``facing``, playing ``start_frame``
+        (default: the slowest valid locomotion frame, i.e. standing)."""
+        db = self.db
+        if start_frame is None:
+            m = self.mask(self.s.locomotion_tags)
+            speed = db.root_speeds()
+            start_frame = int(np.flatnonzero(m)[np.argmin(speed[m])])
+        self.frame_pos = float(start_frame)
+        self.frame = int(start_frame)
+        f = np.asarray(facing, dtype=np.float64)
+        self.root_pos = np.asarray(position, dtype=np.float64).copy()
+        self.root_pos[1] = 0.0
+        self.root_rot = quat.from_angle_y(np.arctan2(f[0], f[2]))
+        self.predictor.reset(self.root_pos, facing=f)
+        self._db_root = self._db_root_at(self.frame_pos)
+        self.mode = "locomotion"
+        self._mode_until = np.inf
+        self._since_search = np.inf
+        self._last_intent: Intent | None = None
+        self._prev_actions: frozenset[str] = frozenset()
+        self.inert.reset()
+        rot, pos = self._db_pose_at(self.frame_pos)
+        self._shown = (rot, pos)
+        self._shown_vel = (np.zeros((rot.shape[0], 3)), np.zeros((rot.shape[0], 3)))
+        K = len(self._legs)
+        self._locked = np.zeros(K, dtype=bool)
+        self._lock_pos = np.zeros((K, 3))
+        self._release = np.zeros((K, 3))       # foot offset being blended out after an unlock
+        self._release_t = np.full(K, np.inf)
+        self.last_desired: PredictedTrajectory | None = None
+        self.last_costs: dict[str, float] = {}
+
+    # --------------------------------------------------------- database sampling
+    def _clip_last(self, frame: int) -> int:
+        return int(self.db.clip_stops[self.db.frame_clip[frame]] - 1)
+
+    def _db_root_at(self, fpos: float) -> tuple[np.ndarray, np.ndarray]:
+        db = self.db
+        i = int(fpos)
+        j = min(i + 1, self._clip_last(i))
+        a = fpos - i
+        p = (1 - a) * db.translations[i, 0] + a * db.translations[j, 0]
+        q = quat.slerp(db.rotations[i, 0], db.rotations[j, 0], a)
+        return p.astype(np.float64), q
+
+    def _db_pose_at(self, fpos: float) -> tuple[np.ndarray, np.ndarray]:
+        """Local rotations ``[J-1, 4]`` and translations ``[J-1, 3]`` of joints 1.. at ``fpos``."""
+        db = self.db
+        i = int(fpos)
+        j = min(i + 1, self._clip_last(i))
+        a = fpos - i
+        J = db.skeleton.num_joints - 1
+        r, t = np.empty((J, 4)), np.empty((J, 3))
+        _kernels.sample_pose(self._rot64(i), self._rot64(j), self._pos64(i), self._pos64(j), a, r, t)
+        return r, t
+
+    def _rot64(self, i: int) -> np.ndarray:
+        return self.db.rotations[i, 1:].astype(np.float64)
+
+    def _pos64(self, i: int) -> np.ndarray:
+        return self.db.translations[i, 1:].astype(np.float64)
+
+    def _db_pose_velocity(self, frame: int) -> tuple[np.ndarray, np.ndarray]:
+        db = self.db
+        j = min(frame + 1, self._clip_last(frame))
+        if j == frame:
+            z = np.zeros((db.skeleton.num_joints - 1, 3))
+            return z, z.copy()
+        w = quat.log(quat.mul_inv(db.rotations[j, 1:], db.rotations[frame, 1:])) * db.fps
+        v = (db.translations[j, 1:] - db.translations[frame, 1:]).astype(np.float64) * db.fps
+        return w, v
+
+    # -------------------------------------------------------------- searching
+    def _query(self, intent: Intent, vertical: np.ndarray | None) -> tuple[np.ndarray, PredictedTrajectory]:
+        sim = self.predictor.state
+        state = RootState(position=self.root_pos, velocity=sim.velocity, acceleration=sim.acceleration,
+                          rotation=self.root_rot, angular_velocity=sim.angular_velocity)
+        traj = self.predictor.predict(intent, state=state)
+        lp, ld, _ = traj.local(self.root_pos, self.root_rot)
+        raw = self.db.raw_features[self.frame].astype(np.float64).copy()
+        for term, sl, ks in self._term_layout:
+            src = lp if term.kind == "trajectory_position" else ld
+            step = 3 if term.vertical else 2
+            for n, k in enumerate(ks):
+                raw[sl.start + step * n] = src[k, 0]
+                raw[sl.start + step * n + step - 1] = src[k, 2]
+        if vertical is not None and self.vcols.size:
+            raw[self.vcols] = vertical
+        q = self.db.normalize(raw)
+        if vertical is None and self.vcols.size:
+            q[self.vcols] = 0.0
+        return q, traj
+
+    def _search(self, intent: Intent, tags: str, vertical: np.ndarray | None, force: bool) -> bool:
+        """Search and transition if clearly better (or ``force``). Returns whether it transitioned."""
+        view = "planar" if vertical is None else "full"
+        q, traj = self._query(intent, vertical)
+        self.last_desired = traj
+        mask = self.mask(tags)
+        cur = self.frame
+        cur_ok = bool(mask[cur]) and self.frame_pos + 1 < self._clip_last(cur)
+        idx, cost = self.searcher(view).nearest(q, mask=mask, k=1, init_index=cur if cur_ok else None)
+        self.searches += 1
+        self._since_search = 0.0
+        best, best_cost = int(idx[0]), float(cost[0])
+        F = self._views[view]
+        self.last_costs = self.db.group_costs(q, best)
+        if cur_ok and not force:
+            cur_cost = float(np.sum((q.astype(np.float64) - F[cur]) ** 2))
+            same_clip_ahead = self.db.frame_clip[best] == self.db.frame_clip[cur] and 0 <= best - cur <= self.s.same_clip_window
+            if same_clip_ahead or best_cost >= self.s.transition_ratio * cur_cost:
+                return False
+        self._transition_to(best)
+        return True
+
+    def _transition_to(self, frame: int) -> None:
+        self.transitions += 1
+        dst_rot, dst_pos = self._db_pose_at(float(frame))
+        dst_w, dst_v = self._db_pose_velocity(frame)
+        src_rot, src_pos = self._shown
+        src_w, src_v = self._shown_vel
+        self.inert.transition(src_rot, src_w, dst_rot, dst_w, src_pos, src_v, dst_pos, dst_v)
+        self.frame = frame
+        self.frame_pos = float(frame)
+        self._db_root = self._db_root_at(self.frame_pos)
+
+    # ------------------------------------------------------------------ update
+    def _choose_mode(self, intent: Intent) -> tuple[str, bool]:
+        """The mode for this frame and whether entering it forces a search."""
+        acts = intent.actions
+        new = acts - self._prev_actions
+        if self.mode == "jump" and self.time < self._mode_until:
+            return "jump", False
+        if "jump" in new and self._has("jump"):
+            return "jump", True
+        if "dance" in acts and self._has("dance"):
+            return "dance", self.mode != "dance"
+        if "creep" in acts and self._has("creep"):
+            return "creep", self.mode != "creep"
+        moving = intent.speed > 1e-3 or np.linalg.norm(self.predictor.state.velocity[[0, 2]]) > self.s.idle_speed
+        if not moving:
+            return "idle", self.mode not in ("idle",)
+        return "locomotion", self.mode in ("dance", "jump", "creep")
+
+    def update(self, dt: float, intent: Intent) -> FrameResult:
+        """Advance the character by ``dt`` seconds under ``intent``."""
+        if not (np.isfinite(dt) and dt >= 0):
+            raise ValueError(f"dt must be a finite number of seconds >= 0, got {dt!r}")
+        db = self.db
+        self.time += dt
+        self._since_search += dt
+        # 1. playback by time, with root motion
+        self.frame_pos += dt * db.fps
+        last = self._clip_last(self.frame)
+        at_end = self.frame_pos >= last
+        if at_end:
+            self.frame_pos = float(last)
+        self.frame = int(self.frame_pos)
+        new_root = self._db_root_at(self.frame_pos)
+        d_pos = quat.inv_rotate(self._db_root[1], new_root[0] - self._db_root[0])
+        d_rot = quat.inv_mul(self._db_root[1], new_root[1])
+        self.root_pos = self.root_pos + quat.rotate(self.root_rot, d_pos)
+        self.root_rot = quat.normalize(quat.mul(self.root_rot, d_rot))
+        self._db_root = new_root
+        # 2. mode and search
+        mode, force = self._choose_mode(intent)
+        if self.mode == "jump" and mode != "jump":
+            force = True  # jump finished: back to locomotion now
+        self.mode = mode
+        sharp = self._last_intent is not None and intent.changed_sharply(self._last_intent, self.s.sharp_turn_deg)
+        searched = transitioned = False
+        if mode == "jump":
+            if force:
+                target = self.vtargets.jump
+                searched = True
+                transitioned = self._search(intent, "jump", target, force=True)
+                self._mode_until = self.time + self.s.jump_duration
+        elif mode == "dance":
+            if force or at_end:
+                searched = True
+                transitioned = self._search(Intent.idle(), "dance", None, force=True)
+        else:
+            due = self._since_search >= self.s.search_interval
+            if force or due or sharp or at_end:
+                tags = "creep" if mode == "creep" else self.s.locomotion_tags
+                vert = self.vtargets.creep if mode == "creep" else None
+                searched = True
+                transitioned = self._search(intent, tags, vert, force=force or at_end)
+        self._prev_actions = intent.actions
+        self._last_intent = intent
+        # 3. desired root simulation
+        self.predictor.advance(dt, intent)
+        # 4. pose: database pose + inertialization offsets
+        self.inert.update(dt)
+        rot, pos = self._db_pose_at(self.frame_pos)
+        rot, pos = self.inert.apply(rot, pos)
+        contacts = np.zeros(len(self._legs), dtype=bool)
+        if self.s.foot_locking and self._legs:
+            rot, contacts = self._lock_feet(rot, pos, dt)
+        if dt > 0:
+            prev_rot, prev_pos = self._shown
+            self._shown_vel = (quat.log(quat.mul_inv(rot, prev_rot)) / dt, (pos - prev_pos) / dt)
+        self._shown = (rot, pos)
+        J = db.skeleton.num_joints
+        out_rot = np.empty((J, 4))
+        out_pos = np.empty((J, 3))
+        out_rot[0], out_pos[0] = self.root_rot, self.root_pos
+        out_rot[1:], out_pos[1:] = rot, pos
+        return FrameResult(out_rot, out_pos, self.frame, self.mode, searched, transitioned, self.last_desired,
+                           contacts, self.last_costs if searched else {})
+
+    # -------------------------------------------------------------- foot locking
+    def _lock_feet(self, rot: np.ndarray, pos: np.ndarray, dt: float) -> tuple[np.ndarray, np.ndarray]:
+        """Keep feet in contact where they touched down (two-bone IK on the legs); after
+        contact ends, or when the lock is stretched too far, fade the correction out."""
+        parents = self.db.skeleton.parents
+        J = parents.shape[0]
+        wp, wr = np.empty((J, 3)), np.empty((J, 4))
+        _kernels.forward_kinematics(parents, self.root_pos, self.root_rot, rot, pos, wp, wr)
+        rot = rot.copy()
+        K = len(self._legs)
+        shown = np.zeros(K, dtype=bool)
+        contact_now = self.db.contacts[self.frame]
+        new_a, new_b = np.empty(4), np.empty(4)
+        for k, (hip, knee, ankle, toe) in enumerate(self._legs):
+            toe_p = wp[toe]
+            if contact_now[k]:
+                if not self._locked[k]:
+                    self._locked[k] = True
+                    self._lock_pos[k] = toe_p
+                    self._release_t[k] = np.inf
+                elif np.linalg.norm(self._lock_pos[k] - toe_p) > self.s.foot_unlock_distance:
+                    self._locked[k] = False
+                    self._release[k] = self._lock_pos[k] - toe_p
+                    self._release_t[k] = 0.0
+            elif self._locked[k]:
+                self._locked[k] = False
+                self._release[k] = self._lock_pos[k] - toe_p
+                self._release_t[k] = 0.0
+            if self._locked[k]:
+                offset = self._lock_pos[k] - toe_p
+                shown[k] = True
+            elif self._release_t[k] < self.s.foot_blend_time:
+                self._release_t[k] += dt
+                a = min(self._release_t[k] / self.s.foot_blend_time, 1.0)
+                offset = self._release[k] * (1 - a) ** 2 * (1 + 2 * a)  # smooth (cubic) fade-out
+            else:
+                continue
+            if offset @ offset < 1e-10:
+                continue
+            if _kernels.two_bone_ik(wp[hip], wp[knee], wp[ankle], wp[ankle] + offset, wr[hip], wr[knee], new_a, new_b):
+                _kernels.local_from_world(wr[parents[hip]], new_a, rot[hip - 1])
+                _kernels.local_from_world(new_a, new_b, rot[knee - 1])
+        return rot, shown
