@@ -60,6 +60,10 @@ class ControllerSettings:
     foot_unlock_distance: float = 0.25
     foot_blend_time: float = 0.2
     jump_duration: float = 1.2
+    adjust_halflife: float = 0.2       # root adjustment toward the simulated root (0: off)
+    adjust_max_ratio: float = 0.5      # ... at most this fraction of the root motion's own speed, plus
+    adjust_min_speed: float = 0.2      # ... this much (m/s), and as much turning (rad/s * 2)
+    sim_max_distance: float = 0.5      # the simulated root stays within this distance of the character
     locomotion_tags: str = "!dance & !creep & !jump"
 
 
@@ -109,6 +113,9 @@ class Controller:
                                              mode=self.s.trajectory_mode)
         self._term_layout = [(t, db.schema.slice(t.name), [times.index(o) for o in t.offsets])
                              for t in db.schema.terms if t.is_trajectory]
+        # Root tracks of the database as plain arrays (the root rotates about +Y only).
+        self._db_root_pos = db.translations[:, 0].astype(np.float64)
+        self._db_root_yaw = quat.yaw_angle(db.rotations[:, 0].astype(np.float64))
         J = db.skeleton.num_joints
         self.inert = Inertializer(J - 1, self.s.inertialization, self.s.blend_time, self.s.spring_halflife)
         self._legs = self._leg_chains()
@@ -165,7 +172,7 @@ class Controller:
         f = np.asarray(facing, dtype=np.float64)
         self.root_pos = np.asarray(position, dtype=np.float64).copy()
         self.root_pos[1] = 0.0
-        self.root_rot = quat.from_angle_y(np.arctan2(f[0], f[2]))
+        self.root_yaw = float(np.arctan2(f[0], f[2]))
         self.predictor.reset(self.root_pos, facing=f)
         self._db_root = self._db_root_at(self.frame_pos)
         self.mode = "locomotion"
@@ -175,8 +182,8 @@ class Controller:
         self._prev_actions: frozenset[str] = frozenset()
         self.inert.reset()
         rot, pos = self._db_pose_at(self.frame_pos)
-        self._shown = (rot, pos)
-        self._shown_vel = (np.zeros((rot.shape[0], 3)), np.zeros((rot.shape[0], 3)))
+        self._shown = self._prev_shown = (rot, pos)
+        self._last_dt = 0.0
         K = len(self._legs)
         self._locked = np.zeros(K, dtype=bool)
         self._lock_pos = np.zeros((K, 3))
@@ -189,14 +196,20 @@ class Controller:
     def _clip_last(self, frame: int) -> int:
         return int(self.db.clip_stops[self.db.frame_clip[frame]] - 1)
 
-    def _db_root_at(self, fpos: float) -> tuple[np.ndarray, np.ndarray]:
-        db = self.db
+    @property
+    def root_rot(self) -> np.ndarray:
+        """The character root's rotation ``[4]`` (about +Y)."""
+        return quat.from_angle_y(self.root_yaw)
+
+    def _db_root_at(self, fpos: float) -> tuple[np.ndarray, float]:
+        """Database root position ``[3]`` and yaw (rad) at a fractional frame."""
         i = int(fpos)
         j = min(i + 1, self._clip_last(i))
         a = fpos - i
-        p = (1 - a) * db.translations[i, 0] + a * db.translations[j, 0]
-        q = quat.slerp(db.rotations[i, 0], db.rotations[j, 0], a)
-        return p.astype(np.float64), q
+        p = (1 - a) * self._db_root_pos[i] + a * self._db_root_pos[j]
+        y0, y1 = self._db_root_yaw[i], self._db_root_yaw[j]
+        dy = (y1 - y0 + np.pi) % (2 * np.pi) - np.pi
+        return p, float(y0 + a * dy)
 
     def _db_pose_at(self, fpos: float) -> tuple[np.ndarray, np.ndarray]:
         """Local rotations ``[J-1, 4]`` and translations ``[J-1, 3]`` of joints 1.. at ``fpos``."""
@@ -273,7 +286,11 @@ class Controller:
         dst_rot, dst_pos = self._db_pose_at(float(frame))
         dst_w, dst_v = self._db_pose_velocity(frame)
         src_rot, src_pos = self._shown
-        src_w, src_v = self._shown_vel
+        (prev_rot, prev_pos), dt = self._prev_shown, self._last_dt
+        if dt > 0:
+            src_w, src_v = quat.log(quat.mul_inv(src_rot, prev_rot)) / dt, (src_pos - prev_pos) / dt
+        else:
+            src_w, src_v = np.zeros_like(src_pos), np.zeros_like(src_pos)
         self.inert.transition(src_rot, src_w, dst_rot, dst_w, src_pos, src_v, dst_pos, dst_v)
         self.frame = frame
         self.frame_pos = float(frame)
@@ -311,12 +328,16 @@ class Controller:
         if at_end:
             self.frame_pos = float(last)
         self.frame = int(self.frame_pos)
-        new_root = self._db_root_at(self.frame_pos)
-        d_pos = quat.inv_rotate(self._db_root[1], new_root[0] - self._db_root[0])
-        d_rot = quat.inv_mul(self._db_root[1], new_root[1])
-        self.root_pos = self.root_pos + quat.rotate(self.root_rot, d_pos)
-        self.root_rot = quat.normalize(quat.mul(self.root_rot, d_rot))
-        self._db_root = new_root
+        new_pos, new_yaw = self._db_root_at(self.frame_pos)
+        old_pos, old_yaw = self._db_root
+        d = new_pos - old_pos
+        turn = self.root_yaw - old_yaw  # rotates the clip's world into the character's
+        c, s_ = np.cos(turn), np.sin(turn)
+        self.root_pos = self.root_pos + np.array([c * d[0] + s_ * d[2], d[1], -s_ * d[0] + c * d[2]])
+        self.root_yaw = float((self.root_yaw + (new_yaw - old_yaw) + np.pi) % (2 * np.pi) - np.pi)
+        self._db_root = (new_pos, new_yaw)
+        if self.s.adjust_halflife > 0 and dt > 0:
+            self._adjust_root(dt, np.hypot(d[0], d[2]) / dt, abs(new_yaw - old_yaw) / dt)
         # 2. mode and search
         mode, force = self._choose_mode(intent)
         if self.mode == "jump" and mode != "jump":
@@ -353,8 +374,7 @@ class Controller:
         if self.s.foot_locking and self._legs:
             rot, contacts = self._lock_feet(rot, pos, dt)
         if dt > 0:
-            prev_rot, prev_pos = self._shown
-            self._shown_vel = (quat.log(quat.mul_inv(rot, prev_rot)) / dt, (pos - prev_pos) / dt)
+            self._prev_shown, self._last_dt = self._shown, dt
         self._shown = (rot, pos)
         J = db.skeleton.num_joints
         out_rot = np.empty((J, 4))
@@ -363,6 +383,34 @@ class Controller:
         out_rot[1:], out_pos[1:] = rot, pos
         return FrameResult(out_rot, out_pos, self.frame, self.mode, searched, transitioned, self.last_desired,
                            contacts, self.last_costs if searched else {})
+
+    def _adjust_root(self, dt: float, speed: float, turn_rate: float) -> None:
+        """Pull the character root toward the simulated root (and keep the simulated root
+        near the character), so the character follows the input a little faster than its
+        clips turn and accelerate. The pull is limited to ``adjust_max_ratio`` times the
+        clip's own speed and turn rate plus a small floor, so root motion stays dominant;
+        foot locking absorbs the difference at the feet."""
+        sim = self.predictor.state
+        k = 1.0 - 0.5 ** (dt / self.s.adjust_halflife)
+        delta = sim.position - self.root_pos
+        delta[1] = 0.0
+        step = delta * k
+        limit = (self.s.adjust_max_ratio * speed + self.s.adjust_min_speed) * dt
+        n = float(np.hypot(step[0], step[2]))
+        if n > limit:
+            step *= limit / n
+        self.root_pos = self.root_pos + step
+        dyaw = (sim.yaw - self.root_yaw + np.pi) % (2 * np.pi) - np.pi
+        ystep = dyaw * k
+        ylimit = (self.s.adjust_max_ratio * turn_rate + 2 * self.s.adjust_min_speed) * dt
+        ystep = float(np.clip(ystep, -ylimit, ylimit))
+        self.root_yaw = float((self.root_yaw + ystep + np.pi) % (2 * np.pi) - np.pi)
+        # Keep the simulation from running away from the character.
+        off = sim.position - self.root_pos
+        off[1] = 0.0
+        dist = float(np.hypot(off[0], off[2]))
+        if dist > self.s.sim_max_distance:
+            self.predictor.state = sim.replace(position=self.root_pos + off * (self.s.sim_max_distance / dist))
 
     # -------------------------------------------------------------- foot locking
     def _lock_feet(self, rot: np.ndarray, pos: np.ndarray, dt: float) -> tuple[np.ndarray, np.ndarray]:
@@ -406,4 +454,6 @@ class Controller:
             if _kernels.two_bone_ik(wp[hip], wp[knee], wp[ankle], wp[ankle] + offset, wr[hip], wr[knee], new_a, new_b):
                 _kernels.local_from_world(wr[parents[hip]], new_a, rot[hip - 1])
                 _kernels.local_from_world(new_a, new_b, rot[knee - 1])
+                # keep the ankle's world orientation, so the toe lands where the ankle moved it
+                _kernels.local_from_world(new_b, wr[ankle], rot[ankle - 1])
         return rot, shown

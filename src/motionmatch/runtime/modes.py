@@ -56,7 +56,7 @@ def vertical_targets(db: MotionDatabase) -> VerticalTargets:
     """Typical vertical features of take-offs in ``jump`` clips and of ``creep`` clips.
 
     Jump: the 3% of valid jump-tagged frames whose future hips rise the most above their
-    lowest future height. Creep: creep-tagged frames whose future hips are below 60% of the
+    current height (take-offs). Creep: creep-tagged frames whose future hips are below 60% of the
     database's median future hips height. Each target is the mean of those frames'
     vertical features (heights in m, vertical velocities in m/s).
     """
@@ -70,7 +70,7 @@ def vertical_targets(db: MotionDatabase) -> VerticalTargets:
     jump = creep = None
     if _has_tag(db, "jump"):
         m = db.mask("jump")
-        rise = h.max(axis=1) - h.min(axis=1)
+        rise = h.max(axis=1) - db.translations[:, 1, 1]  # joint 1 (hips) height above the root
         if m.sum() > 30:
             thr = np.percentile(rise[m], 97)
             sel = m & (rise >= thr)
