@@ -21,13 +21,15 @@ examples:
   motionmatch inspect walk.bvh --json
   motionmatch convert walk.bvh walk_mirrored_30.bvh --mirror --fps 30 --range 0:600
   motionmatch datasets list
+  motionmatch build ../shared/data/lafan1-60fps --mirror -o lafan.npz
+  motionmatch run --db lafan.npz --input script.json -o out.bvh --report report.json --preview out.mp4
 
 Run 'motionmatch COMMAND --help' for the options of a command.
 """
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from motionmatch.cli import anim_cmd, datasets_cmd
+    from motionmatch.cli import anim_cmd, datasets_cmd, runtime_cmd
 
     parser = argparse.ArgumentParser(
         prog="motionmatch", description=DESCRIPTION, epilog=EPILOG,
@@ -37,6 +39,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     anim_cmd.register(sub)
     datasets_cmd.register(sub)
+    runtime_cmd.register(sub)
     return parser
 
 

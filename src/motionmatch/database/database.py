@@ -77,8 +77,10 @@ class MotionDatabase:
         group_weights: Mapping[str, float] | None = None,
         responsiveness: float = 1.0,
         continuity: float = 1.0,
+        file_scale: float = 1.0,
     ):
         self.skeleton = skeleton
+        self.file_scale = float(file_scale)  # metres per unit of the source files, for exports
         self.fps = float(fps)
         self.schema = schema
         self.raw_features = np.ascontiguousarray(raw_features, dtype=np.float32)
@@ -169,7 +171,7 @@ class MotionDatabase:
             clip_starts=np.asarray(starts), clip_stops=np.asarray(stops), clip_names=names, clip_tags=tags,
             rotations=np.concatenate(rots), translations=np.concatenate(trs), contacts=np.concatenate(cons),
             foot_joints=foot_idx, input_hash=h.hexdigest(), group_weights=group_weights,
-            responsiveness=responsiveness, continuity=continuity,
+            responsiveness=responsiveness, continuity=continuity, file_scale=motions[0].file_scale,
         )
         if not db.valid.any():
             raise DatabaseError(f"every clip is shorter than the schema's future horizon ({schema.max_offset:g} s)")

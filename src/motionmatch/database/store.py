@@ -37,6 +37,7 @@ def save_database(db: MotionDatabase, path: str | Path) -> Path:
         "group_weights": db.group_weights,
         "responsiveness": db.responsiveness,
         "continuity": db.continuity,
+        "file_scale": db.file_scale,
         "input_hash": db.input_hash,
         "clip_names": db.clip_names,
         "clip_tags": [list(t) for t in db.clip_tags],
@@ -93,7 +94,7 @@ def load_database(path: str | Path, *, expect_hash: str | None = None) -> Motion
             skeleton=skeleton, fps=meta["fps"], schema=schema, clip_names=meta["clip_names"],
             clip_tags=meta["clip_tags"], foot_joints=meta["foot_joints"], input_hash=meta["input_hash"],
             group_weights=meta["group_weights"], responsiveness=meta["responsiveness"],
-            continuity=meta["continuity"], **arrays,
+            continuity=meta["continuity"], file_scale=meta.get("file_scale", 1.0), **arrays,
         )
     except (KeyError, TypeError, SchemaError, ValueError) as e:
         if isinstance(e, DatabaseError):

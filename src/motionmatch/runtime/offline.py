@@ -87,5 +87,8 @@ def run_intents(ctrl: Controller, intents, n_frames: int, *, fps: float = 60.0, 
         dvel[i] = np.asarray(intent.velocity if isinstance(intent, Intent) else 0.0)
         contacts[i, : len(r.contacts)] = r.contacts
     rots = quat.unroll(rots, axis=0)
-    motion = Motion(ctrl.db.skeleton, rots, trs, fps, name=name)
+    # Joints the file format cannot translate keep the skeleton's bone lengths exactly.
+    fixed = ~ctrl.db.skeleton.has_position_channels
+    trs[:, fixed] = ctrl.db.skeleton.offsets[fixed]
+    motion = Motion(ctrl.db.skeleton, rots, trs, fps, name=name, file_scale=ctrl.db.file_scale)
     return RunRecord(motion, frames, modes.astype(str), searched, transitioned, desired, dvel, contacts, secs)

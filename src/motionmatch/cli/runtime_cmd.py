@@ -1,0 +1,131 @@
+"""``motionmatch build`` and ``motionmatch run``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from motionmatch.errors import MotionMatchError
+
+
+def _load_clips(paths: list[str], units: str | float, progress: bool):
+    from motionmatch.anim import load_bvh
+    from motionmatch.datasets import load_folder, tags_from_name
+
+    clips = []
+    for p in map(Path, paths):
+        if p.is_dir():
+            clips.extend(load_folder(p, units=units, progress=progress))
+        elif p.is_file():
+            m = load_bvh(p, units=units)
+            m.tags = tags_from_name(p.stem)
+            clips.append(m)
+        else:
+            raise MotionMatchError(f"{p}: no such file or folder")
+    if not clips:
+        raise MotionMatchError("no motion clips found in " + ", ".join(paths))
+    return clips
+
+
+def cmd_build(args: argparse.Namespace) -> int:
+    from motionmatch.database import MotionDatabase, schema_by_name
+
+    try:
+        progress = not args.quiet and sys.stderr.isatty()
+        clips = _load_clips(args.data, args.units, progress)
+        db = MotionDatabase.build(clips, fps=args.fps, mirror_copies=args.mirror, schema=schema_by_name(args.schema),
+                                  progress=progress)
+        db.save(args.output)
+    except (MotionMatchError, OSError) as e:
+        print(f"motionmatch build: {e}", file=sys.stderr)
+        return 1
+    print(f"wrote {args.output}: {db.num_frames} frames ({db.valid.sum()} searchable) from {len(db.clip_names)} clips "
+          f"at {db.fps:g} fps, {db.schema.dims}-D '{db.schema.name}' features; tags: {', '.join(db.tags)}")
+    return 0
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from motionmatch.anim import save_bvh
+    from motionmatch.control.script import load_script
+    from motionmatch.database import MotionDatabase
+    from motionmatch.metrics.report import run_report
+    from motionmatch.runtime.controller import ControllerSettings
+    from motionmatch.runtime.offline import run_script
+
+    try:
+        out = Path(args.output)
+        if out.suffix.lower() != ".bvh":
+            raise MotionMatchError(f"{out}: the output must be a .bvh file")
+        if args.preview and Path(args.preview).suffix.lower() not in (".mp4", ".gif"):
+            raise MotionMatchError(f"{args.preview}: the preview must be a .mp4 or .gif file")
+        db = MotionDatabase.load(args.db)
+        script = load_script(args.input)
+        settings = ControllerSettings(
+            search_interval=args.search_interval, search_method=args.search_method,
+            inertialization=args.inertialization, foot_locking=not args.no_foot_locking,
+            trajectory_mode=args.trajectory,
+        )
+        progress = sys.stderr.isatty()
+        rec = run_script(db, script, settings, fps=args.fps, progress=progress, name=out.stem)
+        save_bvh(rec.motion, out)
+        print(f"wrote {out}: {rec.motion.num_frames} frames at {args.fps:g} fps")
+        if args.report:
+            from motionmatch._files import atomic_write
+
+            report = run_report(rec, db, script)
+            with atomic_write(args.report, "w") as f:
+                json.dump(report, f, indent=2)
+            print(f"wrote {args.report}: foot skating {report['foot_skating_mps']:.3f} m/s "
+                  f"(database playback {report['playback_foot_skating_mps']:.3f}), response time "
+                  f"{report['response_time_s'] if report['response_time_s'] is not None else 'n/a'} s, "
+                  f"{report['update_ms_mean']:.2f} ms per update")
+        if args.preview:
+            from motionmatch.io.preview import render_preview
+
+            render_preview(rec.motion, args.preview, desired_trajectory=rec.desired,
+                           actual_trajectory=rec.motion.world_positions[:, 0], progress=progress)
+            print(f"wrote {args.preview}")
+    except (MotionMatchError, OSError, ValueError) as e:
+        print(f"motionmatch run: {e}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    b = sub.add_parser(
+        "build", help="build a motion-matching database from BVH files or folders",
+        description="Load BVH clips (folders recursively; tags from file names), resample them to one frame rate, "
+        "optionally add mirrored copies, extract features and save a versioned .npz database.",
+    )
+    b.add_argument("data", nargs="+", metavar="DATA", help="BVH files or folders")
+    b.add_argument("-o", "--output", required=True, metavar="DB.npz", help="database file to write")
+    b.add_argument("--fps", type=float, default=60.0, help="frame rate of the database (default 60)")
+    b.add_argument("--mirror", action="store_true", help="add a mirrored copy of every clip (tagged 'mirrored')")
+    b.add_argument("--schema", default="classic",
+                   help="feature schema: classic (27-D), classic-3d (33-D, for jump/creep) or a .json file")
+    b.add_argument("--units", default="auto", help="length unit of the BVH files (default auto)")
+    b.add_argument("-q", "--quiet", action="store_true", help="no progress bars")
+    b.set_defaults(func=cmd_build)
+
+    r = sub.add_parser(
+        "run", help="drive a character offline with a scripted input and write its animation",
+        description="Play a character from DB.npz under the key presses or intents of SCRIPT.json, at a fixed "
+        "frame rate, and write the animation as BVH (joint 0 is the character root). Offline, directions are "
+        "world axes: W = +Z (forward), D = -X (right of a character facing +Z). Script format: "
+        '{"duration": 20.0, "events": [{"t": 0.0, "keys": ["w"]}, {"t": 5.0, "keys": ["w", "shift"]}, ...]}.',
+    )
+    r.add_argument("--db", required=True, metavar="DB.npz", help="database built with 'motionmatch build'")
+    r.add_argument("--input", required=True, metavar="SCRIPT.json", help="timeline of keys or intents")
+    r.add_argument("-o", "--output", required=True, metavar="OUT.bvh", help="animation to write")
+    r.add_argument("--report", metavar="REPORT.json", help="write metrics (foot skating, response time, ...)")
+    r.add_argument("--preview", metavar="OUT.mp4|OUT.gif", help="render a stick-figure video with trajectories")
+    r.add_argument("--fps", type=float, default=60.0, help="simulation and output frame rate (default 60)")
+    r.add_argument("--search-interval", type=float, default=0.1, help="seconds between searches (default 0.1)")
+    r.add_argument("--search-method", choices=("box", "brute"), default="box")
+    r.add_argument("--inertialization", choices=("quintic", "spring", "none"), default="quintic")
+    r.add_argument("--trajectory", choices=("spring", "linear"), default="spring",
+                   help="trajectory prediction: springs (default) or linear interpolation (ablation)")
+    r.add_argument("--no-foot-locking", action="store_true", help="turn off foot locking IK")
+    r.set_defaults(func=cmd_run)
