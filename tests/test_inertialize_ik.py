@@ -66,6 +66,7 @@ def test_no_inertialization_cuts():
     inert.transition(src_r, z, dst_r, z, src_p, z, dst_p, z)
     r, p = inert.apply(dst_r, dst_p)
     np.testing.assert_allclose(p, dst_p)
+    np.testing.assert_allclose(r, dst_r)
 
 
 def test_two_bone_ik_reaches_target_and_keeps_lengths():

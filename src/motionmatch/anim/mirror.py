@@ -172,6 +172,8 @@ def mirror(motion: Motion, overrides: Mapping[str, str] | None = None) -> Motion
         rotations[:, 0] = quat.mul(motion.rotations[:, 0] * _REFLECT_VEC_QUAT, _HALF_TURN[0, axes[0]])
         translations = motion.translations[:, pairs] * _AXIS_FLIP[parent_axes]
         translations[:, 0] = motion.translations[:, 0] * _REFLECT_VEC
+        fixed = ~skel.has_position_channels  # bones keep their own lengths exactly
+        translations[:, fixed] = motion.translations[:, fixed]
         return motion.with_data(rotations, translations, name=name)
     # Fallback: reflect the offsets too. End sites move to the mirror joint; their order
     # is kept so the BVH layout is unchanged.
