@@ -86,21 +86,22 @@ def test_mirror_pairs_by_names_and_override(walk60):
         mirror_pairs(s, overrides={"LeftHnd": "RightHand"})
 
 
-@pytest.mark.parametrize("rel", [
-    "lafan1-60fps/walk1_subject1_walk2.bvh",
-    "lafan1/walk1_subject1_stop.bvh",
-    "bandai-namco/dataset-1/dataset-1_walk_normal_001.bvh",
-    "genmm-examples/Joe_Salsa-Dancing-6.bvh",
-    "quadruped-dog/D1_025_KAN01_001.bvh",
+@pytest.mark.parametrize(("rel", "tol"), [
+    ("lafan1-60fps/walk1_subject1_walk2.bvh", 1e-4),
+    ("lafan1/walk1_subject1_stop.bvh", 1e-4),
+    ("bandai-namco/dataset-1/dataset-1_walk_normal_001.bvh", 1e-4),
+    ("genmm-examples/Joe_Salsa-Dancing-6.bvh", 1e-2),  # Mixamo rigs are slightly asymmetric (~7 mm)
+    ("quadruped-dog/D1_025_KAN01_001.bvh", 3e-3),
 ])
-def test_mirror_keeps_the_skeleton_and_reflects_world_poses(data_dir, rel):
+def test_mirror_keeps_the_skeleton_and_reflects_world_poses(data_dir, rel, tol):
     """Mirrored clips must share the original skeleton (so they can be blended with it
     and written with it) while their world poses are the mirror image."""
     m = load_bvh(data_dir / rel)
     mm = mirror(m)
     assert mm.skeleton is m.skeleton
     pairs = mirror_pairs(m.skeleton)
-    np.testing.assert_allclose(mm.world_positions, m.world_positions[:, pairs] * [-1, 1, 1], atol=1e-6)
+    # up to the skeleton's own left/right asymmetry
+    np.testing.assert_allclose(mm.world_positions, m.world_positions[:, pairs] * [-1, 1, 1], atol=tol)
     # Joints without position channels keep their bone offsets exactly.
     fixed = ~m.skeleton.has_position_channels
     np.testing.assert_allclose(mm.translations[:, fixed], m.translations[:, fixed], atol=1e-12)
