@@ -285,7 +285,8 @@ def _resolve_units(units: str | float, offsets: NDArray, position_values: NDArra
         raise ValueError(f"units must be 'auto', one of {sorted(UNIT_SCALES)} or metres-per-unit as a number; got {units!r}")
     # Guess from the skeleton's size: the longest root-to-leaf chain of offsets.
     J = len(offsets)
-    lengths = np.linalg.norm(offsets, axis=1)
+    with np.errstate(over="ignore"):  # absurd offsets (1e200) just make a big skeleton
+        lengths = np.linalg.norm(offsets, axis=1)
     chain = np.zeros(J)
     for j in range(1, J):
         chain[j] = chain[parents[j]] + lengths[j]
@@ -332,6 +333,8 @@ def parse_bvh(raw: bytes | str, path: str | Path = "<string>", *, units: str | f
         raw = bytes(raw)
     if raw[:3] == b"\xef\xbb\xbf":
         raw = raw[3:]
+    if b"\n" not in raw and b"\r" in raw:  # classic Mac line endings: CR alone
+        raw = raw.replace(b"\r", b"\n")
     hdr = _parse_header(raw, spath)
     J = len(hdr.names)
     rot_cols, rot_axes, pos_cols, n_ch = _layout(tuple(hdr.channels))
