@@ -5,7 +5,6 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from motionmatch.anim import Motion, Skeleton, quat
 from motionmatch.database import (
     DatabaseError,
     FeatureTerm,
@@ -15,22 +14,7 @@ from motionmatch.database import (
     default_schema,
 )
 from motionmatch.datasets import load_folder
-
-
-def walker(n=180, fps=60.0, speed=1.0, heading=0.0, name="walk_straight", tags=("walk",)) -> Motion:
-    """A synthetic biped walking in a straight line at ``speed`` m/s along ``heading``."""
-    names = ("Hips", "LeftUpLeg", "LeftFoot", "LeftToe", "RightUpLeg", "RightFoot", "RightToe", "Spine", "Head")
-    parents = np.array([-1, 0, 1, 2, 0, 4, 5, 0, 7])
-    offsets = np.array([[0, 0.9, 0], [0.1, 0, 0], [0, -0.8, 0], [0, -0.05, 0.1],
-                        [-0.1, 0, 0], [0, -0.8, 0], [0, -0.05, 0.1], [0, 0.3, 0], [0, 0.4, 0]], dtype=float)
-    skel = Skeleton(names, parents, offsets)
-    t = np.arange(n) / fps
-    d = np.array([np.sin(heading), 0.0, np.cos(heading)])
-    tr = np.broadcast_to(offsets, (n, 9, 3)).copy()
-    tr[:, 0] = offsets[0] + speed * t[:, None] * d
-    rot = np.broadcast_to(quat.identity(), (n, 9, 4)).copy()
-    rot[:, 0] = quat.from_angle_y(heading)
-    return Motion(skel, rot, tr, fps, name=name, tags=tags)
+from synthetic import walker
 
 
 def test_default_schema_sizes():

@@ -15,8 +15,9 @@ Every frame, :meth:`Controller.update` takes the time step and an
 Modes (paper Section 3.3): ``locomotion``; ``idle`` (no input and low predicted speed:
 matching continues with a standing query, so a standing clip plays on); ``dance`` (a frame of a
 ``dance`` clip is matched, the clip plays to its end, then matching again);
-``jump`` (one search over ``jump`` clips with 3D trajectory features, then the jump plays
-for ``jump_duration``); ``creep`` (searches restricted to ``creep`` clips with 3D
+``jump`` (one search over the take-offs of the jumps found in the data, i.e. frames
+shortly before both feet leave the ground for > 0.11 s, or over ``jump``-tagged clips if
+there are none, with 3D trajectory features; the jump then plays for ``jump_duration``); ``creep`` (searches restricted to ``creep`` clips with 3D
 features). Jump and creep need a database built with a vertical (3D) schema and the
 tags; without them those actions fall back to locomotion.
 """
@@ -34,7 +35,7 @@ from motionmatch.database import MotionDatabase
 from motionmatch.database.tags import TagQueryError
 from motionmatch.runtime import _kernels
 from motionmatch.runtime.inertialize import Inertializer
-from motionmatch.runtime.modes import gait_speeds_from_database, vertical_columns, vertical_targets
+from motionmatch.runtime.modes import gait_speeds_from_database, takeoff_mask, vertical_columns, vertical_targets
 from motionmatch.search import build_searcher
 
 FORWARD = np.array([0.0, 0.0, 1.0])
@@ -108,6 +109,9 @@ class Controller:
         self._views = {"planar": planar, "full": db.features}
         self._searchers: dict = {}
         self._masks: dict[str, np.ndarray] = {}
+        takeoff = takeoff_mask(db)
+        if takeoff.sum() > 10:  # jumps found in the data (flight phases): search their take-offs
+            self._masks["@takeoff"] = takeoff
         times = db.schema.trajectory_offsets
         self.predictor = TrajectoryPredictor(times, self.s.velocity_halflife, self.s.facing_halflife,
                                              mode=self.s.trajectory_mode)
@@ -151,7 +155,17 @@ class Controller:
             self._masks[key] = m
         return self._masks[key]
 
+    def _clip_allowed(self, tags: str) -> np.ndarray:
+        """``[C]`` clips whose frames the tag query admits (validity aside)."""
+        key = "clips:" + tags
+        if key not in self._masks:
+            m = self.mask(tags)
+            self._masks[key] = np.bincount(self.db.frame_clip[m], minlength=len(self.db.clip_names)) > 0
+        return self._masks[key]
+
     def _has(self, tag: str) -> bool:
+        if tag == "jump" and "@takeoff" in self._masks:
+            return True
         return tag in self.db.tags
 
     def searcher(self, view: str):
@@ -266,7 +280,9 @@ class Controller:
         self.last_desired = traj
         mask = self.mask(tags)
         cur = self.frame
-        cur_ok = bool(mask[cur]) and self.frame_pos + 1 < self._clip_last(cur)
+        # Continuing is possible to the clip's real end (also through its last second, whose
+        # frames a search may not return), if the clip matches the tags.
+        cur_ok = bool(self._clip_allowed(tags)[self.db.frame_clip[cur]]) and self.frame_pos + 1 < self._clip_last(cur)
         idx, cost = self.searcher(view).nearest(q, mask=mask, k=1, init_index=cur if cur_ok else None)
         self.searches += 1
         self._since_search = 0.0
@@ -349,7 +365,8 @@ class Controller:
             if force:
                 target = self.vtargets.jump
                 searched = True
-                transitioned = self._search(intent, "jump", target, force=True)
+                tags = "@takeoff" if "@takeoff" in self._masks else "jump"
+                transitioned = self._search(intent, tags, target, force=True)
                 self._mode_until = self.time + self.s.jump_duration
         elif mode == "dance":
             if force or at_end:
