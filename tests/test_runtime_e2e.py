@@ -56,7 +56,7 @@ def _window(rec, a, b):
 
 
 def test_sane_output(run):
-    db, script, rec, report = run
+    _db, _script, _rec, report = run
     assert report["frames"] == 3600 and report["nan_frames"] == 0
     assert report["upright_fraction"] > 0.99
     for key in ("foot_skating_mps", "playback_foot_skating_mps", "response_time_s", "searches_per_s",
@@ -70,7 +70,7 @@ def test_sane_output(run):
 def test_quality_bars(run):
     """Response time of the 90-degree turn at walking speed <= 0.5 s; foot skating at most
     1.5x that of the database's own clips played back unchanged."""
-    db, script, rec, report = run
+    _db, script, rec, report = run
     root = rec.motion.world_positions[:, 0]
     turn = [c for c in script.direction_changes(include_starts=False) if abs(c[0] - 6.0) < 1e-9]
     assert len(turn) == 1 and np.allclose(turn[0][1], [-1, 0, 0])
@@ -80,7 +80,7 @@ def test_quality_bars(run):
 
 
 def test_each_phase_does_what_was_asked(run):
-    db, script, rec, report = run
+    db, _script, rec, _report = run
     m = rec.motion
     wp = m.world_positions
     root = wp[:, 0]
@@ -111,7 +111,7 @@ def test_each_phase_does_what_was_asked(run):
 
 
 def test_output_bvh_reloads(run, tmp_path):
-    db, script, rec, report = run
+    _db, _script, rec, _report = run
     path = save_bvh(rec.motion, tmp_path / "out.bvh")
     back = load_bvh(path)
     assert back.num_frames == rec.motion.num_frames and back.fps == 60
