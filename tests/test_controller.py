@@ -23,7 +23,7 @@ def db():
 
 def drive(ctrl, intent, seconds, dt=1 / 60):
     out = []
-    for _ in range(int(round(seconds / dt))):
+    for _ in range(round(seconds / dt)):
         out.append(ctrl.update(dt, intent))
     return out
 

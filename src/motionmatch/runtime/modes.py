@@ -69,7 +69,7 @@ def flight_starts(db: MotionDatabase, min_flight_s: float = 0.11, clearance: flo
     air &= hips > 0.7 * np.median(hips[db.valid])
     same = np.r_[False, db.frame_clip[1:] == db.frame_clip[:-1]]
     start = air & ~(np.r_[False, air[:-1]] & same)
-    n = max(1, int(round(min_flight_s * db.fps)))
+    n = max(1, round(min_flight_s * db.fps))
     # airborne frames in the n frames from each start, within its clip
     csum = np.r_[0, np.cumsum(air)]
     idx = np.arange(len(air))
@@ -82,7 +82,7 @@ def takeoff_mask(db: MotionDatabase, lead_s: tuple[float, float] = (0.1, 0.45)) 
     """``[N]`` valid frames from which a jump (a flight phase, see :func:`flight_starts`)
     begins ``lead_s`` seconds later, in the same clip: where a jump search should land."""
     out = np.zeros(db.num_frames, dtype=bool)
-    lo, hi = (int(round(x * db.fps)) for x in lead_s)
+    lo, hi = (round(x * db.fps) for x in lead_s)
     for f in flight_starts(db):
         a = max(int(db.clip_starts[db.frame_clip[f]]), f - hi)
         out[a: max(a, f - lo + 1)] = True
