@@ -29,6 +29,39 @@ def playback_foot_skating(db: MotionDatabase) -> float:
     return total / weight if weight else 0.0
 
 
+def future_trajectory_error(record: RunRecord, horizon: int = -1) -> float:
+    """Mean horizontal distance (m) between the desired future root position the query
+    asked for at each frame (its ``horizon``-th offset, default the furthest) and where the
+    root actually was at that time."""
+    m = record.motion
+    k = horizon % record.desired.shape[1]
+    times = record.desired_times
+    if times is None:
+        return float("nan")
+    lag = int(round(times[k] * m.fps))
+    root = m.world_positions[:, 0]
+    ok = np.isfinite(record.desired[:, k, 0])
+    ok[max(len(ok) - lag, 0):] = False
+    if not ok.any():
+        return float("nan")
+    idx = np.flatnonzero(ok)
+    d = record.desired[idx, k][:, [0, 2]] - root[idx + lag][:, [0, 2]]
+    return float(np.linalg.norm(d, axis=1).mean())
+
+
+def acceleration_percentile(motion, q: float = 99.0) -> float:
+    """Pose pops: the ``q``-th percentile over frames of the mean joint acceleration (m/s^2).
+
+    A cut moves every joint at once, so it raises the mean over joints in a few frames; a
+    high percentile over frames shows them, where an average over the clip (jerk) or a
+    percentile over single joints (dominated by swinging hands) does not."""
+    wp = motion.world_positions
+    if len(wp) < 3:
+        return float("nan")
+    acc = np.linalg.norm(wp[2:] - 2 * wp[1:-1] + wp[:-2], axis=-1) * motion.fps**2
+    return float(np.percentile(acc.mean(axis=1), q))
+
+
 def run_report(record: RunRecord, db: MotionDatabase, script: Script | None = None, *,
                playback_skating: float | None = None) -> dict:
     """Metrics of a run, under the keys the CLI's ``--report`` writes.
@@ -36,8 +69,9 @@ def run_report(record: RunRecord, db: MotionDatabase, script: Script | None = No
     ``frames``, ``nan_frames``, ``foot_skating_mps`` (output), ``playback_foot_skating_mps``
     (the database's clips, same measure), ``response_time_s`` (mean over the script's
     direction changes that were reached; ``response_times_s`` lists each, ``null`` when
-    not reached), ``searches_per_s``, ``transitions_per_s``, ``jerk_mps3``,
-    ``upright_fraction``, ``update_ms_mean`` / ``update_ms_p95`` (wall time per update).
+    not reached), ``searches_per_s``, ``transitions_per_s``, ``jerk_mps3``, ``acceleration_p99_mps2`` (pose pops),
+    ``upright_fraction``, ``trajectory_error_m`` (desired vs actual root position 1 s
+    later), ``update_ms_mean`` / ``update_ms_p95`` (wall time per update).
     """
     m = record.motion
     fps = m.fps
@@ -53,7 +87,9 @@ def run_report(record: RunRecord, db: MotionDatabase, script: Script | None = No
         "searches_per_s": float(record.searched.sum() / (m.num_frames / fps)),
         "transitions_per_s": float(transitions_per_second(record.transitioned.cumsum(), fps, step=0)),
         "jerk_mps3": float(jerk_motion(m)) if m.num_frames >= 4 else float("nan"),
+        "acceleration_p99_mps2": acceleration_percentile(m, 99.0),
         "upright_fraction": float(upright_fraction(m)),
+        "trajectory_error_m": future_trajectory_error(record),
         "update_ms_mean": float(record.update_seconds.mean() * 1e3),
         "update_ms_p95": float(np.percentile(record.update_seconds, 95) * 1e3),
         "modes": {str(k): float(v) / m.num_frames for k, v in zip(*np.unique(record.modes, return_counts=True))},

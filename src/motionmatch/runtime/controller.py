@@ -59,7 +59,8 @@ class ControllerSettings:
     idle_speed: float = 0.2
     foot_locking: bool = True
     foot_unlock_distance: float = 0.25
-    foot_blend_time: float = 0.2
+    foot_blend_time: float = 0.2       # fade-out of a released lock
+    foot_lock_in_time: float = 0.1     # fade-in of a new lock (no pop when the foot still moves)
     jump_duration: float = 1.2
     adjust_halflife: float = 0.2       # root adjustment toward the simulated root (0: off)
     adjust_max_ratio: float = 0.5      # ... at most this fraction of the root motion's own speed, plus
@@ -203,6 +204,7 @@ class Controller:
         self._lock_pos = np.zeros((K, 3))
         self._release = np.zeros((K, 3))       # foot offset being blended out after an unlock
         self._release_t = np.full(K, np.inf)
+        self._lock_t = np.zeros(K)
         self.last_desired: PredictedTrajectory | None = None
         self.last_costs: dict[str, float] = {}
 
@@ -283,7 +285,7 @@ class Controller:
         # Continuing is possible to the clip's real end (also through its last second, whose
         # frames a search may not return), if the clip matches the tags.
         cur_ok = bool(self._clip_allowed(tags)[self.db.frame_clip[cur]]) and self.frame_pos + 1 < self._clip_last(cur)
-        idx, cost = self.searcher(view).nearest(q, mask=mask, k=1, init_index=cur if cur_ok else None)
+        idx, cost = self.searcher(view).nearest(q, mask=mask, k=1, init_index=cur if mask[cur] else None)
         self.searches += 1
         self._since_search = 0.0
         best, best_cost = int(idx[0]), float(cost[0])
@@ -430,6 +432,13 @@ class Controller:
             self.predictor.state = sim.replace(position=self.root_pos + off * (self.s.sim_max_distance / dist))
 
     # -------------------------------------------------------------- foot locking
+    def _unlock(self, k: int, toe_p: np.ndarray) -> None:
+        """Release foot ``k``: fade out the correction it had (as shown)."""
+        a = min(self._lock_t[k] / self.s.foot_lock_in_time, 1.0) if self.s.foot_lock_in_time > 0 else 1.0
+        self._locked[k] = False
+        self._release[k] = (self._lock_pos[k] - toe_p) * (a * a * (3 - 2 * a))
+        self._release_t[k] = 0.0
+
     def _lock_feet(self, rot: np.ndarray, pos: np.ndarray, dt: float) -> tuple[np.ndarray, np.ndarray]:
         """Keep feet in contact where they touched down (two-bone IK on the legs); after
         contact ends, or when the lock is stretched too far, fade the correction out."""
@@ -448,17 +457,21 @@ class Controller:
                 if not self._locked[k]:
                     self._locked[k] = True
                     self._lock_pos[k] = toe_p
+                    self._lock_t[k] = 0.0
+                    # a lock taking over from a fading release keeps the foot where it is shown
+                    if self._release_t[k] < self.s.foot_blend_time:
+                        a = self._release_t[k] / self.s.foot_blend_time
+                        self._lock_pos[k] = toe_p + self._release[k] * (1 - a) ** 2 * (1 + 2 * a)
+                        self._lock_t[k] = self.s.foot_lock_in_time
                     self._release_t[k] = np.inf
                 elif np.linalg.norm(self._lock_pos[k] - toe_p) > self.s.foot_unlock_distance:
-                    self._locked[k] = False
-                    self._release[k] = self._lock_pos[k] - toe_p
-                    self._release_t[k] = 0.0
+                    self._unlock(k, toe_p)
             elif self._locked[k]:
-                self._locked[k] = False
-                self._release[k] = self._lock_pos[k] - toe_p
-                self._release_t[k] = 0.0
+                self._unlock(k, toe_p)
             if self._locked[k]:
-                offset = self._lock_pos[k] - toe_p
+                self._lock_t[k] += dt
+                a = min(self._lock_t[k] / self.s.foot_lock_in_time, 1.0) if self.s.foot_lock_in_time > 0 else 1.0
+                offset = (self._lock_pos[k] - toe_p) * (a * a * (3 - 2 * a))  # smooth fade-in
                 shown[k] = True
             elif self._release_t[k] < self.s.foot_blend_time:
                 self._release_t[k] += dt

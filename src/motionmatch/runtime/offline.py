@@ -28,6 +28,7 @@ class RunRecord:
         desired_velocity: ``[F, 3]`` the intent's velocity per frame.
         contacts: ``[F, 2]`` feet locked.
         update_seconds: ``[F]`` wall time of each ``update`` call.
+        desired_times: ``[K]`` the seconds ahead of the ``desired`` samples.
     """
 
     motion: Motion
@@ -39,6 +40,7 @@ class RunRecord:
     desired_velocity: np.ndarray
     contacts: np.ndarray
     update_seconds: np.ndarray
+    desired_times: np.ndarray | None = None
 
 
 def run_script(db: MotionDatabase, script: Script, settings: ControllerSettings | None = None, *,
@@ -91,4 +93,5 @@ def run_intents(ctrl: Controller, intents, n_frames: int, *, fps: float = 60.0, 
     fixed = ~ctrl.db.skeleton.has_position_channels
     trs[:, fixed] = ctrl.db.skeleton.offsets[fixed]
     motion = Motion(ctrl.db.skeleton, rots, trs, fps, name=name, file_scale=ctrl.db.file_scale)
-    return RunRecord(motion, frames, modes.astype(str), searched, transitioned, desired, dvel, contacts, secs)
+    return RunRecord(motion, frames, modes.astype(str), searched, transitioned, desired, dvel, contacts, secs,
+                     np.asarray(ctrl.db.schema.trajectory_offsets))
