@@ -19,14 +19,13 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from _common import TURNS_SCRIPT, data_root  # noqa: E402
-
-from motionmatch.control.script import parse_script  # noqa: E402
-from motionmatch.database import MotionDatabase  # noqa: E402
-from motionmatch.datasets import load_folder  # noqa: E402
-from motionmatch.metrics.report import playback_foot_skating, run_report  # noqa: E402
-from motionmatch.runtime.controller import ControllerSettings  # noqa: E402
-from motionmatch.runtime.offline import run_script  # noqa: E402
+from _common import TURNS_SCRIPT, data_root
+from motionmatch.control.script import parse_script
+from motionmatch.database import MotionDatabase
+from motionmatch.datasets import load_folder
+from motionmatch.metrics.report import playback_foot_skating, run_report
+from motionmatch.runtime.controller import ControllerSettings
+from motionmatch.runtime.offline import run_script
 
 UNIT = {"foot_position": 1.0, "foot_velocity": 1.0, "hip_velocity": 1.0, "trajectory_position": 1.0,
         "trajectory_direction": 1.0}

@@ -19,13 +19,12 @@ import time
 import numpy as np
 
 sys.path.insert(0, str(__import__("pathlib").Path(__file__).parent))
-from _common import TURNS_SCRIPT, data_root  # noqa: E402
-
-from motionmatch.control.script import parse_script  # noqa: E402
-from motionmatch.database import MotionDatabase  # noqa: E402
-from motionmatch.datasets import load_folder  # noqa: E402
-from motionmatch.runtime.controller import ControllerSettings  # noqa: E402
-from motionmatch.runtime.offline import run_script  # noqa: E402
+from _common import TURNS_SCRIPT, data_root
+from motionmatch.control.script import parse_script
+from motionmatch.database import MotionDatabase
+from motionmatch.datasets import load_folder
+from motionmatch.runtime.controller import ControllerSettings
+from motionmatch.runtime.offline import run_script
 
 
 def main() -> int:

@@ -38,7 +38,7 @@ def future_trajectory_error(record: RunRecord, horizon: int = -1) -> float:
     times = record.desired_times
     if times is None:
         return float("nan")
-    lag = int(round(times[k] * m.fps))
+    lag = round(times[k] * m.fps)
     root = m.world_positions[:, 0]
     ok = np.isfinite(record.desired[:, k, 0])
     ok[max(len(ok) - lag, 0):] = False
