@@ -126,3 +126,19 @@ def test_lafan_database(data_dir):
     tp = db.schema.slice("trajectory_position")
     np.testing.assert_allclose(b[:, tp][:, 0::2], -a[:, tp][:, 0::2], atol=1e-4)
     np.testing.assert_allclose(b[:, tp][:, 1::2], a[:, tp][:, 1::2], atol=1e-4)
+
+
+def test_cached_rebuilds_stale_or_corrupt_files(tmp_path):
+    p = tmp_path / "cache.npz"
+    clips = [walker(), walker(name="b", heading=1.0)]
+    db = MotionDatabase.cached(p, clips)
+    assert p.exists()
+    again = MotionDatabase.cached(p, clips)  # loads: same inputs
+    np.testing.assert_array_equal(again.features, db.features)
+    with pytest.warns(UserWarning, match="stale"):
+        other = MotionDatabase.cached(p, clips[:1])  # other inputs: rebuilt
+    assert len(other.clip_names) == 1
+    p.write_bytes(b"garbage")
+    with pytest.warns(UserWarning, match="corrupt"):
+        fixed = MotionDatabase.cached(p, clips)
+    assert len(fixed.clip_names) == 2

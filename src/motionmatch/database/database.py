@@ -34,7 +34,17 @@ class DatabaseError(MotionMatchError):
     """A database cannot be built, or a saved one is corrupt, stale or from another version."""
 
 
-def _hash_motion(h: hashlib._Hash, m: Motion) -> None:
+def input_hash(motions: Sequence[Motion], fps: float, mirror_copies: bool, schema: FeatureSchema) -> str:
+    """SHA-256 of everything a database is built from: the clips' data, names, tags and
+    rates, the build settings and the format version."""
+    h = hashlib.sha256()
+    h.update(f"v{FORMAT_VERSION}|{fps}|{mirror_copies}|{schema.to_json()}".encode())
+    for m in motions:
+        _hash_motion(h, m)
+    return h.hexdigest()
+
+
+def _hash_motion(h, m: Motion) -> None:
     h.update(m.name.encode())
     h.update(repr((m.fps, m.tags, m.skeleton.names)).encode())
     h.update(np.ascontiguousarray(m.rotations).tobytes())
@@ -126,11 +136,9 @@ class MotionDatabase:
         motions = list(motions)
         if not motions:
             raise DatabaseError("no motions to build a database from")
-        h = hashlib.sha256()
-        h.update(f"v{FORMAT_VERSION}|{fps}|{mirror_copies}|{schema.to_json()}".encode())
+        digest = input_hash(motions, fps, mirror_copies, schema)
         clips: list[Motion] = []
         for m in tqdm(motions, desc="preparing clips", unit="clip", disable=not progress):
-            _hash_motion(h, m)
             base = m if abs(m.fps - fps) < 1e-9 else resample(m, fps)
             variants = [base]
             if mirror_copies:
@@ -170,7 +178,7 @@ class MotionDatabase:
             raw_features=np.concatenate(feats), valid=np.concatenate(valids),
             clip_starts=np.asarray(starts), clip_stops=np.asarray(stops), clip_names=names, clip_tags=tags,
             rotations=np.concatenate(rots), translations=np.concatenate(trs), contacts=np.concatenate(cons),
-            foot_joints=foot_idx, input_hash=h.hexdigest(), group_weights=group_weights,
+            foot_joints=foot_idx, input_hash=digest, group_weights=group_weights,
             responsiveness=responsiveness, continuity=continuity, file_scale=motions[0].file_scale,
         )
         if not db.valid.any():
@@ -294,6 +302,24 @@ class MotionDatabase:
         from motionmatch.database.store import save_database
 
         return save_database(self, path)
+
+    @classmethod
+    def cached(cls, path: str | Path, motions: Sequence[Motion], *, fps: float = 60.0, mirror_copies: bool = False,
+               schema: FeatureSchema | None = None, progress: bool = False, **kwargs) -> MotionDatabase:
+        """Load ``path`` if it was built from exactly these clips and settings; otherwise
+        (missing, stale, corrupt or from another format version) build and save it."""
+        import warnings
+
+        schema = schema or default_schema()
+        expect = input_hash(motions, fps, mirror_copies, schema)
+        if Path(path).exists():
+            try:
+                return cls.load(path, expect_hash=expect)
+            except DatabaseError as e:
+                warnings.warn(f"rebuilding the database: {e}", stacklevel=2)
+        db = cls.build(motions, fps=fps, mirror_copies=mirror_copies, schema=schema, progress=progress, **kwargs)
+        db.save(path)
+        return db
 
     @classmethod
     def load(cls, path: str | Path, *, expect_hash: str | None = None) -> MotionDatabase:
