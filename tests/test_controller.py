@@ -87,3 +87,33 @@ def test_bad_dt_is_refused(db):
     ctrl = Controller(db)
     with pytest.raises(ValueError, match="dt"):
         ctrl.update(float("nan"), Intent.idle())
+
+
+def test_desired_trajectory_override_and_custom_chooser(db):
+    from motionmatch.control.trajectory import PredictedTrajectory
+
+    ctrl = Controller(db)
+    times = np.asarray(db.schema.trajectory_offsets)
+    # ask, through an explicit trajectory, for walking toward +X while the intent says nothing
+    pos = np.stack([times * 1.0, np.zeros_like(times), np.zeros_like(times)], axis=1)
+    dirs = np.tile([1.0, 0.0, 0.0], (len(times), 1))
+    from motionmatch.anim import quat
+
+    rots = quat.from_angle_y(np.full(len(times), np.pi / 2))
+    want = PredictedTrajectory(times, pos, np.tile([1.0, 0, 0], (len(times), 1)), dirs, rots)
+    calls = []
+
+    def chooser(c, q, mask, view):
+        calls.append(q.shape)
+        return c.searcher(view).nearest(q, mask=mask, k=1)
+
+    ctrl.chooser = chooser
+    intent = Intent(velocity=[1.0, 0, 0], gait="walk")
+    for _ in range(120):
+        def shifted(c=ctrl):
+            return PredictedTrajectory(times, c.root_pos + pos, want.velocities, dirs, rots)
+        r = ctrl.update(1 / 60, intent, desired=shifted())
+    assert calls and all(s == (db.schema.dims,) for s in calls)
+    assert r.desired is not None and np.allclose(r.desired.directions, dirs)
+    with pytest.raises(ValueError, match="samples"):
+        ctrl.update(1 / 60, intent, desired=PredictedTrajectory(times[:1], pos[:1], pos[:1], dirs[:1], rots[:1]))

@@ -127,6 +127,8 @@ class Controller:
         self.searches = 0
         self.transitions = 0
         self.time = 0.0
+        self.chooser = None  # optional (controller, query [D], mask [N], view) -> (indices [1], costs [1])
+        self._desired_override: PredictedTrajectory | None = None
         self.reset(position, facing, start_frame)
 
     # ----------------------------------------------------------------- setup
@@ -256,10 +258,13 @@ class Controller:
 
     # -------------------------------------------------------------- searching
     def _query(self, intent: Intent, vertical: np.ndarray | None) -> tuple[np.ndarray, PredictedTrajectory]:
-        sim = self.predictor.state
-        state = RootState(position=self.root_pos, velocity=sim.velocity, acceleration=sim.acceleration,
-                          rotation=self.root_rot, angular_velocity=sim.angular_velocity)
-        traj = self.predictor.predict(intent, state=state)
+        if self._desired_override is not None:
+            traj = self._desired_override
+        else:
+            sim = self.predictor.state
+            state = RootState(position=self.root_pos, velocity=sim.velocity, acceleration=sim.acceleration,
+                              rotation=self.root_rot, angular_velocity=sim.angular_velocity)
+            traj = self.predictor.predict(intent, state=state)
         lp, ld, _ = traj.local(self.root_pos, self.root_rot)
         raw = self.db.raw_features[self.frame].astype(np.float64).copy()
         for term, sl, ks in self._term_layout:
@@ -285,7 +290,10 @@ class Controller:
         # Continuing is possible to the clip's real end (also through its last second, whose
         # frames a search may not return), if the clip matches the tags.
         cur_ok = bool(self._clip_allowed(tags)[self.db.frame_clip[cur]]) and self.frame_pos + 1 < self._clip_last(cur)
-        idx, cost = self.searcher(view).nearest(q, mask=mask, k=1, init_index=cur if mask[cur] else None)
+        if self.chooser is not None:
+            idx, cost = self.chooser(self, q, mask, view)
+        else:
+            idx, cost = self.searcher(view).nearest(q, mask=mask, k=1, init_index=cur if mask[cur] else None)
         self.searches += 1
         self._since_search = 0.0
         best, best_cost = int(idx[0]), float(cost[0])
@@ -332,10 +340,24 @@ class Controller:
             return "idle", self.mode not in ("idle",)
         return "locomotion", self.mode in ("dance", "jump", "creep")
 
-    def update(self, dt: float, intent: Intent) -> FrameResult:
-        """Advance the character by ``dt`` seconds under ``intent``."""
+    def update(self, dt: float, intent: Intent, desired: PredictedTrajectory | None = None,
+               force_search: bool = False) -> FrameResult:
+        """Advance the character by ``dt`` seconds under ``intent``.
+
+        Args:
+            desired: a desired future trajectory (world positions and facings at the
+                schema's offsets, :attr:`PredictedTrajectory.times` equal to
+                ``db.schema.trajectory_offsets``) to match instead of the spring
+                prediction, e.g. from a drawn path; ``intent`` still drives the simulated
+                root and the modes.
+            force_search: search on this update whatever the search timer says.
+        """
         if not (np.isfinite(dt) and dt >= 0):
             raise ValueError(f"dt must be a finite number of seconds >= 0, got {dt!r}")
+        if desired is not None and len(desired.positions) != len(self.db.schema.trajectory_offsets):
+            raise ValueError(f"desired trajectory has {len(desired.positions)} samples; the database's schema "
+                             f"needs {len(self.db.schema.trajectory_offsets)} (at {self.db.schema.trajectory_offsets} s)")
+        self._desired_override = desired
         db = self.db
         self.time += dt
         self._since_search += dt
@@ -361,7 +383,8 @@ class Controller:
         if self.mode == "jump" and mode != "jump":
             force = True  # jump finished: back to locomotion now
         self.mode = mode
-        sharp = self._last_intent is not None and intent.changed_sharply(self._last_intent, self.s.sharp_turn_deg)
+        sharp = force_search or (self._last_intent is not None
+                                 and intent.changed_sharply(self._last_intent, self.s.sharp_turn_deg))
         searched = transitioned = False
         if mode == "jump":
             if force:
