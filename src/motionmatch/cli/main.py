@@ -29,7 +29,7 @@ Run 'motionmatch COMMAND --help' for the options of a command.
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from motionmatch.cli import anim_cmd, datasets_cmd, runtime_cmd
+    from motionmatch.cli import anim_cmd, datasets_cmd, runtime_cmd, search_cmd
 
     parser = argparse.ArgumentParser(
         prog="motionmatch", description=DESCRIPTION, epilog=EPILOG,
@@ -40,6 +40,10 @@ def build_parser() -> argparse.ArgumentParser:
     anim_cmd.register(sub)
     datasets_cmd.register(sub)
     runtime_cmd.register(sub)
+    bench = sub.add_parser("bench", help="benchmarks (search methods on reference databases)",
+                           description="Benchmarks that compare against a baseline measured in the same run.")
+    bench_sub = bench.add_subparsers(dest="bench_command", metavar="BENCH")
+    search_cmd.register_bench(bench_sub)
     return parser
 
 

@@ -1,0 +1,435 @@
+"""Exact nearest-neighbour search: every searcher against brute force and stored answers.
+
+The reference databases (three real 27-D feature databases with 5000 hard queries and
+their exact answers) are looked for in ``$MOTIONMATCH_BENCH``, else
+``$MOTIONMATCH_DATA/../bench/search-reference``, else ``../shared/bench/search-reference``
+beside the repository; the tests that need them are skipped when absent.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from motionmatch.search import BoxSearch, BruteForceSearch, Searcher, SearchError, build_searcher
+
+REPO = Path(__file__).resolve().parents[1]
+DBS = ("db_a", "db_b", "db_c")
+RTOL = 1e-12  # float64 sums of the same 27 squares in another order
+
+
+def reference_dir() -> Path:
+    env = os.environ.get("MOTIONMATCH_BENCH")
+    if env:
+        return Path(env)
+    data = Path(os.environ.get("MOTIONMATCH_DATA", REPO.parent / "shared" / "data"))
+    first = data.parent / "bench" / "search-reference"
+    return first if first.is_dir() else REPO.parent / "shared" / "bench" / "search-reference"
+
+
+def exact_dist(features: np.ndarray, idx: np.ndarray, q: np.ndarray) -> np.ndarray:
+    diff = features[np.asarray(idx)].astype(np.float64) - np.asarray(q, dtype=np.float64)
+    return (diff * diff).sum(axis=-1)
+
+
+def assert_same_knn(features, q, got, want, mask=None):
+    """Same k distances as ``want`` (ties may differ in index); ``got``'s indices are allowed
+    frames whose true distances are the ones returned, ascending."""
+    gi, gd = got
+    wi, wd = want
+    assert gi.dtype == np.int64 and gd.dtype == np.float64
+    assert gi.shape == wi.shape and gd.shape == wd.shape
+    np.testing.assert_allclose(gd, wd, rtol=RTOL, atol=1e-12)
+    np.testing.assert_allclose(exact_dist(features, gi, q), gd, rtol=RTOL, atol=1e-12)
+    assert np.all(np.diff(gd) >= 0)
+    assert len(set(gi.tolist())) == len(gi)
+    if mask is not None:
+        assert mask[gi].all()
+
+
+# ---------------------------------------------------------------- reference databases
+class RefDB:
+    def __init__(self, folder: Path):
+        self.features = np.load(folder / "features_normalized.npy")
+        self.queries = np.load(folder / "queries_normalized.npy")
+        self.valid = np.load(folder / "valid_mask.npy")
+        self.exact_index = np.load(folder / "exact_index.npy")
+        self.exact_cost = np.load(folder / "exact_cost.npy")
+        self.starts = np.load(folder / "range_starts.npy")
+        self.stops = np.load(folder / "range_stops.npy")
+        self.box = BoxSearch(self.features, self.valid)
+        self.brute = BruteForceSearch(self.features, self.valid)
+
+
+_REF: dict[str, RefDB] = {}
+
+
+@pytest.fixture(scope="module", params=DBS)
+def ref(request) -> RefDB:
+    root = reference_dir()
+    folder = root / request.param
+    if not (folder / "features_normalized.npy").is_file():
+        pytest.skip(f"search reference databases not found at {root}; set MOTIONMATCH_BENCH to shared/bench/search-reference")
+    if request.param not in _REF:
+        _REF[request.param] = RefDB(folder)
+    return _REF[request.param]
+
+
+def check_against_exact(r: RefDB, idx: np.ndarray, cost: np.ndarray, which: np.ndarray) -> None:
+    want = r.exact_cost[which]
+    np.testing.assert_allclose(cost, want, rtol=1e-9)
+    differ = idx != r.exact_index[which]
+    # a different index is only allowed for a tie: the same distance to the query
+    if differ.any():
+        np.testing.assert_allclose(exact_dist(r.features, idx[differ], r.queries[which][differ]), want[differ], rtol=1e-9)
+    assert r.valid[idx].all()
+
+
+def test_box_k1_all_queries_match_exact_answers(ref):
+    """Every one of the 5000 queries, single calls, against the stored exact answers."""
+    n = len(ref.queries)
+    idx = np.empty(n, dtype=np.int64)
+    cost = np.empty(n)
+    for i, q in enumerate(ref.queries):
+        ii, dd = ref.box.nearest(q)
+        idx[i], cost[i] = ii[0], dd[0]
+    check_against_exact(ref, idx, cost, np.arange(n))
+
+
+def test_box_batch_all_queries_match_exact_answers_and_single_calls(ref):
+    idx, cost = ref.box.nearest_batch(ref.queries)
+    assert idx.shape == (len(ref.queries), 1) and cost.shape == idx.shape
+    check_against_exact(ref, idx[:, 0], cost[:, 0], np.arange(len(ref.queries)))
+    for i in range(0, len(ref.queries), 97):
+        si, sd = ref.box.nearest(ref.queries[i])
+        assert si[0] == idx[i, 0] and sd[0] == cost[i, 0]
+
+
+def test_brute_matches_exact_answers(ref):
+    which = np.arange(0, len(ref.queries), 25)
+    out = [ref.brute.nearest(ref.queries[i]) for i in which]
+    check_against_exact(ref, np.array([o[0][0] for o in out]), np.array([o[1][0] for o in out]), which)
+    bi, bd = ref.brute.nearest_batch(ref.queries[which])
+    check_against_exact(ref, bi[:, 0], bd[:, 0], which)
+
+
+@pytest.mark.parametrize("k", [3, 10])
+def test_box_knn_matches_brute(ref, k):
+    which = np.arange(3, len(ref.queries), 25)
+    bi, bd = ref.box.nearest_batch(ref.queries[which], k=k)
+    for row, i in enumerate(which):
+        q = ref.queries[i]
+        want = ref.brute.nearest(q, k=k)
+        got = ref.box.nearest(q, k=k)
+        assert_same_knn(ref.features, q, got, want, ref.valid)
+        np.testing.assert_array_equal(bi[row], got[0])
+        np.testing.assert_array_equal(bd[row], got[1])
+        assert got[1][0] == pytest.approx(ref.exact_cost[i], rel=1e-9)
+
+
+def test_box_masks_match_brute(ref):
+    rng = np.random.default_rng(1)
+    n = len(ref.features)
+    masks = {
+        "random 50%": rng.random(n) < 0.5,
+        "random 2%": rng.random(n) < 0.02,
+        "few frames": np.isin(np.arange(n), rng.choice(n, 12, replace=False)),
+    }
+    # tag-like: whole clips (contiguous ranges), one and several
+    clips = rng.choice(len(ref.starts), size=min(5, len(ref.starts)), replace=False)
+    one = np.zeros(n, dtype=bool)
+    one[ref.starts[clips[0]] : ref.stops[clips[0]]] = True
+    several = np.zeros(n, dtype=bool)
+    for c in clips:
+        several[ref.starts[c] : ref.stops[c]] = True
+    masks["one clip"] = one
+    masks["five clips"] = several
+    masks["odd range"] = (np.arange(n) >= 1001) & (np.arange(n) < 1001 + 777)
+    for name, mask in masks.items():
+        allowed = mask & ref.valid
+        for i in range(0, 400, 40):
+            q = ref.queries[i]
+            for k in (1, 3):
+                if k > allowed.sum():
+                    continue
+                want = ref.brute.nearest(q, mask=mask, k=k)
+                got = ref.box.nearest(q, mask=mask, k=k)
+                assert_same_knn(ref.features, q, got, want, allowed), name
+        bi, bd = ref.box.nearest_batch(ref.queries[:50], mask=mask, k=1)
+        _, wd = ref.brute.nearest_batch(ref.queries[:50], mask=mask, k=1)
+        np.testing.assert_allclose(bd, wd, rtol=RTOL)
+        assert allowed[bi].all()
+
+
+def test_box_init_index(ref):
+    rng = np.random.default_rng(2)
+    n = len(ref.features)
+    invalid = np.flatnonzero(~ref.valid)
+    for i in range(0, 300, 15):
+        q = ref.queries[i]
+        base = ref.box.nearest(q, k=3)
+        inits = [int(ref.exact_index[i]), int(rng.integers(n)), 0, n - 1]
+        if len(invalid):
+            inits.append(int(invalid[i % len(invalid)]))  # not valid: ignored
+        for init in inits:
+            got = ref.box.nearest(q, k=3, init_index=init)
+            assert_same_knn(ref.features, q, got, base, ref.valid)
+            g1 = ref.box.nearest(q, init_index=init)
+            assert g1[1][0] == pytest.approx(ref.exact_cost[i], rel=1e-9)
+        # a masked-out init frame is ignored, never returned
+        mask = np.ones(n, dtype=bool)
+        mask[ref.exact_index[i]] = False
+        got = ref.box.nearest(q, mask=mask, init_index=int(ref.exact_index[i]))
+        assert got[0][0] != ref.exact_index[i]
+        assert_same_knn(ref.features, q, got, ref.brute.nearest(q, mask=mask))
+
+
+# ---------------------------------------------------------------- small random data
+@st.composite
+def small_problem(draw):
+    n = draw(st.integers(1, 300))
+    d = draw(st.integers(1, 9))
+    seed = draw(st.integers(0, 2**31 - 1))
+    rng = np.random.default_rng(seed)
+    kind = draw(st.sampled_from(["normal", "integers", "duplicates", "offset", "walk"]))
+    if kind == "normal":
+        f = rng.normal(size=(n, d))
+    elif kind == "integers":  # many exact ties
+        f = rng.integers(-2, 3, size=(n, d)).astype(float)
+    elif kind == "duplicates":
+        base = rng.normal(size=(max(1, n // 7), d))
+        f = base[rng.integers(len(base), size=n)]
+    elif kind == "offset":  # far from the origin, small spread
+        f = 1000.0 + 0.01 * rng.normal(size=(n, d))
+    else:  # smooth like motion data
+        f = np.cumsum(rng.normal(scale=0.1, size=(n, d)), axis=0)
+    valid = rng.random(n) < draw(st.sampled_from([1.0, 0.9, 0.3]))
+    if not valid.any():
+        valid[rng.integers(n)] = True
+    mask = None
+    if draw(st.booleans()):
+        mask = rng.random(n) < draw(st.sampled_from([0.5, 0.05]))
+        mask[np.flatnonzero(valid)[0]] = True
+    allowed = valid & (mask if mask is not None else True)
+    k = draw(st.integers(1, min(12, int(allowed.sum()))))
+    nq = draw(st.integers(1, 6))
+    q = f[rng.integers(n, size=nq)] + rng.normal(scale=draw(st.sampled_from([0.0, 0.01, 1.0])), size=(nq, d))
+    if kind == "integers" and draw(st.booleans()):
+        q = np.round(q)
+    init = draw(st.one_of(st.none(), st.integers(0, n - 1)))
+    return f.astype(np.float32), valid, mask, k, q, init
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(small_problem())
+def test_box_equals_brute_on_small_random_data(problem):
+    f, valid, mask, k, queries, init = problem
+    box = BoxSearch(f, valid)
+    brute = BruteForceSearch(f, valid)
+    allowed = valid & (mask if mask is not None else True)
+    for q in queries:
+        want = brute.nearest(q, mask=mask, k=k)
+        got = box.nearest(q, mask=mask, k=k, init_index=init)
+        assert_same_knn(f, q, got, want, allowed)
+        # the oracle against plain float64 numpy
+        d = np.where(allowed, exact_dist(f, np.arange(len(f)), q), np.inf)
+        np.testing.assert_allclose(want[1], np.sort(d)[:k], rtol=RTOL, atol=1e-12)
+    bi, bd = box.nearest_batch(queries, mask=mask, k=k)
+    for row, q in enumerate(queries):
+        si, sd = box.nearest(q, mask=mask, k=k)
+        np.testing.assert_array_equal(bi[row], si)
+        np.testing.assert_array_equal(bd[row], sd)
+    _, wd = brute.nearest_batch(queries, mask=mask, k=k)
+    np.testing.assert_allclose(bd, wd, rtol=RTOL, atol=1e-12)
+
+
+@pytest.mark.parametrize("scale", [1e-6, 1.0, 1e4, 1e5, 1e9])
+def test_box_exact_at_any_scale(scale):
+    """Values beyond float16's range (65504) or tiny ones: the coded/half-precision bounds
+    stay conservative."""
+    rng = np.random.default_rng(3)
+    f = (np.cumsum(rng.normal(size=(3000, 6)), axis=0) * scale).astype(np.float32)
+    f[:, 0] += np.float32(7 * scale)
+    box, brute = BoxSearch(f), BruteForceSearch(f)
+    for q in f[rng.integers(len(f), size=40)] + rng.normal(scale=0.3 * scale, size=(40, 6)):
+        assert_same_knn(f, q, box.nearest(q, k=3), brute.nearest(q, k=3))
+
+
+def test_constant_and_single_frame_data():
+    f = np.zeros((100, 4), dtype=np.float32)
+    for s in (BoxSearch(f), BruteForceSearch(f)):
+        i, d = s.nearest(np.ones(4), k=5)
+        assert d.tolist() == [4.0] * 5 and len(set(i.tolist())) == 5
+    one = np.array([[1.0, 2.0]], dtype=np.float32)
+    for s in (BoxSearch(one), BruteForceSearch(one)):
+        i, d = s.nearest([1.0, 0.0])
+        assert i.tolist() == [0] and d.tolist() == [4.0]
+
+
+def test_build_searcher_and_protocol():
+    f = np.random.default_rng(4).normal(size=(500, 5)).astype(np.float32)
+    for method, cls in (("box", BoxSearch), ("brute", BruteForceSearch)):
+        s = build_searcher(f, method=method)
+        assert isinstance(s, cls) and isinstance(s, Searcher)
+        assert s.method == method and s.n_frames == 500 and s.dim == 5
+    assert isinstance(build_searcher(f), BoxSearch)
+    with pytest.raises(SearchError, match="method"):
+        build_searcher(f, method="kdtree")
+
+
+def test_masks_of_any_memory_layout():
+    """Masks that are unaligned or strided views, and lengths that are not a multiple of 16."""
+    rng = np.random.default_rng(8)
+    f = np.cumsum(rng.normal(size=(1001, 5)), axis=0).astype(np.float32)
+    box, brute = BoxSearch(f), BruteForceSearch(f)
+    big = rng.random(2 * 1001 + 3) < 0.3
+    for mask in (big[1:1002], big[::2][:1001], big[3:1004].copy(), ~big[5:1006]):
+        for q in f[rng.integers(len(f), size=10)] + 0.2:
+            assert_same_knn(f, q, box.nearest(q, mask=mask, k=3), brute.nearest(q, mask=mask, k=3), mask)
+
+
+def test_query_dtypes_and_lists_are_accepted():
+    f = np.random.default_rng(5).normal(size=(400, 3)).astype(np.float32)
+    box, brute = BoxSearch(f), BruteForceSearch(f)
+    q = f[7] + 0.01
+    want = brute.nearest(q)
+    for qq in (q, q.astype(np.float32), q.tolist(), np.asfortranarray(q)):
+        assert_same_knn(f, q.astype(np.float64), box.nearest(qq), want)
+    assert box.nearest(np.array([1, 2, 3]))[0].shape == (1,)
+    qs = np.stack([q, q + 1])
+    assert box.nearest_batch(qs.tolist())[0].shape == (2, 1)
+    assert box.nearest_batch(np.empty((0, 3)))[0].shape == (0, 1)
+
+
+# ---------------------------------------------------------------- validation
+@pytest.fixture(scope="module")
+def small():
+    f = np.random.default_rng(6).normal(size=(200, 4)).astype(np.float32)
+    valid = np.ones(200, dtype=bool)
+    valid[-5:] = False
+    return f, valid, BoxSearch(f, valid), BruteForceSearch(f, valid)
+
+
+@pytest.mark.parametrize("which", [2, 3])
+def test_validation_messages_name_the_argument(small, which):
+    searchers = small[2:]
+    s = searchers[which - 2]
+    q = np.zeros(4)
+    cases = [
+        (lambda: s.nearest(np.zeros(3)), "query"),
+        (lambda: s.nearest(np.zeros((1, 4))), "query"),
+        (lambda: s.nearest(np.array([0.0, np.nan, 0.0, 0.0])), "query.*NaN"),
+        (lambda: s.nearest(np.array([0.0, np.inf, 0.0, 0.0])), "query"),
+        (lambda: s.nearest(np.array([0.0, 1e30, 0.0, 0.0])), "query"),
+        (lambda: s.nearest(np.array(["a", "b", "c", "d"])), "query"),
+        (lambda: s.nearest(q, mask=np.ones(199, dtype=bool)), "mask"),
+        (lambda: s.nearest(q, mask=np.ones(200, dtype=np.int8)), "mask"),
+        (lambda: s.nearest(q, mask=np.ones((200, 1), dtype=bool)), "mask"),
+        (lambda: s.nearest(q, k=0), "k"),
+        (lambda: s.nearest(q, k=-2), "k"),
+        (lambda: s.nearest(q, k=1.5), "k"),
+        (lambda: s.nearest(q, k=True), "k"),
+        (lambda: s.nearest(q, k=196), "k.*195"),
+        (lambda: s.nearest(q, k=4, mask=np.arange(200) < 3), "k.*3"),
+        (lambda: s.nearest(q, mask=np.arange(200) >= 195), "k.*0"),
+        (lambda: s.nearest(q, init_index=200), "init_index"),
+        (lambda: s.nearest(q, init_index=-1), "init_index"),
+        (lambda: s.nearest_batch(np.zeros(4)), "queries"),
+        (lambda: s.nearest_batch(np.zeros((2, 5))), "queries"),
+        (lambda: s.nearest_batch(np.array([[0.0] * 4, [np.nan] * 4])), "queries.*row 1"),
+        (lambda: s.nearest_batch(np.zeros((2, 4)), k=0), "k"),
+        (lambda: s.nearest_batch(np.zeros((2, 4)), mask=np.ones(3, dtype=bool)), "mask"),
+    ]
+    for call, pattern in cases:
+        with pytest.raises(SearchError, match=pattern):
+            call()
+    # SearchError is a ValueError
+    with pytest.raises(ValueError):
+        s.nearest(np.zeros(3))
+
+
+@pytest.mark.parametrize("cls", [BoxSearch, BruteForceSearch])
+def test_build_validation(cls):
+    good = np.zeros((10, 3), dtype=np.float32)
+    with pytest.raises(SearchError, match="features"):
+        cls(np.zeros(10))
+    with pytest.raises(SearchError, match="features"):
+        cls(np.zeros((0, 3)))
+    bad = good.copy()
+    bad[4, 1] = np.nan
+    with pytest.raises(SearchError, match=r"features.*frame 4, dimension 1"):
+        cls(bad)
+    with pytest.raises(SearchError, match="features"):
+        cls(np.full((4, 2), 1e20))
+    with pytest.raises(SearchError, match="features"):
+        cls(np.array([["a", "b"]]))
+    with pytest.raises(SearchError, match="valid"):
+        cls(good, np.ones(9, dtype=bool))
+    with pytest.raises(SearchError, match="valid"):
+        cls(good, np.ones(10))
+    s = cls(good, np.zeros(10, dtype=bool))  # nothing valid: every search asks too much
+    with pytest.raises(SearchError, match=r"k.*0"):
+        s.nearest(np.zeros(3))
+
+
+# ---------------------------------------------------------------- benchmark and CLI
+def _tiny_db(folder: Path, n=3000, d=6, queries=True) -> None:
+    rng = np.random.default_rng(7)
+    folder.mkdir(parents=True)
+    f = np.cumsum(rng.normal(scale=0.1, size=(n, d)), axis=0).astype(np.float32)
+    np.save(folder / "features_normalized.npy", f)
+    if queries:
+        np.save(folder / "queries_normalized.npy", (f[rng.integers(n, size=30)] + 0.05).astype(np.float32))
+
+
+def test_run_benchmark_on_user_folder(tmp_path):
+    from motionmatch.search.bench import format_report, run_benchmark
+
+    _tiny_db(tmp_path / "mine", queries=False)
+    res = run_benchmark(tmp_path / "mine", n_queries=12, ks=(1, 3), batch=20, block=5)
+    assert list(res) == ["mine"]
+    r = res["mine"]
+    assert r["frames"] == 3000 and r["queries"] == 12
+    for key in ("numpy_us", "best_method", "best_us", "speedup_vs_numpy", "box_k3_us", "batch_speedup_vs_numpy"):
+        assert key in r
+    assert r["exact"]["box"]["mismatches"] == 0 and r["exact"]["box"]["reference"] == "brute"
+    text = format_report(res)
+    assert "single query" in text and "box" in text and "numpy" in text
+    json.dumps(res)
+
+
+def test_cli_bench_search_json(tmp_path, capsys):
+    from motionmatch.cli.search_cmd import register_bench
+
+    _tiny_db(tmp_path / "db_x")
+    _tiny_db(tmp_path / "db_y", n=2000)
+    parser = argparse.ArgumentParser(prog="motionmatch")
+    bench = parser.add_subparsers(dest="command").add_parser("bench").add_subparsers(dest="bench_command")
+    register_bench(bench)
+    args = parser.parse_args(["bench", "search", "--data", str(tmp_path), "--json", "--queries", "8", "--batch", "10",
+                              "--k", "1", "--methods", "box"])
+    assert args.func(args) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert sorted(out) == ["db_x", "db_y"]
+    assert out["db_x"]["best_method"] == "box" and out["db_x"]["numpy_us"] > 0 and out["db_x"]["speedup_vs_numpy"] > 0
+    args = parser.parse_args(["bench", "search", "--data", str(tmp_path / "nothing")])
+    assert args.func(args) == 1
+    assert "error" in capsys.readouterr().err
+
+
+def test_blas_threads_limits_and_restores():
+    from motionmatch.search.bench import blas_thread_count, blas_threads
+
+    before = blas_thread_count()
+    with blas_threads(1) as how:
+        assert isinstance(how, str)
+        if how != "unchanged" and before is not None:
+            assert blas_thread_count() == 1
+    assert blas_thread_count() == before
