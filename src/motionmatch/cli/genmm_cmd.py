@@ -1,0 +1,271 @@
+"""``motionmatch genmm``: new motions from a few example clips (generative motion matching).
+
+The main CLI calls :func:`register` with its ``add_subparsers()`` object; the parser
+added here sets ``func``, a function of the parsed arguments returning the exit code.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+__all__ = ["cmd_genmm", "register"]
+
+DESCRIPTION = """\
+Synthesize new motions that look like the example clips (GenMM: generative motion
+matching; training-free, a fraction of a second per motion). Several examples of one
+skeleton may be given: patches come from all of them and the output covers all of them.
+
+Output BVH files have the first example's skeleton, joint names, channel layout and
+units, and the frame time of the synthesis rate (--fps, default 30: examples at other
+rates are resampled). With --samples K > 1, files OUT_0.bvh ... OUT_{K-1}.bvh are written
+with seeds S, S+1, ...
+
+Times: --frames counts output frames at --fps; keyframe times are seconds from the first
+output frame (frame round(t * fps)). A keyframe BVH's own Frame Time is read as the
+spacing of its keys unless --keyframe-times or --keyframe-spacing says otherwise (the
+sparse keyframe example file says 1.0: one key per second).
+
+--report writes JSON: coverage (0-1, share of the examples' 30-frame windows found in the
+output with a mean frame distance under 2.0), global_patch_distance,
+local_patch_distance (means over the samples), set_diversity (when --samples > 1),
+synthesis_s (seconds of synthesis per sample, no file I/O), per-sample values, the
+settings and the metric definitions.
+"""
+
+EPILOG = """\
+examples:
+  motionmatch genmm salsa.bvh -o out.bvh --seed 3 --report report.json
+  motionmatch genmm salsa.bvh -o out.bvh --samples 10 --frames 600
+  motionmatch genmm crab.bvh -o crab_loop.bvh --loop --frames 300
+  motionmatch genmm salsa.bvh -o kf.bvh --keyframes keys.bvh --keyframe-spacing 1.5
+  motionmatch genmm salsa.bvh -o out.bvh --parts auto
+  motionmatch genmm salsa.bvh -o out.bvh --parts "Hips,LeftUpLeg*,RightUpLeg*;Hips,Spine*"
+  motionmatch genmm salsa.bvh -o done.bvh --complete walk.bvh --given "Hips,LeftUpLeg*,RightUpLeg*"
+  motionmatch genmm walk_in_circle.bvh -o walk.bvh --locomotion
+  motionmatch genmm --reassemble centaur.json -o centaur.bvh
+  motionmatch genmm salsa.bvh -o out.bvh --device cuda      (needs: pip install 'motionmatch[gpu]')
+"""
+
+
+def _alpha(text: str) -> float | None:
+    if text.strip().lower() in ("none", "off", "0"):
+        return None
+    return float(text)
+
+
+def _fps(text: str) -> float | None:
+    if text.strip().lower() in ("native", "none", "example"):
+        return None
+    return float(text)
+
+
+def _floats(text: str) -> list[float]:
+    return [float(t) for t in text.replace(";", ",").split(",") if t.strip()]
+
+
+def register(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    """Add the ``genmm`` command to the main parser's subparsers; returns its parser."""
+    p = sub.add_parser(
+        "genmm",
+        help="synthesize new motions from a few example clips (GenMM)",
+        description=DESCRIPTION,
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("examples", nargs="*", metavar="EXAMPLE.bvh", help="example clips (one skeleton)")
+    p.add_argument("-o", "--output", required=True, metavar="OUT.bvh", help="output BVH file")
+    g = p.add_argument_group("length and randomness")
+    g.add_argument("--frames", type=int, metavar="N", help="output frames (default: twice the examples' frames)")
+    g.add_argument("--duration", type=float, metavar="SECONDS", help="output length in seconds instead of --frames")
+    g.add_argument("--seed", type=int, default=0, metavar="S", help="random seed (default 0)")
+    g.add_argument("--samples", type=int, default=1, metavar="K", help="number of outputs (seeds S..S+K-1)")
+    g.add_argument("--fps", type=_fps, default=30.0, metavar="F",
+                   help="synthesis and output frame rate (default 30; 'native' keeps the examples' rate)")
+    s = p.add_argument_group("GenMM settings (defaults: the paper's)")
+    s.add_argument("--patch-size", type=int, default=11, metavar="P", help="frames per patch (11)")
+    s.add_argument("--alpha", type=_alpha, default=0.01, help="completeness knob (0.01; 'none' disables)")
+    s.add_argument("--iterations", type=int, default=3, help="match-and-blend iterations per stage (3)")
+    s.add_argument("--pyramid-factor", type=float, default=0.75, help="length ratio between stages (0.75)")
+    s.add_argument("--coarse-ratio", type=float, default=5.0,
+                   help="coarsest example length in patch sizes (5)")
+    s.add_argument("--noise", type=float, default=1.0, metavar="SIGMA",
+                   help="initial noise in feature standard deviations (1; 0 starts from the examples)")
+    s.add_argument("--root-weight", type=float, default=1.0, help="weight of the root velocity/height features (1)")
+    s.add_argument("--parts", default=None, metavar="SPEC",
+                   help="skeleton-aware patches: 'auto' (trunk and limbs), a JSON file of joint lists, or "
+                        "'A,B*;C,D*' (parts separated by ';', 'Name*' = joint and its subtree); default whole body")
+    s.add_argument("--device", default="cpu", help="cpu (numpy, default), torch (PyTorch CPU), cuda or cuda:N")
+    s.add_argument("--dtype", default="float32", choices=["float32", "float64"],
+                   help="precision of the distance computations (float32)")
+    a = p.add_argument_group("applications")
+    a.add_argument("--loop", action="store_true", help="an endless loop: the last frame is the first frame")
+    a.add_argument("--loop-root", default="closed", choices=["closed", "travel"],
+                   help="with --loop: close the root path too (default) or keep one cycle's travel")
+    a.add_argument("--keyframes", metavar="FILE.bvh",
+                   help="key poses (every frame a key) pinned in the output; joints matched by name")
+    a.add_argument("--keyframe-times", type=_floats, metavar="T1,T2,...", help="key times in seconds")
+    a.add_argument("--keyframe-spacing", type=float, metavar="SECONDS",
+                   help="keys every SECONDS (default: the keyframe file's Frame Time)")
+    a.add_argument("--complete", metavar="PARTIAL.bvh",
+                   help="motion completion: keep --given joints of this clip exactly, synthesize the rest")
+    a.add_argument("--given", metavar="JOINTS", help="with --complete: the given joints, comma-separated ('Name*' = subtree)")
+    a.add_argument("--contacts", action="store_true", help="add foot-contact labels (feet detected or --feet)")
+    a.add_argument("--feet", metavar="JOINTS", help="foot joints, comma-separated (default: detected)")
+    a.add_argument("--fix-feet", action="store_true", help="plant feet during contacts with IK afterwards (implies --contacts)")
+    a.add_argument("--locomotion", action="store_true",
+                   help="random locomotion: contacts on, a random heading, feet planted afterwards")
+    a.add_argument("--reassemble", metavar="SPEC.json",
+                   help="a creature from parts of several skeletons: JSON {\"sources\": [{\"examples\": [...], "
+                        "\"joints\": [...], \"rename\": {...}, \"scale\": 1.0}, ...]}; paths relative to the file")
+    r = p.add_argument_group("report")
+    r.add_argument("--report", metavar="REPORT.json", help="write metrics and timings as JSON")
+    r.add_argument("--no-metrics", action="store_true", help="skip the metrics (quick for very long outputs)")
+    r.add_argument("--quiet", action="store_true", help="print nothing but errors")
+    p.set_defaults(func=cmd_genmm)
+    return p
+
+
+def _error(message: str) -> int:
+    print(f"motionmatch genmm: error: {message}", file=sys.stderr)
+    return 1
+
+
+def _out_paths(output: str, k: int) -> list[Path]:
+    out = Path(output)
+    if k == 1:
+        return [out]
+    return [out.with_name(f"{out.stem}_{i}{out.suffix or '.bvh'}") for i in range(k)]
+
+
+def _sources(spec_path: str):
+    from motionmatch.genmm import ReassemblySource
+
+    path = Path(spec_path)
+    spec = json.loads(path.read_text(encoding="utf-8"))
+    srcs = spec["sources"] if isinstance(spec, dict) else spec
+    out = []
+    for s in srcs:
+        ex = s["examples"]
+        ex = [ex] if isinstance(ex, str) else ex
+        out.append(ReassemblySource([str((path.parent / e) if not Path(e).is_absolute() else Path(e)) for e in ex],
+                                    s["joints"], s.get("rename", {}), float(s.get("scale", 1.0))))
+    return out
+
+
+def cmd_genmm(args: argparse.Namespace) -> int:
+    from motionmatch.anim import save_bvh
+    from motionmatch.anim.bvh import load_bvh
+    from motionmatch.errors import MotionMatchError
+    from motionmatch.genmm import Completion, GenMM, GenMMConfig, Keyframes, fix_foot_contacts, reassemble
+    from motionmatch.genmm.parts import parse_parts_arg
+    from motionmatch.genmm.synthesis import load_examples
+
+    say = (lambda *a: None) if args.quiet else (lambda *a: print(*a, file=sys.stderr))
+    if args.samples < 1:
+        return _error(f"--samples must be at least 1, got {args.samples}")
+    if args.frames is not None and args.duration is not None:
+        return _error("give --frames or --duration, not both")
+    if not args.examples and not args.reassemble:
+        return _error("give example BVH files (or --reassemble SPEC.json)")
+    if args.examples and args.reassemble:
+        return _error("--reassemble takes its examples from the JSON file; give no EXAMPLE.bvh with it")
+    if args.complete and not args.given:
+        return _error("--complete needs --given JOINTS (the joints of the partial clip to keep)")
+    if args.complete and args.loop:
+        return _error("--complete and --loop cannot be combined (the given clip fixes both ends)")
+    contacts = args.contacts or args.fix_feet or args.locomotion
+    try:
+        cfg = GenMMConfig(
+            patch_size=args.patch_size, alpha=args.alpha, iterations=args.iterations,
+            pyramid_factor=args.pyramid_factor, coarse_ratio=args.coarse_ratio, noise_sigma=args.noise,
+            fps=args.fps, root_weight=args.root_weight, contacts=bool(contacts and not args.reassemble),
+            feet=tuple(f.strip() for f in args.feet.split(",")) if args.feet else None,
+            device=args.device, dtype=args.dtype,
+        )
+        parts = parse_parts_arg(args.parts) if args.parts else None
+        t0 = time.perf_counter()
+        results = []
+        if args.reassemble:
+            sources = _sources(args.reassemble)
+            gen = None
+            for i in range(args.samples):
+                frames = args.frames if args.duration is None else round(args.duration * (args.fps or 30.0))
+                results.append(reassemble(sources, frames, seed=args.seed + i, config=cfg))
+        else:
+            examples = load_examples(args.examples)
+            gen = GenMM(examples, cfg, parts=parts)
+            frames = args.frames if args.duration is None else round(args.duration * gen.fps)
+            keys = None
+            if args.keyframes:
+                keys = Keyframes.from_bvh(args.keyframes, times=args.keyframe_times, spacing=args.keyframe_spacing)
+            completion = None
+            if args.complete:
+                completion = Completion(load_bvh(args.complete), [g.strip() for g in args.given.split(",") if g.strip()])
+            say(f"genmm: {len(examples)} example(s), {gen.example_frames} frames at {gen.fps:g} fps, "
+                f"{gen.skeleton.num_joints} joints, {len(gen.parts)} part(s), device {args.device}")
+            for i in range(args.samples):
+                res = gen.sample(frames, seed=args.seed + i, loop=args.loop, loop_root=args.loop_root,
+                                 keyframes=keys, completion=completion)
+                if args.locomotion:
+                    import numpy as np
+
+                    from motionmatch.genmm.applications import turn
+
+                    angle = float(np.random.default_rng([args.seed + i, 1]).uniform(-np.pi, np.pi))
+                    res.motion = turn(res.motion, angle)
+                    res.extra["heading_rad"] = angle
+                if (args.fix_feet or args.locomotion) and res.contacts is not None:
+                    res.motion = fix_foot_contacts(res.motion, res.contacts, res.feet)
+                results.append(res)
+        paths = _out_paths(args.output, args.samples)
+        for res, path in zip(results, paths):
+            save_bvh(res.motion, path)
+            say(f"wrote {path} ({res.motion.num_frames} frames at {res.motion.fps:g} fps, "
+                f"synthesis {res.synthesis_s * 1000:.0f} ms)")
+        report = {
+            "output": [str(p) for p in paths],
+            "examples": list(args.examples) if args.examples else None,
+            "frames": results[0].motion.num_frames,
+            "fps": results[0].motion.fps,
+            "samples": args.samples,
+            "seeds": [args.seed + i for i in range(args.samples)],
+            "device": args.device,
+            "synthesis_s": float(sum(r.synthesis_s for r in results) / len(results)),
+            "synthesis_s_per_sample": [r.synthesis_s for r in results],
+            "stage_lengths": results[0].info.synthesis_lengths,
+            "settings": {k: (list(v) if isinstance(v, tuple) else v) for k, v in cfg.__dict__.items()},
+            "parts": ({k: v for k, v in gen.part_names().items()} if gen is not None else None),
+            "coverage": None, "global_patch_distance": None, "local_patch_distance": None, "set_diversity": None,
+        }
+        if not args.no_metrics and not args.reassemble:
+            from motionmatch.metrics.genmm import evaluate
+
+            tm = time.perf_counter()
+            metrics = evaluate(gen.examples, [r.motion for r in results])
+            report.update({k: metrics[k] for k in ("coverage", "global_patch_distance", "local_patch_distance")})
+            if args.samples > 1:
+                report["set_diversity"] = metrics["set_diversity"]
+            else:
+                report.pop("set_diversity")
+            report["per_sample"] = metrics["per_output"]
+            report["metric_definitions"] = metrics["definitions"]
+            report["metrics_s"] = time.perf_counter() - tm
+            say(f"coverage {100 * report['coverage']:.2f}%, global patch distance {report['global_patch_distance']:.3f}, "
+                f"local {report['local_patch_distance']:.3f}"
+                + (f", set diversity {report['set_diversity']:.3f}" if args.samples > 1 else ""))
+        elif args.reassemble:
+            report["metrics_note"] = "no metrics for reassembled skeletons (the examples have other skeletons)"
+        report["total_s"] = time.perf_counter() - t0
+        if args.report:
+            from motionmatch._files import atomic_write
+
+            with atomic_write(args.report, "w", encoding="utf-8") as f:
+                json.dump(report, f, indent=2)
+                f.write("\n")
+    except (MotionMatchError, ValueError, OSError, KeyError, json.JSONDecodeError) as e:
+        return _error(str(e))
+    return 0

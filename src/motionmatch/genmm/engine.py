@@ -1,0 +1,298 @@
+"""The multi-stage generative matching loop on feature arrays (no skeletons here).
+
+The engine knows *parts*: each part owns some columns of the synthesis feature vector
+and has its own example clips for those columns. The whole body is one part; the
+skeleton-aware setting splits it into several overlapping parts; reassembled creatures
+take each part's examples from a different skeleton. Per stage and iteration every part
+is matched and blended on its own, and columns shared by several parts (overlapping
+joints) are averaged.
+
+Stages: with ``p`` the patch size and ``L`` the longest example, the coarsest example is
+``coarse_ratio * p`` frames long, i.e. every sequence is scaled by
+``r_0 = min(1, coarse_ratio * p / L)``, and each further stage by ``1 / pyramid_factor``
+more, up to 1 (the full length). Example ``e`` has ``round(L_e r_k)`` frames at stage
+``k`` and the synthesis ``round(N r_k)`` (never fewer than ``p``); both are linearly
+resampled from full resolution (examples) or from the previous stage (synthesis).
+
+Stage 0 starts from noise: the coarse examples, end to end, stretched to the synthesis
+length, plus Gaussian noise of ``noise_sigma`` standard deviations of each feature (0
+gives back the examples). Each of the ``iterations`` per stage (1) takes every patch of
+every part (implicitly, see :mod:`~motionmatch.genmm._core`), (2) matches each synthesis
+patch to the example patch of least completeness-normalised distance, (3) blends the
+matched patches by average voting, then averages the parts on shared columns. Pinned
+values (keyframes, a completion's given joints) are written again after every upsampling
+and every iteration. A loop is a circle: patches, voting and resampling wrap around.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from motionmatch.genmm import _core
+from motionmatch.genmm._backend import Backend
+
+
+@dataclass
+class PartData:
+    """One skeletal part: the synthesis columns it owns and its example clips.
+
+    Attributes:
+        name: a label (for messages).
+        columns: ``[c]`` int, columns of the synthesis feature vector.
+        clips: example clips ``[L_e, c]`` (float64, full resolution), each at least one
+            patch long.
+    """
+
+    name: str
+    columns: np.ndarray
+    clips: list[np.ndarray]
+
+
+@dataclass
+class FrameConstraint:
+    """Values pinned at one output frame (a keyframe): ``values [c]`` in ``columns``.
+
+    At every stage and iteration the frame is set to the values exactly, and the frames
+    around it (``blend`` patch lengths either side) are moved by the same correction
+    fading out smoothly, so the synthesis around a key leads into it without a jump.
+    """
+
+    frame: int
+    columns: np.ndarray
+    values: np.ndarray
+    blend: float = 1.0
+
+
+@dataclass
+class ColumnConstraint:
+    """Columns pinned over the whole output (motion completion): ``values [N, c]``."""
+
+    columns: np.ndarray
+    values: np.ndarray
+
+
+@dataclass
+class RunInfo:
+    """What a run did: stage lengths and seconds spent."""
+
+    synthesis_lengths: list[int]
+    example_lengths: list[list[int]]
+    seconds: float
+    stage_seconds: list[float] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class EngineSettings:
+    patch_size: int = 11
+    alpha: float | None = 0.01
+    iterations: int = 3
+    pyramid_factor: float = 0.75
+    coarse_ratio: float = 5.0
+    block_bytes: int = 64 << 20
+
+
+class Engine:
+    """Runs GenMM on feature arrays. Build once per example set; :meth:`run` per sample."""
+
+    def __init__(self, parts: Sequence[PartData], num_columns: int, settings: EngineSettings, backend: Backend):
+        p = int(settings.patch_size)
+        if p < 1:
+            raise ValueError(f"patch_size must be at least 1, got {p}")
+        if not 0 < settings.pyramid_factor < 1:
+            raise ValueError(f"pyramid_factor must be between 0 and 1, got {settings.pyramid_factor}")
+        if settings.coarse_ratio <= 0:
+            raise ValueError(f"coarse_ratio must be positive, got {settings.coarse_ratio}")
+        if settings.iterations < 1:
+            raise ValueError(f"iterations must be at least 1, got {settings.iterations}")
+        if settings.alpha is not None and not settings.alpha > 0:
+            raise ValueError(f"alpha must be positive (or None to disable completeness), got {settings.alpha}")
+        if not parts:
+            raise ValueError("no skeletal parts to synthesize")
+        self.settings = settings
+        self.be = backend
+        self.D = int(num_columns)
+        self.parts = list(parts)
+        covered = np.zeros(self.D, dtype=bool)
+        for part in self.parts:
+            part.columns = np.asarray(part.columns, dtype=np.int64)
+            if not part.clips:
+                raise ValueError(f"part {part.name!r} has no example clips")
+            for c in part.clips:
+                if c.ndim != 2 or c.shape[1] != len(part.columns):
+                    raise ValueError(f"part {part.name!r}: clips must be [frames, {len(part.columns)}]")
+                if c.shape[0] < p:
+                    raise ValueError(
+                        f"an example clip of part {part.name!r} has {c.shape[0]} frames, fewer than the patch size {p}; "
+                        "use a longer example or a smaller patch_size"
+                    )
+            covered[part.columns] = True
+        if not covered.all():
+            raise ValueError(f"{int((~covered).sum())} feature columns belong to no part")
+        L = max(c.shape[0] for part in self.parts for c in part.clips)
+        ratio = min(1.0, settings.coarse_ratio * p / L)
+        scales = [ratio]
+        while scales[-1] < 1.0:
+            scales.append(min(1.0, scales[-1] / settings.pyramid_factor))
+        self.scales = scales
+        self._banks: dict[tuple[int, int], _core.Bank] = {}
+        self.means = []
+        std = np.zeros(self.D)
+        cnt = np.zeros(self.D)
+        for part in self.parts:
+            allf = np.concatenate(part.clips, axis=0)
+            self.means.append(allf.mean(axis=0))
+            std[part.columns] += allf.std(axis=0)
+            cnt[part.columns] += 1
+        self.std = std / np.maximum(cnt, 1)
+        self.whole = len(self.parts) == 1 and np.array_equal(self.parts[0].columns, np.arange(self.D))
+
+    # ------------------------------------------------------------------ pyramid
+    def example_lengths(self, k: int) -> list[list[int]]:
+        p = self.settings.patch_size
+        return [[max(min(p, c.shape[0]), round(c.shape[0] * self.scales[k])) for c in part.clips] for part in self.parts]
+
+    def synthesis_lengths(self, n: int) -> list[int]:
+        p = self.settings.patch_size
+        return [max(p, round(n * s)) for s in self.scales[:-1]] + [n]
+
+    def bank(self, part_index: int, k: int) -> _core.Bank:
+        key = (part_index, k)
+        if key not in self._banks:
+            part = self.parts[part_index]
+            lengths = self.example_lengths(k)[part_index]
+            clips = [_core.resample_np(c, n) for c, n in zip(part.clips, lengths)]
+            self._banks[key] = _core.make_bank(self.be, clips, self.means[part_index], self.settings.patch_size)
+        return self._banks[key]
+
+    # ---------------------------------------------------------------------- run
+    def initial_guess(self, n0: int, rng: np.random.Generator, noise_sigma: float, periodic: bool) -> np.ndarray:
+        """Stage-0 start: the coarsest examples (end to end) stretched to ``n0`` frames, plus
+        Gaussian noise of ``noise_sigma`` times each column's standard deviation."""
+        base = np.zeros((n0, self.D))
+        cnt = np.zeros(self.D)
+        lengths = self.example_lengths(0)
+        for part, ls in zip(self.parts, lengths):
+            coarse = np.concatenate([_core.resample_np(c, n) for c, n in zip(part.clips, ls)], axis=0)
+            base[:, part.columns] += _core.resample_np(coarse, n0, periodic=periodic)
+            cnt[part.columns] += 1
+        base /= np.maximum(cnt, 1)
+        if noise_sigma > 0:
+            base += rng.standard_normal(base.shape) * (noise_sigma * self.std)
+        return base
+
+    def run(
+        self,
+        n: int,
+        rng: np.random.Generator,
+        *,
+        noise_sigma: float = 1.0,
+        periodic: bool = False,
+        frames: Sequence[FrameConstraint] = (),
+        columns: Sequence[ColumnConstraint] = (),
+    ) -> tuple[np.ndarray, RunInfo]:
+        """Synthesize ``n`` frames of features ``[n, D]`` (float64 numpy).
+
+        Args:
+            n: output frames. With ``periodic`` the sequence is a loop of ``n`` distinct
+                frames (frame ``n`` would be frame 0 again).
+            rng: the only source of randomness (the initial noise).
+            noise_sigma: noise at the coarsest stage, in standard deviations of each column.
+            frames: keyframes pinned at output frames (mapped to the nearest frame of every stage).
+            columns: columns pinned over the whole output (resampled to every stage).
+        """
+        t0 = time.perf_counter()
+        be = self.be
+        st = self.settings
+        p = st.patch_size
+        lengths = self.synthesis_lengths(n)
+        if n < p:
+            raise ValueError(f"cannot synthesize {n} frames with patches of {p} frames; ask for at least {p}")
+        for c in columns:
+            if c.values.shape != (n, len(c.columns)):
+                raise ValueError(f"a column constraint must have values [{n}, {len(c.columns)}], got {list(c.values.shape)}")
+        X = be.asarray(self.initial_guess(lengths[0], rng, noise_sigma, periodic), dtype=be.float64)
+        stage_s = []
+        for k, nk in enumerate(lengths):
+            ts = time.perf_counter()
+            if k > 0:
+                X = _core.resample(be, X, nk, periodic=periodic)
+            pins = self._stage_pins(n, nk, periodic, frames, columns)
+            X = self._apply(X, pins)
+            for _ in range(st.iterations):
+                X = self._iterate(X, k, periodic)
+                X = self._apply(X, pins)
+            be.synchronize()
+            stage_s.append(time.perf_counter() - ts)
+        out = np.asarray(be.to_numpy(X), dtype=np.float64)
+        info = RunInfo(lengths, [[ls[0] for ls in self.example_lengths(k)] for k in range(len(lengths))],
+                       time.perf_counter() - t0, stage_s)
+        return out, info
+
+    def _iterate(self, X: Any, k: int, periodic: bool) -> Any:
+        be, xp = self.be, self.be.xp
+        st = self.settings
+        p = st.patch_size
+        n = int(X.shape[0])
+        if self.whole:
+            bank = self.bank(0, k)
+            Xc = _core.centered(be, X, bank.mean)
+            nn = _core.nearest_patches(be, Xc, bank, p, st.alpha, periodic=periodic, block_bytes=st.block_bytes)
+            return _core.vote(be, bank, nn, n, p, periodic=periodic)
+        acc = xp.zeros_like(X)
+        cnt = np.zeros(self.D)
+        for i, part in enumerate(self.parts):
+            bank = self.bank(i, k)
+            cols = be.asarray(part.columns, dtype=be.index_dtype)
+            Xc = _core.centered(be, X, bank.mean, cols)
+            nn = _core.nearest_patches(be, Xc, bank, p, st.alpha, periodic=periodic, block_bytes=st.block_bytes)
+            acc[:, cols] += _core.vote(be, bank, nn, n, p, periodic=periodic)
+            cnt[part.columns] += 1
+        return acc / be.asarray(cnt[None, :], dtype=acc.dtype)
+
+    def _stage_pins(self, n, nk, periodic, frames, columns) -> list[tuple]:
+        """``(row or None, columns, values, fade rows, fade weights)`` to write at this stage."""
+        be = self.be
+        p = self.settings.patch_size
+        pins = []
+        for c in columns:
+            vals = _core.resample_np(c.values, nk, periodic=periodic)
+            pins.append((None, be.asarray(c.columns, dtype=be.index_dtype), be.asarray(vals, dtype=be.float64),
+                         None, None))
+        for fc in frames:
+            if periodic:
+                r = round(fc.frame * nk / n) % nk
+            else:
+                r = round(fc.frame * (nk - 1) / max(n - 1, 1))
+            R = max(0, round(fc.blend * p))
+            t = np.arange(r - R, r + R + 1)
+            w = 1.0 - np.abs(t - r) / (R + 1)
+            w = w * w * (3.0 - 2.0 * w)
+            if periodic:
+                t %= nk
+                t, first = np.unique(t, return_index=True)
+                w = w[first]
+            else:
+                keep = (t >= 0) & (t < nk)
+                t, w = t[keep], w[keep]
+            pins.append((r, be.asarray(fc.columns, dtype=be.index_dtype),
+                         be.asarray(np.asarray(fc.values, dtype=np.float64)[None, :], dtype=be.float64),
+                         be.asarray(t[:, None], dtype=be.index_dtype), be.asarray(w[:, None], dtype=be.float64)))
+        return pins
+
+    @staticmethod
+    def _apply(X: Any, pins) -> Any:
+        # Fades first (each from the unpinned synthesis), then the exact values.
+        fades = [(cols, vals - X[r:r + 1, cols], rows, w) for r, cols, vals, rows, w in pins if r is not None]
+        for cols, delta, rows, w in fades:
+            X[rows, cols[None, :]] += w * delta
+        for r, cols, vals, _, _ in pins:
+            if r is None:
+                X[:, cols] = vals
+            else:
+                X[r:r + 1, cols] = vals
+        return X
