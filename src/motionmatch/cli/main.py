@@ -23,6 +23,7 @@ examples:
   motionmatch datasets list
   motionmatch build ../shared/data/lafan1-60fps --mirror -o lafan.npz
   motionmatch run --db lafan.npz --input script.json -o out.bvh --report report.json --preview out.mp4
+  motionmatch follow --db lafan.npz --path paths/square.json -o out.bvh --report report.json --preview out.mp4
   motionmatch genmm ../shared/data/genmm-examples/Joe_Salsa-Dancing-6.bvh -o salsa_new.bvh --samples 10 --report r.json
 
 Run 'motionmatch COMMAND --help' for the options of a command.
@@ -30,7 +31,7 @@ Run 'motionmatch COMMAND --help' for the options of a command.
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from motionmatch.cli import anim_cmd, datasets_cmd, genmm_cmd, runtime_cmd, search_cmd
+    from motionmatch.cli import anim_cmd, datasets_cmd, follow_cmd, genmm_cmd, runtime_cmd, search_cmd
 
     parser = argparse.ArgumentParser(
         prog="motionmatch", description=DESCRIPTION, epilog=EPILOG,
@@ -41,6 +42,7 @@ def build_parser() -> argparse.ArgumentParser:
     anim_cmd.register(sub)
     datasets_cmd.register(sub)
     runtime_cmd.register(sub)
+    follow_cmd.register(sub)
     genmm_cmd.register(sub)
     bench = sub.add_parser("bench", help="benchmarks (search methods on reference databases)",
                            description="Benchmarks that compare against a baseline measured in the same run.")

@@ -7,6 +7,8 @@
 * :mod:`~motionmatch.control.intent`: the device-agnostic :class:`Intent` and gait speeds.
 * :mod:`~motionmatch.control.keyboard`: keyboard keys and gamepad sticks to intents.
 * :mod:`~motionmatch.control.script`: JSON timelines of keys / intents for offline runs.
+* :mod:`~motionmatch.control.path`: drawn, timed paths and the revised future queries.
+* :mod:`~motionmatch.control.direction_net`: DirectionNet, facing along a path.
 
 This package knows nothing of databases or searches; it only says what the user wants.
 """
@@ -21,6 +23,7 @@ from motionmatch.control.keyboard import (
     key_direction,
     normalize_key,
 )
+from motionmatch.control.path import PathError, QueryReviser, RevisionSettings, TimedPath, load_path
 from motionmatch.control.script import Script, ScriptError, ScriptEvent, load_script, parse_script
 from motionmatch.control.springs import (
     damper_exact,
@@ -39,11 +42,15 @@ __all__ = [
     "GaitSpeeds",
     "Intent",
     "KeyboardController",
+    "PathError",
     "PredictedTrajectory",
+    "QueryReviser",
+    "RevisionSettings",
     "RootState",
     "Script",
     "ScriptError",
     "ScriptEvent",
+    "TimedPath",
     "TrajectoryPredictor",
     "damper_exact",
     "decay_spring",
@@ -51,6 +58,7 @@ __all__ = [
     "intent_from_stick",
     "key_direction",
     "lerp_toward",
+    "load_path",
     "load_script",
     "normalize_key",
     "parse_script",

@@ -1,0 +1,200 @@
+"""``motionmatch follow`` (path following) and ``motionmatch train-direction-net``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from motionmatch.errors import MotionMatchError
+
+FOLLOW_HELP = """\
+Make a character follow a drawn, timed path: {"points": [[t, x, z], ...]} (seconds, metres
+on the ground, Y up; or a CSV with columns t, x, z), at the speed it was drawn, with
+long-horizon motion matching LHMM(k, l) and revised future queries. The path is resampled
+(--rate Hz of drawing time; world time = drawing time / --scale: 1.0 for world seconds,
+0.2 for a path drawn with a mouse on screen), smoothed, and followed from the character
+(--mode local) or where it was drawn after walking to its start (--mode global). Give
+--path several times for several characters at once (OUT.bvh becomes OUT_0.bvh, ...).
+"""
+
+
+def _load_net(args, db):
+    from motionmatch.control.direction_net import DirectionNet, train_direction_net
+
+    if args.net:
+        return DirectionNet.load(args.net)
+    print(f"training DirectionNet on the database's root trajectories ({args.net_epochs} epochs; "
+          "save one with 'motionmatch train-direction-net' and pass --net to skip this)", file=sys.stderr)
+    return train_direction_net(db, epochs=args.net_epochs, progress=sys.stderr.isatty())
+
+
+def _output_names(out: Path, n: int) -> list[Path]:
+    if n == 1:
+        return [out]
+    return [out.with_name(f"{out.stem}_{i}{out.suffix}") for i in range(n)]
+
+
+def cmd_follow(args: argparse.Namespace) -> int:
+    from motionmatch.anim import save_bvh
+    from motionmatch.control.path import RevisionSettings, load_path
+    from motionmatch.database import MotionDatabase
+    from motionmatch.runtime.follow import FollowSettings, PathFollower, run_followers
+
+    try:
+        out = Path(args.output)
+        if out.suffix.lower() != ".bvh":
+            raise MotionMatchError(f"{out}: the output must be a .bvh file")
+        if args.preview and Path(args.preview).suffix.lower() not in (".mp4", ".gif"):
+            raise MotionMatchError(f"{args.preview}: the preview must be a .mp4 or .gif file")
+        if args.plot and Path(args.plot).suffix.lower() != ".png":
+            raise MotionMatchError(f"{args.plot}: the plot must be a .png file")
+        if args.k < 1 or args.levels < 1:
+            raise MotionMatchError("--k and --levels must be at least 1")
+        starts = args.start or []
+        if starts and len(starts) not in (1, len(args.path)):
+            raise MotionMatchError("give --start once, or once per --path")
+        db = MotionDatabase.load(args.db)
+        smooth = not (args.no_smoothing or args.raw)
+        paths = [load_path(p, rate=args.rate, scale=args.scale, smooth=smooth) for p in args.path]
+        common = dict(alpha=args.alpha, beta=args.beta, v_max=args.v_max, facing=args.facing,
+                      joystick_deg=args.joystick_deg, corner_deg=args.corner_deg, corner_advance=args.corner_advance)
+        if args.raw:
+            rev = RevisionSettings.raw(**common)
+        else:
+            rev = RevisionSettings(desired=args.desired, speed_limit=not args.no_speed_limit,
+                                   sharp_corners=not args.no_corners, **common)
+        settings = FollowSettings(mode=args.mode, k=args.k, levels=args.levels, interval=args.interval, revision=rev,
+                                  hysteresis=args.hysteresis, tags=args.tags)
+        net = _load_net(args, db) if args.facing == "net" else None
+        names = _output_names(out, len(paths))
+        followers = []
+        for i, p in enumerate(paths):
+            pos = None
+            if starts:
+                x, z = starts[i if len(starts) > 1 else 0]
+                pos = (x, 0.0, z)
+            followers.append(PathFollower(db, p, settings, position=pos, facing_net=net, name=names[i].stem))
+        records = run_followers(followers, fps=args.fps, progress=sys.stderr.isatty())
+        reports = []
+        for name, rec in zip(names, records):
+            save_bvh(rec.motion, name)
+            r = rec.report()
+            reports.append(r)
+            status = "completed" if r["completed"] else "NOT completed"
+            print(f"wrote {name}: {rec.motion.num_frames} frames at {args.fps:g} fps; {status}, mean distance "
+                  f"{r['mean_distance_m']:.3f} m, {r['knn_calls_per_match']:.1f} k-NN searches and "
+                  f"{r['ms_per_match']:.2f} ms per match")
+        if args.report:
+            from motionmatch._files import atomic_write
+
+            doc = dict(reports[0]) if len(reports) == 1 else {"characters": reports}
+            doc["settings"] = {"mode": args.mode, "k": args.k, "levels": args.levels, "facing": args.facing,
+                               "v_max_mps": followers[0].v_max, "interval_s": args.interval,
+                               "smoothing": smooth, "desired": rev.desired, "speed_limit": rev.speed_limit,
+                               "sharp_corners": rev.sharp_corners}
+            with atomic_write(args.report, "w") as f:
+                json.dump(doc, f, indent=2)
+            print(f"wrote {args.report}")
+        if args.plot:
+            from motionmatch.io.preview import plot_trajectories
+
+            plot_trajectories(args.plot, {n.stem: r.root for n, r in zip(names, records)},
+                              paths={f"path {i}": r.path.input_points for i, r in enumerate(records)},
+                              title="path following (top view)")
+            print(f"wrote {args.plot}")
+        if args.preview:
+            from motionmatch.io.preview import render_preview
+
+            rec = records[0]
+            render_preview(rec.motion, args.preview, desired_trajectory=rec.desired, actual_trajectory=rec.root,
+                           progress=sys.stderr.isatty(), title=f"LHMM({args.k}, {args.levels}), {args.mode}")
+            print(f"wrote {args.preview}")
+    except (MotionMatchError, OSError, ValueError) as e:
+        print(f"motionmatch follow: {e}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def cmd_train_net(args: argparse.Namespace) -> int:
+    from motionmatch.control.direction_net import DirectionNetConfig, train_direction_net
+    from motionmatch.database import MotionDatabase
+
+    try:
+        db = MotionDatabase.load(args.db)
+        net = train_direction_net(db, config=DirectionNetConfig(hidden=args.hidden), epochs=args.epochs,
+                                  seed=args.seed, tags=args.tags, progress=sys.stderr.isatty())
+        net.save(args.output)
+    except (MotionMatchError, OSError, ValueError) as e:
+        print(f"motionmatch train-direction-net: {e}", file=sys.stderr)
+        return 1
+    print(f"wrote {args.output}: DirectionNet ({args.hidden} GRU units), L1 loss {net.history[-1]:.4f} "
+          f"after {args.epochs} epochs")
+    return 0
+
+
+def _xz(text: str) -> tuple[float, float]:
+    try:
+        x, z = (float(v) for v in text.replace(",", " ").split())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected 'X Z' or 'X,Z' in metres, got {text!r}") from None
+    return x, z
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    f = sub.add_parser("follow", help="make a character follow a drawn, timed path (LHMM)",
+                       description=FOLLOW_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
+    f.add_argument("--db", required=True, metavar="DB.npz", help="database built with 'motionmatch build'")
+    f.add_argument("--path", required=True, action="append", metavar="PATH.json",
+                   help="the path (.json or .csv); repeat for several characters")
+    f.add_argument("-o", "--output", required=True, metavar="OUT.bvh", help="animation to write")
+    f.add_argument("--mode", choices=("local", "global"), default="local",
+                   help="local: the path starts at the character; global: walk to where it was drawn first")
+    f.add_argument("--start", type=_xz, action="append", metavar="X,Z",
+                   help="where the character starts (m; default the origin); once, or once per --path")
+    f.add_argument("--k", type=int, default=3, help="LHMM candidates per level (default 3)")
+    f.add_argument("--levels", type=int, default=3, help="LHMM levels (default 3; 1 = plain motion matching)")
+    f.add_argument("--interval", type=float, default=1 / 6, help="seconds between matches (default 1/6)")
+    f.add_argument("--hysteresis", action="store_true",
+                   help="switch only when clearly better than continuing the clip playing now")
+    f.add_argument("--facing", choices=("tangent", "joystick", "net"), default="tangent",
+                   help="facing directions: path tangent, tangent + joystick angle, or DirectionNet")
+    f.add_argument("--joystick-deg", type=float, default=0.0,
+                   help="joystick facing offset in degrees (positive: to the right); a path file's "
+                   '"joystick": [[t, deg], ...] timeline is added')
+    f.add_argument("--net", metavar="NET.npz", help="trained DirectionNet (default: train one now; needs PyTorch)")
+    f.add_argument("--net-epochs", type=int, default=10, help="epochs when training DirectionNet here")
+    f.add_argument("--v-max", type=float, help="speed limit in m/s (default: from the database's speeds)")
+    f.add_argument("--rate", type=float, help="resampling rate in Hz of drawing time (default the file's, else 150)")
+    f.add_argument("--scale", type=float,
+                   help="drawing-speed factor: world time = drawing time / scale (default the file's, else 1.0)")
+    f.add_argument("--desired", choices=("window", "current", "nearest"), default="window",
+                   help="desired position: windowed nearest (default), current-time point, or nearest point")
+    f.add_argument("--alpha", type=float, default=0.0, help="desired-position window back, path frames (1/30 s)")
+    f.add_argument("--beta", type=float, default=10.0, help="desired-position window ahead, path frames (1/30 s)")
+    f.add_argument("--corner-deg", type=float, default=80.0, help="sharp-corner angle (degrees)")
+    f.add_argument("--corner-advance", type=float, default=2.0, help="c: path frames a stuck desired position advances")
+    f.add_argument("--no-smoothing", action="store_true", help="ablation: do not smooth the path")
+    f.add_argument("--no-speed-limit", action="store_true", help="ablation: no speed limit on future points")
+    f.add_argument("--no-corners", action="store_true", help="ablation: no sharp-corner modification")
+    f.add_argument("--raw", action="store_true", help="ablation: the raw future query (none of the revisions)")
+    f.add_argument("--tags", help="tag query of the frames to match (default: locomotion, '!dance & !creep & !jump')")
+    f.add_argument("--fps", type=float, default=60.0, help="simulation and output frame rate (default 60)")
+    f.add_argument("--report", metavar="REPORT.json",
+                   help="write metrics: mean_distance_m, completed, knn_calls_per_match, ms_per_match, ...")
+    f.add_argument("--plot", metavar="OUT.png", help="top view of the input path(s) and the root path(s)")
+    f.add_argument("--preview", metavar="OUT.mp4|OUT.gif", help="stick-figure video (first character)")
+    f.set_defaults(func=cmd_follow)
+
+    t = sub.add_parser("train-direction-net", help="train DirectionNet (facing along paths) on a database; needs PyTorch",
+                       description="Train DirectionNet, the GRU that predicts a character's facing along a path, on "
+                       "the root trajectories of DB.npz (4-second windows, L1 loss, Adam), and save it as .npz for "
+                       "'motionmatch follow --facing net --net NET.npz'. Needs PyTorch (pip install torch).")
+    t.add_argument("--db", required=True, metavar="DB.npz")
+    t.add_argument("-o", "--output", required=True, metavar="NET.npz")
+    t.add_argument("--epochs", type=int, default=20, help="training epochs (default 20)")
+    t.add_argument("--hidden", type=int, default=30, help="GRU units (default 30)")
+    t.add_argument("--seed", type=int, default=0)
+    t.add_argument("--tags", default="!dance & !creep & !jump", help="clips to learn from (tag query)")
+    t.set_defaults(func=cmd_train_net)

@@ -1,0 +1,744 @@
+"""Drawn, time-stamped paths and the revised future queries that follow them.
+
+A user draws a path on the ground; every input event gives a time and a point. This
+module turns those events into what a motion-matching query needs (the paper's
+Sections V and VI):
+
+1. **Resampling** (:func:`resample_path`): the events come at irregular times; they are
+   linearly interpolated at a fixed rate (the paper: 150 Hz) and the drawing time is
+   scaled to world time by a *drawing-speed factor* (the paper: 0.2 for a path drawn with
+   a mouse on screen, i.e. 150 Hz samples used as 30 Hz ones; 1.0, the default for
+   files, for paths given in world seconds). World time is drawing time / ``scale``.
+2. **Smoothing** (:func:`smooth_path`): a Gaussian filter (sigma 3, width 19 path
+   frames) over the samples, with both ends extended by linear extrapolation from the
+   first two and the last two points so that the path keeps its length and end speeds.
+3. **Query revision** (:class:`QueryReviser`): at the character's current root position,
+   the *desired position* ``p_d = p(i_d)`` is the nearest path point in a window
+   ``[i_prev - alpha, i_prev + beta]`` of the previous one (alpha = 0, beta = 10: never
+   back, never far ahead, so self-crossing paths are followed in order; where the path
+   stands still, i.e. points within :data:`TIE` of the nearest, the drawn time picks
+   among them, so a pause in the drawing makes the character wait that long); the future
+   points at the schema's offsets after ``i_d`` are limited to what a character moving
+   at ``v_max`` reaches along the path; a sharp corner (tangents more than 80 degrees
+   apart) between two future points moves the point after it onto the line toward the
+   corner (and advances ``i_d`` by ``c = 2`` frames when it is stuck); facing directions
+   are the path's tangents, tangents turned by a joystick angle, or DirectionNet's.
+
+Units. Metres and seconds on the ground plane (x, z), Y up. Parameters that the paper
+counts in *path frames* (smoothing sigma and width, alpha, beta, c) keep its meaning of
+one path frame = 1/30 s of world time (:data:`PATH_FRAME_RATE`: 150 Hz x 0.2) and are
+converted to this path's samples, so a path resampled at another rate behaves the same.
+
+Files (:func:`load_path`): JSON ``{"points": [[t, x, z], ...]}`` (seconds, metres; other
+optional keys: ``"scale"``, ``"rate"``, ``"joystick": [[t, degrees], ...]``), or CSV with
+columns ``t, x, z`` (an optional header line).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from motionmatch.errors import MotionMatchError
+
+__all__ = [
+    "DESIRED_MODES",
+    "FACING_MODES",
+    "PATH_FRAME_RATE",
+    "TIE",
+    "PathError",
+    "QueryReviser",
+    "Revision",
+    "RevisionSettings",
+    "RevisionState",
+    "TimedPath",
+    "gaussian_kernel",
+    "load_path",
+    "parse_path",
+    "resample_path",
+    "smooth_path",
+]
+
+#: World rate (Hz) of the paper's path frames: 150 Hz samples used as 30 Hz (factor 0.2).
+PATH_FRAME_RATE = 30.0
+DESIRED_MODES = ("window", "current", "nearest")
+#: Path points closer than this (m) to the nearest one count as the same place in the desired-position search.
+TIE = 1e-3
+FACING_MODES = ("tangent", "joystick", "net")
+
+
+class PathError(MotionMatchError, ValueError):
+    """A path cannot be used: too few points, NaNs, times not increasing, zero length, a bad file."""
+
+
+# ----------------------------------------------------------------------------- input
+@dataclass(frozen=True)
+class RawPath:
+    """Path events as drawn: ``times [R]`` (s, drawing time) and ``points [R, 2]`` (x, z in m),
+    plus what the file said about them (``scale``, ``rate``, ``joystick [[t, deg], ...]``)."""
+
+    times: np.ndarray
+    points: np.ndarray
+    scale: float | None = None
+    rate: float | None = None
+    joystick: np.ndarray | None = None
+
+
+def _check_events(times: ArrayLike, xz: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
+    try:
+        t = np.asarray(times, dtype=np.float64).reshape(-1)
+        p = np.asarray(xz, dtype=np.float64)
+    except (TypeError, ValueError) as e:
+        raise PathError(f"path points must be numbers: {e}") from None
+    if p.ndim != 2 or p.shape[1] not in (2, 3):
+        raise PathError(f"path points must be [n, 2] (x, z) or [n, 3] (x, y, z), got shape {list(p.shape)}")
+    if p.shape[1] == 3:
+        p = p[:, [0, 2]]
+    if len(t) != len(p):
+        raise PathError(f"path has {len(t)} times but {len(p)} points")
+    if len(t) < 2:
+        raise PathError(f"a path needs at least two points, got {len(t)}")
+    bad = ~(np.isfinite(t) & np.isfinite(p).all(axis=1))
+    if bad.any():
+        raise PathError(f"path point {int(np.flatnonzero(bad)[0])} is not finite (NaN or infinity)")
+    dt = np.diff(t)
+    if np.any(dt <= 0):
+        i = int(np.flatnonzero(dt <= 0)[0]) + 1
+        raise PathError(f"path times must increase strictly: point {i} has t = {t[i]:g} after t = {t[i - 1]:g}")
+    if float(np.linalg.norm(np.diff(p, axis=0), axis=1).sum()) < 1e-6:
+        raise PathError("the path has zero length (all points are the same)")
+    return t, p
+
+
+def parse_path(obj) -> RawPath:
+    """A :class:`RawPath` from a parsed JSON object ``{"points": [[t, x, z], ...], ...}``
+    (also accepted: ``{"t": [...], "x": [...], "z": [...]}`` or a bare list of points)."""
+    if isinstance(obj, list):
+        obj = {"points": obj}
+    if not isinstance(obj, dict):
+        raise PathError('a path must be a JSON object {"points": [[t, x, z], ...]}')
+    if "points" in obj:
+        try:
+            a = np.asarray(obj["points"], dtype=np.float64)
+        except (TypeError, ValueError):
+            raise PathError('"points" must be a list of [t, x, z] numbers') from None
+        if a.ndim != 2 or a.shape[1] != 3:
+            raise PathError(f'"points" must be a list of [t, x, z] triples, got shape {list(a.shape)}')
+        t, p = a[:, 0], a[:, 1:]
+    elif all(k in obj for k in ("t", "x", "z")):
+        t, p = obj["t"], np.stack([np.asarray(obj["x"], float), np.asarray(obj["z"], float)], axis=1)
+    else:
+        raise PathError('a path needs "points": [[t, x, z], ...] (seconds, metres on the ground plane)')
+    t, p = _check_events(t, p)
+    scale = obj.get("scale")
+    rate = obj.get("rate")
+    joy = obj.get("joystick")
+    if joy is not None:
+        try:
+            joy = np.asarray(joy, dtype=np.float64).reshape(-1, 2)
+        except (TypeError, ValueError):
+            raise PathError('"joystick" must be a list of [t, degrees] pairs') from None
+    for name, v in (("scale", scale), ("rate", rate)):
+        if v is not None and not (isinstance(v, (int, float)) and math.isfinite(v) and v > 0):
+            raise PathError(f'"{name}" must be a positive number, got {v!r}')
+    return RawPath(t, p, None if scale is None else float(scale), None if rate is None else float(rate), joy)
+
+
+def _parse_csv(text: str) -> RawPath:
+    rows = [r for r in csv.reader(io.StringIO(text)) if r and any(c.strip() for c in r)]
+    if rows and not _is_number(rows[0][0]):
+        head = [c.strip().lower() for c in rows[0]]
+        rows = rows[1:]
+        try:
+            cols = [head.index(n) for n in ("t", "x", "z")]
+        except ValueError:
+            raise PathError(f"a CSV path needs columns t, x, z; the header has {head}") from None
+    else:
+        cols = [0, 1, 2]
+    try:
+        a = np.asarray([[float(r[c]) for c in cols] for r in rows], dtype=np.float64)
+    except (ValueError, IndexError):
+        raise PathError("a CSV path needs three numbers (t, x, z) on every line") from None
+    if a.size == 0:
+        raise PathError("a path needs at least two points, got 0")
+    t, p = _check_events(a[:, 0], a[:, 1:])
+    return RawPath(t, p)
+
+
+def _is_number(s: str) -> bool:
+    try:
+        float(s)
+    except ValueError:
+        return False
+    return True
+
+
+def load_path(file: str | Path, *, rate: float | None = None, scale: float | None = None, smooth: bool = True,
+              **kwargs) -> TimedPath:
+    """Read a path file (``.json`` or ``.csv``) and process it into a :class:`TimedPath`.
+
+    ``rate`` and ``scale`` override the file's (defaults 150 Hz and 1.0: world seconds).
+    Other keyword arguments go to :meth:`TimedPath.from_samples`.
+    """
+    file = Path(file)
+    try:
+        text = file.read_text()
+    except OSError as e:
+        raise PathError(f"{file}: cannot read the path: {e.strerror or e}") from None
+    try:
+        if file.suffix.lower() == ".csv":
+            raw = _parse_csv(text)
+        else:
+            try:
+                obj = json.loads(text)
+            except json.JSONDecodeError as e:
+                raise PathError(f"not valid JSON: {e}") from None
+            raw = parse_path(obj)
+    except PathError as e:
+        raise PathError(f"{file}: {e}") from None
+    rate = rate if rate is not None else (raw.rate or 150.0)
+    scale = scale if scale is not None else (raw.scale or 1.0)
+    path = TimedPath.from_samples(raw.times, raw.points, rate=rate, scale=scale, smooth=smooth, **kwargs)
+    if raw.joystick is not None and len(raw.joystick):
+        j = raw.joystick.copy()
+        j[:, 0] = (j[:, 0] - raw.times[0]) / scale
+        path = replace(path, joystick=j)
+    return path
+
+
+# ------------------------------------------------------------------------ processing
+def resample_path(times: ArrayLike, xz: ArrayLike, rate: float = 150.0, scale: float = 1.0) -> tuple[np.ndarray, float]:
+    """Points ``[P, 2]`` at a fixed rate, and their world rate (Hz).
+
+    The events ``(times [R], xz [R, 2])`` are interpolated linearly at ``rate`` Hz of
+    drawing time; drawing time / ``scale`` is world time, so the samples are
+    ``1 / (rate * scale)`` world seconds apart. The last sample is the last event (the
+    final step may be shorter, i.e. slower).
+    """
+    if not (math.isfinite(rate) and rate > 0 and math.isfinite(scale) and scale > 0):
+        raise PathError(f"rate and scale must be positive numbers, got rate={rate!r}, scale={scale!r}")
+    t, p = _check_events(times, xz)
+    fps = rate * scale
+    T = (t[-1] - t[0]) / scale
+    n = max(2, math.ceil(T * fps - 1e-9) + 1)
+    ts = np.minimum(np.arange(n) / fps, T)
+    tw = (t - t[0]) / scale
+    out = np.stack([np.interp(ts, tw, p[:, 0]), np.interp(ts, tw, p[:, 1])], axis=1)
+    return out, fps
+
+
+def gaussian_kernel(sigma: float, width: int) -> np.ndarray:
+    """Normalised Gaussian weights ``[width]`` (odd width, centred)."""
+    if width < 1 or width % 2 == 0:
+        raise PathError(f"the smoothing width must be a positive odd number of samples, got {width}")
+    if not sigma > 0:
+        raise PathError(f"the smoothing sigma must be > 0, got {sigma}")
+    x = np.arange(width) - width // 2
+    w = np.exp(-0.5 * (x / sigma) ** 2)
+    return w / w.sum()
+
+
+def smooth_path(points: ArrayLike, sigma: float = 3.0, width: int = 19) -> np.ndarray:
+    """Gaussian-filtered path ``[P, C]`` (``sigma`` and odd ``width`` in samples).
+
+    Both ends are extended by ``width // 2`` samples extrapolated linearly from the first
+    two and the last two points, so the filter sees the end velocities, and the path is
+    neither shortened nor slowed at its ends. A symmetric normalised filter reproduces
+    a straight line at constant speed exactly (to rounding).
+    """
+    p = np.asarray(points, dtype=np.float64)
+    if p.ndim != 2 or len(p) < 2:
+        raise PathError(f"smoothing needs at least two points [P, C], got shape {list(p.shape)}")
+    w = gaussian_kernel(sigma, width)
+    h = width // 2
+    k = np.arange(h, 0, -1)[:, None]
+    head = p[0] - k * (p[1] - p[0])
+    tail = p[-1] + k[::-1] * (p[-1] - p[-2])
+    ext = np.concatenate([head, p, tail])
+    out = np.empty_like(p)
+    for c in range(p.shape[1]):
+        out[:, c] = np.convolve(ext[:, c], w, mode="valid")
+    return out
+
+
+def _in_samples(frames: float, fps: float) -> float:
+    """Paper path frames (1/30 s) -> samples of a path at ``fps``."""
+    return frames * fps / PATH_FRAME_RATE
+
+
+def _unit(v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    n = np.linalg.norm(v, axis=-1)
+    return np.divide(v, n[..., None], out=np.zeros_like(v), where=n[..., None] > 1e-12), n
+
+
+@dataclass(frozen=True, eq=False)
+class TimedPath:
+    """A path sampled at a fixed world rate: ``p(i)`` for samples ``i = 0 .. P-1``.
+
+    Attributes:
+        points: ``[P, 3]`` world positions (y = 0), ``1 / fps`` s apart.
+        fps: samples per world second.
+        input_times, input_points: the events as given (world seconds from 0, ``[R]``
+            and ``[R, 3]``), moved with the path: the "input path" distances are measured to.
+        smoothed: whether :func:`smooth_path` was applied.
+        sigma, width: smoothing parameters in paper path frames (1/30 s).
+        joystick: optional ``[[t, deg], ...]`` (world s) joystick facing offsets.
+
+    Derived arrays (computed once): ``tangents [P, 3]`` (unit ``p(i+1) - p(i)``;
+    standing samples take the nearest moving one's), ``speeds [P]`` (m/s of the step
+    from ``i``), ``arc [P]`` (cumulative length, m) and ``turn [P]`` (the angle in
+    radians between ``tangent(i)`` and ``tangent(i + 1)``).
+    """
+
+    points: np.ndarray
+    fps: float
+    input_times: np.ndarray
+    input_points: np.ndarray
+    smoothed: bool = True
+    sigma: float = 3.0
+    width: float = 19.0
+    joystick: np.ndarray | None = None
+    tangents: np.ndarray = field(init=False, repr=False)
+    speeds: np.ndarray = field(init=False, repr=False)
+    arc: np.ndarray = field(init=False, repr=False)
+    turn: np.ndarray = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        p = np.asarray(self.points, dtype=np.float64)
+        if p.ndim != 2 or p.shape[1] != 3 or len(p) < 2:
+            raise PathError(f"points must be [P >= 2, 3], got shape {list(p.shape)}")
+        if not np.isfinite(p).all():
+            raise PathError("path points must be finite")
+        object.__setattr__(self, "points", p)
+        step = np.diff(p, axis=0)
+        step[:, 1] = 0.0
+        u, n = _unit(step)
+        moving = n > 1e-9
+        if not moving.any():
+            raise PathError("the path has zero length (all points are the same)")
+        # standing samples take the direction of the nearest moving step (forward, then backward fill)
+        idx = np.where(moving, np.arange(len(n)), -1)
+        idx = np.maximum.accumulate(idx)
+        first = int(np.flatnonzero(moving)[0])
+        idx[idx < 0] = first
+        tan = np.concatenate([u[idx], u[idx[-1:]]])
+        object.__setattr__(self, "tangents", tan)
+        object.__setattr__(self, "speeds", np.concatenate([n, [0.0]]) * self.fps)
+        object.__setattr__(self, "arc", np.concatenate([[0.0], np.cumsum(n)]))
+        cosang = np.clip(np.einsum("ij,ij->i", tan[:-1], tan[1:]), -1.0, 1.0)
+        object.__setattr__(self, "turn", np.concatenate([np.arccos(cosang), [0.0]]))
+        object.__setattr__(self, "input_times", np.asarray(self.input_times, dtype=np.float64))
+        object.__setattr__(self, "input_points", np.asarray(self.input_points, dtype=np.float64))
+
+    # ------------------------------------------------------------------ building
+    @classmethod
+    def from_samples(cls, times: ArrayLike, xz: ArrayLike, *, rate: float = 150.0, scale: float = 1.0,
+                     smooth: bool = True, sigma: float = 3.0, width: float = 19.0) -> TimedPath:
+        """Resample events (times in drawing seconds, ``xz [R, 2]`` or ``[R, 3]``) and smooth them.
+
+        ``rate`` (Hz of drawing time) and ``scale`` (world time = drawing time / scale) as
+        in :func:`resample_path`; ``sigma`` and ``width`` in paper path frames (1/30 s).
+        """
+        t, p = _check_events(times, xz)
+        pts, fps = resample_path(t, p, rate, scale)
+        if smooth:
+            pts = _smooth_frames(pts, fps, sigma, width)
+        in3 = np.stack([p[:, 0], np.zeros(len(p)), p[:, 1]], axis=1)
+        return cls(_xz3(pts), fps, (t - t[0]) / scale, in3, bool(smooth), float(sigma), float(width))
+
+    def _reprocess(self, times: np.ndarray, pts3: np.ndarray) -> TimedPath:
+        """The same processing (rate, smoothing) on new world-time events."""
+        pts, fps = resample_path(times, pts3[:, [0, 2]], self.fps, 1.0)
+        if self.smoothed:
+            pts = _smooth_frames(pts, fps, self.sigma, self.width)
+        return replace(self, points=_xz3(pts), fps=fps, input_times=times - times[0], input_points=pts3)
+
+    def translated(self, offset: ArrayLike) -> TimedPath:
+        """The path moved by ``offset [3]`` (its y is ignored)."""
+        o = np.asarray(offset, dtype=np.float64).reshape(3).copy()
+        o[1] = 0.0
+        return replace(self, points=self.points + o, input_points=self.input_points + o)
+
+    def starting_at(self, position: ArrayLike) -> TimedPath:
+        """The path moved so that it starts at ``position`` (local control)."""
+        return self.translated(np.asarray(position, dtype=np.float64) - self.points[0])
+
+    def initial_speed(self, seconds: float = 1.0) -> float:
+        """Average speed (m/s) over the first ``seconds`` of the input path."""
+        t, p = self.input_times, self.input_points
+        T = min(seconds, float(t[-1]))
+        ts = np.linspace(0.0, T, 64)
+        q = np.stack([np.interp(ts, t, p[:, 0]), np.interp(ts, t, p[:, 2])], axis=1)
+        return float(np.linalg.norm(np.diff(q, axis=0), axis=1).sum() / max(T, 1e-9))
+
+    def with_approach(self, start: ArrayLike, speed: float | None = None, min_speed: float = 0.5) -> TimedPath:
+        """Global control: a straight segment from ``start`` to the path's first input
+        point, walked at ``speed`` (default: the average speed over the path's first
+        second, at least ``min_speed``), joined to the path, then processed again (the
+        join is smoothed like the rest). A start already on the path's start returns the path."""
+        s = np.asarray(start, dtype=np.float64).reshape(3).copy()
+        s[1] = 0.0
+        p0 = self.input_points[0]
+        d = float(np.linalg.norm(p0 - s))
+        if d < 1e-3:
+            return self
+        v = max(self.initial_speed() if speed is None else float(speed), min_speed)
+        lead = d / v
+        times = np.concatenate([[0.0], self.input_times + lead])
+        pts = np.concatenate([s[None], self.input_points])
+        return self._reprocess(times, pts)
+
+    # ------------------------------------------------------------------ sampling
+    @property
+    def num_samples(self) -> int:
+        return len(self.points)
+
+    @property
+    def last(self) -> int:
+        return len(self.points) - 1
+
+    @property
+    def duration(self) -> float:
+        """World seconds from the first to the last sample."""
+        return self.last / self.fps
+
+    @property
+    def length(self) -> float:
+        return float(self.arc[-1])
+
+    def samples(self, frames: float) -> float:
+        """A count of paper path frames (1/30 s) in this path's samples."""
+        return _in_samples(frames, self.fps)
+
+    def point(self, i: ArrayLike) -> np.ndarray:
+        """``p(i)`` ``[..., 3]`` at fractional sample indices (clamped to the path)."""
+        return _lerp(self.points, i)
+
+    def tangent(self, i: ArrayLike) -> np.ndarray:
+        """Unit tangent ``v(i)`` ``[..., 3]`` at fractional indices (interpolated, renormalised)."""
+        return _unit(_lerp(self.tangents, i))[0]
+
+    def velocity(self, i: ArrayLike) -> np.ndarray:
+        """Path velocity (m/s) ``[..., 3]`` at fractional indices."""
+        return self.tangent(i) * _lerp(self.speeds[:, None], i)
+
+    def index_at_arc(self, s: ArrayLike) -> np.ndarray:
+        """Fractional sample index where the cumulative length reaches ``s`` (clamped)."""
+        a = self.arc
+        # ``arc`` is non-decreasing; flat parts (standing) resolve to their first index
+        return np.interp(s, a, np.arange(len(a), dtype=np.float64), left=0.0, right=float(self.last))
+
+    def joystick_deg(self, t: float) -> float:
+        """Joystick facing offset (degrees) at world time ``t`` from the path's own timeline (0 if none)."""
+        j = self.joystick
+        if j is None or len(j) == 0:
+            return 0.0
+        k = int(np.searchsorted(j[:, 0], t, side="right")) - 1
+        return float(j[max(k, 0), 1]) if k >= 0 else 0.0
+
+
+def _smooth_frames(pts: np.ndarray, fps: float, sigma: float, width: float) -> np.ndarray:
+    s = _in_samples(sigma, fps)
+    w = round(_in_samples(width, fps))
+    w += 1 - w % 2  # odd
+    if w < 3 or len(pts) < 2:
+        return pts
+    return smooth_path(pts, s, w)
+
+
+def _xz3(pts: np.ndarray) -> np.ndarray:
+    return np.stack([pts[:, 0], np.zeros(len(pts)), pts[:, 1]], axis=1)
+
+
+def _lerp(a: np.ndarray, i: ArrayLike) -> np.ndarray:
+    i = np.clip(np.asarray(i, dtype=np.float64), 0.0, len(a) - 1.0)
+    lo = np.floor(i).astype(np.int64)
+    hi = np.minimum(lo + 1, len(a) - 1)
+    f = (i - lo)[..., None]
+    return a[lo] * (1.0 - f) + a[hi] * f
+
+
+# -------------------------------------------------------------------- query revision
+@dataclass(frozen=True)
+class RevisionSettings:
+    """How the future part of a query is taken from the path (paper Section VI).
+
+    Attributes:
+        desired: ``"window"`` (Eq. 1: nearest point in ``[i_prev - alpha, i_prev + beta]``),
+            ``"current"`` (the path point of the current time: the raw query's) or
+            ``"nearest"`` (the nearest point of the whole path).
+        alpha, beta: the window, in path frames (1/30 s).
+        speed_limit: limit the future points to what ``v_max`` reaches.
+        v_max: m/s (``None``: chosen by the user of the reviser, e.g. from the database).
+        sharp_corners: the corner modification (Appendix D).
+        corner_deg: tangents further apart than this make a sharp corner.
+        corner_advance: ``c``, path frames added to a stuck ``i_d`` before a corner.
+        facing: ``"tangent"``, ``"joystick"`` (tangent turned by ``joystick_deg``,
+            positive to the right, i.e. clockwise seen from above) or ``"net"``
+            (a facing track set on the reviser, e.g. from DirectionNet).
+        joystick_deg: constant joystick offset (the path's own joystick timeline is added).
+    """
+
+    desired: str = "window"
+    alpha: float = 0.0
+    beta: float = 10.0
+    speed_limit: bool = True
+    v_max: float | None = None
+    sharp_corners: bool = True
+    corner_deg: float = 80.0
+    corner_advance: float = 2.0
+    facing: str = "tangent"
+    joystick_deg: float = 0.0
+
+    def __post_init__(self) -> None:
+        if self.desired not in DESIRED_MODES:
+            raise ValueError(f"desired must be one of {DESIRED_MODES}, got {self.desired!r}")
+        if self.facing not in FACING_MODES:
+            raise ValueError(f"facing must be one of {FACING_MODES}, got {self.facing!r}")
+        if self.alpha < 0 or self.beta < 0:
+            raise ValueError("alpha and beta must be >= 0 path frames")
+        if self.v_max is not None and not self.v_max > 0:
+            raise ValueError(f"v_max must be > 0 m/s, got {self.v_max!r}")
+
+    @classmethod
+    def raw(cls, **kw) -> RevisionSettings:
+        """The raw future query: the path points at the current time + offsets, no speed
+        limit, no corner modification (build the path without smoothing as well)."""
+        return cls(desired="current", speed_limit=False, sharp_corners=False, **kw)
+
+
+@dataclass
+class RevisionState:
+    """What the reviser remembers between queries of one character, per state ``[M]``.
+
+    Attributes:
+        i_prev: ``[M]`` sample index of the previous desired position (``i_d^prev``).
+        elapsed: ``[M]`` world seconds since the path started (now).
+        t_prev: ``[M]`` ``elapsed`` at the previous query (default: ``elapsed``).
+        carry: ``[M]`` fraction of a sample the desired position owes the drawn time in a
+            pause of the path (default 0).
+    """
+
+    i_prev: np.ndarray
+    elapsed: np.ndarray
+    t_prev: np.ndarray | None = None
+    carry: np.ndarray | None = None
+
+    def __post_init__(self) -> None:
+        self.i_prev = np.asarray(self.i_prev, dtype=np.int64).reshape(-1)
+        self.elapsed = np.asarray(self.elapsed, dtype=np.float64).reshape(-1)
+        self.t_prev = self.elapsed.copy() if self.t_prev is None else np.asarray(self.t_prev, np.float64).reshape(-1)
+        self.carry = np.zeros(len(self.i_prev)) if self.carry is None else np.asarray(self.carry, np.float64).reshape(-1)
+
+    @classmethod
+    def start(cls, m: int = 1) -> RevisionState:
+        return cls(np.zeros(m, dtype=np.int64), np.zeros(m))
+
+    def take(self, idx: ArrayLike) -> RevisionState:
+        idx = np.asarray(idx, dtype=np.int64)
+        return RevisionState(self.i_prev[idx], self.elapsed[idx], self.t_prev[idx], self.carry[idx])
+
+    def later(self, dt: float) -> RevisionState:
+        """The same states ``dt`` seconds later (before their next query)."""
+        return RevisionState(self.i_prev, self.elapsed + dt, self.t_prev, self.carry)
+
+
+@dataclass
+class Revision:
+    """A revised future query for ``M`` character states (world frame).
+
+    Attributes:
+        i_d: ``[M]`` sample index of the desired position.
+        indices: ``[M, K]`` fractional sample indices of the future points (before the
+            corner modification moved some of them off the path).
+        positions: ``[M, K, 3]`` future positions.
+        directions: ``[M, K, 3]`` unit future facings.
+        velocities: ``[M, K, 3]`` path velocities at the future points (speed-limited).
+        corner: ``[M]`` index of the sharp corner between ``p_d`` and the first future
+            point (``-1``: none); passing it calls for a new query.
+        state: the :class:`RevisionState` after this query.
+    """
+
+    i_d: np.ndarray
+    indices: np.ndarray
+    positions: np.ndarray
+    directions: np.ndarray
+    velocities: np.ndarray
+    corner: np.ndarray
+    state: RevisionState
+
+
+class QueryReviser:
+    """Revised future queries from a :class:`TimedPath` (Algorithm 2 of the paper), for
+    one or many character states at once.
+
+    Args:
+        path: the path (already moved where the character should follow it).
+        offsets: the future times (s) of the query, the feature schema's (e.g. 1/3, 2/3, 1).
+        settings: :class:`RevisionSettings`; ``settings.v_max`` must be set when
+            ``speed_limit`` is on.
+        facing_track: for ``facing="net"``: a callable ``indices [...] -> directions [..., 3]``
+            (world) giving the facing at fractional path indices; set or replaced any time
+            (:attr:`facing_track`).
+    """
+
+    def __init__(self, path: TimedPath, offsets: Sequence[float], settings: RevisionSettings | None = None,
+                 facing_track: Callable[[np.ndarray], np.ndarray] | None = None):
+        self.path = path
+        self.s = settings or RevisionSettings()
+        self.offsets = np.asarray(offsets, dtype=np.float64).reshape(-1)
+        if self.offsets.size == 0 or np.any(self.offsets <= 0) or np.any(np.diff(self.offsets) <= 0):
+            raise ValueError(f"offsets must be increasing positive seconds, got {offsets!r}")
+        if self.s.speed_limit and self.s.v_max is None:
+            raise ValueError("the speed limit needs v_max (m/s); set RevisionSettings(v_max=...)")
+        self.facing_track = facing_track
+        fps = path.fps
+        self._alpha = round(_in_samples(self.s.alpha, fps))
+        self._beta = max(1, round(_in_samples(self.s.beta, fps)))
+        self._advance = max(1, round(_in_samples(self.s.corner_advance, fps)))
+        self._win = np.arange(-self._alpha, self._beta + 1)
+        self._cos_corner = math.cos(math.radians(self.s.corner_deg))
+        self._off_samples = self.offsets * fps
+
+    # -------------------------------------------------------------- desired position
+    def desired_index(self, position: np.ndarray, state: RevisionState) -> np.ndarray:
+        """``i_d [M]`` for character root positions ``[M, 3]`` (Eq. 1, or the ablations)."""
+        return self._desired(np.asarray(position, dtype=np.float64).reshape(-1, 3), state)[0]
+
+    def _desired(self, position: np.ndarray, state: RevisionState) -> tuple[np.ndarray, np.ndarray]:
+        path = self.path
+        zero = np.zeros(len(position))
+        if self.s.desired == "current":
+            return np.minimum(np.rint(state.elapsed * path.fps).astype(np.int64), path.last), zero
+        p = path.points
+        if self.s.desired == "nearest":
+            d = ((position[:, None, [0, 2]] - p[None, :, [0, 2]]) ** 2).sum(-1)
+            return np.argmin(d, axis=1).astype(np.int64), zero
+        cand = np.clip(state.i_prev[:, None] + self._win[None, :], 0, path.last)
+        diff = position[:, None, :] - p[cand]
+        d = diff[..., 0] ** 2 + diff[..., 2] ** 2
+        rows = np.arange(len(cand))
+        best = cand[rows, np.argmin(d, axis=1)]
+        # where the path stands still (points within TIE m of the nearest one), the drawn
+        # time decides: a pause in the drawing lasts as long as it was drawn, instead of
+        # holding the desired position at its first point forever
+        gap = p[cand] - p[best][:, None, :]
+        near = gap[..., 0] ** 2 + gap[..., 2] ** 2 <= TIE**2
+        target = state.i_prev + state.carry + (state.elapsed - state.t_prev) * path.fps
+        score = np.where(near, np.abs(cand - target[:, None]), np.inf)
+        i_d = cand[rows, np.argmin(score, axis=1)].astype(np.int64)
+        paused = near.sum(axis=1) > 1
+        carry = np.where(paused, np.clip(target - i_d, -0.5, 0.5), 0.0)
+        return i_d, carry
+
+    def future_indices(self, i_d: np.ndarray) -> np.ndarray:
+        """``[M, K]`` fractional indices of the future points, speed-limited if asked."""
+        path = self.path
+        idx = i_d[:, None] + self._off_samples[None, :]
+        if self.s.speed_limit:
+            reach = path.arc[i_d] + self.s.v_max * self.offsets[-1]
+            i_v = path.index_at_arc(reach)
+            over = idx[:, -1] > i_v
+            if over.any():
+                frac = self.offsets / self.offsets[-1]
+                idx[over] = i_d[over, None] + (i_v[over] - i_d[over])[:, None] * frac[None, :]
+        return np.minimum(idx, float(path.last))
+
+    # -------------------------------------------------------------------- revision
+    def revise(self, position: ArrayLike, state: RevisionState, *, joystick_deg: float | None = None) -> Revision:
+        """The revised query for root positions ``[M, 3]`` (or one ``[3]``) and their state."""
+        pos = np.asarray(position, dtype=np.float64).reshape(-1, 3)
+        path = self.path
+        i_d, carry = self._desired(pos, state)
+        idx = self.future_indices(i_d)
+        fut = path.point(idx)
+        M, _K = idx.shape
+        corner = np.full(M, -1, dtype=np.int64)
+        if self.s.sharp_corners:
+            i_d, idx, fut, corner = self._sharp_corners(i_d, idx, fut, state)
+        dirs = self._directions(idx, state, joystick_deg)
+        vel = path.velocity(idx)
+        if self.s.speed_limit:
+            sp = np.linalg.norm(vel, axis=-1, keepdims=True)
+            vel = vel * np.minimum(1.0, self.s.v_max / np.maximum(sp, 1e-9))
+        new = RevisionState(i_d.copy(), state.elapsed.copy(), state.elapsed.copy(), carry)
+        return Revision(i_d, idx, fut, dirs, vel, corner, new)
+
+    def _sharp_corners(self, i_d, idx, fut, state):
+        """Appendix D: for the first pair of consecutive query points (``p_d`` first) whose
+        path tangents are more than ``corner_deg`` apart, move the point after the corner
+        onto the line from the point before it through the path point just before the
+        corner, at the distance the path travels in that time, and the later points by the
+        same amount. A desired position that did not move advances by ``c``."""
+        path = self.path
+        M, _K = idx.shape
+        corner = np.full(M, -1, dtype=np.int64)
+        chain = np.concatenate([i_d[:, None].astype(np.float64), idx], axis=1)  # [M, K+1]
+        t = path.tangent(chain)
+        cos = np.einsum("mkc,mkc->mk", t[:, :-1], t[:, 1:])
+        sharp = cos < self._cos_corner
+        rows = np.flatnonzero(sharp.any(axis=1))
+        if rows.size == 0:
+            return i_d, idx, fut, corner
+        i_d, idx, fut = i_d.copy(), idx.copy(), fut.copy()
+        for m in rows:
+            if self.s.desired != "current" and i_d[m] == state.i_prev[m] and i_d[m] < path.last:
+                # stuck before the corner: push the desired position on and look again
+                i_d[m] = min(i_d[m] + self._advance, path.last)
+                idx[m] = self.future_indices(i_d[m : m + 1])[0]
+                fut[m] = path.point(idx[m])
+                ch = np.concatenate([[float(i_d[m])], idx[m]])
+                tm = path.tangent(ch)
+                cm = np.einsum("kc,kc->k", tm[:-1], tm[1:])
+                sm = cm < self._cos_corner
+                if not sm.any():
+                    continue
+                J = int(np.flatnonzero(sm)[0])
+            else:
+                ch = chain[m]
+                J = int(np.flatnonzero(sharp[m])[0])
+            a, b = ch[J], ch[J + 1]
+            lo, hi = math.floor(a), math.ceil(b)
+            if hi - lo < 2:
+                ic = lo
+            else:
+                # the sharpest step between the two points: v(i) vs v(i + 1), a < i < b
+                seg = path.turn[lo:hi]
+                ic = lo + int(np.argmax(seg))
+                ic = min(max(ic, lo), hi - 1)
+            if J == 0:
+                corner[m] = ic
+            if ic <= a + 1e-9:
+                continue  # the corner is at the earlier point itself: nothing to straighten
+            start = path.point(a) if J == 0 else fut[m, J - 1]
+            k = (b - a) / (ic - a)
+            new = start + k * (path.points[ic] - start)
+            shift = new - fut[m, J]
+            fut[m, J] = new
+            fut[m, J + 1 :] += shift
+        return i_d, idx, fut, corner
+
+    def _directions(self, idx: np.ndarray, state: RevisionState, joystick_deg: float | None) -> np.ndarray:
+        mode = self.s.facing
+        if mode == "net":
+            if self.facing_track is None:
+                raise ValueError("facing='net' needs a facing track (DirectionNet predictions) on the reviser")
+            d = np.asarray(self.facing_track(idx), dtype=np.float64)
+            d[..., 1] = 0.0
+            return _unit(d)[0]
+        t = self.path.tangent(idx)
+        if mode == "joystick":
+            deg = self.s.joystick_deg + (joystick_deg or 0.0)
+            if deg:
+                a = -math.radians(deg)  # positive degrees turn right: clockwise seen from above
+                c, s = math.cos(a), math.sin(a)
+                t = np.stack([c * t[..., 0] + s * t[..., 2], t[..., 1], -s * t[..., 0] + c * t[..., 2]], axis=-1)
+        return t

@@ -1,0 +1,485 @@
+"""Path following: a character follows a drawn, timed path with LHMM and revised queries.
+
+:class:`PathFollower` drives one :class:`~motionmatch.runtime.controller.Controller`:
+every frame it finds the desired position on the path from the character's root, makes
+the revised future query (:class:`~motionmatch.control.path.QueryReviser`) into the
+desired trajectory the controller matches, moves the controller's simulated root at the
+path's (speed-limited) velocity, and asks for an immediate match when the character
+passes a sharp corner. Matching happens every ``interval`` seconds (the paper: 1/6 s)
+through a :class:`~motionmatch.runtime.lhmm.LongHorizonMatcher`, whose deeper levels ask
+a :class:`PathPlanner` for the path query seen from where each candidate would take the
+character.
+
+Control modes (paper Section VII):
+    ``"local"``: the path is moved to start at the character.
+    ``"global"``: the path stays where it was drawn; a straight approach from the character
+    to the path's start, at the path's initial speed, is joined to it first.
+
+Several characters: :func:`run_followers` steps a list of followers together.
+
+A run ends when the desired position has reached the path's end (the last ``end_arc``
+metres) with the character within ``end_radius`` of it (then ``settle_time`` more seconds
+are simulated), or at ``time_limit``. The character *completed* the path when it reached
+the end so and its root passed within ``end_radius`` of at least ``min_coverage`` of the
+path's samples on the way (a desired position that jumps to the end of a path which ends
+where it starts, as the nearest-point ablation does, does not complete it).
+``mean_distance_m`` is the paper's measure: for every frame up to the end (all frames if
+the end was not reached), the distance from the character's root on the ground to the
+nearest point of the input path (the polyline of the events as given, moved with the
+path, including the approach in global mode), averaged.
+
+The character's root follows its clips' root motion only (``adjust_halflife=0``), as in
+the paper; pass ``FollowSettings(controller=ControllerSettings(adjust_halflife=0.2))`` to
+let the controller pull it toward the simulated root, which tracks the path.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+
+from motionmatch.anim import Motion, quat
+from motionmatch.control.intent import Intent
+from motionmatch.control.path import QueryReviser, RevisionSettings, RevisionState, TimedPath
+from motionmatch.control.trajectory import PredictedTrajectory, yaw_rotation
+from motionmatch.database import MotionDatabase
+from motionmatch.metrics.control import distance_to_path
+from motionmatch.runtime.controller import Controller, ControllerSettings, FrameResult
+from motionmatch.runtime.lhmm import LongHorizonMatcher
+from motionmatch.runtime.modes import vertical_columns
+
+__all__ = [
+    "FollowRecord",
+    "FollowSettings",
+    "PathFollower",
+    "PathPlanner",
+    "default_v_max",
+    "follow_path",
+    "run_followers",
+]
+
+MODES = ("local", "global")
+
+
+def default_v_max(db: MotionDatabase, tags: str | None = "!dance & !creep & !jump", percentile: float = 95.0) -> float:
+    """A speed limit (m/s) from the database: the ``percentile`` of the root's average
+    speed over the trajectory horizon (distance to the furthest future position / its
+    time) over the searchable frames that ``tags`` admits (all valid frames if none)."""
+    try:
+        m = db.mask(tags)
+    except Exception:
+        m = db.valid.copy()
+    if m.sum() < 30:
+        m = db.valid.copy()
+    term = next((t for t in db.schema.terms if t.kind == "trajectory_position"), None)
+    if term is None:
+        sp = db.root_speeds()[m]
+    else:
+        sl = db.schema.slice(term.name)
+        step = 3 if term.vertical else 2
+        last = sl.start + step * (len(term.offsets) - 1)
+        x = db.raw_features[m, last].astype(np.float64)
+        z = db.raw_features[m, last + step - 1].astype(np.float64)
+        sp = np.hypot(x, z) / max(term.offsets)
+    return float(np.percentile(sp, percentile))
+
+
+@dataclass
+class FollowSettings:
+    """Knobs of :class:`PathFollower`.
+
+    Attributes:
+        mode: ``"local"`` or ``"global"``.
+        k, levels: LHMM(k, l); ``levels=1`` (and any k) is plain motion matching.
+        interval: seconds between matches (the paper: 1/6).
+        revision: :class:`~motionmatch.control.path.RevisionSettings` (its ``v_max``
+            ``None``: :func:`default_v_max` of the database).
+        hysteresis: see :class:`~motionmatch.runtime.lhmm.LongHorizonMatcher`.
+        approach_speed: global mode's approach speed (``None``: the path's initial speed).
+        end_radius: the character completes the path within this distance (m) of its end.
+        end_arc: the desired position has reached the end within this length (m) of path.
+        min_coverage: fraction of the path's samples the root must pass within
+            ``end_radius`` of for the path to count as completed.
+        settle_time: seconds simulated after completion.
+        time_limit: seconds before giving up (``None``: twice the path's duration plus its
+            length at ``v_max``, plus 5 s).
+        track_gain: 1/s; the simulated root's velocity also pulls it toward the desired
+            position at this rate (0: the path velocity only).
+        tags: tag query of the frames to match.
+        controller: :class:`ControllerSettings` (``search_interval`` is set to ``interval``;
+            default: the defaults with ``adjust_halflife=0``, i.e. pure root motion).
+    """
+
+    mode: str = "local"
+    k: int = 3
+    levels: int = 3
+    interval: float = 1 / 6
+    revision: RevisionSettings = field(default_factory=RevisionSettings)
+    hysteresis: bool = False
+    approach_speed: float | None = None
+    end_radius: float = 0.5
+    end_arc: float = 0.2
+    min_coverage: float = 0.9
+    settle_time: float = 0.5
+    time_limit: float | None = None
+    track_gain: float = 2.0
+    tags: str | None = None
+    controller: ControllerSettings | None = None
+
+    def __post_init__(self) -> None:
+        if self.mode not in MODES:
+            raise ValueError(f"mode must be one of {MODES}, got {self.mode!r}")
+
+
+class PathPlanner:
+    """The path query for many character states at once, as database queries: the
+    :class:`~motionmatch.runtime.lhmm.Planner` of a :class:`PathFollower` (and what it
+    uses for its own top-level query)."""
+
+    def __init__(self, db: MotionDatabase, reviser: QueryReviser, joystick=None):
+        self.db = db
+        self.reviser = reviser
+        self.state = RevisionState.start(1)  # the top-level context, set by the follower
+        self.joystick = joystick
+        times = db.schema.trajectory_offsets
+        self.layout = []
+        for t in db.schema.terms:
+            if not t.is_trajectory:
+                continue
+            sl = db.schema.slice(t.name)
+            step = 3 if t.vertical else 2
+            for n, o in enumerate(t.offsets):
+                self.layout.append((t.kind == "trajectory_position", times.index(o), sl.start + step * n,
+                                    sl.start + step * n + step - 1))
+        self.vcols = vertical_columns(db)
+        self.n_offsets = len(times)
+
+    # ---------------------------------------------------------------- Planner API
+    def start_state(self, controller) -> RevisionState:
+        return self.state
+
+    def take(self, state: RevisionState, rows: np.ndarray) -> RevisionState:
+        return state.take(rows)
+
+    def queries(self, controller, frames, positions, yaws, state: RevisionState, view: str, step: float):
+        st = state.later(step)
+        joy = self.joystick(float(st.elapsed[0])) if self.joystick is not None else None
+        rev = self.reviser.revise(positions, st, joystick_deg=joy)
+        lp, ld = self.local(rev.positions, rev.directions, positions, yaws)
+        raw = self.db.raw_features[frames].astype(np.float64)
+        self.fill(raw, lp, ld)
+        q = self.db.normalize(raw)
+        if view == "planar" and self.vcols.size:
+            q[:, self.vcols] = 0.0
+        return q, rev.state
+
+    # ---------------------------------------------------------------- helpers
+    @staticmethod
+    def local(pos: np.ndarray, dirs: np.ndarray, origin: np.ndarray, yaw: np.ndarray):
+        """World ``[M, K, 3]`` positions/directions into the frames of roots ``origin [M, 3]``, ``yaw [M]``."""
+        c, s = np.cos(yaw)[:, None], np.sin(yaw)[:, None]
+        rx = pos[..., 0] - origin[:, None, 0]
+        rz = pos[..., 2] - origin[:, None, 2]
+        lp = np.stack([c * rx - s * rz, s * rx + c * rz], axis=-1)
+        ld = np.stack([c * dirs[..., 0] - s * dirs[..., 2], s * dirs[..., 0] + c * dirs[..., 2]], axis=-1)
+        return lp, ld
+
+    def fill(self, raw: np.ndarray, lp: np.ndarray, ld: np.ndarray) -> None:
+        """Write local future positions/directions ``[M, K, 2]`` into raw feature rows ``[M, D]``."""
+        for is_pos, k, cx, cz in self.layout:
+            src = lp if is_pos else ld
+            raw[:, cx] = src[:, k, 0]
+            raw[:, cz] = src[:, k, 1]
+
+
+@dataclass
+class FollowRecord:
+    """One character's path-following run (``F`` frames at ``fps``).
+
+    Attributes:
+        motion: the animation (joint 0 is the character root).
+        root: ``[F, 3]`` root positions (ground).
+        desired: ``[F, K, 3]`` the revised future positions asked for each frame.
+        desired_index: ``[F]`` path sample of the desired position.
+        frames, searched, transitioned: ``[F]`` per-frame controller output.
+        path: the path followed (moved for local mode, with the approach in global mode).
+        completed: whether the character completed the path (see the module doc).
+        completion_frame: the frame it reached the end (``-1``: never).
+        coverage: fraction of the path's samples the root passed within ``end_radius`` of.
+        match_seconds: ``[matches]`` wall time of each LHMM call.
+        knn_calls: total k-NN searches.
+        update_seconds: ``[F]`` wall time of each frame (revision + controller update).
+    """
+
+    motion: Motion
+    root: np.ndarray
+    desired: np.ndarray
+    desired_index: np.ndarray
+    frames: np.ndarray
+    searched: np.ndarray
+    transitioned: np.ndarray
+    path: TimedPath
+    completed: bool
+    completion_frame: int
+    coverage: float
+    match_seconds: np.ndarray
+    knn_calls: int
+    update_seconds: np.ndarray
+    name: str = "follow"
+    feet: tuple[int, ...] = ()
+
+    @property
+    def fps(self) -> float:
+        return self.motion.fps
+
+    def distances(self) -> np.ndarray:
+        """``[F']`` per-frame distance (m) from the root to the input path, up to completion."""
+        end = self.completion_frame + 1 if self.completion_frame >= 0 else len(self.root)
+        return distance_to_path(self.root[:end], self.path.input_points)
+
+    @property
+    def mean_distance(self) -> float:
+        return float(self.distances().mean())
+
+    def report(self) -> dict:
+        """The numbers of the run (``motionmatch follow --report``): ``mean_distance_m`` (the
+        paper's measure), ``max_distance_m``, ``completed``, ``completion_time_s``,
+        ``reached_end``, ``coverage``, ``knn_calls_per_match``, ``ms_per_match`` (median;
+        ``_mean``, ``_p95`` too), ``matches``, ``transitions_per_s``, ``update_ms_mean``,
+        ``foot_skating_mps``, ``acceleration_p99_mps2`` (pose pops), ``nan_frames``, and the
+        path's duration and length."""
+        from motionmatch.anim.contacts import foot_contacts
+        from motionmatch.metrics.feet import foot_skating
+        from motionmatch.metrics.report import acceleration_percentile
+
+        m = self.motion
+        ms = self.match_seconds * 1e3
+        matches = len(self.match_seconds)
+        skating = float("nan")
+        if self.feet:
+            feet = list(self.feet)
+            con = foot_contacts(m, feet=feet)
+            skating = float(foot_skating(m.world_positions[:, feet], con.contacts, m.fps))
+        d = self.distances()
+        return {
+            "mean_distance_m": float(d.mean()),
+            "max_distance_m": float(d.max()),
+            "completed": bool(self.completed),
+            "completion_time_s": float(self.completion_frame / self.fps) if self.completed else None,
+            "reached_end": bool(self.completion_frame >= 0),
+            "coverage": float(self.coverage),
+            "path_duration_s": float(self.path.duration),
+            "path_length_m": float(self.path.length),
+            "frames": int(m.num_frames),
+            "duration_s": float(m.num_frames / m.fps),
+            "matches": int(matches),
+            "knn_calls": int(self.knn_calls),
+            "knn_calls_per_match": float(self.knn_calls / matches) if matches else 0.0,
+            "ms_per_match": float(np.median(ms)) if matches else 0.0,
+            "ms_per_match_mean": float(ms.mean()) if matches else 0.0,
+            "ms_per_match_p95": float(np.percentile(ms, 95)) if matches else 0.0,
+            "transitions_per_s": float(self.transitioned.sum() / (m.num_frames / m.fps)),
+            "update_ms_mean": float(self.update_seconds.mean() * 1e3),
+            "foot_skating_mps": skating,
+            "acceleration_p99_mps2": acceleration_percentile(m, 99.0),
+            "nan_frames": int(np.count_nonzero(~np.isfinite(m.rotations).all(axis=(1, 2)))),
+        }
+
+
+class PathFollower:
+    """One character following one path with LHMM and revised future queries.
+
+    Args:
+        db: the motion database.
+        path: the processed path (:class:`~motionmatch.control.path.TimedPath`).
+        settings: :class:`FollowSettings`.
+        position, facing: where the character starts (default: the origin) and faces
+            (default: along the path's first tangent: in global mode, toward the path).
+        facing_net: a trained :class:`~motionmatch.control.direction_net.DirectionNet`
+            for ``revision.facing == "net"``.
+        name: name of the output motion.
+    """
+
+    def __init__(self, db: MotionDatabase, path: TimedPath, settings: FollowSettings | None = None, *,
+                 position=None, facing=None, facing_net=None, name: str = "follow"):
+        self.db = db
+        self.s = s = settings or FollowSettings()
+        rev = s.revision
+        if rev.v_max is None:
+            rev = replace(rev, v_max=default_v_max(db, s.tags or (s.controller or ControllerSettings()).locomotion_tags))
+        self.v_max = float(rev.v_max)
+        self.revision = rev
+        if s.mode == "local":
+            start = np.zeros(3) if position is None else np.asarray(position, dtype=np.float64)
+            path = path.starting_at(start)
+            if facing is None:
+                facing = path.tangents[0]
+        else:
+            start = np.zeros(3) if position is None else np.asarray(position, dtype=np.float64)
+            path = path.with_approach(start, s.approach_speed)
+            if facing is None:
+                facing = path.tangents[0]  # toward the path's start (or along it, when already there)
+        self.path = path
+        cs = replace(s.controller or ControllerSettings(adjust_halflife=0.0), search_interval=s.interval)
+        if s.tags is not None:
+            cs = replace(cs, locomotion_tags=s.tags)
+        self.ctrl = Controller(db, cs, position=start, facing=facing)
+        self.offsets = np.asarray(db.schema.trajectory_offsets, dtype=np.float64)
+        self.net = facing_net
+        if rev.facing == "net" and facing_net is None:
+            raise ValueError("facing='net' needs a trained DirectionNet (facing_net=...)")
+        self.reviser = QueryReviser(path, self.offsets, rev)
+        joy = path.joystick_deg if (rev.facing == "joystick" and path.joystick is not None) else None
+        self.planner = PathPlanner(db, self.reviser, joystick=joy)
+        self.matcher = LongHorizonMatcher(s.k, s.levels, s.interval, self.planner, hysteresis=s.hysteresis)
+        self.ctrl.chooser = self.matcher
+        self.state = RevisionState.start(1)
+        self._corner = -1
+        self._first = True
+        self.time = 0.0
+        self.completion_time: float | None = None
+        self.completion_index = -1
+        self.done = False
+        length_time = path.length / max(self.v_max, 0.1)
+        self.time_limit = s.time_limit if s.time_limit is not None else 2 * path.duration + length_time + 5.0
+        self.name = name
+        self._rows: list = []
+
+    # ------------------------------------------------------------------ per frame
+    def desired(self) -> tuple[PredictedTrajectory, Intent, bool, int]:
+        """Revise the query at the character's root now: the desired trajectory (world, at
+        the schema's offsets), the intent for the simulated root, whether a new match is
+        due (a sharp corner was passed), and the desired position's sample index."""
+        ctrl = self.ctrl
+        pos = ctrl.root_pos[None]
+        if self.net is not None and self.revision.facing == "net":
+            i_now = self.reviser.desired_index(pos, self.state)[0]
+            self.reviser.facing_track = self.net.facing_track(self.path, int(i_now), float(ctrl.root_yaw))
+        joy = self.path.joystick_deg(self.time) if self.revision.facing == "joystick" else None
+        rev = self.reviser.revise(pos, self.state, joystick_deg=joy)
+        i_d = int(rev.i_d[0])
+        force = self._first
+        if self._corner >= 0 and i_d > self._corner:
+            force = True
+            self._corner = -1
+        if rev.corner[0] >= 0:
+            self._corner = int(rev.corner[0])
+        self.state = rev.state
+        self.planner.state = rev.state
+        dirs = rev.directions[0]
+        traj = PredictedTrajectory(self.offsets.copy(), rev.positions[0].copy(), rev.velocities[0].copy(), dirs,
+                                   yaw_rotation(dirs))
+        # the simulated root moves at the path's velocity (speed-limited), pulled toward p_d
+        path = self.path
+        v = path.velocity(float(i_d))
+        limit = self.v_max if self.revision.speed_limit else np.inf
+        sp = float(np.hypot(v[0], v[2]))
+        if sp > limit:
+            v = v * (limit / sp)
+        at_end = self.at_end(i_d)
+        if at_end:
+            v = np.zeros(3)
+        if self.s.track_gain > 0 and not at_end:
+            sim = ctrl.predictor.state.position
+            pull = (path.points[i_d] - sim) * self.s.track_gain
+            pull[1] = 0.0
+            v = v + pull
+            sp2 = float(np.hypot(v[0], v[2]))
+            if sp2 > limit:
+                v = v * (limit / sp2)
+        speed = float(np.hypot(v[0], v[2]))
+        facing = None if self.revision.facing == "tangent" else dirs[0]
+        intent = Intent(velocity=v, facing=facing, gait=ctrl.gaits.gait_for_speed(speed))
+        return traj, intent, force, i_d
+
+    def at_end(self, i_d: int) -> bool:
+        """Whether the desired position has reached the path's end (within ``end_arc`` metres of path)."""
+        return bool(self.path.length - self.path.arc[i_d] <= self.s.end_arc)
+
+    def step(self, dt: float) -> FrameResult:
+        """Advance the character by ``dt`` seconds along the path."""
+        t0 = time.perf_counter()
+        traj, intent, force, i_d = self.desired()
+        self._first = False
+        r = self.ctrl.update(dt, intent, desired=traj, force_search=force)
+        self.time += dt
+        self.state = self.state.later(dt)
+        path = self.path
+        if self.completion_time is None and self.at_end(i_d):
+            if np.hypot(*(self.ctrl.root_pos - path.points[-1])[[0, 2]]) <= self.s.end_radius:
+                self.completion_time = self.time
+                self.completion_index = len(self._rows)
+        if self.completion_time is not None and self.time >= self.completion_time + self.s.settle_time:
+            self.done = True
+        if self.time >= self.time_limit:
+            self.done = True
+        self._rows.append((r, traj.positions, i_d, time.perf_counter() - t0))
+        return r
+
+    # ------------------------------------------------------------------ whole runs
+    def run(self, fps: float = 60.0, progress: bool = False) -> FollowRecord:
+        """Step until done at ``fps``; returns the :class:`FollowRecord`."""
+        return run_followers([self], fps=fps, progress=progress)[0]
+
+    def record(self, fps: float) -> FollowRecord:
+        """The :class:`FollowRecord` of the frames stepped so far."""
+        rows = self._rows
+        F = len(rows)
+        db = self.db
+        J = db.skeleton.num_joints
+        rots = np.empty((F, J, 4))
+        trs = np.empty((F, J, 3))
+        for i, (r, *_rest) in enumerate(rows):
+            rots[i], trs[i] = r.rotations, r.translations
+        rots = quat.unroll(rots, axis=0)
+        fixed = ~db.skeleton.has_position_channels
+        trs[:, fixed] = db.skeleton.offsets[fixed]
+        motion = Motion(db.skeleton, rots, trs, fps, name=self.name, file_scale=db.file_scale)
+        root = np.array([r.translations[0] for r, *_ in rows]).reshape(F, 3)
+        root[:, 1] = 0.0
+        comp = min(self.completion_index, F - 1)
+        upto = root[: comp + 1] if comp >= 0 else root
+        step = max(1, round(self.path.fps / 30))
+        near = distance_to_path(self.path.points[::step], upto) <= self.s.end_radius
+        coverage = float(near.mean())
+        rec = FollowRecord(
+            motion=motion, root=root,
+            desired=np.array([d for _, d, _, _ in rows]).reshape(F, -1, 3),
+            desired_index=np.array([i for *_, i, _ in rows], dtype=np.int64),
+            frames=np.array([r.frame for r, *_ in rows], dtype=np.int64),
+            searched=np.array([r.searched for r, *_ in rows], dtype=bool),
+            transitioned=np.array([r.transitioned for r, *_ in rows], dtype=bool),
+            path=self.path, completed=bool(comp >= 0 and coverage >= self.s.min_coverage), completion_frame=comp,
+            coverage=coverage,
+            match_seconds=np.asarray(self.matcher.seconds), knn_calls=int(self.matcher.knn_calls),
+            update_seconds=np.array([s for *_, s in rows]), name=self.name, feet=tuple(db.foot_joints),
+        )
+        return rec
+
+
+def run_followers(followers: Sequence[PathFollower], fps: float = 60.0, progress: bool = False) -> list[FollowRecord]:
+    """Step several characters together, each on its own path, until all are done
+    (each stops being stepped when it is done). The first frame of each is at ``dt = 0``."""
+    from tqdm.auto import tqdm
+
+    dt = 1.0 / fps
+    first = {id(f): True for f in followers}
+    limit = max(f.time_limit for f in followers) + 1.0
+    with tqdm(total=round(limit * fps), desc="following", unit="frame", disable=not progress) as bar:
+        while not all(f.done for f in followers):
+            for f in followers:
+                if f.done:
+                    continue
+                f.step(0.0 if first[id(f)] else dt)
+                first[id(f)] = False
+            bar.update()
+    return [f.record(fps) for f in followers]
+
+
+def follow_path(db: MotionDatabase, path: TimedPath, settings: FollowSettings | None = None, *, fps: float = 60.0,
+                **kwargs) -> FollowRecord:
+    """Convenience: one :class:`PathFollower` run to the end."""
+    return PathFollower(db, path, settings, **kwargs).run(fps=fps)

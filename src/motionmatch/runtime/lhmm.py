@@ -1,0 +1,229 @@
+"""Long-horizon motion matching (LHMM, the paper's Algorithm 1) as a controller chooser.
+
+Basic motion matching picks the frame nearest to the query now. LHMM(k, l) looks ``l``
+matching steps ahead: the ``k`` nearest frames to the query are candidates; for each,
+the character is advanced by one matching interval (``N`` database frames) along the
+candidate's own clip, a new query is made there (its pose part is database frame
+``c + N``, its future part comes from a :class:`Planner`, e.g. the drawn path seen from
+where the character's root would then be) and searched again, recursively, down to
+level ``l`` where only the nearest frame is needed. The candidate whose cheapest
+continuation has the smallest total (cumulative squared distance over the levels) wins.
+LHMM(1, 1) is plain motion matching.
+
+The search tree is expanded level by level: the ``k`` candidates' queries are built
+together (one batched call of the planner), searched, and their ``k`` children each
+expanded the same way; each node's distance comes from the k-NN search that found it
+and is never recomputed, and totals are folded back up the tree at the end. There are
+``1 + k + k^2 + ... + k^(l-1)`` k-NN searches per match (13 for k = l = 3), counted in
+:attr:`LongHorizonMatcher.knn_calls`.
+
+Candidates: a candidate ``c`` is always a *valid* frame (its future of
+``schema.max_offset`` seconds stays in its clip), so ``c + N`` is in the clip whenever the
+interval is no longer than that horizon; otherwise ``c + N`` is clamped to the clip's last
+frame (the character then stands on that frame for the rest of the interval).
+
+Use it as ``controller.chooser = LongHorizonMatcher(k, l, planner=...)``: the controller
+calls it with the query it built (current pose + desired trajectory) whenever it searches.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Protocol
+
+import numpy as np
+
+from motionmatch.anim import quat
+
+__all__ = ["LongHorizonMatcher", "Planner", "advance_roots"]
+
+
+class Planner(Protocol):
+    """Makes the queries of the deeper LHMM levels (``compute_query`` and
+    ``update_context`` of the paper's Algorithm 1, for many states at once)."""
+
+    def start_state(self, controller) -> Any:
+        """The context of the top-level query (one state)."""
+        ...
+
+    def take(self, state: Any, rows: np.ndarray) -> Any:
+        """The states of ``rows`` (indices into ``state``'s states)."""
+        ...
+
+    def queries(self, controller, frames: np.ndarray, positions: np.ndarray, yaws: np.ndarray, state: Any,
+                view: str, step: float) -> tuple[np.ndarray, Any]:
+        """Normalised queries ``[M, D]`` (float32) for characters playing database ``frames [M]``
+        with roots at ``positions [M, 3]`` / ``yaws [M]`` (rad), ``step`` seconds after
+        the states ``state`` (``M`` of them); returns the queries and the updated states."""
+        ...
+
+
+class _RootTrack:
+    """The database's root positions ``[N, 3]``, yaws ``[N]`` and clip ends, as float64 arrays."""
+
+    def __init__(self, db):
+        self.pos = db.translations[:, 0].astype(np.float64)
+        self.yaw = quat.yaw_angle(db.rotations[:, 0].astype(np.float64))
+        self.last = (db.clip_stops[db.frame_clip] - 1).astype(np.int64)
+
+
+_TRACKS: dict[int, tuple[Any, _RootTrack]] = {}
+
+
+def _track(db) -> _RootTrack:
+    hit = _TRACKS.get(id(db))
+    if hit is None or hit[0] is not db:
+        hit = (db, _RootTrack(db))
+        _TRACKS.clear()  # one database at a time is the common case; keep memory bounded
+        _TRACKS[id(db)] = hit
+    return hit[1]
+
+
+def advance_roots(db, frames: np.ndarray, positions: np.ndarray, yaws: np.ndarray, n: int
+                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Where characters playing ``frames [M]`` with roots ``positions [M, 3]``, ``yaws [M]``
+    are after ``n`` more database frames of their clips: ``(frames + n`` clamped to the
+    clip's last frame, positions, yaws)``. The clip's root displacement is turned from
+    the clip's heading at the start frame into the character's."""
+    tr = _track(db)
+    f = np.asarray(frames, dtype=np.int64)
+    nf = np.minimum(f + n, tr.last[f])
+    d = tr.pos[nf] - tr.pos[f]
+    turn = yaws - tr.yaw[f]
+    c, s = np.cos(turn), np.sin(turn)
+    out = positions.copy()
+    out[:, 0] += c * d[:, 0] + s * d[:, 2]
+    out[:, 2] += -s * d[:, 0] + c * d[:, 2]
+    ny = yaws + (tr.yaw[nf] - tr.yaw[f])
+    return nf, out, (ny + np.pi) % (2 * np.pi) - np.pi
+
+
+class LongHorizonMatcher:
+    """LHMM(k, l) as a :class:`~motionmatch.runtime.controller.Controller` chooser.
+
+    Args:
+        k: candidates per level (nearest neighbours).
+        levels: ``l``, matching steps looked ahead (1: plain motion matching).
+        interval: seconds between matches (the paper: 1/6 s); ``N = round(interval * fps)``.
+        planner: builds the deeper levels' queries (required when ``levels > 1``).
+        hysteresis: also evaluate continuing the clip playing now (its own tree, extra
+            k-NN calls) and switch only when the best total is below the controller's
+            ``transition_ratio`` times continuing's. Off (the paper): go to the best frame,
+            unless it is the clip playing now a few frames ahead (the controller's rule).
+        batch_from: levels with at least this many queries use ``nearest_batch``
+            (threads); fewer are searched one by one, seeded with their own frame.
+
+    Statistics: :attr:`matches`, :attr:`knn_calls`, :attr:`seconds` (wall time of each
+    call, seconds), :attr:`calls_per_match`, :attr:`last_choice` (chosen frame, its total).
+    """
+
+    def __init__(self, k: int = 3, levels: int = 3, interval: float = 1 / 6, planner: Planner | None = None, *,
+                 hysteresis: bool = False, batch_from: int = 16):
+        if int(k) != k or k < 1 or int(levels) != levels or levels < 1:
+            raise ValueError(f"LHMM needs integers k >= 1 and levels >= 1, got k={k!r}, levels={levels!r}")
+        if not interval > 0:
+            raise ValueError(f"interval must be > 0 seconds, got {interval!r}")
+        if levels > 1 and planner is None:
+            raise ValueError("LHMM with levels > 1 needs a planner to make the future queries")
+        self.k = int(k)
+        self.levels = int(levels)
+        self.interval = float(interval)
+        self.planner = planner
+        self.hysteresis = bool(hysteresis)
+        self.batch_from = int(batch_from)
+        self.reset_stats()
+
+    def reset_stats(self) -> None:
+        self.matches = 0
+        self.knn_calls = 0
+        self.seconds: list[float] = []
+        self.calls_per_match: list[int] = []
+        self.last_choice: tuple[int, float] | None = None
+
+    @property
+    def expected_calls(self) -> int:
+        """k-NN searches per match without hysteresis: ``1 + k + ... + k^(l-1)``."""
+        return sum(self.k**i for i in range(self.levels))
+
+    # ------------------------------------------------------------------ search
+    def _search(self, searcher, queries: np.ndarray, mask: np.ndarray, kk: int, seeds: np.ndarray
+                ) -> tuple[np.ndarray, np.ndarray]:
+        M = len(queries)
+        if M >= self.batch_from:
+            return searcher.nearest_batch(queries, mask=mask, k=kk)
+        idx = np.empty((M, kk), dtype=np.int64)
+        dist = np.empty((M, kk))
+        valid = searcher.valid
+        for m in range(M):
+            s = int(seeds[m])
+            idx[m], dist[m] = searcher.nearest(queries[m], mask=mask, k=kk,
+                                               init_index=s if (valid[s] and mask[s]) else None)
+        return idx, dist
+
+    def __call__(self, controller, query: np.ndarray, mask: np.ndarray, view: str) -> tuple[np.ndarray, np.ndarray]:
+        searcher = controller.searcher(view)  # built on first use: not part of the match's time
+        t0 = time.perf_counter()
+        db = controller.db
+        cur = int(controller.frame)
+        ok_cur = bool(searcher.valid[cur] and mask[cur])
+        calls = 1
+        if self.levels == 1:
+            idx, dist = searcher.nearest(query, mask=mask, k=1, init_index=cur if ok_cur else None)
+            self._done(t0, calls, int(idx[0]), float(dist[0]))
+            # with hysteresis the controller's own rule (transition_ratio) decides, on the same costs
+            return idx[:1], (dist[:1] if self.hysteresis else np.zeros(1))
+        n = max(1, round(self.interval * db.fps))
+        idx, dist = searcher.nearest(query, mask=mask, k=self.k, init_index=cur if ok_cur else None)
+        cands, cost1 = idx.astype(np.int64), dist.astype(np.float64)
+        cont = -1  # row of the "keep playing" candidate, if evaluated
+        tr = _track(db)
+        if self.hysteresis and cur + n <= tr.last[cur]:
+            hit = np.flatnonzero(cands == cur)
+            if hit.size:
+                cont = int(hit[0])
+            else:
+                d_cur = float(np.sum((query.astype(np.float64) - searcher.features[cur]) ** 2))
+                cands = np.append(cands, cur)
+                cost1 = np.append(cost1, d_cur)
+                cont = len(cands) - 1
+        # level by level: the costs of each level's nodes; the kk children of node m are rows
+        # m * kk .. m * kk + kk - 1 of the next level
+        costs = [cost1]
+        frames = cands
+        M = len(frames)
+        pos = np.repeat(np.asarray(controller.root_pos, dtype=np.float64)[None], M, axis=0)
+        yaw = np.full(M, float(controller.root_yaw))
+        state = self.planner.take(self.planner.start_state(controller), np.zeros(M, dtype=np.int64))
+        for lev in range(2, self.levels + 1):
+            nf, pos, yaw = advance_roots(db, frames, pos, yaw, n)
+            Q, state = self.planner.queries(controller, nf, pos, yaw, state, view, self.interval)
+            kk = self.k if lev < self.levels else 1
+            found, D = self._search(searcher, Q, mask, kk, nf)
+            calls += len(Q)
+            par = np.repeat(np.arange(len(nf)), kk)
+            costs.append(D.reshape(-1).astype(np.float64))
+            if lev < self.levels:
+                frames = found.reshape(-1)
+                pos, yaw = pos[par], yaw[par]
+                state = self.planner.take(state, par)
+        # fold totals back up: total(node) = cost(node) + min over its children
+        total = costs[-1]
+        for lev in range(len(costs) - 2, -1, -1):
+            total = costs[lev] + total.reshape(len(costs[lev]), -1).min(axis=1)
+        best = int(np.argmin(total))
+        self._done(t0, calls, int(cands[best]), float(total[best]))
+        out_cost = 0.0
+        if cont >= 0:
+            ratio = float(getattr(controller.s, "transition_ratio", 1.0))
+            if total[best] >= ratio * total[cont] or best == cont:
+                # keep playing: return the playing frame itself (the controller continues)
+                return np.array([cur]), np.array([float(cost1[cont])])
+            out_cost = float(total[best] / max(total[cont], 1e-12) * cost1[cont])
+        return np.array([int(cands[best])]), np.array([out_cost])
+
+    def _done(self, t0: float, calls: int, frame: int, total: float) -> None:
+        self.matches += 1
+        self.knn_calls += calls
+        self.calls_per_match.append(calls)
+        self.seconds.append(time.perf_counter() - t0)
+        self.last_choice = (frame, total)

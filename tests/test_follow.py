@@ -1,0 +1,295 @@
+"""Path following end to end: the shipped test paths on LAFAN1 (acceptance), control modes,
+several characters, the ablations that must hurt, DirectionNet, the CLI and the path files."""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import sys
+
+import numpy as np
+import pytest
+
+from conftest import REPO
+from motionmatch.control.direction_net import (
+    DirectionNet,
+    DirectionNetConfig,
+    MissingTorchError,
+    direction_windows,
+    train_direction_net,
+)
+from motionmatch.control.path import RevisionSettings, TimedPath, load_path
+from motionmatch.database import MotionDatabase
+from motionmatch.runtime.follow import FollowSettings, PathFollower, default_v_max, run_followers
+from synthetic import walker
+
+PATHS = ("s_curve", "square", "zigzag", "circle", "figure_eight")
+
+
+@pytest.fixture(scope="module")
+def lafan(data_dir):
+    from motionmatch.datasets import load_folder
+
+    folder = data_dir / "lafan1-60fps"
+    if not folder.is_dir():
+        pytest.skip(f"{folder} not found")
+    return MotionDatabase.build(load_folder(folder), mirror_copies=True)
+
+
+@pytest.fixture(scope="module")
+def small_db():
+    specs = [(1.0, 1.4, 0.0), (0.4, 1.2, 0.8), (1.2, 0.6, -0.8), (2.0, 3.0, 0.3), (0.0, 1.0, 0.0), (1.5, 0.0, 0.0),
+             (1.0, 1.0, 1.5), (1.0, 1.0, -1.5), (0.8, 0.8, 0.0), (0.0, 0.0, 0.0), (1.1, 1.1, 0.3),
+             (1.1, 1.1, 0.6), (0.6, 0.6, 0.3)]
+    return MotionDatabase.build([walker(n=240, speed=a, end_speed=b, turn_rate=r, name=f"walk_{i}")
+                                 for i, (a, b, r) in enumerate(specs)], mirror_copies=True)
+
+
+def shipped(name: str, **kw) -> TimedPath:
+    return load_path(REPO / "paths" / f"{name}.json", **kw)
+
+
+# --------------------------------------------------------------------------- acceptance
+def test_full_method_completes_every_shipped_path_closely(lafan):
+    """The issue's bar: complete every test path with a mean distance of at most 0.15 m
+    (the paper: 0.085 to 0.147 m on its four paths)."""
+    for name in PATHS:
+        rec = PathFollower(lafan, shipped(name), FollowSettings()).run()
+        r = rec.report()
+        assert r["completed"], name
+        assert r["mean_distance_m"] <= 0.15, (name, r["mean_distance_m"])
+        assert r["knn_calls_per_match"] == 13.0
+        assert r["nan_frames"] == 0
+        # it keeps the drawn timing where it can: done within a few seconds of the drawing
+        # (the circle is drawn up to 9 m/s, three times what a person runs)
+        assert r["completion_time_s"] < r["path_duration_s"] + (8.0 if name == "circle" else 3.0), name
+
+
+def test_ablations_that_must_hurt(lafan):
+    """Paths drawn too fast need the speed limit (the circle reaches 9 m/s), and sharp
+    corners need the corner modification (the square at jogging speed)."""
+    def dist(name, **rev):
+        rec = PathFollower(lafan, shipped(name), FollowSettings(revision=RevisionSettings(**rev))).run()
+        return rec.report()
+
+    full, nolimit = dist("circle"), dist("circle", speed_limit=False)
+    assert not nolimit["completed"] or nolimit["mean_distance_m"] > 2 * full["mean_distance_m"]
+    full, nocorner = dist("square"), dist("square", sharp_corners=False)
+    assert nocorner["mean_distance_m"] > full["mean_distance_m"] + 0.02
+
+
+def test_desired_position_window_versus_nearest_point_on_a_crossing_path(lafan):
+    """The nearest-point ablation jumps to the end of a figure-eight that ends where it
+    starts; the windowed desired position follows it all the way."""
+    near = PathFollower(lafan, shipped("figure_eight"), FollowSettings(revision=RevisionSettings(desired="nearest")))
+    rec = near.run()
+    assert not rec.completed and rec.coverage < 0.5
+
+
+def test_global_mode_walks_to_the_path_first_and_bmm_works(lafan):
+    path = shipped("s_curve")
+    f = PathFollower(lafan, path, FollowSettings(mode="global", k=1, levels=1), position=(4.0, 0.0, -3.0))
+    rec = f.run()
+    assert rec.completed and rec.report()["knn_calls_per_match"] == 1.0
+    np.testing.assert_allclose(rec.root[0], [4.0, 0.0, -3.0], atol=1e-9)
+    # it passes the drawn path's start, where it was drawn (not moved)
+    assert np.min(np.linalg.norm(rec.root - path.input_points[0], axis=1)) < 0.3
+    assert rec.mean_distance < 0.15
+    # approach at the path's initial speed: the path reaches its own start after d / v
+    d = np.linalg.norm(path.input_points[0] - [4.0, 0.0, -3.0])
+    assert f.path.duration == pytest.approx(path.duration + d / max(path.initial_speed(), 0.5), abs=0.05)
+
+
+def test_several_characters_at_once(lafan):
+    fs = [PathFollower(lafan, shipped(n), FollowSettings(), position=(5.0 * i, 0.0, 0.0), name=n)
+          for i, n in enumerate(("s_curve", "zigzag"))]
+    recs = run_followers(fs)
+    assert all(r.completed and r.mean_distance < 0.15 for r in recs)
+    assert recs[1].root[0][0] == pytest.approx(5.0)
+    # each stopped when done: the two runs have their own lengths
+    assert recs[0].motion.num_frames != recs[1].motion.num_frames
+
+
+def test_dance_database_follows_a_path_dancing(data_dir):
+    """Section VIII-D: the same path with a dance-only database (LAFAN1's dance takes)."""
+    from motionmatch.datasets import load_folder
+
+    clips = load_folder(data_dir / "lafan1-60fps", pattern="dance*.bvh")
+    if not clips:
+        pytest.skip("no LAFAN1 dance clips")
+    db = MotionDatabase.build(clips, mirror_copies=True)
+    assert set(db.tags) <= {"dance", "mirrored"}
+    f = PathFollower(db, shipped("figure_eight"), FollowSettings(tags="*"))
+    assert f.v_max < 1.2  # dancers travel slowly: the path is followed at their pace
+    rec = f.run()
+    assert rec.completed and rec.mean_distance < 0.15
+
+
+def test_default_v_max_comes_from_the_data(lafan):
+    v = default_v_max(lafan)
+    assert 2.0 < v < 4.0
+    assert default_v_max(lafan, percentile=50) < v
+
+
+# ------------------------------------------------------------------------- synthetic
+def test_follows_a_curve_on_a_small_database(small_db):
+    t = np.linspace(0, 8, 300)
+    path = TimedPath.from_samples(t, np.stack([1.2 * np.sin(t / 2.5), 1.1 * t], axis=1))
+    f = PathFollower(small_db, path, FollowSettings())
+    rec = f.run()
+    r = rec.report()
+    assert rec.completed and r["mean_distance_m"] < 0.15
+    for key in ("mean_distance_m", "completed", "knn_calls_per_match", "ms_per_match"):
+        assert key in r
+    assert rec.desired.shape == (rec.motion.num_frames, 3, 3)
+    assert np.all(np.diff(rec.desired_index) >= 0)  # alpha = 0: never back
+
+
+def test_joystick_facing_turns_the_query(small_db):
+    t = np.linspace(0, 4, 100)
+    path = TimedPath.from_samples(t, np.stack([np.zeros_like(t), t], axis=1))
+    f = PathFollower(small_db, path, FollowSettings(revision=RevisionSettings(facing="joystick", joystick_deg=90)))
+    traj, intent, _, _ = f.desired()
+    np.testing.assert_allclose(traj.directions, np.tile([-1.0, 0.0, 0.0], (3, 1)), atol=1e-9)
+    np.testing.assert_allclose(intent.facing, [-1.0, 0.0, 0.0], atol=1e-9)
+
+
+def test_net_facing_runs_with_any_network(small_db):
+    t = np.linspace(0, 4, 100)
+    path = TimedPath.from_samples(t, np.stack([np.zeros_like(t), t], axis=1))
+    net = DirectionNet.random(seed=3)
+    with pytest.raises(ValueError, match="DirectionNet"):
+        PathFollower(small_db, path, FollowSettings(revision=RevisionSettings(facing="net")))
+    f = PathFollower(small_db, path, FollowSettings(revision=RevisionSettings(facing="net")), facing_net=net)
+    rec = f.run()
+    assert np.isfinite(rec.root).all() and rec.motion.num_frames > 60
+
+
+# ------------------------------------------------------------------------ DirectionNet
+def straight_tracks(n=3):
+    out = []
+    for i in range(n):
+        t = np.arange(600) / 60.0
+        yaw = np.full(600, 0.4 * i)
+        out.append((np.stack([np.sin(yaw) * t * (1 + i), np.cos(yaw) * t * (1 + i)], axis=1), yaw, 60.0))
+    return out
+
+
+def test_direction_windows_are_in_the_facing_frame():
+    x, y = direction_windows(straight_tracks(), DirectionNetConfig(), stride=30)
+    assert x.shape[1:] == (120, 6) and y.shape[1:] == (120, 2)
+    np.testing.assert_allclose(y, np.broadcast_to([0.0, 1.0], y.shape), atol=1e-6)  # facing forward throughout
+    assert np.all(x[..., 3] > -1e-6) and np.median(x[:, 60, 3]) > 0.9  # moving forward (+Z) in that frame
+    assert np.all(np.abs(x[..., [0, 2, 4]]) < 1e-5)  # and never sideways
+
+
+def test_direction_net_numpy_forward_matches_torch():
+    torch = pytest.importorskip("torch")
+    net = DirectionNet.random(seed=1)
+    gru = torch.nn.GRU(6, 30, batch_first=True)
+    lin = torch.nn.Linear(30, 2)
+    w = net.w
+    with torch.no_grad():
+        for name, key in (("weight_ih_l0", "w_ih"), ("weight_hh_l0", "w_hh"), ("bias_ih_l0", "b_ih"),
+                          ("bias_hh_l0", "b_hh")):
+            getattr(gru, name).copy_(torch.tensor(w[key]))
+        lin.weight.copy_(torch.tensor(w["w_out"]))
+        lin.bias.copy_(torch.tensor(w["b_out"]))
+        x = np.random.default_rng(0).normal(size=(3, 50, 6))
+        want = lin(gru(torch.tensor(x, dtype=torch.float64).float())[0]).double().numpy()
+    np.testing.assert_allclose(net.forward(x), want, atol=1e-5)
+
+
+def test_direction_net_trains_saves_and_loads(tmp_path):
+    pytest.importorskip("torch")
+    net = train_direction_net(straight_tracks(), config=DirectionNetConfig(hidden=8), epochs=3, stride=10, seed=0)
+    assert len(net.history) == 3 and net.history[-1] < net.history[0]
+    net.save(tmp_path / "net.npz")
+    again = DirectionNet.load(tmp_path / "net.npz")
+    x = np.random.default_rng(0).normal(size=(2, 20, 6))
+    np.testing.assert_array_equal(net.forward(x), again.forward(x))
+    assert again.config.hidden == 8 and again.history == net.history
+
+
+def test_training_without_torch_says_so(monkeypatch):
+    monkeypatch.setitem(sys.modules, "torch", None)
+    with pytest.raises(MissingTorchError, match="pip install torch"):
+        train_direction_net(straight_tracks(), epochs=1)
+
+
+# -------------------------------------------------------------------------------- CLI
+def cli(argv):
+    from motionmatch.cli import follow_cmd
+
+    p = argparse.ArgumentParser(prog="motionmatch")
+    sub = p.add_subparsers()
+    follow_cmd.register(sub)
+    args = p.parse_args(argv)
+    return args.func(args)
+
+
+def test_cli_follow_writes_animation_and_report(small_db, tmp_path, capsys):
+    db = tmp_path / "db.npz"
+    small_db.save(db)
+    path = tmp_path / "p.json"
+    t = np.linspace(0, 5, 120)
+    path.write_text(json.dumps({"points": np.stack([t, 0.3 * np.sin(t), 1.0 * t], 1).tolist()}))
+    out, rep = tmp_path / "o.bvh", tmp_path / "r.json"
+    assert cli(["follow", "--db", str(db), "--path", str(path), "-o", str(out), "--report", str(rep),
+                "--k", "2", "--levels", "2", "--mode", "global", "--start", "1,-1"]) == 0
+    r = json.loads(rep.read_text())
+    for key in ("mean_distance_m", "completed", "knn_calls_per_match", "ms_per_match"):
+        assert key in r
+    assert r["knn_calls_per_match"] == 3.0 and r["settings"]["mode"] == "global"
+    from motionmatch.anim import load_bvh
+
+    assert load_bvh(out).num_frames == r["frames"]
+    assert "mean distance" in capsys.readouterr().out
+    # errors are reported, not raised
+    assert cli(["follow", "--db", str(db), "--path", str(tmp_path / "none.json"), "-o", str(out)]) == 1
+    assert "cannot read" in capsys.readouterr().err
+
+
+def test_cli_net_without_torch_is_a_clear_error(small_db, tmp_path, capsys, monkeypatch):
+    db = tmp_path / "db.npz"
+    small_db.save(db)
+    monkeypatch.setitem(sys.modules, "torch", None)
+    assert cli(["train-direction-net", "--db", str(db), "-o", str(tmp_path / "n.npz")]) == 1
+    assert "PyTorch" in capsys.readouterr().err
+
+
+# ------------------------------------------------------------------------- path files
+def test_shipped_paths_are_what_the_script_makes():
+    spec = importlib.util.spec_from_file_location("make_paths", REPO / "paths" / "make_paths.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    made = mod.make_all()
+    assert set(made) == set(PATHS)
+    for name, obj in made.items():
+        on_disk = json.loads((REPO / "paths" / f"{name}.json").read_text())
+        np.testing.assert_allclose(np.asarray(on_disk["points"]), np.asarray(obj["points"]), atol=1e-9)
+        p = shipped(name)
+        assert p.duration > 5 and p.length > 10
+    circle = shipped("circle")
+    v = circle.speeds[: circle.last]
+    assert v[:30].mean() < 0.5 and v[-60:].mean() > 8.0  # 0 to 9 m/s
+    eight = shipped("figure_eight")
+    # crosses itself: two distant parts of the path come within a few centimetres
+    p = eight.points[::10]
+    d = np.linalg.norm(p[:, None] - p[None], axis=-1)
+    far = np.abs(np.arange(len(p))[:, None] - np.arange(len(p))[None]) > len(p) // 4
+    assert d[far].min() < 0.1
+
+
+def test_a_character_waits_where_the_drawing_paused(lafan):
+    """A path drawn with a 2 s pause: the character stops there, then goes on (Eq. 1 alone
+    would hold the desired position at the pause for ever)."""
+    t = np.array([0.0, 3.0, 5.0, 8.0])
+    path = TimedPath.from_samples(t, np.array([[0.0, 0.0], [0.0, 3.0], [0.0, 3.0], [0.0, 6.0]]))
+    rec = PathFollower(lafan, path, FollowSettings()).run()
+    assert rec.completed and rec.mean_distance < 0.15
+    speed = np.linalg.norm(rec.root[6:] - rec.root[:-6], axis=1) * 10  # m/s over 0.1 s
+    still = np.flatnonzero(speed < 0.2)
+    mid = still[(rec.root[still, 2] > 2.5) & (rec.root[still, 2] < 3.5)]
+    assert len(mid) / 60 >= 0.5  # stood at the pause point for a while

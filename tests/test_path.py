@@ -1,0 +1,380 @@
+"""Drawn paths: loading, resampling, smoothing and the revised future query, with known answers."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+from motionmatch.control.path import (
+    PathError,
+    QueryReviser,
+    RevisionSettings,
+    RevisionState,
+    TimedPath,
+    gaussian_kernel,
+    load_path,
+    parse_path,
+    resample_path,
+    smooth_path,
+)
+
+OFFSETS = (1 / 3, 2 / 3, 1.0)
+
+
+def line_events(speed=1.2, seconds=6.0, heading=(0.0, 1.0), seed=0, n=200):
+    """Events at irregular times along a straight line at constant speed."""
+    rng = np.random.default_rng(seed)
+    t = np.sort(np.concatenate([[0.0, seconds], rng.uniform(0, seconds, n)]))
+    d = np.asarray(heading, float) / np.linalg.norm(heading)
+    return t, t[:, None] * speed * d[None, :]
+
+
+def polyline_events(vertices, speed, rate=120.0):
+    """Events every 1/rate s along a polyline at constant speed (abrupt corners, like a mouse)."""
+    v = np.asarray(vertices, float)
+    seg = np.linalg.norm(np.diff(v, axis=0), axis=1)
+    s = np.concatenate([[0.0], np.cumsum(seg)])
+    t = np.arange(0.0, s[-1] / speed, 1 / rate)
+    t = np.append(t, s[-1] / speed) if t[-1] < s[-1] / speed - 1e-9 else t
+    d = t * speed
+    return t, np.stack([np.interp(d, s, v[:, 0]), np.interp(d, s, v[:, 1])], axis=1)
+
+
+# ----------------------------------------------------------------------------- input
+def test_loads_the_json_form(tmp_path):
+    f = tmp_path / "p.json"
+    f.write_text(json.dumps({"points": [[0.0, 0.0, 0.0], [0.021, 0.03, 0.01], [0.5, 0.6, 0.2], [1.0, 1.2, 0.4]]}))
+    p = load_path(f)
+    assert p.fps == 150.0 and p.num_samples == 151  # 1 s at 150 Hz, both ends included
+    np.testing.assert_allclose(p.input_points[-1], [1.2, 0.0, 0.4])
+    assert np.all(p.points[:, 1] == 0.0)
+    # the drawing-speed factor: 0.2 makes 150 Hz samples 1/30 s apart, the path 5x longer in time
+    q = load_path(f, scale=0.2)
+    assert q.fps == pytest.approx(30.0) and q.duration == pytest.approx(5.0)
+
+
+def test_loads_csv_with_and_without_header(tmp_path):
+    a = tmp_path / "a.csv"
+    a.write_text("t,x,z\n0,0,0\n0.5,0.5,0\n1.0,1.0,0\n")
+    b = tmp_path / "b.csv"
+    b.write_text("0 ,0,0\n0.5,0.5,0\n1.0,1.0,0\n")
+    pa, pb = load_path(a), load_path(b)
+    np.testing.assert_allclose(pa.points, pb.points)
+    assert pa.length == pytest.approx(1.0, abs=1e-9)
+
+
+def test_file_options_and_joystick_timeline(tmp_path):
+    f = tmp_path / "j.json"
+    f.write_text(json.dumps({"points": [[1.0, 0, 0], [2.0, 1, 0], [3.0, 2, 0]], "scale": 0.5, "rate": 60,
+                             "joystick": [[1.0, 0], [2.0, 45]]}))
+    p = load_path(f)
+    assert p.fps == pytest.approx(30.0) and p.duration == pytest.approx(4.0)
+    # the timeline is moved to world seconds from the path's start: 45 degrees from t = 2 s
+    assert p.joystick_deg(1.9) == 0.0 and p.joystick_deg(2.1) == 45.0
+
+
+@pytest.mark.parametrize(("obj", "words"), [
+    ({"points": [[0, 0, 0]]}, "at least two points"),
+    ({"points": []}, "triples"),
+    ({"points": [[0, 0, 0], [0.1, float("nan"), 0]]}, "not finite"),
+    ({"points": [[0, 0, 0], [0.2, 1, 0], [0.2, 2, 0]]}, "increase strictly"),
+    ({"points": [[0, 0, 0], [0.3, 1, 0], [0.1, 2, 0]]}, "increase strictly"),
+    ({"points": [[0, 1, 1], [0.5, 1, 1], [1, 1, 1]]}, "zero length"),
+    ({"pts": [[0, 0, 0], [1, 1, 1]]}, '"points"'),
+    ({"points": [[0, 0], [1, 1]]}, "triples"),
+    ({"points": [[0, 0, 0], [1, 1, 1]], "scale": -1}, "positive"),
+])
+def test_invalid_paths_get_clear_errors(obj, words):
+    with pytest.raises(PathError, match=words):
+        raw = parse_path(obj)
+        TimedPath.from_samples(raw.times, raw.points)
+
+
+def test_file_errors_name_the_file(tmp_path):
+    f = tmp_path / "bad.json"
+    f.write_text("{not json")
+    with pytest.raises(PathError, match=r"bad\.json.*JSON"):
+        load_path(f)
+    with pytest.raises(PathError, match="cannot read"):
+        load_path(tmp_path / "missing.json")
+    c = tmp_path / "bad.csv"
+    c.write_text("t,x,y\n0,0,0\n1,1,1\n")
+    with pytest.raises(PathError, match="columns t, x, z"):
+        load_path(c)
+
+
+# ------------------------------------------------------------------------ resampling
+def test_resampling_irregular_events_on_a_line_is_exact():
+    t, xz = line_events(speed=1.2, seconds=6.0)
+    pts, fps = resample_path(t, xz, rate=150.0, scale=1.0)
+    assert fps == 150.0 and len(pts) == 901
+    expect = np.arange(901)[:, None] / 150.0 * 1.2 * np.array([[0.0, 1.0]])
+    np.testing.assert_allclose(pts, expect, atol=1e-12)
+
+
+def test_resampling_with_drawing_speed_factor():
+    """A path drawn in 1 s with factor 0.2 lasts 5 world seconds: 5x slower."""
+    t, xz = line_events(speed=5.0, seconds=1.0)
+    _pts, fps = resample_path(t, xz, rate=150.0, scale=0.2)
+    assert fps == pytest.approx(30.0)
+    p = TimedPath.from_samples(t, xz, rate=150.0, scale=0.2)
+    assert p.duration == pytest.approx(5.0)
+    np.testing.assert_allclose(p.speeds[:-1], 1.0, rtol=1e-9)
+
+
+def test_resampling_keeps_the_last_event():
+    t = np.array([0.0, 0.3, 1.007])
+    xz = np.array([[0.0, 0.0], [0.3, 0.0], [1.007, 0.0]])
+    pts, _fps = resample_path(t, xz, 150.0)
+    np.testing.assert_allclose(pts[-1], [1.007, 0.0])
+    assert np.all(np.diff(pts[:, 0]) > 0)
+
+
+# ------------------------------------------------------------------------- smoothing
+def test_gaussian_kernel():
+    w = gaussian_kernel(3.0, 19)
+    assert w.shape == (19,) and w.sum() == pytest.approx(1.0)
+    np.testing.assert_allclose(w, w[::-1])
+    assert np.argmax(w) == 9
+    with pytest.raises(PathError):
+        gaussian_kernel(3.0, 18)
+
+
+def test_straight_path_at_constant_speed_is_unchanged_by_smoothing():
+    t, xz = line_events(speed=1.5, seconds=4.0, heading=(0.6, -0.8))
+    raw = TimedPath.from_samples(t, xz, smooth=False)
+    sm = TimedPath.from_samples(t, xz, smooth=True)
+    np.testing.assert_allclose(sm.points, raw.points, atol=1e-9)
+    pts = raw.points[:, [0, 2]]
+    np.testing.assert_allclose(smooth_path(pts, 3.0, 19), pts, atol=1e-9)
+
+
+def test_smoothing_keeps_length_and_softens_corners():
+    t, xz = polyline_events([[0, 0], [0, 4], [4, 4]], speed=2.0)
+    raw = TimedPath.from_samples(t, xz, smooth=False)
+    sm = TimedPath.from_samples(t, xz, smooth=True)
+    # the ends stay where they were drawn (extrapolated, not shortened)
+    np.testing.assert_allclose(sm.points[0], raw.points[0], atol=1e-6)
+    np.testing.assert_allclose(sm.points[-1], raw.points[-1], atol=1e-6)
+    assert sm.num_samples == raw.num_samples
+    # the speed dips gently at the corner instead of the velocity turning at once
+    acc = lambda p: np.linalg.norm(np.diff(p.points, 2, axis=0), axis=1).max() * p.fps**2  # noqa: E731
+    assert acc(sm) < 0.25 * acc(raw)
+    mid = sm.speeds[: sm.last]
+    assert mid.min() < 1.9 and mid.max() < 2.05
+
+
+def test_smoothing_is_defined_in_world_time():
+    """The paper's sigma and width are in 1/30 s path frames: the same path resampled at
+    150 Hz and at 30 Hz is smoothed alike."""
+    t, xz = polyline_events([[0, 0], [0, 3], [3, 3]], speed=1.5)
+    a = TimedPath.from_samples(t, xz, rate=150.0)
+    b = TimedPath.from_samples(t, xz, rate=30.0)
+    np.testing.assert_allclose(a.point(np.arange(b.num_samples) * 5.0), b.points, atol=0.02)
+
+
+# -------------------------------------------------------------------------- TimedPath
+def test_path_geometry():
+    t = np.array([0.0, 1.0, 2.0, 3.0])
+    xz = np.array([[0.0, 0.0], [0.0, 0.0], [0.0, 1.0], [0.0, 1.0]])  # stand, walk, stand
+    p = TimedPath.from_samples(t, xz, rate=10.0, smooth=False)
+    np.testing.assert_allclose(p.tangents, np.tile([0.0, 0.0, 1.0], (p.num_samples, 1)))
+    assert p.length == pytest.approx(1.0)
+    assert p.index_at_arc(0.5) == pytest.approx(15.0)
+    np.testing.assert_allclose(p.velocity(15.0), [0.0, 0.0, 1.0])
+    np.testing.assert_allclose(p.point(-3.0), p.points[0])
+    np.testing.assert_allclose(p.point(1e9), p.points[-1])
+    q = p.starting_at([2.0, 5.0, 3.0])
+    np.testing.assert_allclose(q.points[0], [2.0, 0.0, 3.0])
+    np.testing.assert_allclose(q.input_points[-1], [2.0, 0.0, 4.0])
+
+
+def test_global_approach_joins_a_straight_segment_at_the_initial_speed():
+    t, xz = line_events(speed=1.0, seconds=5.0)
+    p = TimedPath.from_samples(t, xz)
+    g = p.with_approach([3.0, 0.0, 0.0])
+    np.testing.assert_allclose(g.points[0], [3.0, 0.0, 0.0], atol=1e-9)
+    np.testing.assert_allclose(g.input_points[1], p.input_points[0])
+    assert g.duration == pytest.approx(p.duration + 3.0, abs=0.02)  # 3 m at 1 m/s first
+    assert p.with_approach(p.points[0]) is p
+
+
+# ------------------------------------------------------------------ query revision
+def straight(speed=1.0, seconds=10.0):
+    t, xz = line_events(speed=speed, seconds=seconds)
+    return TimedPath.from_samples(t, xz)
+
+
+def test_on_a_followed_path_the_query_is_the_path_ahead():
+    p = straight(1.0)
+    rv = QueryReviser(p, OFFSETS, RevisionSettings(v_max=3.0))
+    st = RevisionState(np.array([300]), np.array([2.0]))
+    r = rv.revise(p.points[305], st)
+    assert r.i_d[0] == 305
+    np.testing.assert_allclose(r.indices[0], 305 + np.array(OFFSETS) * 150)
+    np.testing.assert_allclose(r.positions[0], p.point(r.indices[0]))
+    np.testing.assert_allclose(r.directions[0], np.tile([0.0, 0.0, 1.0], (3, 1)), atol=1e-12)
+    np.testing.assert_allclose(r.velocities[0, :, 2], 1.0, rtol=1e-6)
+    assert r.state.i_prev[0] == 305 and r.corner[0] == -1
+
+
+def test_desired_position_window_never_goes_back_nor_far_ahead():
+    p = straight(1.0)
+    rv = QueryReviser(p, OFFSETS, RevisionSettings(v_max=3.0))
+    st = RevisionState(np.array([300, 300]), np.zeros(2))
+    behind, ahead = p.points[100], p.points[900]
+    i_d = rv.desired_index(np.stack([behind, ahead]), st)
+    assert i_d[0] == 300            # alpha = 0: not back
+    assert i_d[1] == 300 + 50       # beta = 10 path frames = 1/3 s = 50 samples at 150 Hz
+
+
+def test_desired_position_modes():
+    p = straight(1.0)
+    st = RevisionState(np.array([300]), np.array([4.0]))
+    pos = p.points[100][None]
+    cur = QueryReviser(p, OFFSETS, RevisionSettings(desired="current", v_max=3.0)).desired_index(pos, st)
+    near = QueryReviser(p, OFFSETS, RevisionSettings(desired="nearest", v_max=3.0)).desired_index(pos, st)
+    assert cur[0] == 600 and near[0] == 100
+
+
+def test_self_crossing_path_is_followed_in_order():
+    """At the crossing of a figure-eight the window keeps the branch being walked; the
+    nearest point of the whole path may be on the other branch."""
+    u = np.linspace(0, 2 * np.pi, 1200)
+    xz = np.stack([3 * np.sin(u), 1.5 * np.sin(2 * u)], axis=1)
+    p = TimedPath.from_samples(u / u[-1] * 14.0, xz)
+    rv = QueryReviser(p, OFFSETS, RevisionSettings(v_max=3.0))
+    # at the start (the crossing) and at the middle crossing, the window stays on its branch
+    mid = int(np.argmin(np.linalg.norm(p.points[p.last // 4 : 3 * p.last // 4], axis=1))) + p.last // 4
+    for i in (0, mid - 3):
+        st = RevisionState(np.array([i]), np.zeros(1))
+        assert abs(rv.desired_index(p.points[i][None] + 0.01, st)[0] - i) <= 50
+    st = RevisionState(np.array([mid - 3]), np.zeros(1))
+    near = QueryReviser(p, OFFSETS, RevisionSettings(desired="nearest", v_max=3.0))
+    # the end is where the path started: "nearest" may jump to it from the start
+    assert near.desired_index(p.points[0][None], RevisionState.start())[0] in (0, p.last)
+
+
+def test_path_drawn_3x_too_fast_gives_future_points_limited_to_v_max():
+    v_max = 2.0
+    p = straight(speed=3 * v_max, seconds=8.0)
+    rv = QueryReviser(p, OFFSETS, RevisionSettings(v_max=v_max))
+    st = RevisionState(np.array([150]), np.zeros(1))
+    r = rv.revise(p.points[150], st)
+    d = np.linalg.norm(r.positions[0] - p.points[150], axis=1)
+    np.testing.assert_allclose(d, v_max * np.array(OFFSETS), rtol=1e-6)  # evenly spaced in time
+    np.testing.assert_allclose(np.linalg.norm(r.velocities[0], axis=1), v_max, rtol=1e-6)
+    # without the limit the raw points are 3x as far
+    raw = QueryReviser(p, OFFSETS, RevisionSettings(speed_limit=False)).revise(p.points[150], st)
+    np.testing.assert_allclose(np.linalg.norm(raw.positions[0] - p.points[150], axis=1), 3 * v_max * np.array(OFFSETS),
+                               rtol=1e-6)
+    # a path slower than v_max is left as it is
+    slow = straight(speed=1.0)
+    r = QueryReviser(slow, OFFSETS, RevisionSettings(v_max=v_max)).revise(slow.points[150], st)
+    np.testing.assert_allclose(r.indices[0], 150 + np.array(OFFSETS) * 150)
+
+
+def corner_path(speed=1.0, leg=4.0):
+    t, xz = polyline_events([[0, 0], [0, leg], [-leg, leg]], speed=speed)
+    return TimedPath.from_samples(t, xz, smooth=False, rate=150.0)
+
+
+def test_sharp_corner_moves_the_point_after_it_toward_the_corner():
+    p = corner_path()  # a 90-degree corner at z = 4 (sample 600), then toward -X
+    rv = QueryReviser(p, OFFSETS, RevisionSettings(v_max=3.0))
+    plain = QueryReviser(p, OFFSETS, RevisionSettings(v_max=3.0, sharp_corners=False))
+    i = 520  # future points at 570, 620, 670: the corner (sample 600) lies between p_f^1 and p_f^2
+    st = RevisionState(np.array([i - 5]), np.zeros(1))
+    r, r0 = rv.revise(p.points[i], st), plain.revise(p.points[i], st)
+    assert r.i_d[0] == i
+    np.testing.assert_allclose(r0.indices[0], [570, 620, 670])
+    np.testing.assert_allclose(r.positions[0, 0], r0.positions[0, 0])  # before the corner: unchanged
+    corner_pt = p.points[599]  # the path point just before the corner
+    a, b = r0.positions[0, 0], r.positions[0, 1]
+    # on the line from p_f^1 through the corner point, as far as the path goes in that time
+    k = (620 - 570) / (599 - 570)
+    np.testing.assert_allclose(b, a + k * (corner_pt - a), atol=1e-9)
+    assert b[0] == pytest.approx(0.0) and b[2] > 4.0  # straight on past the corner, not cut across
+    # the later point moves by the same amount
+    np.testing.assert_allclose(r.positions[0, 2] - r0.positions[0, 2], b - r0.positions[0, 1], atol=1e-9)
+    assert r.corner[0] == -1  # the corner is not yet between p_d and p_f^1
+
+
+def test_corner_next_to_the_character_is_reported_and_a_stuck_desired_position_advances():
+    p = corner_path()
+    rv = QueryReviser(p, OFFSETS, RevisionSettings(v_max=3.0))
+    st = RevisionState(np.array([580]), np.zeros(1))
+    r = rv.revise(p.points[580], st)  # i_d did not move and a corner is right ahead
+    assert r.i_d[0] == 580 + 10  # advanced by c = 2 path frames = 10 samples
+    assert r.corner[0] == 599
+    # past the corner: nothing to modify any more
+    st = RevisionState(np.array([640]), np.zeros(1))
+    r = rv.revise(p.points[641], st)
+    assert r.corner[0] == -1
+    np.testing.assert_allclose(r.positions[0], p.point(r.indices[0]))
+
+
+def test_facing_modes():
+    p = straight(1.0)
+    st = RevisionState(np.array([100]), np.zeros(1))
+    joy = QueryReviser(p, OFFSETS, RevisionSettings(v_max=3.0, facing="joystick", joystick_deg=90.0))
+    r = joy.revise(p.points[100], st)
+    np.testing.assert_allclose(r.directions[0], np.tile([-1.0, 0.0, 0.0], (3, 1)), atol=1e-12)  # to the right
+    r = joy.revise(p.points[100], st, joystick_deg=-180.0)  # plus the path's own timeline: -90 in all
+    np.testing.assert_allclose(r.directions[0], np.tile([1.0, 0.0, 0.0], (3, 1)), atol=1e-12)
+    net = QueryReviser(p, OFFSETS, RevisionSettings(v_max=3.0, facing="net"),
+                       facing_track=lambda idx: np.stack([np.ones_like(idx), np.zeros_like(idx), -np.ones_like(idx)], -1))
+    r = net.revise(p.points[100], st)
+    np.testing.assert_allclose(r.directions[0], np.tile([math.sqrt(0.5), 0, -math.sqrt(0.5)], (3, 1)))
+    with pytest.raises(ValueError, match="facing track"):
+        QueryReviser(p, OFFSETS, RevisionSettings(v_max=3.0, facing="net")).revise(p.points[0], st)
+
+
+def test_reviser_checks_its_settings():
+    p = straight(1.0)
+    with pytest.raises(ValueError, match="v_max"):
+        QueryReviser(p, OFFSETS, RevisionSettings())
+    with pytest.raises(ValueError, match="desired"):
+        RevisionSettings(desired="closest")
+    r = RevisionSettings.raw()
+    assert r.desired == "current" and not r.speed_limit and not r.sharp_corners
+
+
+def test_many_states_at_once_match_one_by_one():
+    p = corner_path(speed=2.5)
+    rv = QueryReviser(p, OFFSETS, RevisionSettings(v_max=2.0))
+    rng = np.random.default_rng(1)
+    i_prev = rng.integers(0, p.last, 12)
+    pos = p.points[np.minimum(i_prev + rng.integers(0, 30, 12), p.last)] + rng.normal(0, 0.05, (12, 3)) * [1, 0, 1]
+    st = RevisionState(i_prev, rng.uniform(0, 5, 12))
+    r = rv.revise(pos, st)
+    for m in range(12):
+        one = rv.revise(pos[m], st.take([m]))
+        np.testing.assert_allclose(one.positions[0], r.positions[m])
+        np.testing.assert_allclose(one.directions[0], r.directions[m])
+        assert one.i_d[0] == r.i_d[m]
+
+
+def test_a_pause_in_the_drawing_lasts_as_long_as_drawn():
+    """Where the path stands still, the desired position moves on with the drawn time
+    (Eq. 1 alone would hold it at the pause's first point for ever)."""
+    t = np.array([0.0, 3.0, 5.0, 8.0])
+    xz = np.array([[0.0, 0.0], [0.0, 3.0], [0.0, 3.0], [0.0, 6.0]])  # 1 m/s, 2 s still, 1 m/s
+    p = TimedPath.from_samples(t, xz, smooth=False)
+    rv = QueryReviser(p, OFFSETS, RevisionSettings(v_max=3.0))
+    st = RevisionState(np.array([440]), np.zeros(1))
+    at = p.points[450]
+    frames = 0
+    while True:
+        r = rv.revise(at, st)
+        if r.i_d[0] >= 750 or frames > 1000:
+            break
+        st = r.state.later(1 / 60)
+        frames += 1
+    assert abs(frames - 120) <= 2  # 2 s at 60 Hz standing at the pause point
+    # the query meanwhile holds still, then leads on
+    r = rv.revise(at, RevisionState(np.array([450]), np.zeros(1)))
+    np.testing.assert_allclose(r.positions[0, 0], at)
