@@ -262,6 +262,19 @@ def test_box_exact_at_any_scale(scale):
         assert_same_knn(f, q, box.nearest(q, k=3), brute.nearest(q, k=3))
 
 
+@pytest.mark.parametrize("dim", [15, 16, 17, 33, 64])
+def test_box_exact_for_wider_features(dim):
+    """Dimensions around and above the 16-lane chunks of the row distance code."""
+    rng = np.random.default_rng(dim)
+    f = np.cumsum(rng.normal(size=(2011, dim)), axis=0).astype(np.float32)
+    valid = rng.random(len(f)) < 0.9
+    box, brute = BoxSearch(f, valid), BruteForceSearch(f, valid)
+    mask = rng.random(len(f)) < 0.5
+    for q in f[rng.integers(len(f), size=15)] + rng.normal(scale=0.5, size=(15, dim)):
+        assert_same_knn(f, q, box.nearest(q, k=4), brute.nearest(q, k=4), valid)
+        assert_same_knn(f, q, box.nearest(q, mask=mask), brute.nearest(q, mask=mask), valid & mask)
+
+
 def test_constant_and_single_frame_data():
     f = np.zeros((100, 4), dtype=np.float32)
     for s in (BoxSearch(f), BruteForceSearch(f)):

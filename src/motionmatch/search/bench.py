@@ -10,11 +10,15 @@ database folder (``features_normalized.npy [F, D]``, optionally ``queries_normal
     invalid frames +inf; ``argpartition`` then a sort of the k for k > 1), with numpy's
     BLAS threads as they are (``numpy``) and limited to one (``numpy_1thread``);
   - every searcher method (``brute``: :class:`BruteForceSearch`, the exact numpy oracle,
-    ``box``: :class:`BoxSearch`) through its public ``nearest``; the methods and both
-    numpy variants take turns on each query, so they see the same machine load and caches;
-* **batched queries**: seconds for all queries at once (``nearest_batch``) against the
+    ``box``: :class:`BoxSearch`) through its public ``nearest``;
+
+  the contenders take turns, ``block`` queries each (default 50), so that they see the same
+  machine load while each runs queries in a row as in a search loop; ``block=1`` alternates
+  on every query, so every call starts with caches that the others have just used (colder:
+  the box search, which reads scattered memory, loses more there than numpy's streaming);
+* **batched queries**: seconds for ``batch`` queries at once (``nearest_batch``) against the
   numpy batched brute force (blocked matrix products, ``argmin``/``argpartition``), best
-  of a few repeats;
+  of a few repeats, each after a short pause (so that the other's threads are idle);
 * **exactness**: every searcher's k = 1 distances against ``exact_cost`` when the folder
   has it (else against :class:`BruteForceSearch`).
 
@@ -50,6 +54,9 @@ __all__ = [
 
 FEATURES = "features_normalized.npy"
 KS = (1, 3, 10)
+#: Pause before each timed batch: the thread pools of the previous contender (OpenBLAS's
+#: spin-waiting threads, numba's) go idle instead of competing for the 2 cores.
+BATCH_PAUSE_S = 0.2
 
 
 # ---------------------------------------------------------------- data
@@ -297,6 +304,7 @@ def bench_database(
         row: dict[str, Any] = {}
         best = np.inf
         for _ in range(batch_repeats):
+            time.sleep(BATCH_PAUSE_S)
             t = time.perf_counter()
             numpy_bf.nearest_batch(batch_q, k)
             best = min(best, time.perf_counter() - t)
@@ -304,6 +312,7 @@ def bench_database(
         for m, s in searchers.items():
             best_m = np.inf
             for _ in range(batch_repeats):
+                time.sleep(BATCH_PAUSE_S)
                 t = time.perf_counter()
                 s.nearest_batch(batch_q, k=k)
                 best_m = min(best_m, time.perf_counter() - t)
@@ -334,9 +343,16 @@ def bench_database(
         best_us=k1[best_method]["median_us"],
         speedup_vs_numpy=numpy_us / k1[best_method]["median_us"],
     )
+    warnings = []
     if "numpy_1thread" in k1:
         out["numpy_1thread_us"] = k1["numpy_1thread"]["median_us"]
         out["speedup_vs_numpy_1thread"] = out["numpy_1thread_us"] / out["best_us"]
+        if numpy_us > 2 * out["numpy_1thread_us"]:
+            warnings.append(
+                "numpy with its BLAS threads is much slower than with one thread: the machine is busy (a BLAS "
+                "thread waits for a core), so numpy_us is inflated; compare with numpy_1thread_us, or rerun"
+            )
+    out["warnings"] = warnings
     for k in ks:
         sk = single[f"k{k}"]
         for m in methods:
@@ -442,6 +458,7 @@ def format_report(results: dict[str, Any]) -> str:
         for m in methods:
             rows.append([m, *[f"{b[k][m + '_s'] * 1e3:.1f}" for k in ks], *[f"{b[k][m + '_speedup']:.2f}x" for k in ks]])
         out.append(_table(rows))
+        out.extend(f"warning: {w}" for w in r.get("warnings", []))
         ex = ", ".join(f"{m}: {v['mismatches']} mismatches vs {v['reference']} (max rel. error {v['max_rel_error']:.1e})"
                        for m, v in r["exact"].items())
         out.append(f"exactness, k=1 distances: {ex}")
