@@ -12,6 +12,7 @@ from motionmatch.anim import load_bvh, save_bvh
 from motionmatch.anim.mirror import mirror
 from motionmatch.anim.resample import resample
 from motionmatch.anim.summary import summarize
+from motionmatch.cli._common import require_suffix
 from motionmatch.errors import MotionMatchError
 
 
@@ -105,9 +106,7 @@ def parse_range(text: str, fps: float, frames: int) -> slice:
 
 def cmd_convert(args: argparse.Namespace) -> int:
     try:
-        out = Path(args.output)
-        if out.suffix.lower() != ".bvh":
-            raise MotionMatchError(f"{out}: the output must be a .bvh file")
+        out = require_suffix(args.output, (".bvh",), "output")
         m = load_bvh(args.input, units=args.units)
         if args.range:
             m = m[parse_range(args.range, m.fps, m.num_frames)]

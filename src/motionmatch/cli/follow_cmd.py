@@ -7,6 +7,7 @@ import json
 import sys
 from pathlib import Path
 
+from motionmatch.cli._common import require_suffix
 from motionmatch.errors import MotionMatchError
 
 FOLLOW_HELP = """\
@@ -43,13 +44,9 @@ def cmd_follow(args: argparse.Namespace) -> int:
     from motionmatch.runtime.follow import FollowSettings, PathFollower, run_followers
 
     try:
-        out = Path(args.output)
-        if out.suffix.lower() != ".bvh":
-            raise MotionMatchError(f"{out}: the output must be a .bvh file")
-        if args.preview and Path(args.preview).suffix.lower() not in (".mp4", ".gif"):
-            raise MotionMatchError(f"{args.preview}: the preview must be a .mp4 or .gif file")
-        if args.plot and Path(args.plot).suffix.lower() != ".png":
-            raise MotionMatchError(f"{args.plot}: the plot must be a .png file")
+        out = require_suffix(args.output, (".bvh",), "output")
+        require_suffix(args.preview, (".mp4", ".gif"), "preview")
+        require_suffix(args.plot, (".png",), "plot")
         if args.k < 1 or args.levels < 1:
             raise MotionMatchError("--k and --levels must be at least 1")
         starts = args.start or []

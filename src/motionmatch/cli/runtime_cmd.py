@@ -7,6 +7,7 @@ import json
 import sys
 from pathlib import Path
 
+from motionmatch.cli._common import require_suffix
 from motionmatch.errors import MotionMatchError
 
 
@@ -55,11 +56,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     from motionmatch.runtime.offline import run_script
 
     try:
-        out = Path(args.output)
-        if out.suffix.lower() != ".bvh":
-            raise MotionMatchError(f"{out}: the output must be a .bvh file")
-        if args.preview and Path(args.preview).suffix.lower() not in (".mp4", ".gif"):
-            raise MotionMatchError(f"{args.preview}: the preview must be a .mp4 or .gif file")
+        out = require_suffix(args.output, (".bvh",), "output")
+        require_suffix(args.preview, (".mp4", ".gif"), "preview")
         db = MotionDatabase.load(args.db)
         script = load_script(args.input)
         settings = ControllerSettings(

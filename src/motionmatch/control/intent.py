@@ -70,7 +70,9 @@ class GaitSpeeds:
         return "sprint"
 
 
-def _vec3(value: ArrayLike, what: str) -> np.ndarray:
+def vec3(value: ArrayLike, what: str) -> np.ndarray:
+    """``value`` as a finite ``[3]`` float array (a ``[x, z]`` pair gets ``y = 0``), or a
+    ``ValueError`` naming ``what``."""
     a = np.asarray(value, dtype=np.float64).reshape(-1)
     if a.shape == (2,):
         a = np.array([a[0], 0.0, a[1]])
@@ -117,10 +119,10 @@ class Intent:
     actions: frozenset[str] = frozenset()
 
     def __post_init__(self) -> None:
-        v = np.zeros(3) if self.velocity is None else _vec3(self.velocity, "Intent.velocity")
+        v = np.zeros(3) if self.velocity is None else vec3(self.velocity, "Intent.velocity")
         object.__setattr__(self, "velocity", _frozen(v))
         if self.facing is not None:
-            f = _vec3(self.facing, "Intent.facing")
+            f = vec3(self.facing, "Intent.facing")
             f[1] = 0.0
             n = float(np.linalg.norm(f))
             if n < 1e-9:
@@ -160,7 +162,7 @@ class Intent:
 
         ``gait`` defaults to the label of ``speed`` under ``gaits``.
         """
-        d = _planar_unit(_vec3(direction, "direction"))
+        d = _planar_unit(vec3(direction, "direction"))
         if speed < 0 or not math.isfinite(speed):
             raise ValueError(f"speed must be finite and >= 0, got {speed!r}")
         if not np.any(d):
@@ -199,7 +201,7 @@ class Intent:
             return np.array(self.facing)
         if self.moving:
             return self.direction
-        return _planar_unit(_vec3(current, "current facing"))
+        return _planar_unit(vec3(current, "current facing"))
 
     def with_(self, **changes) -> Intent:
         """A copy with some fields replaced (``dataclasses.replace``)."""

@@ -41,19 +41,10 @@ from numpy.typing import ArrayLike
 
 from motionmatch.anim import quat
 from motionmatch.control import springs
-from motionmatch.control.intent import STILL_SPEED, Intent
+from motionmatch.control.intent import STILL_SPEED, Intent, vec3
 
 FORWARD = np.array([0.0, 0.0, 1.0])
 MODES = ("spring", "linear")
-
-
-def _v3(value: ArrayLike, what: str) -> np.ndarray:
-    a = np.asarray(value, dtype=np.float64).reshape(-1)
-    if a.shape == (2,):
-        a = np.array([a[0], 0.0, a[1]])
-    if a.shape != (3,) or not np.all(np.isfinite(a)):
-        raise ValueError(f"{what} must be 3 finite numbers [x, y, z] (or 2, [x, z]), got {value!r}")
-    return a
 
 
 def yaw_rotation(direction: ArrayLike) -> np.ndarray:
@@ -66,7 +57,7 @@ def _as_yaw(q: ArrayLike) -> np.ndarray:
     """The heading part of a rotation (rotation about +Y with the same forward projection)."""
     q = np.asarray(q, dtype=np.float64)
     if q.shape in ((2,), (3,)):  # a facing direction was given ([x, z] or [x, y, z])
-        return yaw_rotation(_v3(q, "facing"))
+        return yaw_rotation(vec3(q, "facing"))
     if q.shape != (4,) or not np.all(np.isfinite(q)):
         raise ValueError(f"rotation must be a quaternion (w, x, y, z) or a facing direction [3], got {q!r}")
     return quat.from_angle_y(quat.yaw_angle(quat.normalize(q)))
@@ -95,7 +86,7 @@ class RootState:
         z = np.zeros(3)
         for name in ("position", "velocity", "acceleration", "angular_velocity"):
             val = getattr(self, name)
-            object.__setattr__(self, name, z.copy() if val is None else _v3(val, f"RootState.{name}"))
+            object.__setattr__(self, name, z.copy() if val is None else vec3(val, f"RootState.{name}"))
         w = self.angular_velocity
         object.__setattr__(self, "angular_velocity", np.array([0.0, w[1], 0.0]))
         rot = quat.identity() if self.rotation is None else _as_yaw(self.rotation)
@@ -142,7 +133,7 @@ class PredictedTrajectory:
         result +Z is that root's forward and +X its left.
         """
         r = _as_yaw(rotation)
-        o = _v3(origin, "origin")
+        o = vec3(origin, "origin")
         return (
             quat.inv_rotate(r, self.positions - o),
             quat.inv_rotate(r, self.directions),
@@ -159,14 +150,14 @@ def _goals(
         if facing is None:
             facing = desired.facing
     else:
-        vg = _v3(desired, "desired velocity")
+        vg = vec3(desired, "desired velocity")
     if not vertical:
         vg[1] = 0.0
     if facing is not None:
         f = np.asarray(facing, dtype=np.float64)
         if f.shape == (4,):
             return vg, _as_yaw(f)
-        f = _v3(f, "desired facing")
+        f = vec3(f, "desired facing")
         if np.hypot(f[0], f[2]) < 1e-9:
             raise ValueError("desired facing must be a non-zero ground-plane direction (or None)")
         return vg, yaw_rotation(f)
