@@ -200,6 +200,32 @@ def _github_lfs_urls(repo: str, commit: str, path: str) -> tuple[str, ...]:
     )
 
 
+def _bandai(n: int, *, size: int, sha256: str, num_files: int | None, description: str) -> Dataset:
+    """Catalogue entry of Bandai-Namco-Research-Motiondataset-``n`` (the two share everything else)."""
+    return Dataset(
+        name=f"bandai-namco-{n}",
+        title=f"Bandai-Namco-Research-Motiondataset-{n}",
+        urls=_github_lfs_urls(_BANDAI_REPO, _BANDAI_COMMIT, f"dataset/Bandai-Namco-Research-Motiondataset-{n}/data.zip"),
+        filename="data.zip",
+        archive_format="zip",
+        size=size,
+        sha256=sha256,
+        bvh_subdirs=("data", ""),
+        local_names=(f"bandai-namco/dataset-{n}", f"Bandai-Namco-Research-Motiondataset-{n}/data", f"bandai-namco-{n}"),
+        licence="CC BY-NC 4.0",
+        licence_url="https://creativecommons.org/licenses/by-nc/4.0/",
+        homepage=f"https://github.com/{_BANDAI_REPO}",
+        attribution=_BANDAI_ATTRIBUTION,
+        citation=_BANDAI_CITATION,
+        fps=30.0,
+        units="cm",
+        euler_order="ZXY",
+        up_axis="Y",
+        num_files=num_files,
+        description=description,
+    )
+
+
 _CATALOGUE: dict[str, Dataset] = {
     d.name: d
     for d in (
@@ -232,27 +258,8 @@ _CATALOGUE: dict[str, Dataset] = {
                 "sprinting, obstacles, jumps, crawling, dance, fights, falls, pushes."
             ),
         ),
-        Dataset(
-            name="bandai-namco-1",
-            title="Bandai-Namco-Research-Motiondataset-1",
-            urls=_github_lfs_urls(
-                _BANDAI_REPO, _BANDAI_COMMIT, "dataset/Bandai-Namco-Research-Motiondataset-1/data.zip"
-            ),
-            filename="data.zip",
-            archive_format="zip",
-            size=12_000_689,
-            sha256="6dbcdbba53e0d45595bd332cc814ff4636bd06e3c484f66a8e67d6f79b116757",
-            bvh_subdirs=("data", ""),
-            local_names=("bandai-namco/dataset-1", "Bandai-Namco-Research-Motiondataset-1/data", "bandai-namco-1"),
-            licence="CC BY-NC 4.0",
-            licence_url="https://creativecommons.org/licenses/by-nc/4.0/",
-            homepage=f"https://github.com/{_BANDAI_REPO}",
-            attribution=_BANDAI_ATTRIBUTION,
-            citation=_BANDAI_CITATION,
-            fps=30.0,
-            units="cm",
-            euler_order="ZXY",
-            up_axis="Y",
+        _bandai(
+            1, size=12_000_689, sha256="6dbcdbba53e0d45595bd332cc814ff4636bd06e3c484f66a8e67d6f79b116757",
             num_files=175,
             description=(
                 "175 clips, 36,673 frames at 30 fps: 17 contents (walk, walk-back/left/right, run, dash, "
@@ -260,27 +267,8 @@ _CATALOGUE: dict[str, Dataset] = {
                 "Position channels on every joint."
             ),
         ),
-        Dataset(
-            name="bandai-namco-2",
-            title="Bandai-Namco-Research-Motiondataset-2",
-            urls=_github_lfs_urls(
-                _BANDAI_REPO, _BANDAI_COMMIT, "dataset/Bandai-Namco-Research-Motiondataset-2/data.zip"
-            ),
-            filename="data.zip",
-            archive_format="zip",
-            size=126_309_261,
-            sha256="62b24dc8aa8934f2c2239746218ddbf1b004b5a238ad461330690d07ed1486bd",
-            bvh_subdirs=("data", ""),
-            local_names=("bandai-namco/dataset-2", "Bandai-Namco-Research-Motiondataset-2/data", "bandai-namco-2"),
-            licence="CC BY-NC 4.0",
-            licence_url="https://creativecommons.org/licenses/by-nc/4.0/",
-            homepage=f"https://github.com/{_BANDAI_REPO}",
-            attribution=_BANDAI_ATTRIBUTION,
-            citation=_BANDAI_CITATION,
-            fps=30.0,
-            units="cm",
-            euler_order="ZXY",
-            up_axis="Y",
+        _bandai(
+            2, size=126_309_261, sha256="62b24dc8aa8934f2c2239746218ddbf1b004b5a238ad461330690d07ed1486bd",
             num_files=None,
             description=(
                 "384,931 frames at 30 fps: 10 contents, mainly locomotion (walk, walk-turn-left/right, run) "
