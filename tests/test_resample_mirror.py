@@ -105,3 +105,18 @@ def test_mirror_keeps_the_skeleton_and_reflects_world_poses(data_dir, rel, tol):
     # Joints without position channels keep their bone offsets exactly.
     fixed = ~m.skeleton.has_position_channels
     np.testing.assert_allclose(mm.translations[:, fixed], m.translations[:, fixed], atol=1e-12)
+
+
+def test_z_up_files_are_converted_to_y_up(walk30, tmp_path):
+    """A clip written Z up (the world rotated +90 degrees about X) reads back Y up."""
+    from motionmatch.anim import save_bvh
+    from motionmatch.anim.axes import Z_UP_TO_Y_UP, rotate_world
+    from motionmatch.anim.quat import conjugate
+
+    z_up = rotate_world(walk30, conjugate(Z_UP_TO_Y_UP))
+    assert np.abs(z_up.world_positions[..., 2]).max() > 1.0  # height is now along z
+    save_bvh(z_up, tmp_path / "z.bvh")
+    back = load_bvh(tmp_path / "z.bvh", up_axis="z")
+    np.testing.assert_allclose(back.world_positions, walk30.world_positions, atol=1e-4)
+    with pytest.raises(ValueError, match="up_axis"):
+        load_bvh(tmp_path / "z.bvh", up_axis="x")

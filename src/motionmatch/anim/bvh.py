@@ -324,7 +324,7 @@ def _layout(channels: tuple[tuple[str, ...], ...]) -> tuple[NDArray, NDArray, ND
 
 
 def parse_bvh(raw: bytes | str, path: str | Path = "<string>", *, units: str | float = "auto",
-              name: str | None = None) -> Motion:
+              name: str | None = None, up_axis: str = "y") -> Motion:
     """Parse BVH text (bytes, or a str) into a :class:`Motion` (see :func:`load_bvh`)."""
     spath = str(path)
     if isinstance(raw, str):
@@ -390,8 +390,13 @@ def parse_bvh(raw: bytes | str, path: str | Path = "<string>", *, units: str | f
     translations = np.empty((F, J, 3))
     _channels_to_local_kernel(values, rot_cols, rot_axes, pos_cols, scale, skeleton.offsets, rotations, translations)
     stem = Path(spath).stem if name is None else name
-    return Motion(skeleton, rotations, translations, fps=fps_from_frame_time(hdr.frame_time), name=stem,
-                  source=Path(spath) if spath != "<string>" else None, file_scale=scale)
+    motion = Motion(skeleton, rotations, translations, fps=fps_from_frame_time(hdr.frame_time), name=stem,
+                    source=Path(spath) if spath != "<string>" else None, file_scale=scale)
+    if up_axis.lower() != "y":
+        from motionmatch.anim.axes import to_y_up
+
+        motion = to_y_up(motion, up_axis)
+    return motion
 
 
 def fps_from_frame_time(frame_time: float) -> float:
@@ -419,7 +424,8 @@ def channels_to_local(skeleton: Skeleton, values: NDArray, scale: float) -> tupl
     return rotations, translations
 
 
-def load_bvh(path: str | Path, *, units: str | float = "auto", name: str | None = None) -> Motion:
+def load_bvh(path: str | Path, *, units: str | float = "auto", name: str | None = None,
+             up_axis: str = "y") -> Motion:
     """Read a BVH file into a :class:`Motion` in metres.
 
     Args:
@@ -428,6 +434,9 @@ def load_bvh(path: str | Path, *, units: str | float = "auto", name: str | None 
             centimetres for human-sized skeletons written in cm, metres otherwise),
             ``"m"``, ``"cm"``, ``"mm"``, ``"in"``, or metres per file unit as a number.
         name: the motion's name (default: the file stem).
+        up_axis: the file's up axis, ``"y"`` (most BVH files) or ``"z"``; the motion is
+            converted to Y up (the whole world rotated -90 degrees about X) and is written
+            back Y up.
 
     Raises:
         BVHError: the file is malformed; the message names the file, line and problem.
@@ -437,7 +446,7 @@ def load_bvh(path: str | Path, *, units: str | float = "auto", name: str | None 
     if path.is_dir():
         raise IsADirectoryError(f"{path} is a folder; pass a .bvh file (or use motionmatch.datasets.load_folder)")
     raw = path.read_bytes()
-    return parse_bvh(raw, path, units=units, name=name)
+    return parse_bvh(raw, path, units=units, name=name, up_axis=up_axis)
 
 
 # ----------------------------------------------------------------------- writing

@@ -52,7 +52,7 @@ def cmd_inspect(args: argparse.Namespace) -> int:
     bar = tqdm(files, desc="inspect", unit="file", disable=len(files) < 20 or not sys.stderr.isatty(), file=sys.stderr)
     for f in bar:
         try:
-            s = summarize(load_bvh(f, units=args.units))
+            s = summarize(load_bvh(f, units=args.units, up_axis=args.up))
         except (MotionMatchError, OSError) as e:
             failed += 1
             print(f"motionmatch inspect: {e}", file=sys.stderr)
@@ -107,7 +107,7 @@ def parse_range(text: str, fps: float, frames: int) -> slice:
 def cmd_convert(args: argparse.Namespace) -> int:
     try:
         out = require_suffix(args.output, (".bvh",), "output")
-        m = load_bvh(args.input, units=args.units)
+        m = load_bvh(args.input, units=args.units, up_axis=args.up)
         if args.range:
             m = m[parse_range(args.range, m.fps, m.num_frames)]
         if args.mirror:
@@ -134,6 +134,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--json", action="store_true", help="print one JSON object per file instead of a table")
     p.add_argument("--units", type=_units, default="auto",
                    help="length unit of the files: auto (default), m, cm, mm, in, or metres per unit")
+    p.add_argument("--up", choices=("y", "z"), default="y", help="up axis of the files (converted to Y up)")
     p.set_defaults(func=cmd_inspect)
 
     c = sub.add_parser(
@@ -149,4 +150,5 @@ def register(sub: argparse._SubParsersAction) -> None:
     c.add_argument("--range", metavar="A:B", help="keep frames A (inclusive) to B (exclusive); 2.5s:10s for seconds")
     c.add_argument("--units", type=_units, default="auto", help="length unit of IN (default: auto)")
     c.add_argument("--out-units", type=_units, default=None, help="length unit of OUT (default: as IN)")
+    c.add_argument("--up", choices=("y", "z"), default="y", help="up axis of IN; OUT is always Y up")
     c.set_defaults(func=cmd_convert)
