@@ -17,6 +17,7 @@ $MOTIONMATCH_DATA.
 
 EPILOG = """\
 examples:
+  motionmatch viewer --open                  # the interactive viewer (default dataset)
   motionmatch inspect ../shared/data/lafan1-60fps
   motionmatch inspect walk.bvh --json
   motionmatch convert walk.bvh walk_mirrored_30.bvh --mirror --fps 30 --range 0:600
@@ -31,7 +32,7 @@ Run 'motionmatch COMMAND --help' for the options of a command.
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from motionmatch.cli import anim_cmd, datasets_cmd, follow_cmd, genmm_cmd, runtime_cmd, search_cmd
+    from motionmatch.cli import anim_cmd, datasets_cmd, follow_cmd, genmm_cmd, runtime_cmd, search_cmd, viewer_cmd
 
     parser = argparse.ArgumentParser(
         prog="motionmatch", description=DESCRIPTION, epilog=EPILOG,
@@ -44,6 +45,7 @@ def build_parser() -> argparse.ArgumentParser:
     runtime_cmd.register(sub)
     follow_cmd.register(sub)
     genmm_cmd.register(sub)
+    viewer_cmd.register(sub)
     bench = sub.add_parser("bench", help="benchmarks (search methods on reference databases)",
                            description="Benchmarks that compare against a baseline measured in the same run.")
     bench_sub = bench.add_subparsers(dest="bench_command", metavar="BENCH")

@@ -1,0 +1,101 @@
+"""``motionmatch viewer``: the interactive web viewer."""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import sys
+
+DEFAULT_PORT = 8765
+
+_DEPS = {"starlette": "starlette", "uvicorn": "uvicorn", "websockets": "websockets"}
+
+
+def _missing_deps() -> list[str]:
+    return [pkg for mod, pkg in _DEPS.items() if importlib.util.find_spec(mod) is None]
+
+
+def cmd_viewer(args: argparse.Namespace) -> int:
+    err = sys.stderr
+    missing = _missing_deps()
+    if missing:
+        print(f"motionmatch viewer: needs {', '.join(missing)}: pip install 'motionmatch[viewer]'", file=err)
+        return 1
+    if args.db and args.data:
+        print("motionmatch viewer: give --db or --data, not both", file=err)
+        return 2
+    from motionmatch.errors import MotionMatchError
+    from motionmatch.viewer._bundle import BundleError, ensure_bundle
+    from motionmatch.viewer.data import DataError, FileCatalog, OfflineError, default_roots, open_database
+    from motionmatch.viewer.messages import Limits
+    from motionmatch.viewer.server import Viewer, serve
+
+    def log(msg: str) -> None:
+        print(msg, file=err, flush=True)
+
+    try:
+        static = ensure_bundle(log=log, rebuild=args.rebuild_page)
+    except BundleError as e:
+        print(f"motionmatch viewer: {e}", file=err)
+        return 1
+    progress = err.isatty() and not args.quiet
+    try:
+        db, source = open_database(args.db, args.data, schema=args.schema, mirror=not args.no_mirror,
+                                   progress=progress, fetch_progress=not args.quiet, log=log)
+    except OfflineError as e:
+        print(f"motionmatch viewer: {e}", file=err)
+        return 1
+    except (DataError, MotionMatchError, OSError) as e:
+        print(f"motionmatch viewer: {e}", file=err)
+        return 1
+    log(f"database: {db!r} ({source.description})")
+    roots = default_roots(source.folder, args.allow or (), args.scenarios)
+    catalog = FileCatalog(roots)
+    log("data folders the page may read: " + (", ".join(f"{k}={v}" for k, v in catalog.roots.items()) or "none"))
+    viewer = Viewer(db, catalog=catalog, source_description=source.description, static_dir=static,
+                    limits=Limits(), record_seconds=args.record_seconds, max_sessions=args.max_sessions)
+    port = args.port if args.port is not None else DEFAULT_PORT
+    try:
+        serve(viewer, args.host, port, open_browser=args.open, log=lambda m: print(m, flush=True))
+    except OSError as e:
+        if args.port is None:
+            log(f"port {DEFAULT_PORT} is busy; using a free port")
+            serve(viewer, args.host, 0, open_browser=args.open, log=lambda m: print(m, flush=True))
+        else:
+            print(f"motionmatch viewer: {e}", file=err)
+            return 1
+    except KeyboardInterrupt:
+        pass
+    return 0
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    v = sub.add_parser(
+        "viewer", help="interactive web viewer: steer characters, draw paths, debug matches, GenMM",
+        description="Start a local web app and print its URL. Each browser tab is its own simulation at 60 Hz: "
+        "W/A/S/D (camera-relative), Shift sprint, Up/Down target speed, J jump, P dance, C creep; draw paths on "
+        "the ground; place obstacles; debug matches (feature-group costs, next-best candidates, desired vs "
+        "matched trajectories); pause, step, scrub; export BVH and video; GenMM variants side by side. "
+        "Without --db/--data the default dataset is used: $MOTIONMATCH_DATA, else the download cache, else it is "
+        "downloaded once. The page may load files only from the data folders listed at start.",
+    )
+    src = v.add_mutually_exclusive_group()
+    src.add_argument("--db", metavar="DB.npz", help="database built with 'motionmatch build'")
+    src.add_argument("--data", metavar="DIR", help="folder of BVH clips (built into a cached database)")
+    v.add_argument("--host", default="127.0.0.1",
+                   help="address to listen on (default 127.0.0.1: this machine only; 0.0.0.0 exposes it)")
+    v.add_argument("--port", type=int, default=None, help=f"port (default {DEFAULT_PORT}, or a free one if busy; "
+                   "0: a free one)")
+    v.add_argument("--open", action="store_true", help="open the page in the default browser")
+    v.add_argument("--schema", default="classic-3d",
+                   help="feature schema when building from clips (default classic-3d: jump and creep work)")
+    v.add_argument("--no-mirror", action="store_true", help="do not add mirrored copies when building")
+    v.add_argument("--allow", action="append", metavar="DIR",
+                   help="another folder the page may load files from (BVH examples, scenarios, keypoints)")
+    v.add_argument("--scenarios", metavar="DIR", help="folder of scenario files (default ./scenarios)")
+    v.add_argument("--record-seconds", type=float, default=120.0,
+                   help="seconds of each character's motion kept for BVH export (default 120)")
+    v.add_argument("--max-sessions", type=int, default=16, help="open tabs at once (default 16)")
+    v.add_argument("--rebuild-page", action="store_true", help="rebuild the page from web/ (needs Node.js)")
+    v.add_argument("-q", "--quiet", action="store_true", help="no progress bars")
+    v.set_defaults(func=cmd_viewer)

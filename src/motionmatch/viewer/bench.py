@@ -1,0 +1,216 @@
+"""Performance of the viewer's server: ``python -m motionmatch.viewer.bench``.
+
+Measures, on the database the viewer would open (``--db``/``--data``, default dataset):
+
+1. one character, keyboard-driven (a scripted pattern of W, W+D, Shift, S ...): the cost of
+   a tick (every character's controller update, forward kinematics, recording) and of
+   encoding its pose frame, in ms (median, mean, p95, p99, max);
+2. ``--agents`` characters in one session, half walking drawn straight paths (plain
+   motion matching, as ``spawn_group`` does), half keyboard-driven with changing keys:
+   the same numbers, the share of ticks that fit in 1/60 s, and the tick rate the
+   session's real 60 Hz loop achieves over ``--seconds``;
+3. the pose stream of those agents: bytes per frame and per second at 60 Hz, measured
+   from the encoder and, end to end, on a websocket client of a real server.
+
+Times depend on the machine; the ratios to the 16.7 ms budget are what matter.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+
+import numpy as np
+
+from motionmatch.viewer.protocol import encode_frame
+from motionmatch.viewer.session import DT, TICK_HZ
+
+PATTERN = [("w",), ("w", "d"), ("w", "shift"), ("a",), ("s",), ("w", "a"), (), ("d",)]
+
+
+def _stats(ms: np.ndarray) -> dict:
+    return {"median_ms": round(float(np.median(ms)), 3), "mean_ms": round(float(ms.mean()), 3),
+            "p95_ms": round(float(np.percentile(ms, 95)), 3), "p99_ms": round(float(np.percentile(ms, 99)), 3),
+            "max_ms": round(float(ms.max()), 3), "within_budget": round(float(np.mean(ms < 1000 * DT)), 4)}
+
+
+class _Null:
+    def __init__(self):
+        self.bytes = 0
+        self.frames = 0
+
+    def __call__(self, item):
+        if isinstance(item, (bytes, bytearray)):
+            self.bytes += len(item)
+            self.frames += 1
+
+
+def _drive_keys(session, chars, i: int, rng) -> None:
+    for k, ch in enumerate(chars):
+        if ch.follower is None and (i + 7 * k) % 90 == 0:  # new keys every 1.5 s, staggered
+            ch.set_keys(PATTERN[rng.integers(len(PATTERN))])
+
+
+def measure_ticks(session, chars, ticks: int, seed: int = 0) -> tuple[dict, dict, int]:
+    rng = np.random.default_rng(seed)
+    step, enc, size = [], [], 0
+    for i in range(ticks):
+        _drive_keys(session, chars, i, rng)
+        t0 = time.perf_counter()
+        session.step()
+        t1 = time.perf_counter()
+        frame = encode_frame(session.tick, session.time, session.poses())
+        t2 = time.perf_counter()
+        step.append(t1 - t0)
+        enc.append(t2 - t1)
+        size = len(frame)
+    return _stats(np.asarray(step) * 1e3), _stats(np.asarray(enc) * 1e3), size
+
+
+def spawn_agents(session, n: int) -> list:
+    """``n`` characters: even ones walk straight drawn paths, odd ones take scripted keys."""
+    half = (n + 1) // 2
+    session.handle({"type": "spawn_group", "seq": None, "count": half, "center": (0.0, 0.0), "spacing": 1.5,
+                    "target": (0.0, 30.0), "speed": 1.3})
+    cols = int(np.ceil(np.sqrt(n - half))) or 1
+    for i in range(n - half):
+        r, c = divmod(i, cols)
+        session.add_mm_character(f"kb {i}", (20.0 + 1.5 * c, 1.5 * r), (0.0, 1.0), announce=False)
+    return [ch for ch in session.chars.values()][1:]
+
+
+_CLIENT = r"""
+import json, sys, time
+from websockets.sync.client import connect
+url, agents, seconds = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
+with connect(url, max_size=None, proxy=None, compression=None) as ws:
+    ws.send(json.dumps({"type": "spawn_group", "count": agents, "center": [0, 0], "target": [0, 40],
+                        "spacing": 1.5, "speed": 1.3}))
+    t_end = time.monotonic() + 3.0
+    while time.monotonic() < t_end:  # settle: the spawn and its path messages
+        try:
+            ws.recv(timeout=1)
+        except TimeoutError:
+            pass
+    n_bin = n_txt = frames = 0
+    hz = []
+    t0 = time.monotonic()
+    while (left := t0 + seconds - time.monotonic()) > 0:
+        try:
+            m = ws.recv(timeout=left)
+        except TimeoutError:
+            break
+        if isinstance(m, bytes):
+            n_bin += len(m)
+            frames += 1
+        else:
+            n_txt += len(m)
+            d = json.loads(m)
+            if d.get("type") == "stats":
+                hz.append(d["tick_hz"])
+    el = time.monotonic() - t0
+print(json.dumps({"pose_bytes_per_s": round(n_bin / el), "json_bytes_per_s": round(n_txt / el),
+                  "frames_per_s": round(frames / el, 1), "server_tick_hz": hz}))
+"""
+
+
+def websocket_rate(viewer, agents: int, seconds: float) -> dict:
+    """Bytes per second a client (another process) receives from a real server with
+    ``agents`` walking."""
+    import subprocess
+
+    from motionmatch.viewer.server import ViewerServer
+
+    srv = ViewerServer(viewer, "127.0.0.1", 0).start()
+    try:
+        url = srv.url.replace("http://", "ws://") + "ws"
+        r = subprocess.run([sys.executable, "-c", _CLIENT, url, str(agents), str(seconds)], capture_output=True,
+                           text=True, timeout=seconds + 60)
+        if r.returncode != 0:
+            return {"error": r.stderr[-2000:]}
+        return json.loads(r.stdout.strip().splitlines()[-1])
+    finally:
+        srv.stop()
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m motionmatch.viewer.bench", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    src = ap.add_mutually_exclusive_group()
+    src.add_argument("--db")
+    src.add_argument("--data")
+    ap.add_argument("--agents", type=int, default=50)
+    ap.add_argument("--ticks", type=int, default=1200, help="ticks per measurement (default 1200: 20 s)")
+    ap.add_argument("--seconds", type=float, default=5.0, help="real-time loop and websocket measurement")
+    ap.add_argument("--no-websocket", action="store_true")
+    ap.add_argument("--full-rate", action="store_true",
+                    help="update every character every tick (no level of detail for background agents)")
+    ap.add_argument("--json", action="store_true")
+    a = ap.parse_args(argv)
+
+    from motionmatch.viewer.data import open_database
+    from motionmatch.viewer.server import Viewer
+    from motionmatch.viewer.session import Session
+
+    db, source = open_database(a.db, a.data, progress=False, log=lambda m: print(m, file=sys.stderr))
+    viewer = Viewer(db, source_description=source.description, adaptive_rate=not a.full_rate)
+    out: dict = {"database": repr(db), "tick_budget_ms": round(1000 * DT, 3)}
+
+    # 1. one character
+    s = Session(viewer, _Null())
+    for _ in range(60):  # warm up (numba, searchers)
+        s.step()
+    step, enc, size = measure_ticks(s, list(s.chars.values()), a.ticks)
+    out["one_character"] = {"step": step, "encode": enc, "frame_bytes": size}
+
+    # 2. many agents
+    s = Session(viewer, _Null())
+    chars = spawn_agents(s, a.agents)
+    for _ in range(60):
+        s.step()
+    step, enc, size = measure_ticks(s, list(s.chars.values()), a.ticks)
+    out["agents"] = {"count": len(s.chars), "step": step, "encode": enc, "frame_bytes": size,
+                     "pose_bytes_per_s_at_60hz": size * TICK_HZ, "background_update_hz": TICK_HZ / s.divisor}
+    # the real loop, on its thread, for a few seconds
+    sink = _Null()
+    s2 = Session(viewer, sink)
+    spawn_agents(s2, a.agents)
+    s2.start()
+    t0 = time.perf_counter()
+    time.sleep(a.seconds)
+    ticks0 = s2.tick
+    time.sleep(a.seconds)
+    el = time.perf_counter() - t0 - a.seconds
+    s2.close()
+    out["agents"]["loop_tick_hz"] = round((s2.tick - ticks0) / el, 2)
+    out["agents"]["loop_late_ticks"] = s2.late_ticks
+    out["agents"]["loop_dropped_ticks"] = s2.dropped_ticks
+    del chars
+    if not a.no_websocket:
+        out["websocket"] = websocket_rate(viewer, a.agents, a.seconds)
+    viewer.close()
+    if a.json:
+        print(json.dumps(out, indent=1))
+    else:
+        o, g = out["one_character"], out["agents"]
+        print(f"database: {out['database']}")
+        print(f"one character: tick {o['step']['median_ms']} ms median, {o['step']['mean_ms']} mean, "
+              f"{o['step']['p99_ms']} p99, {o['step']['max_ms']} max; encode {o['encode']['median_ms']} ms; "
+              f"{o['frame_bytes']} bytes/frame")
+        print(f"{g['count']} characters: tick {g['step']['median_ms']} ms median, {g['step']['mean_ms']} mean, "
+              f"{g['step']['p95_ms']} p95, {g['step']['max_ms']} max ({100 * g['step']['within_budget']:.1f}% within "
+              f"{out['tick_budget_ms']} ms); encode {g['encode']['median_ms']} ms; real loop {g['loop_tick_hz']} Hz "
+              f"({g['loop_late_ticks']} late, {g['loop_dropped_ticks']} dropped); background agents updated at "
+              f"{g['background_update_hz']:g} Hz")
+        print(f"pose stream: {g['frame_bytes']} bytes/frame, {g['pose_bytes_per_s_at_60hz'] / 1e6:.3f} MB/s at 60 Hz")
+        if "websocket" in out:
+            w = out["websocket"]
+            print(f"websocket client: {w['pose_bytes_per_s'] / 1e6:.3f} MB/s of poses + {w['json_bytes_per_s']} B/s JSON, "
+                  f"{w['frames_per_s']} frames/s; server ticks {w['server_tick_hz']}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

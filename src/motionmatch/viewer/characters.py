@@ -1,0 +1,468 @@
+"""Characters of a viewer session: motion-matching characters and clip players.
+
+:class:`MMCharacter` wraps a :class:`~motionmatch.runtime.controller.Controller`: the
+keyboard (a :class:`~motionmatch.control.keyboard.KeyboardController` fed with real key
+down/up events), a drawn path (:class:`~motionmatch.runtime.follow.PathFollower`, sharing
+the character's controller so the switch is seamless), or an external intent source
+(crowd steering, pose commands, scripts: see :mod:`motionmatch.viewer.hooks`) drives it.
+Every search's query is tapped so the debug panel can show the next-best candidates.
+
+:class:`ClipCharacter` plays a fixed motion in a loop (GenMM variants).
+
+Both record what they show for BVH export (:class:`Recorder`).
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from collections import deque
+from dataclasses import replace
+
+import numba
+import numpy as np
+
+from motionmatch.anim import Motion, quat
+from motionmatch.anim.skeleton import Skeleton
+from motionmatch.control.keyboard import KeyboardController, normalize_key
+from motionmatch.control.path import TimedPath
+from motionmatch.database import MotionDatabase
+from motionmatch.runtime.controller import Controller, ControllerSettings, FrameResult
+from motionmatch.viewer.protocol import CF_CLIP, CF_FOLLOWING, CF_SEARCHED, CF_TRANSITIONED, CharacterPose, pose_scale
+
+__all__ = ["ClipCharacter", "MMCharacter", "Recorder", "recorded_motion", "skeleton_info", "world_positions"]
+
+
+# ----------------------------------------------------------------------------- kinematics
+@numba.njit(cache=True, nogil=True)
+def _world_positions(parents, rot, pos, out):  # pragma: no cover - compiled
+    """World positions ``out [J, 3]`` of a pose whose joint 0 transform is already world."""
+    J = parents.shape[0]
+    wr = np.empty((J, 4))
+    wr[0] = rot[0]
+    out[0] = pos[0]
+    for j in range(1, J):
+        p = parents[j]
+        aw, ax, ay, az = wr[p, 0], wr[p, 1], wr[p, 2], wr[p, 3]
+        bw, bx, by, bz = rot[j, 0], rot[j, 1], rot[j, 2], rot[j, 3]
+        wr[j, 0] = aw * bw - ax * bx - ay * by - az * bz
+        wr[j, 1] = aw * bx + ax * bw + ay * bz - az * by
+        wr[j, 2] = aw * by - ax * bz + ay * bw + az * bx
+        wr[j, 3] = aw * bz + ax * by - ay * bx + az * bw
+        vx, vy, vz = pos[j, 0], pos[j, 1], pos[j, 2]
+        # v + 2 w (u x v) + 2 u x (u x v), u = (ax, ay, az)
+        tx = 2.0 * (ay * vz - az * vy)
+        ty = 2.0 * (az * vx - ax * vz)
+        tz = 2.0 * (ax * vy - ay * vx)
+        out[j, 0] = out[p, 0] + vx + aw * tx + (ay * tz - az * ty)
+        out[j, 1] = out[p, 1] + vy + aw * ty + (az * tx - ax * tz)
+        out[j, 2] = out[p, 2] + vz + aw * tz + (ax * ty - ay * tx)
+
+
+def world_positions(parents: np.ndarray, rotations: np.ndarray, translations: np.ndarray,
+                    out: np.ndarray | None = None) -> np.ndarray:
+    """``[J, 3]`` world joint positions of a controller pose (joint 0 world, others local)."""
+    if out is None:
+        out = np.empty((parents.shape[0], 3))
+    _world_positions(parents, np.ascontiguousarray(rotations, dtype=np.float64),
+                     np.ascontiguousarray(translations, dtype=np.float64), out)
+    return out
+
+
+def skeleton_info(skel: Skeleton, feet: tuple[int, ...], *, ground_root: bool, height: float | None = None) -> dict:
+    """What the page needs to draw a skeleton: names, parents, feet, bone radius, and the
+    bones not to draw (those from a ground-level character root to the hips)."""
+    off = np.asarray(skel.offsets, dtype=np.float64)
+    if height is None:
+        # longest chain from the root, a fair proxy of the character's size
+        depth = np.zeros(skel.num_joints)
+        for j in range(1, skel.num_joints):
+            depth[j] = depth[skel.parents[j]] + float(np.linalg.norm(off[j]))
+        height = float(depth.max()) or 1.0
+    hidden = [j for j in range(1, skel.num_joints) if ground_root and skel.parents[j] == 0]
+    return {
+        "names": list(skel.names),
+        "parents": [int(p) for p in skel.parents],
+        "feet": [int(f) for f in feet],
+        "hidden": hidden,
+        "ground_root": bool(ground_root),
+        "radius": round(max(0.012, 0.028 * height / 1.7), 4),
+        "height": round(float(height), 3),
+    }
+
+
+# ----------------------------------------------------------------------------- recording
+class Recorder:
+    """The last ``max_frames`` frames of a character's local pose, in chunks.
+
+    Keeps rotations ``[J, 4]`` (float32) and the translations of the joints in
+    ``moving`` (the root and joints with position channels) so that a long session costs
+    about 400 bytes per frame for a 23-joint character.
+    """
+
+    def __init__(self, joints: int, moving: np.ndarray, max_frames: int, chunk: int = 600):
+        self.J = int(joints)
+        self.moving = np.asarray(moving, dtype=np.int64)
+        self.max_frames = max(int(max_frames), 1)
+        self.chunk = int(chunk)
+        self._chunks: deque[tuple[np.ndarray, np.ndarray]] = deque()
+        self._fill = self.chunk  # the last chunk is full: the next add opens one
+        self.dropped = 0
+
+    def add(self, rotations: np.ndarray, translations: np.ndarray) -> None:
+        if self._fill == self.chunk:
+            self._chunks.append((np.empty((self.chunk, self.J, 4), np.float32),
+                                 np.empty((self.chunk, len(self.moving), 3), np.float32)))
+            self._fill = 0
+            while len(self._chunks) > 1 and (len(self._chunks) - 1) * self.chunk >= self.max_frames + self.chunk:
+                self._chunks.popleft()
+                self.dropped += self.chunk
+        r, t = self._chunks[-1]
+        r[self._fill] = rotations
+        t[self._fill] = translations[self.moving]
+        self._fill += 1
+
+    @property
+    def frames(self) -> int:
+        return 0 if not self._chunks else (len(self._chunks) - 1) * self.chunk + self._fill
+
+    def arrays(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(rotations [F, J, 4], moving translations [F, M, 3])`` (float64), oldest first,
+        at most ``max_frames``."""
+        if not self._chunks:
+            return np.zeros((0, self.J, 4)), np.zeros((0, len(self.moving), 3))
+        rs = [c[0] for c in self._chunks]
+        ts = [c[1] for c in self._chunks]
+        rs[-1], ts[-1] = rs[-1][: self._fill], ts[-1][: self._fill]
+        r = np.concatenate(rs).astype(np.float64)[-self.max_frames:]
+        t = np.concatenate(ts).astype(np.float64)[-self.max_frames:]
+        return r, t
+
+    def motion(self, skeleton: Skeleton, fps: float, name: str, file_scale: float = 1.0) -> Motion:
+        r, tm = self.arrays()
+        return recorded_motion(skeleton, self.moving, r, tm, fps, name, file_scale)
+
+
+def recorded_motion(skeleton: Skeleton, moving: np.ndarray, rotations: np.ndarray, moving_translations: np.ndarray,
+                    fps: float, name: str, file_scale: float = 1.0) -> Motion:
+    """A :class:`Motion` from recorded rotations ``[F, J, 4]`` and the translations of the
+    ``moving`` joints ``[F, M, 3]`` (the other joints keep the skeleton's offsets)."""
+    F = len(rotations)
+    if F == 0:
+        raise ValueError("nothing recorded yet")
+    trs = np.broadcast_to(skeleton.offsets, (F, skeleton.num_joints, 3)).copy()
+    trs[:, moving] = moving_translations
+    rots = quat.unroll(quat.normalize(rotations), axis=0)
+    return Motion(skeleton, rots, trs, fps, name=name, file_scale=file_scale)
+
+
+# ----------------------------------------------------------------------------- query tap
+class QueryTap:
+    """A controller chooser that remembers each search's query and delegates the choice
+    (to ``inner``, e.g. LHMM, or to the controller's own nearest-frame search)."""
+
+    def __init__(self) -> None:
+        self.inner = None
+        self.last: tuple[np.ndarray, np.ndarray, str] | None = None
+        self.count = 0
+
+    def __call__(self, ctrl: Controller, query: np.ndarray, mask: np.ndarray, view: str):
+        self.last = (np.array(query, copy=True), mask, view)
+        self.count += 1
+        if self.inner is not None:
+            return self.inner(ctrl, query, mask, view)
+        cur = int(ctrl.frame)
+        return ctrl.searcher(view).nearest(query, mask=mask, k=1, init_index=cur if mask[cur] else None)
+
+
+def reweighted(db: MotionDatabase, responsiveness: float, continuity: float) -> MotionDatabase:
+    """A shallow copy of ``db`` with other high-level weights (its own ``features``)."""
+    c = copy.copy(db)
+    c.set_weights(dict(db.group_weights), responsiveness=responsiveness, continuity=continuity)
+    return c
+
+
+class MMCharacter:
+    """A motion-matching character."""
+
+    kind = "mm"
+
+    def __init__(self, cid: int, name: str, db: MotionDatabase, *, position=(0.0, 0.0), facing=(0.0, 1.0),
+                 skeleton_id: int = 0, record_frames: int = 7200, settings: ControllerSettings | None = None,
+                 db_root_yaw: np.ndarray | None = None, start_frame: int | None = None, extent: float | None = None):
+        self.id = int(cid)
+        self.name = name
+        self.base_db = db
+        self.db = db
+        self.skeleton_id = skeleton_id
+        self.settings = settings or ControllerSettings()
+        pos3 = np.array([position[0], 0.0, position[1]], dtype=np.float64)
+        f = np.array([facing[0], 0.0, facing[1]], dtype=np.float64)
+        if not np.hypot(f[0], f[2]) > 1e-9:
+            f = np.array([0.0, 0.0, 1.0])
+        self.ctrl = Controller(db, self.settings, position=pos3, facing=f / np.linalg.norm(f), start_frame=start_frame)
+        self.tap = QueryTap()
+        self.ctrl.chooser = self.tap
+        #: the frame chooser when no path is followed (None: nearest frame); an environment
+        #: plugin sets its penalised search here (see :mod:`motionmatch.viewer.hooks`)
+        self.chooser = None
+        #: whether Responsiveness/Continuity re-weight a private database copy here; a plugin
+        #: that applies them itself sets this to False
+        self.reweight_locally = True
+        self.kb = KeyboardController(gaits=self.ctrl.gaits)
+        self.held: set[str] = set()
+        self.follower = None
+        self.follow_info: dict | None = None
+        self.intent_source = None  # hooks: an object with .intent(character, dt) -> Intent | None
+        self.controls = {"responsiveness": 1.0, "continuity": 1.0, "evasion": 1.0, "anticipation": 1.0}
+        skel = db.skeleton
+        self.parents = np.asarray(skel.parents, dtype=np.int64)
+        moving = np.flatnonzero(np.asarray(skel.has_position_channels)).tolist()
+        if 0 not in moving:
+            moving = [0, *moving]
+        self.recorder = Recorder(skel.num_joints, np.asarray(sorted(moving)), record_frames)
+        self.positions = np.zeros((skel.num_joints, 3))
+        self.last: FrameResult | None = None
+        self.scale = pose_scale(extent if extent is not None else _db_extent(db))
+        self._db_root_yaw = db_root_yaw if db_root_yaw is not None else quat.yaw_angle(
+            db.rotations[:, 0].astype(np.float64))
+        self.events: list[dict] = []  # for the session: e.g. path finished
+        self.pending = 0.0  # simulated time owed while the session updates it less often than every tick
+
+    # ------------------------------------------------------------------ input
+    def set_key(self, key: str, down: bool) -> None:
+        k = normalize_key(key)
+        if down:
+            self.held.add(k)
+            if self.follower is not None and k in ("w", "a", "s", "d"):
+                self.cancel_path("keyboard")
+        else:
+            self.held.discard(k)
+
+    def set_keys(self, keys) -> None:
+        ks = {normalize_key(k) for k in keys}
+        if self.follower is not None and ks & {"w", "a", "s", "d"}:
+            self.cancel_path("keyboard")
+        self.held = ks
+
+    def start_path(self, times: np.ndarray, xz: np.ndarray, *, mode: str = "local", scale: float = 1.0,
+                   levels: int = 3, k: int = 3) -> dict:
+        """Follow a drawn path (times in drawing seconds, ``xz [R, 2]`` metres)."""
+        from motionmatch.runtime.follow import FollowSettings, PathFollower
+
+        path = TimedPath.from_samples(times, xz, rate=150.0, scale=scale)
+        fs = FollowSettings(mode=mode, k=k, levels=levels, time_limit=None)
+        ctrl = self.ctrl
+        follower = PathFollower(self.db, path, fs, position=ctrl.root_pos.copy(),
+                                facing=np.array([math.sin(ctrl.root_yaw), 0.0, math.cos(ctrl.root_yaw)]))
+        # Drive our own controller instead of the follower's fresh one: no pose jump.
+        follower.ctrl = ctrl
+        ctrl.s = replace(self.settings, search_interval=fs.interval, adjust_halflife=0.0)
+        self.tap.inner = follower.matcher
+        self.follower = follower
+        self.held.clear()
+        p = follower.path
+        step = max(1, round(p.fps / 20))
+        idx = np.unique(np.append(np.arange(0, p.num_samples, step), p.last))
+        sp = np.minimum(p.speeds[idx], follower.v_max)
+        sp[-1] = sp[-2] if len(sp) > 1 else sp[-1]
+        self.follow_info = {
+            "id": self.id, "mode": mode,
+            "points": np.round(p.points[idx][:, [0, 2]], 3).tolist(),
+            "speeds": np.round(sp, 2).tolist(),
+            "v_max": round(float(follower.v_max), 2),
+            "duration": round(float(p.duration), 2), "length": round(float(p.length), 2),
+        }
+        return self.follow_info
+
+    def cancel_path(self, reason: str = "cancelled") -> None:
+        if self.follower is None:
+            return
+        self.follower = None
+        self.follow_info = None
+        self.tap.inner = self.chooser
+        self.ctrl.s = self.settings
+        # the simulated root restarts from the character, so the keyboard takes over smoothly
+        self.ctrl.predictor.reset(self.ctrl.root_pos, facing=np.array(
+            [math.sin(self.ctrl.root_yaw), 0.0, math.cos(self.ctrl.root_yaw)]))
+        self.events.append({"type": "path_done", "id": self.id, "reason": reason})
+
+    def set_controls(self, **values) -> None:
+        """High-level controls: Responsiveness and Continuity re-weight this character's
+        database copy; Evasion and Anticipation are kept for the environment hook."""
+        changed = False
+        for k, v in values.items():
+            if v is None:
+                continue
+            if k in ("responsiveness", "continuity") and v != self.controls[k]:
+                changed = True
+            self.controls[k] = float(v)
+        if changed and self.reweight_locally:
+            self._rebuild(reweighted(self.base_db, self.controls["responsiveness"], self.controls["continuity"]))
+
+    def _rebuild(self, db: MotionDatabase) -> None:
+        """A new controller on ``db`` continuing from the same place, facing and clip frame."""
+        old = self.ctrl
+        pos, yaw, frame = old.root_pos.copy(), old.root_yaw, int(old.frame)
+        self.cancel_path("controls changed")
+        self.db = db
+        self.ctrl = Controller(db, self.settings, position=pos, facing=(math.sin(yaw), 0.0, math.cos(yaw)),
+                               start_frame=frame)
+        self.tap = QueryTap()
+        self.tap.inner = self.chooser
+        self.ctrl.chooser = self.tap
+        self.kb = KeyboardController(gaits=self.ctrl.gaits, speed=self.kb.target_speed)
+
+    # ------------------------------------------------------------------ stepping
+    @property
+    def root_xz(self) -> tuple[float, float]:
+        return float(self.ctrl.root_pos[0]), float(self.ctrl.root_pos[2])
+
+    def step(self, dt: float) -> None:
+        if self.follower is not None:
+            r = self.follower.step(dt)
+            if self.follower.done:
+                self.cancel_path("completed" if self.follower.completion_time is not None else "time limit")
+        else:
+            intent = None
+            if self.intent_source is not None:
+                intent = self.intent_source.intent(self, dt)
+            if intent is None:
+                intent = self.kb.update(self.held, dt)
+            r = self.ctrl.update(dt, intent)
+        self.last = r
+        world_positions(self.parents, r.rotations, r.translations, self.positions)
+
+    def record(self) -> None:
+        """Keep this tick's pose for BVH export (every tick, also when not updated)."""
+        if self.last is not None:
+            self.recorder.add(self.last.rotations, self.last.translations)
+
+    def pose(self, selected: bool) -> CharacterPose:
+        r = self.last
+        flags = 0
+        mode = "idle"
+        contacts = 0
+        if r is not None:
+            flags |= CF_SEARCHED if r.searched else 0
+            flags |= CF_TRANSITIONED if r.transitioned else 0
+            mode = r.mode
+            for i, c in enumerate(r.contacts[:8]):
+                if c:
+                    contacts |= 1 << i
+        if self.follower is not None:
+            flags |= CF_FOLLOWING
+        if selected:
+            flags |= 4
+        return CharacterPose(self.id, self.positions, float(self.ctrl.root_yaw), self.scale, mode, flags, contacts)
+
+    def describe(self) -> dict:
+        return {"id": self.id, "name": self.name, "kind": self.kind, "skeleton": self.skeleton_id,
+                "controls": dict(self.controls), "following": self.follower is not None,
+                "speed": round(float(self.kb.target_speed), 2)}
+
+    def motion(self, fps: float) -> Motion:
+        return self.recorder.motion(self.db.skeleton, fps, self.name, self.db.file_scale)
+
+    # ------------------------------------------------------------------ debug
+    def matched_future(self) -> tuple[np.ndarray, np.ndarray]:
+        """World positions ``[K, 3]`` and facings ``[K, 3]`` the playing clip will reach at
+        the schema's trajectory offsets (the matched future, as the character will walk it)."""
+        db, ctrl = self.db, self.ctrl
+        f = int(ctrl.frame)
+        last = int(db.clip_stops[db.frame_clip[f]] - 1)
+        offs = np.asarray(db.schema.trajectory_offsets, dtype=np.float64)
+        fut = np.minimum(f + np.round(offs * db.fps).astype(np.int64), last)
+        p0 = db.translations[f, 0].astype(np.float64)
+        y0 = float(self._db_root_yaw[f])
+        d = db.translations[fut, 0].astype(np.float64) - p0
+        turn = ctrl.root_yaw - y0
+        c, s = math.cos(turn), math.sin(turn)
+        pos = np.stack([ctrl.root_pos[0] + c * d[:, 0] + s * d[:, 2], np.zeros(len(fut)),
+                        ctrl.root_pos[2] - s * d[:, 0] + c * d[:, 2]], axis=1)
+        yaw = self._db_root_yaw[fut] + turn
+        dirs = np.stack([np.sin(yaw), np.zeros(len(fut)), np.cos(yaw)], axis=1)
+        return pos, dirs
+
+    def candidates(self, k: int) -> list[dict]:
+        """The ``k`` nearest frames to the last search's query, with their group costs."""
+        if self.tap.last is None or k <= 0:
+            return []
+        q, mask, view = self.tap.last
+        idx, cost = self.ctrl.searcher(view).nearest(q, mask=mask, k=k)
+        db = self.db
+        out = []
+        for i, c in zip(np.asarray(idx).reshape(-1), np.asarray(cost).reshape(-1)):
+            i = int(i)
+            if i < 0:
+                continue
+            clip = int(db.frame_clip[i])
+            out.append({"frame": i, "clip": db.clip_names[clip], "clip_frame": i - int(db.clip_starts[clip]),
+                        "cost": round(float(c), 4),
+                        "groups": {g: round(v, 4) for g, v in db.group_costs(q, i).items()}})
+        return out
+
+
+def _db_extent(db: MotionDatabase) -> float:
+    """Largest distance of a joint from the root over a sample of database frames."""
+    from motionmatch.anim.kinematics import forward_kinematics
+
+    n = db.num_frames
+    idx = np.linspace(0, n - 1, min(n, 200)).astype(np.int64)
+    wp, _ = forward_kinematics(db.skeleton.parents, db.rotations[idx].astype(np.float64),
+                               db.translations[idx].astype(np.float64))
+    return float(np.max(np.linalg.norm(wp - wp[:, :1], axis=-1)))
+
+
+class ClipCharacter:
+    """Plays a motion in a loop at a place on the ground (GenMM variants side by side)."""
+
+    kind = "clip"
+
+    def __init__(self, cid: int, name: str, motion: Motion, *, skeleton_id: int, place=(0.0, 0.0),
+                 contacts: np.ndarray | None = None, loop_frames: int | None = None, meta: dict | None = None):
+        self.id = int(cid)
+        self.name = name
+        self.motion = motion
+        self.skeleton_id = skeleton_id
+        wp = motion.world_positions.astype(np.float64)
+        shift = np.array([place[0] - wp[0, 0, 0], 0.0, place[1] - wp[0, 0, 2]])
+        self.track = wp + shift
+        self.yaws = quat.yaw_angle(motion.world_rotations[:, 0])
+        self.contacts = contacts
+        self.fps = motion.fps
+        self.F = motion.num_frames if loop_frames is None else int(loop_frames)
+        self.t = 0.0
+        self.frame = 0
+        self.scale = pose_scale(float(np.max(np.linalg.norm(wp - wp[:, :1], axis=-1))))
+        self.meta = meta or {}
+        self.controls: dict = {}
+        self.events: list[dict] = []
+
+    @property
+    def root_xz(self) -> tuple[float, float]:
+        p = self.track[self.frame, 0]
+        return float(p[0]), float(p[2])
+
+    def step(self, dt: float) -> None:
+        self.t += dt
+        self.frame = int(self.t * self.fps) % max(self.F, 1)
+
+    def record(self) -> None:
+        pass
+
+    def pose(self, selected: bool) -> CharacterPose:
+        bits = 0
+        if self.contacts is not None and len(self.contacts):
+            for i, c in enumerate(self.contacts[min(self.frame, len(self.contacts) - 1)][:8]):
+                if c:
+                    bits |= 1 << i
+        return CharacterPose(self.id, self.track[self.frame], float(self.yaws[self.frame]), self.scale, "clip",
+                             CF_CLIP | (4 if selected else 0), bits)
+
+    def describe(self) -> dict:
+        return {"id": self.id, "name": self.name, "kind": self.kind, "skeleton": self.skeleton_id,
+                "frames": int(self.F), "fps": float(self.fps), **self.meta}
+
+    def motion_for_export(self) -> Motion:
+        return self.motion

@@ -1,0 +1,166 @@
+"""Extension points for capabilities that plug into the viewer.
+
+The viewer runs the simulation, draws, and carries the page's messages; what obstacles
+do to characters, how crowds steer and how pose commands become intents belongs to
+their own packages. Each registers a factory here (usually from a module the viewer
+imports if it exists, see :data:`PLUGIN_MODULES`); the page shows a capability's panel
+as working when its factory is registered, and as "not available yet" otherwise.
+
+Environment (``register_environment``): ``factory(db) -> adapter`` with
+
+* ``set_obstacles(obstacles: list[dict], t: float)``: the scene changed (obstacles in
+  the scenario format, each with an ``"id"``; moving ones carry ``"velocity"``);
+* ``attach(character)`` / ``detach(character)``: a motion-matching character
+  (:class:`~motionmatch.viewer.characters.MMCharacter`) joined or left; the adapter may
+  set ``character.chooser`` to its frame chooser (e.g. the penalised search,
+  ``(controller, query, mask, view) -> (indices, costs)``), which the character installs
+  behind its query tap whenever it is not following a drawn path (so the debug panel
+  still sees every query), set ``character.reweight_locally = False`` when it applies
+  Responsiveness and Continuity itself, and set ``character.intent_source``;
+  ``character.ctrl`` is the :class:`~motionmatch.runtime.controller.Controller`, which
+  is replaced when the controls re-weight the database (``attach`` is called again);
+* ``before_step(characters, t, dt)``: called every tick before the characters move
+  (other agents' predicted ellipses, moving obstacles' positions);
+* ``debug(character) -> dict``: overlays for the debug panel, any of
+  ``{"ellipses": [[cx, cz, ux, uz, a, b], ...], "penalties": {"total": x, "obstacles":
+  [[id, penalty], ...]}, "clearance": m}``;
+* ``controls_changed(character)``: ``character.controls`` (responsiveness, continuity,
+  evasion, anticipation) changed.
+
+Crowds (``register_crowd``): ``factory(db) -> steering`` with ``intent(character, dt)
+-> Intent | None`` (set as ``character.intent_source`` for spawned agents with a goal)
+and optional ``spawn(session, spec) -> list[character ids]``.
+
+Pose commands (``register_pose``): ``factory(db, kind, file) -> source`` where ``kind``
+is ``"webcam"`` (the page sends ``pose_keypoints`` messages, passed to
+``source.push(keypoints, t)``) or ``"file"`` (a recorded keypoint file from the data
+folders); ``source.intent(character, dt) -> Intent | None`` then drives the selected
+character, and optional ``source.status() -> dict`` is shown in the page.
+
+Scenarios (``register_scenario``): ``loader(path) -> dict`` with ``obstacles`` (list of
+dicts) and ``agents`` (list of ``{"name", "start": [x, z], "facing": [x, z], "path":
+[[x, z], ...] | None, "goal": [x, z] | None, "speed": m/s, "controls": {...}}``); the
+default loader reads the scenario format with
+:func:`motionmatch.environment.scenario.load_scenario` when that module exists.
+"""
+
+from __future__ import annotations
+
+import importlib
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+__all__ = [
+    "PLUGIN_MODULES",
+    "capabilities",
+    "crowd_factory",
+    "environment_factory",
+    "load_plugins",
+    "pose_factory",
+    "register_crowd",
+    "register_environment",
+    "register_pose",
+    "register_scenario",
+    "scenario_loader",
+]
+
+#: Modules imported (if they exist) before the first session; they call ``register_*``.
+PLUGIN_MODULES = (
+    "motionmatch.environment.viewer_plugin",
+    "motionmatch.control.pose.viewer_plugin",
+    "motionmatch.runtime.crowd_viewer_plugin",
+)
+
+_registry: dict[str, Any] = {"environment": None, "crowd": None, "pose": None, "scenario": None}
+_loaded = False
+
+
+def register_environment(factory: Callable[[Any], Any] | None) -> None:
+    _registry["environment"] = factory
+
+
+def register_crowd(factory: Callable[[Any], Any] | None) -> None:
+    _registry["crowd"] = factory
+
+
+def register_pose(factory: Callable[..., Any] | None) -> None:
+    _registry["pose"] = factory
+
+
+def register_scenario(loader: Callable[[Any], dict] | None) -> None:
+    _registry["scenario"] = loader
+
+
+def environment_factory():
+    return _registry["environment"]
+
+
+def crowd_factory():
+    return _registry["crowd"]
+
+
+def pose_factory():
+    return _registry["pose"]
+
+
+def _default_scenario_loader(path) -> dict:
+    """Obstacles and agents of a scenario file via the environment package's reader."""
+    from motionmatch.environment.scenario import load_scenario
+
+    sc = load_scenario(path)
+    obstacles = [o.to_dict() for o in sc.obstacles]
+    agents = []
+    for a in sc.agents:
+        d = a.to_dict() if hasattr(a, "to_dict") else dict(vars(a))
+        agents.append({
+            "name": str(d.get("name", "")), "start": list(d.get("start", (0.0, 0.0)))[:2],
+            "facing": list(d.get("facing") or (0.0, 1.0))[:2], "path": d.get("path"), "goal": d.get("goal"),
+            "speed": float(d.get("speed") or 1.3), "controls": dict(d.get("controls") or {}),
+            "script": d.get("script"),
+        })
+    return {"name": getattr(sc, "name", ""), "obstacles": obstacles, "agents": agents,
+            "duration": getattr(sc, "duration", None)}
+
+
+def scenario_loader():
+    if _registry["scenario"] is not None:
+        return _registry["scenario"]
+    try:
+        importlib.import_module("motionmatch.environment.scenario")
+    except Exception:
+        return None
+    return _default_scenario_loader
+
+
+def load_plugins() -> list[str]:
+    """Import the plugin modules that exist (once); returns the names imported."""
+    global _loaded
+    done = []
+    if _loaded:
+        return done
+    _loaded = True
+    for name in PLUGIN_MODULES:
+        try:
+            importlib.import_module(name)
+            done.append(name)
+        except ModuleNotFoundError as e:
+            if e.name is None or not name.startswith(e.name):
+                warnings.warn(f"viewer plugin {name} failed to import: {e}", stacklevel=2)
+        except Exception as e:  # a broken plugin must not take the viewer down
+            warnings.warn(f"viewer plugin {name} failed to import: {type(e).__name__}: {e}", stacklevel=2)
+    return done
+
+
+def capabilities() -> dict[str, bool]:
+    """Which panels work now."""
+    return {
+        "keyboard": True,
+        "path": True,
+        "genmm": True,
+        "obstacles_edit": True,
+        "environment": _registry["environment"] is not None,
+        "crowd": _registry["crowd"] is not None,
+        "pose": _registry["pose"] is not None,
+        "scenario": scenario_loader() is not None,
+    }

@@ -1,0 +1,170 @@
+"""The viewer's wire format: compact binary pose frames (server -> page).
+
+Every simulation tick the server sends one binary websocket message with the pose of
+every character of the session. Everything else (commands from the page, replies,
+debug data, scene changes) is JSON text; see :mod:`motionmatch.viewer.messages`.
+
+Pose frame, little-endian (``FRAME_HEADER`` then one block per character)::
+
+    offset size  field
+    0      1     kind            u8   = 1 (KIND_POSE)
+    1      1     version         u8   = PROTOCOL_VERSION
+    2      2     flags           u16  FLAG_PAUSED | FLAG_HISTORY
+    4      4     tick            u32  simulation tick (60 per simulated second)
+    8      4     time            f32  simulated seconds
+    12     2     characters      u16  number of blocks that follow
+    14     2     history         u16  frames held in the scrub history
+    16     2     history_back    u16  frames back from the newest (0: live)
+    18     2     reserved        u16
+
+    per character (``CHAR_HEADER``, 32 bytes, then the joints):
+    0      2     id              u16
+    2      2     joints          u16  J
+    4      1     mode            u8   index into MODES
+    5      1     flags           u8   CF_SEARCHED | CF_TRANSITIONED | CF_SELECTED | CF_FOLLOWING | CF_CLIP
+    6      1     contacts        u8   bit k: foot k (skeleton's ``feet[k]``) is planted
+    7      1     reserved        u8
+    8      12    root            3 x f32  world position of joint 0 (the character root), metres
+    20     4     yaw             f32  heading of the root about +Y (radians; facing = (sin, 0, cos))
+    24     4     scale           f32  metres per unit of the joint offsets below
+    28     4     reserved        u32
+    32     6J    joints          J x 3 x i16  world joint position minus the root position, / scale
+    ...    0|2   padding         to a multiple of 4 bytes
+
+A character of 23 joints takes 32 + 138 + 2 = 172 bytes; 50 of them at 60 Hz, 0.52 MB/s.
+Joint positions are quantised to ``scale`` (about 0.1 mm for a human), relative to the
+root so a character far from the origin keeps that precision.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+
+import numpy as np
+
+PROTOCOL_VERSION = 1
+KIND_POSE = 1
+
+FLAG_PAUSED = 1
+FLAG_HISTORY = 2
+
+CF_SEARCHED = 1
+CF_TRANSITIONED = 2
+CF_SELECTED = 4
+CF_FOLLOWING = 8
+CF_CLIP = 16
+
+#: Mode names by code (``mode`` byte of a character block).
+MODES = ("idle", "locomotion", "jump", "dance", "creep", "clip", "follow", "agent")
+MODE_CODES = {m: i for i, m in enumerate(MODES)}
+
+FRAME_HEADER = struct.Struct("<BBHIfHHHH")
+CHAR_HEADER = struct.Struct("<HHBBBB3fffI")
+assert FRAME_HEADER.size == 20 and CHAR_HEADER.size == 32
+
+_I16 = 32767
+
+
+def char_block_size(joints: int) -> int:
+    """Bytes of one character block with ``joints`` joints (padded to 4)."""
+    n = CHAR_HEADER.size + 6 * joints
+    return n + (-n) % 4
+
+
+def pose_scale(extent: float) -> float:
+    """Quantisation step (m) for joints up to ``extent`` metres from the root, with a 50% margin."""
+    return max(float(extent), 0.05) * 1.5 / _I16
+
+
+@dataclass
+class CharacterPose:
+    """One character's block before encoding."""
+
+    id: int
+    positions: np.ndarray      # [J, 3] world joint positions, joint 0 = root
+    yaw: float
+    scale: float
+    mode: str = "idle"
+    flags: int = 0
+    contacts: int = 0
+
+
+def encode_frame(tick: int, time: float, chars: list[CharacterPose], *, flags: int = 0, history: int = 0,
+                 history_back: int = 0) -> bytes:
+    """The binary pose frame of one tick."""
+    size = FRAME_HEADER.size + sum(char_block_size(len(c.positions)) for c in chars)
+    buf = bytearray(size)
+    FRAME_HEADER.pack_into(buf, 0, KIND_POSE, PROTOCOL_VERSION, flags & 0xFFFF, tick & 0xFFFFFFFF, float(time),
+                           len(chars), min(history, 0xFFFF), min(history_back, 0xFFFF), 0)
+    off = FRAME_HEADER.size
+    for c in chars:
+        p = np.asarray(c.positions, dtype=np.float64)
+        J = p.shape[0]
+        root = p[0]
+        CHAR_HEADER.pack_into(buf, off, c.id & 0xFFFF, J, MODE_CODES.get(c.mode, 0), c.flags & 0xFF,
+                              c.contacts & 0xFF, 0, float(root[0]), float(root[1]), float(root[2]), float(c.yaw),
+                              float(c.scale), 0)
+        q = np.clip(np.rint((p - root) / c.scale), -_I16, _I16).astype("<i2")
+        start = off + CHAR_HEADER.size
+        buf[start:start + 6 * J] = q.tobytes()
+        off += char_block_size(J)
+    return bytes(buf)
+
+
+def with_history_flags(frame: bytes, *, paused: bool, history: int, back: int) -> bytes:
+    """A stored frame re-stamped for replay while scrubbing (``FLAG_HISTORY``)."""
+    b = bytearray(frame)
+    kind, ver, flags, tick, t, n, _h, _b, _r = FRAME_HEADER.unpack_from(b, 0)
+    flags = (flags | FLAG_HISTORY) if back > 0 else (flags & ~FLAG_HISTORY)
+    flags = (flags | FLAG_PAUSED) if paused else (flags & ~FLAG_PAUSED)
+    FRAME_HEADER.pack_into(b, 0, kind, ver, flags, tick, t, n, min(history, 0xFFFF), min(back, 0xFFFF), 0)
+    return bytes(b)
+
+
+@dataclass
+class DecodedCharacter:
+    id: int
+    mode: str
+    flags: int
+    contacts: int
+    root: np.ndarray
+    yaw: float
+    positions: np.ndarray  # [J, 3] world
+
+
+@dataclass
+class DecodedFrame:
+    flags: int
+    tick: int
+    time: float
+    history: int
+    history_back: int
+    characters: list[DecodedCharacter]
+
+    def by_id(self, cid: int) -> DecodedCharacter:
+        for c in self.characters:
+            if c.id == cid:
+                return c
+        raise KeyError(cid)
+
+
+def decode_frame(data: bytes) -> DecodedFrame:
+    """Parse a pose frame (tests and Python clients; the page has its own reader)."""
+    if len(data) < FRAME_HEADER.size:
+        raise ValueError("pose frame too short")
+    kind, ver, flags, tick, t, n, hist, back, _ = FRAME_HEADER.unpack_from(data, 0)
+    if kind != KIND_POSE or ver != PROTOCOL_VERSION:
+        raise ValueError(f"not a version-{PROTOCOL_VERSION} pose frame (kind {kind}, version {ver})")
+    off = FRAME_HEADER.size
+    chars = []
+    for _ in range(n):
+        cid, J, mode, cflags, contacts, _r, x, y, z, yaw, scale, _r2 = CHAR_HEADER.unpack_from(data, off)
+        q = np.frombuffer(data, dtype="<i2", count=3 * J, offset=off + CHAR_HEADER.size).reshape(J, 3)
+        root = np.array([x, y, z])
+        chars.append(DecodedCharacter(cid, MODES[mode] if mode < len(MODES) else "?", cflags, contacts, root, yaw,
+                                      root + q.astype(np.float64) * scale))
+        off += char_block_size(J)
+    if off != len(data):
+        raise ValueError(f"pose frame has {len(data) - off} trailing bytes")
+    return DecodedFrame(flags, tick, t, hist, back, chars)

@@ -1,0 +1,813 @@
+"""One browser tab's simulation: a fixed 60 Hz loop on its own thread.
+
+A :class:`Session` owns its characters, obstacles and clock. The server hands it the
+page's validated messages (:meth:`Session.submit`); the loop applies them at the start
+of a tick, in order, then advances every character by exactly 1/60 s (unless paused),
+encodes one binary pose frame and sends it, with JSON replies and events, through the
+``send`` callback (thread-safe; the server coalesces pose frames a slow page cannot
+take). Heavy work (GenMM synthesis, BVH export) runs on the viewer's worker pool and
+comes back through the inbox, so the loop never stalls on it.
+
+Timing: the loop sleeps until the next tick's deadline; when a tick runs late the next
+ones follow without sleeping until it has caught up (the simulated time stays locked to
+the wall clock), and a backlog beyond 0.25 s is dropped and counted. ``stats`` messages
+report the achieved tick rate and the step cost once a second.
+
+Scrubbing: the last ``history_frames`` encoded frames are kept; while paused the page can
+look back through them (``scrub``). It is a view of the past; the simulation goes on from
+the present when resumed.
+"""
+
+from __future__ import annotations
+
+import math
+import queue
+import secrets
+import threading
+import time
+import traceback
+from collections import deque
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from motionmatch.control.keyboard import KEYS
+from motionmatch.errors import MotionMatchError
+from motionmatch.viewer import hooks
+from motionmatch.viewer.characters import ClipCharacter, MMCharacter, recorded_motion, skeleton_info
+from motionmatch.viewer.data import DataError
+from motionmatch.viewer.messages import Limits, MessageError, validate_obstacle
+from motionmatch.viewer.protocol import FLAG_PAUSED, PROTOCOL_VERSION, encode_frame, with_history_flags
+
+__all__ = ["DT", "TICK_HZ", "Session"]
+
+TICK_HZ = 60
+DT = 1.0 / TICK_HZ
+
+
+class Rejected(MotionMatchError):
+    """A valid message that cannot be carried out now (unknown id, nothing recorded...)."""
+
+
+class _ScriptSource:
+    """Intents from a timeline script (scenario agents with a ``script``)."""
+
+    def __init__(self, script):
+        self.script = script
+        self.kb = script.keyboard()
+        self.t = 0.0
+        self.idx = -1
+
+    def intent(self, character, dt):
+        self.t += dt
+        ev = self.script.events
+        while self.idx + 1 < len(ev) and ev[self.idx + 1].t <= self.t + 1e-9:
+            self.idx += 1
+        e = ev[self.idx] if self.idx >= 0 else None
+        if e is not None and e.intent is not None:
+            self.kb.update((), dt)
+            return e.intent
+        return self.kb.update(e.keys if e is not None and e.keys is not None else (), dt)
+
+
+class Session:
+    """The simulation of one page (see the module doc).
+
+    Args:
+        viewer: the shared :class:`~motionmatch.viewer.server.Viewer` (database, data
+            folders, limits, worker pool, downloads).
+        send: called from the loop's thread with a ``dict`` (JSON) or ``bytes`` (pose frame).
+    """
+
+    def __init__(self, viewer, send: Callable[[Any], None]):
+        self.viewer = viewer
+        self.id = secrets.token_hex(6)
+        self.send = send
+        self.db = viewer.db
+        self.limits: Limits = viewer.limits
+        db = self.db
+        from motionmatch.anim import quat
+
+        self._db_root_yaw = quat.yaw_angle(db.rotations[:, 0].astype(np.float64))
+        from motionmatch.viewer.characters import _db_extent
+
+        self.skeletons: dict[int, dict] = {0: skeleton_info(db.skeleton, tuple(db.foot_joints), ground_root=True,
+                                                            height=viewer.db_extent or _db_extent(db))}
+        self._next_skeleton = 1
+        self.chars: dict[int, MMCharacter | ClipCharacter] = {}
+        self._next_id = 1
+        self.selected: int | None = None
+        self.obstacles: dict[int, dict] = {}
+        self._next_obstacle = 1
+        self.paused = False
+        self.tick = 0
+        self.time = 0.0
+        self.history: deque[bytes] = deque(maxlen=max(int(viewer.history_seconds * TICK_HZ), 1))
+        self.scrub_back = 0
+        self.debug_enabled = False
+        self.debug_k = 5
+        self._debug_cache: tuple[int, int, list] | None = None
+        self.camera_yaw = 0.0
+        self.inbox: queue.SimpleQueue = queue.SimpleQueue()
+        self._stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, name=f"viewer-session-{self.id}", daemon=True)
+        self.jobs = 0
+        self.env = None
+        factory = hooks.environment_factory()
+        if factory is not None:
+            try:
+                self.env = factory(db)
+            except Exception as e:  # pragma: no cover - plugin failure
+                self.env = None
+                self._warn(f"environment plugin failed: {e}")
+        self.pose_source = None
+        # stats
+        self.bytes_sent = 0
+        self.frames_sent = 0
+        self._step_times: list[float] = []
+        self._tick_stamps: deque[float] = deque(maxlen=TICK_HZ + 1)
+        self.late_ticks = 0
+        self.dropped_ticks = 0
+        self.divisor = 1  # background characters are updated every divisor-th tick (see step)
+        self._cost_ema: float | None = None
+        self._adapt_after = 0
+        self._last_stats = (time.perf_counter(), 0)
+        self.add_mm_character("hero", (0.0, 0.0), (0.0, 1.0), select=True, announce=False)
+
+    # ------------------------------------------------------------------ life cycle
+    def start(self) -> None:
+        self.thread.start()
+
+    def submit(self, msg: dict) -> None:
+        """Queue a validated message for the next tick."""
+        self.inbox.put(msg)
+
+    def close(self, timeout: float = 2.0) -> None:
+        self._stop.set()
+        if self.thread.is_alive() and threading.current_thread() is not self.thread:
+            self.thread.join(timeout)
+
+    @property
+    def alive(self) -> bool:
+        return self.thread.is_alive()
+
+    def _warn(self, text: str) -> None:
+        self.send({"type": "warning", "message": text})
+
+    # ------------------------------------------------------------------ the loop
+    def _run(self) -> None:
+        self.send(self.welcome())
+        self._emit_pose(stepped=False)
+        next_t = time.perf_counter()
+        self._next_stats = next_t + 1.0
+        while not self._stop.is_set():
+            now = time.perf_counter()
+            if next_t > now and self._stop.wait(next_t - now):
+                break
+            self._drain_inbox()
+            stepped = False
+            if not self.paused:
+                t0 = time.perf_counter()
+                try:
+                    self.step()
+                    stepped = True
+                except Exception as e:  # a bug must not kill the tab's session: pause and say why
+                    self.paused = True
+                    traceback.print_exc()
+                    self.send({"type": "error", "code": "internal", "message": f"simulation error: {e!r}; paused"})
+                    self.send(self.time_state())
+                self._step_times.append(time.perf_counter() - t0)
+            self._tick_stamps.append(time.perf_counter())
+            if stepped:
+                self._emit_pose(stepped=True)
+                self._emit_events()
+                if self.debug_enabled and self.tick % 6 == 0:
+                    self._emit_debug()
+            if time.perf_counter() >= self._next_stats:
+                self._next_stats = max(self._next_stats + 1.0, time.perf_counter() + 0.5)
+                self._emit_stats()
+            next_t += DT
+            behind = time.perf_counter() - next_t
+            if behind > DT:
+                self.late_ticks += 1
+            if behind > 0.25:
+                self.dropped_ticks += int(behind / DT)
+                next_t = time.perf_counter()
+
+    def step(self, dt: float = DT) -> None:
+        """Advance every character by ``dt`` (the loop's tick; ``step`` messages too).
+
+        Level of detail: when the tick's cost nears its budget (many agents), the
+        motion-matching characters other than the selected one are updated every
+        ``self.divisor``-th tick, staggered, each with the time it is owed, so the session
+        keeps 60 ticks per second and the selected character its 60 updates; every
+        character's pose is still sent (and recorded) every tick."""
+        t0 = time.perf_counter()
+        if self.env is not None:
+            self.env.before_step(list(self.chars.values()), self.time, dt)
+        div = self.divisor
+        k = 0
+        for cid, ch in self.chars.items():
+            if isinstance(ch, MMCharacter):
+                if div > 1 and cid != self.selected:
+                    k += 1
+                    ch.pending += dt
+                    if (self.tick + k) % div == 0:
+                        ch.step(ch.pending)
+                        ch.pending = 0.0
+                else:
+                    ch.step(ch.pending + dt)
+                    ch.pending = 0.0
+                ch.record()
+            else:
+                ch.step(dt)
+        self.tick += 1
+        self.time += dt
+        self.scrub_back = 0
+        self._adapt(time.perf_counter() - t0)
+
+    def _adapt(self, seconds: float) -> None:
+        """Choose how often background characters are updated from the recent tick cost."""
+        a = 0.1
+        self._cost_ema = seconds if self._cost_ema is None else (1 - a) * self._cost_ema + a * seconds
+        if not self.viewer.adaptive_rate or self.tick < self._adapt_after:
+            return
+        budget = DT
+        if self._cost_ema > 0.6 * budget and self.divisor < self.viewer.max_divisor:
+            self.divisor += 1
+            self._adapt_after = self.tick + 30
+        elif self.divisor > 1 and self._cost_ema * self.divisor / (self.divisor - 1) < 0.4 * budget:
+            self.divisor -= 1
+            self._adapt_after = self.tick + 60
+
+    def _drain_inbox(self) -> None:
+        while True:
+            try:
+                msg = self.inbox.get_nowait()
+            except queue.Empty:
+                return
+            self.handle(msg)
+
+    def handle(self, msg: dict) -> None:
+        """Carry out one message; a refusal is answered with an error, never raised."""
+        kind = msg["type"]
+        seq = msg.get("seq")
+        try:
+            handler = getattr(self, "_on_" + kind.lstrip("_"))
+            reply = handler(msg)
+            if seq is not None:
+                self.send({"type": "ack", "seq": seq, "for": kind, **(reply or {})})
+        except (Rejected, DataError, MessageError, ValueError, KeyError, MotionMatchError) as e:
+            text = str(e) if not isinstance(e, KeyError) else f"unknown {e.args[0]}"
+            self.send({"type": "error", "code": "rejected", "for": kind, "message": text, "seq": seq})
+        except Exception as e:  # pragma: no cover - a bug in a handler
+            traceback.print_exc()
+            self.send({"type": "error", "code": "internal", "for": kind, "message": repr(e), "seq": seq})
+
+    # ------------------------------------------------------------------ output
+    def poses(self):
+        return [ch.pose(cid == self.selected) for cid, ch in self.chars.items()]
+
+    def _emit_pose(self, stepped: bool) -> None:
+        frame = encode_frame(self.tick, self.time, self.poses(), flags=FLAG_PAUSED if self.paused else 0,
+                             history=len(self.history) + (1 if stepped else 0), history_back=0)
+        if stepped:
+            self.history.append(frame)
+        self.send(frame)
+        self.frames_sent += 1
+
+    def _emit_events(self) -> None:
+        for ch in self.chars.values():
+            if ch.events:
+                for e in ch.events:
+                    self.send(e)
+                ch.events.clear()
+
+    def _emit_stats(self) -> None:
+        now = time.perf_counter()
+        st = np.asarray(self._step_times) * 1e3 if self._step_times else np.zeros(1)
+        self._step_times = []
+        stamps = self._tick_stamps
+        hz = (len(stamps) - 1) / (stamps[-1] - stamps[0]) if len(stamps) > 2 and stamps[-1] > stamps[0] else 0.0
+        t0, b0 = self._last_stats
+        bps = (self.bytes_sent - b0) / max(now - t0, 1e-6)
+        self._last_stats = (now, self.bytes_sent)
+        self.send({"type": "stats", "tick_hz": round(hz, 1), "step_ms_mean": round(float(st.mean()), 3),
+                   "step_ms_max": round(float(st.max()), 3), "characters": len(self.chars),
+                   "bytes_per_s": round(bps), "late_ticks": self.late_ticks, "dropped_ticks": self.dropped_ticks,
+                   "tick": self.tick, "agent_hz": round(TICK_HZ / self.divisor, 1)})
+
+    def _selected_mm(self) -> MMCharacter:
+        ch = self.chars.get(self.selected) if self.selected is not None else None
+        if not isinstance(ch, MMCharacter):
+            raise Rejected("select a motion-matching character first")
+        return ch
+
+    def _emit_debug(self) -> None:
+        ch = self.chars.get(self.selected) if self.selected is not None else None
+        if not isinstance(ch, MMCharacter) or ch.last is None:
+            return
+        self.send(self.debug_info(ch))
+
+    def debug_info(self, ch: MMCharacter) -> dict:
+        """The debug panel's data for one character (see the protocol in the README)."""
+        r = ch.last
+        db = ch.db
+        f = int(ch.ctrl.frame)
+        clip = int(db.frame_clip[f])
+        out: dict = {
+            "type": "debug", "id": ch.id, "tick": self.tick, "mode": r.mode if r else "idle",
+            "frame": {"index": f, "clip": db.clip_names[clip], "clip_frame": f - int(db.clip_starts[clip]),
+                      "tags": list(db.clip_tags[clip])},
+            "searches": int(ch.ctrl.searches), "transitions": int(ch.ctrl.transitions),
+            "target_speed": round(float(ch.kb.target_speed), 2), "following": ch.follower is not None,
+            "offsets": [float(o) for o in db.schema.trajectory_offsets],
+        }
+        des = r.desired if r is not None else None
+        if des is not None:
+            out["desired"] = {"positions": np.round(des.positions, 3).tolist(),
+                              "directions": np.round(des.directions[:, [0, 2]], 3).tolist()}
+        mp, md = ch.matched_future()
+        out["matched"] = {"positions": np.round(mp, 3).tolist(), "directions": np.round(md[:, [0, 2]], 3).tolist()}
+        costs = dict(ch.ctrl.last_costs)
+        out["costs"] = {k: round(v, 4) for k, v in costs.items()}
+        out["total"] = round(float(sum(costs.values())), 4)
+        key = (ch.id, ch.tap.count, self.debug_k)
+        if self._debug_cache is None or self._debug_cache[:3] != key:
+            self._debug_cache = (*key, ch.candidates(self.debug_k))
+        out["candidates"] = self._debug_cache[3]
+        if self.env is not None:
+            try:
+                out["environment"] = self.env.debug(ch)
+            except Exception as e:  # pragma: no cover - plugin failure
+                out["environment"] = {"error": repr(e)}
+        return out
+
+    def welcome(self) -> dict:
+        db = self.db
+        return {
+            "type": "welcome", "session": self.id, "protocol": PROTOCOL_VERSION, "tick_hz": TICK_HZ,
+            "db": {"description": self.viewer.source_description, "fps": db.fps, "frames": db.num_frames,
+                   "clips": len(db.clip_names), "tags": db.tags, "schema": db.schema.name,
+                   "groups": [t.name for t in db.schema.terms],
+                   "trajectory_offsets": [float(o) for o in db.schema.trajectory_offsets]},
+            "skeletons": {str(k): v for k, v in self.skeletons.items()},
+            "characters": self.describe_characters(), "selected": self.selected,
+            "obstacles": self.obstacle_list(), "capabilities": hooks.capabilities(),
+            "history_frames": self.history.maxlen, "keys": list(KEYS),
+            "limits": {"path_points": self.limits.path_points, "obstacles": self.limits.obstacles,
+                       "characters": self.limits.characters, "max_bytes": self.limits.max_bytes,
+                       "rate": self.limits.rate},
+            "time": self.time_state(),
+        }
+
+    def time_state(self) -> dict:
+        return {"type": "time", "paused": self.paused, "tick": self.tick, "time": round(self.time, 4),
+                "history": len(self.history), "back": self.scrub_back}
+
+    def describe_characters(self) -> list[dict]:
+        return [ch.describe() for ch in self.chars.values()]
+
+    def _send_characters(self) -> None:
+        self.send({"type": "characters", "characters": self.describe_characters(), "selected": self.selected,
+                   "skeletons": {str(k): v for k, v in self.skeletons.items()}})
+        if self.paused:
+            self._emit_pose(stepped=False)
+
+    def obstacle_list(self) -> list[dict]:
+        return [{"id": i, **o} for i, o in self.obstacles.items()]
+
+    def _obstacles_changed(self) -> None:
+        lst = self.obstacle_list()
+        if self.env is not None:
+            self.env.set_obstacles(lst, self.time)
+        self.send({"type": "obstacles", "obstacles": lst, "time": round(self.time, 4)})
+
+    # ------------------------------------------------------------------ characters
+    def add_mm_character(self, name: str | None, position, facing=(0.0, 1.0), *, select: bool = False,
+                         announce: bool = True) -> MMCharacter:
+        if len(self.chars) >= self.limits.characters:
+            raise Rejected(f"at most {self.limits.characters} characters per session")
+        cid = self._next_id
+        self._next_id += 1
+        ch = MMCharacter(cid, name or f"character {cid}", self.db, position=position, facing=facing,
+                         record_frames=int(self.viewer.record_seconds * TICK_HZ), db_root_yaw=self._db_root_yaw,
+                         extent=self.viewer.db_extent)
+        ch.kb.camera_yaw = self.camera_yaw
+        self.chars[cid] = ch
+        if self.env is not None:
+            self.env.attach(ch)
+        ch.step(0.0)
+        if select or self.selected is None:
+            self.selected = cid
+        if announce:
+            self._send_characters()
+        return ch
+
+    def remove_character(self, cid: int) -> None:
+        ch = self.chars.pop(cid)
+        if self.env is not None and isinstance(ch, MMCharacter):
+            self.env.detach(ch)
+        if self.selected == cid:
+            self.selected = next(iter(self.chars), None)
+
+    # ------------------------------------------------------------------ handlers
+    def _on_hello(self, m):
+        return {"session": self.id}
+
+    def _char(self, cid: int | None) -> MMCharacter:
+        if cid is None:
+            return self._selected_mm()
+        ch = self.chars.get(int(cid))
+        if ch is None:
+            raise Rejected(f"no character {cid}")
+        if not isinstance(ch, MMCharacter):
+            raise Rejected(f"character {cid} is a clip player; only motion-matching characters take input")
+        return ch
+
+    def _set_yaw(self, yaw) -> None:
+        if yaw is not None:
+            self.camera_yaw = float(yaw)
+            for ch in self.chars.values():
+                if isinstance(ch, MMCharacter):
+                    ch.kb.camera_yaw = self.camera_yaw
+
+    def _on_key(self, m):
+        self._set_yaw(m["yaw"])
+        ch = self.chars.get(self.selected) if self.selected is not None else None
+        if isinstance(ch, MMCharacter):
+            ch.set_key(m["key"], m["down"])
+
+    def _on_keys(self, m):
+        self._set_yaw(m["yaw"])
+        ch = self.chars.get(self.selected) if self.selected is not None else None
+        if isinstance(ch, MMCharacter):
+            ch.set_keys(m["held"])
+
+    def _on_camera(self, m):
+        self._set_yaw(m["yaw"])
+
+    def _on_select(self, m):
+        cid = int(m["id"])
+        if cid not in self.chars:
+            raise Rejected(f"no character {cid}")
+        old = self.chars.get(self.selected) if self.selected is not None else None
+        if isinstance(old, MMCharacter):
+            old.held.clear()
+        self.selected = cid
+        self._debug_cache = None
+        self.send({"type": "selected", "id": cid})
+        if self.paused:
+            self._emit_pose(stepped=False)
+
+    def _on_path(self, m):
+        ch = self._char(m["id"])
+        pts = np.asarray(m["points"], dtype=np.float64)
+        info = ch.start_path(pts[:, 0], pts[:, 1:], mode=m["mode"], scale=m["scale"])
+        self.send({"type": "path_info", **info})
+        return {"id": ch.id}
+
+    def _on_path_cancel(self, m):
+        self._char(m["id"]).cancel_path("cancelled")
+
+    def _on_pause(self, m):
+        self.paused = bool(m["paused"])
+        self.scrub_back = 0
+        self.send(self.time_state())
+        self._emit_pose(stepped=False)
+
+    def _on_step(self, m):
+        if not self.paused:
+            raise Rejected("pause first: 'step' advances a paused simulation frame by frame")
+        for _ in range(int(m["frames"])):
+            self.step()
+            self._emit_pose(stepped=True)
+        self._emit_events()
+        if self.debug_enabled:
+            self._emit_debug()
+        self.send(self.time_state())
+        return {"tick": self.tick}
+
+    def _on_scrub(self, m):
+        if not self.paused:
+            raise Rejected("pause first: scrubbing looks back through the last seconds of a paused session")
+        if not self.history:
+            raise Rejected("nothing to scrub through yet")
+        back = min(int(m["back"]), len(self.history) - 1)
+        self.scrub_back = back
+        frame = self.history[len(self.history) - 1 - back]
+        self.send(with_history_flags(frame, paused=True, history=len(self.history), back=back))
+        self.send(self.time_state())
+        return {"back": back}
+
+    def _on_add_character(self, m):
+        f = m["facing"] or (0.0, 1.0)
+        ch = self.add_mm_character(m["name"], m["position"], f, select=True)
+        self.send({"type": "selected", "id": ch.id})
+        return {"id": ch.id}
+
+    def _on_remove_character(self, m):
+        cid = int(m["id"])
+        if cid not in self.chars:
+            raise Rejected(f"no character {cid}")
+        self.remove_character(cid)
+        self._send_characters()
+
+    def _on_spawn_group(self, m):
+        n = int(m["count"])
+        if len(self.chars) + n > self.limits.characters:
+            raise Rejected(f"at most {self.limits.characters} characters per session ({len(self.chars)} now)")
+        cols = math.ceil(math.sqrt(n))
+        sp = float(m["spacing"])
+        cx, cz = m["center"]
+        tx, tz = m["target"]
+        dist = math.hypot(tx, tz)
+        facing = (tx / dist, tz / dist) if dist > 1e-6 else (0.0, 1.0)
+        ids = []
+        for i in range(n):
+            r, c = divmod(i, cols)
+            x = cx + (c - (cols - 1) / 2) * sp
+            z = cz + (r - (math.ceil(n / cols) - 1) / 2) * sp
+            ch = self.add_mm_character(f"agent {self._next_id}", (x, z), facing, announce=False)
+            ids.append(ch.id)
+            crowd = hooks.crowd_factory()
+            if crowd is not None:
+                ch.intent_source = crowd(self.db)
+                ch.goal = (x + tx, z + tz)
+            elif dist > 0.1:
+                T = dist / float(m["speed"])
+                ch.start_path(np.array([0.0, T]), np.array([[x, z], [x + tx, z + tz]]), mode="local", levels=1, k=1)
+                self.send({"type": "path_info", **ch.follow_info})
+        self._send_characters()
+        return {"ids": ids}
+
+    def _on_controls(self, m):
+        ch = self._char(m["id"])
+        old = ch.ctrl
+        ch.set_controls(**{k: m[k] for k in ("responsiveness", "continuity", "evasion", "anticipation")})
+        if self.env is not None:
+            if ch.ctrl is not old:
+                self.env.attach(ch)
+            self.env.controls_changed(ch)
+        self._send_characters()
+        return {"id": ch.id, "controls": ch.controls}
+
+    def _on_obstacle_add(self, m):
+        if len(self.obstacles) >= self.limits.obstacles:
+            raise Rejected(f"at most {self.limits.obstacles} obstacles")
+        oid = self._next_obstacle
+        self._next_obstacle += 1
+        self.obstacles[oid] = {**m["obstacle"], "t0": round(self.time, 4)}
+        self._obstacles_changed()
+        return {"id": oid}
+
+    def _on_obstacle_update(self, m):
+        oid = int(m["id"])
+        if oid not in self.obstacles:
+            raise Rejected(f"no obstacle {oid}")
+        self.obstacles[oid] = {**m["obstacle"], "t0": round(self.time, 4)}
+        self._obstacles_changed()
+        return {"id": oid}
+
+    def _on_obstacle_remove(self, m):
+        oid = int(m["id"])
+        if self.obstacles.pop(oid, None) is None:
+            raise Rejected(f"no obstacle {oid}")
+        self._obstacles_changed()
+
+    def _on_scene_clear(self, m):
+        self.obstacles.clear()
+        self._obstacles_changed()
+
+    def _set_scene_obstacles(self, obstacles: list[dict]) -> None:
+        if len(obstacles) > self.limits.obstacles:
+            raise Rejected(f"at most {self.limits.obstacles} obstacles")
+        self.obstacles.clear()
+        for o in obstacles:
+            self.obstacles[self._next_obstacle] = {**o, "t0": round(self.time, 4)}
+            self._next_obstacle += 1
+        self._obstacles_changed()
+
+    def _on_scene_set(self, m):
+        self._set_scene_obstacles(m["scene"]["obstacles"])
+        return {"obstacles": len(self.obstacles)}
+
+    def _on_scene_save(self, m):
+        obs = [{k: v for k, v in o.items() if k != "t0"} for o in self.obstacles.values()]
+        agents = []
+        for ch in self.chars.values():
+            if isinstance(ch, MMCharacter):
+                x, z = ch.root_xz
+                y = ch.ctrl.root_yaw
+                agents.append({"name": ch.name, "start": [round(x, 3), round(z, 3)],
+                               "facing": [round(math.sin(y), 4), round(math.cos(y), 4)]})
+        scene = {"name": "viewer scene", "duration": 30.0, "obstacles": obs, "agents": agents}
+        self.send({"type": "scene", "scene": scene})
+
+    def _on_scenario_load(self, m):
+        loader = hooks.scenario_loader()
+        if loader is None:
+            raise Rejected("scenario files need the environment package (motionmatch.environment), "
+                           "which this installation does not have yet")
+        path = self.viewer.catalog.resolve(m["file"], "scenario")
+        try:
+            sc = loader(path)
+        except Exception as e:
+            raise Rejected(f"{m['file']}: {e}") from None
+        obstacles = [validate_obstacle(o, f"obstacle {i}") for i, o in enumerate(sc.get("obstacles", []))]
+        agents = sc.get("agents", [])
+        if len(agents) > self.limits.characters:
+            raise Rejected(f"the scenario has {len(agents)} agents; the limit is {self.limits.characters}")
+        for cid in list(self.chars):
+            self.remove_character(cid)
+        self.paused = True
+        self._set_scene_obstacles(obstacles)
+        for i, a in enumerate(agents):
+            ch = self.add_mm_character(a.get("name") or f"agent {i + 1}", tuple(a.get("start", (0, 0)))[:2],
+                                       tuple(a.get("facing") or (0.0, 1.0))[:2], announce=False, select=i == 0)
+            if a.get("controls"):
+                ch.set_controls(**{k: v for k, v in a["controls"].items() if k in ch.controls})
+            speed = float(a.get("speed") or 1.3)
+            pts = None
+            if a.get("path") is not None:
+                pts = np.asarray(a["path"], dtype=np.float64).reshape(-1, 2)
+                pts = np.concatenate([np.asarray(ch.root_xz)[None], pts]) if np.linalg.norm(
+                    pts[0] - np.asarray(ch.root_xz)) > 0.05 else pts
+            elif a.get("goal") is not None:
+                pts = np.asarray([ch.root_xz, tuple(a["goal"])[:2]], dtype=np.float64)
+            crowd = hooks.crowd_factory()
+            if a.get("script") is not None:
+                from motionmatch.control.script import parse_script
+
+                ch.intent_source = _ScriptSource(parse_script(a["script"], gaits=ch.ctrl.gaits))
+            elif crowd is not None and (a.get("goal") is not None or pts is not None):
+                ch.intent_source = crowd(self.db)
+                ch.goal = tuple(a["goal"]) if a.get("goal") is not None else tuple(pts[-1])
+            elif pts is not None and len(pts) >= 2:
+                seg = np.linalg.norm(np.diff(pts, axis=0), axis=1)
+                keep = np.concatenate([[True], seg > 1e-6])
+                pts = pts[keep]
+                if len(pts) >= 2:
+                    t = np.concatenate([[0.0], np.cumsum(np.linalg.norm(np.diff(pts, axis=0), axis=1)) / speed])
+                    ch.start_path(t, pts, mode="global", levels=1, k=1)
+                    self.send({"type": "path_info", **ch.follow_info})
+        self._send_characters()
+        self.send(self.time_state())
+        self._emit_pose(stepped=False)
+        return {"name": sc.get("name", ""), "agents": len(agents), "obstacles": len(obstacles)}
+
+    def _on_files(self, m):
+        files = self.viewer.catalog.list(m["kind"])
+        self.send({"type": "files", "kind": m["kind"], "files": files})
+        return {"count": len(files)}
+
+    def _on_genmm(self, m):
+        if self.jobs >= 1:
+            raise Rejected("a synthesis is already running for this page")
+        cat = self.viewer.catalog
+        paths = [cat.resolve(f, "bvh") for f in m["examples"]]
+        keys = cat.resolve(m["keyframes"], "bvh") if m["keyframes"] else None
+        self.jobs += 1
+        self.send({"type": "genmm_status", "state": "running", "variants": m["variants"]})
+        args = (paths, keys, float(m["seconds"]), int(m["seed"]), bool(m["loop"]), int(m["variants"]))
+
+        def done(fut):
+            try:
+                res = fut.result()
+                self.submit({"type": "_genmm_done", "seq": None, "result": res, "request": m})
+            except Exception as e:
+                self.submit({"type": "_genmm_done", "seq": None, "error": f"{type(e).__name__}: {e}", "request": m})
+
+        self.viewer.pool.submit(_genmm_job, *args).add_done_callback(done)
+        return {"state": "running"}
+
+    def _on_genmm_done(self, m):
+        self.jobs = max(self.jobs - 1, 0)
+        if "error" in m:
+            self.send({"type": "genmm_status", "state": "failed", "message": m["error"]})
+            return
+        fps, results, seconds_taken = m["result"]
+        req = m["request"]
+        for cid in [c for c, ch in self.chars.items() if isinstance(ch, ClipCharacter)]:
+            self.remove_character(cid)
+        skel = results[0].motion.skeleton
+        feet = tuple(results[0].feet) if results[0].contacts is not None else ()
+        sid = self._next_skeleton
+        self._next_skeleton += 1
+        wp = results[0].motion.world_positions
+        info = skeleton_info(skel, feet, ground_root=False, height=float(np.ptp(wp[0, :, 1])) or None)
+        self.skeletons[sid] = info
+        spacing = max(1.5, 1.4 * info["height"])
+        base_x = max((abs(ch.root_xz[0]) for ch in self.chars.values()), default=0.0) + 2.5
+        ids = []
+        for i, r in enumerate(results):
+            cid = self._next_id
+            self._next_id += 1
+            loop_frames = r.motion.num_frames - 1 if req["loop"] else None
+            ch = ClipCharacter(cid, f"variant {i + 1} (seed {req['seed'] + i})", r.motion, skeleton_id=sid,
+                               place=(base_x + i * spacing, 0.0), contacts=r.contacts, loop_frames=loop_frames,
+                               meta={"seed": req["seed"] + i, "synthesis_s": round(float(r.synthesis_s), 3)})
+            self.chars[cid] = ch
+            ch.step(0.0)
+            ids.append(cid)
+        self.selected = ids[0]
+        self._send_characters()
+        self.send({"type": "genmm_status", "state": "done", "ids": ids, "fps": fps,
+                   "seconds": round(seconds_taken, 3), "frames": int(results[0].motion.num_frames)})
+        if self.paused:
+            self._emit_pose(stepped=False)
+
+    def _on_genmm_clear(self, m):
+        for cid in [c for c, ch in self.chars.items() if isinstance(ch, ClipCharacter)]:
+            self.remove_character(cid)
+        self._send_characters()
+
+    def _on_export_bvh(self, m):
+        cid = int(m["id"])
+        ch = self.chars.get(cid)
+        if ch is None:
+            raise Rejected(f"no character {cid}")
+        if isinstance(ch, MMCharacter):
+            if ch.recorder.frames == 0:
+                raise Rejected("nothing recorded yet")
+            r, t = ch.recorder.arrays()  # a snapshot taken now; the worker formats it
+            moving, skel, scale, name = ch.recorder.moving, ch.db.skeleton, ch.db.file_scale, ch.name
+
+            def make():
+                return recorded_motion(skel, moving, r, t, TICK_HZ, name, scale)
+        else:
+            motion = ch.motion_for_export()
+
+            def make():
+                return motion
+
+        filename = "".join(c if c.isalnum() or c in "-_" else "_" for c in ch.name) + ".bvh"
+        sid = self.id
+
+        def job():
+            import tempfile
+            from pathlib import Path
+
+            from motionmatch.anim import save_bvh
+
+            mo = make()
+            with tempfile.TemporaryDirectory() as d:
+                p = save_bvh(mo, Path(d) / "export.bvh")
+                data = p.read_bytes()
+            token = self.viewer.downloads.add(sid, filename, data, "application/octet-stream")
+            return token, mo.num_frames, mo.fps
+
+        def done(fut):
+            try:
+                token, frames, fps = fut.result()
+                self.send({"type": "download", "url": f"/api/download/{token}", "filename": filename, "id": cid,
+                           "frames": frames, "seconds": round(frames / fps, 2)})
+            except Exception as e:
+                self.send({"type": "error", "code": "rejected", "for": "export_bvh", "message": str(e)})
+
+        self.viewer.pool.submit(job).add_done_callback(done)
+        return {"state": "running"}
+
+    def _on_debug(self, m):
+        self.debug_enabled = bool(m["enabled"])
+        self.debug_k = int(m["candidates"])
+        self._debug_cache = None
+        if self.debug_enabled:
+            self._emit_debug()
+
+    def _on_pose_source(self, m):
+        factory = hooks.pose_factory()
+        if m["kind"] == "off":
+            self.pose_source = None
+            for ch in self.chars.values():
+                if isinstance(ch, MMCharacter) and getattr(ch, "_pose_driven", False):
+                    ch.intent_source = None
+                    ch._pose_driven = False
+            return {"state": "off"}
+        if factory is None:
+            raise Rejected("pose control is not available yet in this installation "
+                           "(it needs the pose-command package's viewer plugin)")
+        path = self.viewer.catalog.resolve(m["file"], "keypoints") if m["kind"] == "file" else None
+        self.pose_source = factory(self.db, m["kind"], path)
+        ch = self._selected_mm()
+        ch.intent_source = self.pose_source
+        ch._pose_driven = True
+        return {"state": "on"}
+
+    def _on_pose_keypoints(self, m):
+        if self.pose_source is None or not hasattr(self.pose_source, "push"):
+            raise Rejected("no webcam pose source is active (send pose_source first)")
+        self.pose_source.push(np.asarray(m["keypoints"], dtype=np.float64), m["t"])
+
+
+def _genmm_job(paths, keyframes, seconds: float, seed: int, loop: bool, variants: int):
+    """Synthesize ``variants`` motions (worker thread)."""
+    from motionmatch.genmm import GenMM, Keyframes
+
+    t0 = time.perf_counter()
+    gen = GenMM([str(p) for p in paths])
+    frames = max(round(seconds * gen.fps), 16)
+    keys = Keyframes.from_bvh(keyframes) if keyframes is not None else None
+    results = [gen.sample(frames, seed=seed + i, loop=loop, keyframes=keys) for i in range(variants)]
+    return gen.fps, results, time.perf_counter() - t0

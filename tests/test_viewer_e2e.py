@@ -1,0 +1,332 @@
+"""The viewer end to end in a real headless browser: Debian's chromium driven by Playwright
+(``executable_path``; no browser download). The page loads and draws, holding W walks the
+character, dragging on the ground draws a path the character follows, obstacles are placed,
+dragged and deleted, an obstacle on the path is walked around (when environment-aware
+matching is installed), the debug panel, pause/step/scrub, BVH and video export work.
+
+Each test saves a screenshot in ``out/viewer-e2e/`` (or ``$MOTIONMATCH_SCREENSHOTS``).
+Skipped, with the reason, when chromium, Playwright or the page's bundle (Node.js) is missing.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import os
+import shutil
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO, data_root
+from test_viewer_support import small_database, start_server, viewer_deps_or_skip
+
+pytestmark = pytest.mark.slow  # about 60 s with a software-rendered WebGL; CI runs them
+
+viewer_deps_or_skip()
+pytest.importorskip("playwright.sync_api", reason="Playwright is not installed: pip install playwright "
+                    "(no browser download needed: the tests use Debian's chromium)")
+
+SHOTS = Path(os.environ.get("MOTIONMATCH_SCREENSHOTS", REPO / "out" / "viewer-e2e"))
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                 "--use-angle=swiftshader", "--enable-unsafe-swiftshader", "--mute-audio"]
+
+
+def chromium_path() -> str | None:
+    env = os.environ.get("MOTIONMATCH_CHROMIUM")
+    if env:
+        return env if Path(env).exists() else None
+    for name in ("chromium", "chromium-browser"):
+        p = shutil.which(name)
+        if p:
+            return p
+    return "/usr/bin/chromium" if Path("/usr/bin/chromium").exists() else None
+
+
+@pytest.fixture(scope="module")
+def bundle():
+    from motionmatch.viewer._bundle import BundleError, ensure_bundle
+
+    try:
+        return ensure_bundle(log=lambda m: None)
+    except BundleError as e:
+        pytest.skip(f"the page's bundle cannot be built: {e}")
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory, bundle):
+    db = small_database(tmp_path_factory.getbasetemp())
+    srv = start_server(db, {"data": data_root()}, static_dir=bundle)
+    yield srv
+    srv.stop()
+
+
+@pytest.fixture(scope="module")
+def browser_context():
+    from playwright.sync_api import sync_playwright
+
+    exe = chromium_path()
+    if exe is None:
+        pytest.skip("Debian's chromium is not installed (apt-get install chromium); the tests never download one")
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    with sync_playwright() as p:
+        ctx = p.chromium.launch_persistent_context(
+            tempfile.mkdtemp(prefix="mm-chromium-"), executable_path=exe, headless=True, args=CHROMIUM_ARGS,
+            viewport={"width": 1280, "height": 760}, bypass_csp=True, accept_downloads=True)
+        yield ctx
+        ctx.close()
+
+
+@pytest.fixture
+def page(browser_context, server):
+    pg = browser_context.new_page()
+    errors: list[str] = []
+    pg.on("pageerror", lambda e: errors.append(str(e)))
+    pg.goto(server.url)
+    pg.wait_for_function("() => window.__mm && window.__mm.state.frame && window.__mm.state.welcome", timeout=30000)
+    pg.errors = errors
+    yield pg
+    pg.close()
+    assert not errors, f"page errors: {errors}"
+
+
+def shot(page, name: str) -> Path:
+    p = SHOTS / f"{name}.png"
+    page.screenshot(path=str(p))
+    return p
+
+
+def root(page, cid=None):
+    return page.evaluate("(id) => { const c = window.__mm.character(id); return c ? c.root : null; }", cid)
+
+
+def screen(page, x: float, z: float):
+    s = page.evaluate("([x, z]) => window.__mm.toScreen(x, z)", [x, z])
+    return s["x"], s["y"]
+
+
+def wait_until(fn, timeout=15.0, step=0.1):
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        v = fn()
+        if v:
+            return v
+        time.sleep(step)
+    return fn()
+
+
+def draw(page, points, seconds: float) -> float:
+    """Drag the mouse along world ground points, taking about ``seconds``; returns the
+    seconds it took (the drawing time the path is stamped with)."""
+    page.click("button[data-tool=path]")
+    n = 60
+    seg = [math.dist(a, b) for a, b in itertools.pairwise(points)]
+    total = sum(seg)
+    world = []
+    for i in range(n + 1):
+        s = total * i / n
+        k = 0
+        while k < len(seg) - 1 and s > seg[k]:
+            s -= seg[k]
+            k += 1
+        a, b = points[k], points[k + 1]
+        t = min(s / seg[k], 1.0)
+        world.append([a[0] + (b[0] - a[0]) * t, a[1] + (b[1] - a[1]) * t])
+    # all screen positions at once: the camera stands still while the character waits
+    pix = page.evaluate("(pts) => pts.map(([x, z]) => window.__mm.toScreen(x, z))", world)
+    page.mouse.move(pix[0]["x"], pix[0]["y"])
+    page.mouse.down()
+    t0 = time.monotonic()
+    for i, p in enumerate(pix[1:], 1):
+        page.mouse.move(p["x"], p["y"])
+        wait = t0 + seconds * i / n - time.monotonic()
+        if wait > 0:
+            time.sleep(wait)
+    page.mouse.up()
+    return time.monotonic() - t0
+
+
+def test_the_page_loads_and_draws(page):
+    st = page.evaluate("() => ({status: document.querySelector('#status').textContent, "
+                       "chars: window.__mm.state.frame.characters.length, joints: window.__mm.state.frame.characters[0].joints})")
+    assert st["status"].startswith("connected") and st["chars"] == 1 and st["joints"] == 23
+    p = shot(page, "page_loads")
+    from PIL import Image
+
+    im = Image.open(p).convert("L").crop((300, 150, 900, 650))
+    assert max(im.getextrema()) - min(im.getextrema()) > 60  # a character on the ground, not a blank canvas
+    page.wait_for_function("() => window.__mm.state.stats", timeout=5000)
+    assert page.evaluate("() => document.querySelector('#stats').textContent").endswith("char.")
+
+
+def test_holding_w_walks_the_character(page):
+    page.click("#view")
+    p0 = root(page)
+    yaw = page.evaluate("() => window.__mm.view.cameraYaw()")
+    page.keyboard.down("w")
+    time.sleep(2.0)
+    shot(page, "hold_w")
+    page.keyboard.up("w")
+    p1 = root(page)
+    fwd = (math.sin(yaw), math.cos(yaw))
+    d = (p1[0] - p0[0], p1[2] - p0[2])
+    along = d[0] * fwd[0] + d[1] * fwd[1]
+    across = abs(d[0] * fwd[1] - d[1] * fwd[0])
+    assert along > 0.6 and across < 0.5 * along, (p0, p1, yaw)
+
+
+def test_a_path_dragged_on_the_ground_is_followed(page):
+    start = root(page)
+    pts = [(start[0], start[2] + 0.3), (start[0], start[2] + 3.0), (start[0] - 2.0, start[2] + 4.5)]
+    took = draw(page, pts, seconds=3.0)
+    info = page.wait_for_function("() => Object.values(window.__mm.state.pathInfo)[0]", timeout=10000).json_value()
+    assert info["length"] > 3.0 and len(info["speeds"]) == len(info["points"])
+    # drawing speed is walking speed: the path lasts as long as the drawing did
+    assert abs(info["duration"] - took) < 0.25 * took + 0.3, (info["duration"], took)
+    time.sleep(1.5)
+    shot(page, "path_following")
+    end = info["points"][-1]
+
+    def near_end():
+        p = root(page)
+        return math.hypot(p[0] - end[0], p[2] - end[1]) < 0.8
+
+    assert wait_until(near_end, timeout=15 + info["duration"]), (root(page), end)
+    shot(page, "path_done")
+
+
+def test_obstacles_are_placed_dragged_and_deleted(page):
+    page.click("button[data-tool=obstacle]")
+    page.mouse.click(*screen(page, 1.5, 2.0))
+    page.wait_for_function("() => window.__mm.state.obstacles.length === 1", timeout=5000)
+    o = page.evaluate("() => window.__mm.state.obstacles[0]")
+    assert o["shape"] == "disk" and abs(o["center"][0] - 1.5) < 0.2 and abs(o["center"][1] - 2.0) < 0.2
+    page.fill("#ob-radius", "0.8")
+    page.mouse.move(*screen(page, 1.5, 2.0))
+    page.mouse.down()
+    for i in range(1, 11):
+        page.mouse.move(*screen(page, 1.5 - 0.25 * i, 2.0 + 0.1 * i))
+        time.sleep(0.02)
+    page.mouse.up()
+    page.wait_for_function("() => Math.abs(window.__mm.state.obstacles[0].center[0] + 1.0) < 0.3", timeout=5000)
+    shot(page, "obstacle_dragged")
+    page.focus("#view")  # Delete in a text field edits the field; on the view it removes the obstacle
+    page.keyboard.press("Delete")
+    page.wait_for_function("() => window.__mm.state.obstacles.length === 0", timeout=5000)
+
+
+def test_an_obstacle_on_the_path_is_walked_around(page):
+    caps = page.evaluate("() => window.__mm.state.capabilities")
+    if not caps.get("environment"):
+        pytest.skip("environment-aware matching is not installed yet (no viewer plugin registered); "
+                    "obstacles are placed and shown, characters do not avoid them")
+    start = root(page)
+    centre = (start[0], start[2] + 3.0)
+    page.click("button[data-tool=obstacle]")
+    page.mouse.click(*screen(page, *centre))
+    page.wait_for_function("() => window.__mm.state.obstacles.length === 1", timeout=5000)
+    o = page.evaluate("() => window.__mm.state.obstacles[0]")
+    draw(page, [(start[0], start[2] + 0.3), (start[0], start[2] + 6.0)], seconds=3.0)
+    closest = 1e9
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < 12:
+        p = root(page)
+        closest = min(closest, math.hypot(p[0] - o["center"][0], p[2] - o["center"][1]))
+        time.sleep(0.05)
+    shot(page, "obstacle_avoided")
+    assert closest > o["radius"] + 0.1, closest
+
+
+def test_debug_panel_pause_step_and_scrub(page):
+    page.click("#view")
+    page.keyboard.down("w")
+    page.check("#debug-toggle")
+    page.wait_for_selector("#cost-table tr", timeout=5000)
+    page.wait_for_selector("#cand-table tr:nth-child(2)", timeout=5000)
+    groups = page.evaluate("() => window.__mm.state.welcome.db.groups")
+    assert page.locator("#cost-table tr").count() == len(groups)
+    time.sleep(1.0)
+    page.keyboard.up("w")
+    page.click("#play")  # pause
+    page.wait_for_function("() => window.__mm.state.paused", timeout=5000)
+    tick = page.evaluate("() => window.__mm.state.frame.tick")
+    page.click("#step")
+    page.wait_for_function(f"() => window.__mm.state.frame.tick === {tick + 1}", timeout=5000)
+    page.locator("#scrub").fill("0")  # the oldest frame kept
+    page.wait_for_function("() => window.__mm.state.frame.back > 0", timeout=5000)
+    shot(page, "debug_scrub")
+    page.click("#play")
+    page.wait_for_function("() => !window.__mm.state.paused", timeout=5000)
+
+
+def test_bvh_and_video_export(page, tmp_path):
+    page.click("#view")
+    page.keyboard.down("w")
+    time.sleep(1.0)
+    page.keyboard.up("w")
+    with page.expect_download(timeout=20000) as dl:
+        page.click("#export-bvh")
+    p = tmp_path / dl.value.suggested_filename
+    dl.value.save_as(p)
+    assert p.read_text().startswith("HIERARCHY")
+    page.click("summary:has-text('Record')")
+    page.click("#video-btn")
+    time.sleep(1.0)
+    with page.expect_download(timeout=20000) as dl:
+        page.click("#video-btn")
+    v = tmp_path / dl.value.suggested_filename
+    dl.value.save_as(v)
+    assert v.suffix == ".webm" and v.stat().st_size > 1000
+    shot(page, "export")
+
+
+def test_genmm_panel_synthesizes_variants_side_by_side(page):
+    page.click("summary:has-text('GenMM')")
+    page.wait_for_function("() => document.querySelectorAll('#genmm-examples option').length > 0", timeout=10000)
+    page.fill("#genmm-examples + input, input[type=search]", "Walk-In-Circle")
+    page.select_option("#genmm-examples", index=0)
+    page.fill("#panel details[data-section=genmm] input[type=number] >> nth=0", "3")  # seconds
+    page.click("#genmm-run")
+    page.wait_for_function("() => window.__mm.state.genmm && window.__mm.state.genmm.state === 'done'", timeout=60000)
+    ids = page.evaluate("() => window.__mm.state.genmm.ids")
+    assert len(ids) == 3
+    page.wait_for_function(f"() => window.__mm.state.frame.characters.some(c => c.id === {ids[-1]})", timeout=5000)
+    xs = page.evaluate(f"() => {ids}.map(id => window.__mm.character(id).root[0])")
+    assert sorted(xs) == xs and xs[-1] - xs[0] > 2.0
+    page.uncheck("input[type=checkbox] >> nth=0")  # stop following so all variants stay in view
+    page.evaluate("() => { const v = window.__mm.view; const c = window.__mm.character(); "
+                  "v.controls.target.set(c.root[0] + 1.5, 0.9, c.root[2]); v.camera.position.set(c.root[0] + 1.5, 3.5, c.root[2] - 8); }")
+    time.sleep(0.5)
+    shot(page, "genmm_variants")
+
+
+def test_two_tabs_are_independent_and_closing_one_frees_it(browser_context, server):
+    from test_viewer_support import health
+
+    for p in browser_context.pages:  # no other tab of this browser is open now
+        p.close()
+    wait_until(lambda: health(server)["sessions"] == 0, timeout=5)
+    before = health(server)["sessions"]
+    tabs = []
+    for _ in range(2):
+        pg = browser_context.new_page()
+        pg.goto(server.url)
+        pg.wait_for_function("() => window.__mm && window.__mm.state.frame", timeout=30000)
+        tabs.append(pg)
+    a, b = tabs
+    assert wait_until(lambda: health(server)["sessions"] == before + 2, timeout=5)
+    assert a.evaluate("() => window.__mm.state.welcome.session") != b.evaluate("() => window.__mm.state.welcome.session")
+    pb = root(b)
+    a.click("#view")
+    a.keyboard.down("w")
+    time.sleep(1.5)
+    a.keyboard.up("w")
+    assert math.dist(root(b), pb) < 0.1
+    shot(a, "tab_a")
+    a.close()
+    assert wait_until(lambda: health(server)["sessions"] == before + 1, timeout=5)
+    b.close()
+    assert wait_until(lambda: health(server)["sessions"] == before, timeout=5)

@@ -1,0 +1,428 @@
+"""The viewer's session protocol, driven by a websocket client (no browser): key-down W moves
+the character forward, a drawn path is followed, malformed messages get error replies and
+the session goes on, tabs are independent and closing one frees it, the page reads files
+only from the data folders, pause/step/scrub, debug data, BVH export, obstacles, GenMM."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import time
+import urllib.error
+import urllib.request
+
+import numpy as np
+import pytest
+
+from conftest import data_root
+from test_viewer_support import Client, health, small_database, start_server, viewer_deps_or_skip
+
+viewer_deps_or_skip()
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    db = small_database(tmp_path_factory.getbasetemp())
+    scen = tmp_path_factory.mktemp("scenarios")
+    (scen / "two_agents.json").write_text(json.dumps({
+        "name": "two", "duration": 5,
+        "obstacles": [{"shape": "disk", "center": [0, 3], "radius": 0.4}],
+        "agents": [{"name": "a", "start": [0, 0], "facing": [0, 1], "path": [[0, 0], [0, 4]], "speed": 1.2},
+                   {"name": "b", "start": [2, 0]}]}))
+    roots = {"data": data_root(), "scenarios": scen}
+    srv = start_server(db, roots)
+    yield srv
+    srv.stop()
+
+
+def test_welcome_and_a_60hz_binary_pose_stream(server):
+    with Client(server) as c:
+        w = c.welcome
+        assert w["tick_hz"] == 60 and w["protocol"] == 1
+        sk = w["skeletons"]["0"]
+        assert len(sk["names"]) == len(sk["parents"]) == 23 and len(sk["feet"]) == 2
+        c.next_frame()
+        n0 = len(c.frames)
+        t0 = time.monotonic()
+        c.pump(1.0)
+        rate = (len(c.frames) - n0) / (time.monotonic() - t0)
+        assert rate > 40, f"only {rate:.1f} pose frames per second"
+        f = c.frame
+        assert [ch.id for ch in f.characters] == [w["selected"]]
+        ch = f.characters[0]
+        assert ch.positions.shape == (23, 3)
+        head = ch.positions[sk["names"].index("Head")]
+        assert 1.3 < head[1] < 2.0  # a standing human, metres, Y up
+        assert f.tick > 30
+
+
+def test_holding_w_for_two_seconds_walks_forward(server):
+    with Client(server) as c:
+        c.pump(0.3)
+        p0 = c.root()
+        c.send("key", key="KeyW", down=True, yaw=0.0)  # camera looking along +Z: W = +Z
+        c.pump(2.0)
+        c.send("key", key="KeyW", down=False, yaw=0.0)
+        p1 = c.root()
+        d = p1 - p0
+        assert 0.6 < d[2] < 5.0, f"moved {d} in 2 s"
+        assert abs(d[0]) < 0.4 * d[2]
+        # released: it slows down and stops
+        c.pump(1.5)
+        p2 = c.root()
+        c.pump(0.5)
+        assert np.linalg.norm(c.root() - p2) < 0.3
+
+
+def test_camera_relative_keys(server):
+    with Client(server) as c:
+        c.pump(0.2)
+        p0 = c.root()
+        yaw = np.pi / 2  # camera looking along +X: W walks toward +X
+        c.send("key", key="w", down=True, yaw=yaw)
+        c.pump(2.0)
+        c.send("key", key="w", down=False, yaw=yaw)
+        d = c.root() - p0
+        assert d[0] > 0.5 and abs(d[2]) < 0.5 * d[0], d
+
+
+def test_a_drawn_path_is_followed(server):
+    with Client(server) as c:
+        c.pump(0.2)
+        assert c.request("pause", paused=True)["type"] == "ack"
+        start = c.root()
+        # an L: 3 m along +Z, then 2 m toward +X, drawn at 1.2 m/s (local mode: it starts at the character)
+        corners = np.array([[0.0, 0.0], [0.0, 3.0], [2.0, 3.0]])
+        pts, t = [], 0.0
+        for a, b in itertools.pairwise(corners):
+            n = 30
+            for i in range(n):
+                p = a + (b - a) * i / n
+                pts.append([round(t, 4), float(p[0]), float(p[1])])
+                t += np.linalg.norm(b - a) / n / 1.2
+        pts.append([round(t, 4), 2.0, 3.0])
+        r = c.request("path", points=pts, mode="local")
+        assert r["type"] == "ack", r
+        info = c.wait_type("path_info")
+        assert info["mode"] == "local" and abs(info["length"] - 5.0) < 0.5
+        assert len(info["speeds"]) == len(info["points"]) and max(info["speeds"]) < 2.5
+        assert c.request("step", frames=600, timeout=60)["type"] == "ack"
+        done = c.wait_type("path_done", timeout=20)
+        assert done["reason"] == "completed"
+        end = c.root()
+        goal = start + np.array([2.0, 0.0, 3.0])
+        assert np.hypot(*(end - goal)[[0, 2]]) < 0.8, (start, end)
+        # it went through the corner, not straight across
+        track = np.array([f.by_id(c.welcome["selected"]).root for f in c.frames[-600:]])
+        corner = start + np.array([0.0, 0.0, 3.0])
+        assert np.min(np.hypot(*(track - corner)[:, [0, 2]].T)) < 0.6
+
+
+def test_malformed_messages_get_errors_and_the_session_goes_on(server):
+    with Client(server) as c:
+        bad = [
+            ("not json", "bad_json"),
+            (json.dumps([1, 2]), "invalid"),
+            (json.dumps({"type": "launch_missiles"}), "unknown_type"),
+            (json.dumps({"type": "key", "down": True}), "invalid"),                  # missing key
+            (json.dumps({"type": "key", "key": "w", "down": "yes"}), "invalid"),     # wrong type
+            (json.dumps({"type": "key", "key": "w", "down": True, "x": 1}), "invalid"),  # unknown field
+            (json.dumps({"type": "step", "frames": 10**9}), "invalid"),              # out of range
+            (json.dumps({"type": "camera", "yaw": float("nan")}).replace("NaN", "NaN"), "invalid"),
+            (json.dumps({"type": "path", "points": [[0, 0, 0]]}), "invalid"),        # too few points
+            (json.dumps({"type": "path", "points": [[1, 0, 0], [0, 1, 1]]}), "invalid"),  # time goes back
+            (json.dumps({"type": "select", "id": -3}), "invalid"),
+            ("x" * 300_000, "too_large"),
+            (b"\x00\x01binary", "binary"),
+        ]
+        for raw, code in bad:
+            c.send_raw(raw)
+            err = c.wait_type("error")
+            assert err["code"] == code, (raw[:60], err)
+        # refused by the session, not the schema: answered with the request's seq
+        r = c.request("select", id=999)
+        assert r["type"] == "error" and r["code"] == "rejected" and "999" in r["message"]
+        r = c.request("key", key="F13", down=True)
+        assert r["type"] == "error" and "unknown key" in r["message"]
+        r = c.request("step", frames=1)
+        assert r["type"] == "error" and "pause" in r["message"]
+        # still alive and answering
+        assert c.request("hello", client="test")["type"] == "ack"
+        t = c.next_frame().tick
+        assert c.next_frame().tick > t
+
+
+def test_message_rate_is_limited_without_ending_the_session(server):
+    with Client(server) as c:
+        for _ in range(600):
+            c.send_raw(json.dumps({"type": "camera", "yaw": 0.1}))
+        limited = c.wait(lambda m: isinstance(m, dict) and m.get("code") == "rate_limited", timeout=10)
+        assert "per second" in limited["message"]
+        time.sleep(1.5)
+        assert c.request("hello")["type"] == "ack"
+
+
+def test_tabs_are_independent_and_closing_one_frees_its_session(server):
+    before = health(server)["sessions"]
+    a, b = Client(server), Client(server)
+    try:
+        assert a.welcome["session"] != b.welcome["session"]
+        assert health(server)["sessions"] == before + 2
+        a.pump(0.2)
+        b.pump(0.2)
+        pa, pb = a.root(), b.root()
+        a.send("key", key="KeyW", down=True, yaw=0.0)
+        a.pump(1.5)
+        b.pump(0.1)
+        assert np.linalg.norm(a.root() - pa) > 0.3
+        assert np.linalg.norm(b.root() - pb) < 0.1
+    finally:
+        a.close()
+    t0 = time.monotonic()
+    while health(server)["sessions"] != before + 1 and time.monotonic() - t0 < 5:
+        time.sleep(0.05)
+    assert health(server)["sessions"] == before + 1
+    b.close()
+    t0 = time.monotonic()
+    while health(server)["sessions"] != before and time.monotonic() - t0 < 5:
+        time.sleep(0.05)
+    assert health(server)["sessions"] == before
+
+
+def test_another_sites_page_cannot_connect(server):
+    from websockets.exceptions import InvalidHandshake
+
+    with pytest.raises(InvalidHandshake):
+        Client(server, origin="http://evil.example")
+    ok = Client(server, origin=server.url.rstrip("/"))
+    ok.close()
+
+
+def test_files_come_only_from_the_data_folders(server):
+    with Client(server) as c:
+        c.send("files", kind="bvh")
+        files = c.wait_type("files", kind="bvh")["files"]
+        assert files and all(f["id"].split(":", 1)[0] in ("data", "scenarios") for f in files)
+        assert any(f["id"].endswith("Joe_Walk-In-Circle.bvh") for f in files)
+        for fid in ("data:../../etc/passwd.bvh", "/etc/passwd", "data:/etc/hosts.bvh", "nope:a.bvh",
+                    "data:genmm-examples/../../../x.bvh", "data:README.md"):
+            r = c.request("genmm", examples=[fid])
+            assert r["type"] == "error" and r["code"] == "rejected", (fid, r)
+        r = c.request("scenario_load", file="scenarios:../../secret.json")
+        assert r["type"] == "error"
+
+
+def test_pause_step_and_scrub_back(server):
+    with Client(server) as c:
+        c.pump(0.5)
+        assert c.request("pause", paused=True)["type"] == "ack"
+        tick = c.wait_type("time")["tick"]
+        c.pump(0.3)
+        assert c.frame.tick == tick  # paused: the clock stands
+        r = c.request("step", frames=10)
+        assert r["type"] == "ack" and r["tick"] == tick + 10
+        r = c.request("scrub", back=20)
+        assert r["type"] == "ack" and r["back"] == 20
+        f = next((f for f in reversed(c.frames) if f.history_back == 20), None) or c.wait(
+            lambda m: not isinstance(m, dict) and m.history_back == 20)
+        assert f.tick == tick + 10 - 20 and f.flags & 2
+        assert c.request("pause", paused=False)["type"] == "ack"
+        c.wait(lambda m: not isinstance(m, dict) and m.tick > tick + 10 and not m.flags & 1, timeout=5)
+
+
+def test_debug_data_of_the_current_match(server):
+    with Client(server) as c:
+        c.send("key", key="KeyW", down=True, yaw=0.0)
+        assert c.request("debug", enabled=True, candidates=4)["type"] == "ack"
+        d = c.wait(lambda m: isinstance(m, dict) and m.get("type") == "debug" and m.get("candidates"), timeout=5)
+        groups = set(c.welcome["db"]["groups"])
+        assert set(d["costs"]) == groups
+        assert abs(d["total"] - sum(d["costs"].values())) < 1e-2
+        K = len(c.welcome["db"]["trajectory_offsets"])
+        assert len(d["desired"]["positions"]) == K == len(d["matched"]["positions"])
+        cands = d["candidates"]
+        assert 1 <= len(cands) <= 4 and all(set(x["groups"]) == groups for x in cands)
+        costs = [x["cost"] for x in cands]
+        assert costs == sorted(costs)
+        assert d["frame"]["clip"] in {x["clip"] for x in cands} or cands[0]["cost"] <= d["total"] + 1e-3
+
+
+def test_bvh_export_of_the_session(server, tmp_path):
+    from motionmatch.anim import load_bvh
+
+    with Client(server) as c:
+        c.send("key", key="KeyW", down=True, yaw=0.0)
+        c.pump(1.0)
+        r = c.request("export_bvh", id=c.welcome["selected"])
+        assert r["type"] == "ack"
+        dl = c.wait_type("download", timeout=20)
+        with urllib.request.urlopen(server.url.rstrip("/") + dl["url"], timeout=10) as resp:
+            data = resp.read()
+            assert "attachment" in resp.headers["Content-Disposition"]
+        p = tmp_path / dl["filename"]
+        p.write_bytes(data)
+        m = load_bvh(p)
+        assert m.num_frames == dl["frames"] >= 50 and m.fps == 60
+        assert m.skeleton.num_joints == 23
+        assert np.ptp(m.world_positions[:, 0, 2]) > 0.2  # it walked
+    # the download belonged to the closed tab's session
+    time.sleep(0.3)
+    with pytest.raises(urllib.error.HTTPError):
+        urllib.request.urlopen(server.url.rstrip("/") + dl["url"], timeout=10)
+
+
+def test_obstacles_and_scenes(server):
+    with Client(server) as c:
+        r = c.request("obstacle_add", obstacle={"shape": "disk", "center": [1, 2], "radius": 0.5, "height": [0, 1]})
+        assert r["type"] == "ack"
+        oid = r["id"]
+        obs = c.wait_type("obstacles")["obstacles"]
+        assert obs[0]["id"] == oid and obs[0]["radius"] == 0.5
+        r = c.request("obstacle_update", id=oid, obstacle={"shape": "box", "center": [1, 2], "size": [2, 0.5],
+                                                          "height": [0, 1.5], "velocity": [0.5, 0]})
+        assert r["type"] == "ack"
+        obs = c.wait_type("obstacles")["obstacles"]
+        assert obs[0]["shape"] == "box" and obs[0]["velocity"] == [0.5, 0.0]
+        for bad in ({"shape": "disk", "center": [0, 0]},  # no radius
+                    {"shape": "triangle", "center": [0, 0], "radius": 1},
+                    {"shape": "box", "center": [0, 0], "size": [1, 1], "height": [2, 1]},
+                    {"shape": "disk", "center": [0, 0], "radius": 1e9}):
+            assert c.request("obstacle_add", obstacle=bad)["type"] == "error"
+        c.send("scene_save")
+        scene = c.wait_type("scene")["scene"]
+        assert len(scene["obstacles"]) == 1 and scene["agents"]
+        assert c.request("scene_clear")["type"] == "ack"
+        assert c.wait_type("obstacles")["obstacles"] == []
+        assert c.request("scene_set", scene={"obstacles": scene["obstacles"]})["type"] == "ack"
+        assert len(c.wait_type("obstacles")["obstacles"]) == 1
+        assert c.request("obstacle_remove", id=12345)["type"] == "error"
+
+
+def test_scenario_agents_and_groups(server):
+    with Client(server) as c:
+        caps = c.welcome["capabilities"]
+        r = c.request("scenario_load", file="scenarios:two_agents.json", timeout=20)
+        if not caps["scenario"]:
+            assert r["type"] == "error" and "environment" in r["message"]
+        else:
+            assert r["type"] == "ack" and r["agents"] == 2, r
+            chars = c.wait_type("characters")["characters"]
+            assert [x["name"] for x in chars] == ["a", "b"]
+        r = c.request("spawn_group", count=4, center=[5, 0], target=[0, 3], spacing=1.5, speed=1.2, timeout=20)
+        assert r["type"] == "ack" and len(r["ids"]) == 4
+        assert c.request("pause", paused=False)["type"] == "ack"
+        c.next_frame()
+        starts = {i: c.frame.by_id(i).root for i in r["ids"]}
+        c.pump(2.0)
+        assert len(c.frame.characters) >= 5
+        moved = [c.frame.by_id(i).root[2] - starts[i][2] for i in r["ids"]]
+        assert min(moved) > 0.5, moved  # every member walks toward its target (+Z)
+        r = c.request("controls", id=r["ids"][0], responsiveness=0.8, continuity=0.2)
+        assert r["type"] == "ack" and r["controls"]["responsiveness"] == 0.8
+
+
+def test_genmm_variants_play_side_by_side(server):
+    with Client(server) as c:
+        ex = "data:genmm-examples/Joe_Walk-In-Circle.bvh"
+        r = c.request("genmm", examples=[ex], seconds=2, seed=3, variants=2, loop=True)
+        assert r["type"] == "ack", r
+        st = c.wait(lambda m: isinstance(m, dict) and m.get("type") == "genmm_status" and m["state"] != "running",
+                    timeout=60)
+        assert st["state"] == "done", st
+        ids = st["ids"]
+        assert len(ids) == 2
+        f = c.next_frame()
+        roots = [f.by_id(i).root for i in ids]
+        assert abs(roots[0][0] - roots[1][0]) > 1.0  # side by side
+        assert f.by_id(ids[0]).positions.shape[0] == 65
+        chars = {x["id"]: x for x in c.messages[-10:] if x.get("type") == "characters" for x in x["characters"]}
+        assert chars[ids[0]]["kind"] == "clip"
+        # keys do not drive a clip player; the hero is still there
+        assert c.request("select", id=c.welcome["selected"])["type"] == "ack"
+
+
+def test_the_command_prints_its_url_and_serves(tmp_path_factory):
+    """``motionmatch viewer --db DB --port 0`` (called through its module: the main CLI
+    registers it separately) prints the URL it serves on, 127.0.0.1 by default."""
+    import subprocess
+    import sys
+
+    from motionmatch.viewer._bundle import BundleError, ensure_bundle
+
+    try:
+        ensure_bundle(log=lambda m: None)
+    except BundleError as e:
+        pytest.skip(f"the page cannot be built here: {e}")
+    db = tmp_path_factory.getbasetemp() / "viewer-test-db.npz"
+    small_database(tmp_path_factory.getbasetemp())
+    code = ("import sys, argparse; from motionmatch.cli import viewer_cmd; p = argparse.ArgumentParser(); "
+            "viewer_cmd.register(p.add_subparsers()); a = p.parse_args(sys.argv[1:]); sys.exit(a.func(a))")
+    proc = subprocess.Popen([sys.executable, "-c", code, "viewer", "--db", str(db), "--port", "0", "-q"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        line = ""
+        t0 = time.monotonic()
+        while "http://" not in line and time.monotonic() - t0 < 60:
+            line = proc.stdout.readline()
+            if not line and proc.poll() is not None:
+                raise AssertionError(proc.stderr.read())
+        url = line.split("motionmatch viewer: ", 1)[1].split()[0]
+        assert url.startswith("http://127.0.0.1:")
+        with urllib.request.urlopen(url + "api/health", timeout=10) as r:
+            assert json.loads(r.read())["ok"]
+        with urllib.request.urlopen(url, timeout=10) as r:
+            page = r.read().decode()
+            assert "/static/app.js" in page and "Content-Security-Policy" in r.headers
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
+def test_environment_plugins_are_driven_through_the_hooks(server):
+    """A stand-in environment plugin sees the scene, the characters, every tick, and adds
+    its overlays to the debug data; its chooser makes the character's choices."""
+    from motionmatch.viewer import hooks
+
+    calls = {"obstacles": [], "attach": 0, "steps": 0, "chosen": 0}
+
+    class Adapter:
+        def set_obstacles(self, obstacles, t):
+            calls["obstacles"].append(len(obstacles))
+
+        def attach(self, ch):
+            calls["attach"] += 1
+
+            def chooser(ctrl, q, mask, view):
+                calls["chosen"] += 1
+                return ctrl.searcher(view).nearest(q, mask=mask, k=1)
+
+            ch.chooser = chooser
+            ch.tap.inner = chooser
+
+        def detach(self, ch):
+            pass
+
+        def before_step(self, chars, t, dt):
+            calls["steps"] += 1
+
+        def debug(self, ch):
+            return {"ellipses": [[0, 0, 1, 0, 0.4, 0.2]], "penalties": {"total": 0.0}}
+
+        def controls_changed(self, ch):
+            calls["controls"] = dict(ch.controls)
+
+    hooks.register_environment(lambda db: Adapter())
+    try:
+        with Client(server) as c:
+            assert c.welcome["capabilities"]["environment"]
+            c.request("obstacle_add", obstacle={"shape": "disk", "center": [0, 2], "radius": 0.3})
+            c.send("key", key="w", down=True, yaw=0.0)
+            c.request("debug", enabled=True)
+            d = c.wait(lambda m: isinstance(m, dict) and m.get("type") == "debug" and "environment" in m)
+            assert d["environment"]["ellipses"][0][4] == 0.4
+            c.request("controls", evasion=0.3)
+            c.pump(0.3)
+        assert calls["obstacles"] == [1] and calls["attach"] >= 1 and calls["steps"] > 10 and calls["chosen"] > 0
+        assert calls["controls"]["evasion"] == 0.3
+    finally:
+        hooks.register_environment(None)

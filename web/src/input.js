@@ -1,0 +1,192 @@
+// Input: real key-down/key-up events for the selected character, and the mouse tools
+// (orbit, draw a path, place/drag obstacles, add characters).
+
+/** Browser KeyboardEvent.code -> what the server's keyboard mapping understands. */
+export const KEY_CODES = {
+  KeyW: 'w', KeyA: 'a', KeyS: 's', KeyD: 'd',
+  ShiftLeft: 'shift', ShiftRight: 'shift',
+  ArrowUp: 'up', ArrowDown: 'down',
+  KeyJ: 'j', Space: 'j', KeyP: 'p', KeyC: 'c',
+};
+
+function typing(e) {
+  const t = e.target;
+  return t && (t.tagName === 'INPUT' || t.tagName === 'TEXTAREA' || t.tagName === 'SELECT' || t.isContentEditable);
+}
+
+export class Keyboard {
+  constructor(conn, view, onChange) {
+    this.conn = conn;
+    this.view = view;
+    this.onChange = onChange;
+    this.held = new Set();
+    this.lastYaw = 0;
+    window.addEventListener('keydown', (e) => this.down(e));
+    window.addEventListener('keyup', (e) => this.up(e));
+    window.addEventListener('blur', () => this.releaseAll());
+    document.addEventListener('visibilitychange', () => { if (document.hidden) this.releaseAll(); });
+    setInterval(() => this.tickYaw(), 100);
+  }
+
+  down(e) {
+    if (typing(e)) return;
+    const k = KEY_CODES[e.code];
+    if (!k) return;
+    e.preventDefault();
+    if (e.repeat || this.held.has(e.code)) return; // auto-repeat is not a new press
+    this.held.add(e.code);
+    this.lastYaw = this.view.cameraYaw();
+    this.conn.post('key', { key: e.code, down: true, yaw: this.lastYaw });
+    this.onChange?.(this.held);
+  }
+
+  up(e) {
+    const k = KEY_CODES[e.code];
+    if (!k || !this.held.has(e.code)) return;
+    e.preventDefault();
+    this.held.delete(e.code);
+    this.conn.post('key', { key: e.code, down: false, yaw: this.view.cameraYaw() });
+    this.onChange?.(this.held);
+  }
+
+  releaseAll() {
+    if (this.held.size === 0) return;
+    this.held.clear();
+    this.conn.post('keys', { held: [] });
+    this.onChange?.(this.held);
+  }
+
+  tickYaw() {
+    if (this.held.size === 0) return;
+    const yaw = this.view.cameraYaw();
+    if (Math.abs(yaw - this.lastYaw) > 0.02) {
+      this.lastYaw = yaw;
+      this.conn.post('camera', { yaw });
+    }
+  }
+}
+
+const MAX_POINTS = 4096;
+
+export class Pointer {
+  /**
+   * @param {object} app  {conn, view, tool(): string, pathMode(): string, pathScale(): number,
+   *                       obstacleTemplate(): object, onObstacleSelect(id), toast(text)}
+   */
+  constructor(app) {
+    this.app = app;
+    const c = app.view.canvas;
+    this.drawing = null;
+    this.dragging = null;
+    c.addEventListener('pointerdown', (e) => this.down(e));
+    c.addEventListener('pointermove', (e) => this.move(e));
+    c.addEventListener('pointerup', (e) => this.up(e));
+    c.addEventListener('pointercancel', (e) => this.up(e));
+    window.addEventListener('keydown', (e) => {
+      if (typing(e)) return;
+      if ((e.key === 'Delete' || e.key === 'Backspace') && app.view.obstacleSel != null) {
+        e.preventDefault();
+        app.conn.send('obstacle_remove', { id: app.view.obstacleSel });
+        app.onObstacleSelect(null);
+      }
+    });
+  }
+
+  down(e) {
+    if (e.button !== 0) return;
+    const { view } = this.app;
+    const tool = this.app.tool();
+    if (tool === 'path') {
+      const p = view.groundAt(e.clientX, e.clientY);
+      if (!p) return;
+      view.controls.enabled = false;
+      this.app.view.canvas.setPointerCapture(e.pointerId);
+      this.drawing = { t0: e.timeStamp, points: [[0, p.x, p.z]] };
+      e.preventDefault();
+    } else if (tool === 'obstacle') {
+      const id = view.obstacleAt(e.clientX, e.clientY);
+      if (id != null) {
+        this.app.onObstacleSelect(id);
+        const m = view.obstacles.get(id);
+        const p = view.groundAt(e.clientX, e.clientY);
+        view.controls.enabled = false;
+        this.app.view.canvas.setPointerCapture(e.pointerId);
+        this.dragging = { id, mesh: m, offset: p ? [m.position.x - p.x, m.position.z - p.z] : [0, 0], moved: false };
+        m.userData.dragging = true;
+      } else {
+        const p = view.groundAt(e.clientX, e.clientY);
+        if (!p) return;
+        const o = { ...this.app.obstacleTemplate(), center: [round(p.x), round(p.z)] };
+        this.app.conn.send('obstacle_add', { obstacle: o }).then((r) => {
+          if (r.type === 'ack') this.app.onObstacleSelect(r.id);
+          else this.app.toast(r.message || 'obstacle refused');
+        });
+      }
+      e.preventDefault();
+    } else if (tool === 'add') {
+      const p = view.groundAt(e.clientX, e.clientY);
+      if (!p) return;
+      const yaw = view.cameraYaw();
+      this.app.conn.send('add_character', { position: [round(p.x), round(p.z)], facing: [Math.sin(yaw), Math.cos(yaw)] });
+    }
+  }
+
+  move(e) {
+    const { view } = this.app;
+    if (this.drawing) {
+      const events = e.getCoalescedEvents ? e.getCoalescedEvents() : [e];
+      for (const ev of events.length ? events : [e]) {
+        const p = view.groundAt(ev.clientX, ev.clientY);
+        if (!p) continue;
+        const t = (ev.timeStamp - this.drawing.t0) / 1000;
+        const pts = this.drawing.points;
+        const last = pts[pts.length - 1];
+        if (t <= last[0] + 1e-4 || Math.hypot(p.x - last[1], p.z - last[2]) < 0.02) continue;
+        pts.push([t, p.x, p.z]);
+      }
+      view.setDraft(this.drawing.points);
+    } else if (this.dragging) {
+      const p = view.groundAt(e.clientX, e.clientY);
+      if (!p) return;
+      this.dragging.mesh.position.set(p.x + this.dragging.offset[0], 0, p.z + this.dragging.offset[1]);
+      this.dragging.moved = true;
+    }
+  }
+
+  up(e) {
+    const { view, conn } = this.app;
+    if (this.drawing) {
+      const pts = this.drawing.points;
+      this.drawing = null;
+      view.controls.enabled = true;
+      view.setDraft(null);
+      let len = 0;
+      for (let i = 1; i < pts.length; i++) len += Math.hypot(pts[i][1] - pts[i - 1][1], pts[i][2] - pts[i - 1][2]);
+      if (pts.length < 3 || len < 0.3) { this.app.toast('path too short: drag on the ground to draw one'); return; }
+      let sent = pts;
+      if (sent.length > MAX_POINTS) {
+        const step = Math.ceil(sent.length / MAX_POINTS);
+        sent = sent.filter((_, i) => i % step === 0 || i === sent.length - 1);
+      }
+      sent = sent.map(([t, x, z]) => [Math.round(t * 1e4) / 1e4, round(x), round(z)]);
+      sent = sent.filter((p, i) => i === 0 || p[0] > sent[i - 1][0]);
+      conn.send('path', { points: sent, mode: this.app.pathMode(), scale: this.app.pathScale() }).then((r) => {
+        if (r.type === 'error') this.app.toast(r.message);
+      });
+    } else if (this.dragging) {
+      const d = this.dragging;
+      this.dragging = null;
+      view.controls.enabled = true;
+      d.mesh.userData.dragging = false;
+      if (d.moved) {
+        const o = { ...d.mesh.userData.o };
+        delete o.id; delete o.t0;
+        o.center = [round(d.mesh.position.x), round(d.mesh.position.z)];
+        d.mesh.userData.o = { ...d.mesh.userData.o, center: o.center, t0: view.simTime };
+        conn.send('obstacle_update', { id: d.id, obstacle: o });
+      }
+    }
+  }
+}
+
+function round(v) { return Math.round(v * 1000) / 1000; }

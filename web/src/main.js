@@ -1,0 +1,494 @@
+// motionmatch viewer: the page. Connects to the session websocket, draws what the server
+// simulates, and turns the user's input into commands (see motionmatch/viewer/messages.py).
+import './style.css';
+import { Connection } from './net.js';
+import { View } from './view.js';
+import { Keyboard, Pointer } from './input.js';
+import { VideoRecorder } from './recorder.js';
+import { FLAG_PAUSED, FLAG_HISTORY } from './protocol.js';
+
+// ------------------------------------------------------------------ tiny DOM helpers
+function h(tag, attrs = {}, ...children) {
+  const el = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (v == null || v === false) continue;
+    if (k.startsWith('on')) el.addEventListener(k.slice(2), v);
+    else if (k === 'class') el.className = v;
+    else if (k === 'text') el.textContent = v;
+    else if (k in el && typeof v !== 'string') el[k] = v;
+    else el.setAttribute(k, v === true ? '' : v);
+  }
+  for (const c of children.flat()) if (c != null) el.append(c instanceof Node ? c : document.createTextNode(String(c)));
+  return el;
+}
+const $ = (id) => document.getElementById(id);
+function num(label, attrs) { const i = h('input', { type: 'number', ...attrs }); return [h('label', {}, label, i), i]; }
+function section(title, open, ...body) {
+  return h('details', { open, class: 'section', 'data-section': title.toLowerCase() }, h('summary', { text: title }), ...body);
+}
+
+// ------------------------------------------------------------------ state
+const state = {
+  welcome: null, characters: [], selected: null, skeletons: {}, capabilities: {},
+  paused: false, history: 0, back: 0, tick: 0, time: 0, frame: null,
+  obstacles: [], debug: null, stats: null, files: {}, pathInfo: {}, lastError: null, genmm: null,
+};
+
+const view = new View($('view'), $('labels'));
+const wsUrl = `${location.protocol === 'https:' ? 'wss' : 'ws'}://${location.host}/ws`;
+const conn = new Connection(wsUrl);
+const recorder = new VideoRecorder(view.canvas);
+
+function toast(text, ms = 3500) {
+  const el = $('toast');
+  el.textContent = text;
+  el.classList.add('show');
+  clearTimeout(toast.t);
+  toast.t = setTimeout(() => el.classList.remove('show'), ms);
+}
+
+function download(url, filename) {
+  const a = h('a', { href: url, download: filename });
+  document.body.append(a);
+  a.click();
+  a.remove();
+}
+
+// ------------------------------------------------------------------ tools
+let tool = 'orbit';
+const toolButtons = {};
+const TOOLS = [
+  ['orbit', 'Orbit', 'drag: orbit, right-drag: pan, wheel: zoom'],
+  ['path', 'Draw path', 'drag on the ground: the selected character follows, at the speed you draw'],
+  ['obstacle', 'Obstacles', 'click the ground: place; drag one: move; Delete: remove'],
+  ['add', 'Add character', 'click the ground to add a character'],
+];
+function setTool(t) {
+  tool = t;
+  const open = { obstacle: 'obstacles & scenes', path: 'path', add: 'characters' }[t];
+  if (open) document.querySelector(`details[data-section="${open}"]`)?.setAttribute('open', '');
+  for (const [k, b] of Object.entries(toolButtons)) b.classList.toggle('active', k === t);
+  view.canvas.dataset.tool = t;
+}
+const toolsEl = $('tools');
+for (const [key, label, title] of TOOLS) {
+  toolButtons[key] = h('button', { class: 'tool', title, 'data-tool': key, onclick: () => setTool(key) }, label);
+  toolsEl.append(toolButtons[key]);
+}
+const followBox = h('input', { type: 'checkbox', checked: true, onchange: (e) => { view.follow = e.target.checked; } });
+toolsEl.append(h('label', { class: 'follow', title: 'camera follows the selected character' }, followBox, 'follow'));
+setTool('orbit');
+
+// ------------------------------------------------------------------ panels
+const panel = $('panel');
+
+// characters
+const charList = h('div', { class: 'list', id: 'char-list' });
+const sliders = {};
+const controlsBox = h('div', { class: 'controls' });
+for (const name of ['responsiveness', 'continuity', 'evasion', 'anticipation']) {
+  const out = h('span', { class: 'value', text: '1.00' });
+  const input = h('input', {
+    type: 'range', min: 0, max: 2, step: 0.05, value: 1, 'data-control': name,
+    oninput: (e) => { out.textContent = Number(e.target.value).toFixed(2); },
+    onchange: (e) => conn.send('controls', { [name]: Number(e.target.value) }).then(replyToast),
+  });
+  sliders[name] = { input, out };
+  controlsBox.append(h('label', { class: 'slider' }, h('span', { text: name[0].toUpperCase() + name.slice(1) }), input, out));
+}
+const envNote = h('div', { class: 'note' });
+const [gCountL, gCount] = num('count', { value: 10, min: 1, max: 100 });
+const [gSpaceL, gSpace] = num('spacing m', { value: 1.2, min: 0.5, max: 10, step: 0.1 });
+const [gDxL, gDx] = num('target dx', { value: 0, step: 0.5 });
+const [gDzL, gDz] = num('target dz', { value: 10, step: 0.5 });
+const [gSpL, gSp] = num('speed', { value: 1.3, min: 0.3, max: 6, step: 0.1 });
+panel.append(section('Characters', true,
+  charList,
+  h('div', { class: 'row' },
+    h('button', { onclick: () => setTool('add'), title: 'then click the ground' }, 'Add…'),
+    h('button', { onclick: () => state.selected != null && conn.send('remove_character', { id: state.selected }).then(replyToast) }, 'Remove'),
+    h('button', { id: 'export-bvh', onclick: exportBvh }, 'Export BVH')),
+  h('div', { class: 'sub' }, 'High-level controls (selected)'), controlsBox, envNote,
+  h('div', { class: 'sub' }, 'Spawn a group at the view centre'),
+  h('div', { class: 'grid' }, gCountL, gSpaceL, gDxL, gDzL, gSpL),
+  h('button', {
+    onclick: () => {
+      const t = view.controls.target;
+      conn.send('spawn_group', {
+        count: Number(gCount.value), spacing: Number(gSpace.value), center: [t.x, t.z],
+        target: [Number(gDx.value), Number(gDz.value)], speed: Number(gSp.value),
+      }).then(replyToast);
+    },
+  }, 'Spawn group')));
+
+// path
+const pathMode = h('select', { id: 'path-mode' }, h('option', { value: 'local' }, 'local: path moves to the character'),
+  h('option', { value: 'global' }, 'global: walk to where it was drawn'));
+const [pathScaleL, pathScale] = num('drawing time ÷', { value: 1, min: 0.05, max: 20, step: 0.05, title: '1: the character walks at your drawing speed; 0.2: five times slower' });
+const pathInfoEl = h('div', { class: 'note', id: 'path-info', text: 'Choose "Draw path", then drag on the ground.' });
+panel.append(section('Path', true,
+  h('label', {}, 'mode ', pathMode), pathScaleL,
+  h('div', { class: 'row' },
+    h('button', { onclick: () => setTool('path') }, 'Draw path'),
+    h('button', { onclick: () => conn.send('path_cancel', {}).then(replyToast) }, 'Cancel path')),
+  pathInfoEl));
+
+// debug
+const debugBox = h('input', {
+  type: 'checkbox', id: 'debug-toggle',
+  onchange: (e) => {
+    conn.send('debug', { enabled: e.target.checked, candidates: Number(candK.value) });
+    if (e.target.checked) e.target.closest('details').scrollIntoView({ block: 'start', behavior: 'smooth' });
+    else { state.debug = null; view.setDebug(null); renderDebug(); }
+  },
+});
+const [candKL, candK] = num('candidates', { value: 5, min: 0, max: 16 });
+candK.addEventListener('change', () => debugBox.checked && conn.send('debug', { enabled: true, candidates: Number(candK.value) }));
+const debugEl = h('div', { id: 'debug', class: 'debug' });
+panel.append(section('Debug', true,
+  h('div', { class: 'row' }, h('label', {}, debugBox, 'overlays and costs'), candKL),
+  h('div', { class: 'legend' }, h('span', { class: 'sw desired' }), 'desired future', h('span', { class: 'sw matched' }), 'matched future'),
+  debugEl));
+
+// obstacles & scenes
+const obShape = h('select', { id: 'ob-shape' }, h('option', { value: 'disk' }, 'disk'), h('option', { value: 'box' }, 'box'));
+const [obRL, obR] = num('radius', { id: 'ob-radius', value: 0.5, min: 0.05, max: 50, step: 0.05 });
+const [obAlongL, obAlong] = num('length', { value: 1, min: 0.05, max: 100, step: 0.1 });
+const [obAcrossL, obAcross] = num('width', { value: 1, min: 0.05, max: 100, step: 0.1 });
+const [obHL, obH] = num('height', { id: 'ob-height', value: 1.0, min: 0.02, max: 20, step: 0.1 });
+const [obYawL, obYaw] = num('yaw °', { value: 0, step: 5 });
+const [obVxL, obVx] = num('vel x', { value: 0, step: 0.1 });
+const [obVzL, obVz] = num('vel z', { value: 0, step: 0.1 });
+const obSel = h('div', { class: 'note', id: 'ob-selected', text: 'no obstacle selected' });
+function obstacleTemplate() {
+  const o = { shape: obShape.value, height: [0, Number(obH.value)] };
+  if (o.shape === 'disk') o.radius = Number(obR.value);
+  else { o.size = [Number(obAlong.value), Number(obAcross.value)]; }
+  if (Number(obYaw.value)) o.yaw_deg = Number(obYaw.value);
+  if (Number(obVx.value) || Number(obVz.value)) o.velocity = [Number(obVx.value), Number(obVz.value)];
+  return o;
+}
+function applyToSelected() {
+  const id = view.obstacleSel;
+  if (id == null) { toast('select an obstacle first (Obstacles tool, click one)'); return; }
+  const cur = state.obstacles.find((o) => o.id === id);
+  const m = view.obstacles.get(id);
+  const center = m ? [m.position.x, m.position.z] : cur.center;
+  conn.send('obstacle_update', { id, obstacle: { ...obstacleTemplate(), center } }).then(replyToast);
+}
+function onObstacleSelect(id) {
+  view.selectObstacle(id);
+  const o = state.obstacles.find((x) => x.id === id);
+  obSel.textContent = o ? `obstacle ${id}: ${o.shape}` : 'no obstacle selected';
+  if (o) {
+    obShape.value = o.shape === 'box' ? 'box' : 'disk';
+    if (o.radius) obR.value = o.radius;
+    if (o.size) { obAlong.value = o.size[0]; obAcross.value = o.size[1]; }
+    if (o.height) obH.value = o.height[1] - o.height[0];
+    obYaw.value = o.yaw_deg || 0;
+    obVx.value = (o.velocity || [0, 0])[0];
+    obVz.value = (o.velocity || [0, 0])[1];
+  }
+}
+const sceneFile = h('input', {
+  type: 'file', accept: '.json,application/json', class: 'hidden',
+  onchange: async (e) => {
+    const f = e.target.files[0];
+    e.target.value = '';
+    if (!f) return;
+    try {
+      const scene = JSON.parse(await f.text());
+      const obstacles = scene.obstacles || [];
+      const r = await conn.send('scene_set', { scene: { obstacles } });
+      replyToast(r, `loaded ${obstacles.length} obstacles`);
+    } catch (err) { toast(`not a scene file: ${err.message}`); }
+  },
+});
+const scenarioSel = h('select', { id: 'scenario-select' }, h('option', { value: '' }, '(scenario files)'));
+panel.append(section('Obstacles & scenes', false,
+  h('div', { class: 'grid' }, h('label', {}, 'shape ', obShape), obRL, obAlongL, obAcrossL, obHL, obYawL, obVxL, obVzL),
+  h('div', { class: 'row' },
+    h('button', { onclick: () => setTool('obstacle') }, 'Place…'),
+    h('button', { onclick: applyToSelected }, 'Apply to selected'),
+    h('button', { onclick: () => { if (view.obstacleSel != null) { conn.send('obstacle_remove', { id: view.obstacleSel }); onObstacleSelect(null); } } }, 'Delete')),
+  obSel,
+  h('div', { class: 'row' },
+    h('button', { onclick: () => conn.send('scene_save', {}) }, 'Save scene'),
+    h('button', { onclick: () => sceneFile.click() }, 'Load scene'),
+    h('button', { onclick: () => conn.send('scene_clear', {}) }, 'Clear')),
+  sceneFile,
+  h('div', { class: 'sub' }, 'Scenarios (from the data folders)'),
+  h('div', { class: 'row' }, scenarioSel,
+    h('button', { onclick: () => scenarioSel.value && conn.send('scenario_load', { file: scenarioSel.value }).then((r) => replyToast(r, r.type === 'ack' ? `${r.name || 'scenario'}: ${r.agents} agents, ${r.obstacles} obstacles — press Play` : '')) }, 'Load'),
+    h('button', { onclick: () => conn.send('pause', { paused: false }) }, 'Play'))));
+
+// GenMM
+const gmExamples = h('select', { id: 'genmm-examples', multiple: true, size: 6 });
+const gmFilter = h('input', { type: 'search', placeholder: 'filter BVH files', oninput: () => fillExamples() });
+const [gmSecL, gmSec] = num('seconds', { value: 8, min: 1, max: 120, step: 1 });
+const [gmSeedL, gmSeed] = num('seed', { value: 0, min: 0, step: 1 });
+const [gmVarL, gmVar] = num('variants', { value: 3, min: 1, max: 8, step: 1 });
+const gmLoop = h('input', { type: 'checkbox' });
+const gmKeys = h('select', { id: 'genmm-keys' }, h('option', { value: '' }, '(no keyframes)'));
+const gmStatus = h('div', { class: 'note', id: 'genmm-status' });
+function fillExamples() {
+  const files = state.files.bvh || [];
+  const q = gmFilter.value.toLowerCase();
+  const chosen = new Set([...gmExamples.selectedOptions].map((o) => o.value));
+  gmExamples.textContent = '';
+  for (const f of files) {
+    if (q && !f.id.toLowerCase().includes(q)) continue;
+    gmExamples.append(h('option', { value: f.id, selected: chosen.has(f.id) }, f.id));
+  }
+  gmKeys.textContent = '';
+  gmKeys.append(h('option', { value: '' }, '(no keyframes)'));
+  for (const f of files) if (/key/i.test(f.id)) gmKeys.append(h('option', { value: f.id }, f.id));
+}
+panel.append(section('GenMM', false,
+  gmFilter, gmExamples,
+  h('div', { class: 'grid' }, gmSecL, gmSeedL, gmVarL, h('label', {}, gmLoop, 'loop')),
+  h('label', {}, 'keyframes ', gmKeys),
+  h('div', { class: 'row' },
+    h('button', {
+      id: 'genmm-run',
+      onclick: () => {
+        const examples = [...gmExamples.selectedOptions].map((o) => o.value);
+        if (!examples.length) { toast('choose one or more example clips (same skeleton)'); return; }
+        conn.send('genmm', {
+          examples, seconds: Number(gmSec.value), seed: Number(gmSeed.value), loop: gmLoop.checked,
+          keyframes: gmKeys.value || null, variants: Number(gmVar.value),
+        }).then((r) => replyToast(r));
+      },
+    }, 'Synthesize'),
+    h('button', { onclick: () => conn.send('genmm_clear', {}) }, 'Remove variants')),
+  gmStatus));
+
+// pose
+const poseKind = h('select', { id: 'pose-kind' }, h('option', { value: 'off' }, 'off'), h('option', { value: 'webcam' }, 'webcam'), h('option', { value: 'file' }, 'recorded keypoints'));
+const poseFile = h('select', { id: 'pose-file' }, h('option', { value: '' }, '(keypoint files)'));
+const poseNote = h('div', { class: 'note' });
+panel.append(section('Pose control', false,
+  h('div', { class: 'row' }, poseKind, poseFile,
+    h('button', { onclick: () => conn.send('pose_source', { kind: poseKind.value, file: poseFile.value || null }).then(replyToast) }, 'Use')),
+  poseNote));
+
+// record
+const recBtn = h('button', { id: 'video-btn', onclick: toggleVideo }, 'Record video');
+panel.append(section('Record', false,
+  h('div', { class: 'row' }, h('button', { onclick: exportBvh }, 'Export BVH (selected)'), recBtn),
+  h('div', { class: 'note', text: 'BVH: the selected character\'s motion this session (last minutes). Video: the view, as WebM.' })));
+
+// help
+panel.append(section('Keys', false, h('div', { class: 'keys' },
+  ...[['W A S D', 'move (relative to the camera)'], ['Shift', 'sprint'], ['↑ ↓', 'target speed'], ['J / Space', 'jump'],
+    ['P', 'dance'], ['C', 'creep'], ['Delete', 'remove the selected obstacle']].map(([k, d]) => h('div', {}, h('kbd', { text: k }), ' ', d)))));
+
+// timeline
+const playBtn = h('button', { id: 'play', onclick: () => conn.send('pause', { paused: !state.paused }) }, 'Pause');
+const stepBtn = h('button', { id: 'step', onclick: () => conn.send('step', { frames: 1 }).then(replyToast) }, 'Step');
+const step10Btn = h('button', { onclick: () => conn.send('step', { frames: 10 }).then(replyToast) }, '+10');
+const scrub = h('input', {
+  type: 'range', id: 'scrub', min: 0, max: 0, value: 0, step: 1,
+  oninput: (e) => { if (state.paused) conn.post('scrub', { back: Number(scrub.max) - Number(e.target.value) }); },
+});
+const timeEl = h('span', { class: 'time', id: 'time' });
+$('timeline').append(playBtn, stepBtn, step10Btn, scrub, timeEl);
+
+// ------------------------------------------------------------------ actions
+function replyToast(r, ok) {
+  if (!r) return;
+  if (r.type === 'error') { state.lastError = r; toast(r.message); } else if (ok) toast(ok);
+}
+function exportBvh() {
+  if (state.selected == null) { toast('select a character'); return; }
+  conn.send('export_bvh', { id: state.selected }).then((r) => replyToast(r, 'preparing the BVH…'));
+}
+function toggleVideo() {
+  if (recorder.active) {
+    recorder.stop().then(({ url, filename }) => { download(url, filename); recBtn.textContent = 'Record video'; toast(`saved ${filename}`); });
+  } else if (recorder.start()) {
+    recBtn.textContent = 'Stop recording';
+  } else toast('this browser cannot record the canvas (MediaRecorder)');
+}
+
+function renderCharacters() {
+  charList.textContent = '';
+  for (const c of state.characters) {
+    const b = h('button', {
+      class: `char ${c.id === state.selected ? 'selected' : ''} ${c.kind}`, 'data-id': c.id,
+      onclick: () => conn.send('select', { id: c.id }),
+    }, c.name, c.following ? ' · path' : '', c.kind === 'clip' ? ' · clip' : '');
+    charList.append(b);
+  }
+  const sel = state.characters.find((c) => c.id === state.selected);
+  const mm = sel && sel.kind === 'mm';
+  for (const [name, s] of Object.entries(sliders)) {
+    s.input.disabled = !mm;
+    if (mm && sel.controls) { s.input.value = sel.controls[name]; s.out.textContent = Number(sel.controls[name]).toFixed(2); }
+  }
+  envNote.textContent = state.capabilities.environment ? '' : 'Evasion and Anticipation act once environment-aware matching is installed; they are stored now.';
+}
+
+function bar(value, max) {
+  const w = max > 0 ? Math.min(100, (100 * value) / max) : 0;
+  return h('span', { class: 'bar' }, h('span', { style: `width:${w.toFixed(1)}%` }));
+}
+
+function renderDebug() {
+  const d = state.debug;
+  debugEl.textContent = '';
+  if (!debugBox.checked) return;
+  if (!d) { debugEl.append(h('div', { class: 'note', text: 'select a motion-matching character' })); return; }
+  const groups = Object.entries(d.costs || {});
+  const max = Math.max(1e-9, ...groups.map(([, v]) => v));
+  debugEl.append(
+    h('div', { class: 'kv' }, h('b', { text: d.mode }), ` · ${d.frame.clip} #${d.frame.clip_frame}`),
+    h('div', { class: 'kv' }, `target ${d.target_speed} m/s · ${d.searches} searches · ${d.transitions} transitions${d.following ? ' · following a path' : ''}`),
+    h('div', { class: 'sub' }, `Current match: cost ${Number(d.total).toFixed(3)}`),
+    h('table', { class: 'costs', id: 'cost-table' }, ...groups.map(([g, v]) => h('tr', {}, h('td', { text: g }), h('td', {}, bar(v, max)), h('td', { class: 'num', text: v.toFixed(3) })))),
+  );
+  if (d.candidates && d.candidates.length) {
+    debugEl.append(h('div', { class: 'sub' }, 'Nearest candidates'),
+      h('table', { class: 'cands', id: 'cand-table' },
+        h('tr', {}, h('th', { text: '#' }), h('th', { text: 'clip' }), h('th', { text: 'frame' }), h('th', { text: 'cost' })),
+        ...d.candidates.map((c, i) => h('tr', { title: Object.entries(c.groups).map(([g, v]) => `${g}: ${v.toFixed(3)}`).join('\n') },
+          h('td', { text: i + 1 }), h('td', { text: c.clip }), h('td', { class: 'num', text: c.clip_frame }), h('td', { class: 'num', text: c.cost.toFixed(3) })))));
+  }
+  if (d.environment) debugEl.append(h('div', { class: 'sub' }, 'Environment'), h('pre', { text: JSON.stringify(d.environment.penalties || d.environment, null, 1).slice(0, 600) }));
+}
+
+function renderTime() {
+  playBtn.textContent = state.paused ? 'Play' : 'Pause';
+  playBtn.classList.toggle('paused', state.paused);
+  stepBtn.disabled = !state.paused;
+  step10Btn.disabled = !state.paused;
+  scrub.disabled = !state.paused;
+  const hist = Math.max(state.history - 1, 0);
+  scrub.max = hist;
+  if (!state.paused || state.back === 0) scrub.value = hist;
+  const back = state.back ? ` (−${(state.back / 60).toFixed(2)} s)` : '';
+  timeEl.textContent = `${state.time.toFixed(2)} s${back}`;
+}
+
+// ------------------------------------------------------------------ messages
+conn.onStatus = (s) => { $('status').textContent = s; state.status = s; };
+conn.on('welcome', (m) => {
+  state.welcome = m;
+  state.capabilities = m.capabilities;
+  state.skeletons = m.skeletons;
+  state.characters = m.characters;
+  state.selected = m.selected;
+  state.obstacles = m.obstacles;
+  view.setSkeletons(m.skeletons);
+  view.setCharacters(m.characters, m.selected);
+  view.setObstacles(m.obstacles, 0);
+  Object.assign(state, { paused: m.time.paused, history: m.time.history, time: m.time.time });
+  $('status').textContent = `connected · ${m.db.description} · ${m.db.frames} frames`;
+  renderCharacters();
+  renderTime();
+  poseNote.textContent = m.capabilities.pose ? '' : 'Pose control is not available in this installation yet.';
+  poseKind.disabled = !m.capabilities.pose;
+  conn.send('files', { kind: 'bvh' });
+  conn.send('files', { kind: 'scenario' });
+  if (m.capabilities.pose) conn.send('files', { kind: 'keypoints' });
+});
+conn.on('characters', (m) => {
+  state.characters = m.characters;
+  state.selected = m.selected;
+  state.skeletons = m.skeletons;
+  view.setSkeletons(m.skeletons);
+  view.setCharacters(m.characters, m.selected);
+  for (const id of [...view.paths.keys()]) if (!m.characters.some((c) => c.id === id)) view.clearPath(id);
+  renderCharacters();
+});
+conn.on('selected', (m) => {
+  state.selected = m.id;
+  view.setCharacters(state.characters, m.id);
+  state.debug = null;
+  view.setDebug(null);
+  renderCharacters();
+  renderDebug();
+});
+conn.on('path_info', (m) => {
+  state.pathInfo[m.id] = m;
+  view.setPath(m);
+  pathInfoEl.textContent = `${m.mode} path: ${m.length} m in ${m.duration} s (speeds capped at ${m.v_max} m/s)`;
+  state.characters.forEach((c) => { if (c.id === m.id) c.following = true; });
+  renderCharacters();
+});
+conn.on('path_done', (m) => {
+  delete state.pathInfo[m.id];
+  view.clearPath(m.id);
+  state.characters.forEach((c) => { if (c.id === m.id) c.following = false; });
+  renderCharacters();
+  if (m.reason === 'completed') toast('path completed');
+});
+conn.on('obstacles', (m) => { state.obstacles = m.obstacles; view.setObstacles(m.obstacles, m.time); });
+conn.on('debug', (m) => { if (!debugBox.checked) return; state.debug = m; view.setDebug(m); renderDebug(); });
+conn.on('stats', (m) => {
+  state.stats = m;
+  const lod = m.agent_hz && m.agent_hz < 60 ? ` (others at ${m.agent_hz} Hz)` : '';
+  $('stats').textContent = `${m.tick_hz.toFixed(0)} Hz · step ${m.step_ms_mean.toFixed(2)} ms · ${(m.bytes_per_s / 1024).toFixed(1)} KB/s · ${m.characters} char.${lod}`;
+});
+conn.on('time', (m) => { Object.assign(state, { paused: m.paused, history: m.history, back: m.back, tick: m.tick, time: m.time }); renderTime(); });
+conn.on('files', (m) => {
+  state.files[m.kind] = m.files;
+  if (m.kind === 'bvh') fillExamples();
+  if (m.kind === 'scenario') {
+    scenarioSel.textContent = '';
+    scenarioSel.append(h('option', { value: '' }, m.files.length ? '(choose a scenario)' : '(no scenario files)'));
+    for (const f of m.files) scenarioSel.append(h('option', { value: f.id }, f.id));
+  }
+  if (m.kind === 'keypoints') {
+    poseFile.textContent = '';
+    poseFile.append(h('option', { value: '' }, '(keypoint files)'));
+    for (const f of m.files) poseFile.append(h('option', { value: f.id }, f.id));
+  }
+});
+conn.on('genmm_status', (m) => {
+  state.genmm = m;
+  gmStatus.textContent = m.state === 'running' ? `synthesizing ${m.variants} variants…`
+    : m.state === 'done' ? `${m.ids.length} variants of ${m.frames} frames at ${m.fps} fps in ${m.seconds} s — playing side by side`
+      : `failed: ${m.message}`;
+});
+conn.on('download', (m) => { download(m.url, m.filename); toast(`${m.filename}: ${m.frames} frames (${m.seconds} s)`); });
+conn.on('scene', (m) => {
+  const blob = new Blob([JSON.stringify(m.scene, null, 1)], { type: 'application/json' });
+  download(URL.createObjectURL(blob), 'scene.json');
+});
+conn.on('error', (m) => { state.lastError = m; if (m.seq == null) toast(m.message); });
+conn.on('warning', (m) => toast(m.message));
+
+conn.onFrame = (f) => {
+  state.frame = f;
+  state.paused = (f.flags & FLAG_PAUSED) !== 0;
+  if ((f.flags & FLAG_HISTORY) === 0) { state.tick = f.tick; state.time = f.time; state.history = f.history; state.back = 0; }
+  view.setFrame(f);
+  if (!state.paused || (f.flags & FLAG_HISTORY)) renderTime.pending = true;
+};
+
+new Keyboard(conn, view, () => {});
+// After a click on a button, give the keyboard back to the view (Space would press the button again).
+document.addEventListener('click', (e) => { if (e.target.closest('button')) view.canvas.focus({ preventScroll: true }); });
+new Pointer({
+  conn, view, tool: () => tool, pathMode: () => pathMode.value, pathScale: () => Number(pathScale.value) || 1,
+  obstacleTemplate, onObstacleSelect, toast,
+});
+
+// ------------------------------------------------------------------ render loop
+let lastTimeUpdate = 0;
+function loop(now) {
+  view.render();
+  if (renderTime.pending && now - lastTimeUpdate > 100) { renderTime.pending = false; lastTimeUpdate = now; renderTime(); }
+  requestAnimationFrame(loop);
+}
+requestAnimationFrame(loop);
+view.canvas.focus();
+
+// For tests and the curious: the page's state, and world -> screen positions.
+window.__mm = {
+  state, conn, view,
+  character: (id) => state.frame?.characters.find((c) => c.id === (id ?? state.selected)) || null,
+  toScreen: (x, z, y = 0) => view.toScreen(x, y, z),
+  setTool,
+};

@@ -1,0 +1,527 @@
+// The 3D view: ground grid, characters as capsules (instanced cylinders and spheres), foot
+// contacts, paths coloured by speed, obstacles, debug trajectories, a camera that follows
+// the selected character and orbits with the mouse.
+import * as THREE from 'three';
+import { OrbitControls } from 'three/examples/jsm/controls/OrbitControls.js';
+import { CF_SELECTED, CF_CLIP } from './protocol.js';
+
+const UP = new THREE.Vector3(0, 1, 0);
+const tmpA = new THREE.Vector3();
+const tmpB = new THREE.Vector3();
+const tmpD = new THREE.Vector3();
+const tmpQ = new THREE.Quaternion();
+const tmpM = new THREE.Matrix4();
+const tmpS = new THREE.Vector3();
+const tmpC = new THREE.Color();
+
+const COLORS = {
+  selected: 0xf0a040,
+  other: 0x8aa4c8,
+  clip: 0x7cc68a,
+  joint: 0xe8e8e8,
+  contact: 0xe0443c,
+  desired: 0xff8c1a,
+  matched: 0x2f7df6,
+  obstacle: 0xd05050,
+  obstacleSelected: 0xffd24a,
+};
+
+/** Colour of a speed (m/s) along a path: blue (slow) to green to red (fast). */
+export function speedColor(v, out = new THREE.Color()) {
+  const t = Math.max(0, Math.min(1, v / 5));
+  return out.setHSL(0.62 - 0.62 * t, 0.85, 0.5);
+}
+
+/** A square grid of ``size`` metres with lines every ``step`` metres, in 2 m segments. */
+function makeGrid(size, step, color) {
+  const pos = [];
+  const half = size / 2;
+  const seg = 2;
+  for (let k = -half; k <= half + 1e-9; k += step) {
+    for (let a = -half; a < half - 1e-9; a += seg) {
+      const b = Math.min(a + seg, half);
+      pos.push(a, 0, k, b, 0, k, k, 0, a, k, 0, b);
+    }
+  }
+  const geo = new THREE.BufferGeometry();
+  geo.setAttribute('position', new THREE.Float32BufferAttribute(pos, 3));
+  const grid = new THREE.LineSegments(geo, new THREE.LineBasicMaterial({ color }));
+  grid.userData.step = step;
+  return grid;
+}
+
+/** Whether WebGL runs on a software rasteriser (headless browsers, VMs): then draw cheaper. */
+function softwareRenderer() {
+  try {
+    const gl = document.createElement('canvas').getContext('webgl2') || document.createElement('canvas').getContext('webgl');
+    if (!gl) return true;
+    const info = gl.getExtension('WEBGL_debug_renderer_info');
+    const name = info ? gl.getParameter(info.UNMASKED_RENDERER_WEBGL) : gl.getParameter(gl.RENDERER);
+    gl.getExtension('WEBGL_lose_context')?.loseContext();
+    return /swiftshader|llvmpipe|software|softpipe/i.test(String(name));
+  } catch {
+    return false;
+  }
+}
+
+class InstancedPool {
+  constructor(scene, geometry, material) {
+    this.scene = scene;
+    this.geometry = geometry;
+    this.material = material;
+    this.capacity = 0;
+    this.mesh = null;
+    this.count = 0;
+    this.ensure(256);
+  }
+
+  ensure(n) {
+    if (n <= this.capacity) return;
+    let cap = Math.max(256, this.capacity);
+    while (cap < n) cap *= 2;
+    if (this.mesh) { this.scene.remove(this.mesh); this.mesh.dispose(); }
+    this.mesh = new THREE.InstancedMesh(this.geometry, this.material, cap);
+    this.mesh.instanceMatrix.setUsage(THREE.DynamicDrawUsage);
+    this.mesh.setColorAt(0, new THREE.Color(1, 1, 1));
+    this.mesh.frustumCulled = false;
+    this.scene.add(this.mesh);
+    this.capacity = cap;
+  }
+
+  begin() { this.count = 0; }
+
+  push(matrix, color) {
+    this.ensure(this.count + 1);
+    this.mesh.setMatrixAt(this.count, matrix);
+    this.mesh.setColorAt(this.count, color);
+    this.count++;
+  }
+
+  end() {
+    this.mesh.count = this.count;
+    this.mesh.instanceMatrix.needsUpdate = true;
+    if (this.mesh.instanceColor) this.mesh.instanceColor.needsUpdate = true;
+  }
+}
+
+export class View {
+  constructor(canvas, labelsEl) {
+    this.canvas = canvas;
+    this.labelsEl = labelsEl;
+    this.software = softwareRenderer();
+    this.renderer = new THREE.WebGLRenderer({ canvas, antialias: !this.software, powerPreference: 'high-performance' });
+    this.renderer.setPixelRatio(this.software ? 1 : Math.min(window.devicePixelRatio || 1, 2));
+    this.scene = new THREE.Scene();
+    this.scene.background = new THREE.Color(0x1d2127);
+    this.scene.fog = new THREE.Fog(0x1d2127, 25, 70);
+    this.camera = new THREE.PerspectiveCamera(50, 1, 0.05, 500);
+    this.camera.position.set(0, 4.6, -7.2);
+    this.controls = new OrbitControls(this.camera, canvas);
+    this.controls.target.set(0, 0.9, 0);
+    this.controls.enableDamping = true;
+    this.controls.maxPolarAngle = Math.PI * 0.495;
+    this.controls.minDistance = 1.0;
+    this.controls.maxDistance = 80;
+    this.controls.update();
+    this.follow = true;
+
+    this.scene.add(new THREE.HemisphereLight(0xdfe8ff, 0x3a3330, 1.4));
+    const sun = new THREE.DirectionalLight(0xffffff, 1.6);
+    sun.position.set(4, 10, 3);
+    this.scene.add(sun);
+
+    const ground = new THREE.Mesh(new THREE.PlaneGeometry(400, 400), new THREE.MeshBasicMaterial({ color: 0x2a2f36 }));
+    ground.rotation.x = -Math.PI / 2;
+    ground.position.y = -0.002;
+    this.scene.add(ground);
+    this.ground = ground;
+    // Grids of short segments (software rasterisers drop very long lines), re-centred on the
+    // camera target so they look endless.
+    this.grid1 = makeGrid(80, 1, 0x3b424c);
+    this.grid10 = makeGrid(160, 10, 0x5a6470);
+    this.grid10.position.y = 0.001;
+    this.scene.add(this.grid1, this.grid10);
+    const axes = new THREE.AxesHelper(0.6);
+    axes.position.y = 0.003;
+    this.scene.add(axes);
+
+    const boneGeo = new THREE.CylinderGeometry(1, 1, 1, 10, 1, true);
+    boneGeo.translate(0, 0.5, 0);
+    const mat = this.software ? new THREE.MeshLambertMaterial({ color: 0xffffff })
+      : new THREE.MeshStandardMaterial({ color: 0xffffff, roughness: 0.55, metalness: 0.05 });
+    this.bones = new InstancedPool(this.scene, boneGeo, mat);
+    this.joints = new InstancedPool(this.scene, new THREE.SphereGeometry(1, 12, 8), mat);
+    const ringGeo = new THREE.RingGeometry(0.6, 1, 24);
+    ringGeo.rotateX(-Math.PI / 2);
+    this.rings = new InstancedPool(this.scene, ringGeo,
+      new THREE.MeshBasicMaterial({ color: 0xffffff, transparent: true, opacity: 0.85, side: THREE.DoubleSide, depthWrite: false }));
+
+    this.selRing = new THREE.Mesh(new THREE.RingGeometry(0.38, 0.45, 40).rotateX(-Math.PI / 2),
+      new THREE.MeshBasicMaterial({ color: COLORS.selected, transparent: true, opacity: 0.8, side: THREE.DoubleSide }));
+    this.selRing.position.y = 0.004;
+    this.scene.add(this.selRing);
+    this.heading = new THREE.ArrowHelper(new THREE.Vector3(0, 0, 1), new THREE.Vector3(), 0.7, COLORS.selected, 0.18, 0.1);
+    this.scene.add(this.heading);
+
+    this.skeletons = {};
+    this.meta = new Map();
+    this.frame = null;
+    this.selected = null;
+    this.paths = new Map();
+    this.draft = null;
+    this.obstacles = new Map();
+    this.obstacleSel = null;
+    this.simTime = 0;
+    this.debugGroup = new THREE.Group();
+    this.scene.add(this.debugGroup);
+    this.debugData = null;
+    this.labels = [];
+    this.raycaster = new THREE.Raycaster();
+    this.groundPlane = new THREE.Plane(new THREE.Vector3(0, 1, 0), 0);
+    this.lastRender = performance.now();
+    this.resize();
+    window.addEventListener('resize', () => this.resize());
+  }
+
+  resize() {
+    const w = this.canvas.clientWidth || window.innerWidth;
+    const h = this.canvas.clientHeight || window.innerHeight;
+    this.renderer.setSize(w, h, false);
+    this.camera.aspect = w / h;
+    this.camera.updateProjectionMatrix();
+  }
+
+  /** Heading of the camera's view on the ground, radians about +Y from +Z (the server's camera_yaw). */
+  cameraYaw() {
+    tmpD.subVectors(this.controls.target, this.camera.position);
+    return Math.atan2(tmpD.x, tmpD.z);
+  }
+
+  /** World point on the ground under a pointer event, or null. */
+  groundAt(clientX, clientY) {
+    const r = this.canvas.getBoundingClientRect();
+    const ndc = new THREE.Vector2(((clientX - r.left) / r.width) * 2 - 1, -((clientY - r.top) / r.height) * 2 + 1);
+    this.raycaster.setFromCamera(ndc, this.camera);
+    const hit = new THREE.Vector3();
+    return this.raycaster.ray.intersectPlane(this.groundPlane, hit) ? hit : null;
+  }
+
+  /** Obstacle id under a pointer event, or null. */
+  obstacleAt(clientX, clientY) {
+    const r = this.canvas.getBoundingClientRect();
+    const ndc = new THREE.Vector2(((clientX - r.left) / r.width) * 2 - 1, -((clientY - r.top) / r.height) * 2 + 1);
+    this.raycaster.setFromCamera(ndc, this.camera);
+    const meshes = [...this.obstacles.values()];
+    for (const m of meshes) m.updateMatrixWorld();
+    const hits = this.raycaster.intersectObjects(meshes, false);
+    return hits.length ? hits[0].object.userData.id : null;
+  }
+
+  /** Page coordinates (CSS pixels) of a world point. */
+  toScreen(x, y, z) {
+    const v = new THREE.Vector3(x, y, z).project(this.camera);
+    const r = this.canvas.getBoundingClientRect();
+    return { x: r.left + (v.x + 1) / 2 * r.width, y: r.top + (1 - v.y) / 2 * r.height, visible: v.z < 1 };
+  }
+
+  setSkeletons(sk) { this.skeletons = sk; }
+
+  setCharacters(list, selected) {
+    this.meta = new Map(list.map((c) => [c.id, c]));
+    this.selected = selected;
+  }
+
+  setFrame(frame) {
+    this.frame = frame;
+    this.simTime = frame.time;
+  }
+
+  selectedCharacter() {
+    if (!this.frame) return null;
+    return this.frame.characters.find((c) => c.id === this.selected) || null;
+  }
+
+  // ------------------------------------------------------------------ characters
+  drawCharacters() {
+    const f = this.frame;
+    this.bones.begin();
+    this.joints.begin();
+    this.rings.begin();
+    if (!f) { this.bones.end(); this.joints.end(); this.rings.end(); return; }
+    for (const c of f.characters) {
+      const meta = this.meta.get(c.id);
+      const sk = this.skeletons[String(meta ? meta.skeleton : 0)];
+      if (!sk) continue;
+      const r = sk.radius;
+      const sel = (c.flags & CF_SELECTED) !== 0 || c.id === this.selected;
+      const base = sel ? COLORS.selected : (c.flags & CF_CLIP) ? COLORS.clip : COLORS.other;
+      tmpC.setHex(base);
+      const P = c.positions;
+      const hidden = sk._hidden || (sk._hidden = new Set(sk.hidden));
+      for (let j = 1; j < c.joints; j++) {
+        const p = sk.parents[j];
+        if (p < 0 || hidden.has(j)) continue;
+        tmpA.set(P[3 * p], P[3 * p + 1], P[3 * p + 2]);
+        tmpB.set(P[3 * j], P[3 * j + 1], P[3 * j + 2]);
+        tmpD.subVectors(tmpB, tmpA);
+        const len = tmpD.length();
+        if (len < 1e-4) continue;
+        tmpQ.setFromUnitVectors(UP, tmpD.multiplyScalar(1 / len));
+        tmpS.set(r, len, r);
+        tmpM.compose(tmpA, tmpQ, tmpS);
+        this.bones.push(tmpM, tmpC);
+      }
+      const isHead = sk._head || (sk._head = sk.names.map((n) => /head/i.test(n) && !/end/i.test(n)));
+      const feet = sk.feet;
+      for (let j = sk.ground_root ? 1 : 0; j < c.joints; j++) {
+        const k = feet.indexOf(j);
+        const contact = k >= 0 && (c.contacts & (1 << k)) !== 0;
+        const jr = isHead[j] ? Math.max(r * 3.6, 0.07) : r * 1.25;
+        tmpA.set(P[3 * j], P[3 * j + 1], P[3 * j + 2]);
+        tmpS.set(jr, jr, jr);
+        tmpQ.identity();
+        tmpM.compose(tmpA, tmpQ, tmpS);
+        tmpC.setHex(contact ? COLORS.contact : (isHead[j] ? base : COLORS.joint));
+        this.joints.push(tmpM, tmpC);
+        if (contact) {
+          tmpA.y = 0.006;
+          const rr = Math.max(r * 4, 0.06);
+          tmpS.set(rr, 1, rr);
+          tmpM.compose(tmpA, tmpQ, tmpS);
+          tmpC.setHex(COLORS.contact);
+          this.rings.push(tmpM, tmpC);
+        }
+      }
+    }
+    this.bones.end();
+    this.joints.end();
+    this.rings.end();
+    const s = this.selectedCharacter();
+    this.selRing.visible = !!s;
+    this.heading.visible = !!s;
+    if (s) {
+      this.selRing.position.set(s.root[0], 0.004, s.root[2]);
+      this.heading.position.set(s.root[0], 0.02, s.root[2]);
+      this.heading.setDirection(tmpD.set(Math.sin(s.yaw), 0, Math.cos(s.yaw)));
+    }
+  }
+
+  // ------------------------------------------------------------------ paths
+  setPath(info) {
+    this.clearPath(info.id);
+    const pts = info.points;
+    const pos = new Float32Array(pts.length * 3);
+    const col = new Float32Array(pts.length * 3);
+    pts.forEach(([x, z], i) => {
+      pos.set([x, 0.02, z], 3 * i);
+      speedColor(info.speeds[i] ?? 0, tmpC);
+      col.set([tmpC.r, tmpC.g, tmpC.b], 3 * i);
+    });
+    const geo = new THREE.BufferGeometry();
+    geo.setAttribute('position', new THREE.BufferAttribute(pos, 3));
+    geo.setAttribute('color', new THREE.BufferAttribute(col, 3));
+    const line = new THREE.Line(geo, new THREE.LineBasicMaterial({ vertexColors: true, linewidth: 2 }));
+    const dots = new THREE.Points(geo, new THREE.PointsMaterial({ vertexColors: true, size: 0.06 }));
+    const group = new THREE.Group();
+    group.add(line, dots);
+    // speed labels about every 1.5 m
+    const labels = [];
+    let acc = 1e9;
+    for (let i = 1; i < pts.length; i++) {
+      acc += Math.hypot(pts[i][0] - pts[i - 1][0], pts[i][1] - pts[i - 1][1]);
+      if (acc >= 1.5) {
+        acc = 0;
+        labels.push({ x: pts[i][0], z: pts[i][1], text: `${(info.speeds[i] ?? 0).toFixed(1)} m/s`, color: `#${speedColor(info.speeds[i] ?? 0, tmpC).getHexString()}` });
+      }
+    }
+    this.scene.add(group);
+    this.paths.set(info.id, { group, labels, info });
+    this.refreshLabels();
+  }
+
+  clearPath(id) {
+    const p = this.paths.get(id);
+    if (!p) return;
+    this.scene.remove(p.group);
+    p.group.traverse((o) => { o.geometry?.dispose(); o.material?.dispose(); });
+    this.paths.delete(id);
+    this.refreshLabels();
+  }
+
+  setDraft(points) {
+    if (this.draft) { this.scene.remove(this.draft); this.draft.geometry.dispose(); this.draft = null; }
+    if (!points || points.length < 2) return;
+    const pos = new Float32Array(points.length * 3);
+    const col = new Float32Array(points.length * 3);
+    for (let i = 0; i < points.length; i++) {
+      const [t, x, z] = points[i];
+      pos.set([x, 0.025, z], 3 * i);
+      const j = Math.max(i - 3, 0);
+      const dt = t - points[j][0];
+      const v = dt > 0 ? Math.hypot(x - points[j][1], z - points[j][2]) / dt : 0;
+      speedColor(v, tmpC);
+      col.set([tmpC.r, tmpC.g, tmpC.b], 3 * i);
+    }
+    const geo = new THREE.BufferGeometry();
+    geo.setAttribute('position', new THREE.BufferAttribute(pos, 3));
+    geo.setAttribute('color', new THREE.BufferAttribute(col, 3));
+    this.draft = new THREE.Line(geo, new THREE.LineBasicMaterial({ vertexColors: true }));
+    this.scene.add(this.draft);
+  }
+
+  refreshLabels() {
+    this.labelsEl.textContent = '';
+    this.labels = [];
+    for (const p of this.paths.values()) {
+      for (const l of p.labels) {
+        const el = document.createElement('div');
+        el.className = 'label';
+        el.textContent = l.text;
+        el.style.borderColor = l.color;
+        this.labelsEl.appendChild(el);
+        this.labels.push({ el, x: l.x, z: l.z });
+      }
+    }
+  }
+
+  placeLabels() {
+    const r = this.canvas.getBoundingClientRect();
+    for (const l of this.labels) {
+      const v = tmpA.set(l.x, 0.05, l.z).project(this.camera);
+      if (v.z > 1 || Math.abs(v.x) > 1.1 || Math.abs(v.y) > 1.1) { l.el.style.display = 'none'; continue; }
+      l.el.style.display = '';
+      l.el.style.transform = `translate(${((v.x + 1) / 2) * r.width}px, ${((1 - v.y) / 2) * r.height}px)`;
+    }
+  }
+
+  // ------------------------------------------------------------------ obstacles
+  setObstacles(list, time) {
+    const keep = new Set(list.map((o) => o.id));
+    for (const [id, m] of this.obstacles) {
+      if (!keep.has(id)) { this.scene.remove(m); m.geometry.dispose(); m.material.dispose(); this.obstacles.delete(id); }
+    }
+    for (const o of list) {
+      let m = this.obstacles.get(o.id);
+      const key = JSON.stringify([o.shape, o.radius, o.size, o.axes, o.height]);
+      if (m && m.userData.key !== key) {
+        this.scene.remove(m); m.geometry.dispose(); m.material.dispose(); m = null;
+      }
+      if (!m) {
+        const [y0, y1] = o.height || [0, 1.2];
+        const h = Math.max(y1 - y0, 0.02);
+        let geo;
+        if (o.shape === 'disk') geo = new THREE.CylinderGeometry(o.radius, o.radius, h, 40);
+        else if (o.shape === 'ellipse') { geo = new THREE.CylinderGeometry(1, 1, h, 40); geo.scale(o.axes[1], 1, o.axes[0]); }
+        else geo = new THREE.BoxGeometry(o.size[1], h, o.size[0]);
+        geo.translate(0, y0 + h / 2, 0);
+        const mat = new THREE.MeshStandardMaterial({ color: COLORS.obstacle, transparent: true, opacity: o.height ? 0.8 : 0.55, roughness: 0.8 });
+        m = new THREE.Mesh(geo, mat);
+        m.userData.key = key;
+        this.scene.add(m);
+        this.obstacles.set(o.id, m);
+      }
+      m.userData.id = o.id;
+      m.userData.o = o;
+      m.rotation.y = ((o.yaw_deg || 0) * Math.PI) / 180;
+      m.material.color.setHex(o.id === this.obstacleSel ? COLORS.obstacleSelected : COLORS.obstacle);
+    }
+    this.placeObstacles();
+  }
+
+  obstaclePosition(o, t) {
+    if (o.path && o.path.length) {
+      const P = o.path;
+      const tt = t - (o.t0 || 0);
+      if (tt <= P[0][0]) return [P[0][1], P[0][2]];
+      for (let i = 1; i < P.length; i++) {
+        if (tt <= P[i][0]) {
+          const a = (tt - P[i - 1][0]) / (P[i][0] - P[i - 1][0]);
+          return [P[i - 1][1] + a * (P[i][1] - P[i - 1][1]), P[i - 1][2] + a * (P[i][2] - P[i - 1][2])];
+        }
+      }
+      const L = P[P.length - 1];
+      return [L[1], L[2]];
+    }
+    const v = o.velocity || [0, 0];
+    const dt = t - (o.t0 || 0);
+    return [o.center[0] + v[0] * dt, o.center[1] + v[1] * dt];
+  }
+
+  placeObstacles() {
+    for (const m of this.obstacles.values()) {
+      const o = m.userData.o;
+      if (m.userData.dragging) continue;
+      const [x, z] = this.obstaclePosition(o, this.simTime);
+      m.position.set(x, 0, z);
+    }
+  }
+
+  selectObstacle(id) {
+    this.obstacleSel = id;
+    for (const [oid, m] of this.obstacles) m.material.color.setHex(oid === id ? COLORS.obstacleSelected : COLORS.obstacle);
+  }
+
+  // ------------------------------------------------------------------ debug
+  setDebug(d) {
+    this.debugData = d;
+    const g = this.debugGroup;
+    for (const o of [...g.children]) { g.remove(o); o.geometry?.dispose(); o.material?.dispose(); }
+    if (!d) return;
+    const s = this.selectedCharacter();
+    const root = s ? [s.root[0], 0, s.root[2]] : [0, 0, 0];
+    const addTrack = (track, color, y) => {
+      if (!track) return;
+      const pts = [new THREE.Vector3(root[0], y, root[2]), ...track.positions.map((p) => new THREE.Vector3(p[0], y, p[2]))];
+      const line = new THREE.Line(new THREE.BufferGeometry().setFromPoints(pts), new THREE.LineBasicMaterial({ color }));
+      g.add(line);
+      track.positions.forEach((p, i) => {
+        const dot = new THREE.Mesh(new THREE.SphereGeometry(0.05, 10, 6), new THREE.MeshBasicMaterial({ color }));
+        dot.position.set(p[0], y, p[2]);
+        g.add(dot);
+        const dir = track.directions[i];
+        const a = new THREE.Vector3(p[0], y, p[2]);
+        const b = new THREE.Vector3(p[0] + dir[0] * 0.35, y, p[2] + dir[1] * 0.35);
+        g.add(new THREE.Line(new THREE.BufferGeometry().setFromPoints([a, b]), new THREE.LineBasicMaterial({ color })));
+      });
+    };
+    addTrack(d.desired, COLORS.desired, 0.04);
+    addTrack(d.matched, COLORS.matched, 0.06);
+    const env = d.environment;
+    if (env && Array.isArray(env.ellipses)) {
+      for (const e of env.ellipses) {
+        const [cx, cz, ux, uz, a, b] = e;
+        const curve = new THREE.EllipseCurve(0, 0, a, b, 0, 2 * Math.PI, false, 0);
+        const pts = curve.getPoints(40).map((p) => new THREE.Vector3(p.x, 0.03, p.y));
+        const line = new THREE.LineLoop(new THREE.BufferGeometry().setFromPoints(pts), new THREE.LineBasicMaterial({ color: 0xb070ff }));
+        line.position.set(cx, 0, cz);
+        line.rotation.y = -Math.atan2(uz, ux);
+        g.add(line);
+      }
+    }
+  }
+
+  // ------------------------------------------------------------------ frame
+  render() {
+    const now = performance.now();
+    const dt = Math.min((now - this.lastRender) / 1000, 0.1);
+    this.lastRender = now;
+    const s = this.selectedCharacter();
+    if (s && this.follow) {
+      const goal = tmpA.set(s.root[0], 0.9, s.root[2]);
+      const k = 1 - Math.exp(-dt * 6);
+      const delta = tmpB.subVectors(goal, this.controls.target).multiplyScalar(k);
+      this.controls.target.add(delta);
+      this.camera.position.add(delta);
+    }
+    this.controls.update();
+    for (const g of [this.grid1, this.grid10]) {
+      const st = g.userData.step;
+      g.position.x = Math.round(this.controls.target.x / st) * st;
+      g.position.z = Math.round(this.controls.target.z / st) * st;
+    }
+    this.drawCharacters();
+    this.placeObstacles();
+    this.placeLabels();
+    this.renderer.render(this.scene, this.camera);
+  }
+}
