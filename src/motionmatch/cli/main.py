@@ -27,12 +27,23 @@ examples:
   motionmatch follow --db lafan.npz --path paths/square.json -o out.bvh --report report.json --preview out.mp4
   motionmatch genmm ../shared/data/genmm-examples/Joe_Salsa-Dancing-6.bvh -o salsa_new.bvh --samples 10 --report r.json
 
+  motionmatch pose eval --json
+
 Run 'motionmatch COMMAND --help' for the options of a command.
 """
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from motionmatch.cli import anim_cmd, datasets_cmd, follow_cmd, genmm_cmd, runtime_cmd, search_cmd, viewer_cmd
+    from motionmatch.cli import (
+        anim_cmd,
+        datasets_cmd,
+        follow_cmd,
+        genmm_cmd,
+        pose_cmd,
+        runtime_cmd,
+        search_cmd,
+        viewer_cmd,
+    )
 
     parser = argparse.ArgumentParser(
         prog="motionmatch", description=DESCRIPTION, epilog=EPILOG,
@@ -45,6 +56,7 @@ def build_parser() -> argparse.ArgumentParser:
     runtime_cmd.register(sub)
     follow_cmd.register(sub)
     genmm_cmd.register(sub)
+    pose_cmd.register(sub)
     viewer_cmd.register(sub)
     bench = sub.add_parser("bench", help="benchmarks (search methods on reference databases)",
                            description="Benchmarks that compare against a baseline measured in the same run.")

@@ -1,0 +1,320 @@
+"""``motionmatch pose``: human pose control (eval, run, record, train, render, live)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from motionmatch.errors import MotionMatchError
+
+COMMAND_HELP = ("creep_forward, creep_left, creep_right, dance, jump, punch, run_forward, run_left, run_right, "
+                "stand_still, walk_forward, walk_left, walk_right")
+
+
+def _progress() -> bool:
+    return sys.stderr.isatty()
+
+
+def _say(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+def _classifier(spec: str, data: str | None, quick: bool = False):
+    from motionmatch.control.pose.classify import load_classifier
+    from motionmatch.control.pose.default import QUICK, TrainConfig, default_classifier
+
+    if spec in ("improved", "best", "knn"):
+        _say(f"loading the default {spec} classifier (trained from the motion capture on first use; cached)")
+        return default_classifier(spec, root=data, config=QUICK if quick else TrainConfig(), progress=_progress())
+    return load_classifier(spec)
+
+
+# ------------------------------------------------------------------------------- eval
+def cmd_eval(args: argparse.Namespace) -> int:
+    from motionmatch.control.pose import default as d
+    from motionmatch.control.pose.evaluate import format_table, plot_confusion
+
+    try:
+        cfg = d.QUICK if args.quick else d.TrainConfig()
+        if args.seed:
+            cfg = d.with_seed(cfg, args.seed)
+        _say("rendering the motion capture through the virtual camera ...")
+        data = d.prepare(args.data, cfg, progress=_progress())
+        _say(f"  {len(data.train)} training and {len(data.test)} test renders, {len(data.train_transitions)} + "
+             f"{len(data.test_transitions)} two-part performances ({data.seconds:.1f} s)")
+        _say("training the kNN baseline and the improved classifier ...")
+        knn, imp = d.train(data)
+        _say("evaluating on the held-out clips and camera azimuths ...")
+        ev = d.evaluate(data, knn, imp)
+        out = Path(args.out)
+        out.mkdir(parents=True, exist_ok=True)
+        pngs = {}
+        for name, res in ev.results.items():
+            title = (f"{name}: held-out clips, azimuths {', '.join(f'{a:g}' for a in cfg.data.test_azimuths)}; "
+                     f"macro-F1 {res.smoothed['macro_f1']:.3f}")
+            pngs[name] = str(plot_confusion(res.confusion, out / f"confusion_{name}.png", title))
+        result = ev.to_dict()
+        result["confusion_png"] = pngs
+        result["config"] = cfg.to_dict()
+        from motionmatch._files import atomic_write
+
+        with atomic_write(out / "pose_eval.json", "w") as f:
+            json.dump(result, f, indent=1)
+        if args.save_models:
+            knn.save(out / "knn.npz")
+            imp.save(out / "improved.npz")
+    except (MotionMatchError, OSError, ValueError) as e:
+        print(f"motionmatch pose eval: {e}", file=sys.stderr)
+        return 1
+    if args.json:
+        slim = {k: ({kk: vv for kk, vv in v.items() if kk != "confusion"} if isinstance(v, dict) and "per_class" in v
+                    else v) for k, v in result.items()}
+        print(json.dumps(slim, indent=1))
+        return 0
+    counts = ev.counts
+    print("scored frames per command (train / test):")
+    for c in counts["train"]:
+        print(f"  {c:14s} {counts['train'][c]:7d} / {counts['test'][c]:6d}")
+    print()
+    print(format_table(ev.results))
+    print()
+    for name, res in ev.results.items():
+        print(f"confusion matrix, {name} (rows: true, columns: emitted, order as above):")
+        for row in res.confusion:
+            print("  " + " ".join(f"{v:5d}" for v in row))
+        lat = ev.latency[name]
+        print(f"latency ({name}): median {lat['median_s']} s, mean {lat['mean_s']} s, p90 {lat['p90_s']} s, "
+              f"{100 * lat['under_200ms']:.0f}% under 200 ms, {lat['misses']} missed of {lat['measured']} transitions")
+        print(f"flicker ({name}): {res.flicker_per_s:.3f} changes/s on steady motion (raw labels "
+              f"{res.flicker_raw_per_s:.3f})")
+        print()
+    print(f"wrote {', '.join(pngs.values())} and {out / 'pose_eval.json'}")
+    return 0
+
+
+# ------------------------------------------------------------------------------- run
+def cmd_run(args: argparse.Namespace) -> int:
+    from motionmatch.anim import save_bvh
+    from motionmatch.control.pose.drive import pose_run_report, run_keypoints
+    from motionmatch.control.pose.keypoints import load_keypoints
+    from motionmatch.database import MotionDatabase
+
+    try:
+        out = Path(args.output)
+        if out.suffix.lower() != ".bvh":
+            raise MotionMatchError(f"{out}: the output must be a .bvh file")
+        stream = load_keypoints(args.keypoints)
+        if len(stream) < 2:
+            raise MotionMatchError(f"{args.keypoints}: needs at least two frames")
+        db = MotionDatabase.load(args.db)
+        clf = _classifier(args.classifier, args.data)
+        run = run_keypoints(db, stream, clf, fps=args.fps, progress=_progress(), name=out.stem)
+        save_bvh(run.record.motion, out)
+        segs = run.segments()
+        print(f"wrote {out}: {run.record.motion.num_frames} frames at {args.fps:g} fps; commands: "
+              + ", ".join(f"{s['command'] or '-'} {s['start_s']:.1f}-{s['end_s']:.1f}s" for s in segs[:12])
+              + (" ..." if len(segs) > 12 else ""))
+        if args.report:
+            from motionmatch._files import atomic_write
+
+            rep = pose_run_report(run, db)
+            with atomic_write(args.report, "w") as f:
+                json.dump(rep, f, indent=2)
+            print(f"wrote {args.report}")
+    except (MotionMatchError, OSError, ValueError) as e:
+        print(f"motionmatch pose run: {e}", file=sys.stderr)
+        return 1
+    return 0
+
+
+# ------------------------------------------------------------------------------- record / train / render / live
+def cmd_record(args: argparse.Namespace) -> int:
+    from motionmatch.control.pose.keypoints import save_keypoints
+    from motionmatch.control.pose.labels import COMMANDS
+    from motionmatch.control.pose.sources import WebcamSource, record
+
+    try:
+        if args.label not in COMMANDS:
+            raise MotionMatchError(f"unknown label {args.label!r}; use one of {COMMAND_HELP}")
+        out = Path(args.output or f"{args.label}.json")
+        _say(f"recording {args.seconds:g} s of '{args.label}' from camera {args.camera} ... (perform now)")
+        with WebcamSource(args.camera, args.complexity, args.model) as cam:
+            stream = record(cam, args.seconds, args.label)
+        stream.meta["label"] = args.label
+        save_keypoints(stream, out)
+        print(f"wrote {out}: {len(stream)} frames ({stream.fps:.1f} fps) labelled {args.label}")
+    except (MotionMatchError, OSError, ValueError) as e:
+        print(f"motionmatch pose record: {e}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def cmd_train(args: argparse.Namespace) -> int:
+    import numpy as np
+
+    from motionmatch.control.pose.classify import KNNPoseClassifier, MLPPoseClassifier, resample_stream
+    from motionmatch.control.pose.keypoints import load_keypoints
+    from motionmatch.control.pose.labels import COMMAND_INDEX
+    from motionmatch.control.pose.normalize import normalize_stream
+
+    try:
+        clf = KNNPoseClassifier() if args.kind == "knn" else MLPPoseClassifier(members=args.members)
+        Xs, ys = [], []
+        for path in args.recordings:
+            s = load_keypoints(path)
+            label = args.label or s.meta.get("label")
+            if s.labels is None and not label:
+                raise MotionMatchError(f"{path}: no labels (record with --label, or pass --label)")
+            s = resample_stream(s, clf.rate)
+            lab = s.labels if s.labels is not None and not args.label else np.full(len(s), label)
+            bad = sorted({x for x in lab if x and x not in COMMAND_INDEX})
+            if bad:
+                raise MotionMatchError(f"{path}: unknown labels {bad}; use {COMMAND_HELP}")
+            norm = normalize_stream(s)
+            idx = np.flatnonzero((lab != "") & (np.arange(len(s)) >= clf.window - 1))
+            if idx.size:
+                Xs.append(clf.features(norm, idx))
+                ys.append(np.array([COMMAND_INDEX[x] for x in lab[idx]]))
+        if not args.only_recordings:
+            from motionmatch.control.pose import default as d
+            from motionmatch.control.pose.dataset import training_set
+
+            _say("adding the rendered motion capture (pass --only-recordings to skip) ...")
+            cfg = d.QUICK if args.quick else d.TrainConfig()
+            data = d.prepare(args.data, cfg, progress=_progress())
+            renders = data.train + ([t.render for t in data.train_transitions] if args.kind != "knn" else [])
+            cap = cfg.knn_max_per_class if args.kind == "knn" else cfg.mlp_max_per_class
+            X, y = training_set(renders, clf.features, max_per_class=cap,
+                                min_per_class=0 if args.kind == "knn" else cfg.mlp_min_per_class)
+            Xs.append(X)
+            ys.append(y)
+        if not Xs:
+            raise MotionMatchError("no training windows (recordings need at least one labelled window of "
+                                   f"{clf.window} frames)")
+        X, y = np.concatenate(Xs), np.concatenate(ys)
+        if len(np.unique(y)) < 2:
+            raise MotionMatchError("the recordings hold one command only; record several (or drop "
+                                   "--only-recordings to add the rendered motion capture)")
+        clf.fit(X, y)
+        clf.meta = {"trained_on": [str(p) for p in args.recordings] + ([] if args.only_recordings else ["rendered"])}
+        clf.save(args.output)
+        print(f"wrote {args.output}: {args.kind} classifier from {len(y)} windows of "
+              f"{len(np.unique(y))} commands")
+    except (MotionMatchError, OSError, ValueError) as e:
+        print(f"motionmatch pose train: {e}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def cmd_render(args: argparse.Namespace) -> int:
+    from motionmatch.control.pose.keypoints import save_keypoints
+    from motionmatch.control.pose.sources import render_bvh
+
+    try:
+        s = render_bvh(args.bvh, azimuth=args.azimuth, seed=args.seed, mirrored=args.mirror)
+        save_keypoints(s, args.output)
+        print(f"wrote {args.output}: {len(s)} frames of {len(s.names)} keypoints at {s.fps:.0f} fps "
+              f"(azimuth {args.azimuth:g} deg)")
+    except (MotionMatchError, OSError, ValueError) as e:
+        print(f"motionmatch pose render: {e}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def cmd_live(args: argparse.Namespace) -> int:
+    from motionmatch.control.pose.classify import StreamingClassifier
+    from motionmatch.control.pose.keypoints import KEYPOINTS
+    from motionmatch.control.pose.sources import WebcamSource
+
+    try:
+        clf = _classifier(args.classifier, args.data)
+        sc = StreamingClassifier(clf, KEYPOINTS)
+        last = None
+        _say("reading the webcam; Ctrl+C stops")
+        with WebcamSource(args.camera, args.complexity, args.model) as cam:
+            for t, kp, conf in cam:
+                cmd = sc.push(t, kp, conf)
+                if cmd != last:
+                    print(f"{t:8.2f} s  {cmd or '-'}", flush=True)
+                    last = cmd
+    except KeyboardInterrupt:
+        return 0
+    except (MotionMatchError, OSError, ValueError) as e:
+        print(f"motionmatch pose live: {e}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "pose", help="human pose control: evaluate, run from keypoints, record, train",
+        description="A performer's body keypoints (webcam, recorded file, or motion capture through a virtual camera), "
+        "classified into 13 commands (" + COMMAND_HELP + "), drive the character. Directions are relative to the "
+        "camera: forward = toward it, left/right = the performer's left/right as they face it.",
+    )
+    ps = p.add_subparsers(dest="pose_command", metavar="POSE")
+
+    e = ps.add_parser("eval", help="train the default classifiers and evaluate them on held-out renders",
+                      description="Render LAFAN1 / Bandai-Namco clips through a virtual camera, train the kNN baseline "
+                      "and the improved classifier, and report per-class precision/recall/F1, confusion matrices "
+                      "(PNG), latency and flicker on held-out clips filmed from held-out azimuths.")
+    e.add_argument("--data", metavar="DIR", help="motion-capture root (default $MOTIONMATCH_DATA or ../shared/data)")
+    e.add_argument("--json", action="store_true", help="print the metrics as JSON (the improved classifier under 'best')")
+    e.add_argument("--out", default="pose-eval", metavar="DIR", help="where to write the PNGs and pose_eval.json")
+    e.add_argument("--quick", action="store_true", help="a small, fast configuration (for smoke tests)")
+    e.add_argument("--seed", type=int, default=0, help="random seed of cameras and training")
+    e.add_argument("--save-models", action="store_true", help="also write knn.npz and improved.npz to --out")
+    e.set_defaults(func=cmd_eval)
+
+    r = ps.add_parser("run", help="drive a character offline with a recorded keypoint stream",
+                      description="Classify a keypoint file (JSON/NPZ: times [T], keypoints [T,K,2|3], names [K]), "
+                      "turn the commands into intents and play the character from DB.npz; write the animation as BVH.")
+    r.add_argument("--db", required=True, metavar="DB.npz", help="database (build with --schema classic-3d for jump/creep)")
+    r.add_argument("--keypoints", required=True, metavar="FILE", help="keypoint stream (.json or .npz)")
+    r.add_argument("-o", "--output", required=True, metavar="OUT.bvh")
+    r.add_argument("--report", metavar="R.json", help="write metrics and the command timeline")
+    r.add_argument("--classifier", default="improved", metavar="improved|knn|MODEL.npz",
+                   help="the default improved classifier, the kNN baseline, or a trained model file")
+    r.add_argument("--data", metavar="DIR", help="motion-capture root for training the default classifier")
+    r.add_argument("--fps", type=float, default=60.0, help="simulation and output frame rate (default 60)")
+    r.set_defaults(func=cmd_run)
+
+    rec = ps.add_parser("record", help="record labelled keypoints from the webcam (needs motionmatch[webcam])")
+    rec.add_argument("--label", required=True, help="the command performed: " + COMMAND_HELP)
+    rec.add_argument("-o", "--output", metavar="FILE", help="output .json/.npz (default LABEL.json)")
+    rec.add_argument("--seconds", type=float, default=10.0)
+    rec.add_argument("--camera", default=0, type=lambda v: int(v) if v.isdigit() else v, help="camera index or video")
+    rec.add_argument("--complexity", type=int, default=1, choices=(0, 1, 2), help="MediaPipe model (2 is downloaded)")
+    rec.add_argument("--model", metavar="FILE.task", help="a MediaPipe Tasks pose landmarker model file")
+    rec.set_defaults(func=cmd_record)
+
+    t = ps.add_parser("train", help="train a classifier from labelled recordings (plus the rendered data)")
+    t.add_argument("recordings", nargs="*", metavar="FILE", help="labelled keypoint files (pose record)")
+    t.add_argument("-o", "--output", required=True, metavar="MODEL.npz")
+    t.add_argument("--kind", choices=("improved", "knn"), default="improved")
+    t.add_argument("--label", help="label every frame of the recordings with this command")
+    t.add_argument("--only-recordings", action="store_true", help="do not add the rendered motion capture")
+    t.add_argument("--members", type=int, default=3, help="networks in the improved classifier's ensemble")
+    t.add_argument("--data", metavar="DIR", help="motion-capture root")
+    t.add_argument("--quick", action="store_true", help="use the small rendered configuration")
+    t.set_defaults(func=cmd_train)
+
+    rn = ps.add_parser("render", help="keypoints of a BVH clip filmed by the virtual camera (a test stream)")
+    rn.add_argument("bvh", metavar="CLIP.bvh")
+    rn.add_argument("-o", "--output", required=True, metavar="FILE.json|.npz")
+    rn.add_argument("--azimuth", type=float, default=0.0, help="camera azimuth from the performer's facing (deg)")
+    rn.add_argument("--seed", type=int, default=0)
+    rn.add_argument("--mirror", action="store_true", help="film the mirror image")
+    rn.set_defaults(func=cmd_render)
+
+    lv = ps.add_parser("live", help="print the commands recognised from the webcam (needs motionmatch[webcam])")
+    lv.add_argument("--classifier", default="improved", metavar="improved|knn|MODEL.npz")
+    lv.add_argument("--camera", default=0, type=lambda v: int(v) if v.isdigit() else v)
+    lv.add_argument("--complexity", type=int, default=1, choices=(0, 1, 2))
+    lv.add_argument("--model", metavar="FILE.task")
+    lv.add_argument("--data", metavar="DIR")
+    lv.set_defaults(func=cmd_live)
+
+    p.set_defaults(func=lambda a: (p.print_help(), 0)[1])

@@ -1,0 +1,481 @@
+"""Pose-command classifiers: the paper's kNN baseline and an improved temporal classifier.
+
+Both take a :class:`~.keypoints.KeypointStream`, resample it to their rate (30 Hz),
+normalise it (:mod:`.normalize`) and classify every frame from the window of poses
+ending there (:mod:`.features`); a smoother then turns the per-frame labels into the
+emitted command:
+
+* :class:`KNNPoseClassifier`: the paper's scheme (Sec. 3.4.3): 10 consecutive poses
+  concatenated, a k-nearest-neighbour vote (scikit-learn's ``KNeighborsClassifier``,
+  ``k = 5``, Euclidean), and the most frequent label of the last 5 frames
+  (:class:`MajorityVote`).
+* :class:`MLPPoseClassifier` (the improved one): velocity, motion-energy and 0.67 s
+  context features (:func:`~.features.motion_features`), an ensemble of three small
+  neural networks (two hidden ReLU layers, trained with scikit-learn's
+  ``MLPClassifier``, evaluated here in numpy), trained also on performances that switch
+  from one motion to another (so it learns to follow changes quickly), and a
+  hidden-Markov forward filter over the commands (:class:`HMMFilter`) that needs
+  evidence to switch but switches as soon as the evidence is there.
+
+Models are saved as ``.npz`` (no pickle) with :meth:`save` and read with
+:func:`load_classifier`. Training needs scikit-learn (``pip install 'motionmatch[pose]'``);
+predicting with a saved MLP needs only numpy.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import deque
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from motionmatch._files import atomic_write
+from motionmatch.control.pose.features import CONTEXT, WINDOW, motion_features, pose_window_features
+from motionmatch.control.pose.keypoints import KeypointError, KeypointStream
+from motionmatch.control.pose.labels import COMMANDS
+from motionmatch.control.pose.normalize import NormalizedPoses, normalize_stream
+from motionmatch.errors import MotionMatchError
+
+RATE = 30.0
+MODEL_FORMAT = "motionmatch-pose-classifier"
+MODEL_VERSION = 1
+
+
+class ClassifierError(MotionMatchError, ValueError):
+    """A classifier file is malformed or a classifier is used wrongly."""
+
+
+def require_sklearn():
+    """Import scikit-learn or fail with the extra to install."""
+    try:
+        import sklearn
+    except ImportError:  # pragma: no cover - depends on the environment
+        raise MotionMatchError("training pose classifiers needs scikit-learn: pip install 'motionmatch[pose]'") from None
+    return sklearn
+
+
+# ----------------------------------------------------------------------------- resampling
+def resample_stream(stream: KeypointStream, fps: float = RATE) -> KeypointStream:
+    """The stream at ``fps`` (times ``t0 + k / fps``), keypoints linearly interpolated
+    between neighbouring frames less than 0.25 s apart (missing across longer gaps)."""
+    if len(stream) == 0:
+        return stream
+    if len(stream) > 1 and abs(stream.fps - fps) < 1e-3 * fps and np.allclose(np.diff(stream.times), 1 / fps, atol=1e-4):
+        return stream
+    t0, t1 = stream.times[0], stream.times[-1]
+    n = int(np.floor((t1 - t0) * fps + 1e-6)) + 1
+    t = t0 + np.arange(n) / fps
+    j = np.clip(np.searchsorted(stream.times, t, side="right") - 1, 0, len(stream) - 1)
+    j1 = np.minimum(j + 1, len(stream) - 1)
+    span = stream.times[j1] - stream.times[j]
+    a = np.where(span > 0, (t - stream.times[j]) / np.where(span > 0, span, 1.0), 0.0)
+    a = np.clip(a, 0.0, 1.0)
+    kp = stream.keypoints
+    out = (1 - a)[:, None, None] * kp[j] + a[:, None, None] * kp[j1]
+    exact = np.isclose(t, stream.times[j], atol=1e-6)
+    out[exact] = kp[j[exact]]
+    gap = (span > 0.25) & ~exact
+    out[gap] = np.nan
+    conf = None
+    if stream.confidence is not None:
+        conf = np.minimum(stream.confidence[j], stream.confidence[j1])
+        conf[exact] = stream.confidence[j[exact]]
+    labels = None if stream.labels is None else stream.labels[np.where(a < 0.5, j, j1)]
+    return KeypointStream(t, out, stream.names, conf, stream.y_down, stream.image_size, labels, dict(stream.meta))
+
+
+# ----------------------------------------------------------------------------- smoothers
+class MajorityVote:
+    """The paper's smoother: the most frequent of the last ``n`` labels (ties: keep the
+    current output if it is among them, else the most recent of the tied labels)."""
+
+    name = "majority"
+
+    def __init__(self, n: int = 5, num_classes: int = len(COMMANDS)):
+        self.n = n
+        self.C = num_classes
+        self.reset()
+
+    def reset(self) -> None:
+        self._last: deque[int] = deque(maxlen=self.n)
+        self.current = -1
+
+    def update(self, proba: np.ndarray) -> int:
+        self._last.append(int(np.argmax(proba)))
+        counts = np.bincount(np.asarray(self._last), minlength=self.C)
+        best = np.flatnonzero(counts == counts.max())
+        if self.current in best:
+            return self.current
+        for lab in reversed(self._last):
+            if lab in best:
+                self.current = int(lab)
+                break
+        return self.current
+
+
+class HMMFilter:
+    """Forward filtering of a hidden command that stays with probability ``stay`` from
+    frame to frame and otherwise moves to a command drawn from ``natural`` (how common
+    each command is); the classifier's posteriors divided by its training ``priors`` are
+    the observation likelihoods (tempered by ``power``). Emits the most probable command,
+    changing it only when another one is ``margin`` times more probable (hysteresis)."""
+
+    name = "hmm"
+
+    def __init__(self, priors: np.ndarray, stay: float = 0.7, power: float = 1.0, margin: float = 1.0,
+                 natural: np.ndarray | None = None):
+        self.priors = np.maximum(np.asarray(priors, dtype=np.float64), 1e-6)
+        self.priors /= self.priors.sum()
+        nat = np.ones_like(self.priors) if natural is None else np.maximum(np.asarray(natural, dtype=np.float64), 1e-6)
+        self.natural = nat / nat.sum()
+        self.stay, self.power, self.margin = float(stay), float(power), float(margin)
+        self.C = self.priors.shape[0]
+        self.reset()
+
+    def reset(self) -> None:
+        self.belief = self.natural.copy()
+        self.current = -1
+
+    def update(self, proba: np.ndarray) -> int:
+        prior = self.stay * self.belief + (1.0 - self.stay) * self.natural
+        lik = np.maximum(np.asarray(proba, dtype=np.float64), 1e-6) / self.priors
+        b = prior * lik ** self.power
+        self.belief = b / b.sum()
+        best = int(np.argmax(self.belief))
+        if self.current < 0 or self.belief[best] > self.margin * self.belief[self.current]:
+            self.current = best
+        return self.current
+
+
+# ----------------------------------------------------------------------------- classifiers
+@dataclass
+class PoseClassifier:
+    """Base: features of a normalised stream, class probabilities, a smoother."""
+
+    commands: tuple[str, ...] = COMMANDS
+    rate: float = RATE
+    window: int = WINDOW
+    priors: np.ndarray = field(default_factory=lambda: np.full(len(COMMANDS), 1 / len(COMMANDS)))
+    meta: dict = field(default_factory=dict)
+    kind = "base"
+
+    # subclasses implement these three
+    def features(self, norm: NormalizedPoses, indices: np.ndarray | None = None) -> np.ndarray:
+        raise NotImplementedError
+
+    def predict_proba(self, X: np.ndarray) -> np.ndarray:
+        raise NotImplementedError
+
+    def make_smoother(self):
+        raise NotImplementedError
+
+    # shared
+    def classify(self, stream: KeypointStream | NormalizedPoses) -> ClassifiedStream:
+        """Classify every frame of a stream (resampled to :attr:`rate` first); the result
+        holds the raw per-frame labels, the smoothed (emitted) commands and probabilities."""
+        norm = stream if isinstance(stream, NormalizedPoses) else normalize_stream(resample_stream(stream, self.rate))
+        if len(norm) == 0:
+            z = np.zeros(0, dtype=np.int64)
+            return ClassifiedStream(norm.times, z, z, np.zeros((0, len(self.commands))), self.commands)
+        P = self.predict_proba(self.features(norm))
+        raw = np.argmax(P, axis=1)
+        sm = self.make_smoother()
+        out = np.empty(len(norm), dtype=np.int64)
+        for t in range(len(norm)):
+            if norm.reset[t]:
+                sm.reset()
+            out[t] = sm.update(P[t])
+        return ClassifiedStream(norm.times, raw, out, P, self.commands)
+
+    def save(self, path: str | Path) -> Path:
+        arrays = self._arrays()
+        header = {"format": MODEL_FORMAT, "version": MODEL_VERSION, "kind": self.kind, "commands": list(self.commands),
+                  "rate": self.rate, "window": self.window, "meta": self.meta, **self._params()}
+        arrays["header_json"] = np.asarray(json.dumps(header))
+        arrays["priors"] = np.asarray(self.priors, dtype=np.float64)
+        p = Path(path)
+        with atomic_write(p, "wb") as f:
+            np.savez_compressed(f, **arrays)
+        return p
+
+    def _arrays(self) -> dict[str, np.ndarray]:
+        return {}
+
+    def _params(self) -> dict:
+        return {}
+
+
+@dataclass
+class ClassifiedStream:
+    """Per-frame classification of a stream at the classifier's rate.
+
+    Attributes:
+        times: ``[T]`` seconds.
+        raw: ``[T]`` per-frame argmax label (index into ``commands``).
+        smoothed: ``[T]`` emitted command after the smoother (-1 before any).
+        proba: ``[T, C]`` class probabilities.
+    """
+
+    times: np.ndarray
+    raw: np.ndarray
+    smoothed: np.ndarray
+    proba: np.ndarray
+    commands: tuple[str, ...]
+
+    def names(self, which: str = "smoothed") -> list[str]:
+        arr = self.smoothed if which == "smoothed" else self.raw
+        return [self.commands[i] if i >= 0 else "" for i in arr]
+
+
+@dataclass
+class KNNPoseClassifier(PoseClassifier):
+    """The paper's baseline: concatenated poses, kNN, majority of the last 5 labels."""
+
+    k: int = 5
+    vote: int = 5
+    X: np.ndarray | None = None
+    y: np.ndarray | None = None
+    kind = "knn"
+
+    def __post_init__(self) -> None:
+        self._model = None
+
+    def features(self, norm, indices=None):
+        return pose_window_features(norm, indices, self.window)
+
+    def fit(self, X: np.ndarray, y: np.ndarray) -> KNNPoseClassifier:
+        self.X = np.ascontiguousarray(X, dtype=np.float32)
+        self.y = np.asarray(y, dtype=np.int64)
+        self.priors = np.bincount(self.y, minlength=len(self.commands)) / max(len(self.y), 1)
+        self._model = None
+        return self
+
+    def _knn(self):
+        if self._model is None:
+            if self.X is None:
+                raise ClassifierError("the kNN classifier has no training data; call fit() first")
+            require_sklearn()
+            from sklearn.neighbors import KNeighborsClassifier
+
+            self._model = KNeighborsClassifier(n_neighbors=self.k, algorithm="brute", n_jobs=1)
+            self._model.fit(self.X, self.y)
+        return self._model
+
+    def predict_proba(self, X):
+        m = self._knn()
+        P = np.zeros((X.shape[0], len(self.commands)))
+        for a in range(0, X.shape[0], 4096):
+            P[a:a + 4096][:, m.classes_] = m.predict_proba(np.asarray(X[a:a + 4096], dtype=np.float32))
+        return P
+
+    def make_smoother(self):
+        return MajorityVote(self.vote, len(self.commands))
+
+    def _arrays(self):
+        return {"X": self.X, "y": self.y}
+
+    def _params(self):
+        return {"k": self.k, "vote": self.vote}
+
+
+@dataclass
+class MLPPoseClassifier(PoseClassifier):
+    """Velocity and context features, an ensemble of small MLPs, an HMM filter (the
+    improved classifier). ``members`` networks with different seeds are averaged."""
+
+    hidden: tuple[int, ...] = (128, 64)
+    members: int = 3
+    alpha: float = 0.1
+    context: int = CONTEXT
+    mean: np.ndarray | None = None
+    std: np.ndarray | None = None
+    nets: list[tuple[list[np.ndarray], list[np.ndarray]]] = field(default_factory=list)
+    stay: float = 0.7
+    power: float = 1.0
+    margin: float = 1.0
+    natural: np.ndarray | None = None
+    kind = "mlp"
+
+    def features(self, norm, indices=None):
+        return motion_features(norm, self.rate, indices, self.window, self.context)
+
+    def fit(self, X: np.ndarray, y: np.ndarray, seed: int = 0, max_iter: int = 30) -> MLPPoseClassifier:
+        """Train ``members`` networks (scikit-learn ``MLPClassifier``, Adam, L2 ``alpha``,
+        early stopping on 10% of the data) on standardised features."""
+        require_sklearn()
+        import warnings
+
+        from sklearn.neural_network import MLPClassifier
+
+        X = np.asarray(X, dtype=np.float64)
+        y = np.asarray(y, dtype=np.int64)
+        C = len(self.commands)
+        if len(np.unique(y)) < 3:
+            raise ClassifierError("the MLP needs training data of at least three commands")
+        self.mean = X.mean(axis=0)
+        self.std = X.std(axis=0) + 1e-6
+        Z = (X - self.mean) / self.std
+        self.nets = []
+        for m in range(self.members):
+            mlp = MLPClassifier(hidden_layer_sizes=self.hidden, alpha=self.alpha, batch_size=256,
+                                learning_rate_init=1e-3, max_iter=max_iter, early_stopping=True,
+                                validation_fraction=0.1, n_iter_no_change=5, random_state=seed + m)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                mlp.fit(Z, y)
+            W_last = np.zeros((mlp.coefs_[-1].shape[0], C))
+            b_last = np.full(C, -30.0)  # commands absent from the training data: never predicted
+            W_last[:, mlp.classes_] = mlp.coefs_[-1]
+            b_last[mlp.classes_] = mlp.intercepts_[-1]
+            Ws = [np.asarray(w, dtype=np.float32) for w in mlp.coefs_[:-1]] + [W_last.astype(np.float32)]
+            bs = [np.asarray(b, dtype=np.float32) for b in mlp.intercepts_[:-1]] + [b_last.astype(np.float32)]
+            self.nets.append((Ws, bs))
+        self.priors = np.bincount(y, minlength=C) / max(len(y), 1)
+        return self
+
+    def predict_proba(self, X):
+        if not self.nets:
+            raise ClassifierError("the MLP classifier is not trained; call fit() first")
+        z0 = (np.asarray(X, dtype=np.float32) - self.mean.astype(np.float32)) / self.std.astype(np.float32)
+        out = np.zeros((z0.shape[0], len(self.commands)))
+        for Ws, bs in self.nets:
+            h = z0
+            for w, b in zip(Ws[:-1], bs[:-1]):
+                h = np.maximum(h @ w + b, 0.0)
+            z = h @ Ws[-1] + bs[-1]
+            z = z - z.max(axis=1, keepdims=True)
+            e = np.exp(z)
+            out += e / e.sum(axis=1, keepdims=True)
+        return out / len(self.nets)
+
+    def make_smoother(self):
+        return HMMFilter(self.priors, self.stay, self.power, self.margin, self.natural)
+
+    def _arrays(self):
+        out = {"mean": self.mean, "std": self.std}
+        if self.natural is not None:
+            out["natural"] = np.asarray(self.natural, dtype=np.float64)
+        for m, (Ws, bs) in enumerate(self.nets):
+            for i, (w, b) in enumerate(zip(Ws, bs)):
+                out[f"W{m}_{i}"], out[f"b{m}_{i}"] = w, b
+        return out
+
+    def _params(self):
+        return {"hidden": list(self.hidden), "members": len(self.nets), "layers": len(self.nets[0][0]) if self.nets else 0,
+                "alpha": self.alpha, "context": self.context, "stay": self.stay, "power": self.power,
+                "margin": self.margin}
+
+
+def load_classifier(path: str | Path) -> PoseClassifier:
+    """Read a classifier written by :meth:`PoseClassifier.save`."""
+    p = Path(path)
+    if not p.is_file():
+        raise ClassifierError(f"{p}: no such classifier file")
+    try:
+        with np.load(p, allow_pickle=False) as z:
+            d = {k: z[k] for k in z.files}
+    except (ValueError, OSError) as e:
+        raise ClassifierError(f"{p}: not a classifier .npz ({e})") from None
+    if "header_json" not in d:
+        raise ClassifierError(f"{p}: not a motionmatch pose classifier (no header)")
+    h = json.loads(str(d["header_json"]))
+    if h.get("format") != MODEL_FORMAT:
+        raise ClassifierError(f"{p}: format {h.get('format')!r} is not {MODEL_FORMAT!r}")
+    if int(h.get("version", 0)) > MODEL_VERSION:
+        raise ClassifierError(f"{p}: classifier version {h.get('version')} is newer than this reader ({MODEL_VERSION})")
+    common = {"commands": tuple(h["commands"]), "rate": float(h["rate"]), "window": int(h["window"]),
+              "priors": d["priors"], "meta": h.get("meta", {})}
+    if h["kind"] == "knn":
+        return KNNPoseClassifier(**common, k=int(h["k"]), vote=int(h["vote"]), X=d["X"], y=d["y"])
+    if h["kind"] == "mlp":
+        n, k = int(h["layers"]), int(h["members"])
+        nets = [([d[f"W{m}_{i}"] for i in range(n)], [d[f"b{m}_{i}"] for i in range(n)]) for m in range(k)]
+        return MLPPoseClassifier(**common, hidden=tuple(h["hidden"]), members=k, alpha=float(h["alpha"]),
+                                 context=int(h["context"]), mean=d["mean"], std=d["std"], nets=nets,
+                                 stay=float(h["stay"]), power=float(h["power"]), margin=float(h["margin"]),
+                                 natural=d.get("natural"))
+    raise ClassifierError(f"{p}: unknown classifier kind {h['kind']!r}")
+
+
+# ----------------------------------------------------------------------------- streaming
+class StreamingClassifier:
+    """Feed poses one at a time (live use); get the current command after each.
+
+    ``push(t, keypoints, confidence=None)`` takes the time (s) and one frame ``[K, 2|3]``
+    of keypoints named ``names``; frames are resampled to the classifier's rate, so any
+    input rate works. Returns the emitted command (or ``""`` before the first). The
+    output is the same as :meth:`PoseClassifier.classify` on the whole stream.
+    """
+
+    HISTORY = 90
+
+    def __init__(self, classifier: PoseClassifier, names: tuple[str, ...], y_down: bool = True):
+        self.clf = classifier
+        self.names = tuple(names)
+        self.y_down = y_down
+        self.reset()
+
+    def reset(self) -> None:
+        self._times: deque[float] = deque(maxlen=self.HISTORY)
+        self._kp: deque[np.ndarray] = deque(maxlen=self.HISTORY)
+        self._conf: deque[np.ndarray] = deque(maxlen=self.HISTORY)
+        self._raw_t: list[float] = []
+        self._raw_kp: list[np.ndarray] = []
+        self._raw_c: list[np.ndarray] = []
+        self._next_t: float | None = None
+        self._smoother = self.clf.make_smoother()
+        self.command = -1
+        self.last_proba: np.ndarray | None = None
+
+    @property
+    def command_name(self) -> str:
+        return self.clf.commands[self.command] if self.command >= 0 else ""
+
+    def _emit(self, t: float, kp: np.ndarray, conf: np.ndarray) -> None:
+        self._times.append(t)
+        self._kp.append(kp)
+        self._conf.append(conf)
+        s = KeypointStream(np.asarray(self._times), np.stack(self._kp), self.names, np.stack(self._conf), self.y_down)
+        norm = normalize_stream(s)
+        # the normaliser is causal with a bounded memory, so the tail equals the full stream's
+        last = len(norm) - 1
+        X = self.clf.features(norm, np.array([last]))
+        P = self.clf.predict_proba(X)[0]
+        if norm.reset[last]:
+            self._smoother.reset()
+        self.command = self._smoother.update(P)
+        self.last_proba = P
+
+    def push(self, t: float, keypoints: np.ndarray, confidence: np.ndarray | None = None) -> str:
+        kp = np.asarray(keypoints, dtype=np.float64)
+        if kp.ndim != 2 or kp.shape[0] != len(self.names):
+            raise KeypointError(f"one frame must be [K={len(self.names)}, 2|3], got {list(kp.shape)}")
+        conf = np.ones(kp.shape[0]) if confidence is None else np.asarray(confidence, dtype=np.float64)
+        dt = 1.0 / self.clf.rate
+        if self._raw_t and t <= self._raw_t[-1]:
+            raise KeypointError(f"times must increase: {t} after {self._raw_t[-1]}")
+        self._raw_t.append(float(t))
+        self._raw_kp.append(kp)
+        self._raw_c.append(conf)
+        if self._next_t is None:
+            self._t0, self._k = float(t), 0
+            self._next_t = float(t)
+        # every resampled time in (previous frame, this frame] lies between the last two frames
+        while self._next_t <= t + 1e-9:
+            tn = self._next_t
+            if abs(tn - t) < 1e-6 or len(self._raw_t) < 2:
+                k, c = kp, conf
+            else:
+                t0, k0, c0 = self._raw_t[-2], self._raw_kp[-2], self._raw_c[-2]
+                if t - t0 > 0.25:
+                    k, c = np.full_like(kp, np.nan), np.zeros_like(conf)
+                else:
+                    a = (tn - t0) / (t - t0)
+                    k, c = (1 - a) * k0 + a * kp, np.minimum(c0, conf)
+            self._emit(tn, k, c)
+            self._k += 1
+            self._next_t = self._t0 + self._k * dt
+        del self._raw_t[:-2], self._raw_kp[:-2], self._raw_c[:-2]
+        return self.command_name

@@ -1,0 +1,176 @@
+"""Classifiers, smoothers, streaming, model files and the command mapping (synthetic data)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from motionmatch.control.intent import GaitSpeeds
+from motionmatch.control.pose.classify import (
+    ClassifierError,
+    HMMFilter,
+    KNNPoseClassifier,
+    MajorityVote,
+    MLPPoseClassifier,
+    StreamingClassifier,
+    load_classifier,
+)
+from motionmatch.control.pose.commands import CommandMapper
+from motionmatch.control.pose.features import mirror_motion_features, motion_features, pose_window_features
+from motionmatch.control.pose.keypoints import KEYPOINTS, KeypointStream
+from motionmatch.control.pose.labels import COMMAND_INDEX, COMMANDS
+from motionmatch.control.pose.normalize import normalize_stream
+from test_pose_common import synthetic_stream
+
+pytest.importorskip("sklearn")
+
+# three synthetic "commands": standing still, swinging the arms while drifting to image +x
+# (the performer's left), and to -x
+KINDS = {"stand_still": 0.0, "walk_left": 4.0, "walk_right": -4.0}
+
+
+def _stream(vx, seed, frames=60):
+    return synthetic_stream(frames, vx=vx, seed=seed, swing=0.0 if vx == 0 else 0.3)
+
+
+def _training(clf, seeds=range(3)):
+    Xs, ys = [], []
+    for s in seeds:
+        for name, vx in KINDS.items():
+            n = normalize_stream(_stream(vx, s))
+            idx = np.arange(clf.window - 1, 60)
+            Xs.append(clf.features(n, idx))
+            ys.append(np.full(idx.size, COMMAND_INDEX[name]))
+    return np.concatenate(Xs), np.concatenate(ys)
+
+
+@pytest.fixture(scope="module")
+def trained():
+    knn = KNNPoseClassifier()
+    knn.fit(*_training(knn))
+    mlp = MLPPoseClassifier(members=2, hidden=(32,))
+    mlp.fit(*_training(mlp), max_iter=200)
+    return knn, mlp
+
+
+def _switching_stream():
+    """Standing, then drifting left, then right: 3 x 2 s at 30 Hz."""
+    parts = [_stream(v, 9) for v in (0.0, 4.0, -4.0)]
+    kp = np.concatenate([p.keypoints - p.keypoints[0, 7] + (parts[0].keypoints[-1, 7] if i else 0)
+                         for i, p in enumerate(parts)])
+    return KeypointStream(np.arange(len(kp)) / 30.0, kp, KEYPOINTS)
+
+
+def test_majority_vote_is_the_papers_smoother():
+    mv = MajorityVote(5)
+    seq = [1, 1, 2, 1, 2, 2, 2, 1, 1, 1]
+    out = [mv.update(np.eye(13)[k]) for k in seq]
+    assert out == [1, 1, 1, 1, 1, 2, 2, 2, 2, 1]   # the most frequent of the last five
+    tie = MajorityVote(4)
+    assert [tie.update(np.eye(13)[k]) for k in (1, 1, 2, 2)] == [1, 1, 1, 1]   # a tie keeps the current label
+
+
+def test_hmm_needs_evidence_but_follows_it():
+    h = HMMFilter(np.full(13, 1 / 13), stay=0.9, margin=1.5)
+    p_a = np.full(13, 0.01)
+    p_a[3] = 0.88
+    p_b = np.roll(p_a, 2)
+    out = [h.update(p_a) for _ in range(10)]
+    assert out[-1] == 3
+    assert h.update(p_b) == 3                 # one contrary frame does not switch
+    out = [h.update(p_b) for _ in range(4)]
+    assert out[-1] == 5                       # a few do
+
+
+def test_classifiers_separate_the_synthetic_commands(trained):
+    """The improved classifier sees where the body goes; the baseline sees normalised poses
+    only, so it tells standing from swinging but not the direction of travel."""
+    knn, mlp = trained
+    s = _switching_stream()
+    names = mlp.classify(s).names()
+    assert names[50] == "stand_still" and names[110] == "walk_left" and names[170] == "walk_right"
+    names = knn.classify(s).names()
+    assert names[50] == "stand_still" and {names[110], names[170]} <= {"walk_left", "walk_right"}
+
+
+def test_streaming_equals_batch(trained):
+    s = _switching_stream()
+    for clf in trained:
+        batch = clf.classify(s).names()
+        sc = StreamingClassifier(clf, s.names)
+        live = [sc.push(t, k) for t, k in zip(s.times, s.keypoints)]
+        assert live == batch, type(clf)
+
+
+def test_streaming_resamples_other_rates(trained):
+    _, mlp = trained
+    s = _switching_stream()
+    t60 = np.arange(0, s.times[-1] + 1e-9, 1 / 60)
+    kp60 = np.stack([np.stack([np.interp(t60, s.times, s.keypoints[:, k, d]) for d in range(2)], axis=1)
+                     for k in range(len(KEYPOINTS))], axis=1)
+    sc = StreamingClassifier(mlp, KEYPOINTS)
+    out = [sc.push(t, k) for t, k in zip(t60, kp60)]
+    batch = mlp.classify(s).names()
+    assert out[::2] == batch                  # every other 60 Hz pose lands on a 30 Hz frame
+    assert max(set(out[150:230]), key=out[150:230].count) == "walk_left"
+
+
+def test_model_files_roundtrip(tmp_path, trained):
+    s = _switching_stream()
+    for clf in trained:
+        back = load_classifier(clf.save(tmp_path / f"{clf.kind}.npz"))
+        assert type(back) is type(clf)
+        a, b = clf.classify(s), back.classify(s)
+        np.testing.assert_allclose(a.proba, b.proba, atol=1e-5)
+        assert a.names() == b.names()
+    (tmp_path / "junk.npz").write_bytes(b"not a zip")
+    with pytest.raises(ClassifierError):
+        load_classifier(tmp_path / "junk.npz")
+    with pytest.raises(ClassifierError, match="no such"):
+        load_classifier(tmp_path / "missing.npz")
+
+
+def test_untrained_classifiers_say_so():
+    with pytest.raises(ClassifierError):
+        MLPPoseClassifier().predict_proba(np.zeros((1, 4)))
+    with pytest.raises(ClassifierError):
+        KNNPoseClassifier().predict_proba(np.zeros((1, 4)))
+
+
+def test_features_are_causal_and_mirror():
+    s = synthetic_stream(60, vx=3.0)
+    n = normalize_stream(s)
+    full = motion_features(n, 30.0)
+    cut = motion_features(normalize_stream(s[:40]), 30.0)
+    np.testing.assert_allclose(full[:40], cut, atol=1e-5)          # frame t ignores frames after t
+    assert pose_window_features(n).shape == (60, 10 * len(KEYPOINTS) * 2)
+    m = s.keypoints.copy()
+    m[..., 0] = 640 - m[..., 0]
+    from motionmatch.control.pose.keypoints import MIRROR
+
+    mirrored = KeypointStream(s.times, m[:, MIRROR], KEYPOINTS)
+    fm = motion_features(normalize_stream(mirrored), 30.0)
+    np.testing.assert_allclose(fm, mirror_motion_features(full), atol=1e-4)
+
+
+def test_command_mapping_follows_the_keyboard_conventions():
+    g = GaitSpeeds(walk=1.4, run=3.5, sprint=5.0, creep=0.8)
+    m = CommandMapper(g)
+    assert np.allclose(m.update("walk_forward").velocity, [0, 0, 1.4])
+    assert np.allclose(m.update("walk_left", 1 / 60).velocity, [1.4, 0, 0])    # like A: +X
+    assert np.allclose(m.update("run_right", 1 / 60).velocity, [-3.5, 0, 0])   # like D: -X
+    c = m.update("creep_forward", 1 / 60)
+    assert "creep" in c.actions and np.isclose(c.speed, 0.8)
+    j = m.update("jump", 1 / 60)
+    assert "jump" in j.actions and j.speed > 0                                # a moving jump keeps its velocity
+    for _ in range(80):                                                       # a long jump command re-triggers
+        j = m.update("jump", 1 / 60)
+        if "jump" not in j.actions:
+            break
+    assert "jump" not in j.actions and "jump" in m.update("jump", 1 / 60).actions
+    assert m.update("dance", 1 / 60).actions == frozenset({"dance"})
+    assert m.update("stand_still", 1 / 60).speed == 0 and m.update("punch", 1 / 60).speed == 0
+    assert m.update("", 1 / 60).speed == 0
+    with pytest.raises(ValueError):
+        m.update("moonwalk")
+    assert set(COMMANDS) >= {"walk_forward", "punch"} and len(COMMANDS) == 13

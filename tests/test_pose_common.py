@@ -1,0 +1,78 @@
+"""Shared, cached data for the pose tests (no tests here).
+
+The quick configuration (:data:`motionmatch.control.pose.default.QUICK`) is rendered and
+trained once per test session (a few seconds); the module is imported by the other
+``test_pose_*`` modules so the cache is shared.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+from pathlib import Path
+
+import numpy as np
+
+from motionmatch.control.pose.keypoints import KEYPOINTS, KP, KeypointStream
+
+
+@functools.lru_cache(maxsize=1)
+def quick_bundle(root: str):
+    """``(data, knn, improved)`` of the quick configuration."""
+    from motionmatch.control.pose import default as d
+
+    data = d.prepare(root, d.QUICK)
+    knn, imp = d.train(data)
+    return data, knn, imp
+
+
+@functools.lru_cache(maxsize=1)
+def e2e_database(root: str):
+    """LAFAN1 60 fps (mirrored) plus the creeping take, 3D schema: jumps and creeps work."""
+    from motionmatch.anim import load_bvh
+    from motionmatch.database import MotionDatabase, default_schema
+    from motionmatch.datasets import load_folder
+
+    clips = load_folder(Path(root) / "lafan1-60fps")
+    ground = load_bvh(Path(root) / "lafan1" / "ground1_subject4.bvh")
+    ground.tags = ("creep",)
+    return MotionDatabase.build([*clips, ground], mirror_copies=True, schema=default_schema(vertical=True))
+
+
+def pose_cli(argv: list[str]) -> int:
+    """Run ``motionmatch pose ...`` through the pose command's own parser."""
+    from motionmatch.cli import pose_cmd
+
+    parser = argparse.ArgumentParser(prog="motionmatch")
+    sub = parser.add_subparsers(dest="command")
+    pose_cmd.register(sub)
+    args = parser.parse_args(["pose", *argv])
+    return int(args.func(args) or 0)
+
+
+def standing_pose(scale: float = 100.0, centre=(320.0, 240.0)) -> np.ndarray:
+    """``[13, 2]`` image keypoints (y down) of a person facing the camera."""
+    p = np.zeros((len(KEYPOINTS), 2))
+    # performer facing the camera: their left appears on the image's right (+x)
+    table = {"nose": (0.0, -1.35), "left_shoulder": (0.4, -1.0), "right_shoulder": (-0.4, -1.0),
+             "left_elbow": (0.5, -0.45), "right_elbow": (-0.5, -0.45), "left_wrist": (0.55, 0.05),
+             "right_wrist": (-0.55, 0.05), "left_hip": (0.2, 0.0), "right_hip": (-0.2, 0.0),
+             "left_knee": (0.22, 0.85), "right_knee": (-0.22, 0.85), "left_ankle": (0.22, 1.7),
+             "right_ankle": (-0.22, 1.7)}
+    for k, (x, y) in table.items():
+        p[KP[k]] = (centre[0] + scale * x, centre[1] + scale * y)
+    return p
+
+
+def synthetic_stream(frames: int = 60, fps: float = 30.0, vx: float = 0.0, scale: float = 100.0,
+                     seed: int = 0, swing: float = 0.2) -> KeypointStream:
+    """A standing person drifting sideways at ``vx`` pixels per frame, swinging the arms
+    (``swing`` torso lengths), with noise."""
+    rng = np.random.default_rng(seed)
+    kps = []
+    for i in range(frames):
+        p = standing_pose(scale, (320.0 + vx * i, 240.0))
+        p[KP["left_wrist"], 1] += swing * scale * np.sin(i / 3)
+        p[KP["right_wrist"], 1] -= swing * scale * np.sin(i / 3)
+        kps.append(p + rng.normal(0, 0.5, p.shape))
+    return KeypointStream(np.arange(frames) / fps, np.stack(kps), KEYPOINTS)

@@ -1,0 +1,95 @@
+"""Training on rendered motion capture and evaluation on held-out clips and azimuths (quick configuration).
+
+The acceptance numbers (full configuration: macro-F1, latency, flicker) come from
+``motionmatch pose eval``; here the same code runs on a third of the data.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from motionmatch.control.pose import default as d
+from motionmatch.control.pose.dataset import scored_frames
+from motionmatch.control.pose.evaluate import (
+    class_metrics,
+    confusion_matrix,
+    flicker_rate,
+    format_table,
+    plot_confusion,
+)
+from motionmatch.control.pose.labels import COMMANDS
+from test_pose_common import pose_cli, quick_bundle
+
+pytest.importorskip("sklearn")
+pytestmark = pytest.mark.data
+
+
+def test_metrics_by_hand():
+    yt = np.array([0, 0, 1, 1, 2])
+    yp = np.array([0, 1, 1, 1, -1])
+    cm = confusion_matrix(yt, yp, 3)
+    assert cm.tolist() == [[1, 1, 0], [0, 2, 0], [0, 0, 0]]
+    m = class_metrics(cm, ("a", "b", "c"))
+    assert m["per_class"]["a"] == {"precision": 1.0, "recall": 0.5, "f1": 0.6667, "support": 2}
+    assert m["per_class"]["b"]["precision"] == pytest.approx(2 / 3, abs=1e-4)
+    assert m["macro_f1"] == pytest.approx((2 / 3 + 0.8) / 2, abs=1e-3)     # classes without support are left out
+    lab = np.array(["walk_left"] * 90)
+    em = np.array([0] * 40 + [1, 0] * 5 + [0] * 40)
+    changes, seconds = flicker_rate(lab, em, 30.0, np.ones(90, bool))
+    assert changes == 10 and seconds == pytest.approx(2.5)
+
+
+def test_split_is_held_out_and_every_command_is_tested(data_dir):
+    data, _, _ = quick_bundle(str(data_dir))
+    train_names = {r.stream.meta["clip"] for r in data.train}
+    test_names = {r.stream.meta["clip"] for r in data.test}
+    assert not train_names & test_names
+    test_az = {float(a) for r in data.test for a in np.unique(r.azimuth)}
+    assert test_az <= set(d.QUICK.data.test_azimuths) and not test_az & set(d.QUICK.data.train_azimuths)
+    counts = data.counts()
+    assert all(counts["test"][c] > 30 for c in COMMANDS), counts["test"]
+    assert all(counts["train"][c] > 100 for c in COMMANDS), counts["train"]
+
+
+def test_improved_beats_the_baseline(data_dir, tmp_path):
+    data, knn, imp = quick_bundle(str(data_dir))
+    ev = d.evaluate(data, knn, imp)
+    k, i = ev.results["knn"], ev.results["improved"]
+    assert i.smoothed["macro_f1"] > k.smoothed["macro_f1"] + 0.05, format_table(ev.results)
+    assert i.smoothed["macro_f1"] > 0.55
+    assert i.flicker_per_s < k.flicker_per_s
+    li, lk = ev.latency["improved"], ev.latency["knn"]
+    assert li["measured"] >= 20 and li["median_s"] <= lk["median_s"]
+    out = ev.to_dict()
+    assert out["best"]["name"] == "improved" and set(out["best"]["per_class"]) == set(COMMANDS)
+    png = plot_confusion(i.confusion, tmp_path / "cm.png", "test")
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    # every scored frame of every test render was classified
+    assert k.frames == sum(int(scored_frames(r).sum()) for r in data.test)
+
+
+@pytest.mark.slow
+def test_cli_eval_quick_json(data_dir, tmp_path, capsys):
+    assert pose_cli(["eval", "--quick", "--json", "--data", str(data_dir), "--out", str(tmp_path)]) == 0
+    res = json.loads(capsys.readouterr().out)
+    for key in ("knn", "improved", "best"):
+        assert 0 <= res[key]["macro_f1"] <= 1 and set(res[key]["per_class"]) == set(COMMANDS)
+        assert {"precision", "recall", "f1", "support"} <= set(res[key]["per_class"]["jump"])
+        assert "flicker_per_s" in res[key] and "median_s" in res[key]["latency"]
+    assert res["best"]["macro_f1"] == res["improved"]["macro_f1"]
+    assert (tmp_path / "confusion_knn.png").is_file() and (tmp_path / "confusion_improved.png").is_file()
+    assert json.loads((tmp_path / "pose_eval.json").read_text())["class_counts"]["test"]["walk_forward"] > 0
+
+
+def test_default_classifiers_are_cached(data_dir, tmp_path, monkeypatch):
+    data, knn, imp = quick_bundle(str(data_dir))
+    calls = []
+    monkeypatch.setattr(d, "train", lambda data: calls.append(1) or (knn, imp))   # training is tested above
+    a = d.default_classifiers(data_dir, d.QUICK, cache_dir=tmp_path, data=data)
+    b = d.default_classifiers(data_dir, d.QUICK, cache_dir=tmp_path)
+    assert len(calls) == 1 and len(list(tmp_path.glob("*.npz"))) == 2
+    s = data.test[0].stream
+    np.testing.assert_allclose(a[1].classify(s).proba, b[1].classify(s).proba, atol=1e-5)
