@@ -28,6 +28,7 @@ examples:
   motionmatch genmm ../shared/data/genmm-examples/Joe_Salsa-Dancing-6.bvh -o salsa_new.bvh --samples 10 --report r.json
 
   motionmatch pose eval --json
+  motionmatch scenario scenarios/zigzag-cones.json --db lafan_env.npz -o run.npz --report r.json
 
 Run 'motionmatch COMMAND --help' for the options of a command.
 """
@@ -41,6 +42,7 @@ def build_parser() -> argparse.ArgumentParser:
         genmm_cmd,
         pose_cmd,
         runtime_cmd,
+        scenario_cmd,
         search_cmd,
         viewer_cmd,
     )
@@ -57,6 +59,7 @@ def build_parser() -> argparse.ArgumentParser:
     follow_cmd.register(sub)
     genmm_cmd.register(sub)
     pose_cmd.register(sub)
+    scenario_cmd.register(sub)
     viewer_cmd.register(sub)
     bench = sub.add_parser("bench", help="benchmarks (search methods on reference databases)",
                            description="Benchmarks that compare against a baseline measured in the same run.")

@@ -226,6 +226,8 @@ class MotionDatabase:
         w = np.empty(self.schema.dims)
         for t in self.schema.terms:
             knob = self.responsiveness if t.is_trajectory else self.continuity
+            if t.kind == "ellipse":  # environment features give penalties, never distances
+                gw[t.name], knob = 0.0, 0.0
             w[self.schema.slice(t.name)] = gw[t.name] * np.sqrt(knob)
         self.weights = w
         self.features = np.ascontiguousarray(self.normalize(self.raw_features))

@@ -10,10 +10,19 @@ A schema is a list of :class:`FeatureTerm`. Each term is one *group* of dimensio
   hips' height above the ground at that time (jumping, creeping).
 * ``trajectory_direction``: the root's future facing at ``offsets``, in the character
   frame (x, z). 3D adds the hips' vertical velocity (m/s) at that time.
+* ``ellipse`` (environment feature): the body's ground footprint at each future
+  ``offset`` as an ellipse in the character frame: centre (x, z), semi-major axis vector
+  (x, z; along the direction of motion at that time, its length the semi-axis) and
+  semi-minor axis length: 5 numbers per offset. ``vertical=True`` adds the body's lowest
+  and highest joint heights above the ground at that time (2 more). Environment terms
+  are stored un-normalised in ``raw_features`` and never enter distances (their weight
+  is always 0): a penalised search reads them to score frames against obstacles (see
+  :mod:`motionmatch.search.penalized`).
 
 Joints are named by role (``left_foot``, ``right_foot``, ``hips``) or by joint name;
 roles are resolved per skeleton from joint names. Terms group into *pose* terms
-(bones: continuity) and *trajectory* terms (responsiveness).
+(bones: continuity), *trajectory* terms (responsiveness) and *environment* terms
+(penalties, not distances).
 """
 
 from __future__ import annotations
@@ -22,9 +31,17 @@ import json
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 
+import numpy as np
+
 from motionmatch.errors import MotionMatchError
 
-KINDS = ("bone_position", "bone_velocity", "trajectory_position", "trajectory_direction")
+KINDS = ("bone_position", "bone_velocity", "trajectory_position", "trajectory_direction", "ellipse")
+#: Kinds of environment features (stored raw, weight 0, excluded from distances).
+ENVIRONMENT_KINDS = ("ellipse",)
+#: Numbers per offset of an ``ellipse`` term: centre x, z, semi-major vector x, z, semi-minor.
+ELLIPSE_SIZE = 5
+#: ... and with ``vertical=True``: plus the lowest and highest joint height.
+ELLIPSE_SIZE_VERTICAL = 7
 ROLES = ("left_foot", "right_foot", "hips")
 
 
@@ -42,7 +59,8 @@ class FeatureTerm:
         joints: roles or joint names (bone terms only).
         offsets: future times in seconds (trajectory terms only), e.g. ``(1/3, 2/3, 1)``.
         vertical: include the vertical component (3D trajectory terms).
-        weight: multiplier on the normalised features of the group.
+        weight: multiplier on the normalised features of the group (always 0 for
+            environment terms, which never enter distances).
     """
 
     name: str
@@ -64,6 +82,8 @@ class FeatureTerm:
                 raise SchemaError(f"feature term {self.name!r}: trajectory terms need positive offsets in seconds")
         if not (self.weight >= 0):
             raise SchemaError(f"feature term {self.name!r}: weight must be >= 0, got {self.weight}")
+        if self.is_environment:
+            object.__setattr__(self, "weight", 0.0)
 
     @property
     def is_bone(self) -> bool:
@@ -71,12 +91,19 @@ class FeatureTerm:
 
     @property
     def is_trajectory(self) -> bool:
-        return not self.is_bone
+        return self.kind.startswith("trajectory_")
+
+    @property
+    def is_environment(self) -> bool:
+        """Environment features: stored raw for penalties, excluded from distances."""
+        return self.kind in ENVIRONMENT_KINDS
 
     @property
     def size(self) -> int:
         if self.is_bone:
             return 3 * len(self.joints)
+        if self.is_environment:
+            return (ELLIPSE_SIZE_VERTICAL if self.vertical else ELLIPSE_SIZE) * len(self.offsets)
         return (3 if self.vertical else 2) * len(self.offsets)
 
 
@@ -122,6 +149,16 @@ class FeatureSchema:
         """Sorted union of the trajectory terms' offsets (s)."""
         return tuple(sorted({o for t in self.terms for o in t.offsets}))
 
+    @property
+    def environment_terms(self) -> tuple[FeatureTerm, ...]:
+        return tuple(t for t in self.terms if t.is_environment)
+
+    def query_columns(self):
+        """Indices of the dimensions that enter distances (every non-environment term)."""
+        cols = [np.arange(self.slice(t.name).start, self.slice(t.name).stop) for t in self.terms
+                if not t.is_environment]
+        return np.concatenate(cols).astype(np.int64) if cols else np.zeros(0, dtype=np.int64)
+
     def term(self, name: str) -> FeatureTerm:
         for t in self.terms:
             if t.name == name:
@@ -166,15 +203,36 @@ def default_schema(*, vertical: bool = False, offsets: Sequence[float] = _OFFSET
     )
 
 
+def environment_schema(*, heights: bool = False, vertical: bool = False,
+                       offsets: Sequence[float] = _OFFSETS) -> FeatureSchema:
+    """The classic schema (2D, or 3D with ``vertical``) plus body ellipses at the same
+    offsets (environment-aware motion matching); ``heights`` adds the body's lowest and
+    highest joint heights per ellipse (jumping over and crouching under obstacles).
+
+    The query part is unchanged (27-D or 33-D); the ellipses add 15 (or 21 with heights)
+    raw dimensions that never enter distances.
+    """
+    base = default_schema(vertical=vertical, offsets=offsets)
+    env = FeatureTerm("body_ellipse", "ellipse", offsets=tuple(offsets), vertical=heights)
+    name = "environment" + ("-heights" if heights else "") + ("-3d" if vertical else "")
+    return FeatureSchema(base.terms + (env,), name=name)
+
+
 def schema_by_name(name: str) -> FeatureSchema:
-    """``"classic"`` (27-D), ``"classic-3d"`` (33-D), or a path to a JSON schema file."""
+    """``"classic"`` (27-D), ``"classic-3d"`` (33-D), ``"environment"`` (classic + body
+    ellipses), ``"environment-heights"`` (+ body heights), ``"environment-3d"`` /
+    ``"environment-heights-3d"`` (the same on the 3D schema), or a path to a JSON schema file."""
     if name in ("classic", "2d", "default"):
         return default_schema()
     if name in ("classic-3d", "3d"):
         return default_schema(vertical=True)
+    if name.startswith("environment") and name in ("environment", "environment-heights", "environment-3d",
+                                                    "environment-heights-3d"):
+        return environment_schema(heights="heights" in name, vertical=name.endswith("-3d"))
     from pathlib import Path
 
     p = Path(name)
     if p.suffix == ".json" and p.exists():
         return FeatureSchema.from_json(p.read_text())
-    raise SchemaError(f"unknown schema {name!r}: use 'classic', 'classic-3d' or a .json schema file")
+    raise SchemaError(f"unknown schema {name!r}: use 'classic', 'classic-3d', 'environment', "
+                      "'environment-heights' or a .json schema file")

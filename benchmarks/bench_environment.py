@@ -1,0 +1,291 @@
+"""Environment-aware motion matching: the paper's Table 1 and its database-size study.
+
+    python benchmarks/bench_environment.py [--data DIR] [--out DIR] [--json] [--quick] [--no-scaling] [--no-crowd]
+
+Builds a mirrored LAFAN1 database with body ellipses (``lafan1-60fps``, ~108k frames at
+60 fps, schema ``environment``) and runs ``scenarios/dense-obstacles.json`` (a 90 s path
+through a field of obstacles) with each configuration of the paper's ablation:
+
+=================  ===================================================================
+Motion Matching    environment ignored (plain accelerated search)
+Linear Search      penalised search over every frame, base optimisations only
+Disk               the body is the circle around its ellipse
+No Adaptive        no minimum stride, no 5% representatives (every frame represents)
+No Dissimilarity   stride 1 over the representatives
+Start 0            searches start at the first representative, no warm start
+Large v            aggressiveness v x 8
+Ours               every optimisation
+=================  ===================================================================
+
+and prints a table like the paper's Table 1: search time (ms, mean and standard
+deviation, thread CPU time of the whole frame choice: obstacle gathering, high-level
+controls, search), diversity (distinct database frames played), error (mean distance
+from the root to the path, m), collision time (mean duration of an intersection, s) and
+collision fraction, with the speed-up over the linear search measured in the same run.
+Then:
+
+* agreement: every search of the "Ours" run is repeated with the linear search; the share
+  that returns the same frame, the mean score ratio, and the number of searches where
+  "Ours" returned a colliding frame although the linear search found a collision-free one
+  scoring lower by more than 1e-6 (must be 0: the collision fallback);
+* no obstacles near: the same path without obstacles, "Ours" against plain matching
+  (their search times should be equal: the plain accelerated search runs);
+* database size (``--no-scaling`` skips): 25% ... 400% of the database (fewer clips, or
+  extra copies of every clip played 0.8-1.25x as fast), "Ours" on the first 30 s of the
+  scenario: mean and standard deviation of the search time, with a plot
+  (``OUT/environment_scaling.png``) and the linear-growth reference;
+* crowd (``--no-crowd`` skips): ``scenarios/doors.json``, 100 agents stepped by the
+  batched :class:`~motionmatch.runtime.crowd.Crowd`, mean / p95 step time against the
+  60 Hz budget (16.7 ms).
+
+Timings are from one core and depend on the machine; ratios are measured in the same run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).parent))
+from _common import REPO, data_root
+from motionmatch.anim.resample import resample
+from motionmatch.database import MotionDatabase
+from motionmatch.database.schema import environment_schema
+from motionmatch.datasets import load_folder
+from motionmatch.environment import load_scenario
+from motionmatch.runtime.world import EnvironmentMatcher, EnvironmentSettings, run_scenario
+from motionmatch.search.penalized import SearchOptions
+
+SCENE = REPO / "scenarios" / "dense-obstacles.json"
+
+ABLATIONS = [
+    ("Motion Matching", {"enabled": False}),
+    ("Linear Search", {"search": {"method": "linear"}}),
+    ("Disk", {"penalty": {"disk_body": True}}),
+    ("No Adaptive", {"search": {"adaptive": False}}),
+    ("No Dissimilarity", {"search": {"dissimilarity": False}}),
+    ("Start 0", {"search": {"warm_start": False}}),
+    ("Large v", {"search": {"v": 4.0}}),
+    ("Ours", {}),
+]
+
+
+def settings_for(sc, cfg: dict) -> EnvironmentSettings:
+    pen = dict(sc.penalty)
+    pen.update(cfg.get("penalty", {}))
+    srch = dict(sc.search)
+    srch.update(cfg.get("search", {}))
+    return EnvironmentSettings.from_dicts(pen, srch, sc.controller.get("controls"), enabled=cfg.get("enabled", True))
+
+
+def run(db, matcher, sc, cfg, record=False):
+    st = settings_for(sc, cfg)
+    log = []
+    if record:
+        orig = matcher.search.search
+
+        def wrapped(q, obs, cnt, **kw):
+            r = orig(q, obs, cnt, **kw)
+            log.append((q.copy(), obs[:, : max(int(cnt.max()), 1)].copy(), cnt.copy(), dict(kw), r))
+            return r
+
+        matcher.search.search = wrapped
+    try:
+        _world, rec, rep = run_scenario(db, sc, settings=st, matcher=matcher)
+    finally:
+        if record:
+            matcher.search.search = orig
+    cpu = np.array([t for lg in rec.logs if lg is not None for t in lg.cpu_times]) * 1e3
+    rep["cpu_ms_mean"] = float(cpu.mean()) if cpu.size else 0.0
+    rep["cpu_ms_std"] = float(cpu.std()) if cpu.size else 0.0
+    return rep, log
+
+
+def agreement(matcher, log) -> dict:
+    same, ratios, bad, n = 0, [], 0, 0
+    for q, obs, cnt, kw, r in log:
+        if r.method == "plain":
+            continue
+        n += 1
+        kw = dict(kw)
+        kw["options"] = SearchOptions(method="linear")
+        lin = matcher.search.search(q, obs, cnt, **kw)
+        same += lin.index == r.index
+        ratios.append(r.score / lin.score if lin.score > 0 else 1.0)
+        if r.collides and not lin.collides and lin.score < r.score - 1e-6:
+            bad += 1
+    return {"searches_with_obstacles": n, "same_frame_share": same / max(n, 1),
+            "score_ratio_mean": float(np.mean(ratios)) if ratios else 1.0,
+            "colliding_when_linear_free_and_lower": bad}
+
+
+def scaled_database(clips, factor: float, schema):
+    """``factor`` of the database: a prefix of the clips (< 1), or extra copies of every clip
+    played at other speeds (> 1); always with mirrored copies."""
+    if factor <= 1.0:
+        n = max(1, round(len(clips) * factor))
+        order = np.random.default_rng(0).permutation(len(clips))[:n]
+        return MotionDatabase.build([clips[i] for i in sorted(order)], mirror_copies=True, schema=schema)
+    out = list(clips)
+    speeds = [0.8, 1.25, 0.9, 1.1, 0.85, 1.2, 0.95]
+    k = 0
+    while len(out) < factor * len(clips) - 0.5:
+        s = speeds[k % len(speeds)]
+        for c in clips:
+            if len(out) >= factor * len(clips) - 0.5:
+                break
+            m = resample(c, c.fps / s)  # more (fewer) frames at the same rate: slower (faster)
+            m.fps = c.fps
+            m.name = f"{c.name}_x{s}"
+            out.append(m)
+        k += 1
+    return MotionDatabase.build(out, mirror_copies=True, schema=schema)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--data")
+    ap.add_argument("--out", default=str(REPO / "out" / "environment"))
+    ap.add_argument("--json", action="store_true", help="print the results as JSON too")
+    ap.add_argument("--quick", action="store_true", help="30 s of the scenario instead of 90")
+    ap.add_argument("--no-scaling", action="store_true")
+    ap.add_argument("--no-crowd", action="store_true")
+    a = ap.parse_args(argv)
+    root = data_root(a.data)
+    out = Path(a.out)
+    out.mkdir(parents=True, exist_ok=True)
+    clips = load_folder(root / "lafan1-60fps")
+    schema = environment_schema()
+    t0 = time.perf_counter()
+    db = MotionDatabase.build(clips, mirror_copies=True, schema=schema)
+    matcher = EnvironmentMatcher(db)
+    print(f"database: {db.num_frames} frames ({db.valid.sum()} searchable), {db.schema.dims}-D "
+          f"'{db.schema.name}', built in {time.perf_counter() - t0:.1f} s; "
+          f"{len(matcher.search.representatives(True)[0])} representatives")
+    sc = load_scenario(SCENE)
+    if a.quick:
+        sc.duration = 30.0
+    results = {}
+    log = []
+    # warm-up (numba caches, weighted searchers)
+    warm = load_scenario(SCENE)
+    warm.duration = 3.0
+    for _, cfg in ABLATIONS:
+        run(db, matcher, warm, cfg)
+    for name, cfg in ABLATIONS:
+        rep, lg = run(db, matcher, sc, cfg, record=(name == "Ours"))
+        if name == "Ours":
+            log = lg
+        results[name] = rep
+        print(f"  ran {name}: {rep['cpu_ms_mean']:.3f} ms/search", flush=True)
+    lin = results["Linear Search"]["cpu_ms_mean"]
+    print(f"\nTable 1 (scenarios/dense-obstacles.json, {sc.duration:g} s, {len(sc.obstacles)} obstacles, "
+          f"search every {10} frames at 60 Hz, one core)")
+    print(f"{'Ablation':18s} {'Performance (ms)':>18s} {'vs linear':>9s} {'Diversity':>9s} {'Error (m)':>9s} "
+          f"{'Coll. time (s)':>14s} {'Coll. frac.':>11s}")
+    for name, r in results.items():
+        perf = f"{r['cpu_ms_mean']:.3f} ± {r['cpu_ms_std']:.3f}"
+        print(f"{name:18s} {perf:>18s} {lin / max(r['cpu_ms_mean'], 1e-9):8.1f}x {r['diversity']:9d} "
+              f"{r['error_m']:9.3f} {r['collision_time_s']:14.3f} {r['collision_fraction']:11.3f}")
+    ours, plain = results["Ours"], results["Motion Matching"]
+    acc = {
+        "collision_fraction_ratio": ours["collision_fraction"] / max(plain["collision_fraction"], 1e-9),
+        "error_increase_m": ours["error_m"] - plain["error_m"],
+        "speedup_vs_linear": lin / max(ours["cpu_ms_mean"], 1e-9),
+        "ours_ms": ours["cpu_ms_mean"],
+    }
+    print(f"\nacceptance: collision fraction ours/plain = {acc['collision_fraction_ratio']:.3f} (<= 1/3), "
+          f"error increase = {acc['error_increase_m']:+.3f} m (<= 0.1), speed-up over linear = "
+          f"{acc['speedup_vs_linear']:.1f}x (>= 10), ours {acc['ours_ms']:.3f} ms (< 1)")
+    ag = agreement(matcher, log)
+    print(f"agreement with the linear search ({ag['searches_with_obstacles']} searches with obstacles): same frame "
+          f"{ag['same_frame_share']:.1%}, mean score ratio {ag['score_ratio_mean']:.3f}, colliding results where the "
+          f"linear search had a collision-free lower one: {ag['colliding_when_linear_free_and_lower']}")
+    # no obstacles near: the core's accelerated search
+    empty = load_scenario(SCENE)
+    empty.obstacles = []
+    empty.duration = min(sc.duration, 30.0)
+    e_ours, _ = run(db, matcher, empty, {})
+    e_plain, _ = run(db, matcher, empty, {"enabled": False})
+    print(f"no obstacles near: ours {e_ours['cpu_ms_mean']:.3f} ms vs plain {e_plain['cpu_ms_mean']:.3f} ms per search "
+          f"(ratio {e_ours['cpu_ms_mean'] / max(e_plain['cpu_ms_mean'], 1e-9):.2f})")
+    summary = {"table": results, "acceptance": acc, "agreement": ag,
+               "no_obstacles": {"ours_ms": e_ours["cpu_ms_mean"], "plain_ms": e_plain["cpu_ms_mean"]}}
+    if not a.no_scaling:
+        summary["scaling"] = scaling(clips, schema, out, quick=a.quick)
+    if not a.no_crowd:
+        summary["crowd"] = crowd(db, matcher)
+    if a.json:
+        print(json.dumps(summary, indent=1, default=float))
+    (out / "environment_results.json").write_text(json.dumps(summary, indent=1, default=float))
+    return 0
+
+
+def scaling(clips, schema, out: Path, quick: bool = False) -> list:
+    print("\ndatabase size (Ours, first 30 s of the scenario)")
+    print(f"{'size':>6s} {'frames':>8s} {'ms mean':>8s} {'ms std':>8s}")
+    rows = []
+    for f in (0.25, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 4.0):
+        if quick and f > 2.0:
+            continue
+        db = scaled_database(clips, f, schema)
+        m = EnvironmentMatcher(db)
+        sc = load_scenario(SCENE)
+        sc.duration = 30.0
+        run(db, m, replace(sc, duration=2.0), {})
+        rep, _ = run(db, m, sc, {})
+        rows.append({"factor": f, "frames": db.num_frames, "ms_mean": rep["cpu_ms_mean"], "ms_std": rep["cpu_ms_std"]})
+        print(f"{f:6.0%} {db.num_frames:8d} {rep['cpu_ms_mean']:8.3f} {rep['cpu_ms_std']:8.3f}", flush=True)
+    try:
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+        from matplotlib.figure import Figure
+
+        fig = Figure(figsize=(6, 4), dpi=100)
+        FigureCanvasAgg(fig)
+        ax = fig.add_subplot(111)
+        x = np.array([r["frames"] for r in rows]) / 1000
+        y = np.array([r["ms_mean"] for r in rows])
+        s = np.array([r["ms_std"] for r in rows])
+        ax.errorbar(x, y, yerr=s, fmt="o-", capsize=3, label="Ours (mean ± std)")
+        ref = next((r for r in rows if r["factor"] == 1.0), rows[0])
+        ax.plot(x, ref["ms_mean"] * np.array([r["frames"] for r in rows]) / ref["frames"], "r--",
+                label="linear growth from 100%")
+        ax.set_xlabel("database size (thousand frames)")
+        ax.set_ylabel("search time (ms)")
+        ax.legend()
+        fig.tight_layout()
+        fig.savefig(out / "environment_scaling.png")
+        print(f"wrote {out / 'environment_scaling.png'}")
+    except ImportError:
+        pass
+    return rows
+
+
+def crowd(db, matcher) -> dict:
+    from motionmatch.runtime.crowd import crowd_from_scenario
+    from motionmatch.runtime.world import scenario_report
+
+    sc = load_scenario(REPO / "scenarios" / "doors.json")
+    c = crowd_from_scenario(db, sc, matcher=matcher)
+    rec = c.run(sc.frames)
+    rep = scenario_report(c, rec, sc)
+    steps = rec.step_seconds[1:] * 1e3
+    start_side = np.sign([a.start[1] for a in sc.agents])
+    crossed = float(np.mean(np.sign(rec.root_positions[:, -1, 2]) != start_side))
+    res = {"agents": len(sc.agents), "step_ms_mean": float(steps.mean()), "step_ms_p95": float(np.percentile(steps, 95)),
+           "realtime_factor": rep["realtime_factor"], "crossed": crossed,
+           "agent_collision_fraction": rep["agent_collision_fraction"], "ms_per_search": rep["ms_per_search"]}
+    print(f"\ncrowd: {res['agents']} agents (scenarios/doors.json, {sc.duration:g} s): step {res['step_ms_mean']:.2f} ms "
+          f"mean, {res['step_ms_p95']:.2f} ms p95 (60 Hz budget 16.7 ms), {res['realtime_factor']:.2f}x real time; "
+          f"{crossed:.0%} crossed; agent collision fraction {res['agent_collision_fraction']:.3f}")
+    return res
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,318 @@
+"""Generate the scenario files of this folder (deterministic; run from anywhere).
+
+    python scenarios/make_scenarios.py            # rewrites every scenarios/*.json
+
+Each scenario is data (see scenarios/README.md for the format); this script only exists
+so that the geometry (walls, fields of obstacles, groups) is written down as code once.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+
+
+def wall(p0, p1, thickness=0.2, height=(0.0, 2.5), name=""):
+    """A box from ``p0`` to ``p1`` (its centre line), ``thickness`` wide."""
+    p0, p1 = np.asarray(p0, float), np.asarray(p1, float)
+    d = p1 - p0
+    length = float(np.hypot(*d))
+    yaw = math.degrees(math.atan2(d[0], d[1]))
+    c = (p0 + p1) / 2
+    o = {"shape": "box", "center": [round(float(c[0]), 4), round(float(c[1]), 4)],
+         "size": [round(length, 4), thickness], "yaw_deg": round(yaw, 4), "height": list(height)}
+    if name:
+        o["name"] = name
+    return o
+
+
+def side_walls(profile, thickness=0.3, height=(0.0, 2.5)):
+    """Walls along +Z for a corridor with the given ``[(z, half_width), ...]`` profile,
+    the wall's inner face at +-half_width."""
+    out = []
+    for (z0, w0), (z1, w1) in itertools.pairwise(profile):
+        for sgn in (-1, 1):
+            off = sgn * thickness / 2
+            out.append(wall((sgn * w0 + off, z0), (sgn * w1 + off, z1), thickness, height))
+    return out
+
+
+def corridor_narrowing():
+    prof = [(-1.0, 1.0), (2.0, 1.0), (5.5, 0.175), (6.3, 0.175), (9.0, 1.0), (14.0, 1.0)]
+    return {
+        "name": "corridor-narrowing",
+        "description": "A corridor 2 m wide narrowing to 0.35 m between z = 5.5 and z = 6.3, then widening "
+                       "again; the character walks with the forward key held (W = +Z) and nothing else.",
+        "expect": "It slows down and side-steps through the narrow part (torso turned more than 45 degrees "
+                  "from +Z), without touching the walls there, and gets out the other side.",
+        "duration": 24.0,
+        "obstacles": side_walls(prof),
+        "agents": [{"name": "hero", "start": [0.0, 0.0], "facing": [0.0, 1.0],
+                    "script": {"events": [{"t": 0.0, "keys": ["w"]}]},
+                    "controls": {"evasion": 0.0, "responsiveness": 3.0}}],
+        "penalty": {"threshold": 0.3},
+        "regions": {"narrow": {"z": [5.5, 6.3]}, "exit": {"z": [9.0, 100.0]}},
+    }
+
+
+def _support(kind, size, yaw_deg, n):
+    """Extent of an obstacle toward the unit ground direction ``n`` (x, z)."""
+    if kind == "disk":
+        return size[0]
+    y = math.radians(yaw_deg)
+    f1 = np.array([math.sin(y), math.cos(y)])
+    f2 = np.array([-f1[1], f1[0]])
+    if kind == "ellipse":
+        return float(np.sqrt((size[0] * (n @ f1)) ** 2 + (size[1] * (n @ f2)) ** 2))
+    return float(size[0] / 2 * abs(n @ f1) + size[1] / 2 * abs(n @ f2))
+
+
+def _obstacle(rng, c, kind, size, yaw):
+    o = {"shape": kind, "center": [round(float(c[0]), 3), round(float(c[1]), 3)]}
+    if kind == "disk":
+        o["radius"] = round(size[0], 3)
+    elif kind == "ellipse":
+        o["axes"] = [round(size[0], 3), round(size[1], 3)]
+        o["yaw_deg"] = round(yaw, 1)
+    else:
+        o["size"] = [round(size[0], 3), round(size[1], 3)]
+        o["yaw_deg"] = round(yaw, 1)
+    o["height"] = [0.0, round(float(rng.uniform(0.8, 2.0)), 2)]
+    return o
+
+
+def _random_shape(rng):
+    kind = str(rng.choice(["disk", "disk", "ellipse", "box"]))
+    base = float(rng.uniform(0.15, 0.32))
+    yaw = float(rng.uniform(0, 180))
+    size = {"disk": (base,), "ellipse": (base * 1.5, base * 0.8), "box": (base * 2.4, base * 1.6)}[kind]
+    return kind, size, yaw
+
+
+def dense_obstacles(seed=3):
+    """A ~117 m closed path (90 s at 1.3 m/s) through a field of obstacles: one every 3-4.5 m
+    whose near edge is within 0.3 m of the path (up to 5 cm over it), on a random side (the
+    other side is left free, so a detour of a few tens of centimetres always exists), and
+    clutter 1-3 m from the path on both sides."""
+    rng = np.random.default_rng(seed)
+    t = np.linspace(0, 2 * np.pi, 480, endpoint=False)
+    r = 15.0 + 2.5 * np.sin(3 * t) + 1.5 * np.cos(5 * t)
+    path = np.stack([r * np.cos(t), 0.8 * r * np.sin(t)], axis=1)
+    path = np.vstack([path, path[:1]])
+    seg = np.linalg.norm(np.diff(path, axis=0), axis=1)
+    cum = np.r_[0, np.cumsum(seg)]
+    length = float(cum[-1])
+
+    def at(s):
+        return np.array([np.interp(s, cum, path[:, 0]), np.interp(s, cum, path[:, 1])])
+
+    def normal(s):
+        tan = at(s + 0.2) - at(s - 0.2)
+        tan /= np.linalg.norm(tan)
+        return np.array([-tan[1], tan[0]])
+
+    obstacles = []
+    s = 3.0
+    while s < length - 2.0:  # obstacles at the path
+        nrm = normal(s) * rng.choice([-1.0, 1.0])
+        kind, size, yaw = _random_shape(rng)
+        gap = float(rng.uniform(-0.05, 0.3))  # near edge's distance from the path line
+        obstacles.append(_obstacle(rng, at(s) + nrm * (gap + _support(kind, size, yaw, -nrm)), kind, size, yaw))
+        s += float(rng.uniform(3.0, 4.5))
+    s = 1.0
+    while s < length - 1.0:  # clutter beside the path
+        nrm = normal(s) * rng.choice([-1.0, 1.0])
+        kind, size, yaw = _random_shape(rng)
+        gap = float(rng.uniform(1.0, 3.0))
+        c = at(s) + nrm * (gap + _support(kind, size, yaw, -nrm))
+        d = np.min(np.linalg.norm(path - c, axis=1)) - _support(kind, size, yaw, nrm)
+        if d > 0.9:  # (the path bends: keep clutter off it)
+            obstacles.append(_obstacle(rng, c, kind, size, yaw))
+        s += float(rng.uniform(1.0, 2.0))
+    return {
+        "name": "dense-obstacles",
+        "description": f"The evaluation scenario (paper Sec. 6.3): a closed {length:.0f} m path through a field of "
+                       f"{len(obstacles)} static disks, ellipses and boxes: one every 3-4.5 m with its near edge within "
+                       "0.3 m of the path (up to 5 cm over it) on a random side, and clutter 1-3 m beside it; the "
+                       "character follows the path at 1.3 m/s for 90 s.",
+        "expect": "The full method's collision fraction is at most a third of plain motion matching's, and its "
+                  "mean distance to the path at most 0.1 m larger.",
+        "duration": 90.0,
+        "obstacles": obstacles,
+        "agents": [{"name": "walker", "start": [round(float(path[0, 0]), 3), round(float(path[0, 1]), 3)],
+                    "facing": [0.0, 1.0], "path": path.round(3).tolist(), "speed": 1.3, "loop": True}],
+        "penalty": {"threshold": 0.3},
+    }
+
+
+def zigzag_cones():
+    cones = []
+    for i, z in enumerate(np.arange(2.5, 14.0, 1.4)):
+        side = 1 if i % 2 == 0 else -1
+        x = side * 0.45 + 0.06 * math.sin(3.1 * i)  # not perfectly even
+        cones.append({"shape": "disk", "center": [round(x, 3), round(float(z), 3)], "radius": 0.17,
+                      "height": [0.0, 0.7], "name": f"cone{i}"})
+    return {
+        "name": "zigzag-cones",
+        "description": "A corridor 2 m wide with cones (r = 0.17 m) every 1.4 m alternately on the left and the "
+                       "right, each leaving a 0.7 m lane; forward key only.",
+        "expect": "The character weaves through the cones to the end with little collision (collision time "
+                  "under 0.3 s per intersection, under 10% of the time).",
+        "duration": 20.0,
+        "obstacles": side_walls([(-1.0, 1.0), (18.0, 1.0)]) + cones,
+        "agents": [{"name": "hero", "start": [0.0, 0.0], "facing": [0.0, 1.0],
+                    "script": {"events": [{"t": 0.0, "keys": ["w"]}]}}],
+        "penalty": {"threshold": 0.4},
+        "regions": {"cones": {"z": [2.0, 14.5]}, "exit": {"z": [15.0, 100.0]}},
+    }
+
+
+def cubes_approach():
+    return {
+        "name": "cubes-approach",
+        "description": "A character stands at the origin without any input; two 0.8 m cubes slide toward it along "
+                       "the X axis from both sides at 1 m/s and pass through where it stands.",
+        "expect": "It steps out of their way (forward or back) before they arrive and is not hit (or only "
+                  "grazed), while plain motion matching stands still and is run over.",
+        "duration": 10.0,
+        "obstacles": [
+            {"shape": "box", "center": [6.0, 0.0], "size": [0.8, 0.8], "height": [0.0, 0.8], "velocity": [-1.0, 0.0],
+             "name": "cube-right"},
+            {"shape": "box", "center": [-7.0, 0.0], "size": [0.8, 0.8], "height": [0.0, 0.8], "velocity": [1.0, 0.0],
+             "name": "cube-left"},
+        ],
+        "agents": [{"name": "hero", "start": [0.0, 0.0], "facing": [0.0, 1.0]}],
+        "penalty": {"threshold": 0.6, "env_weight": 6.0, "slot_weights": [1.0, 1.0, 1.0]},
+    }
+
+
+def car():
+    return {
+        "name": "car",
+        "description": "A car (2.2 x 4.4 m) drives at 0.6 m/s down a 3 m wide street toward a character that "
+                       "walks toward it (forward key held the whole time); there is no room to get around it.",
+        "expect": "The character walks up to the car, then backs away in front of it (moving with the car while "
+                  "still facing it) instead of being run over.",
+        "duration": 14.0,
+        "obstacles": side_walls([(-8.0, 1.5), (16.0, 1.5)]) + [
+            {"shape": "box", "center": [0.0, 11.0], "size": [4.4, 2.2], "height": [0.0, 1.5],
+             "velocity": [0.0, -0.6], "name": "car"}],
+        "agents": [{"name": "hero", "start": [0.0, 0.0], "facing": [0.0, 1.0],
+                    "script": {"events": [{"t": 0.0, "keys": ["w"]}]}}],
+        "penalty": {"threshold": 0.6, "env_weight": 6.0, "slot_weights": [1.0, 1.0, 1.0]},
+    }
+
+
+def corridors_pass():
+    obstacles, agents = [], []
+    x0 = -4.0
+    for k, width in enumerate((1.55, 1.20, 0.95)):
+        cx = x0 + 4.0 * k
+        for sgn in (-1, 1):
+            x = cx + sgn * (width / 2 + 0.15)
+            obstacles.append(wall((x, -1.0), (x, 13.0), 0.3))
+        agents.append({"name": f"w{width:.2f}-north", "start": [cx - 0.1, 0.0], "facing": [0.0, 1.0],
+                       "path": [[cx - 0.1, 0.0], [cx - 0.1, 12.0]], "speed": 1.3})
+        agents.append({"name": f"w{width:.2f}-south", "start": [cx + 0.1, 12.0], "facing": [0.0, -1.0],
+                       "path": [[cx + 0.1, 12.0], [cx + 0.1, 0.0]], "speed": 1.3})
+    return {
+        "name": "corridors-pass",
+        "description": "Three corridors, 1.55, 1.20 and 0.95 m wide, each with two characters walking toward "
+                       "each other along it (path following at 1.3 m/s).",
+        "expect": "In every corridor the two characters pass each other and reach the far end; the narrower "
+                  "the corridor, the more they turn their bodies; they barely touch.",
+        "duration": 16.0,
+        "obstacles": obstacles,
+        "agents": agents,
+        "penalty": {"threshold": 0.4},
+    }
+
+
+def doors(per_group=50, name="doors"):
+    wall_h = (0.0, 2.5)
+    # a wall along X at z = 0 with a 1.85 m door at x = -3 and a 0.9 m door at x = +3
+    obstacles = [
+        wall((-12.0, 0.0), (-3.925, 0.0), 0.3, wall_h, "wall-west"),
+        wall((-2.075, 0.0), (2.55, 0.0), 0.3, wall_h, "wall-middle"),
+        wall((3.45, 0.0), (12.0, 0.0), 0.3, wall_h, "wall-east"),
+    ]
+    groups = [
+        {"name": "south", "count": per_group, "area": [[-8.0, -9.5], [8.0, -2.5]], "facing": [0.0, 1.0],
+         "goal_offset": [0.0, 12.0], "via": [[-3.0, -0.6], [-3.0, 0.6]], "speed": 1.3, "spacing": 0.9, "seed": 1},
+        {"name": "north", "count": per_group, "area": [[-8.0, 2.5], [8.0, 9.5]], "facing": [0.0, -1.0],
+         "goal_offset": [0.0, -12.0], "via": [[3.0, 0.6], [3.0, -0.6]], "speed": 1.3, "spacing": 0.9, "seed": 2},
+    ]
+    return {
+        "name": name,
+        "description": f"Two groups of {per_group} characters cross a wall in opposite directions, the southern "
+                       "group through a 1.85 m door (x = -3), the northern one through a 0.9 m door (x = +3), then "
+                       "spread out to goals 12 m from their starts, crossing each other's stream; rule-based crowd "
+                       "steering (cone of vision, lateral force) gives their target trajectories.",
+        "expect": "Most characters get through to the other side within the duration; the narrow door is "
+                  "crossed one at a time (waiting, side-stepping); bodies rarely overlap.",
+        "duration": 40.0 if per_group > 10 else 30.0,
+        "obstacles": obstacles,
+        "agents": [],
+        "groups": groups,
+        "penalty": {"threshold": 0.4},
+        "search": {"collision_fallback": False},
+    }
+
+
+def fence_ceilings():
+    obstacles = side_walls([(-1.0, 1.0), (22.0, 1.0)])
+    obstacles += [
+        {"shape": "box", "center": [0.0, 5.0], "size": [0.15, 2.0], "height": [0.0, 0.4], "name": "fence"},
+        {"shape": "box", "center": [0.0, 10.5], "size": [2.0, 2.0], "height": [1.25, 3.0], "name": "ceiling-high"},
+        {"shape": "box", "center": [0.0, 16.5], "size": [2.5, 2.0], "height": [0.75, 3.0], "name": "ceiling-low"},
+    ]
+    return {
+        "name": "fence-ceilings",
+        "description": "A corridor with a 0.4 m fence across it (z = 5), then a ceiling 1.25 m high (z = 9.5-11.5) "
+                       "and one 0.75 m high (z = 15.25-17.75); forward key only. Needs a database with height "
+                       "features (schema 'environment-heights') and jumping and crawling clips (LAFAN1 "
+                       "obstacles1_subject1 and ground1_subject4 tagged jump / crawl), with jump and crawl frames "
+                       "allowed in the locomotion search.",
+        "expect": "The character jumps over the fence, crouches under the first ceiling and gets down on the "
+                  "ground to crawl under the second, without intersecting any of them for long.",
+        "duration": 40.0,
+        "obstacles": obstacles,
+        "agents": [{"name": "hero", "start": [0.0, 0.0], "facing": [0.0, 1.0],
+                    "script": {"events": [{"t": 0.0, "keys": ["w"]}]}}],
+        "penalty": {"threshold": 0.4},
+        "database": {"requires": ["heights", "jump", "crawl"], "locomotion_tags": "!dance"},
+        "regions": {"fence": {"z": [4.6, 5.4]}, "ceiling-high": {"z": [9.5, 11.5]},
+                    "ceiling-low": {"z": [15.25, 17.75]}},
+    }
+
+
+SCENARIOS = {
+    "corridor-narrowing": corridor_narrowing,
+    "zigzag-cones": zigzag_cones,
+    "cubes-approach": cubes_approach,
+    "car": car,
+    "corridors-pass": corridors_pass,
+    "doors": doors,
+    "doors-small": lambda: doors(6, "doors-small"),
+    "fence-ceilings": fence_ceilings,
+    "dense-obstacles": dense_obstacles,
+}
+
+
+def main() -> None:
+    for name, fn in SCENARIOS.items():
+        d = fn()
+        text = json.dumps(d, indent=1)
+        (HERE / f"{name}.json").write_text(text + "\n")
+        print(f"wrote scenarios/{name}.json ({len(d.get('obstacles', []))} obstacles, "
+              f"{len(d.get('agents', []))} agents)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,158 @@
+"""A scene: static and moving obstacles, and fast "which obstacles are near this trajectory".
+
+Static obstacles are packed once into rows (:mod:`motionmatch.environment.geometry`) and
+bucketed in a uniform grid (cells of ``cell`` metres, each obstacle in every cell its
+bounding square touches); a query collects the obstacles of the cells around a few
+trajectory points, then keeps those whose shape comes within the radius of a point.
+Moving obstacles are few and always considered; for a search at time ``t`` each
+contributes one proxy per future ellipse slot, at its position predicted for
+``t + offset`` (time-aligned, like other agents' future ellipses).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+
+import numba
+import numpy as np
+
+from motionmatch.environment.geometry import C_R, C_X, C_Z, ROW, point_lower_bound
+from motionmatch.environment.obstacles import Obstacle
+
+__all__ = ["Scene"]
+
+
+@numba.njit(cache=True, nogil=True)
+def _grid_query(cell_start, items, nx, nz, x0, z0, cell, points, radius, rows, stamp, tick, out):
+    """Static row indices within ``radius`` of one of ``points [P, 2]`` (into ``out``);
+    returns how many."""
+    lo_x = np.inf
+    lo_z = np.inf
+    hi_x = -np.inf
+    hi_z = -np.inf
+    for p in range(points.shape[0]):
+        lo_x = min(lo_x, points[p, 0])
+        hi_x = max(hi_x, points[p, 0])
+        lo_z = min(lo_z, points[p, 1])
+        hi_z = max(hi_z, points[p, 1])
+    i0 = max(int(np.floor((lo_x - radius - x0) / cell)), 0)
+    i1 = min(int(np.floor((hi_x + radius - x0) / cell)), nx - 1)
+    j0 = max(int(np.floor((lo_z - radius - z0) / cell)), 0)
+    j1 = min(int(np.floor((hi_z + radius - z0) / cell)), nz - 1)
+    n = 0
+    for i in range(i0, i1 + 1):
+        for j in range(j0, j1 + 1):
+            c = i * nz + j
+            for s in range(cell_start[c], cell_start[c + 1]):
+                m = items[s]
+                if stamp[m] == tick:
+                    continue
+                stamp[m] = tick
+                for p in range(points.shape[0]):
+                    if point_lower_bound(points[p, 0], points[p, 1], rows[m]) <= radius:
+                        out[n] = m
+                        n += 1
+                        break
+    return n
+
+
+class Scene:
+    """Obstacles of a world.
+
+    Args:
+        obstacles: the obstacles (static and moving).
+        cell: grid cell size (m) for static obstacles.
+    """
+
+    def __init__(self, obstacles: Iterable[Obstacle] = (), *, cell: float = 2.0):
+        self.obstacles: list[Obstacle] = list(obstacles)
+        self.cell = float(cell)
+        self.static_ids = np.array([i for i, o in enumerate(self.obstacles) if not o.moving], dtype=np.int64)
+        self.moving_ids = np.array([i for i, o in enumerate(self.obstacles) if o.moving], dtype=np.int64)
+        self.static_rows = (np.stack([self.obstacles[i].row(ident=int(i)) for i in self.static_ids])
+                            if len(self.static_ids) else np.zeros((0, ROW)))
+        self._build_grid()
+        self._tick = 0
+
+    def __len__(self) -> int:
+        return len(self.obstacles)
+
+    def _build_grid(self) -> None:
+        r = self.static_rows
+        if len(r) == 0:
+            self._grid = None
+            return
+        lo = np.array([(r[:, C_X] - r[:, C_R]).min(), (r[:, C_Z] - r[:, C_R]).min()])
+        hi = np.array([(r[:, C_X] + r[:, C_R]).max(), (r[:, C_Z] + r[:, C_R]).max()])
+        nx = max(1, math.ceil((hi[0] - lo[0]) / self.cell) + 1)
+        nz = max(1, math.ceil((hi[1] - lo[1]) / self.cell) + 1)
+        cells: list[list[int]] = [[] for _ in range(nx * nz)]
+        for m in range(len(r)):
+            i0 = int(np.floor((r[m, C_X] - r[m, C_R] - lo[0]) / self.cell))
+            i1 = int(np.floor((r[m, C_X] + r[m, C_R] - lo[0]) / self.cell))
+            j0 = int(np.floor((r[m, C_Z] - r[m, C_R] - lo[1]) / self.cell))
+            j1 = int(np.floor((r[m, C_Z] + r[m, C_R] - lo[1]) / self.cell))
+            for i in range(max(i0, 0), min(i1, nx - 1) + 1):
+                for j in range(max(j0, 0), min(j1, nz - 1) + 1):
+                    cells[i * nz + j].append(m)
+        start = np.zeros(nx * nz + 1, dtype=np.int64)
+        start[1:] = np.cumsum([len(c) for c in cells])
+        items = np.array([m for c in cells for m in c], dtype=np.int64)
+        self._grid = (start, items, nx, nz, float(lo[0]), float(lo[1]))
+        self._stamp = np.zeros(len(r), dtype=np.int64)
+        self._out = np.empty(len(r), dtype=np.int64)
+
+    # ------------------------------------------------------------------ queries
+    def static_near(self, points: np.ndarray, radius: float) -> np.ndarray:
+        """Indices (into :attr:`static_rows`) of the static obstacles whose shape comes
+        within ``radius`` (m) of one of ``points [P, 2]`` (world x, z)."""
+        if self._grid is None:
+            return np.zeros(0, dtype=np.int64)
+        start, items, nx, nz, x0, z0 = self._grid
+        self._tick += 1
+        n = _grid_query(start, items, nx, nz, x0, z0, self.cell, np.ascontiguousarray(points, dtype=np.float64),
+                        float(radius), self.static_rows, self._stamp, self._tick, self._out)
+        return self._out[:n].copy()
+
+    def query(self, t: float, points: np.ndarray, radius: float, offsets: Sequence[float]
+              ) -> tuple[np.ndarray, np.ndarray]:
+        """World rows for a search at time ``t``: static obstacles near the trajectory
+        ``points [P, 2]`` (every slot) and, per slot ``k``, each moving obstacle at its
+        position predicted for ``t + offsets[k]``. Returns ``(rows [M, ROW], slot_of [M])``."""
+        ids = self.static_near(points, radius)
+        rows = [self.static_rows[ids]]
+        slots = [np.full(len(ids), -1, dtype=np.int64)]
+        if len(self.moving_ids):
+            mv = []
+            sl = []
+            for i in self.moving_ids:
+                o = self.obstacles[i]
+                for k, dt in enumerate(offsets):
+                    mv.append(o.row(o.predicted(t, dt), ident=int(i)))
+                    sl.append(k)
+            rows.append(np.stack(mv))
+            slots.append(np.asarray(sl, dtype=np.int64))
+        return np.concatenate(rows), np.concatenate(slots)
+
+    def rows_at(self, t: float) -> np.ndarray:
+        """``[len(obstacles), ROW]``: every obstacle where it is at time ``t`` (for collision
+        measures); the row's id column is the obstacle's index."""
+        if not self.obstacles:
+            return np.zeros((0, ROW))
+        return np.stack([o.row(o.position(t) if o.moving else None, ident=i) for i, o in enumerate(self.obstacles)])
+
+    def clearance(self, point: Sequence[float], t: float = 0.0) -> float:
+        """Lower bound of the distance (m) from a ground point to the nearest obstacle at ``t``."""
+        rows = self.rows_at(t)
+        if len(rows) == 0:
+            return np.inf
+        return float(min(point_lower_bound(float(point[0]), float(point[1]), r) for r in rows))
+
+    def bounds(self, t: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
+        """``(lo [2], hi [2])``: bounding rectangle (x, z) of the obstacles at ``t``."""
+        rows = self.rows_at(t)
+        if len(rows) == 0:
+            return np.zeros(2), np.zeros(2)
+        return (np.array([(rows[:, C_X] - rows[:, C_R]).min(), (rows[:, C_Z] - rows[:, C_R]).min()]),
+                np.array([(rows[:, C_X] + rows[:, C_R]).max(), (rows[:, C_Z] + rows[:, C_R]).max()]))

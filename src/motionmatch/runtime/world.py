@@ -1,0 +1,794 @@
+"""Environment-aware characters: the penalised search plugged into the controller, and a
+world that steps many of them among obstacles (Environment-aware Motion Matching, Sec. 5-6).
+
+* :class:`EnvironmentMatcher` (one per database): the query columns, the body ellipses of
+  every frame and the :class:`~motionmatch.search.penalized.PenalizedSearch` over them.
+* :class:`EnvironmentChooser`: a :attr:`Controller.chooser <motionmatch.runtime.controller.Controller.chooser>`
+  that gathers the obstacles near the character's query trajectory (static, moving ones
+  at their predicted positions, other agents' future ellipses, each time-aligned with the
+  ellipse slot it is compared with), applies the high-level controls and runs the
+  penalised search.
+* :class:`Agent` and :class:`World`: characters with their inputs (a timeline script, a
+  path to follow, a crowd-steering goal, or nothing), stepped together; searches are
+  spread over frames (agent ``i`` searches on frames ``i mod n``).
+* :func:`run_scenario`: a :class:`~motionmatch.environment.scenario.Scenario` from start to
+  end, with a report (:func:`scenario_report`).
+
+High-level controls (paper Sec. 5.3; its Eq. 3-6 are lost, these are our forms):
+Responsiveness ``R`` multiplies the squared-distance weight of the trajectory features,
+Continuity ``C`` that of the pose features; Evasion ``E`` is the smallest factor on the
+direction weight, reached when an obstacle touches the character:
+``factor = E + (1 - E) * clamp((clearance - 0.25 m) / threshold, 0, 1)``; Anticipation
+``A`` scales the environment weight with the target speed ``v``:
+``W_env = W_env0 * (1 + A v)`` (never below the base weight, so a standing character
+still evades).
+
+The controller is run with root motion only (``adjust_halflife = 0``): the trajectory
+comes from the database, so body and root motion stay consistent (paper Sec. 5.1).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, fields, replace
+
+import numpy as np
+
+from motionmatch.control.intent import Intent
+from motionmatch.control.trajectory import PredictedTrajectory, yaw_rotation
+from motionmatch.database import MotionDatabase
+from motionmatch.environment.body import database_ellipses, ellipse_slots, world_ellipses
+from motionmatch.environment.geometry import ROW, T_ELLIPSE
+from motionmatch.environment.scene import Scene
+from motionmatch.runtime.controller import Controller, ControllerSettings
+from motionmatch.runtime.modes import vertical_columns
+from motionmatch.search.penalized import PenalizedSearch, PenaltyParams, SearchOptions, SearchResult, prepare_obstacles
+
+__all__ = ["Agent", "Controls", "EnvironmentChooser", "EnvironmentMatcher", "EnvironmentSettings", "PathInput",
+           "ScriptInput", "World", "WorldRecord", "environment_controller_settings", "run_scenario",
+           "scenario_report"]
+
+
+@dataclass(frozen=True)
+class Controls:
+    """High-level controls of one character (see the module docstring).
+
+    The defaults (trajectory twice, pose half as important as the database's own group
+    weights) let a character leave a pose that the environment makes a dead end: with
+    ``1, 1`` it tends to stand still in front of an obstacle rather than change gait
+    (tuned on ``scenarios/dense-obstacles.json`` with the classic schema weights)."""
+
+    responsiveness: float = 2.0
+    continuity: float = 0.5
+    evasion: float = 0.5
+    anticipation: float = 0.5
+
+    def with_(self, **changes) -> Controls:
+        return replace(self, **changes)
+
+
+@dataclass(frozen=True)
+class EnvironmentSettings:
+    """Environment-aware search settings shared by a world's characters.
+
+    Attributes:
+        penalty: obstacle penalties (threshold, exponent, weights, margins).
+        search: search method and optimisations.
+        controls: default high-level controls.
+        reach: pre-selection slack (m) beyond the threshold: about half an arm span. An
+            obstacle is considered when its shape comes within ``threshold + reach`` of the
+            character or one of its query trajectory points.
+        body_radius: subtracted from the clearance used by Evasion (m).
+        enabled: ``False``: plain motion matching (the environment is ignored).
+    """
+
+    penalty: PenaltyParams = field(default_factory=PenaltyParams)
+    search: SearchOptions = field(default_factory=SearchOptions)
+    controls: Controls = field(default_factory=Controls)
+    reach: float = 0.9
+    body_radius: float = 0.25
+    enabled: bool = True
+
+    @classmethod
+    def from_dicts(cls, penalty: dict | None = None, search: dict | None = None, controls: dict | None = None,
+                   **kw) -> EnvironmentSettings:
+        """From plain dicts (scenario files): unknown keys raise ``ValueError``."""
+        def build(kind, d):
+            d = dict(d or {})
+            names = {f.name for f in fields(kind)}
+            bad = sorted(set(d) - names)
+            if bad:
+                raise ValueError(f"unknown {kind.__name__} field(s) {bad}; known: {sorted(names)}")
+            if "slot_weights" in d:
+                d["slot_weights"] = tuple(d["slot_weights"])
+            return kind(**d)
+
+        return cls(penalty=build(PenaltyParams, penalty), search=build(SearchOptions, search),
+                   controls=build(Controls, controls), **kw)
+
+
+def environment_controller_settings(**changes) -> ControllerSettings:
+    """Controller settings for environment-aware characters: searches every 10 frames at
+    60 Hz (the paper's), root motion only (no pull toward the simulated root)."""
+    base = {"search_interval": 10 / 60, "adjust_halflife": 0.0}
+    base.update(changes)
+    return ControllerSettings(**base)
+
+
+class EnvironmentMatcher:
+    """Everything the penalised search needs from a database (build once, share).
+
+    Args:
+        db: the database (with an ``ellipse`` environment term, or any: ellipses are then
+            computed from its poses).
+        heights: use height features (``None``: if the database stores them).
+    """
+
+    def __init__(self, db: MotionDatabase, heights: bool | None = None):
+        self.db = db
+        schema = db.schema
+        self.cols = schema.query_columns()
+        feats = db.features[:, self.cols].copy()
+        vcols = vertical_columns(db)
+        self.vcols = vcols
+        if vcols.size:  # the controller's planar view: vertical columns left out
+            feats[:, np.searchsorted(self.cols, vcols)] = 0.0
+        self.ellipses = database_ellipses(db, heights)
+        self.slots = ellipse_slots(db)
+        self.search = PenalizedSearch(feats, db.valid, self.ellipses, clip_starts=db.clip_starts,
+                                      clip_stops=db.clip_stops)
+        pos = np.zeros(len(self.cols), dtype=bool)
+        direc = np.zeros(len(self.cols), dtype=bool)
+        for t in schema.terms:
+            if t.is_environment:
+                continue
+            sl = schema.slice(t.name)
+            idx = np.searchsorted(self.cols, np.arange(sl.start, sl.stop))
+            if t.kind == "trajectory_position":
+                pos[idx] = True
+            elif t.kind == "trajectory_direction":
+                direc[idx] = True
+        self.traj_pos = pos
+        self.traj_dir = direc
+        self.pose = ~(pos | direc)
+        K = self.ellipses.shape[1]
+        if len(self.slots) != K:
+            raise ValueError(f"{K} ellipse slots but offsets {self.slots}")
+
+    def weights(self, controls: Controls, evasion_factor: float = 1.0) -> np.ndarray | None:
+        """Per-dimension squared-distance multipliers for ``controls`` (``None``: all 1)."""
+        c = controls
+        if c.responsiveness == 1.0 and c.continuity == 1.0 and evasion_factor == 1.0:
+            return None
+        w = np.ones(len(self.cols))
+        w[self.pose] = c.continuity
+        w[self.traj_pos] = c.responsiveness
+        w[self.traj_dir] = c.responsiveness * evasion_factor
+        return w
+
+    def view_row(self, frame: int, view: str) -> np.ndarray:
+        """Row ``frame`` of the controller's feature view (``"planar"``: vertical columns
+        zeroed), as the controller measures the frame playing now."""
+        row = self.db.features[frame].astype(np.float64)
+        if view == "planar" and self.vcols.size:
+            row[self.vcols] = 0.0
+        return row
+
+    def world_ellipses(self, frame: int, root_xz, yaw: float) -> np.ndarray:
+        """``[K, 8]`` world ellipses of database ``frame`` played by a character at ``root_xz``, ``yaw``."""
+        return world_ellipses(self.ellipses[frame], root_xz, yaw)
+
+
+def _ellipse_rows(ell: np.ndarray, ident: int, head_top: float) -> np.ndarray:
+    """Packed rows ``[K, ROW]`` of world ellipses ``[K, 8]`` (another agent's future body)."""
+    K = ell.shape[0]
+    rows = np.zeros((K, ROW))
+    rows[:, 0] = T_ELLIPSE
+    rows[:, 1:3] = ell[:, 0:2]
+    rows[:, 3:5] = ell[:, 2:4]
+    rows[:, 5] = ell[:, 4]
+    rows[:, 6] = ell[:, 5]
+    rows[:, 7] = np.maximum(ell[:, 4], ell[:, 5])
+    rows[:, 8] = ell[:, 6]
+    rows[:, 9] = ell[:, 7] + head_top
+    rows[:, 10] = ident
+    rows[:, 11] = 1.0
+    return rows
+
+
+@dataclass
+class SearchLog:
+    """What the searches of one character did."""
+
+    times: list = field(default_factory=list)        # chooser wall time (s)
+    cpu_times: list = field(default_factory=list)    # chooser thread CPU time (s): robust to a busy machine
+    methods: list = field(default_factory=list)
+    collides: list = field(default_factory=list)
+    obstacles: list = field(default_factory=list)    # obstacle rows considered
+    frames: list = field(default_factory=list)
+
+
+class EnvironmentChooser:
+    """The controller's frame chooser for one environment-aware character.
+
+    Args:
+        matcher: the shared :class:`EnvironmentMatcher`.
+        settings: :class:`EnvironmentSettings`.
+        controls: this character's controls (default: ``settings.controls``).
+        scene: the obstacles; ``obstacles_fn(chooser) -> (rows, slot_of)``, extra world rows
+            (other agents) for the current search.
+        clock: ``() -> t`` the world time (for moving obstacles).
+    """
+
+    def __init__(self, matcher: EnvironmentMatcher, settings: EnvironmentSettings | None = None, *,
+                 controls: Controls | None = None, scene: Scene | None = None,
+                 obstacles_fn: Callable | None = None, clock: Callable[[], float] | None = None):
+        self.matcher = matcher
+        self.settings = settings or EnvironmentSettings()
+        self.controls = controls or self.settings.controls
+        self.scene = scene or Scene()
+        self.obstacles_fn = obstacles_fn
+        self.clock = clock or (lambda: 0.0)
+        self.target_speed = 0.0
+        self.previous: int | None = None
+        self.log = SearchLog()
+        self.last: SearchResult | None = None
+        self.last_obstacles: tuple[np.ndarray, np.ndarray] | None = None
+        self._buf = None
+
+    def _empty(self, K: int) -> tuple[np.ndarray, np.ndarray, float]:
+        if getattr(self, "_empty_cache", None) is None or self._empty_cache[0].shape[0] != K:
+            self._empty_cache = (np.zeros((K, 1, ROW)), np.zeros(K, dtype=np.int64), np.inf)
+        return self._empty_cache
+
+    def gather(self, ctrl: Controller) -> tuple[np.ndarray, np.ndarray, float, np.ndarray | None]:
+        """Obstacles for a search now: ``(obstacles [K, M, ROW], counts [K], nearest, points)``."""
+        s = self.settings
+        K = len(self.matcher.slots)
+        root = np.array([ctrl.root_pos[0], ctrl.root_pos[2]])
+        traj = ctrl.last_desired
+        pts = [root]
+        if traj is not None:
+            pts.extend(traj.positions[:, [0, 2]])
+        pts_w = np.asarray(pts)
+        radius = s.penalty.threshold + s.reach + s.penalty.margin
+        rows, slot_of = self.scene.query(self.clock(), pts_w, radius, self.matcher.slots)
+        if self.obstacles_fn is not None:
+            extra, extra_slots = self.obstacles_fn(self)
+            if len(extra):
+                rows = np.concatenate([rows, extra])
+                slot_of = np.concatenate([slot_of, extra_slots])
+        if len(rows) == 0:  # nothing anywhere near: the plain accelerated search will run
+            return self._empty(K) + (None,)
+        c, sn = np.cos(ctrl.root_yaw), np.sin(ctrl.root_yaw)
+        d = pts_w - root
+        local = np.stack([c * d[:, 0] - sn * d[:, 1], sn * d[:, 0] + c * d[:, 1]], axis=1)
+        obs, cnt, nearest = prepare_obstacles(rows, slot_of, root, ctrl.root_yaw, local, radius, K, self._buf)
+        self._buf = obs
+        return obs, cnt, nearest, local
+
+    def __call__(self, ctrl: Controller, query: np.ndarray, mask: np.ndarray, view: str):
+        t0 = time.perf_counter()
+        c0 = time.thread_time()
+        s = self.settings
+        m = self.matcher
+        q = np.asarray(query, dtype=np.float64)[m.cols]
+        if s.enabled:
+            obs, cnt, nearest, _ = self.gather(ctrl)
+        else:
+            obs, cnt, nearest = self._empty(len(m.slots))
+        c = self.controls
+        ev = 1.0
+        if np.isfinite(nearest) and c.evasion < 1.0:
+            k = np.clip((nearest - s.body_radius) / s.penalty.threshold, 0.0, 1.0)
+            ev = c.evasion + (1.0 - c.evasion) * k
+        w = m.weights(c, ev)
+        envw = s.penalty.env_weight * (1.0 + c.anticipation * self.target_speed)
+        opts = s.search if s.enabled else s.search.with_(method="plain")
+        cur = int(ctrl.frame)
+        res = m.search.search(q, obs, cnt, mask=mask, init_index=cur, previous=self.previous, weights=w,
+                              penalty=s.penalty, env_weight=envw, options=opts)
+        self.previous = res.index
+        self.last = res
+        self.last_obstacles = (obs, cnt)
+        # The controller compares the returned cost with ratio * (its plain distance to the
+        # frame playing now); shift the cost so that this compares penalised scores:
+        # cost' < ratio * plain(cur)  <=>  score(best) < ratio * score(cur).
+        ratio = ctrl.s.transition_ratio
+        cur_score = float(m.search.score(np.array([cur]), q, obs, cnt, weights=w, penalty=s.penalty,
+                                         env_weight=envw)[0])
+        cur_plain = float(np.sum((np.asarray(query, dtype=np.float64) - m.view_row(cur, view)) ** 2))
+        cost = res.score - ratio * cur_score + ratio * cur_plain
+        lg = self.log
+        lg.times.append(time.perf_counter() - t0)
+        lg.cpu_times.append(time.thread_time() - c0)
+        lg.methods.append(res.method)
+        lg.collides.append(res.collides)
+        lg.obstacles.append(int(cnt.sum()))
+        lg.frames.append(res.index)
+        return np.array([res.index], dtype=np.int64), np.array([cost])
+
+
+# ---------------------------------------------------------------------------- inputs
+class ScriptInput:
+    """A timeline script (the ``motionmatch run`` format), world axes."""
+
+    def __init__(self, script_dict: dict, duration: float, fps: float, gaits=None):
+        from motionmatch.control.script import parse_script
+
+        d = dict(script_dict)
+        d.setdefault("duration", duration)
+        self.script = parse_script(d)
+        self.kb = self.script.keyboard(gaits=gaits) if gaits is not None else self.script.keyboard()
+        self._it = self.script.intents(1.0 / fps, keyboard=self.kb)
+        self._last = Intent.idle()
+
+    def __call__(self, agent: Agent, t: float) -> tuple[Intent, PredictedTrajectory | None]:
+        try:
+            _, self._last = next(self._it)
+        except StopIteration:
+            pass
+        return self._last, None
+
+
+class PathInput:
+    """Follow a polyline at ``speed``: the desired trajectory is the path read ahead of the
+    point nearest the character (searched near the previous one), so the character is
+    pulled back to the path after a detour; it slows to a stop at the end (or loops)."""
+
+    def __init__(self, path: np.ndarray, speed: float, offsets: Sequence[float], loop: bool = False):
+        p = np.asarray(path, dtype=np.float64)
+        self.path = p
+        seg = np.diff(p, axis=0)
+        self.seg_len = np.linalg.norm(seg, axis=1)
+        self.cum = np.r_[0.0, np.cumsum(self.seg_len)]
+        self.length = float(self.cum[-1])
+        self.speed = float(speed)
+        self.offsets = np.asarray(offsets, dtype=np.float64)
+        self.loop = loop
+        self.s = 0.0
+
+    def point(self, s: np.ndarray) -> np.ndarray:
+        s = np.mod(s, self.length) if self.loop else np.clip(s, 0.0, self.length)
+        x = np.interp(s, self.cum, self.path[:, 0])
+        z = np.interp(s, self.cum, self.path[:, 1])
+        return np.stack([x, z], axis=-1)
+
+    def tangent(self, s: np.ndarray, h: float = 0.25) -> np.ndarray:
+        s = np.asarray(s, dtype=np.float64)
+        d = self.point(s + h) - self.point(s - h)
+        n = np.linalg.norm(d, axis=-1, keepdims=True)
+        return np.where(n > 1e-9, d / np.maximum(n, 1e-9), np.array([0.0, 1.0]))
+
+    def project(self, xz: np.ndarray, lo: float, hi: float) -> float:
+        """Arc length of the point of the path within ``[lo, hi]`` nearest ``xz``."""
+        a = self.path[:-1]
+        ab = np.diff(self.path, axis=0)
+        l2 = np.maximum(np.einsum("ij,ij->i", ab, ab), 1e-12)
+        t = np.clip(np.einsum("ij,ij->i", xz - a, ab) / l2, 0.0, 1.0)
+        s = self.cum[:-1] + t * self.seg_len
+        d = np.linalg.norm(a + t[:, None] * ab - xz, axis=1)
+        d = np.where((s >= lo) & (s <= hi), d, np.inf)
+        j = int(np.argmin(d))
+        if not np.isfinite(d[j]):
+            return float(np.clip(self.s, lo, hi))
+        return float(s[j])
+
+    def __call__(self, agent: Agent, t: float) -> tuple[Intent, PredictedTrajectory | None]:
+        xz = agent.root_xz
+        self.s = self.project(xz, self.s - 1.0, self.s + 2.0)
+        remaining = np.inf if self.loop else self.length - self.s
+        speed = min(self.speed, max(0.0, remaining) / 1.0)
+        if speed < 0.05:
+            return Intent.idle(), None
+        ahead = self.s + self.speed * self.offsets
+        if not self.loop:
+            ahead = np.minimum(ahead, self.length)
+        pts = self.point(ahead)
+        dirs = self.tangent(ahead)
+        pos = np.stack([pts[:, 0], np.zeros(len(pts)), pts[:, 1]], axis=1)
+        d3 = np.stack([dirs[:, 0], np.zeros(len(dirs)), dirs[:, 1]], axis=1)
+        traj = PredictedTrajectory(self.offsets.copy(), pos, d3 * speed, d3, yaw_rotation(d3))
+        tan = self.tangent(np.array(self.s))
+        intent = Intent(velocity=[tan[0] * speed, 0.0, tan[1] * speed], gait="walk" if speed < 2.5 else "run")
+        return intent, traj
+
+
+class IdleInput:
+    def __call__(self, agent: Agent, t: float) -> tuple[Intent, PredictedTrajectory | None]:
+        return Intent.idle(), None
+
+
+# ---------------------------------------------------------------------------- agents
+class Agent:
+    """One character of a :class:`World`: a controller, its chooser and its input."""
+
+    def __init__(self, name: str, controller: Controller, chooser: EnvironmentChooser | None,
+                 source: Callable, *, start_time: float = 0.0, path: np.ndarray | None = None,
+                 goal: np.ndarray | None = None):
+        self.name = name
+        self.ctrl = controller
+        self.chooser = chooser
+        self.source = source
+        self.start_time = float(start_time)
+        self.path = path
+        self.goal = goal
+        if chooser is not None:
+            controller.chooser = chooser
+        self.intent = Intent.idle()
+        self.desired: PredictedTrajectory | None = None
+        self.result = None  # the controller's last FrameResult
+        self.searched = False
+
+    @property
+    def root_xz(self) -> np.ndarray:
+        return np.array([self.ctrl.root_pos[0], self.ctrl.root_pos[2]])
+
+    @property
+    def yaw(self) -> float:
+        return float(self.ctrl.root_yaw)
+
+
+@dataclass
+class WorldRecord:
+    """What a world run produced (``A`` agents, ``F`` frames at ``fps``).
+
+    Attributes:
+        names: agent names; fps.
+        root_positions: ``[A, F, 3]``; root_yaws: ``[A, F]``; frames: ``[A, F]`` database frames.
+        searched: ``[A, F]`` bool; desired: ``[A, F, K, 3]`` desired future positions (nan: none).
+        rotations / translations: ``[A, F, J, 4]`` / ``[A, F, J, 3]`` local poses (float32) or
+            ``None`` when poses were not recorded.
+        step_seconds: ``[F]`` wall time of each world step.
+        logs: per agent :class:`SearchLog` (``None`` for plain characters without a chooser).
+    """
+
+    names: list
+    fps: float
+    root_positions: np.ndarray
+    root_yaws: np.ndarray
+    frames: np.ndarray
+    searched: np.ndarray
+    desired: np.ndarray
+    rotations: np.ndarray | None
+    translations: np.ndarray | None
+    step_seconds: np.ndarray
+    logs: list
+
+    def motion(self, agent: int, skeleton, file_scale: float = 1.0):
+        """The recorded animation of one agent as a :class:`~motionmatch.anim.Motion`."""
+        from motionmatch.anim import Motion, quat
+
+        if self.rotations is None:
+            raise ValueError("poses were not recorded (World(record_poses=True))")
+        rots = quat.unroll(self.rotations[agent].astype(np.float64), axis=0)
+        trs = self.translations[agent].astype(np.float64)
+        fixed = ~skeleton.has_position_channels
+        trs[:, fixed] = skeleton.offsets[fixed]
+        return Motion(skeleton, rots, trs, self.fps, name=self.names[agent], file_scale=file_scale)
+
+
+class World:
+    """Steps many environment-aware characters among obstacles.
+
+    Args:
+        db: the database; scene: the obstacles.
+        settings: :class:`EnvironmentSettings` (shared); controller: controller settings
+            (default :func:`environment_controller_settings`).
+        matcher: a shared :class:`EnvironmentMatcher` (built if not given).
+        agents_as_obstacles: each character treats the others' future ellipses as obstacles.
+        stagger: spread searches over frames (agent ``i`` starts its search timer ``i``
+            frames late, modulo the search interval).
+        record_poses: keep every agent's local pose each frame (memory: ``A * F * J * 28`` bytes).
+    """
+
+    def __init__(self, db: MotionDatabase, scene: Scene | None = None, *,
+                 settings: EnvironmentSettings | None = None, controller: ControllerSettings | None = None,
+                 matcher: EnvironmentMatcher | None = None, agents_as_obstacles: bool = True,
+                 stagger: bool = True, record_poses: bool = True, fps: float = 60.0):
+        self.db = db
+        self.scene = scene or Scene()
+        self.settings = settings or EnvironmentSettings()
+        self.controller_settings = controller or environment_controller_settings()
+        self.matcher = matcher or EnvironmentMatcher(db)
+        self.agents: list[Agent] = []
+        self.agents_as_obstacles = agents_as_obstacles
+        self.stagger = stagger
+        self.record_poses = record_poses
+        self.fps = float(fps)
+        self.time = 0.0
+        self.frame = 0
+        self._agent_rows: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+        self._rows_frame = -1
+
+    # ------------------------------------------------------------------ agents
+    def add_agent(self, name: str, start, facing=(0.0, 1.0), source: Callable | None = None, *,
+                  controls: Controls | None = None, environment: bool = True, start_time: float = 0.0,
+                  path: np.ndarray | None = None, goal=None, controller: ControllerSettings | None = None) -> Agent:
+        cs = controller or self.controller_settings
+        ctrl = Controller(self.db, cs, position=(start[0], 0.0, start[1]), facing=(facing[0], 0.0, facing[1]))
+        settings = self.settings if environment else replace(self.settings, enabled=False)
+        chooser = EnvironmentChooser(self.matcher, settings, controls=controls or self.settings.controls,
+                                     scene=self.scene, clock=lambda: self.time,
+                                     obstacles_fn=self._others_fn(len(self.agents)) if self.agents_as_obstacles else None)
+        agent = Agent(name, ctrl, chooser, source or IdleInput(), start_time=start_time,
+                      path=None if path is None else np.asarray(path), goal=None if goal is None else np.asarray(goal))
+        self.agents.append(agent)
+        return agent
+
+    def _others_fn(self, index: int):
+        def fn(chooser: EnvironmentChooser):
+            if len(self.agents) < 2:
+                return np.zeros((0, ROW)), np.zeros(0, dtype=np.int64)
+            rows, slots, owner = self.agent_rows()
+            keep = owner != index
+            return rows[keep], slots[keep]
+        return fn
+
+    def agent_rows(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Every agent's future ellipses as obstacle rows (computed once per step, at its
+        start): ``(rows [A*K, ROW], slot_of [A*K], owner [A*K])``."""
+        if self._rows_frame != self.frame or self._agent_rows is None:
+            K = len(self.matcher.slots)
+            rows, slots, owner = [], [], []
+            head = self.settings.penalty.height_top
+            for i, a in enumerate(self.agents):
+                e = self.matcher.world_ellipses(a.ctrl.frame, a.root_xz, a.yaw)
+                rows.append(_ellipse_rows(e, -1 - i, head))
+                slots.append(np.arange(K))
+                owner.append(np.full(K, i))
+            if rows:
+                self._agent_rows = (np.concatenate(rows), np.concatenate(slots), np.concatenate(owner))
+            else:
+                self._agent_rows = (np.zeros((0, ROW)), np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64))
+            self._rows_frame = self.frame
+        return self._agent_rows
+
+    # ------------------------------------------------------------------ stepping
+    def step(self, dt: float) -> None:
+        """Advance every agent by ``dt`` (inputs are read from the state at the step's start)."""
+        for a in self.agents:
+            if self.time + 1e-9 >= a.start_time:
+                a.intent, a.desired = a.source(a, self.time)
+            else:
+                a.intent, a.desired = Intent.idle(), None
+            if a.chooser is not None:
+                a.chooser.target_speed = a.intent.speed
+        if self.agents_as_obstacles and len(self.agents) > 1:
+            self.agent_rows()  # snapshot before anyone moves
+        for a in self.agents:
+            n = len(a.chooser.log.times) if a.chooser is not None else 0
+            a.result = a.ctrl.update(dt, a.intent, desired=a.desired)
+            a.searched = a.result.searched or (a.chooser is not None and len(a.chooser.log.times) > n)
+        if self.frame == 0 and self.stagger and len(self.agents) > 1:
+            # spread searches: agent i searches i frames later (mod the search interval)
+            n = max(1, round(self.controller_settings.search_interval * self.fps))
+            for i, a in enumerate(self.agents):
+                a.ctrl._since_search = -(i % n) / self.fps
+        self.time += dt
+        self.frame += 1
+
+    def run(self, n_frames: int, *, progress: bool = False) -> WorldRecord:
+        """Step ``n_frames`` frames at the world's fps and record them."""
+        from tqdm import tqdm
+
+        A = len(self.agents)
+        J = self.db.skeleton.num_joints
+        K = len(self.matcher.slots)
+        dt = 1.0 / self.fps
+        pos = np.zeros((A, n_frames, 3))
+        yaw = np.zeros((A, n_frames))
+        frames = np.zeros((A, n_frames), dtype=np.int64)
+        searched = np.zeros((A, n_frames), dtype=bool)
+        desired = np.full((A, n_frames, K, 3), np.nan, dtype=np.float32)
+        rots = np.zeros((A, n_frames, J, 4), dtype=np.float32) if self.record_poses else None
+        trs = np.zeros((A, n_frames, J, 3), dtype=np.float32) if self.record_poses else None
+        secs = np.zeros(n_frames)
+        for f in tqdm(range(n_frames), desc="simulating", unit="frame", disable=not progress):
+            t0 = time.perf_counter()
+            self.step(0.0 if f == 0 and self.frame == 0 else dt)
+            secs[f] = time.perf_counter() - t0
+            for i, a in enumerate(self.agents):
+                c = a.ctrl
+                pos[i, f] = c.root_pos
+                yaw[i, f] = c.root_yaw
+                frames[i, f] = c.frame
+                searched[i, f] = a.searched
+                if c.last_desired is not None:
+                    desired[i, f] = c.last_desired.positions
+                if self.record_poses:
+                    rots[i, f], trs[i, f] = a.result.rotations, a.result.translations
+        logs = [a.chooser.log if a.chooser is not None else None for a in self.agents]
+        return WorldRecord([a.name for a in self.agents], self.fps, pos, yaw, frames, searched, desired, rots, trs,
+                           secs, logs)
+
+
+# ---------------------------------------------------------------------------- scenarios
+def world_from_scenario(db: MotionDatabase, scenario, *, settings: EnvironmentSettings | None = None,
+                        matcher: EnvironmentMatcher | None = None, record_poses: bool | None = None,
+                        controller_overrides: dict | None = None) -> World:
+    """A :class:`World` set up from a :class:`~motionmatch.environment.scenario.Scenario`."""
+    from motionmatch.runtime.crowd import SteeringInput, SteeringSettings
+
+    sc = scenario
+    if settings is None:
+        settings = EnvironmentSettings.from_dicts(sc.penalty, sc.search, sc.controller.get("controls"))
+    cdict = {k: v for k, v in sc.controller.items() if k != "controls"}
+    if "locomotion_tags" in sc.database:
+        cdict["locomotion_tags"] = sc.database["locomotion_tags"]
+    cdict.update(controller_overrides or {})
+    csettings = environment_controller_settings(**cdict)
+    if record_poses is None:
+        record_poses = len(sc.agents) <= 16
+    world = World(db, sc.scene(), settings=settings, controller=csettings, matcher=matcher,
+                  record_poses=record_poses, fps=sc.fps)
+    steer = SteeringSettings.from_dict(sc.steering)
+    from motionmatch.runtime.modes import gait_speeds_from_database
+
+    gaits = gait_speeds_from_database(db)
+    offsets = world.matcher.slots
+    for spec in sc.agents:
+        kind = spec.input_kind
+        if kind == "script":
+            src = ScriptInput(spec.script, sc.duration, sc.fps, gaits)
+        elif kind == "path":
+            src = PathInput(spec.path, spec.speed, offsets, loop=spec.loop)
+        elif kind == "goal":
+            src = SteeringInput(world, np.asarray(spec.goal), spec.speed, steer, waypoints=spec.via)
+        else:
+            src = IdleInput()
+        controls = settings.controls.with_(**spec.controls) if spec.controls else settings.controls
+        cs = replace(csettings, locomotion_tags=spec.tags) if spec.tags else None
+        world.add_agent(spec.name, spec.start, spec.facing, src, controls=controls, environment=spec.environment,
+                        start_time=spec.start_time, path=spec.path, goal=spec.goal, controller=cs)
+    return world
+
+
+def run_scenario(db: MotionDatabase, scenario, *, settings: EnvironmentSettings | None = None,
+                 matcher: EnvironmentMatcher | None = None, progress: bool = False,
+                 record_poses: bool | None = None, controller_overrides: dict | None = None
+                 ) -> tuple[World, WorldRecord, dict]:
+    """Run a scenario from start to end: ``(world, record, report)`` (see :func:`scenario_report`)."""
+    world = world_from_scenario(db, scenario, settings=settings, matcher=matcher, record_poses=record_poses,
+                                controller_overrides=controller_overrides)
+    rec = world.run(scenario.frames, progress=progress)
+    return world, rec, scenario_report(world, rec, scenario)
+
+
+def body_tracks(world: World, rec: WorldRecord) -> np.ndarray:
+    """``[A, F, 8]`` each agent's body ellipse per frame: from the recorded poses, or (when
+    poses were not recorded) from the database frame played, placed at the root."""
+    from motionmatch.anim import quat
+    from motionmatch.environment.body import motion_ellipses
+
+    A, F = rec.frames.shape
+    out = np.zeros((A, F, 8))
+    if rec.rotations is not None:
+        for i in range(A):
+            m = rec.motion(i, world.db.skeleton)
+            out[i] = motion_ellipses(m.world_positions, m.world_rotations[:, 0], rec.fps)
+        return out
+    cur = current_ellipses(world)
+    for i in range(A):
+        e = cur[rec.frames[i]]  # [F, 7] character frame
+        c, s = np.cos(rec.root_yaws[i]), np.sin(rec.root_yaws[i])
+        x, z = rec.root_positions[i, :, 0], rec.root_positions[i, :, 2]
+        out[i, :, 0] = x + c * e[:, 0] + s * e[:, 1]
+        out[i, :, 1] = z - s * e[:, 0] + c * e[:, 1]
+        out[i, :, 2] = c * e[:, 2] + s * e[:, 3]
+        out[i, :, 3] = -s * e[:, 2] + c * e[:, 3]
+        out[i, :, 4:8] = e[:, 4:8]
+    _ = quat
+    return out
+
+
+def current_ellipses(world: World) -> np.ndarray:
+    """``[N, 8]`` body ellipse of every database frame in its own character frame (cached)."""
+    cache = getattr(world.matcher, "_current", None)
+    if cache is not None:
+        return cache
+    from motionmatch.anim import quat
+    from motionmatch.database.features import body_ellipses
+
+    db = world.db
+    out = np.zeros((db.num_frames, 8))
+    for c in range(len(db.clip_names)):
+        m = db.clip_motion(c)
+        wp = m.world_positions
+        rr = m.world_rotations[:, 0]
+        fac = quat.rotate(rr, np.array([0.0, 0.0, 1.0]))
+        e = body_ellipses(wp, wp[:, 0], fac, db.fps)
+        yaw = quat.yaw_angle(rr)
+        cc, ss = np.cos(yaw), np.sin(yaw)
+        dx, dz = e[:, 0] - wp[:, 0, 0], e[:, 1] - wp[:, 0, 2]
+        a, b = db.clip_starts[c], db.clip_stops[c]
+        out[a:b, 0] = cc * dx - ss * dz
+        out[a:b, 1] = ss * dx + cc * dz
+        out[a:b, 2] = cc * e[:, 2] - ss * e[:, 3]
+        out[a:b, 3] = ss * e[:, 2] + cc * e[:, 3]
+        out[a:b, 4:8] = e[:, 4:8]
+    world.matcher._current = out
+    return out
+
+
+def scenario_report(world: World, rec: WorldRecord, scenario=None) -> dict:
+    """Numbers of a run: search time, diversity, path error, collisions (per agent and overall).
+
+    Keys: ``ms_per_search`` (mean chooser time over every search of every agent),
+    ``ms_per_search_median``, ``searches``, ``diversity`` (distinct database frames
+    played, all agents), ``error_m`` (mean distance from the root to the agent's target
+    path, over path-following agents; ``null`` without any), ``collision_time_s`` (mean
+    duration of an intersection of a body with an obstacle or another body),
+    ``collision_fraction`` (share of agent-frames in some intersection), ``collisions``,
+    ``obstacle_collision_fraction`` / ``agent_collision_fraction``, ``step_ms`` (mean wall
+    time of a world step), ``realtime_factor`` (simulated / wall time), ``agents`` (per
+    agent: the same measures, final position, distance to goal).
+    """
+    from motionmatch.environment.collision import body_distances, collision_summary, pair_distances
+    from motionmatch.metrics import distance_to_path
+
+    A, F = rec.frames.shape
+    fps = rec.fps
+    tracks = body_tracks(world, rec)
+    times = np.arange(F) / fps
+    scene = world.scene
+    if scene.moving_ids.size:
+        rows = np.stack([scene.rows_at(t) for t in times])
+    else:
+        rows = scene.rows_at(0.0)
+    per = []
+    all_times = []
+    errors = []
+    inside_any = np.zeros((A, F), dtype=bool)
+    obstacle_in = np.zeros((A, F), dtype=bool)
+    agent_in = np.zeros((A, F), dtype=bool)
+    run_lengths = []
+    for i in range(A):
+        d_obs = body_distances(tracks[i], rows) if len(scene) else np.zeros((F, 0))
+        others = [pair_distances(tracks[i], tracks[j]) for j in range(A) if j != i]
+        d_ag = np.stack(others, axis=1) if others else np.zeros((F, 0))
+        d_all = np.concatenate([d_obs, d_ag], axis=1)
+        summ = collision_summary(d_all, fps)
+        from motionmatch.environment.collision import intersection_runs
+
+        run_lengths.extend(n for _, _, n in intersection_runs(d_all < 0))
+        obstacle_in[i] = (d_obs < 0).any(axis=1) if d_obs.shape[1] else False
+        agent_in[i] = (d_ag < 0).any(axis=1) if d_ag.shape[1] else False
+        inside_any[i] = obstacle_in[i] | agent_in[i]
+        a = world.agents[i]
+        entry = {"name": rec.names[i], **summ,
+                 "final_position": [float(rec.root_positions[i, -1, 0]), float(rec.root_positions[i, -1, 2])]}
+        if a.path is not None:
+            e = distance_to_path(rec.root_positions[i], np.stack([a.path[:, 0], np.zeros(len(a.path)),
+                                                                    a.path[:, 1]], axis=1))
+            entry["error_m"] = float(e.mean())
+            errors.append(e)
+        if a.goal is not None:
+            entry["goal_distance_m"] = float(np.hypot(*(rec.root_positions[i, -1, [0, 2]] - a.goal)))
+        lg = rec.logs[i]
+        if lg is not None and lg.times:
+            entry["ms_per_search"] = float(np.mean(lg.times) * 1e3)
+            entry["searches"] = len(lg.times)
+            all_times.extend(lg.times)
+        per.append(entry)
+    report = {
+        "scenario": getattr(scenario, "name", None),
+        "agents_count": A,
+        "frames": F,
+        "duration_s": F / fps,
+        "ms_per_search": float(np.mean(all_times) * 1e3) if all_times else 0.0,
+        "ms_per_search_median": float(np.median(all_times) * 1e3) if all_times else 0.0,
+        "searches": len(all_times),
+        "diversity": int(np.unique(rec.frames).size),
+        "error_m": float(np.concatenate(errors).mean()) if errors else None,
+        "collision_time_s": float(np.mean(run_lengths) / fps) if run_lengths else 0.0,
+        "collision_fraction": float(inside_any.mean()),
+        "collisions": len(run_lengths),
+        "obstacle_collision_fraction": float(obstacle_in.mean()),
+        "agent_collision_fraction": float(agent_in.mean()),
+        "step_ms": float(rec.step_seconds[1:].mean() * 1e3) if F > 1 else 0.0,
+        "realtime_factor": float((F / fps) / max(rec.step_seconds.sum(), 1e-9)),
+        "agents": per,
+    }
+    return report

@@ -1,0 +1,476 @@
+"""Numba kernels of :mod:`motionmatch.search.penalized` (environment-penalised search).
+
+Score of a frame ``i`` for a query ``q`` (per-dimension weights ``w``)::
+
+    score(i) = sum_d w_d (q_d - f_id)^2  +  W_env * sum_k W_k sum_m c_m b(sd(E_ik, O_km) - margin)
+
+``E_ik`` is the frame's body ellipse at future slot ``k`` (character frame of the query),
+``O_km`` the obstacles of that slot (already moved into the same frame, time-aligned for
+moving obstacles and agents), ``c_m`` a per-obstacle weight, ``b`` the log barrier of
+:mod:`motionmatch.environment.geometry`. With height features an obstacle with a vertical
+range only counts when the body's vertical extent at that slot overlaps it.
+
+Base optimisations (always on unless ``early`` is false, which only the tests use): the
+query distance first, rejected as soon as it reaches the best score so far (a partial
+check halfway through the dimensions); then penalties slot by slot (first, second, third
+ellipse: the later slots weigh less), obstacle by obstacle in the caller's order (nearest
+first, disks first), rejected as soon as the running score reaches the best; a cheap
+circle/box lower bound skips pairs farther apart than the threshold before the exact
+signed distance is computed.
+
+Arrays: ``feats [N, D]`` float32; ``w [D]`` float64; ``ell [N, K, 8]`` float32 (centre x,
+z, unit axis x, z, semi-axis along, semi-axis across, lowest and highest joint height);
+``obs [K, M, ROW]`` float64 and ``counts [K]`` int64; ``slotw [K]`` float64;
+``pp [8]`` float64 penalty parameters (see ``P_*``).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numba
+import numpy as np
+
+from motionmatch.environment.geometry import (
+    C_P,
+    C_R,
+    C_TYPE,
+    C_UX,
+    C_UZ,
+    C_W,
+    C_X,
+    C_YMAX,
+    C_YMIN,
+    C_Z,
+    T_BOX,
+    barrier,
+    point_lower_bound,
+    point_upper_bound,
+    signed_distance,
+)
+
+# penalty parameters
+P_DHAT = 0       # threshold d̂ (m)
+P_KAPPA = 1      # exponent κ
+P_MARGIN = 2     # clearance kept around the body (m), subtracted from distances
+P_HLOW = 3       # margin below the body's lowest joint (m)
+P_HTOP = 4       # margin above its highest joint (m): the head's top is above the head joint
+P_HEIGHTS = 5    # 1: gate obstacles with a height range by the body's vertical extent
+P_DISK = 6       # 1: the body is a disk (circumscribed circle of the ellipse): ablation
+P_ENVW = 7       # environment weight W_env
+NP = 8
+
+# statistics counters
+S_DIST = 0       # query distances started
+S_PEN = 1        # frames whose penalties were evaluated
+S_SD = 2         # exact signed distances computed
+S_FINE = 3       # fine (segment) searches opened
+S_REPS = 4       # representatives visited
+NS = 5
+
+
+#: fast-math flags for the distance loops: reassociation lets LLVM vectorise the sums
+#: (no flag that assumes finite values: scores use +inf as "none yet")
+FM = {"reassoc", "contract", "arcp", "nsz"}
+
+
+@numba.njit(cache=True, nogil=True, inline="always", fastmath=FM)
+def _dist(feats, i, q, w):
+    """Weighted squared distance of frame ``i`` (float64 accumulation, vectorised)."""
+    s = 0.0
+    for d in range(q.shape[0]):
+        t = np.float64(feats[i, d]) - q[d]
+        s += w[d] * t * t
+    return s
+
+
+@numba.njit(cache=True, nogil=True, inline="always", fastmath=FM)
+def _dist_rows(feats, i, j, w):
+    """Weighted squared distance between frames ``i`` and ``j``."""
+    s = 0.0
+    for d in range(feats.shape[1]):
+        t = np.float64(feats[i, d]) - np.float64(feats[j, d])
+        s += w[d] * t * t
+    return s
+
+
+@numba.njit(cache=True, nogil=True)
+def frame_penalty(i, ell, obs, counts, slotw, pp, budget, early, stats):
+    """Weighted penalty sum of frame ``i`` (without W_env); stops once it reaches ``budget``."""
+    dhat = pp[P_DHAT]
+    kappa = pp[P_KAPPA]
+    margin = pp[P_MARGIN]
+    use_h = pp[P_HEIGHTS] > 0.5
+    disk = pp[P_DISK] > 0.5
+    K = counts.shape[0]
+    if early:
+        # a cheap lower bound first: the ellipse contains the disk of its smaller semi-axis
+        # around its centre, so sd(ellipse, obstacle) <= sd(centre, obstacle) - min(a, b);
+        # the barrier decreases, so barrier(that) bounds the pair's penalty from below
+        low = 0.0
+        for k in range(K):
+            n = counts[k]
+            if n == 0:
+                continue
+            cx = np.float64(ell[i, k, 0])
+            cz = np.float64(ell[i, k, 1])
+            a = np.float64(ell[i, k, 4])
+            b = np.float64(ell[i, k, 5])
+            inner = max(a, b) if disk else min(a, b)  # radius of a disk inside the body
+            lo = np.float64(ell[i, k, 6]) - pp[P_HLOW]
+            hi = np.float64(ell[i, k, 7]) + pp[P_HTOP]
+            for m in range(n):
+                if use_h and (hi <= obs[k, m, C_YMIN] or lo >= obs[k, m, C_YMAX]):
+                    continue
+                ub = point_upper_bound(cx, cz, obs[k, m]) - inner - margin
+                if ub < dhat:
+                    low += slotw[k] * obs[k, m, C_W] * barrier(ub, dhat, kappa)
+        if low >= budget:
+            return low
+    pen = 0.0
+    for k in range(K):
+        n = counts[k]
+        if n == 0:
+            continue
+        cx = np.float64(ell[i, k, 0])
+        cz = np.float64(ell[i, k, 1])
+        ux = np.float64(ell[i, k, 2])
+        uz = np.float64(ell[i, k, 3])
+        a = np.float64(ell[i, k, 4])
+        b = np.float64(ell[i, k, 5])
+        R = a if a > b else b
+        if disk:
+            a = R
+            b = R
+        lo = np.float64(ell[i, k, 6]) - pp[P_HLOW]
+        hi = np.float64(ell[i, k, 7]) + pp[P_HTOP]
+        wk = slotw[k]
+        reach = dhat + margin + R
+        for m in range(n):
+            if use_h and (hi <= obs[k, m, C_YMIN] or lo >= obs[k, m, C_YMAX]):
+                continue
+            dx = obs[k, m, C_X] - cx
+            dz = obs[k, m, C_Z] - cz
+            if int(obs[k, m, C_TYPE]) != T_BOX:
+                lim = reach + obs[k, m, C_R]
+                if dx * dx + dz * dz >= lim * lim:
+                    continue
+            else:
+                if point_lower_bound(cx, cz, obs[k, m]) >= reach:
+                    continue
+            stats[S_SD] += 1
+            d = signed_distance(cx, cz, ux, uz, a, b, obs[k, m]) - margin
+            if d < dhat:
+                pen += wk * obs[k, m, C_W] * barrier(d, dhat, kappa)
+                if early and pen >= budget:
+                    return pen
+    return pen
+
+
+@numba.njit(cache=True, nogil=True)
+def frame_clearance(i, ell, obs, counts, pp, out):
+    """``out[k]``: smallest signed distance (m, margin subtracted) of frame ``i``'s slot-k
+    ellipse to the obstacles that count (height gating applied); ``+inf`` without any."""
+    margin = pp[P_MARGIN]
+    use_h = pp[P_HEIGHTS] > 0.5
+    disk = pp[P_DISK] > 0.5
+    for k in range(counts.shape[0]):
+        best = np.inf
+        a = np.float64(ell[i, k, 4])
+        b = np.float64(ell[i, k, 5])
+        if disk:
+            a = max(a, b)
+            b = a
+        lo = np.float64(ell[i, k, 6]) - pp[P_HLOW]
+        hi = np.float64(ell[i, k, 7]) + pp[P_HTOP]
+        for m in range(counts[k]):
+            if use_h and (hi <= obs[k, m, C_YMIN] or lo >= obs[k, m, C_YMAX]):
+                continue
+            d = signed_distance(np.float64(ell[i, k, 0]), np.float64(ell[i, k, 1]), np.float64(ell[i, k, 2]),
+                                np.float64(ell[i, k, 3]), a, b, obs[k, m]) - margin
+            if d < best:
+                best = d
+        out[k] = best
+
+
+@numba.njit(cache=True, nogil=True)
+def _penalised(i, d, ell, obs, counts, slotw, pp, best, early, stats):
+    """``d`` plus the weighted penalties of frame ``i`` (stops once it reaches ``best``)."""
+    envw = pp[P_ENVW]
+    budget = (best - d) / envw if envw > 0 else np.inf
+    stats[S_PEN] += 1
+    return d + envw * frame_penalty(i, ell, obs, counts, slotw, pp, budget, early, stats)
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _score(i, feats, q, w, ell, obs, counts, slotw, pp, best, early, stats):
+    d = _dist(feats, i, q, w)
+    if early and d >= best:
+        return d
+    return _penalised(i, d, ell, obs, counts, slotw, pp, best, early, stats)
+
+
+@numba.njit(cache=True, nogil=True)
+def score_frames(idx, feats, q, w, ell, obs, counts, slotw, pp, out):
+    """Full scores (no rejection) of frames ``idx`` into ``out``."""
+    stats = np.zeros(NS, dtype=np.int64)
+    for j in range(idx.shape[0]):
+        out[j] = _score(idx[j], feats, q, w, ell, obs, counts, slotw, pp, np.inf, False, stats)
+
+
+@numba.njit(cache=True, nogil=True)
+def frame_summary(i, feats, q, w, ell, obs, counts, slotw, pp, clearance):
+    """``(score, weighted distance)`` of frame ``i``, and its clearance per slot into ``clearance``."""
+    stats = np.zeros(NS, dtype=np.int64)
+    d = _dist(feats, i, q, w)
+    s = _penalised(i, d, ell, obs, counts, slotw, pp, np.inf, False, stats)
+    frame_clearance(i, ell, obs, counts, pp, clearance)
+    return s, d
+
+
+@numba.njit(cache=True, nogil=True, fastmath=FM)
+def linear_search(feats, q, w, valid, mask, ell, obs, counts, slotw, pp, init, early, stats):
+    """Exact: every valid frame in the mask, with early rejection. Returns (index, score)."""
+    best = np.inf
+    bi = -1
+    if init >= 0:
+        best = _penalised(init, _dist(feats, init, q, w), ell, obs, counts, slotw, pp, np.inf, early, stats)
+        bi = init
+    n = 0
+    for i in range(feats.shape[0]):
+        if not (valid[i] and mask[i]) or i == init:
+            continue
+        n += 1
+        d = _dist(feats, i, q, w)
+        if early and d >= best:
+            continue
+        s = _penalised(i, d, ell, obs, counts, slotw, pp, best, early, stats)
+        if s < best:
+            best = s
+            bi = i
+    stats[S_DIST] += n
+    return bi, best
+
+
+@numba.njit(cache=True, nogil=True, fastmath=FM)
+def coherent_search(feats, q, w, valid, mask, ell, obs, counts, slotw, pp, reps, rep_feats, rep_lo, rep_hi, start,
+                    init, init_seg, dissim, v, max_stride, slack, stats):
+    """Temporal-coherence search (paper Sec. 5.4.2): representatives from ``start`` (wrapping
+    around), each scored against the best so far; a representative that beats it opens its
+    segment ``[rep_lo, rep_hi)`` (so does one whose query distance alone is below ``slack``
+    times the best score, ``slack > 1``); with ``dissim`` the stride over representatives grows with
+    the dissimilarity between the representative and the best frame (see
+    :func:`stride_for`). The frame playing now (``init``) seeds the best score, and its
+    segment (``init_seg``, -1: none) is searched first. ``rep_feats`` holds the representatives' features contiguously
+    (the coarse pass then reads memory in order). Returns (index, score)."""
+    D = q.shape[0]
+    best = np.inf
+    bi = -1
+    fb = np.zeros(D)  # features of the best frame
+    db_best = 0.0  # its query distance
+    if init >= 0:
+        db_best = _dist(feats, init, q, w)
+        best = _penalised(init, db_best, ell, obs, counts, slotw, pp, np.inf, True, stats)
+        bi = init
+        for d in range(D):
+            fb[d] = feats[init, d]
+    n = reps.shape[0]
+    if n == 0:
+        return bi, best
+    nd = 0
+    nr = 0
+    nf = 0
+    if init >= 0 and init_seg >= 0:
+        # the segment of the frame playing now: its continuation is the likeliest match
+        for i in range(rep_lo[init_seg], rep_hi[init_seg]):
+            if i == init or not (valid[i] and mask[i]):
+                continue
+            nd += 1
+            d2 = _dist(feats, i, q, w)
+            if d2 < best:
+                s2 = _penalised(i, d2, ell, obs, counts, slotw, pp, best, True, stats)
+                if s2 < best:
+                    best = s2
+                    bi = i
+        for d in range(D):
+            fb[d] = feats[bi, d]
+        db_best = _dist(feats, bi, q, w)
+    j = start % n
+    seen = 0
+    while seen < n:
+        r = reps[j]
+        nr += 1
+        step = 1
+        if valid[r] and mask[r] and r != bi:
+            nd += 1
+            dr = _dist(rep_feats, j, q, w)
+            if dr < best * slack:
+                improved = False
+                if dr < best:
+                    s = _penalised(r, dr, ell, obs, counts, slotw, pp, best, True, stats)
+                    if s < best:
+                        best = s
+                        bi = r
+                        improved = True
+                if improved or slack > 1.0:
+                    nf += 1
+                    for i in range(rep_lo[j], rep_hi[j]):
+                        if i == r or not (valid[i] and mask[i]):
+                            continue
+                        nd += 1
+                        d2 = _dist(feats, i, q, w)
+                        if d2 < best:
+                            s2 = _penalised(i, d2, ell, obs, counts, slotw, pp, best, True, stats)
+                            if s2 < best:
+                                best = s2
+                                bi = i
+                                improved = True
+                if improved:
+                    for d in range(D):
+                        fb[d] = feats[bi, d]
+                    db_best = _dist(feats, bi, q, w)
+            if dissim > 0 and bi >= 0 and best > 0.0 and best < np.inf:
+                if dissim == 1:
+                    dd = 0.0
+                    for d in range(D):
+                        t = np.float64(rep_feats[j, d]) - fb[d]
+                        dd += w[d] * t * t
+                else:
+                    # triangle-inequality lower bound of the dissimilarity, from distances
+                    # already known: |f_r - f_b| >= |f_r - q| - |q - f_b|
+                    dd = math.sqrt(dr) - math.sqrt(db_best)
+                    dd = dd * dd if dd > 0.0 else 0.0
+                step = stride_for(dd, best, v, max_stride)
+        j += step
+        if j >= n:
+            j -= n
+        seen += step
+    stats[S_DIST] += nd
+    stats[S_REPS] += nr
+    stats[S_FINE] += nf
+    return bi, best
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def stride_for(delta2, best, v, max_stride):
+    """The dissimilarity-based stride (the paper's Eq. 7 is lost; this is our form):
+    ``1 + floor(v * δ / sqrt(S))`` with ``δ`` the (weighted Euclidean) distance between the
+    current representative and the best frame and ``S`` the best score (a squared distance
+    plus penalties, hence its root): 1 while the best is poor (early in the search, ``S``
+    large) or the representative resembles it (``δ`` ~ 0), growing as it differs from the
+    best more than the best differs from the query; ``v`` is the aggressiveness."""
+    r2 = v * v * delta2  # stride - 1 = floor(sqrt(r2 / best)): count without sqrt/division
+    k = 1
+    while k < max_stride and (k * k) * best <= r2:
+        k += 1
+    return k
+
+
+@numba.njit(cache=True, nogil=True)
+def build_representatives(feats, valid, clip_starts, clip_stops, inv_range, min_stride, threshold, out_reps,
+                          out_lo, out_hi):
+    """Representative frames per clip: the first valid frame, then each valid frame at least
+    ``min_stride`` after the last representative whose features differ from it by at least
+    ``threshold`` on average over the dimensions, each difference relative to its
+    dimension's range (the paper's "5% relative to each feature's range"). Fills the
+    segments ``[lo, hi)`` (halfway to the neighbouring representatives, clip-bounded) and
+    returns the number of representatives."""
+    n = 0
+    D = feats.shape[1]
+    for c in range(clip_starts.shape[0]):
+        a = clip_starts[c]
+        b = clip_stops[c]
+        first = n
+        last = -1
+        for i in range(a, b):
+            if not valid[i]:
+                continue
+            if last >= 0:
+                if i - last < min_stride:
+                    continue
+                diff = 0.0
+                for d in range(D):
+                    diff += abs(np.float64(feats[i, d]) - np.float64(feats[last, d])) * inv_range[d]
+                if diff < threshold * D:
+                    continue
+            out_reps[n] = i
+            n += 1
+            last = i
+        for j in range(first, n):
+            out_lo[j] = a if j == first else (out_reps[j - 1] + out_reps[j]) // 2 + 1
+            out_hi[j] = b if j == n - 1 else (out_reps[j] + out_reps[j + 1]) // 2 + 1
+    return n
+
+
+@numba.njit(cache=True, nogil=True)
+def prepare_obstacles(rows, slot_of, root_x, root_z, yaw, points, radius, out, counts, order_key):
+    """Move world obstacle rows into the character frame and pre-select them per slot.
+
+    ``rows [M, ROW]`` world rows; ``slot_of [M]``: the slot a row belongs to (-1: every
+    slot; time-aligned proxies of moving obstacles and agents name theirs); the character
+    at ``(root_x, root_z)`` facing yaw ``yaw`` (+Z rotated about +Y); ``points [P, 2]``: the
+    query trajectory (character frame, the origin included by the caller); a row is kept
+    when its shape comes within ``radius`` of one of the points. ``out [K, M, ROW]``,
+    ``counts [K]``; ``order_key [M]`` scratch. Kept rows are sorted per slot by type (disks
+    first) then distance to the slot's point ``points[k + 1]``. Returns the smallest
+    lower-bound distance from the character (origin) to a kept obstacle (``inf``: none).
+    """
+    K = counts.shape[0]
+    for k in range(K):
+        counts[k] = 0
+    c = math.cos(yaw)
+    s = math.sin(yaw)
+    nearest = np.inf
+    local = np.empty(rows.shape[1])
+    for m in range(rows.shape[0]):
+        for j in range(rows.shape[1]):
+            local[j] = rows[m, j]
+        dx = rows[m, C_X] - root_x
+        dz = rows[m, C_Z] - root_z
+        # world -> character: inverse yaw rotation (x' = c x - s z, z' = s x + c z)
+        local[C_X] = c * dx - s * dz
+        local[C_Z] = s * dx + c * dz
+        ux = rows[m, C_UX]
+        uz = rows[m, C_UZ]
+        local[C_UX] = c * ux - s * uz
+        local[C_UZ] = s * ux + c * uz
+        near = np.inf
+        for p in range(points.shape[0]):
+            dlb = point_lower_bound(points[p, 0], points[p, 1], local)
+            if dlb < near:
+                near = dlb
+        if near > radius:
+            continue
+        d0 = point_lower_bound(0.0, 0.0, local)
+        if d0 < nearest:
+            nearest = d0
+        for k in range(K):
+            if slot_of[m] >= 0 and slot_of[m] != k:
+                continue
+            n = counts[k]
+            for j in range(rows.shape[1]):
+                out[k, n, j] = local[j]
+            counts[k] = n + 1
+    # sort each slot: disks first, then by distance to the slot's trajectory point
+    for k in range(K):
+        n = counts[k]
+        if n < 2:
+            continue
+        pk = min(k + 1, points.shape[0] - 1)
+        for m in range(n):
+            order_key[m] = out[k, m, C_TYPE] * 1e6 + point_lower_bound(points[pk, 0], points[pk, 1], out[k, m])
+        for m in range(1, n):  # insertion sort (few obstacles)
+            j = m
+            while j > 0 and order_key[j - 1] > order_key[j]:
+                t = order_key[j]
+                order_key[j] = order_key[j - 1]
+                order_key[j - 1] = t
+                for col in range(rows.shape[1]):
+                    t = out[k, j, col]
+                    out[k, j, col] = out[k, j - 1, col]
+                    out[k, j - 1, col] = t
+                j -= 1
+    return nearest
+
+
+_ = C_P  # re-exported column names are used by callers
