@@ -66,6 +66,7 @@ import itertools
 import json
 import math
 import time
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -96,13 +97,14 @@ class Limits:
 
 
 # ----------------------------------------------------------------------------- field types
-class _Field:
+class _Field(ABC):
     def __init__(self, optional: bool = False, default: Any = None):
         self.optional = optional
         self.default = default
 
-    def check(self, v: Any, where: str) -> Any:  # pragma: no cover - abstract
-        raise NotImplementedError
+    @abstractmethod
+    def check(self, v: Any, where: str) -> Any:
+        """``v`` validated (and normalised) for the field at ``where``; raises on bad input."""
 
 
 class Num(_Field):

@@ -25,6 +25,7 @@ predicting with a saved MLP needs only numpy.
 from __future__ import annotations
 
 import json
+from abc import ABC, abstractmethod
 from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -151,7 +152,7 @@ class HMMFilter:
 
 # ----------------------------------------------------------------------------- classifiers
 @dataclass
-class PoseClassifier:
+class PoseClassifier(ABC):
     """Base: features of a normalised stream, class probabilities, a smoother."""
 
     commands: tuple[str, ...] = COMMANDS
@@ -162,14 +163,17 @@ class PoseClassifier:
     kind = "base"
 
     # subclasses implement these three
+    @abstractmethod
     def features(self, norm: NormalizedPoses, indices: np.ndarray | None = None) -> np.ndarray:
-        raise NotImplementedError
+        """``[N, D]`` features of the frames ``indices`` (default all) of a normalised stream."""
 
+    @abstractmethod
     def predict_proba(self, X: np.ndarray) -> np.ndarray:
-        raise NotImplementedError
+        """``[N, C]`` class probabilities of feature rows ``X``."""
 
+    @abstractmethod
     def make_smoother(self):
-        raise NotImplementedError
+        """A fresh label smoother for a live stream."""
 
     # shared
     def classify(self, stream: KeypointStream | NormalizedPoses) -> ClassifiedStream:
