@@ -204,7 +204,8 @@ class MMCharacter:
         self.tap = QueryTap()
         self.ctrl.chooser = self.tap
         #: the frame chooser when no path is followed (None: nearest frame); an environment
-        #: plugin sets its penalised search here (see :mod:`motionmatch.viewer.hooks`)
+        #: plugin sets its penalised search here (see :mod:`motionmatch.viewer.hooks`); if it
+        #: has ``for_path(path_matcher)``, that chooser is used while a drawn path is followed
         self.chooser = None
         #: whether Responsiveness/Continuity re-weight a private database copy here; a plugin
         #: that applies them itself sets this to False
@@ -214,6 +215,11 @@ class MMCharacter:
         self.follower = None
         self.follow_info: dict | None = None
         self.intent_source = None  # hooks: an object with .intent(character, dt) -> Intent | None
+        #: hooks: ``(character, intent, dt) -> Intent`` applied to every intent (e.g. steering
+        #: around obstacles), and ``(times [R], xz [R, 2]) -> (times, xz)`` applied to a drawn
+        #: path in world coordinates before it is followed (e.g. routed around obstacles)
+        self.intent_filter = None
+        self.path_filter = None
         self.controls = {"responsiveness": 1.0, "continuity": 1.0, "evasion": 1.0, "anticipation": 1.0}
         skel = db.skeleton
         self.parents = np.asarray(skel.parents, dtype=np.int64)
@@ -250,6 +256,12 @@ class MMCharacter:
         """Follow a drawn path (times in drawing seconds, ``xz [R, 2]`` metres)."""
         from motionmatch.runtime.follow import FollowSettings, PathFollower
 
+        xz = np.asarray(xz, dtype=np.float64)
+        if self.path_filter is not None:
+            # the plugin routes the path around obstacles where the character will walk it
+            shift = (np.asarray(self.root_xz) - xz[0]) if mode == "local" else np.zeros(2)
+            times, xz = self.path_filter(np.asarray(times, dtype=np.float64), xz + shift)
+            xz = np.asarray(xz, dtype=np.float64) - shift
         path = TimedPath.from_samples(times, xz, rate=150.0, scale=scale)
         fs = FollowSettings(mode=mode, k=k, levels=levels, time_limit=None)
         ctrl = self.ctrl
@@ -258,7 +270,9 @@ class MMCharacter:
         # Drive our own controller instead of the follower's fresh one: no pose jump.
         follower.ctrl = ctrl
         ctrl.s = replace(self.settings, search_interval=fs.interval, adjust_halflife=0.0)
-        self.tap.inner = follower.matcher
+        # an environment plugin's chooser keeps avoiding obstacles on the path's query
+        for_path = getattr(self.chooser, "for_path", None)
+        self.tap.inner = for_path(follower.matcher) if for_path is not None else follower.matcher
         self.follower = follower
         self.held.clear()
         p = follower.path
@@ -329,6 +343,8 @@ class MMCharacter:
                 intent = self.intent_source.intent(self, dt)
             if intent is None:
                 intent = self.kb.update(self.held, dt)
+            if self.intent_filter is not None:
+                intent = self.intent_filter(self, intent, dt)
             r = self.ctrl.update(dt, intent)
         self.last = r
         world_positions(self.parents, r.rotations, r.translations, self.positions)

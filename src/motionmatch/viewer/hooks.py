@@ -14,9 +14,16 @@ Environment (``register_environment``): ``factory(db) -> adapter`` with
   (:class:`~motionmatch.viewer.characters.MMCharacter`) joined or left; the adapter may
   set ``character.chooser`` to its frame chooser (e.g. the penalised search,
   ``(controller, query, mask, view) -> (indices, costs)``), which the character installs
-  behind its query tap whenever it is not following a drawn path (so the debug panel
-  still sees every query), set ``character.reweight_locally = False`` when it applies
-  Responsiveness and Continuity itself, and set ``character.intent_source``;
+  behind its query tap (so the debug panel still sees every query) whenever it is not
+  following a drawn path; while it follows one, the character installs
+  ``chooser.for_path(path_matcher)`` if the chooser has that method (e.g. the penalised
+  search on the path's query when obstacles are near, the path's matcher otherwise), else
+  the path's matcher. It may set ``character.reweight_locally = False`` when it applies
+  Responsiveness and Continuity itself, ``character.intent_filter`` (``(character,
+  intent, dt) -> Intent``, applied to every intent: keyboard, crowd, pose, e.g. to steer
+  around obstacles), ``character.path_filter`` (``(times, xz) -> (times, xz)``, a drawn
+  path in world metres before it is followed, e.g. routed around obstacles) and
+  ``character.intent_source``;
   ``character.ctrl`` is the :class:`~motionmatch.runtime.controller.Controller`, which
   is replaced when the controls re-weight the database (``attach`` is called again);
 * ``before_step(characters, t, dt)``: called every tick before the characters move
@@ -27,19 +34,25 @@ Environment (``register_environment``): ``factory(db) -> adapter`` with
 * ``controls_changed(character)``: ``character.controls`` (responsiveness, continuity,
   evasion, anticipation) changed.
 
-Crowds (``register_crowd``): ``factory(db) -> steering`` with ``intent(character, dt)
--> Intent | None`` (set as ``character.intent_source`` for spawned agents with a goal)
-and optional ``spawn(session, spec) -> list[character ids]``.
+Crowds (``register_crowd``): ``factory(db) -> steering``, one per session, with
+``assign(character, *, goal=None, via=None, path=None, speed=1.3)`` (steer the character
+to ``goal`` ``[x, z]`` through the waypoints ``via``, or along the target ``path [[x, z],
+...]``: it sets itself as ``character.intent_source``), ``intent(character, dt) -> Intent
+| None``, and optional ``before_step(characters, t, dt)`` (called every tick before the
+environment's), ``release(character)`` (the character was removed) and ``status()``.
+Spawned groups and scenario agents with a goal or a path are assigned to it.
 
 Pose commands (``register_pose``): ``factory(db, kind, file) -> source`` where ``kind``
 is ``"webcam"`` (the page sends ``pose_keypoints`` messages, passed to
 ``source.push(keypoints, t)``) or ``"file"`` (a recorded keypoint file from the data
 folders); ``source.intent(character, dt) -> Intent | None`` then drives the selected
-character, and optional ``source.status() -> dict`` is shown in the page.
+character, and optional ``source.status() -> dict`` is shown in the page (sent as
+``pose_status`` messages about 5 times a second while a source is active).
 
 Scenarios (``register_scenario``): ``loader(path) -> dict`` with ``obstacles`` (list of
 dicts) and ``agents`` (list of ``{"name", "start": [x, z], "facing": [x, z], "path":
-[[x, z], ...] | None, "goal": [x, z] | None, "speed": m/s, "controls": {...}}``); the
+[[x, z], ...] | None, "goal": [x, z] | None, "via": [[x, z], ...] | None, "speed": m/s,
+"controls": {...}, "script": {...} | None}``); the
 default loader reads the scenario format with
 :func:`motionmatch.environment.scenario.load_scenario` when that module exists.
 """
@@ -116,6 +129,7 @@ def _default_scenario_loader(path) -> dict:
         agents.append({
             "name": str(d.get("name", "")), "start": list(d.get("start", (0.0, 0.0)))[:2],
             "facing": list(d.get("facing") or (0.0, 1.0))[:2], "path": d.get("path"), "goal": d.get("goal"),
+            "via": d.get("via"),
             "speed": float(d.get("speed") or 1.3), "controls": dict(d.get("controls") or {}),
             "script": d.get("script"),
         })

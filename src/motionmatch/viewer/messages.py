@@ -33,7 +33,8 @@ scrub              ``back`` (frames back from the newest, 0..history): show the 
 add_character      ``position`` [x, z], ``facing`` [x, z] (optional), ``name``.
 remove_character   ``id``.
 spawn_group        ``count`` (1..100), ``center`` [x, z], ``spacing``, ``target`` [x, z]
-                   (offset every member walks), ``speed``.
+                   (offset every member walks), ``speed``, ``via`` (optional offsets
+                   [[x, z], ...] walked through first: a target path).
 controls           ``id`` (optional), ``responsiveness``, ``continuity``, ``evasion``,
                    ``anticipation`` (0..2 each, all optional).
 obstacle_add       ``obstacle`` (see below); the reply names its ``id``.
@@ -293,7 +294,8 @@ SCHEMAS: dict[str, dict[str, _Field]] = {
     "remove_character": {"id": _ID},
     "spawn_group": {"count": Num(1, 100, integer=True), "center": Vec(2, -1000, 1000),
                     "spacing": Num(0.5, 10, optional=True, default=1.2),
-                    "target": Vec(2, -1000, 1000), "speed": Num(0.3, 6, optional=True, default=1.3)},
+                    "target": Vec(2, -1000, 1000), "speed": Num(0.3, 6, optional=True, default=1.3),
+                    "via": List(Vec(2, -1000, 1000), 0, 32, optional=True)},
     "controls": {"id": Num(0, 65535, integer=True, optional=True), "responsiveness": _CONTROL,
                  "continuity": _CONTROL, "evasion": _CONTROL, "anticipation": _CONTROL},
     "obstacle_add": {"obstacle": Custom(_obstacle_field)},

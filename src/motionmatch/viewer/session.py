@@ -122,6 +122,8 @@ class Session:
                 self.env = None
                 self._warn(f"environment plugin failed: {e}")
         self.pose_source = None
+        self._pose_status_at = 0
+        self.crowd = None  # the crowd plugin's steering for this session (created on first use)
         # stats
         self.bytes_sent = 0
         self.frames_sent = 0
@@ -184,6 +186,8 @@ class Session:
                 self._emit_events()
                 if self.debug_enabled and self.tick % 6 == 0:
                     self._emit_debug()
+                if self.pose_source is not None and self.tick >= self._pose_status_at:
+                    self._emit_pose_status()
             if time.perf_counter() >= self._next_stats:
                 self._next_stats = max(self._next_stats + 1.0, time.perf_counter() + 0.5)
                 self._emit_stats()
@@ -204,8 +208,11 @@ class Session:
         keeps 60 ticks per second and the selected character its 60 updates; every
         character's pose is still sent (and recorded) every tick."""
         t0 = time.perf_counter()
+        chars = list(self.chars.values())
+        if self.crowd is not None and hasattr(self.crowd, "before_step"):
+            self.crowd.before_step(chars, self.time, dt)
         if self.env is not None:
-            self.env.before_step(list(self.chars.values()), self.time, dt)
+            self.env.before_step(chars, self.time, dt)
         div = self.divisor
         k = 0
         for cid, ch in self.chars.items():
@@ -297,6 +304,27 @@ class Session:
                    "step_ms_max": round(float(st.max()), 3), "characters": len(self.chars),
                    "bytes_per_s": round(bps), "late_ticks": self.late_ticks, "dropped_ticks": self.dropped_ticks,
                    "tick": self.tick, "agent_hz": round(TICK_HZ / self.divisor, 1)})
+
+    def _emit_pose_status(self) -> None:
+        """The pose source's ``status()`` for the page (about 5 times a second)."""
+        self._pose_status_at = self.tick + 12
+        src = self.pose_source
+        st = {}
+        if src is not None and hasattr(src, "status"):
+            try:
+                st = dict(src.status())
+            except Exception as e:  # pragma: no cover - plugin failure
+                st = {"state": "error", "message": repr(e)}
+        driven = [c.id for c in self.chars.values() if getattr(c, "_pose_driven", False)]
+        self.send({"type": "pose_status", "active": src is not None, "ids": driven, **st})
+
+    def _crowd(self):
+        """This session's crowd steering (``None`` without the crowd plugin)."""
+        if self.crowd is None:
+            factory = hooks.crowd_factory()
+            if factory is not None:
+                self.crowd = factory(self.db)
+        return self.crowd
 
     def _selected_mm(self) -> MMCharacter:
         ch = self.chars.get(self.selected) if self.selected is not None else None
@@ -407,6 +435,8 @@ class Session:
 
     def remove_character(self, cid: int) -> None:
         ch = self.chars.pop(cid)
+        if self.crowd is not None and hasattr(self.crowd, "release") and isinstance(ch, MMCharacter):
+            self.crowd.release(ch)
         if self.env is not None and isinstance(ch, MMCharacter):
             self.env.detach(ch)
         if self.selected == cid:
@@ -522,8 +552,12 @@ class Session:
         sp = float(m["spacing"])
         cx, cz = m["center"]
         tx, tz = m["target"]
+        via = [tuple(v) for v in (m.get("via") or ())]
+        first = via[0] if via else (tx, tz)
         dist = math.hypot(tx, tz)
-        facing = (tx / dist, tz / dist) if dist > 1e-6 else (0.0, 1.0)
+        fd = math.hypot(*first)
+        facing = (first[0] / fd, first[1] / fd) if fd > 1e-6 else (0.0, 1.0)
+        crowd = self._crowd()
         ids = []
         for i in range(n):
             r, c = divmod(i, cols)
@@ -531,10 +565,10 @@ class Session:
             z = cz + (r - (math.ceil(n / cols) - 1) / 2) * sp
             ch = self.add_mm_character(f"agent {self._next_id}", (x, z), facing, announce=False)
             ids.append(ch.id)
-            crowd = hooks.crowd_factory()
             if crowd is not None:
-                ch.intent_source = crowd(self.db)
-                ch.goal = (x + tx, z + tz)
+                # every member walks the group's offsets from its own place: waypoints, then the goal
+                crowd.assign(ch, goal=(x + tx, z + tz), via=[(x + a, z + b) for a, b in via],
+                             speed=float(m["speed"]))
             elif dist > 0.1:
                 T = dist / float(m["speed"])
                 ch.start_path(np.array([0.0, T]), np.array([[x, z], [x + tx, z + tz]]), mode="local", levels=1, k=1)
@@ -636,14 +670,15 @@ class Session:
                     pts[0] - np.asarray(ch.root_xz)) > 0.05 else pts
             elif a.get("goal") is not None:
                 pts = np.asarray([ch.root_xz, tuple(a["goal"])[:2]], dtype=np.float64)
-            crowd = hooks.crowd_factory()
+            crowd = self._crowd()
             if a.get("script") is not None:
                 from motionmatch.control.script import parse_script
 
                 ch.intent_source = _ScriptSource(parse_script(a["script"], gaits=ch.ctrl.gaits))
-            elif crowd is not None and (a.get("goal") is not None or pts is not None):
-                ch.intent_source = crowd(self.db)
-                ch.goal = tuple(a["goal"]) if a.get("goal") is not None else tuple(pts[-1])
+            elif crowd is not None and pts is not None and a.get("path") is not None and len(pts) >= 2:
+                crowd.assign(ch, path=pts, speed=speed)
+            elif crowd is not None and a.get("goal") is not None:
+                crowd.assign(ch, goal=tuple(a["goal"])[:2], via=a.get("via"), speed=speed)
             elif pts is not None and len(pts) >= 2:
                 seg = np.linalg.norm(np.diff(pts, axis=0), axis=1)
                 keep = np.concatenate([[True], seg > 1e-6])
