@@ -34,6 +34,7 @@ about +Y taking the character's +Z (forward) to its facing. All outputs are worl
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -45,6 +46,19 @@ from motionmatch.control.intent import STILL_SPEED, Intent, vec3
 
 FORWARD = np.array([0.0, 0.0, 1.0])
 MODES = ("spring", "linear")
+
+
+def heading_of(c: float, s: float) -> float:
+    """Heading angle (rad) of the rotation about +Y ``(c, 0, s, 0)`` (``c = cos(a / 2)``,
+    ``s = sin(a / 2)``), computed as :func:`motionmatch.anim.quat.yaw_angle` does (the
+    rotated +Z axis is ``(2 c s, 0, 1 - 2 s^2)``), wrapped to ``(-pi, pi]``."""
+    return math.atan2(c * (2.0 * s), 1.0 - s * (2.0 * s))
+
+
+def heading_of_angle(angle: float) -> float:
+    """``quat.yaw_angle(quat.from_angle_y(angle))`` for one angle (rad), without arrays."""
+    half = 0.5 * angle
+    return heading_of(math.cos(half), math.sin(half))
 
 
 def yaw_rotation(direction: ArrayLike) -> np.ndarray:
@@ -100,7 +114,29 @@ class RootState:
     @property
     def yaw(self) -> float:
         """Heading angle (radians about +Y, 0 = facing +Z)."""
-        return float(quat.yaw_angle(self.rotation))
+        y = self.__dict__.get("_yaw")
+        if y is None:
+            y = float(quat.yaw_angle(self.rotation))
+            object.__setattr__(self, "_yaw", y)
+        return y
+
+    @classmethod
+    def _trusted(cls, position: np.ndarray, velocity: np.ndarray, acceleration: np.ndarray, yaw_angle: float,
+                 yaw_rate: float) -> RootState:
+        """A state from values known to be valid (float64 ``[3]`` arrays the state may
+        own, a heading angle and turning rate in rad and rad/s), without the checks and
+        conversions of the constructor: the per-frame path of :class:`TrajectoryPredictor`."""
+        st = object.__new__(cls)
+        half = 0.5 * heading_of_angle(yaw_angle)  # wrapped like the constructor's _as_yaw
+        c, s_ = math.cos(half), math.sin(half)
+        sa = object.__setattr__
+        sa(st, "position", position)
+        sa(st, "velocity", velocity)
+        sa(st, "acceleration", acceleration)
+        sa(st, "rotation", np.array([c, 0.0, s_, 0.0]))
+        sa(st, "angular_velocity", np.array([0.0, yaw_rate, 0.0]))
+        sa(st, "_yaw", heading_of(c, s_))
+        return st
 
     def replace(self, **changes) -> RootState:
         """A copy with some fields replaced."""
@@ -291,6 +327,18 @@ class TrajectoryPredictor:
         state: RootState | None = None,
     ) -> PredictedTrajectory:
         """Future samples at :attr:`times` from ``state`` (default: the simulated root)."""
+        if self.mode == "spring" and not self.vertical and facing is None and isinstance(desired, Intent):
+            return self._predict_planar(self.state if state is None else state, desired)
+        return self.predict_reference(desired, facing, state)
+
+    def predict_reference(
+        self,
+        desired: Intent | ArrayLike,
+        facing: ArrayLike | None = None,
+        state: RootState | None = None,
+    ) -> PredictedTrajectory:
+        """:meth:`predict` through :func:`predict_trajectory` for every mode (the array
+        formulation; :meth:`predict` takes a float fast path in the common case)."""
         return predict_trajectory(
             self.state if state is None else state,
             desired,
@@ -303,11 +351,98 @@ class TrajectoryPredictor:
             floor=self.floor,
         )
 
+    def _goal_heading(self, s: RootState, desired: Intent) -> tuple[float, float, float]:
+        """Goal velocity ``(x, z)`` and goal heading (rad) of an intent, as :func:`_goals`
+        and :func:`_heading` derive them, on floats."""
+        vel = desired.velocity
+        gx, gz = float(vel[0]), float(vel[2])
+        f = desired.facing
+        if f is not None:
+            goal = heading_of_angle(math.atan2(float(f[0]), float(f[2])))
+        elif math.hypot(gx, gz) >= STILL_SPEED:
+            goal = heading_of_angle(math.atan2(gx, gz))
+        else:
+            goal = s.yaw
+        return gx, gz, goal
+
+    def _predict_planar(self, s: RootState, desired: Intent) -> PredictedTrajectory:
+        """:meth:`predict` in the common case (spring mode, 2D, an :class:`Intent`) on
+        floats: :func:`predict_trajectory`'s closed forms without small-array overhead."""
+        gx, gz, goal = self._goal_heading(s, desired)
+        y = springs.SPRING_HALFLIFE_FACTOR / max(self.velocity_halflife, springs.MIN_HALFLIFE)
+        yy = y * y
+        yh = springs.SPRING_HALFLIFE_FACTOR / max(self.facing_halflife, springs.MIN_HALFLIFE)
+        px, py, pz = s.position.tolist()
+        vx, _, vz = s.velocity.tolist()
+        ax, _, az = s.acceleration.tolist()
+        j0x, j0z = vx - gx, vz - gz
+        j1x, j1z = ax + j0x * y, az + j0z * y
+        off0 = (s.yaw - goal + math.pi) % (2.0 * math.pi) - math.pi
+        j1h = float(s.angular_velocity[1]) + off0 * yh
+        pos, vel, dirs, rot = [], [], [], []
+        for t in self.times.tolist():
+            yt = y * t
+            e = math.exp(-yt)
+            e1 = -math.expm1(-yt)
+            n2 = 1.0 - (1.0 + yt) * e
+            pos.append((px + gx * t + j0x * e1 / y + j1x * n2 / yy, py,
+                        pz + gz * t + j0z * e1 / y + j1z * n2 / yy))
+            vel.append((gx + e * (j0x + j1x * t), 0.0, gz + e * (j0z + j1z * t)))
+            yaw = goal + math.exp(-yh * t) * (off0 + j1h * t)
+            dirs.append((math.sin(yaw), 0.0, math.cos(yaw)))
+            rot.append((math.cos(0.5 * yaw), 0.0, math.sin(0.5 * yaw), 0.0))
+        return PredictedTrajectory(self.times.copy(), np.array(pos), np.array(vel), np.array(dirs), np.array(rot))
+
     def advance(self, dt: float, desired: Intent | ArrayLike, facing: ArrayLike | None = None) -> RootState:
         """Step the simulated root ``dt`` seconds toward ``desired``; returns (and stores) the new state.
 
         Exact for any ``dt``: the new state equals the prediction at offset ``dt``.
         """
+        if not (dt >= 0 and math.isfinite(dt)):
+            raise ValueError(f"dt must be finite and >= 0 seconds, got {dt!r}")
+        if self.mode == "spring" and not self.vertical and facing is None and isinstance(desired, Intent):
+            return self._advance_planar(float(dt), desired)
+        return self.advance_reference(dt, desired, facing)
+
+    def _advance_planar(self, dt: float, desired: Intent) -> RootState:
+        """:meth:`advance` in the common case (spring mode, 2D, an :class:`Intent`), on
+        Python floats: the same closed forms as
+        :func:`~motionmatch.control.springs.spring_velocity` and
+        :func:`~motionmatch.control.springs.decay_spring`, without small-array overhead."""
+        s = self.state
+        gx, gz, goal = self._goal_heading(s, desired)
+        # velocity spring (x and z; y is not sprung in 2D: its velocity and acceleration are 0)
+        t = dt
+        y = springs.SPRING_HALFLIFE_FACTOR / max(self.velocity_halflife, springs.MIN_HALFLIFE)
+        yt = y * t
+        e = math.exp(-yt)
+        e1 = -math.expm1(-yt)
+        n2 = 1.0 - (1.0 + yt) * e
+        yy = y * y
+        p, v, a = s.position, s.velocity, s.acceleration
+        xs, vs, as_ = [0.0, float(p[1]), 0.0], [0.0, 0.0, 0.0], [0.0, 0.0, 0.0]
+        for c, g in ((0, gx), (2, gz)):
+            v0, a0 = float(v[c]), float(a[c])
+            j0 = v0 - g
+            j1 = a0 + j0 * y
+            xs[c] = float(p[c]) + g * t + j0 * e1 / y + j1 * n2 / yy
+            vs[c] = g + e * (j0 + j1 * t)
+            as_[c] = e * (a0 - j1 * yt)
+        # heading spring toward the goal, the shortest way round
+        off0 = (s.yaw - goal + math.pi) % (2.0 * math.pi) - math.pi
+        w0 = float(s.angular_velocity[1])
+        yh = springs.SPRING_HALFLIFE_FACTOR / max(self.facing_halflife, springs.MIN_HALFLIFE)
+        eh = math.exp(-yh * t)
+        j1 = w0 + off0 * yh
+        off = eh * (off0 + j1 * t)
+        rate = eh * (w0 - j1 * yh * t)
+        self.state = RootState._trusted(np.array(xs), np.array(vs), np.array(as_), goal + off, rate)
+        return self.state
+
+    def advance_reference(self, dt: float, desired: Intent | ArrayLike, facing: ArrayLike | None = None) -> RootState:
+        """:meth:`advance` on the array springs of :mod:`motionmatch.control.springs` for
+        every mode (the straightforward formulation; :meth:`advance` takes a float fast
+        path in the common case)."""
         if not np.isfinite(dt) or dt < 0:
             raise ValueError(f"dt must be finite and >= 0 seconds, got {dt!r}")
         s = self.state

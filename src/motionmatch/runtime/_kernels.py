@@ -157,3 +157,187 @@ def local_from_world(parent_world, child_world, out):
     inv[2] = -parent_world[2]
     inv[3] = -parent_world[3]
     qmul(inv, child_world, out)
+
+
+@numba.njit(cache=True, inline="always")
+def _quintic_at(c, j, t):
+    """Bollo's quintic (coefficient rows ``A, B, C, a0/2, v0, x0, t1`` of ``c [7, J]``) of
+    joint ``j`` at time ``t``; 0 from ``t1`` on."""
+    t1 = c[6, j]
+    if t >= t1:
+        return 0.0
+    tt = t
+    return (((((c[0, j] * tt + c[1, j]) * tt + c[2, j]) * tt + c[3, j]) * tt + c[4, j]) * tt) + c[5, j]
+
+
+@numba.njit(cache=True)
+def quintic_offsets(rot_axis, rot_coeffs, pos_dir, pos_coeffs, t, rot_off, pos_off):
+    """Inertialization offsets of ``J`` joints ``t`` seconds after a quintic transition.
+
+    ``rot_axis``, ``pos_dir``: ``[J, 3]`` unit axes / directions of the offsets;
+    ``rot_coeffs``, ``pos_coeffs``: ``[7, J]`` quintic coefficients (see
+    :func:`motionmatch.runtime.inertialize.quintic_coefficients`). Writes the offset
+    rotations ``rot_off [J, 4]`` (``exp`` of axis * angle) and translations ``pos_off [J, 3]``.
+    """
+    for j in range(rot_axis.shape[0]):
+        a = _quintic_at(rot_coeffs, j, t)
+        rx, ry, rz = rot_axis[j, 0] * a, rot_axis[j, 1] * a, rot_axis[j, 2] * a
+        angle = np.sqrt(rx * rx + ry * ry + rz * rz)
+        half = 0.5 * angle
+        scale = np.sin(half) / max(angle, 1e-300) if angle > 1e-9 else 0.5
+        rot_off[j, 0] = np.cos(half)
+        rot_off[j, 1] = rx * scale
+        rot_off[j, 2] = ry * scale
+        rot_off[j, 3] = rz * scale
+        d = _quintic_at(pos_coeffs, j, t)
+        for c in range(3):
+            pos_off[j, c] = pos_dir[j, c] * d
+
+
+@numba.njit(cache=True)
+def lock_feet(parents, legs, contact_row, root_pos, root_rot, rot, pos, dt, unlock_distance, blend_time, lock_in_time,
+              locked, lock_pos, release, release_t, lock_t, shown):
+    """Foot locking on a pose (in place): keep feet where they touched down with two-bone
+    IK on the legs, fade a released lock's correction out.
+
+    ``parents [J]``; ``legs [K, 4]`` (hip, knee, ankle, toe) joints; ``contact_row [K]``
+    the database's contacts at the played frame; ``rot [J-1, 4]``, ``pos [J-1, 3]`` the
+    local pose of joints 1.. (``rot`` is corrected in place); ``root_pos [3]``,
+    ``root_rot [4]`` the character root. Lock state (updated in place): ``locked [K]``,
+    ``lock_pos [K, 3]`` (m, world), ``release [K, 3]`` (offset being faded out),
+    ``release_t [K]``, ``lock_t [K]`` (s). ``shown [K]`` receives the feet locked now.
+    Times in seconds, distances in metres.
+    """
+    J = parents.shape[0]
+    wp = np.empty((J, 3))
+    wr = np.empty((J, 4))
+    forward_kinematics(parents, root_pos, root_rot, rot, pos, wp, wr)
+    new_a = np.empty(4)
+    new_b = np.empty(4)
+    offset = np.empty(3)
+    target = np.empty(3)
+    for k in range(legs.shape[0]):
+        hip, knee, ankle, toe = legs[k, 0], legs[k, 1], legs[k, 2], legs[k, 3]
+        shown[k] = False
+        if contact_row[k]:
+            if not locked[k]:
+                locked[k] = True
+                for c in range(3):
+                    lock_pos[k, c] = wp[toe, c]
+                lock_t[k] = 0.0
+                # a lock taking over from a fading release keeps the foot where it is shown
+                if release_t[k] < blend_time:
+                    a = release_t[k] / blend_time
+                    w = (1 - a) ** 2 * (1 + 2 * a)
+                    for c in range(3):
+                        lock_pos[k, c] = wp[toe, c] + release[k, c] * w
+                    lock_t[k] = lock_in_time
+                release_t[k] = np.inf
+            else:
+                d2 = 0.0
+                for c in range(3):
+                    d2 += (lock_pos[k, c] - wp[toe, c]) ** 2
+                if np.sqrt(d2) > unlock_distance:
+                    _unlock(k, wp[toe], lock_in_time, locked, lock_pos, release, release_t, lock_t)
+        elif locked[k]:
+            _unlock(k, wp[toe], lock_in_time, locked, lock_pos, release, release_t, lock_t)
+        if locked[k]:
+            lock_t[k] += dt
+            a = min(lock_t[k] / lock_in_time, 1.0) if lock_in_time > 0 else 1.0
+            w = a * a * (3 - 2 * a)  # smooth fade-in
+            for c in range(3):
+                offset[c] = (lock_pos[k, c] - wp[toe, c]) * w
+            shown[k] = True
+        elif release_t[k] < blend_time:
+            release_t[k] += dt
+            a = min(release_t[k] / blend_time, 1.0)
+            w = (1 - a) ** 2 * (1 + 2 * a)  # smooth (cubic) fade-out
+            for c in range(3):
+                offset[c] = release[k, c] * w
+        else:
+            continue
+        if offset[0] * offset[0] + offset[1] * offset[1] + offset[2] * offset[2] < 1e-10:
+            continue
+        for c in range(3):
+            target[c] = wp[ankle, c] + offset[c]
+        if two_bone_ik(wp[hip], wp[knee], wp[ankle], target, wr[hip], wr[knee], new_a, new_b):
+            local_from_world(wr[parents[hip]], new_a, rot[hip - 1])
+            local_from_world(new_a, new_b, rot[knee - 1])
+            # keep the ankle's world orientation, so the toe lands where the ankle moved it
+            local_from_world(new_b, wr[ankle], rot[ankle - 1])
+
+
+@numba.njit(cache=True)
+def _unlock(k, toe_p, lock_in_time, locked, lock_pos, release, release_t, lock_t):
+    """Release foot ``k``: fade out the correction it had (as shown)."""
+    a = min(lock_t[k] / lock_in_time, 1.0) if lock_in_time > 0 else 1.0
+    w = a * a * (3 - 2 * a)
+    locked[k] = False
+    for c in range(3):
+        release[k, c] = (lock_pos[k, c] - toe_p[c]) * w
+    release_t[k] = 0.0
+
+
+@numba.njit(cache=True)
+def controller_pose(db_rot, db_pos, i, j, alpha, inert_mode, inert_t, rot_axis, rot_coeffs, pos_dir, pos_coeffs,
+                    rot_off, pos_off, root_pos, root_yaw, parents, legs, contacts, frame, dt, unlock_distance,
+                    blend_time, lock_in_time, locked, lock_pos, release, release_t, lock_t,
+                    shown_rot, shown_pos, out_rot, out_pos, shown_contacts):
+    """One controller frame's pose in one call: sample the database between frames ``i``
+    and ``j`` (``alpha`` in [0, 1]), add the inertialization offsets, lock the feet, and
+    write the character's pose.
+
+    Args:
+        db_rot, db_pos: ``[N, J, 4]``, ``[N, J, 3]`` database local rotations/translations
+            (any float type).
+        inert_mode: 0 no offsets, 1 quintic offsets evaluated at ``inert_t`` seconds from
+            ``rot_axis``/``rot_coeffs``/``pos_dir``/``pos_coeffs`` into ``rot_off [J-1, 4]``
+            and ``pos_off [J-1, 3]``, 2 offsets already in ``rot_off``/``pos_off``.
+        root_pos, root_yaw: character root ``[3]`` (m) and heading (rad about +Y).
+        legs: ``[K, 4]`` leg chains (``K = 0``: no foot locking); ``contacts [N, K]``;
+            ``frame`` the played frame; lock state as in :func:`lock_feet`.
+        shown_rot, shown_pos: ``[J-1, 4]``, ``[J-1, 3]`` receive the local pose shown.
+        out_rot, out_pos: ``[J, 4]``, ``[J, 3]`` receive the pose with joint 0 the root.
+        shown_contacts: ``[K]`` receives the feet locked this frame.
+    """
+    J1 = shown_rot.shape[0]
+    ra = np.empty((J1, 4))
+    rb = np.empty((J1, 4))
+    pa = np.empty((J1, 3))
+    pb = np.empty((J1, 3))
+    for q in range(J1):
+        for c in range(4):
+            ra[q, c] = db_rot[i, q + 1, c]
+            rb[q, c] = db_rot[j, q + 1, c]
+        for c in range(3):
+            pa[q, c] = db_pos[i, q + 1, c]
+            pb[q, c] = db_pos[j, q + 1, c]
+    sample_pose(ra, rb, pa, pb, alpha, shown_rot, shown_pos)
+    if inert_mode == 1:
+        quintic_offsets(rot_axis, rot_coeffs, pos_dir, pos_coeffs, inert_t, rot_off, pos_off)
+    if inert_mode != 0:
+        tmp = np.empty(4)
+        for q in range(J1):
+            qmul(rot_off[q], shown_rot[q], tmp)
+            for c in range(4):
+                shown_rot[q, c] = tmp[c]
+            for c in range(3):
+                shown_pos[q, c] = shown_pos[q, c] + pos_off[q, c]
+    half = 0.5 * root_yaw
+    root_rot = np.empty(4)
+    root_rot[0] = np.cos(half)
+    root_rot[1] = 0.0
+    root_rot[2] = np.sin(half)
+    root_rot[3] = 0.0
+    if legs.shape[0] > 0:
+        lock_feet(parents, legs, contacts[frame], root_pos, root_rot, shown_rot, shown_pos, dt, unlock_distance,
+                  blend_time, lock_in_time, locked, lock_pos, release, release_t, lock_t, shown_contacts)
+    for c in range(4):
+        out_rot[0, c] = root_rot[c]
+    for c in range(3):
+        out_pos[0, c] = root_pos[c]
+    for q in range(J1):
+        for c in range(4):
+            out_rot[q + 1, c] = shown_rot[q, c]
+        for c in range(3):
+            out_pos[q + 1, c] = shown_pos[q, c]

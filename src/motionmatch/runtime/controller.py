@@ -20,10 +20,17 @@ shortly before both feet leave the ground for > 0.11 s, or over ``jump``-tagged 
 there are none, with 3D trajectory features; the jump then plays for ``jump_duration``); ``creep`` (searches restricted to ``creep`` clips with 3D
 features). Jump and creep need a database built with a vertical (3D) schema and the
 tags; without them those actions fall back to locomotion.
+
+Cost: the per-frame numeric work runs on Python floats and in one compiled kernel
+(:func:`motionmatch.runtime._kernels.controller_pose`: pose sampling, inertialization,
+forward kinematics and foot-locking IK on preallocated state arrays), so a frame without
+a search costs tens of microseconds; :class:`motionmatch.runtime.reference.ReferenceController`
+keeps the plain numpy formulation the tests compare it with.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -118,12 +125,21 @@ class Controller:
                                              mode=self.s.trajectory_mode)
         self._term_layout = [(t, db.schema.slice(t.name), [times.index(o) for o in t.offsets])
                              for t in db.schema.terms if t.is_trajectory]
+        self._query_index = self._query_layout()
         # Root tracks of the database as plain arrays (the root rotates about +Y only).
         self._db_root_pos = db.translations[:, 0].astype(np.float64)
         self._db_root_yaw = quat.yaw_angle(db.rotations[:, 0].astype(np.float64))
         J = db.skeleton.num_joints
         self.inert = Inertializer(J - 1, self.s.inertialization, self.s.blend_time, self.s.spring_halflife)
         self._legs = self._leg_chains()
+        self._legs_arr = np.asarray(self._legs, dtype=np.int64).reshape(-1, 4)
+        self._no_legs = np.zeros((0, 4), dtype=np.int64)
+        self._parents = np.ascontiguousarray(db.skeleton.parents, dtype=np.int64)
+        self._no_coeffs = np.zeros((7, J - 1))
+        self._fps = float(db.fps)
+        #: whether the search in progress transitions whatever the cost of continuing
+        #: (mode change, clip end, ``force_search``); a chooser may read it
+        self.search_forced = False
         self.searches = 0
         self.transitions = 0
         self.time = 0.0
@@ -166,6 +182,19 @@ class Controller:
             self._masks[key] = np.bincount(self.db.frame_clip[m], minlength=len(self.db.clip_names)) > 0
         return self._masks[key]
 
+    def _query_layout(self) -> tuple[np.ndarray, ...]:
+        """Where the query's trajectory features go: feature columns of the x and z
+        components of positions and directions, and the trajectory sample of each."""
+        px, pz, pk, dx, dz, dk = [], [], [], [], [], []
+        for term, sl, ks in self._term_layout:
+            step = 3 if term.vertical else 2
+            xs, zs, kk = (px, pz, pk) if term.kind == "trajectory_position" else (dx, dz, dk)
+            for n, k in enumerate(ks):
+                xs.append(sl.start + step * n)
+                zs.append(sl.start + step * n + step - 1)
+                kk.append(k)
+        return tuple(np.asarray(a, dtype=np.int64) for a in (px, pz, pk, dx, dz, dk))
+
     def _has(self, tag: str) -> bool:
         if tag == "jump" and "@takeoff" in self._masks:
             return True
@@ -199,7 +228,8 @@ class Controller:
         self._prev_actions: frozenset[str] = frozenset()
         self.inert.reset()
         rot, pos = self._db_pose_at(self.frame_pos)
-        self._shown = self._prev_shown = (rot, pos)
+        self._shown = (rot, pos)
+        self._prev_shown = (rot.copy(), pos.copy())  # distinct buffers: the fast path writes into them
         self._last_dt = 0.0
         K = len(self._legs)
         self._locked = np.zeros(K, dtype=bool)
@@ -210,6 +240,25 @@ class Controller:
         self.last_desired: PredictedTrajectory | None = None
         self.last_costs: dict[str, float] = {}
 
+    # ------------------------------------------------------------ search phase
+    @property
+    def since_search(self) -> float:
+        """Seconds since the last search (``inf`` before the first one).
+
+        The periodic search runs once this reaches ``settings.search_interval``. Setting
+        it staggers characters: e.g. ``-(i % n) / 60`` delays character ``i``'s first
+        search by ``i % n`` frames at 60 Hz so that ``n`` characters spread their searches
+        over ``n`` frames (a negative value delays, ``inf`` searches on the next update).
+        """
+        return self._since_search
+
+    @since_search.setter
+    def since_search(self, seconds: float) -> None:
+        seconds = float(seconds)
+        if math.isnan(seconds) or seconds == -math.inf:
+            raise ValueError(f"since_search must be a number of seconds (or +inf), got {seconds!r}")
+        self._since_search = seconds
+
     # --------------------------------------------------------- database sampling
     def _clip_last(self, frame: int) -> int:
         return int(self.db.clip_stops[self.db.frame_clip[frame]] - 1)
@@ -219,15 +268,17 @@ class Controller:
         """The character root's rotation ``[4]`` (about +Y)."""
         return quat.from_angle_y(self.root_yaw)
 
-    def _db_root_at(self, fpos: float) -> tuple[np.ndarray, float]:
-        """Database root position ``[3]`` and yaw (rad) at a fractional frame."""
+    def _db_root_at(self, fpos: float) -> tuple[tuple[float, float, float], float]:
+        """Database root position ``(x, y, z)`` and yaw (rad) at a fractional frame."""
         i = int(fpos)
         j = min(i + 1, self._clip_last(i))
         a = fpos - i
-        p = (1 - a) * self._db_root_pos[i] + a * self._db_root_pos[j]
-        y0, y1 = self._db_root_yaw[i], self._db_root_yaw[j]
-        dy = (y1 - y0 + np.pi) % (2 * np.pi) - np.pi
-        return p, float(y0 + a * dy)
+        b = 1 - a
+        pi_, pj = self._db_root_pos[i].tolist(), self._db_root_pos[j].tolist()
+        p = (b * pi_[0] + a * pj[0], b * pi_[1] + a * pj[1], b * pi_[2] + a * pj[2])
+        y0, y1 = float(self._db_root_yaw[i]), float(self._db_root_yaw[j])
+        dy = (y1 - y0 + math.pi) % (2 * math.pi) - math.pi
+        return p, y0 + a * dy
 
     def _db_pose_at(self, fpos: float) -> tuple[np.ndarray, np.ndarray]:
         """Local rotations ``[J-1, 4]`` and translations ``[J-1, 3]`` of joints 1.. at ``fpos``."""
@@ -258,21 +309,25 @@ class Controller:
 
     # -------------------------------------------------------------- searching
     def _query(self, intent: Intent, vertical: np.ndarray | None) -> tuple[np.ndarray, PredictedTrajectory]:
+        """The normalised query ``[D]`` (float32) for this frame and the desired trajectory it encodes."""
         if self._desired_override is not None:
             traj = self._desired_override
         else:
             sim = self.predictor.state
-            state = RootState(position=self.root_pos, velocity=sim.velocity, acceleration=sim.acceleration,
-                              rotation=self.root_rot, angular_velocity=sim.angular_velocity)
+            state = RootState._trusted(self.root_pos.copy(), sim.velocity, sim.acceleration, self.root_yaw,
+                                       float(sim.angular_velocity[1]))
             traj = self.predictor.predict(intent, state=state)
-        lp, ld, _ = traj.local(self.root_pos, self.root_rot)
-        raw = self.db.raw_features[self.frame].astype(np.float64).copy()
-        for term, sl, ks in self._term_layout:
-            src = lp if term.kind == "trajectory_position" else ld
-            step = 3 if term.vertical else 2
-            for n, k in enumerate(ks):
-                raw[sl.start + step * n] = src[k, 0]
-                raw[sl.start + step * n + step - 1] = src[k, 2]
+        # the trajectory in the character's frame (inverse of the rotation by root_yaw about +Y)
+        c, s_ = math.cos(self.root_yaw), math.sin(self.root_yaw)
+        P = traj.positions - self.root_pos
+        D = traj.directions
+        px, pz, pk, dx, dz, dk = self._query_index
+        raw = self.db.raw_features[self.frame].astype(np.float64)
+        Pk, Dk = P[pk], D[dk]
+        raw[px] = c * Pk[:, 0] - s_ * Pk[:, 2]
+        raw[pz] = s_ * Pk[:, 0] + c * Pk[:, 2]
+        raw[dx] = c * Dk[:, 0] - s_ * Dk[:, 2]
+        raw[dz] = s_ * Dk[:, 0] + c * Dk[:, 2]
         if vertical is not None and self.vcols.size:
             raw[self.vcols] = vertical
         q = self.db.normalize(raw)
@@ -290,6 +345,7 @@ class Controller:
         # Continuing is possible to the clip's real end (also through its last second, whose
         # frames a search may not return), if the clip matches the tags.
         cur_ok = bool(self._clip_allowed(tags)[self.db.frame_clip[cur]]) and self.frame_pos + 1 < self._clip_last(cur)
+        self.search_forced = bool(force)
         if self.chooser is not None:
             idx, cost = self.chooser(self, q, mask, view)
         else:
@@ -335,7 +391,11 @@ class Controller:
             return "dance", self.mode != "dance"
         if "creep" in acts and self._has("creep"):
             return "creep", self.mode != "creep"
-        moving = intent.speed > 1e-3 or np.linalg.norm(self.predictor.state.velocity[[0, 2]]) > self.s.idle_speed
+        if intent.speed > 1e-3:
+            moving = True
+        else:
+            v = self.predictor.state.velocity
+            moving = math.hypot(float(v[0]), float(v[2])) > self.s.idle_speed
         if not moving:
             return "idle", self.mode not in ("idle",)
         return "locomotion", self.mode in ("dance", "jump", "creep")
@@ -352,39 +412,27 @@ class Controller:
                 root and the modes.
             force_search: search on this update whatever the search timer says.
         """
-        if not (np.isfinite(dt) and dt >= 0):
+        if not (dt >= 0 and math.isfinite(dt)):
             raise ValueError(f"dt must be a finite number of seconds >= 0, got {dt!r}")
         if desired is not None and len(desired.positions) != len(self.db.schema.trajectory_offsets):
             raise ValueError(f"desired trajectory has {len(desired.positions)} samples; the database's schema "
                              f"needs {len(self.db.schema.trajectory_offsets)} (at {self.db.schema.trajectory_offsets} s)")
+        dt = float(dt)
         self._desired_override = desired
-        db = self.db
         self.time += dt
         self._since_search += dt
         # 1. playback by time, with root motion
-        self.frame_pos += dt * db.fps
-        last = self._clip_last(self.frame)
-        at_end = self.frame_pos >= last
-        if at_end:
-            self.frame_pos = float(last)
-        self.frame = int(self.frame_pos)
-        new_pos, new_yaw = self._db_root_at(self.frame_pos)
-        old_pos, old_yaw = self._db_root
-        d = new_pos - old_pos
-        turn = self.root_yaw - old_yaw  # rotates the clip's world into the character's
-        c, s_ = np.cos(turn), np.sin(turn)
-        self.root_pos = self.root_pos + np.array([c * d[0] + s_ * d[2], d[1], -s_ * d[0] + c * d[2]])
-        self.root_yaw = float((self.root_yaw + (new_yaw - old_yaw) + np.pi) % (2 * np.pi) - np.pi)
-        self._db_root = (new_pos, new_yaw)
+        at_end, speed, turn_rate = self._playback(dt)
         if self.s.adjust_halflife > 0 and dt > 0:
-            self._adjust_root(dt, np.hypot(d[0], d[2]) / dt, abs(new_yaw - old_yaw) / dt)
+            self._adjust_root(dt, speed, turn_rate)
         # 2. mode and search
         mode, force = self._choose_mode(intent)
         if self.mode == "jump" and mode != "jump":
             force = True  # jump finished: back to locomotion now
         self.mode = mode
-        sharp = force_search or (self._last_intent is not None
-                                 and intent.changed_sharply(self._last_intent, self.s.sharp_turn_deg))
+        last = self._last_intent
+        sharp = force_search or (last is not None and last is not intent
+                                 and intent.changed_sharply(last, self.s.sharp_turn_deg))
         searched = transitioned = False
         if mode == "jump":
             if force:
@@ -407,24 +455,36 @@ class Controller:
         self._prev_actions = intent.actions
         self._last_intent = intent
         # 3. desired root simulation
-        self.predictor.advance(dt, intent)
-        # 4. pose: database pose + inertialization offsets
-        self.inert.update(dt)
-        rot, pos = self._db_pose_at(self.frame_pos)
-        rot, pos = self.inert.apply(rot, pos)
-        contacts = np.zeros(len(self._legs), dtype=bool)
-        if self.s.foot_locking and self._legs:
-            rot, contacts = self._lock_feet(rot, pos, dt)
-        if dt > 0:
-            self._prev_shown, self._last_dt = self._shown, dt
-        self._shown = (rot, pos)
-        J = db.skeleton.num_joints
-        out_rot = np.empty((J, 4))
-        out_pos = np.empty((J, 3))
-        out_rot[0], out_pos[0] = self.root_rot, self.root_pos
-        out_rot[1:], out_pos[1:] = rot, pos
+        self._advance_sim(dt, intent)
+        # 4. pose: database pose + inertialization offsets + foot locking
+        out_rot, out_pos, contacts = self._pose(dt)
         return FrameResult(out_rot, out_pos, self.frame, self.mode, searched, transitioned, self.last_desired,
                            contacts, self.last_costs if searched else {})
+
+    # ------------------------------------------------------- per-frame stages
+    def _playback(self, dt: float) -> tuple[bool, float, float]:
+        """Advance playback by ``dt`` seconds and move the character by the clip's root
+        motion. Returns whether the clip's end was reached, and the root motion's planar
+        speed (m/s) and turning rate (rad/s) over this step (0 when ``dt == 0``)."""
+        fp = self.frame_pos + dt * self._fps
+        last = self._clip_last(self.frame)
+        at_end = fp >= last
+        if at_end:
+            fp = float(last)
+        self.frame_pos = fp
+        self.frame = int(fp)
+        new_pos, new_yaw = self._db_root_at(fp)
+        old_pos, old_yaw = self._db_root
+        d0, d1, d2 = new_pos[0] - old_pos[0], new_pos[1] - old_pos[1], new_pos[2] - old_pos[2]
+        turn = self.root_yaw - old_yaw  # rotates the clip's world into the character's
+        c, s_ = math.cos(turn), math.sin(turn)
+        x, y, z = self.root_pos.tolist()
+        self.root_pos = np.array([x + (c * d0 + s_ * d2), y + d1, z + (-s_ * d0 + c * d2)])
+        self.root_yaw = (self.root_yaw + (new_yaw - old_yaw) + math.pi) % (2 * math.pi) - math.pi
+        self._db_root = (new_pos, new_yaw)
+        if dt > 0:
+            return at_end, math.hypot(d0, d2) / dt, abs(new_yaw - old_yaw) / dt
+        return at_end, 0.0, 0.0
 
     def _adjust_root(self, dt: float, speed: float, turn_rate: float) -> None:
         """Pull the character root toward the simulated root (and keep the simulated root
@@ -433,80 +493,62 @@ class Controller:
         clip's own speed and turn rate plus a small floor, so root motion stays dominant;
         foot locking absorbs the difference at the feet."""
         sim = self.predictor.state
-        k = 1.0 - 0.5 ** (dt / self.s.adjust_halflife)
-        delta = sim.position - self.root_pos
-        delta[1] = 0.0
-        step = delta * k
-        limit = (self.s.adjust_max_ratio * speed + self.s.adjust_min_speed) * dt
-        n = float(np.hypot(step[0], step[2]))
+        s = self.s
+        k = 1.0 - 0.5 ** (dt / s.adjust_halflife)
+        sx, _, sz = sim.position.tolist()
+        x, y, z = self.root_pos.tolist()
+        stx, stz = (sx - x) * k, (sz - z) * k
+        limit = (s.adjust_max_ratio * speed + s.adjust_min_speed) * dt
+        n = math.hypot(stx, stz)
         if n > limit:
-            step *= limit / n
-        self.root_pos = self.root_pos + step
-        dyaw = (sim.yaw - self.root_yaw + np.pi) % (2 * np.pi) - np.pi
+            f = limit / n
+            stx, stz = stx * f, stz * f
+        x, z = x + stx, z + stz
+        self.root_pos = np.array([x, y + 0.0, z])
+        dyaw = (sim.yaw - self.root_yaw + math.pi) % (2 * math.pi) - math.pi
         ystep = dyaw * k
-        ylimit = (self.s.adjust_max_ratio * turn_rate + 2 * self.s.adjust_min_speed) * dt
-        ystep = float(np.clip(ystep, -ylimit, ylimit))
-        self.root_yaw = float((self.root_yaw + ystep + np.pi) % (2 * np.pi) - np.pi)
+        ylimit = (s.adjust_max_ratio * turn_rate + 2 * s.adjust_min_speed) * dt
+        ystep = min(max(ystep, -ylimit), ylimit)
+        self.root_yaw = (self.root_yaw + ystep + math.pi) % (2 * math.pi) - math.pi
         # Keep the simulation from running away from the character.
-        off = sim.position - self.root_pos
-        off[1] = 0.0
-        dist = float(np.hypot(off[0], off[2]))
-        if dist > self.s.sim_max_distance:
-            self.predictor.state = sim.replace(position=self.root_pos + off * (self.s.sim_max_distance / dist))
+        ox, oz = sx - x, sz - z
+        dist = math.hypot(ox, oz)
+        if dist > s.sim_max_distance:
+            f = s.sim_max_distance / dist
+            self.predictor.state = sim.replace(position=np.array([x + ox * f, y + 0.0, z + oz * f]))
 
-    # -------------------------------------------------------------- foot locking
-    def _unlock(self, k: int, toe_p: np.ndarray) -> None:
-        """Release foot ``k``: fade out the correction it had (as shown)."""
-        a = min(self._lock_t[k] / self.s.foot_lock_in_time, 1.0) if self.s.foot_lock_in_time > 0 else 1.0
-        self._locked[k] = False
-        self._release[k] = (self._lock_pos[k] - toe_p) * (a * a * (3 - 2 * a))
-        self._release_t[k] = 0.0
+    def _advance_sim(self, dt: float, intent: Intent) -> None:
+        """Step the simulated root (the desired trajectory's origin) toward ``intent``."""
+        self.predictor.advance(dt, intent)
 
-    def _lock_feet(self, rot: np.ndarray, pos: np.ndarray, dt: float) -> tuple[np.ndarray, np.ndarray]:
-        """Keep feet in contact where they touched down (two-bone IK on the legs); after
-        contact ends, or when the lock is stretched too far, fade the correction out."""
-        parents = self.db.skeleton.parents
-        J = parents.shape[0]
-        wp, wr = np.empty((J, 3)), np.empty((J, 4))
-        _kernels.forward_kinematics(parents, self.root_pos, self.root_rot, rot, pos, wp, wr)
-        rot = rot.copy()
-        K = len(self._legs)
-        shown = np.zeros(K, dtype=bool)
-        contact_now = self.db.contacts[self.frame]
-        new_a, new_b = np.empty(4), np.empty(4)
-        for k, (hip, knee, ankle, toe) in enumerate(self._legs):
-            toe_p = wp[toe]
-            if contact_now[k]:
-                if not self._locked[k]:
-                    self._locked[k] = True
-                    self._lock_pos[k] = toe_p
-                    self._lock_t[k] = 0.0
-                    # a lock taking over from a fading release keeps the foot where it is shown
-                    if self._release_t[k] < self.s.foot_blend_time:
-                        a = self._release_t[k] / self.s.foot_blend_time
-                        self._lock_pos[k] = toe_p + self._release[k] * (1 - a) ** 2 * (1 + 2 * a)
-                        self._lock_t[k] = self.s.foot_lock_in_time
-                    self._release_t[k] = np.inf
-                elif np.linalg.norm(self._lock_pos[k] - toe_p) > self.s.foot_unlock_distance:
-                    self._unlock(k, toe_p)
-            elif self._locked[k]:
-                self._unlock(k, toe_p)
-            if self._locked[k]:
-                self._lock_t[k] += dt
-                a = min(self._lock_t[k] / self.s.foot_lock_in_time, 1.0) if self.s.foot_lock_in_time > 0 else 1.0
-                offset = (self._lock_pos[k] - toe_p) * (a * a * (3 - 2 * a))  # smooth fade-in
-                shown[k] = True
-            elif self._release_t[k] < self.s.foot_blend_time:
-                self._release_t[k] += dt
-                a = min(self._release_t[k] / self.s.foot_blend_time, 1.0)
-                offset = self._release[k] * (1 - a) ** 2 * (1 + 2 * a)  # smooth (cubic) fade-out
-            else:
-                continue
-            if offset @ offset < 1e-10:
-                continue
-            if _kernels.two_bone_ik(wp[hip], wp[knee], wp[ankle], wp[ankle] + offset, wr[hip], wr[knee], new_a, new_b):
-                _kernels.local_from_world(wr[parents[hip]], new_a, rot[hip - 1])
-                _kernels.local_from_world(new_a, new_b, rot[knee - 1])
-                # keep the ankle's world orientation, so the toe lands where the ankle moved it
-                _kernels.local_from_world(new_b, wr[ankle], rot[ankle - 1])
-        return rot, shown
+    def _pose(self, dt: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """This frame's pose: the database pose at :attr:`frame_pos` plus the
+        inertialization offsets, feet locked; one kernel call on preallocated state.
+
+        Returns rotations ``[J, 4]`` and translations ``[J, 3]`` (joint 0 the character
+        root in the world, the others local) and the feet locked ``[K]``."""
+        inert = self.inert
+        inert_mode = inert.advance(dt)
+        fp = self.frame_pos
+        i = int(fp)
+        j = min(i + 1, self._clip_last(i))
+        if dt > 0:  # the pose shown last becomes the previous one; its buffers take the new pose
+            self._prev_shown, self._shown = self._shown, self._prev_shown
+            self._last_dt = dt
+        sr, sp = self._shown
+        J = self._parents.shape[0]
+        out_rot = np.empty((J, 4))
+        out_pos = np.empty((J, 3))
+        contacts = np.zeros(len(self._legs), dtype=bool)
+        s = self.s
+        legs = self._legs_arr if s.foot_locking else self._no_legs
+        rc = inert._rc if inert_mode == 1 else self._no_coeffs
+        pc = inert._pc if inert_mode == 1 else self._no_coeffs
+        db = self.db
+        _kernels.controller_pose(db.rotations, db.translations, i, j, fp - i, inert_mode, inert.elapsed,
+                                 inert._rot_axis, rc, inert._pos_dir, pc, inert.rot_offset, inert.pos_offset,
+                                 self.root_pos, self.root_yaw, self._parents, legs, db.contacts, self.frame, dt,
+                                 s.foot_unlock_distance, s.foot_blend_time, s.foot_lock_in_time, self._locked,
+                                 self._lock_pos, self._release, self._release_t, self._lock_t, sr, sp, out_rot,
+                                 out_pos, contacts)
+        return out_rot, out_pos, contacts

@@ -16,7 +16,9 @@ that offset added, and the offset decays to zero. Two decay laws:
   translation) and its velocity toward zero with a half-life.
 * ``"none"``: transitions are cuts (for the ablation).
 
-Everything is vectorised over joints.
+Everything is vectorised over joints; the per-frame quintic decay is a compiled kernel
+(:func:`motionmatch.runtime._kernels.quintic_offsets`), which :class:`Inertializer` uses
+and the controller fuses into its per-frame pose kernel.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from __future__ import annotations
 import numpy as np
 
 from motionmatch.anim import quat
+from motionmatch.runtime import _kernels
 
 METHODS = ("quintic", "spring", "none")
 
@@ -85,6 +88,7 @@ class Inertializer:
         self._pos_dir = np.zeros((J, 3))
         self._rot_coeffs = None
         self._pos_coeffs = None
+        self._rc = self._pc = None  # the coefficients stacked [7, J] for the kernels
 
     def transition(self, src_rot: np.ndarray, src_rot_vel: np.ndarray, dst_rot: np.ndarray, dst_rot_vel: np.ndarray,
                    src_pos: np.ndarray, src_pos_vel: np.ndarray, dst_pos: np.ndarray, dst_pos_vel: np.ndarray) -> None:
@@ -119,8 +123,10 @@ class Inertializer:
         self._pos_dir = np.where(dist[:, None] > 1e-9, dp / np.maximum(dist, 1e-12)[:, None], 0.0)
         v_dist = np.sum(dp_vel * self._pos_dir, axis=1)
         self._pos_coeffs = quintic_coefficients(dist, v_dist, self.blend_time)
-        self.rot_offset = off
-        self.pos_offset = dp
+        self._rc = np.ascontiguousarray(np.stack(self._rot_coeffs))
+        self._pc = np.ascontiguousarray(np.stack(self._pos_coeffs))
+        self.rot_offset = np.ascontiguousarray(off)
+        self.pos_offset = np.ascontiguousarray(dp)
 
     def update(self, dt: float) -> None:
         """Advance the decay by ``dt`` seconds."""
@@ -132,11 +138,38 @@ class Inertializer:
             self._rv = rv
             self.rot_offset = quat.exp(rv)
             self.pos_offset, self.pos_vel = decay_spring(self.pos_offset, self.pos_vel, self.halflife, dt)
-        elif self.method == "quintic" and self._rot_coeffs is not None:
-            a = quintic_value(self._rot_coeffs, self.elapsed)
-            self.rot_offset = quat.exp(self._rot_axis * a[:, None])
-            d = quintic_value(self._pos_coeffs, self.elapsed)
-            self.pos_offset = self._pos_dir * d[:, None]
+        elif self.method == "quintic" and self._rc is not None:
+            _kernels.quintic_offsets(self._rot_axis, self._rc, self._pos_dir, self._pc, self.elapsed,
+                                     self.rot_offset, self.pos_offset)
+
+    def advance(self, dt: float) -> int:
+        """Advance the decay by ``dt`` seconds for a caller that evaluates the offsets in
+        its own kernel (the controller's :func:`~motionmatch.runtime._kernels.controller_pose`).
+
+        Returns that kernel's ``inert_mode``: 0 no offsets to apply, 1 quintic offsets to
+        evaluate at :attr:`elapsed` from the stored coefficients (into :attr:`rot_offset`,
+        :attr:`pos_offset`), 2 offsets already current in :attr:`rot_offset`, :attr:`pos_offset`.
+        """
+        if self.method == "quintic":
+            self.elapsed += dt
+            return 1 if self._rc is not None else 0
+        if self.method == "spring":
+            self.update(dt)
+            return 2
+        self.elapsed += dt
+        return 0
+
+    def update_reference(self, dt: float) -> None:
+        """:meth:`update` in plain numpy (the straightforward formulation the kernels are
+        checked against)."""
+        if self.method != "quintic" or self._rot_coeffs is None:
+            self.update(dt)
+            return
+        self.elapsed += dt
+        a = quintic_value(self._rot_coeffs, self.elapsed)
+        self.rot_offset = quat.exp(self._rot_axis * a[:, None])
+        d = quintic_value(self._pos_coeffs, self.elapsed)
+        self.pos_offset = self._pos_dir * d[:, None]
 
     def apply(self, rot: np.ndarray, pos: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The animation's pose ``[J, 4]``, ``[J, 3]`` with the current offsets applied."""
