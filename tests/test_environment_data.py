@@ -114,3 +114,50 @@ def test_scenario_cli(env_db, tmp_path):
     bad = tmp_path / "bad.json"
     bad.write_text('{"duration": 1, "agents": [{"start": [0]}]}')
     assert main([str(bad), "--db", str(dbp), "-o", str(out)]) == 1
+
+
+def test_floor_segments_keep_passages_over_obstacles(data_dir):
+    """LAFAN1's obstacles1_subject1 on the floor: its passages over a ~0.48 m box (a foot put
+    on it on the way across, 0.2-1.4 s, floor to floor) are kept (they are the only frames
+    whose whole body is above a 0.4 m fence while travelling), its platform stays (standing
+    or walking on boxes for seconds, up to 1 m high) are not."""
+    from motionmatch.anim import load_bvh
+    from motionmatch.environment.data import floor_segments
+
+    path = data_dir / "lafan1" / "obstacles1_subject1.bvh"
+    if not path.exists():
+        pytest.skip(f"{path} not found")
+    m = load_bvh(path)
+    kept = np.zeros(m.num_frames, dtype=bool)
+    for a, b in floor_segments(m):
+        assert (b - a) / m.fps >= 3.0
+        kept[a:b] = True
+    low = m.world_positions[:, :, 1].min(axis=1)  # the take's floor is y = 0
+    speed = np.linalg.norm(np.gradient(m.world_positions[:, 0, [0, 2]], 1.0 / m.fps, axis=0), axis=1)
+    over = kept & (low > 0.42) & (speed > 0.5)
+    assert over.sum() / m.fps > 0.5  # more than half a second of bodies above a 0.4 m fence, moving
+    # no kept stretch is a platform: the lowest joint never stays above 0.15 m for more than 1.5 s
+    d = np.diff(np.r_[0, (kept & (low > 0.15)).astype(np.int8), 0])
+    runs = np.flatnonzero(d == -1) - np.flatnonzero(d == 1)
+    assert runs.max() / m.fps <= 1.5
+    assert 0.5 < kept.mean() < 0.9
+
+
+def test_corridor_widths_explain_the_narrow_corridor(env_db):
+    """The narrowest straight corridor each frame's present and three future body ellipses
+    fit through: LAFAN1 has almost no frame that moves through 0.35 m (the corridor-narrowing
+    scenario's narrowest part: see scenarios/README.md), several hundred for 0.45 m."""
+    from motionmatch.environment.body import corridor_widths, frame_ellipses
+
+    db, _ = env_db
+    width, travel, sideways = corridor_widths(db)
+    assert width.shape == travel.shape == sideways.shape == (db.num_frames,)
+    now = frame_ellipses(db)
+    assert np.all(width >= 2 * np.minimum(now[:, 4], now[:, 5]) - 1e-9)
+    moving = db.valid & (travel > 0.3)  # more than 0.3 m in a second
+    fits = {w: int((moving & (width <= w)).sum()) for w in (0.35, 0.45, 0.6)}
+    assert fits[0.35] < 0.0005 * moving.sum()  # measured: 10 of 81,854 (one slow side-step, mirrored)
+    assert fits[0.45] > 20 * max(fits[0.35], 1)  # measured: 509
+    assert fits[0.6] > 10 * fits[0.45]  # measured: 12,020
+    # those that fit 0.45 m are side-steps (travel more than 45 degrees from the facing)
+    assert np.mean(sideways[moving & (width <= 0.45)] > 45) > 0.9

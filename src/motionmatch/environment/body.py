@@ -14,7 +14,8 @@ from motionmatch.anim import quat
 from motionmatch.database import MotionDatabase
 from motionmatch.database.features import body_ellipses, ellipse_features
 
-__all__ = ["database_ellipses", "ellipse_slots", "motion_ellipses", "world_ellipses"]
+__all__ = ["corridor_widths", "database_ellipses", "ellipse_slots", "frame_ellipses", "motion_ellipses",
+           "world_ellipses"]
 
 
 def ellipse_slots(db: MotionDatabase) -> tuple[float, ...]:
@@ -86,3 +87,60 @@ def world_ellipses(local: np.ndarray, root_xz, yaw: float) -> np.ndarray:
     else:
         out[:, 6], out[:, 7] = 0.0, 2.0
     return out
+
+
+def frame_ellipses(db: MotionDatabase) -> np.ndarray:
+    """``[N, 8]`` the body ellipse of every database frame itself (not a future one), in
+    the frame's character frame: centre x, z, unit axis x, z, semi-axis along it, semi-axis
+    across, lowest and highest joint height (m; :func:`body_ellipses`)."""
+    out = np.zeros((db.num_frames, 8))
+    for c in range(len(db.clip_names)):
+        m = db.clip_motion(c)
+        wp = m.world_positions
+        rr = m.world_rotations[:, 0]
+        e = body_ellipses(wp, wp[:, 0], quat.rotate(rr, np.array([0.0, 0.0, 1.0])), db.fps)
+        yaw = quat.yaw_angle(rr)
+        cc, ss = np.cos(yaw), np.sin(yaw)
+        dx, dz = e[:, 0] - wp[:, 0, 0], e[:, 1] - wp[:, 0, 2]
+        a, b = db.clip_starts[c], db.clip_stops[c]
+        out[a:b, 0] = cc * dx - ss * dz
+        out[a:b, 1] = ss * dx + cc * dz
+        out[a:b, 2] = cc * e[:, 2] - ss * e[:, 3]
+        out[a:b, 3] = ss * e[:, 2] + cc * e[:, 3]
+        out[a:b, 4:8] = e[:, 4:8]
+    return out
+
+
+def corridor_widths(db: MotionDatabase) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """How narrow a straight corridor each database frame fits through, as the penalised
+    search sees it: its present body ellipse and its K future ellipses.
+
+    The corridor runs from the character (the frame's root) toward its last future
+    ellipse's centre and may be shifted sideways; its width is the extent of the K + 1
+    ellipses across that line (each ellipse's support along the normal).
+
+    Returns:
+        ``(width [N], travel [N], sideways [N])``: the width (m), the distance to the last
+        ellipse's centre (m; a standing frame's width says little), and the angle (degrees,
+        0-90) between that travel direction and the character's facing (about 90:
+        side-stepping).
+    """
+    fut = database_ellipses(db, heights=False)  # [N, K, 5]
+    now = frame_ellipses(db)
+    cx = np.concatenate([now[:, None, 0], fut[:, :, 0]], axis=1)
+    cz = np.concatenate([now[:, None, 1], fut[:, :, 1]], axis=1)
+    a_fut = np.hypot(fut[:, :, 2], fut[:, :, 3])
+    safe = np.maximum(a_fut, 1e-9)
+    ux = np.concatenate([now[:, None, 2], fut[:, :, 2] / safe], axis=1)
+    uz = np.concatenate([now[:, None, 3], fut[:, :, 3] / safe], axis=1)
+    a = np.concatenate([now[:, None, 4], a_fut], axis=1)
+    b = np.concatenate([now[:, None, 5], fut[:, :, 4]], axis=1)
+    tx, tz = fut[:, -1, 0], fut[:, -1, 1]
+    travel = np.hypot(tx, tz)
+    t_safe = np.maximum(travel, 1e-9)
+    nx, nz = (-tz / t_safe)[:, None], (tx / t_safe)[:, None]  # normal of the travel direction
+    lat = cx * nx + cz * nz
+    half = np.sqrt((a * (ux * nx + uz * nz)) ** 2 + (b * (-uz * nx + ux * nz)) ** 2)
+    width = (lat + half).max(axis=1) - (lat - half).min(axis=1)
+    sideways = np.degrees(np.arccos(np.clip(np.abs(tz) / t_safe, 0.0, 1.0)))  # facing is +Z
+    return width, travel, sideways
