@@ -203,3 +203,30 @@ def test_chooser_sees_whether_the_search_is_forced():
         if r.mode == "idle":
             break
     assert r.mode == "idle" and r.searched and len(seen) == n + 1 and seen[-1] is True and r.transitioned
+
+
+def test_sharp_change_test_matches_intent_method():
+    db = MotionDatabase.build([walker(n=240, speed=1.0), walker(n=240, speed=0.0, name="idle")], mirror_copies=False)
+    ctrl = Controller(db, ControllerSettings(sharp_turn_deg=30.0))
+    rng = np.random.default_rng(5)
+
+    def random_intent():
+        v = rng.normal(size=3) * rng.choice([0.0, 0.02, 1.0, 2.5])
+        v[1] = 0.0
+        face = None if rng.random() < 0.5 else np.array([rng.normal(), 0.0, rng.normal()])
+        return Intent(velocity=v, facing=face, gait=str(rng.choice(["walk", "run"])),
+                      actions=frozenset(["creep"]) if rng.random() < 0.1 else frozenset())
+
+    both = 0
+    for _ in range(2000):
+        a = random_intent()
+        if rng.random() < 0.5:  # a small change of the same intent
+            face = None if a.facing is None else np.array(a.facing) + rng.normal(size=3) * [0.5, 0, 0.5]
+            b = Intent(velocity=a.velocity + rng.normal(size=3) * [0.6, 0, 0.6], facing=face, gait=a.gait,
+                       actions=a.actions)
+        else:
+            b = random_intent()
+        want = a.changed_sharply(b, 30.0)
+        assert ctrl._changed_sharply(a, b) == want
+        both += want
+    assert 200 < both < 1800  # both outcomes were exercised

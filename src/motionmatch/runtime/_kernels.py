@@ -341,3 +341,134 @@ def controller_pose(db_rot, db_pos, i, j, alpha, inert_mode, inert_t, rot_axis, 
             out_rot[q + 1, c] = shown_rot[q, c]
         for c in range(3):
             out_pos[q + 1, c] = shown_pos[q, c]
+
+
+@numba.njit(cache=True, inline="always")
+def _log_into(q, out):
+    """Rotation vector (axis * angle) of quaternion ``q [4]`` into ``out [3]``, as
+    :func:`motionmatch.anim.quat.log` computes it (normalised, shortest way round)."""
+    n = np.sqrt(q[0] * q[0] + q[1] * q[1] + q[2] * q[2] + q[3] * q[3])
+    if n < 1e-12:
+        w, x, y, z = 1.0, 0.0, 0.0, 0.0
+    else:
+        m = max(n, 1e-12)
+        w, x, y, z = q[0] / m, q[1] / m, q[2] / m, q[3] / m
+    if w < 0:
+        w, x, y, z = -w, -x, -y, -z
+    s = np.sqrt(x * x + y * y + z * z)
+    angle = 2.0 * np.arctan2(s, w)
+    scale = angle / max(s, 1e-300) if s > 1e-9 else 2.0
+    out[0] = x * scale
+    out[1] = y * scale
+    out[2] = z * scale
+
+
+@numba.njit(cache=True, inline="always")
+def _mul_inv_into(a, b, out):
+    """``out = a * conj(b)``."""
+    cb = np.empty(4)
+    cb[0] = b[0]
+    cb[1] = -b[1]
+    cb[2] = -b[2]
+    cb[3] = -b[3]
+    qmul(a, cb, out)
+
+
+@numba.njit(cache=True, inline="always")
+def _quintic_coeffs_into(x0, v0, t1, c, j):
+    """Bollo's overshoot-free quintic of one offset norm ``x0`` (rate ``v0``, blend ``t1``
+    s) into column ``j`` of ``c [7, J]`` (see :func:`motionmatch.runtime.inertialize.quintic_coefficients`)."""
+    v0 = min(v0, 0.0)
+    if v0 < -1e-12:
+        t1 = min(t1, 5.0 * x0 / -v0)
+    t1 = max(t1, 1e-6)
+    t2 = t1 * t1
+    a0 = max((-8.0 * v0 * t1 - 20.0 * x0) / t2, 0.0)
+    c[0, j] = -(a0 * t2 + 6.0 * v0 * t1 + 12.0 * x0) / (2.0 * t1 ** 5)
+    c[1, j] = (3.0 * a0 * t2 + 16.0 * v0 * t1 + 30.0 * x0) / (2.0 * t1 ** 4)
+    c[2, j] = -(3.0 * a0 * t2 + 12.0 * v0 * t1 + 20.0 * x0) / (2.0 * t1 ** 3)
+    c[3, j] = 0.5 * a0
+    c[4, j] = v0
+    c[5, j] = x0
+    c[6, j] = t1
+
+
+@numba.njit(cache=True)
+def quintic_transition(db_rot, db_pos, frame, nxt, fps, src_rot, src_pos, prev_rot, prev_pos, dt, blend_time,
+                       rot_off, rot_axis, rot_coeffs, pos_off, pos_dir, pos_coeffs):
+    """Start a quintic inertialization from the pose shown (``src_rot [J, 4]``,
+    ``src_pos [J, 3]``; its velocity from the previous pose shown ``dt`` s before, zero
+    when ``dt <= 0``) to database frame ``frame`` (velocity toward frame ``nxt`` at
+    ``fps``; zero when ``nxt == frame``) for the ``J`` joints 1.. of ``db_rot [N, J+1, 4]``,
+    ``db_pos [N, J+1, 3]``. Writes the offsets ``rot_off [J, 4]``, ``pos_off [J, 3]``,
+    their axes/directions ``[J, 3]`` and quintic coefficients ``[7, J]``, as
+    :meth:`motionmatch.runtime.inertialize.Inertializer.transition` does."""
+    J = src_rot.shape[0]
+    # the target pose exactly as the controller samples it (normalised rotations)
+    ra = np.empty((J, 4))
+    rb = np.empty((J, 4))
+    pa = np.empty((J, 3))
+    pb = np.empty((J, 3))
+    for k in range(J):
+        for c in range(4):
+            ra[k, c] = db_rot[frame, k + 1, c]
+            rb[k, c] = db_rot[nxt, k + 1, c]
+        for c in range(3):
+            pa[k, c] = db_pos[frame, k + 1, c]
+            pb[k, c] = db_pos[nxt, k + 1, c]
+    dst_rot = np.empty((J, 4))
+    dst_pos = np.empty((J, 3))
+    sample_pose(ra, rb, pa, pb, 0.0, dst_rot, dst_pos)
+    q = np.empty(4)
+    rv = np.empty(3)
+    sw = np.empty(3)
+    dw = np.empty(3)
+    qa = np.empty(4)
+    qb = np.empty(4)
+    for k in range(J):
+        dst = dst_rot[k]
+        # angular velocities: of the pose shown, and of the database at the target frame
+        if dt > 0:
+            _mul_inv_into(src_rot[k], prev_rot[k], q)
+            _log_into(q, sw)
+            for c in range(3):
+                sw[c] = sw[c] / dt
+        else:
+            sw[0] = sw[1] = sw[2] = 0.0
+        if nxt != frame:
+            for c in range(4):
+                qa[c] = db_rot[nxt, k + 1, c]
+                qb[c] = db_rot[frame, k + 1, c]
+            _mul_inv_into(qa, qb, q)
+            _log_into(q, dw)
+            for c in range(3):
+                dw[c] = dw[c] * fps
+        else:
+            dw[0] = dw[1] = dw[2] = 0.0
+        # rotation offset (shortest way round), its angle and axis
+        _mul_inv_into(src_rot[k], dst, q)
+        if q[0] < 0:
+            for c in range(4):
+                q[c] = -q[c]
+        for c in range(4):
+            rot_off[k, c] = q[c]
+        _log_into(q, rv)
+        angle = np.sqrt(rv[0] * rv[0] + rv[1] * rv[1] + rv[2] * rv[2])
+        v_angle = 0.0
+        for c in range(3):
+            rot_axis[k, c] = rv[c] / max(angle, 1e-12) if angle > 1e-9 else 0.0
+            v_angle += (sw[c] - dw[c]) * rot_axis[k, c]
+        _quintic_coeffs_into(angle, v_angle, blend_time, rot_coeffs, k)
+        # translation offset
+        d2 = 0.0
+        for c in range(3):
+            pos_off[k, c] = src_pos[k, c] - dst_pos[k, c]
+            d2 += pos_off[k, c] * pos_off[k, c]
+        dist = np.sqrt(d2)
+        v_dist = 0.0
+        for c in range(3):
+            pos_dir[k, c] = pos_off[k, c] / max(dist, 1e-12) if dist > 1e-9 else 0.0
+            sv = (src_pos[k, c] - prev_pos[k, c]) / dt if dt > 0 else 0.0
+            dv = (db_pos[nxt, k + 1, c] - db_pos[frame, k + 1, c]) * fps if nxt != frame else 0.0
+            v_dist += (sv - dv) * pos_dir[k, c]
+        _quintic_coeffs_into(dist, v_dist, blend_time, pos_coeffs, k)

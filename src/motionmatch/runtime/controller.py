@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from motionmatch.anim import quat
-from motionmatch.control.intent import Intent
+from motionmatch.control.intent import STILL_SPEED, Intent
 from motionmatch.control.trajectory import PredictedTrajectory, RootState, TrajectoryPredictor
 from motionmatch.database import MotionDatabase
 from motionmatch.database.tags import TagQueryError
@@ -46,6 +46,7 @@ from motionmatch.runtime.modes import gait_speeds_from_database, takeoff_mask, v
 from motionmatch.search import build_searcher
 
 FORWARD = np.array([0.0, 0.0, 1.0])
+SHARP_SPEED_DELTA = 1.0  # m/s: the default speed change of Intent.changed_sharply
 
 
 @dataclass
@@ -125,7 +126,7 @@ class Controller:
                                              mode=self.s.trajectory_mode)
         self._term_layout = [(t, db.schema.slice(t.name), [times.index(o) for o in t.offsets])
                              for t in db.schema.terms if t.is_trajectory]
-        self._query_index = self._query_layout()
+        self._query_pos, self._query_dir = self._query_layout()
         # Root tracks of the database as plain arrays (the root rotates about +Y only).
         self._db_root_pos = db.translations[:, 0].astype(np.float64)
         self._db_root_yaw = quat.yaw_angle(db.rotations[:, 0].astype(np.float64))
@@ -182,18 +183,16 @@ class Controller:
             self._masks[key] = np.bincount(self.db.frame_clip[m], minlength=len(self.db.clip_names)) > 0
         return self._masks[key]
 
-    def _query_layout(self) -> tuple[np.ndarray, ...]:
-        """Where the query's trajectory features go: feature columns of the x and z
-        components of positions and directions, and the trajectory sample of each."""
-        px, pz, pk, dx, dz, dk = [], [], [], [], [], []
+    def _query_layout(self) -> tuple[list[tuple[int, int, int]], list[tuple[int, int, int]]]:
+        """Where the query's trajectory features go: ``(x column, z column, trajectory
+        sample)`` of every future position, and of every future direction."""
+        pos, dirs = [], []
         for term, sl, ks in self._term_layout:
             step = 3 if term.vertical else 2
-            xs, zs, kk = (px, pz, pk) if term.kind == "trajectory_position" else (dx, dz, dk)
+            out = pos if term.kind == "trajectory_position" else dirs
             for n, k in enumerate(ks):
-                xs.append(sl.start + step * n)
-                zs.append(sl.start + step * n + step - 1)
-                kk.append(k)
-        return tuple(np.asarray(a, dtype=np.int64) for a in (px, pz, pk, dx, dz, dk))
+                out.append((sl.start + step * n, sl.start + step * n + step - 1, k))
+        return pos, dirs
 
     def _has(self, tag: str) -> bool:
         if tag == "jump" and "@takeoff" in self._masks:
@@ -319,15 +318,16 @@ class Controller:
             traj = self.predictor.predict(intent, state=state)
         # the trajectory in the character's frame (inverse of the rotation by root_yaw about +Y)
         c, s_ = math.cos(self.root_yaw), math.sin(self.root_yaw)
-        P = traj.positions - self.root_pos
-        D = traj.directions
-        px, pz, pk, dx, dz, dk = self._query_index
-        raw = self.db.raw_features[self.frame].astype(np.float64)
-        Pk, Dk = P[pk], D[dk]
-        raw[px] = c * Pk[:, 0] - s_ * Pk[:, 2]
-        raw[pz] = s_ * Pk[:, 0] + c * Pk[:, 2]
-        raw[dx] = c * Dk[:, 0] - s_ * Dk[:, 2]
-        raw[dz] = s_ * Dk[:, 0] + c * Dk[:, 2]
+        rx, _, rz = self.root_pos.tolist()
+        P, D = traj.positions.tolist(), traj.directions.tolist()
+        raw = self.db.raw_features[self.frame].tolist()
+        for cx, cz, k in self._query_pos:
+            x, z = P[k][0] - rx, P[k][2] - rz
+            raw[cx], raw[cz] = c * x - s_ * z, s_ * x + c * z
+        for cx, cz, k in self._query_dir:
+            x, z = D[k][0], D[k][2]
+            raw[cx], raw[cz] = c * x - s_ * z, s_ * x + c * z
+        raw = np.array(raw)
         if vertical is not None and self.vcols.size:
             raw[self.vcols] = vertical
         q = self.db.normalize(raw)
@@ -364,16 +364,13 @@ class Controller:
         return True
 
     def _transition_to(self, frame: int) -> None:
+        """Play database ``frame`` next, blending from the pose shown by inertialization."""
         self.transitions += 1
-        dst_rot, dst_pos = self._db_pose_at(float(frame))
-        dst_w, dst_v = self._db_pose_velocity(frame)
-        src_rot, src_pos = self._shown
-        (prev_rot, prev_pos), dt = self._prev_shown, self._last_dt
-        if dt > 0:
-            src_w, src_v = quat.log(quat.mul_inv(src_rot, prev_rot)) / dt, (src_pos - prev_pos) / dt
-        else:
-            src_w, src_v = np.zeros_like(src_pos), np.zeros_like(src_pos)
-        self.inert.transition(src_rot, src_w, dst_rot, dst_w, src_pos, src_v, dst_pos, dst_v)
+        db = self.db
+        nxt = min(frame + 1, self._clip_last(frame))
+        (src_rot, src_pos), (prev_rot, prev_pos) = self._shown, self._prev_shown
+        self.inert.transition_to_frame(db.rotations, db.translations, frame, nxt, db.fps, src_rot, src_pos, prev_rot,
+                                       prev_pos, self._last_dt)
         self.frame = frame
         self.frame_pos = float(frame)
         self._db_root = self._db_root_at(self.frame_pos)
@@ -431,8 +428,7 @@ class Controller:
             force = True  # jump finished: back to locomotion now
         self.mode = mode
         last = self._last_intent
-        sharp = force_search or (last is not None and last is not intent
-                                 and intent.changed_sharply(last, self.s.sharp_turn_deg))
+        sharp = force_search or (last is not None and last is not intent and self._changed_sharply(intent, last))
         searched = transitioned = False
         if mode == "jump":
             if force:
@@ -460,6 +456,32 @@ class Controller:
         out_rot, out_pos, contacts = self._pose(dt)
         return FrameResult(out_rot, out_pos, self.frame, self.mode, searched, transitioned, self.last_desired,
                            contacts, self.last_costs if searched else {})
+
+    def _changed_sharply(self, intent: Intent, last: Intent) -> bool:
+        """``intent.changed_sharply(last, settings.sharp_turn_deg)``, on floats for plain
+        :class:`Intent` objects (the method builds several small arrays per call)."""
+        if type(intent) is not Intent or type(last) is not Intent:
+            return intent.changed_sharply(last, self.s.sharp_turn_deg)
+        ax, _, az = intent.velocity.tolist()
+        bx, _, bz = last.velocity.tolist()
+        sa, sb = math.hypot(ax, az), math.hypot(bx, bz)
+        if abs(sa - sb) >= SHARP_SPEED_DELTA:
+            return True
+        if intent.gait != last.gait or intent.actions != last.actions:
+            return True
+        limit = self.s.sharp_turn_deg
+        if sa >= STILL_SPEED and sb >= STILL_SPEED:
+            cos = (ax / sa) * (bx / sb) + (az / sa) * (bz / sb)
+            if math.degrees(math.acos(max(-1.0, min(1.0, cos)))) >= limit:
+                return True
+        fa, fb = intent.facing, last.facing
+        if (fa is None) != (fb is None):
+            return True
+        if fa is None:
+            return False
+        fa, fb = fa.tolist(), fb.tolist()
+        cos = fa[0] * fb[0] + fa[1] * fb[1] + fa[2] * fb[2]
+        return math.degrees(math.acos(max(-1.0, min(1.0, cos)))) >= limit
 
     # ------------------------------------------------------- per-frame stages
     def _playback(self, dt: float) -> tuple[bool, float, float]:

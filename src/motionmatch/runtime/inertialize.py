@@ -128,6 +128,45 @@ class Inertializer:
         self.rot_offset = np.ascontiguousarray(off)
         self.pos_offset = np.ascontiguousarray(dp)
 
+    def transition_to_frame(self, db_rot: np.ndarray, db_pos: np.ndarray, frame: int, nxt: int, fps: float,
+                            src_rot: np.ndarray, src_pos: np.ndarray, prev_rot: np.ndarray, prev_pos: np.ndarray,
+                            dt: float) -> None:
+        """:meth:`transition` from the pose shown to a database frame, velocities by finite differences.
+
+        ``db_rot [N, J+1, 4]``, ``db_pos [N, J+1, 3]``: a database's local transforms
+        (joint 0, the root, is not blended); the target is frame ``frame`` with its
+        velocity toward frame ``nxt`` at ``fps`` (zero when ``nxt == frame``). The source
+        is the shown pose ``src_rot [J, 4]``, ``src_pos [J, 3]`` with its velocity from
+        ``prev_rot``, ``prev_pos`` shown ``dt`` seconds before (zero when ``dt <= 0``).
+        The quintic method runs as one compiled kernel.
+        """
+        if self.method == "quintic":
+            J = self.J
+            if self._rc is None:
+                self._rc, self._pc = np.empty((7, J)), np.empty((7, J))
+            self.rot_offset, self.pos_offset = np.empty((J, 4)), np.empty((J, 3))
+            self._rot_axis, self._pos_dir = np.empty((J, 3)), np.empty((J, 3))
+            _kernels.quintic_transition(db_rot, db_pos, int(frame), int(nxt), float(fps), src_rot, src_pos, prev_rot,
+                                        prev_pos, float(dt), self.blend_time, self.rot_offset, self._rot_axis, self._rc,
+                                        self.pos_offset, self._pos_dir, self._pc)
+            self._rot_coeffs, self._pos_coeffs = tuple(self._rc), tuple(self._pc)
+            self.elapsed = 0.0
+            return
+        q = quat
+        f = slice(1, None)
+        dst_rot = q.normalize(db_rot[frame, f].astype(np.float64))
+        dst_pos = db_pos[frame, f].astype(np.float64)
+        if nxt != frame:
+            dst_w = q.log(q.mul_inv(db_rot[nxt, f], db_rot[frame, f])) * fps
+            dst_v = (db_pos[nxt, f] - db_pos[frame, f]).astype(np.float64) * fps
+        else:
+            dst_w = dst_v = np.zeros((self.J, 3))
+        if dt > 0:
+            src_w, src_v = q.log(q.mul_inv(src_rot, prev_rot)) / dt, (src_pos - prev_pos) / dt
+        else:
+            src_w = src_v = np.zeros((self.J, 3))
+        self.transition(src_rot, src_w, dst_rot, dst_w, src_pos, src_v, dst_pos, dst_v)
+
     def update(self, dt: float) -> None:
         """Advance the decay by ``dt`` seconds."""
         self.elapsed += dt

@@ -8,8 +8,10 @@ on ``[3]`` arrays, the simulated root advanced with the array springs
 query built from :meth:`~motionmatch.control.trajectory.PredictedTrajectory.local`,
 inertialization with :meth:`~motionmatch.runtime.inertialize.Inertializer.update_reference`
 and ``quat`` products, and foot locking leg by leg in Python around the small IK kernels.
-The decisions (modes, searches, transitions) are the controller's own, so both play the
-same poses up to rounding; ``tests/test_controller_fast.py`` checks it and
+The inertialization transitions are the array version too, and the sharp-change test is
+:meth:`~motionmatch.control.intent.Intent.changed_sharply` itself. The other decisions
+(modes, search policy, transitions) are the controller's own, so both play the same poses
+up to rounding; ``tests/test_controller_fast.py`` checks it and
 ``benchmarks/bench_controller.py`` measures the speed-up against it.
 """
 
@@ -17,6 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from motionmatch.anim import quat
 from motionmatch.control.intent import Intent
 from motionmatch.control.trajectory import PredictedTrajectory, RootState
 from motionmatch.runtime import _kernels
@@ -78,6 +81,24 @@ class ReferenceController(Controller):
         dist = float(np.hypot(off[0], off[2]))
         if dist > self.s.sim_max_distance:
             self.predictor.state = sim.replace(position=self.root_pos + off * (self.s.sim_max_distance / dist))
+
+    def _changed_sharply(self, intent: Intent, last: Intent) -> bool:
+        return intent.changed_sharply(last, self.s.sharp_turn_deg)
+
+    def _transition_to(self, frame: int) -> None:
+        self.transitions += 1
+        dst_rot, dst_pos = self._db_pose_at(float(frame))
+        dst_w, dst_v = self._db_pose_velocity(frame)
+        src_rot, src_pos = self._shown
+        (prev_rot, prev_pos), dt = self._prev_shown, self._last_dt
+        if dt > 0:
+            src_w, src_v = quat.log(quat.mul_inv(src_rot, prev_rot)) / dt, (src_pos - prev_pos) / dt
+        else:
+            src_w, src_v = np.zeros_like(src_pos), np.zeros_like(src_pos)
+        self.inert.transition(src_rot, src_w, dst_rot, dst_w, src_pos, src_v, dst_pos, dst_v)
+        self.frame = frame
+        self.frame_pos = float(frame)
+        self._db_root = self._db_root_at(self.frame_pos)
 
     def _advance_sim(self, dt: float, intent: Intent) -> None:
         self.predictor.advance_reference(dt, intent)
