@@ -33,6 +33,7 @@ import numpy as np
 
 from motionmatch.environment.geometry import (
     C_P,
+    C_Q,
     C_R,
     C_TYPE,
     C_UX,
@@ -43,9 +44,9 @@ from motionmatch.environment.geometry import (
     C_YMIN,
     C_Z,
     T_BOX,
+    T_DISK,
     barrier,
     point_lower_bound,
-    point_upper_bound,
     signed_distance,
 )
 
@@ -66,7 +67,8 @@ S_PEN = 1        # frames whose penalties were evaluated
 S_SD = 2         # exact signed distances computed
 S_FINE = 3       # fine (segment) searches opened
 S_REPS = 4       # representatives visited
-NS = 5
+S_BLK = 5        # blocks of representatives skipped by their bounds
+NS = 6
 
 
 #: fast-math flags for the distance loops: reassociation lets LLVM vectorise the sums
@@ -94,7 +96,39 @@ def _dist_rows(feats, i, j, w):
     return s
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, inline="always")
+def _point_lb(px, pz, obs, k, m):
+    """:func:`~motionmatch.environment.geometry.point_lower_bound` of row ``obs[k, m]``, read
+    element by element (no array view: views cost reference counting in a hot loop)."""
+    dx = px - obs[k, m, C_X]
+    dz = pz - obs[k, m, C_Z]
+    if int(obs[k, m, C_TYPE]) != T_BOX:
+        return math.sqrt(dx * dx + dz * dz) - obs[k, m, C_R]
+    ux = obs[k, m, C_UX]
+    uz = obs[k, m, C_UZ]
+    lx = abs(dx * ux + dz * uz) - obs[k, m, C_P]
+    lz = abs(-dx * uz + dz * ux) - obs[k, m, C_Q]
+    if lx <= 0.0 and lz <= 0.0:
+        return max(lx, lz)
+    lx = max(lx, 0.0)
+    lz = max(lz, 0.0)
+    return math.sqrt(lx * lx + lz * lz)
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _point_ub(px, pz, obs, k, m):
+    """:func:`~motionmatch.environment.geometry.point_upper_bound` of row ``obs[k, m]``
+    (element by element, as :func:`_point_lb`)."""
+    t = int(obs[k, m, C_TYPE])
+    if t == T_BOX:
+        return _point_lb(px, pz, obs, k, m)
+    dx = px - obs[k, m, C_X]
+    dz = pz - obs[k, m, C_Z]
+    r = obs[k, m, C_P] if t == T_DISK else min(obs[k, m, C_P], obs[k, m, C_Q])
+    return math.sqrt(dx * dx + dz * dz) - r
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
 def frame_penalty(i, ell, obs, counts, slotw, pp, budget, early, stats):
     """Weighted penalty sum of frame ``i`` (without W_env); stops once it reaches ``budget``."""
     dhat = pp[P_DHAT]
@@ -122,7 +156,7 @@ def frame_penalty(i, ell, obs, counts, slotw, pp, budget, early, stats):
             for m in range(n):
                 if use_h and (hi <= obs[k, m, C_YMIN] or lo >= obs[k, m, C_YMAX]):
                     continue
-                ub = point_upper_bound(cx, cz, obs[k, m]) - inner - margin
+                ub = _point_ub(cx, cz, obs, k, m) - inner - margin
                 if ub < dhat:
                     low += slotw[k] * obs[k, m, C_W] * barrier(ub, dhat, kappa)
         if low >= budget:
@@ -156,7 +190,7 @@ def frame_penalty(i, ell, obs, counts, slotw, pp, budget, early, stats):
                 if dx * dx + dz * dz >= lim * lim:
                     continue
             else:
-                if point_lower_bound(cx, cz, obs[k, m]) >= reach:
+                if _point_lb(cx, cz, obs, k, m) >= reach:
                     continue
             stats[S_SD] += 1
             d = signed_distance(cx, cz, ux, uz, a, b, obs[k, m]) - margin
@@ -193,7 +227,7 @@ def frame_clearance(i, ell, obs, counts, pp, out):
         out[k] = best
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, inline="always")
 def _penalised(i, d, ell, obs, counts, slotw, pp, best, early, stats):
     """``d`` plus the weighted penalties of frame ``i`` (stops once it reaches ``best``)."""
     envw = pp[P_ENVW]
@@ -254,7 +288,7 @@ def linear_search(feats, q, w, valid, mask, ell, obs, counts, slotw, pp, init, e
 
 @numba.njit(cache=True, nogil=True, fastmath=FM)
 def coherent_search(feats, q, w, valid, mask, ell, obs, counts, slotw, pp, reps, rep_feats, rep_lo, rep_hi, start,
-                    init, init_seg, dissim, v, max_stride, slack, stats):
+                    init, init_seg, dissim, v, max_stride, slack, stats, blk_lo, blk_hi, blk_size):
     """Temporal-coherence search (paper Sec. 5.4.2): representatives from ``start`` (wrapping
     around), each scored against the best so far; a representative that beats it opens its
     segment ``[rep_lo, rep_hi)`` (so does one whose query distance alone is below ``slack``
@@ -262,7 +296,14 @@ def coherent_search(feats, q, w, valid, mask, ell, obs, counts, slotw, pp, reps,
     the dissimilarity between the representative and the best frame (see
     :func:`stride_for`). The frame playing now (``init``) seeds the best score, and its
     segment (``init_seg``, -1: none) is searched first. ``rep_feats`` holds the representatives' features contiguously
-    (the coarse pass then reads memory in order). Returns (index, score)."""
+    (the coarse pass then reads memory in order).
+
+    Block bounds (``blk_size > 0``): ``blk_lo, blk_hi [ceil(n / blk_size), D]`` are the
+    per-dimension bounds of every valid frame in the segments of each run of ``blk_size``
+    consecutive representatives; on entering a block, its weighted box distance to the query
+    (a lower bound of every score in it: penalties are >= 0) is compared with the best score
+    and the whole block is skipped when it cannot win (it never skips a frame that could beat
+    the best so far; the stride then restarts at the next block). Returns (index, score)."""
     D = q.shape[0]
     best = np.inf
     bi = -1
@@ -297,7 +338,20 @@ def coherent_search(feats, q, w, valid, mask, ell, obs, counts, slotw, pp, reps,
         db_best = _dist(feats, bi, q, w)
     j = start % n
     seen = 0
+    cur_blk = -1
     while seen < n:
+        if blk_size > 0:
+            b = j // blk_size
+            if b != cur_blk:
+                cur_blk = b
+                if best < np.inf and box_distance(blk_lo, blk_hi, b, q, w) >= best:
+                    nxt = (b + 1) * blk_size
+                    if nxt > n:
+                        nxt = n
+                    seen += nxt - j
+                    j = nxt if nxt < n else 0
+                    stats[S_BLK] += 1
+                    continue
         r = reps[j]
         nr += 1
         step = 1
@@ -349,6 +403,100 @@ def coherent_search(feats, q, w, valid, mask, ell, obs, counts, slotw, pp, reps,
     stats[S_REPS] += nr
     stats[S_FINE] += nf
     return bi, best
+
+
+@numba.njit(cache=True, nogil=True)
+def summarise(idx, feats, q, w, ell, obs, counts, slotw, pp, cur, clearance, out):
+    """Summary of a search's result ``idx`` (see :func:`run_search` for ``out`` and
+    ``clearance``)."""
+    scratch = np.zeros(NS, dtype=np.int64)
+    if idx >= 0:
+        d = _dist(feats, idx, q, w)
+        out[0] = _penalised(idx, d, ell, obs, counts, slotw, pp, np.inf, False, scratch)
+        out[1] = d
+        frame_clearance(idx, ell, obs, counts, pp, clearance)
+        hit = 0.0
+        for k in range(clearance.shape[0]):
+            if clearance[k] < 0.0:
+                hit = 1.0
+        out[3] = hit
+    else:
+        out[0] = np.inf
+        out[1] = np.inf
+        out[3] = 0.0
+        clearance[:] = np.inf
+    if cur >= 0:
+        out[2] = _penalised(cur, _dist(feats, cur, q, w), ell, obs, counts, slotw, pp, np.inf, False, scratch)
+    else:
+        out[2] = np.nan
+
+
+@numba.njit(cache=True, nogil=True)
+def run_search(method, feats, q, w, valid, mask, ell, obs, counts, slotw, pp, reps, rep_feats, rep_lo, rep_hi, start,
+               init, init_seg, dissim, v, max_stride, slack, fallback, blk_lo, blk_hi, blk_size, cur, stats,
+               clearance, out):
+    """One penalised search in a single call (the per-search glue of :mod:`.penalized` fused):
+    ``method`` 0 runs :func:`linear_search`, 1 :func:`coherent_search` and then, with
+    ``fallback`` and a colliding result, :func:`linear_search`. Then the summary of the best
+    frame: ``out[0]`` its score, ``out[1]`` its weighted query distance, ``out[3]`` 1 if one of
+    its ellipses overlaps an obstacle (``clearance [K]`` per ellipse, see
+    :func:`frame_clearance`), and ``out[2]`` the full score of frame ``cur`` (the frame playing
+    now, for the controller's comparison; ``nan`` for ``cur < 0``). Returns ``(index, used)``
+    with ``used`` 0 (linear), 1 (coherent) or 2 (linear after a collision fallback)."""
+    if method == 0:
+        idx, _ = linear_search(feats, q, w, valid, mask, ell, obs, counts, slotw, pp, init, True, stats)
+        used = 0
+    else:
+        idx, _ = coherent_search(feats, q, w, valid, mask, ell, obs, counts, slotw, pp, reps, rep_feats, rep_lo,
+                                 rep_hi, start, init, init_seg, dissim, v, max_stride, slack, stats, blk_lo, blk_hi,
+                                 blk_size)
+        used = 1
+        if fallback and idx >= 0:
+            frame_clearance(idx, ell, obs, counts, pp, clearance)
+            hit = False
+            for k in range(clearance.shape[0]):
+                if clearance[k] < 0.0:
+                    hit = True
+            if hit:
+                idx, _ = linear_search(feats, q, w, valid, mask, ell, obs, counts, slotw, pp, init, True, stats)
+                used = 2
+    summarise(idx, feats, q, w, ell, obs, counts, slotw, pp, cur, clearance, out)
+    return idx, used
+
+
+@numba.njit(cache=True, nogil=True, inline="always", fastmath=FM)
+def box_distance(lo, hi, b, q, w):
+    """Weighted squared distance from ``q`` to the box ``[lo[b], hi[b]]`` (a lower bound of the
+    distance of every point in it; ``+inf`` for an empty box: ``lo = +inf``)."""
+    s = 0.0
+    for d in range(q.shape[0]):
+        x = q[d]
+        a = np.float64(lo[b, d])
+        c = np.float64(hi[b, d])
+        g = max(a - x, x - c, 0.0)  # branch-free: vectorises
+        s += w[d] * g * g
+    return s
+
+
+@numba.njit(cache=True, nogil=True)
+def build_block_bounds(feats, valid, rep_lo, rep_hi, size, out_lo, out_hi):
+    """Per-dimension bounds ``out_lo, out_hi [ceil(n / size), D]`` (float32, rounded outward
+    so that they bound the float32 features exactly) of the valid frames in the segments of
+    each run of ``size`` consecutive representatives; ``+inf / -inf`` where none is valid."""
+    D = feats.shape[1]
+    out_lo[:] = np.inf
+    out_hi[:] = -np.inf
+    for j in range(rep_lo.shape[0]):
+        b = j // size
+        for i in range(rep_lo[j], rep_hi[j]):
+            if not valid[i]:
+                continue
+            for d in range(D):
+                x = feats[i, d]
+                if x < out_lo[b, d]:
+                    out_lo[b, d] = x
+                if x > out_hi[b, d]:
+                    out_hi[b, d] = x
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
@@ -474,3 +622,37 @@ def prepare_obstacles(rows, slot_of, root_x, root_z, yaw, points, radius, out, c
 
 
 _ = C_P  # re-exported column names are used by callers
+
+
+@numba.njit(cache=True, nogil=True)
+def trajectory_points(root_x, root_z, yaw, positions, world, local):
+    """The pre-selection points of a search: the character's root ``(root_x, root_z)`` and
+    its query trajectory ``positions [P, 3]`` (world metres, Y up), into ``world [P + 1, 2]``
+    (x, z) and, moved into the character frame (facing ``yaw``), ``local [P + 1, 2]``."""
+    c = math.cos(yaw)
+    s = math.sin(yaw)
+    world[0, 0] = root_x
+    world[0, 1] = root_z
+    local[0, 0] = 0.0
+    local[0, 1] = 0.0
+    for p in range(positions.shape[0]):
+        x = positions[p, 0]
+        z = positions[p, 2]
+        world[p + 1, 0] = x
+        world[p + 1, 1] = z
+        dx = x - root_x
+        dz = z - root_z
+        local[p + 1, 0] = c * dx - s * dz
+        local[p + 1, 1] = s * dx + c * dz
+
+
+@numba.njit(cache=True, nogil=True, fastmath=FM)
+def view_distance(query, feats, i, zero):
+    """Squared distance between ``query [D]`` and row ``i`` of ``feats [N, D]`` with the
+    columns where ``zero [D]`` is true taken as 0 (the controller's planar view)."""
+    s = 0.0
+    for d in range(query.shape[0]):
+        x = 0.0 if zero[d] else np.float64(feats[i, d])
+        t = np.float64(query[d]) - x
+        s += t * t
+    return s

@@ -41,7 +41,8 @@ from motionmatch.search import _penalized_kernels as PK
 from motionmatch.search._validate import SearchError, check_features
 from motionmatch.search.box import BoxSearch
 
-__all__ = ["METHODS", "PenalizedSearch", "PenaltyParams", "SearchOptions", "SearchResult", "prepare_obstacles"]
+__all__ = ["METHODS", "PenalizedSearch", "PenaltyParams", "SearchBuffers", "SearchOptions", "SearchResult",
+           "prepare_obstacles"]
 
 METHODS = ("coherent", "linear", "plain")
 
@@ -74,6 +75,13 @@ class PenaltyParams:
     height_top: float = 0.12
     use_heights: bool = True
     disk_body: bool = False
+
+    def slot_weight_array(self, n_slots: int) -> np.ndarray:
+        """``[n_slots]`` per-ellipse weights (missing entries: 1)."""
+        slotw = np.ones(n_slots)
+        sw = np.asarray(self.slot_weights, dtype=np.float64)
+        slotw[: min(len(sw), n_slots)] = sw[:n_slots]
+        return slotw
 
     def packed(self, env_weight: float | None = None, heights_available: bool = True) -> np.ndarray:
         pp = np.zeros(PK.NP)
@@ -110,6 +118,11 @@ class SearchOptions:
         segment_slack: also open the segment of a representative whose query distance is
             below ``segment_slack`` times the best score (1: only when it beats the best,
             as in the paper); a little more work for better matches.
+        block_bounds: skip a whole block of ``block_size`` consecutive representatives when
+            the box bounding the features of their segments is farther from the query than
+            the best score (no frame it skips could beat the best so far: work saved, not
+            quality; the stride restarts at the next block).
+        block_size: representatives per block (4: about 80 frames).
     """
 
     method: str = "coherent"
@@ -122,12 +135,16 @@ class SearchOptions:
     collision_fallback: bool = True
     max_stride: int = 64
     segment_slack: float = 1.0
+    block_bounds: bool = True
+    block_size: int = 4
 
     def __post_init__(self) -> None:
         if self.method not in METHODS:
             raise SearchError(f"method: expected one of {METHODS}, got {self.method!r}")
         if not self.v >= 0:
             raise SearchError(f"v: expected >= 0, got {self.v}")
+        if int(self.block_size) < 1:
+            raise SearchError(f"block_size: expected >= 1, got {self.block_size}")
 
     def with_(self, **changes) -> SearchOptions:
         return replace(self, **changes)
@@ -156,6 +173,42 @@ class SearchResult:
     collides: bool
     method: str
     stats: dict
+
+
+STAT_NAMES = ("distances", "penalties", "signed_distances", "segments", "representatives", "blocks_skipped")
+
+
+class SearchBuffers:
+    """Preallocated buffers of repeated :meth:`PenalizedSearch.search` calls (one per
+    character): counters, clearance and summary arrays, the packed penalty parameters of the
+    last :class:`PenaltyParams` (re-packed only when another object is passed), and ``cur``,
+    a frame whose full score each search leaves in ``out[2]`` (-1: none).
+
+    Attributes:
+        stats: ``[NS]`` int64 counters of the last search; clearance: ``[K]`` float64;
+        out: ``[4]`` float64: score, distance, score of ``cur``, collides (0/1).
+    """
+
+    def __init__(self, search: PenalizedSearch):
+        self.search = search
+        self.stats = np.zeros(PK.NS, dtype=np.int64)
+        self.clearance = np.empty(search.n_slots)
+        self.out = np.empty(4)
+        self.cur = -1
+        self._pen: PenaltyParams | None = None
+        self._slotw = np.ones(search.n_slots)
+        self._pp = np.zeros(PK.NP)
+        self._envw = 0.0
+
+    def packed(self, pen: PenaltyParams, env_weight: float | None) -> tuple[np.ndarray, np.ndarray]:
+        """``(slot weights [K], packed parameters [NP])`` of ``pen`` with ``env_weight``."""
+        if pen is not self._pen:
+            self._pen = pen
+            self._slotw = pen.slot_weight_array(self.search.n_slots)
+            self._pp = pen.packed(None, self.search.has_heights)
+            self._envw = pen.env_weight
+        self._pp[PK.P_ENVW] = self._envw if env_weight is None else env_weight
+        return self._slotw, self._pp
 
 
 class PenalizedSearch:
@@ -205,10 +258,13 @@ class PenalizedSearch:
         self.clip_stops = np.asarray(clip_stops, dtype=np.int64)
         self._weighted_plain: dict = {}
         self._reps = {}
+        self._blocks: dict = {}
+        self._none_blocks = np.zeros((1, self.dim), dtype=np.float32)
         self.min_stride = int(min_stride)
         self.rep_threshold = float(rep_threshold)
         self.representatives(True)
         self._ones = np.ones(self.dim)
+        self._none_reps = np.zeros(1, dtype=np.int64)
         self._sorted_scratch = np.empty(0)
 
     # ------------------------------------------------------------ representatives
@@ -235,11 +291,26 @@ class PenalizedSearch:
             self._reps[key] = (reps, np.ascontiguousarray(self.features[reps]), lo, hi, rep_of)
         return self._reps[key]
 
+    def block_bounds(self, adaptive: bool = True, size: int = 4) -> tuple[np.ndarray, np.ndarray]:
+        """``(lo, hi) [ceil(R / size), D]`` float32: per-dimension bounds of the valid frames in
+        the segments of each run of ``size`` consecutive representatives (``R`` of them; see
+        :meth:`representatives`), cached."""
+        key = (bool(adaptive), int(size))
+        if key not in self._blocks:
+            _reps, _rf, lo, hi, _rep_of = self.representatives(adaptive)
+            nb = max((len(lo) + size - 1) // size, 1)
+            blo = np.empty((nb, self.dim), dtype=np.float32)
+            bhi = np.empty((nb, self.dim), dtype=np.float32)
+            PK.build_block_bounds(self.features, self.valid, lo, hi, int(size), blo, bhi)
+            self._blocks[key] = (blo, bhi)
+        return self._blocks[key]
+
     # ------------------------------------------------------------------ search
     def search(self, query: np.ndarray, obstacles: np.ndarray, counts: np.ndarray, *,
                mask: np.ndarray | None = None, init_index: int | None = None, previous: int | None = None,
                weights: np.ndarray | None = None, penalty: PenaltyParams | None = None,
-               env_weight: float | None = None, options: SearchOptions | None = None) -> SearchResult:
+               env_weight: float | None = None, options: SearchOptions | None = None,
+               buffers: SearchBuffers | None = None) -> SearchResult:
         """The frame of lowest penalised score.
 
         Args:
@@ -253,53 +324,107 @@ class PenalizedSearch:
                 controls); ``None``: all 1.
             penalty: :class:`PenaltyParams`; env_weight: overrides its ``env_weight``.
             options: :class:`SearchOptions`.
+            buffers: :class:`SearchBuffers` of this searcher, for a caller that searches
+                every few frames (a character's chooser): no allocations, packed penalty
+                parameters reused, and only cheap checks (arrays must already be contiguous
+                float64 / int64 / bool); the score of ``buffers.cur`` is left in
+                ``buffers.out[2]``.
         """
         opt = options or SearchOptions()
         pen = penalty or PenaltyParams()
+        if buffers is not None:
+            if buffers.search is not self:
+                raise SearchError("buffers: made for another PenalizedSearch")
+            b = buffers
+            m = self.valid if mask is None else mask
+            w = self._ones if weights is None else weights
+            if query.shape != (self.dim,) or m.shape != (self.n_frames,) or w.shape != (self.dim,) \
+                    or obstacles.shape[0] != self.n_slots or counts.shape != (self.n_slots,):
+                raise SearchError("query, mask, weights, obstacles or counts: wrong shape")
+            slotw, pp = b.packed(pen, env_weight)
+            b.stats[:] = 0
+            idx, method = self.search_into(query, obstacles, counts, m, init_index, previous, w, slotw, pp, opt, b.cur,
+                                           b.stats, b.clearance, b.out)
+            out = b.out
+            return SearchResult(idx, float(out[0]), float(out[1]), float(out[0] - out[1]), b.clearance.copy(),
+                                bool(out[3] > 0.0), method, dict(zip(STAT_NAMES, b.stats.tolist())))
         q = np.ascontiguousarray(query, dtype=np.float64)
         if q.shape != (self.dim,):
             raise SearchError(f"query: expected shape ({self.dim},), got {q.shape}")
         m = self.valid if mask is None else np.ascontiguousarray(mask, dtype=bool)
+        if m.shape != (self.n_frames,):
+            raise SearchError(f"mask: expected shape ({self.n_frames},), got {m.shape}")
         w = self._ones if weights is None else np.ascontiguousarray(weights, dtype=np.float64)
+        if w.shape != (self.dim,):
+            raise SearchError(f"weights: expected shape ({self.dim},), got {w.shape}")
         obs = np.ascontiguousarray(obstacles, dtype=np.float64)
         cnt = np.ascontiguousarray(counts, dtype=np.int64)
         if obs.ndim != 3 or obs.shape[0] != self.n_slots or obs.shape[2] != ROW or cnt.shape != (self.n_slots,):
             raise SearchError(f"obstacles: expected shape ({self.n_slots}, M, {ROW}) with counts ({self.n_slots},)")
-        slotw = np.ones(self.n_slots)
-        sw = np.asarray(pen.slot_weights, dtype=np.float64)
-        slotw[: min(len(sw), self.n_slots)] = sw[: self.n_slots]
+        if np.any(cnt > obs.shape[1]) or np.any(cnt < 0):
+            raise SearchError(f"counts: expected values in [0, {obs.shape[1]}], got {cnt}")
+        slotw = pen.slot_weight_array(self.n_slots)
         pp = pen.packed(env_weight, self.has_heights)
         stats = np.zeros(PK.NS, dtype=np.int64)
+        clearance = np.empty(self.n_slots)
+        out = np.empty(4)
+        idx, method = self.search_into(q, obs, cnt, m, init_index, previous, w, slotw, pp, opt, -1, stats,
+                                       clearance, out)
+        return SearchResult(idx, float(out[0]), float(out[1]), float(out[0] - out[1]), clearance,
+                            bool(out[3] > 0.0), method, dict(zip(STAT_NAMES, stats.tolist())))
+
+    def search_into(self, q: np.ndarray, obs: np.ndarray, cnt: np.ndarray, mask: np.ndarray,
+                    init_index: int | None, previous: int | None, w: np.ndarray, slotw: np.ndarray, pp: np.ndarray,
+                    opt: SearchOptions, cur: int, stats: np.ndarray, clearance: np.ndarray,
+                    out: np.ndarray) -> tuple[int, str]:
+        """:meth:`search` without input checks or allocations, for a per-frame chooser that
+        owns its buffers (one compiled call does the search, the collision fallback and the
+        summary).
+
+        Args:
+            q: ``[D]`` float64 contiguous; obs, cnt: as for :meth:`search` (float64 / int64,
+                contiguous); mask: ``[N]`` bool; w: ``[D]`` float64 weights;
+                slotw: :meth:`PenaltyParams.slot_weight_array`; pp: :meth:`PenaltyParams.packed`.
+            cur: a frame whose full score goes to ``out[2]`` (-1: none).
+            stats: ``[NS]`` int64 counters (added to); clearance: ``[K]`` float64 out;
+            out: ``[4]`` float64 out: score, distance, score of ``cur``, collides (0/1).
+
+        Returns:
+            ``(index, method)``: the best frame and the method that produced it (as
+            :attr:`SearchResult.method`).
+        """
         init = -1
         if init_index is not None and opt.warm_start and 0 <= init_index < self.n_frames \
-                and self.valid[init_index] and m[init_index]:
+                and self.valid[init_index] and mask[init_index]:
             init = int(init_index)
         method = opt.method
-        clear = int(cnt.sum()) == 0
-        if method == "plain" or (clear and opt.plain_when_clear and method != "linear"):
-            idx, _ = self._plain(q, m, w, init)
-            method = "plain"
-        elif method == "linear":
-            idx, _ = PK.linear_search(self.features, q, w, self.valid, m, self.ellipses, obs, cnt, slotw, pp,
-                                          init, True, stats)
+        if method == "plain" or (opt.plain_when_clear and method != "linear" and not cnt.any()):
+            idx, _ = self._plain(q, mask, w, init)
+            PK.summarise(idx, self.features, q, w, self.ellipses, obs, cnt, slotw, pp, cur, clearance, out)
+            return idx, "plain"
+        if method == "linear":
+            idx, used = PK.run_search(0, self.features, q, w, self.valid, mask, self.ellipses, obs, cnt, slotw, pp,
+                                      self._none_reps, self._none_blocks, self._none_reps, self._none_reps, 0, init,
+                                      -1, 0, 0.0, 1, 1.0, False, self._none_blocks, self._none_blocks, 0, cur, stats,
+                                      clearance, out)
+            return int(idx), "linear"
+        reps, rep_feats, lo, hi, rep_of = self.representatives(opt.adaptive)
+        start = 0
+        if opt.warm_start and previous is not None and 0 <= previous < self.n_frames:
+            start = int(rep_of[previous]) - round(opt.start_back * len(reps))
+            start %= max(len(reps), 1)
+        if opt.block_bounds:
+            blo, bhi = self.block_bounds(opt.adaptive, opt.block_size)
+            bsize = int(opt.block_size)
         else:
-            reps, rep_feats, lo, hi, rep_of = self.representatives(opt.adaptive)
-            start = 0
-            if opt.warm_start and previous is not None and 0 <= previous < self.n_frames:
-                start = int(rep_of[previous]) - round(opt.start_back * len(reps))
-                start %= max(len(reps), 1)
-            idx, _ = PK.coherent_search(self.features, q, w, self.valid, m, self.ellipses, obs, cnt, slotw, pp,
-                                            reps, rep_feats, lo, hi, start, init,
-                                            int(rep_of[init]) if init >= 0 else -1,
-                                            (0 if not opt.dissimilarity else (2 if opt.dissimilarity == "bound" else 1)),
-                                            float(opt.v), int(opt.max_stride), float(opt.segment_slack), stats)
-        res = self._result(int(idx), q, w, obs, cnt, slotw, pp, method, stats)
-        if res.collides and method == "coherent" and opt.collision_fallback:
-            stats2 = np.zeros(PK.NS, dtype=np.int64)
-            idx, _score = PK.linear_search(self.features, q, w, self.valid, m, self.ellipses, obs, cnt, slotw, pp,
-                                          init, True, stats2)
-            res = self._result(int(idx), q, w, obs, cnt, slotw, pp, "linear", stats + stats2)
-        return res
+            blo = bhi = self._none_blocks
+            bsize = 0
+        dissim = 0 if not opt.dissimilarity else (2 if opt.dissimilarity == "bound" else 1)
+        idx, used = PK.run_search(1, self.features, q, w, self.valid, mask, self.ellipses, obs, cnt, slotw, pp, reps,
+                                  rep_feats, lo, hi, start, init, int(rep_of[init]) if init >= 0 else -1, dissim,
+                                  float(opt.v), int(opt.max_stride), float(opt.segment_slack),
+                                  bool(opt.collision_fallback), blo, bhi, bsize, cur, stats, clearance, out)
+        return int(idx), ("coherent" if used == 1 else "linear")
 
     def _plain(self, q, m, w, init):
         """The accelerated (bounding-box) search on query features; for non-unit weights, on
@@ -319,13 +444,6 @@ class PenalizedSearch:
         idx, d = box.nearest(q * sw, mask=m, k=1, init_index=init if init >= 0 else None)
         return int(idx[0]), float(d[0])
 
-    def _result(self, idx, q, w, obs, cnt, slotw, pp, method, stats) -> SearchResult:
-        clr = np.empty(self.n_slots)
-        score, dist = PK.frame_summary(idx, self.features, q, w, self.ellipses, obs, cnt, slotw, pp, clr)
-        names = ("distances", "penalties", "signed_distances", "segments", "representatives")
-        return SearchResult(idx, float(score), float(dist), float(score - dist), clr, bool(np.any(clr < 0.0)), method,
-                            dict(zip(names, stats.tolist())))
-
     def score(self, frames: np.ndarray, query: np.ndarray, obstacles: np.ndarray, counts: np.ndarray, *,
               weights: np.ndarray | None = None, penalty: PenaltyParams | None = None,
               env_weight: float | None = None) -> np.ndarray:
@@ -335,9 +453,7 @@ class PenalizedSearch:
         frames = np.ascontiguousarray(frames, dtype=np.int64).reshape(-1)
         q = np.ascontiguousarray(query, dtype=np.float64)
         w = self._ones if weights is None else np.ascontiguousarray(weights, dtype=np.float64)
-        slotw = np.ones(self.n_slots)
-        sw = np.asarray(pen.slot_weights, dtype=np.float64)
-        slotw[: min(len(sw), self.n_slots)] = sw[: self.n_slots]
+        slotw = pen.slot_weight_array(self.n_slots)
         out = np.empty(frames.shape[0])
         PK.score_frames(frames, self.features, q, w, self.ellipses, np.ascontiguousarray(obstacles, dtype=np.float64),
                         np.ascontiguousarray(counts, dtype=np.int64), slotw, pen.packed(env_weight, self.has_heights),
