@@ -279,12 +279,16 @@ def fence_ceilings():
                        "features (schema 'environment-heights') and jumping and crawling clips (LAFAN1 "
                        "obstacles1_subject1 and ground1_subject4 tagged jump / crawl), with jump and crawl frames "
                        "allowed in the locomotion search.",
-        "expect": "The character jumps over the fence, crouches under the first ceiling and gets down on the "
-                  "ground to crawl under the second, without intersecting any of them for long.",
+        "expect": "The character gets over the fence (with LAFAN1 the way its capture subject jogs over a 0.48 m "
+                  "box: the whole body above the fence while over it), crouches under the first ceiling and "
+                  "gets down on the ground to crawl under the second, without intersecting any of them for long.",
         "duration": 40.0,
         "obstacles": obstacles,
+        # responsiveness 3 (as in the narrowing corridor): with the default 2, standing in
+        # front of the fence scores lower than jogging over it (10.4 against 11.4 at t = 10 s)
         "agents": [{"name": "hero", "start": [0.0, 0.0], "facing": [0.0, 1.0],
-                    "script": {"events": [{"t": 0.0, "keys": ["w"]}]}}],
+                    "script": {"events": [{"t": 0.0, "keys": ["w"]}]},
+                    "controls": {"responsiveness": 3.0}}],
         "penalty": {"threshold": 0.4},
         "database": {"requires": ["heights", "jump", "crawl"], "locomotion_tags": "!dance"},
         "regions": {"fence": {"z": [4.6, 5.4]}, "ceiling-high": {"z": [9.5, 11.5]},
