@@ -172,11 +172,8 @@ class EnvironmentMatcher:
         c = controls
         if c.responsiveness == 1.0 and c.continuity == 1.0 and evasion_factor == 1.0:
             return None
-        w = np.ones(len(self.cols))
-        w[self.pose] = c.continuity
-        w[self.traj_pos] = c.responsiveness
-        w[self.traj_dir] = c.responsiveness * evasion_factor
-        return w
+        return PK.control_weights(self.pose, self.traj_pos, self.traj_dir, float(c.continuity),
+                                  float(c.responsiveness), float(evasion_factor))
 
     def view_row(self, frame: int, view: str) -> np.ndarray:
         """Row ``frame`` of the controller's feature view (``"planar"``: vertical columns
@@ -298,30 +295,38 @@ class EnvironmentChooser:
             pts_w = np.array([[root[0], root[2]]], dtype=np.float64)
             local = np.zeros((1, 2))
         sc = self.scene
-        if sc.moving_ids.size:
-            rows, slot_of = sc.query(self.clock(), pts_w, radius, self.matcher.slots)
-        else:  # static obstacles only: no time, no per-slot proxies
-            rows = sc.static_rows[sc.static_near(pts_w, radius)]
-            slot_of = None
+        extra = None
         if self.obstacles_fn is not None:
             extra, extra_slots = self.obstacles_fn(self)
-            if len(extra):
-                if slot_of is None:
-                    slot_of = np.full(len(rows), -1, dtype=np.int64)
-                rows = np.concatenate([rows, extra])
-                slot_of = np.concatenate([slot_of, extra_slots])
+            if not len(extra):
+                extra = None
+        if not sc.moving_ids.size and extra is None:  # static obstacles only: one compiled call
+            ids = sc.static_near(pts_w, radius)
+            M = len(ids)
+            if M == 0:  # nothing anywhere near: the plain accelerated search will run
+                return self._empty(K) + (None,)
+            self._fit(M)
+            nearest = PK.prepare_static(sc.static_rows, ids, float(root[0]), float(root[2]), yaw, local, radius,
+                                        self._buf, self._cnt, self._key)
+            return self._buf, self._cnt, float(nearest), local
+        rows, slot_of = sc.query(self.clock(), pts_w, radius, self.matcher.slots)
+        if extra is not None:
+            rows = np.concatenate([rows, extra])
+            slot_of = np.concatenate([slot_of, extra_slots])
         M = len(rows)
-        if M == 0:  # nothing anywhere near: the plain accelerated search will run
+        if M == 0:
             return self._empty(K) + (None,)
-        if slot_of is None:
-            slot_of = np.full(M, -1, dtype=np.int64)
-        if self._buf.shape[1] < M:
-            self._buf = np.empty((K, 2 * M, ROW))
-            self._key = np.empty(2 * M)
+        self._fit(M)
         rows = np.ascontiguousarray(rows, dtype=np.float64)
         nearest = PK.prepare_obstacles(rows, np.ascontiguousarray(slot_of, dtype=np.int64), float(root[0]),
                                        float(root[2]), yaw, local, radius, self._buf, self._cnt, self._key)
         return self._buf, self._cnt, float(nearest), local
+
+    def _fit(self, M: int) -> None:
+        """Grow the obstacle buffers to hold ``M`` rows per slot."""
+        if self._buf.shape[1] < M:
+            self._buf = np.empty((self._K, 2 * M, ROW))
+            self._key = np.empty(2 * M)
 
     def __call__(self, ctrl: Controller, query: np.ndarray, mask: np.ndarray, view: str):
         t0 = time.perf_counter()
@@ -329,7 +334,8 @@ class EnvironmentChooser:
         s = self.settings
         m = self.matcher
         _radius, opts = self._packed()
-        q = np.asarray(query, dtype=np.float64)[m.cols]
+        q = np.empty(len(m.cols))
+        PK.take_columns(query, m.cols, q)
         if s.enabled:
             obs, cnt, nearest, _ = self.gather(ctrl)
         else:
@@ -362,7 +368,7 @@ class EnvironmentChooser:
         lg.cpu_times.append(time.thread_time() - c0)
         lg.methods.append(res.method)
         lg.collides.append(res.collides)
-        lg.obstacles.append(int(cnt.sum()))
+        lg.obstacles.append(sum(cnt.tolist()))
         lg.frames.append(res.index)
         return np.array([res.index], dtype=np.int64), np.array([cost])
 

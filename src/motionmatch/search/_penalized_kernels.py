@@ -431,27 +431,76 @@ def summarise(idx, feats, q, w, ell, obs, counts, slotw, pp, cur, clearance, out
         out[2] = np.nan
 
 
+# integer arguments of run_search
+A_METHOD = 0     # 0: linear, 1: coherent
+A_INIT = 1       # the frame playing now (-1: none)
+A_PREV = 2       # the previous best match (-1: none)
+A_DISSIM = 3     # 0: stride 1, 1: dissimilarity to the best frame, 2: its triangle bound
+A_MAXSTRIDE = 4  # stride cap (representatives)
+A_FALLBACK = 5   # 1: collision fallback to the linear search
+A_BLOCK = 6      # block size (representatives; 0: no block bounds)
+A_CUR = 7        # frame whose full score goes to out[2] (-1: none)
+A_CLEAR = 8      # 1: report "clear" (no obstacle) instead of searching (the caller runs the plain search)
+A_WARM = 9       # 1: warm start (seed with A_INIT, start near A_PREV)
+A_BACK = 10      # how many representatives before the previous best's to start
+NA = 11
+# float arguments
+F_V = 0          # stride aggressiveness v
+F_SLACK = 1      # segment slack
+NF = 2
+USED_LINEAR = 0
+USED_COHERENT = 1
+USED_FALLBACK = 2
+USED_CLEAR = 3
+
+
 @numba.njit(cache=True, nogil=True)
-def run_search(method, feats, q, w, valid, mask, ell, obs, counts, slotw, pp, reps, rep_feats, rep_lo, rep_hi, start,
-               init, init_seg, dissim, v, max_stride, slack, fallback, blk_lo, blk_hi, blk_size, cur, stats,
-               clearance, out):
-    """One penalised search in a single call (the per-search glue of :mod:`.penalized` fused):
-    ``method`` 0 runs :func:`linear_search`, 1 :func:`coherent_search` and then, with
-    ``fallback`` and a colliding result, :func:`linear_search`. Then the summary of the best
-    frame: ``out[0]`` its score, ``out[1]`` its weighted query distance, ``out[3]`` 1 if one of
-    its ellipses overlaps an obstacle (``clearance [K]`` per ellipse, see
-    :func:`frame_clearance`), and ``out[2]`` the full score of frame ``cur`` (the frame playing
-    now, for the controller's comparison; ``nan`` for ``cur < 0``). Returns ``(index, used)``
-    with ``used`` 0 (linear), 1 (coherent) or 2 (linear after a collision fallback)."""
+def run_search(ia, fa, feats, q, w, valid, mask, ell, obs, counts, slotw, pp, reps, rep_feats, rep_lo, rep_hi, rep_of,
+               blk_lo, blk_hi, stats, clearance, out):
+    """One penalised search in a single call (the per-search glue of :mod:`.penalized` fused;
+    scalar arguments packed in ``ia [NA]`` int64 and ``fa [NF]`` float64, see ``A_*`` and
+    ``F_*``). ``stats`` is zeroed first. The frame playing now seeds the search when it is
+    valid and in the mask (and ``ia[A_WARM]``). Method 0 runs :func:`linear_search`;
+    method 1 returns ``(-1, USED_CLEAR)`` at once when ``ia[A_CLEAR]`` and no slot has an
+    obstacle, else runs :func:`coherent_search` (from ``ia[A_BACK]`` representatives before
+    the previous best's, ``rep_of [N]``) and then, with ``ia[A_FALLBACK]`` and a colliding
+    result, :func:`linear_search`. Then the summary of the best frame
+    (:func:`summarise`): ``out[0]`` its score, ``out[1]`` its weighted query distance,
+    ``out[3]`` 1 if one of its ellipses overlaps an obstacle (``clearance [K]`` per
+    ellipse, see :func:`frame_clearance`), and ``out[2]`` the full score of frame
+    ``ia[A_CUR]`` (for the controller's comparison; ``nan`` for -1). Returns
+    ``(index, used)`` with ``used`` one of ``USED_*``."""
+    for k in range(stats.shape[0]):
+        stats[k] = 0
+    N = feats.shape[0]
+    cur = ia[A_CUR]
+    method = ia[A_METHOD]
+    if method == 1 and ia[A_CLEAR] != 0:
+        clear = True
+        for k in range(counts.shape[0]):
+            if counts[k] > 0:
+                clear = False
+        if clear:
+            return -1, USED_CLEAR
+    init = -1
+    i0 = ia[A_INIT]
+    if ia[A_WARM] != 0 and 0 <= i0 < N and valid[i0] and mask[i0]:
+        init = i0
     if method == 0:
         idx, _ = linear_search(feats, q, w, valid, mask, ell, obs, counts, slotw, pp, init, True, stats)
-        used = 0
+        used = USED_LINEAR
     else:
+        n = reps.shape[0]
+        start = 0
+        prev = ia[A_PREV]
+        if ia[A_WARM] != 0 and 0 <= prev < N and n > 0:
+            start = (rep_of[prev] - ia[A_BACK]) % n
+        init_seg = rep_of[init] if init >= 0 else -1
         idx, _ = coherent_search(feats, q, w, valid, mask, ell, obs, counts, slotw, pp, reps, rep_feats, rep_lo,
-                                 rep_hi, start, init, init_seg, dissim, v, max_stride, slack, stats, blk_lo, blk_hi,
-                                 blk_size)
-        used = 1
-        if fallback and idx >= 0:
+                                 rep_hi, start, init, init_seg, ia[A_DISSIM], fa[F_V], ia[A_MAXSTRIDE], fa[F_SLACK],
+                                 stats, blk_lo, blk_hi, ia[A_BLOCK])
+        used = USED_COHERENT
+        if ia[A_FALLBACK] != 0 and idx >= 0:
             frame_clearance(idx, ell, obs, counts, pp, clearance)
             hit = False
             for k in range(clearance.shape[0]):
@@ -459,7 +508,7 @@ def run_search(method, feats, q, w, valid, mask, ell, obs, counts, slotw, pp, re
                     hit = True
             if hit:
                 idx, _ = linear_search(feats, q, w, valid, mask, ell, obs, counts, slotw, pp, init, True, stats)
-                used = 2
+                used = USED_FALLBACK
     summarise(idx, feats, q, w, ell, obs, counts, slotw, pp, cur, clearance, out)
     return idx, used
 
@@ -656,3 +705,40 @@ def view_distance(query, feats, i, zero):
         t = np.float64(query[d]) - x
         s += t * t
     return s
+
+
+@numba.njit(cache=True, nogil=True)
+def take_columns(x, cols, out):
+    """``out[j] = x[cols[j]]`` as float64 (a query's search columns, no temporary)."""
+    for j in range(cols.shape[0]):
+        out[j] = x[cols[j]]
+
+
+@numba.njit(cache=True, nogil=True)
+def control_weights(pose, pos, direc, continuity, responsiveness, evasion_factor):
+    """``[D]`` squared-distance weights of the high-level controls (a new array): ``continuity``
+    on the pose columns, ``responsiveness`` on the trajectory positions and
+    ``responsiveness * evasion_factor`` on the trajectory directions (masks ``[D]``), 1
+    elsewhere."""
+    D = pose.shape[0]
+    w = np.ones(D)
+    for d in range(D):
+        if pose[d]:
+            w[d] = continuity
+        elif pos[d]:
+            w[d] = responsiveness
+        elif direc[d]:
+            w[d] = responsiveness * evasion_factor
+    return w
+
+
+@numba.njit(cache=True, nogil=True)
+def prepare_static(rows, ids, root_x, root_z, yaw, points, radius, out, counts, order_key):
+    """:func:`prepare_obstacles` of the rows ``rows[ids]`` (static obstacles: every slot),
+    without gathering them first. ``out`` must hold ``len(ids)`` rows per slot."""
+    sel = np.empty((ids.shape[0], rows.shape[1]))
+    for m in range(ids.shape[0]):
+        for j in range(rows.shape[1]):
+            sel[m, j] = rows[ids[m], j]
+    slot_of = np.full(ids.shape[0], -1, dtype=np.int64)
+    return prepare_obstacles(sel, slot_of, root_x, root_z, yaw, points, radius, out, counts, order_key)

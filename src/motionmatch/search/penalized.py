@@ -175,6 +175,7 @@ class SearchResult:
     stats: dict
 
 
+_USED_NAMES = ("linear", "coherent", "linear", "plain")
 STAT_NAMES = ("distances", "penalties", "signed_distances", "segments", "representatives", "blocks_skipped")
 
 
@@ -265,6 +266,9 @@ class PenalizedSearch:
         self.representatives(True)
         self._ones = np.ones(self.dim)
         self._none_reps = np.zeros(1, dtype=np.int64)
+        self._plans: dict = {}
+        self._plan_opt: SearchOptions | None = None
+        self._plan: tuple = ()
         self._sorted_scratch = np.empty(0)
 
     # ------------------------------------------------------------ representatives
@@ -342,7 +346,6 @@ class PenalizedSearch:
                     or obstacles.shape[0] != self.n_slots or counts.shape != (self.n_slots,):
                 raise SearchError("query, mask, weights, obstacles or counts: wrong shape")
             slotw, pp = b.packed(pen, env_weight)
-            b.stats[:] = 0
             idx, method = self.search_into(query, obstacles, counts, m, init_index, previous, w, slotw, pp, opt, b.cur,
                                            b.stats, b.clearance, b.out)
             out = b.out
@@ -377,54 +380,78 @@ class PenalizedSearch:
                     init_index: int | None, previous: int | None, w: np.ndarray, slotw: np.ndarray, pp: np.ndarray,
                     opt: SearchOptions, cur: int, stats: np.ndarray, clearance: np.ndarray,
                     out: np.ndarray) -> tuple[int, str]:
-        """:meth:`search` without input checks or allocations, for a per-frame chooser that
-        owns its buffers (one compiled call does the search, the collision fallback and the
-        summary).
+        """:meth:`search` without input checks, for a per-frame chooser that owns its
+        buffers (one compiled call does the search, the collision fallback and the summary;
+        the scalar arguments of each :class:`SearchOptions` are packed once).
 
         Args:
             q: ``[D]`` float64 contiguous; obs, cnt: as for :meth:`search` (float64 / int64,
                 contiguous); mask: ``[N]`` bool; w: ``[D]`` float64 weights;
                 slotw: :meth:`PenaltyParams.slot_weight_array`; pp: :meth:`PenaltyParams.packed`.
             cur: a frame whose full score goes to ``out[2]`` (-1: none).
-            stats: ``[NS]`` int64 counters (added to); clearance: ``[K]`` float64 out;
+            stats: ``[NS]`` int64 counters of this search (out); clearance: ``[K]`` float64 out;
             out: ``[4]`` float64 out: score, distance, score of ``cur``, collides (0/1).
 
         Returns:
             ``(index, method)``: the best frame and the method that produced it (as
             :attr:`SearchResult.method`).
         """
-        init = -1
-        if init_index is not None and opt.warm_start and 0 <= init_index < self.n_frames \
-                and self.valid[init_index] and mask[init_index]:
-            init = int(init_index)
-        method = opt.method
-        if method == "plain" or (opt.plain_when_clear and method != "linear" and not cnt.any()):
+        plan = self._plan_for(opt)
+        ia = plan[0].copy()  # the template is shared by every call with these options
+        ia[PK.A_INIT] = -1 if init_index is None else init_index
+        ia[PK.A_PREV] = -1 if previous is None else previous
+        ia[PK.A_CUR] = cur
+        if ia[PK.A_METHOD] < 0:  # plain motion matching
+            used = PK.USED_CLEAR
+        else:
+            idx, used = PK.run_search(ia, plan[1], self.features, q, w, self.valid, mask, self.ellipses, obs, cnt,
+                                      slotw, pp, *plan[2:], stats, clearance, out)
+        if used == PK.USED_CLEAR:
+            init = -1
+            if init_index is not None and opt.warm_start and 0 <= init_index < self.n_frames \
+                    and self.valid[init_index] and mask[init_index]:
+                init = int(init_index)
+            stats[:] = 0
             idx, _ = self._plain(q, mask, w, init)
             PK.summarise(idx, self.features, q, w, self.ellipses, obs, cnt, slotw, pp, cur, clearance, out)
             return idx, "plain"
-        if method == "linear":
-            idx, used = PK.run_search(0, self.features, q, w, self.valid, mask, self.ellipses, obs, cnt, slotw, pp,
-                                      self._none_reps, self._none_blocks, self._none_reps, self._none_reps, 0, init,
-                                      -1, 0, 0.0, 1, 1.0, False, self._none_blocks, self._none_blocks, 0, cur, stats,
-                                      clearance, out)
-            return int(idx), "linear"
-        reps, rep_feats, lo, hi, rep_of = self.representatives(opt.adaptive)
-        start = 0
-        if opt.warm_start and previous is not None and 0 <= previous < self.n_frames:
-            start = int(rep_of[previous]) - round(opt.start_back * len(reps))
-            start %= max(len(reps), 1)
-        if opt.block_bounds:
-            blo, bhi = self.block_bounds(opt.adaptive, opt.block_size)
-            bsize = int(opt.block_size)
-        else:
-            blo = bhi = self._none_blocks
-            bsize = 0
-        dissim = 0 if not opt.dissimilarity else (2 if opt.dissimilarity == "bound" else 1)
-        idx, used = PK.run_search(1, self.features, q, w, self.valid, mask, self.ellipses, obs, cnt, slotw, pp, reps,
-                                  rep_feats, lo, hi, start, init, int(rep_of[init]) if init >= 0 else -1, dissim,
-                                  float(opt.v), int(opt.max_stride), float(opt.segment_slack),
-                                  bool(opt.collision_fallback), blo, bhi, bsize, cur, stats, clearance, out)
-        return int(idx), ("coherent" if used == 1 else "linear")
+        return int(idx), _USED_NAMES[used]
+
+    def _plan_for(self, opt: SearchOptions) -> tuple:
+        """Packed arguments of :func:`PK.run_search` for ``opt`` (cached per options object):
+        ``(ia [NA], fa [NF], reps, rep_feats, lo, hi, rep_of, block lo, block hi)``."""
+        if opt is self._plan_opt:
+            return self._plan
+        plan = self._plans.get(opt)
+        if plan is None:
+            ia = np.zeros(PK.NA, dtype=np.int64)
+            fa = np.zeros(PK.NF)
+            ia[PK.A_METHOD] = {"linear": 0, "coherent": 1, "plain": -1}[opt.method]
+            ia[PK.A_WARM] = int(bool(opt.warm_start))
+            if opt.method == "coherent":
+                reps, rep_feats, lo, hi, rep_of = self.representatives(opt.adaptive)
+                ia[PK.A_DISSIM] = 0 if not opt.dissimilarity else (2 if opt.dissimilarity == "bound" else 1)
+                ia[PK.A_MAXSTRIDE] = int(opt.max_stride)
+                ia[PK.A_FALLBACK] = int(bool(opt.collision_fallback))
+                ia[PK.A_CLEAR] = int(bool(opt.plain_when_clear))
+                ia[PK.A_BACK] = round(opt.start_back * len(reps))
+                fa[PK.F_V] = float(opt.v)
+                fa[PK.F_SLACK] = float(opt.segment_slack)
+                if opt.block_bounds:
+                    blo, bhi = self.block_bounds(opt.adaptive, opt.block_size)
+                    ia[PK.A_BLOCK] = int(opt.block_size)
+                else:
+                    blo = bhi = self._none_blocks
+            else:
+                reps = lo = hi = self._none_reps
+                rep_of = self._none_reps
+                rep_feats = blo = bhi = self._none_blocks
+            plan = (ia, fa, reps, rep_feats, lo, hi, rep_of, blo, bhi)
+            if len(self._plans) >= 32:
+                self._plans.pop(next(iter(self._plans)))
+            self._plans[opt] = plan
+        self._plan_opt, self._plan = opt, plan
+        return plan
 
     def _plain(self, q, m, w, init):
         """The accelerated (bounding-box) search on query features; for non-unit weights, on
