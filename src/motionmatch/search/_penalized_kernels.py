@@ -288,7 +288,7 @@ def linear_search(feats, q, w, valid, mask, ell, obs, counts, slotw, pp, init, e
 
 @numba.njit(cache=True, nogil=True, fastmath=FM)
 def coherent_search(feats, q, w, valid, mask, ell, obs, counts, slotw, pp, reps, rep_feats, rep_lo, rep_hi, start,
-                    init, init_seg, dissim, v, max_stride, slack, stats, blk_lo, blk_hi, blk_size):
+                    init, init_seg, dissim, v, max_stride, slack, stats, blk_lo, blk_hi, blk_grid, blk_size):
     """Temporal-coherence search (paper Sec. 5.4.2): representatives from ``start`` (wrapping
     around), each scored against the best so far; a representative that beats it opens its
     segment ``[rep_lo, rep_hi)`` (so does one whose query distance alone is below ``slack``
@@ -298,9 +298,12 @@ def coherent_search(feats, q, w, valid, mask, ell, obs, counts, slotw, pp, reps,
     segment (``init_seg``, -1: none) is searched first. ``rep_feats`` holds the representatives' features contiguously
     (the coarse pass then reads memory in order).
 
-    Block bounds (``blk_size > 0``): ``blk_lo, blk_hi [ceil(n / blk_size), D]`` are the
-    per-dimension bounds of every valid frame in the segments of each run of ``blk_size``
-    consecutive representatives; on entering a block, its weighted box distance to the query
+    Block bounds (``blk_size > 0``): ``blk_lo, blk_hi [ceil(n / blk_size), D]`` (uint8 codes
+    on the grid ``blk_grid [2, D]``: value = base + code * step, see
+    :func:`encode_block_bounds`) bound, per dimension, every valid frame in the segments of
+    each run of ``blk_size`` consecutive representatives (a quarter of the memory of float32
+    bounds: the pass over them is what a cold cache makes costly); on entering a block, its
+    weighted box distance to the query
     (a lower bound of every score in it: penalties are >= 0) is compared with the best score
     and the whole block is skipped when it cannot win (it never skips a frame that could beat
     the best so far; the stride then restarts at the next block). Returns (index, score)."""
@@ -309,6 +312,12 @@ def coherent_search(feats, q, w, valid, mask, ell, obs, counts, slotw, pp, reps,
     bi = -1
     fb = np.zeros(D)  # features of the best frame
     db_best = 0.0  # its query distance
+    qc = np.empty(D)  # the query and the weights in grid units of the block bounds
+    wc = np.empty(D)
+    if blk_size > 0:
+        for d in range(D):
+            qc[d] = (q[d] - blk_grid[0, d]) / blk_grid[1, d]
+            wc[d] = w[d] * blk_grid[1, d] * blk_grid[1, d]
     if init >= 0:
         db_best = _dist(feats, init, q, w)
         best = _penalised(init, db_best, ell, obs, counts, slotw, pp, np.inf, True, stats)
@@ -344,7 +353,7 @@ def coherent_search(feats, q, w, valid, mask, ell, obs, counts, slotw, pp, reps,
             b = j // blk_size
             if b != cur_blk:
                 cur_blk = b
-                if best < np.inf and box_distance(blk_lo, blk_hi, b, q, w) >= best:
+                if best < np.inf and box_distance(blk_lo, blk_hi, b, qc, wc) >= best:
                     nxt = (b + 1) * blk_size
                     if nxt > n:
                         nxt = n
@@ -456,7 +465,7 @@ USED_CLEAR = 3
 
 @numba.njit(cache=True, nogil=True)
 def run_search(ia, fa, feats, q, w, valid, mask, ell, obs, counts, slotw, pp, reps, rep_feats, rep_lo, rep_hi, rep_of,
-               blk_lo, blk_hi, stats, clearance, out):
+               blk_lo, blk_hi, blk_grid, stats, clearance, out):
     """One penalised search in a single call (the per-search glue of :mod:`.penalized` fused;
     scalar arguments packed in ``ia [NA]`` int64 and ``fa [NF]`` float64, see ``A_*`` and
     ``F_*``). ``stats`` is zeroed first. The frame playing now seeds the search when it is
@@ -498,7 +507,7 @@ def run_search(ia, fa, feats, q, w, valid, mask, ell, obs, counts, slotw, pp, re
         init_seg = rep_of[init] if init >= 0 else -1
         idx, _ = coherent_search(feats, q, w, valid, mask, ell, obs, counts, slotw, pp, reps, rep_feats, rep_lo,
                                  rep_hi, start, init, init_seg, ia[A_DISSIM], fa[F_V], ia[A_MAXSTRIDE], fa[F_SLACK],
-                                 stats, blk_lo, blk_hi, ia[A_BLOCK])
+                                 stats, blk_lo, blk_hi, blk_grid, ia[A_BLOCK])
         used = USED_COHERENT
         if ia[A_FALLBACK] != 0 and idx >= 0:
             frame_clearance(idx, ell, obs, counts, pp, clearance)
@@ -516,7 +525,8 @@ def run_search(ia, fa, feats, q, w, valid, mask, ell, obs, counts, slotw, pp, re
 @numba.njit(cache=True, nogil=True, inline="always", fastmath=FM)
 def box_distance(lo, hi, b, q, w):
     """Weighted squared distance from ``q`` to the box ``[lo[b], hi[b]]`` (a lower bound of the
-    distance of every point in it; ``+inf`` for an empty box: ``lo = +inf``)."""
+    distance of every point in it; ``+inf`` for an empty float box: ``lo = +inf``). With uint8
+    codes, ``q`` and ``w`` in grid units (``(q - base) / step``, ``w * step**2``)."""
     s = 0.0
     for d in range(q.shape[0]):
         x = q[d]
@@ -546,6 +556,37 @@ def build_block_bounds(feats, valid, rep_lo, rep_hi, size, out_lo, out_hi):
                     out_lo[b, d] = x
                 if x > out_hi[b, d]:
                     out_hi[b, d] = x
+
+
+def encode_block_bounds(lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Float block bounds ``lo, hi [B, D]`` (``+inf / -inf`` rows: empty blocks) as uint8 codes
+    on a per-dimension grid: ``(lo codes [B, D], hi codes [B, D], grid [2, D])`` with
+    ``grid[0]`` the base (the smallest bound) and ``grid[1]`` the step (range / 250). Codes
+    round outward with a margin of 1e-6 step, so the decoded box ``base + code * step``
+    contains the float box (the distance to it stays a lower bound); an empty block gets the
+    whole range (it is then only skipped when nothing could win anyway)."""
+    lo = np.asarray(lo, dtype=np.float64)
+    hi = np.asarray(hi, dtype=np.float64)
+    D = lo.shape[1]
+    fin = np.isfinite(lo) & np.isfinite(hi)
+    base = np.where(fin, lo, np.inf).min(axis=0) if len(lo) else np.zeros(D)
+    top = np.where(fin, hi, -np.inf).max(axis=0) if len(hi) else np.ones(D)
+    base = np.where(np.isfinite(base), base, 0.0)
+    top = np.where(np.isfinite(top), top, base + 1.0)
+    step = np.maximum((top - base) / 250.0, 1e-12)
+    eps = 1e-6
+    with np.errstate(invalid="ignore"):
+        cl = np.floor((lo - base) / step - eps)
+        ch = np.ceil((hi - base) / step + eps)
+    cl = np.where(fin, np.clip(cl, 0, 255), 0)
+    ch = np.where(fin, np.clip(ch, 0, 255), 255)
+    # the decoded box must contain the float box (checked, not assumed)
+    dl = base + cl * step
+    dh = base + ch * step
+    if np.any(fin & ((dl > lo) | (dh < hi))):
+        raise ValueError("block bounds: encoding lost a bound")
+    grid = np.ascontiguousarray(np.stack([base, step]))
+    return cl.astype(np.uint8), ch.astype(np.uint8), grid
 
 
 @numba.njit(cache=True, nogil=True, inline="always")

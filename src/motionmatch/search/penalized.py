@@ -261,6 +261,8 @@ class PenalizedSearch:
         self._reps = {}
         self._blocks: dict = {}
         self._none_blocks = np.zeros((1, self.dim), dtype=np.float32)
+        self._none_codes = np.zeros((1, self.dim), dtype=np.uint8)
+        self._none_grid = np.ones((2, self.dim))
         self.min_stride = int(min_stride)
         self.rep_threshold = float(rep_threshold)
         self.representatives(True)
@@ -295,10 +297,11 @@ class PenalizedSearch:
             self._reps[key] = (reps, np.ascontiguousarray(self.features[reps]), lo, hi, rep_of)
         return self._reps[key]
 
-    def block_bounds(self, adaptive: bool = True, size: int = 4) -> tuple[np.ndarray, np.ndarray]:
-        """``(lo, hi) [ceil(R / size), D]`` float32: per-dimension bounds of the valid frames in
-        the segments of each run of ``size`` consecutive representatives (``R`` of them; see
-        :meth:`representatives`), cached."""
+    def block_bounds(self, adaptive: bool = True, size: int = 4) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(lo, hi [ceil(R / size), D] uint8, grid [2, D])``: per-dimension bounds of the valid
+        frames in the segments of each run of ``size`` consecutive representatives (``R`` of
+        them; see :meth:`representatives`), coded on a grid (value = ``grid[0] + code *
+        grid[1]``, rounded outward: see :func:`PK.encode_block_bounds`), cached."""
         key = (bool(adaptive), int(size))
         if key not in self._blocks:
             _reps, _rf, lo, hi, _rep_of = self.representatives(adaptive)
@@ -306,7 +309,7 @@ class PenalizedSearch:
             blo = np.empty((nb, self.dim), dtype=np.float32)
             bhi = np.empty((nb, self.dim), dtype=np.float32)
             PK.build_block_bounds(self.features, self.valid, lo, hi, int(size), blo, bhi)
-            self._blocks[key] = (blo, bhi)
+            self._blocks[key] = PK.encode_block_bounds(blo, bhi)
         return self._blocks[key]
 
     # ------------------------------------------------------------------ search
@@ -419,7 +422,7 @@ class PenalizedSearch:
 
     def _plan_for(self, opt: SearchOptions) -> tuple:
         """Packed arguments of :func:`PK.run_search` for ``opt`` (cached per options object):
-        ``(ia [NA], fa [NF], reps, rep_feats, lo, hi, rep_of, block lo, block hi)``."""
+        ``(ia [NA], fa [NF], reps, rep_feats, lo, hi, rep_of, block lo, block hi, block grid)``."""
         if opt is self._plan_opt:
             return self._plan
         plan = self._plans.get(opt)
@@ -438,15 +441,18 @@ class PenalizedSearch:
                 fa[PK.F_V] = float(opt.v)
                 fa[PK.F_SLACK] = float(opt.segment_slack)
                 if opt.block_bounds:
-                    blo, bhi = self.block_bounds(opt.adaptive, opt.block_size)
+                    blo, bhi, grid = self.block_bounds(opt.adaptive, opt.block_size)
                     ia[PK.A_BLOCK] = int(opt.block_size)
                 else:
-                    blo = bhi = self._none_blocks
+                    blo = bhi = self._none_codes
+                    grid = self._none_grid
             else:
                 reps = lo = hi = self._none_reps
                 rep_of = self._none_reps
-                rep_feats = blo = bhi = self._none_blocks
-            plan = (ia, fa, reps, rep_feats, lo, hi, rep_of, blo, bhi)
+                rep_feats = self._none_blocks
+                blo = bhi = self._none_codes
+                grid = self._none_grid
+            plan = (ia, fa, reps, rep_feats, lo, hi, rep_of, blo, bhi, grid)
             if len(self._plans) >= 32:
                 self._plans.pop(next(iter(self._plans)))
             self._plans[opt] = plan
