@@ -31,6 +31,7 @@ keeps the plain numpy formulation the tests compare it with.
 from __future__ import annotations
 
 import math
+import weakref
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -47,6 +48,37 @@ from motionmatch.search import build_searcher
 
 FORWARD = np.array([0.0, 0.0, 1.0])
 SHARP_SPEED_DELTA = 1.0  # m/s: the default speed change of Intent.changed_sharply
+
+
+_SHARED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _shared(db: MotionDatabase) -> dict:
+    """Data derived from ``db`` alone that all its controllers share (read-only arrays,
+    tag masks, searchers, gait speeds): a new controller of a database already in use
+    costs little time and memory. Rebuilt when ``db.features`` is replaced (re-weighting)."""
+    sh = _SHARED.get(db)
+    if sh is not None and sh["features"] is db.features:
+        return sh
+    vcols = vertical_columns(db)
+    planar = db.features.copy()
+    if vcols.size:
+        planar[:, vcols] = 0.0
+    root_pos = db.translations[:, 0].astype(np.float64)
+    # the root tracks as plain arrays (the root rotates about +Y only)
+    root_yaw = quat.yaw_angle(db.rotations[:, 0].astype(np.float64))
+    for a in (planar, root_pos, root_yaw):
+        a.setflags(write=False)
+    masks: dict[str, np.ndarray] = {}
+    takeoff = takeoff_mask(db)
+    if takeoff.sum() > 10:  # jumps found in the data (flight phases): search their take-offs
+        takeoff.setflags(write=False)
+        masks["@takeoff"] = takeoff
+    sh = {"features": db.features, "gaits": gait_speeds_from_database(db), "vcols": vcols,
+          "vtargets": vertical_targets(db), "views": {"planar": planar, "full": db.features}, "masks": masks,
+          "searchers": {}, "root_pos": root_pos, "root_yaw": root_yaw, "start_frames": {}}
+    _SHARED[db] = sh
+    return sh
 
 
 @dataclass
@@ -109,27 +141,20 @@ class Controller:
                  position=(0.0, 0.0, 0.0), facing=(0.0, 0.0, 1.0), start_frame: int | None = None):
         self.db = db
         self.s = settings or ControllerSettings()
-        self.gaits = gait_speeds_from_database(db)
-        self.vcols = vertical_columns(db)
-        self.vtargets = vertical_targets(db)
-        planar = db.features.copy()
-        if self.vcols.size:
-            planar[:, self.vcols] = 0.0
-        self._views = {"planar": planar, "full": db.features}
-        self._searchers: dict = {}
-        self._masks: dict[str, np.ndarray] = {}
-        takeoff = takeoff_mask(db)
-        if takeoff.sum() > 10:  # jumps found in the data (flight phases): search their take-offs
-            self._masks["@takeoff"] = takeoff
+        sh = _shared(db)  # what every controller of this database can share
+        self._shared = sh
+        self.gaits = sh["gaits"]
+        self.vcols = sh["vcols"]
+        self.vtargets = sh["vtargets"]
+        self._views = sh["views"]
+        self._masks: dict[str, np.ndarray] = sh["masks"]
         times = db.schema.trajectory_offsets
         self.predictor = TrajectoryPredictor(times, self.s.velocity_halflife, self.s.facing_halflife,
                                              mode=self.s.trajectory_mode)
         self._term_layout = [(t, db.schema.slice(t.name), [times.index(o) for o in t.offsets])
                              for t in db.schema.terms if t.is_trajectory]
         self._query_pos, self._query_dir = self._query_layout()
-        # Root tracks of the database as plain arrays (the root rotates about +Y only).
-        self._db_root_pos = db.translations[:, 0].astype(np.float64)
-        self._db_root_yaw = quat.yaw_angle(db.rotations[:, 0].astype(np.float64))
+        self._db_root_pos, self._db_root_yaw = sh["root_pos"], sh["root_yaw"]
         J = db.skeleton.num_joints
         self.inert = Inertializer(J - 1, self.s.inertialization, self.s.blend_time, self.s.spring_halflife)
         self._legs = self._leg_chains()
@@ -172,6 +197,7 @@ class Controller:
                 m = self.db.valid.copy()
             if not m.any():
                 m = self.db.valid.copy()
+            m.setflags(write=False)  # shared by the controllers of this database
             self._masks[key] = m
         return self._masks[key]
 
@@ -180,7 +206,9 @@ class Controller:
         key = "clips:" + tags
         if key not in self._masks:
             m = self.mask(tags)
-            self._masks[key] = np.bincount(self.db.frame_clip[m], minlength=len(self.db.clip_names)) > 0
+            c = np.bincount(self.db.frame_clip[m], minlength=len(self.db.clip_names)) > 0
+            c.setflags(write=False)
+            self._masks[key] = c
         return self._masks[key]
 
     def _query_layout(self) -> tuple[list[tuple[int, int, int]], list[tuple[int, int, int]]]:
@@ -200,18 +228,27 @@ class Controller:
         return tag in self.db.tags
 
     def searcher(self, view: str):
-        if view not in self._searchers:
-            self._searchers[view] = build_searcher(self._views[view], self.db.valid, method=self.s.search_method)
-        return self._searchers[view]
+        """The nearest-frame searcher of a feature view (``"planar"``: vertical columns
+        zeroed, ``"full"``), built once per database and search method and shared by
+        every controller of that database."""
+        key = (view, self.s.search_method)
+        searchers = self._shared["searchers"]
+        if key not in searchers:
+            searchers[key] = build_searcher(self._views[view], self.db.valid, method=self.s.search_method)
+        return searchers[key]
 
     def reset(self, position=(0.0, 0.0, 0.0), facing=(0.0, 0.0, 1.0), start_frame: int | None = None) -> None:
         """Put the character at ``position`` facing ``facing``, playing ``start_frame``
         (default: the slowest valid locomotion frame, i.e. standing)."""
         db = self.db
         if start_frame is None:
-            m = self.mask(self.s.locomotion_tags)
-            speed = db.root_speeds()
-            start_frame = int(np.flatnonzero(m)[np.argmin(speed[m])])
+            starts = self._shared["start_frames"]
+            tags = self.s.locomotion_tags
+            if tags not in starts:
+                m = self.mask(tags)
+                speed = db.root_speeds()
+                starts[tags] = int(np.flatnonzero(m)[np.argmin(speed[m])])
+            start_frame = starts[tags]
         self.frame_pos = float(start_frame)
         self.frame = int(start_frame)
         f = np.asarray(facing, dtype=np.float64)

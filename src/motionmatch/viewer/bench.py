@@ -12,6 +12,13 @@ Measures, on the database the viewer would open (``--db``/``--data``, default da
 3. the pose stream of those agents: bytes per frame and per second at 60 Hz, measured
    from the encoder and, end to end, on a websocket client of a real server.
 
+Options for comparisons in one run: ``--full-rate`` updates every character every tick
+(no level of detail: all agents at 60 Hz); ``--compare-reference`` repeats the agents
+measurement with :class:`~motionmatch.runtime.reference.ReferenceController` (the same
+controller with its per-frame stages in plain numpy, as before the compiled per-frame
+path) as the baseline; ``--stagger`` spreads the agents' periodic searches over the
+search interval (``Controller.since_search``) after they start, as a session can do.
+
 Times depend on the machine; the ratios to the 16.7 ms budget are what matter.
 """
 
@@ -55,7 +62,7 @@ def _drive_keys(session, chars, i: int, rng) -> None:
 
 def measure_ticks(session, chars, ticks: int, seed: int = 0) -> tuple[dict, dict, int]:
     rng = np.random.default_rng(seed)
-    step, enc, size = [], [], 0
+    step, enc, size, searches = [], [], 0, []
     for i in range(ticks):
         _drive_keys(session, chars, i, rng)
         t0 = time.perf_counter()
@@ -66,7 +73,53 @@ def measure_ticks(session, chars, ticks: int, seed: int = 0) -> tuple[dict, dict
         step.append(t1 - t0)
         enc.append(t2 - t1)
         size = len(frame)
-    return _stats(np.asarray(step) * 1e3), _stats(np.asarray(enc) * 1e3), size
+        searches.append(sum(1 for ch in chars if getattr(getattr(ch, "last", None), "searched", False)))
+    st = _stats(np.asarray(step) * 1e3)
+    n = np.asarray(searches)
+    st["searches_per_tick"] = {"mean": round(float(n.mean()), 2), "p95": float(np.percentile(n, 95)),
+                               "max": int(n.max())}
+    return st, _stats(np.asarray(enc) * 1e3), size
+
+
+def stagger_searches(session, interval_ticks: int) -> None:
+    """Spread the characters' next periodic searches over ``interval_ticks`` ticks."""
+    k = 0
+    for ch in session.chars.values():
+        if hasattr(ch, "ctrl"):
+            ch.ctrl.since_search = -(k % interval_ticks) / TICK_HZ
+            k += 1
+
+
+def measure_agents(viewer, n: int, ticks: int, stagger: bool) -> dict:
+    """Tick statistics of a session with ``n`` agents (after 60 warm-up ticks)."""
+    from motionmatch.viewer.session import Session
+
+    s = Session(viewer, _Null())
+    spawn_agents(s, n)
+    s.step()  # the agents' first intents (a crowd's first steering is a sharp change: all search now)
+    if stagger:
+        ch = next(iter(s.chars.values()))
+        stagger_searches(s, max(1, round(ch.ctrl.s.search_interval * TICK_HZ)))
+    for _ in range(59):
+        s.step()
+    step, enc, size = measure_ticks(s, list(s.chars.values()), ticks)
+    return {"count": len(s.chars), "step": step, "encode": enc, "frame_bytes": size,
+            "pose_bytes_per_s_at_60hz": size * TICK_HZ, "background_update_hz": TICK_HZ / s.divisor}
+
+
+class _ReferenceControllers:
+    """Within this context the viewer's characters get the numpy reference controller."""
+
+    def __enter__(self):
+        from motionmatch.runtime.reference import ReferenceController
+        from motionmatch.viewer import characters
+
+        self._mod, self._old = characters, characters.Controller
+        characters.Controller = ReferenceController
+        return self
+
+    def __exit__(self, *exc):
+        self._mod.Controller = self._old
 
 
 def spawn_agents(session, n: int) -> list:
@@ -147,6 +200,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-websocket", action="store_true")
     ap.add_argument("--full-rate", action="store_true",
                     help="update every character every tick (no level of detail for background agents)")
+    ap.add_argument("--stagger", action="store_true", help="spread the agents' periodic searches over the interval")
+    ap.add_argument("--compare-reference", action="store_true",
+                    help="also measure the agents with the numpy reference controller (baseline, same run)")
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args(argv)
 
@@ -166,13 +222,10 @@ def main(argv: list[str] | None = None) -> int:
     out["one_character"] = {"step": step, "encode": enc, "frame_bytes": size}
 
     # 2. many agents
-    s = Session(viewer, _Null())
-    chars = spawn_agents(s, a.agents)
-    for _ in range(60):
-        s.step()
-    step, enc, size = measure_ticks(s, list(s.chars.values()), a.ticks)
-    out["agents"] = {"count": len(s.chars), "step": step, "encode": enc, "frame_bytes": size,
-                     "pose_bytes_per_s_at_60hz": size * TICK_HZ, "background_update_hz": TICK_HZ / s.divisor}
+    out["agents"] = measure_agents(viewer, a.agents, a.ticks, a.stagger)
+    if a.compare_reference:
+        with _ReferenceControllers():
+            out["agents_reference_controller"] = measure_agents(viewer, a.agents, a.ticks, a.stagger)
     # the real loop, on its thread, for a few seconds
     sink = _Null()
     s2 = Session(viewer, sink)
@@ -187,7 +240,6 @@ def main(argv: list[str] | None = None) -> int:
     out["agents"]["loop_tick_hz"] = round((s2.tick - ticks0) / el, 2)
     out["agents"]["loop_late_ticks"] = s2.late_ticks
     out["agents"]["loop_dropped_ticks"] = s2.dropped_ticks
-    del chars
     if not a.no_websocket:
         out["websocket"] = websocket_rate(viewer, a.agents, a.seconds)
     viewer.close()
@@ -204,6 +256,14 @@ def main(argv: list[str] | None = None) -> int:
               f"{out['tick_budget_ms']} ms); encode {g['encode']['median_ms']} ms; real loop {g['loop_tick_hz']} Hz "
               f"({g['loop_late_ticks']} late, {g['loop_dropped_ticks']} dropped); background agents updated at "
               f"{g['background_update_hz']:g} Hz")
+        print(f"  searches per tick: {g['step']['searches_per_tick']['mean']} mean, "
+              f"{g['step']['searches_per_tick']['p95']:g} p95, {g['step']['searches_per_tick']['max']} max"
+              f"{' (staggered)' if a.stagger else ''}")
+        if "agents_reference_controller" in out:
+            r = out["agents_reference_controller"]["step"]
+            print(f"  baseline, numpy reference controller: tick {r['median_ms']} ms median, {r['mean_ms']} mean, "
+                  f"{r['p95_ms']} p95 ({100 * r['within_budget']:.1f}% within budget): "
+                  f"{r['median_ms'] / g['step']['median_ms']:.1f}x the median tick")
         print(f"pose stream: {g['frame_bytes']} bytes/frame, {g['pose_bytes_per_s_at_60hz'] / 1e6:.3f} MB/s at 60 Hz")
         if "websocket" in out:
             w = out["websocket"]
