@@ -1,0 +1,301 @@
+"""The fast paths of the penalised search and of the environment chooser: block bounds,
+the fused search kernel with its buffers, and the compiled glue, each against a plain
+reference (known answers)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from motionmatch.database import MotionDatabase
+from motionmatch.database.schema import environment_schema
+from motionmatch.environment import Scene, box, disk, ellipse
+from motionmatch.environment.geometry import ROW, T_BOX, T_DISK, T_ELLIPSE, make_row
+from motionmatch.runtime.world import EnvironmentChooser, EnvironmentMatcher, EnvironmentSettings
+from motionmatch.search import _penalized_kernels as PK
+from motionmatch.search.penalized import (
+    PenalizedSearch,
+    PenaltyParams,
+    SearchBuffers,
+    SearchOptions,
+    prepare_obstacles,
+)
+from synthetic import walker
+
+
+def _problem(seed: int, n: int = 4000, d: int = 10, k: int = 3):
+    """Smooth random "clips" with body ellipses (as in test_environment)."""
+    rng = np.random.default_rng(seed)
+    feats = np.cumsum(rng.normal(scale=0.15, size=(n, d)), axis=0)
+    feats = ((feats - feats.mean(axis=0)) / feats.std(axis=0)).astype(np.float32)
+    valid = rng.uniform(size=n) > 0.05
+    t = np.arange(n)
+    ell = np.zeros((n, k, 7))
+    for s in range(k):
+        ell[:, s, 0] = 0.6 * np.sin(t / 40.0 + s) * (s + 1)
+        ell[:, s, 1] = 0.5 * (s + 1) + 0.3 * np.cos(t / 25.0)
+        a = 0.2 + 0.1 * np.abs(np.sin(t / 30.0 + s))
+        ell[:, s, 2], ell[:, s, 3] = np.sin(t / 60.0) * a, np.cos(t / 60.0) * a
+        ell[:, s, 4] = 0.12 + 0.05 * np.abs(np.cos(t / 17.0))
+        ell[:, s, 5], ell[:, s, 6] = 0.0, 1.7
+    starts = np.array([0, n // 4, n // 2, 3 * n // 4])
+    stops = np.array([n // 4, n // 2, 3 * n // 4, n])
+    return PenalizedSearch(feats, valid, ell, clip_starts=starts, clip_stops=stops), rng
+
+
+def _obstacle_rows(rng, m: int = 7) -> np.ndarray:
+    kinds = [T_DISK, T_ELLIPSE, T_BOX]
+    rows = []
+    for i in range(m):
+        ang = rng.uniform(0, 2 * math.pi)
+        rows.append(make_row(kinds[i % 3], *rng.uniform(-1.5, 1.5, 2), math.cos(ang), math.sin(ang),
+                             *rng.uniform(0.1, 0.35, 2)))
+    return np.stack(rows)
+
+
+def _obstacles(rng, m: int = 7):
+    pts = np.array([[0, 0], [0, 0.5], [0, 1.0], [0, 1.5]], dtype=float)
+    return prepare_obstacles(_obstacle_rows(rng, m), -np.ones(m, dtype=np.int64), (0.0, 0.0), 0.0, pts, 3.0, 3)
+
+
+def test_block_bounds_contain_every_frame_of_their_segments():
+    ps, _ = _problem(0)
+    reps, _rf, lo, hi, _ = ps.representatives(True)
+    for size in (1, 4, 7):
+        clo, chi, grid = ps.block_bounds(True, size)
+        assert clo.dtype == np.uint8 and clo.shape == (math.ceil(len(reps) / size), ps.dim)
+        dlo = grid[0] + clo * grid[1]
+        dhi = grid[0] + chi * grid[1]
+        for j in range(len(reps)):
+            f = ps.features[lo[j]:hi[j]][ps.valid[lo[j]:hi[j]]].astype(np.float64)
+            b = j // size
+            assert np.all(f >= dlo[b]) and np.all(f <= dhi[b])
+
+
+def test_encode_block_bounds_rounds_outward_and_handles_empty_blocks():
+    lo = np.array([[0.0, -1.0], [np.inf, np.inf], [0.3, 2.0]], dtype=np.float32)
+    hi = np.array([[0.1, 1.0], [-np.inf, -np.inf], [0.7, 2.0]], dtype=np.float32)
+    clo, chi, grid = PK.encode_block_bounds(lo, hi)
+    assert grid[0].tolist() == pytest.approx([0.0, -1.0])
+    fin = np.array([True, False, True])
+    assert np.all(grid[0] + clo[fin] * grid[1] <= lo[fin]) and np.all(grid[0] + chi[fin] * grid[1] >= hi[fin])
+    assert clo[1].tolist() == [0, 0] and chi[1].tolist() == [255, 255]  # empty: the whole range
+    # a query inside a box is at distance 0 from it; outside, a lower bound of the true distance
+    w = np.ones(2)
+    qc = (np.array([0.05, 0.0]) - grid[0]) / grid[1]
+    assert PK.box_distance(clo, chi, 0, qc, w * grid[1] ** 2) == 0.0
+    q = np.array([1.5, 3.0])
+    qc = (q - grid[0]) / grid[1]
+    lb = PK.box_distance(clo, chi, 2, qc, w * grid[1] ** 2)
+    exact = (1.5 - 0.7) ** 2 + (3.0 - 2.0) ** 2
+    assert 0.0 < lb <= exact + 1e-12 and lb > 0.9 * exact
+
+
+def test_block_bounded_exhaustive_coherent_search_is_exact():
+    """Stride 1 over every frame, no warm start: block skipping only drops frames that
+    cannot win, so the result is the linear search's optimum."""
+    ps, rng = _problem(1)
+    for size in (2, 4, 16):
+        opt = SearchOptions(adaptive=False, dissimilarity=False, warm_start=False, collision_fallback=False,
+                            block_bounds=True, block_size=size)
+        skipped = 0
+        for _ in range(6):
+            obs, cnt, _ = _obstacles(rng)
+            q = ps.features[rng.integers(ps.n_frames)] + rng.normal(scale=0.3, size=ps.dim)
+            lin = ps.search(q, obs, cnt, options=SearchOptions(method="linear"))
+            coh = ps.search(q, obs, cnt, options=opt)
+            assert coh.score == pytest.approx(lin.score, rel=1e-9)
+            skipped += coh.stats["blocks_skipped"]
+        assert skipped > 0  # the bounds did prune
+
+
+def test_buffers_path_equals_the_checked_path():
+    ps, rng = _problem(2)
+    buf = SearchBuffers(ps)
+    pen = PenaltyParams(threshold=0.5)
+    prev = None
+    for it in range(12):
+        obs, cnt, _ = _obstacles(rng) if it % 4 else (np.zeros((3, 1, ROW)), np.zeros(3, dtype=np.int64), None)
+        cur = int(rng.integers(ps.n_frames))
+        q = ps.features[min(cur + 1, ps.n_frames - 1)].astype(np.float64) + rng.normal(scale=0.2, size=ps.dim)
+        w = rng.uniform(0.5, 2.0, ps.dim)
+        mask = rng.uniform(size=ps.n_frames) > 0.1
+        for opt in (SearchOptions(), SearchOptions(method="linear"), SearchOptions(dissimilarity="bound"),
+                    SearchOptions(block_bounds=False), SearchOptions(method="plain")):
+            kw = dict(mask=mask, init_index=cur, previous=prev, weights=w, penalty=pen, env_weight=1.5, options=opt)
+            a = ps.search(q, obs, cnt, **kw)
+            buf.cur = cur
+            b = ps.search(q, obs, cnt, buffers=buf, **kw)
+            assert (a.index, a.method, a.collides) == (b.index, b.method, b.collides)
+            assert b.score == pytest.approx(a.score, rel=1e-12) and b.distance == pytest.approx(a.distance, rel=1e-12)
+            np.testing.assert_allclose(b.clearance, a.clearance)
+            assert a.stats == b.stats
+            cur_score = ps.score(np.array([cur]), q, obs, cnt, weights=w, penalty=pen, env_weight=1.5)[0]
+            assert buf.out[2] == pytest.approx(cur_score, rel=1e-12)
+        prev = a.index
+    other = SearchBuffers(_problem(3)[0])
+    with pytest.raises(Exception, match="another PenalizedSearch"):
+        ps.search(q, obs, cnt, buffers=other)
+
+
+def test_prepare_static_and_trajectory_points_match_the_reference():
+    rng = np.random.default_rng(4)
+    rows = _obstacle_rows(rng, 12)
+    rows[:, 1:3] += 3.0  # world positions around (3, 3)
+    ids = np.array([1, 4, 5, 7, 10], dtype=np.int64)
+    root_x, root_z, yaw = 3.2, 2.7, 0.8
+    pos = np.zeros((3, 3))
+    pos[:, 0] = root_x + np.array([0.3, 0.6, 0.9])
+    pos[:, 2] = root_z + np.array([0.4, 0.9, 1.3])
+    world = np.empty((4, 2))
+    local = np.empty((4, 2))
+    PK.trajectory_points(root_x, root_z, yaw, pos, world, local)
+    assert world[0].tolist() == [root_x, root_z] and np.allclose(world[1:], pos[:, [0, 2]])
+    c, s = math.cos(yaw), math.sin(yaw)
+    d = world - [root_x, root_z]
+    np.testing.assert_allclose(local, np.stack([c * d[:, 0] - s * d[:, 1], s * d[:, 0] + c * d[:, 1]], axis=1))
+    ref_obs, ref_cnt, ref_near = prepare_obstacles(rows[ids], -np.ones(len(ids), dtype=np.int64), (root_x, root_z),
+                                                   yaw, local, 1.5, 3)
+    out = np.empty((3, len(ids), ROW))
+    cnt = np.zeros(3, dtype=np.int64)
+    near = PK.prepare_static(rows, ids, root_x, root_z, yaw, local, 1.5, out, cnt, np.empty(len(ids)))
+    assert near == ref_near and cnt.tolist() == ref_cnt.tolist() and cnt.sum() > 0
+    for k in range(3):
+        np.testing.assert_array_equal(out[k, : cnt[k]], ref_obs[k, : ref_cnt[k]])
+
+
+def test_compiled_weights_columns_and_view_distance():
+    rng = np.random.default_rng(5)
+    D = 9
+    pose = np.zeros(D, dtype=bool)
+    pos = np.zeros(D, dtype=bool)
+    direc = np.zeros(D, dtype=bool)
+    pose[:4], pos[4:6], direc[6:8] = True, True, True
+    w = PK.control_weights(pose, pos, direc, 0.5, 2.0, 0.3)
+    ref = np.ones(D)
+    ref[pose], ref[pos], ref[direc] = 0.5, 2.0, 0.6
+    np.testing.assert_allclose(w, ref)
+    x = rng.normal(size=20).astype(np.float32)
+    cols = np.array([3, 0, 17, 5], dtype=np.int64)
+    out = np.empty(4)
+    PK.take_columns(x, cols, out)
+    np.testing.assert_array_equal(out, x[cols].astype(np.float64))
+    feats = rng.normal(size=(6, 20)).astype(np.float32)
+    zero = np.zeros(20, dtype=bool)
+    zero[[2, 7]] = True
+    row = feats[4].astype(np.float64)
+    row[zero] = 0.0
+    assert PK.view_distance(x, feats, 4, zero) == pytest.approx(float(np.sum((x.astype(np.float64) - row) ** 2)))
+
+
+class _Traj:
+    def __init__(self, positions):
+        self.positions = positions
+
+
+class _Ctrl:
+    """What the chooser reads from a controller."""
+
+    def __init__(self, frame, pos, yaw, traj):
+        self.frame = frame
+        self.root_pos = np.array([pos[0], 0.0, pos[1]])
+        self.root_yaw = yaw
+        self.last_desired = _Traj(traj)
+
+        class S:
+            transition_ratio = 0.9
+
+        self.s = S
+
+
+@pytest.fixture(scope="module")
+def walker_matcher():
+    clips = [walker(n=200, speed=1.0), walker(n=200, speed=1.6, name="fast", turn_rate=0.4),
+             walker(n=160, speed=0.4, name="slow", turn_rate=-0.6)]
+    db = MotionDatabase.build(clips, schema=environment_schema())
+    return db, EnvironmentMatcher(db)
+
+
+def test_chooser_gather_matches_scene_query_and_prepare(walker_matcher):
+    """The chooser's fused static pre-selection gives the rows, counts and order of the
+    reference path (scene query, then :func:`prepare_obstacles`), with and without
+    extra rows (other agents) and moving obstacles."""
+    _db, m = walker_matcher
+    obstacles = [disk(0.3, 1.0, 0.2), box(-0.5, 1.8, 0.4, 0.3, yaw=0.4), ellipse(0.8, 2.2, 0.3, 0.15),
+                 disk(5.0, 5.0, 0.3)]
+    st = EnvironmentSettings()
+    radius = st.penalty.threshold + st.reach + st.penalty.margin
+    rng = np.random.default_rng(6)
+    for moving in (False, True):
+        obs_list = obstacles + ([disk(-1.0, 0.5, 0.2, velocity=(0.5, 0.0))] if moving else [])
+        scene = Scene(obs_list)
+        for extra in (False, True):
+            fn = None
+            if extra:
+                xr = _obstacle_rows(rng, 3)
+                xs = np.array([0, 1, 2], dtype=np.int64)
+
+                def fn(_chooser, xr=xr, xs=xs):
+                    return xr, xs
+            ch = EnvironmentChooser(m, st, scene=scene, obstacles_fn=fn, clock=lambda: 0.5)
+            for _ in range(4):
+                root = rng.uniform(-0.5, 0.5, 2)
+                yaw = rng.uniform(-1, 1)
+                traj = np.zeros((3, 3))
+                traj[:, 0] = root[0] + np.sin(yaw) * np.array([0.4, 0.8, 1.2])
+                traj[:, 2] = root[1] + np.cos(yaw) * np.array([0.4, 0.8, 1.2])
+                obs, cnt, near, local = ch.gather(_Ctrl(0, root, yaw, traj))
+                pts = np.vstack([root, traj[:, [0, 2]]])
+                rows, slot_of = scene.query(0.5, pts, radius, m.slots)
+                if extra:
+                    rows = np.concatenate([rows, xr])
+                    slot_of = np.concatenate([slot_of, xs])
+                if len(rows) == 0:
+                    assert cnt.sum() == 0 and local is None
+                    continue
+                ref_obs, ref_cnt, ref_near = prepare_obstacles(rows, slot_of, root, yaw, local, radius, len(m.slots))
+                assert cnt.tolist() == ref_cnt.tolist() and near == pytest.approx(ref_near)
+                for k in range(len(m.slots)):
+                    np.testing.assert_allclose(obs[k, : cnt[k]], ref_obs[k, : ref_cnt[k]])
+
+
+def test_chooser_cost_and_search_match_a_direct_search(walker_matcher):
+    """One choice: the returned frame is the penalised search's, and the returned cost is
+    ``score(best) - ratio * score(cur) + ratio * plain distance to cur`` (so that the
+    controller's comparison compares penalised scores)."""
+    db, m = walker_matcher
+    scene = Scene([disk(0.2, 0.9, 0.25), box(-0.4, 1.6, 0.4, 0.3)])
+    ch = EnvironmentChooser(m, EnvironmentSettings(), scene=scene)
+    rng = np.random.default_rng(7)
+    ch.target_speed = 1.0
+    for _ in range(5):
+        cur = int(rng.integers(db.num_frames - 20))
+        query = db.features[cur + 5].astype(np.float32)
+        traj = np.array([[0.0, 0.0, 0.35], [0.0, 0.0, 0.7], [0.0, 0.0, 1.05]])
+        ctrl = _Ctrl(cur, (0.0, 0.0), 0.0, traj)
+        mask = db.valid.copy()
+        prev = ch.previous
+        idx, cost = ch(ctrl, query, mask, "full")
+        obs, cnt = ch.last_obstacles
+        obs, cnt = obs.copy(), cnt.copy()
+        c = ch.controls
+        q = query.astype(np.float64)[m.cols]
+        res = ch.last
+        assert idx[0] == res.index
+        nearest = ch.gather(ctrl)[2]
+        ev = 1.0
+        if np.isfinite(nearest):
+            k = np.clip((nearest - ch.settings.body_radius) / ch.settings.penalty.threshold, 0, 1)
+            ev = c.evasion + (1 - c.evasion) * k
+        w = m.weights(c, ev)
+        envw = ch.settings.penalty.env_weight * (1 + c.anticipation * 1.0)
+        direct = m.search.search(q, obs, cnt, mask=mask, init_index=cur, previous=prev, weights=w,
+                                 penalty=ch.settings.penalty, env_weight=envw, options=ch.settings.search)
+        assert direct.index == res.index and direct.score == pytest.approx(res.score, rel=1e-12)
+        scores = m.search.score(np.array([res.index, cur]), q, obs, cnt, weights=w, penalty=ch.settings.penalty,
+                                env_weight=envw)
+        assert res.score == pytest.approx(scores[0], rel=1e-9)
+        plain_cur = float(np.sum((query.astype(np.float64) - db.features[cur].astype(np.float64)) ** 2))
+        assert cost[0] == pytest.approx(scores[0] - 0.9 * scores[1] + 0.9 * plain_cur, rel=1e-9, abs=1e-9)
