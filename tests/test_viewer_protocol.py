@@ -5,6 +5,7 @@ only from the data folders, pause/step/scrub, debug data, BVH export, obstacles,
 
 from __future__ import annotations
 
+import collections
 import itertools
 import json
 import time
@@ -29,8 +30,14 @@ def server(tmp_path_factory):
         "obstacles": [{"shape": "disk", "center": [0, 3], "radius": 0.4}],
         "agents": [{"name": "a", "start": [0, 0], "facing": [0, 1], "path": [[0, 0], [0, 4]], "speed": 1.2},
                    {"name": "b", "start": [2, 0]}]}))
-    roots = {"data": data_root(), "scenarios": scen}
+    (scen / "pass_each_other.json").write_text(json.dumps({
+        "name": "pass", "duration": 14,
+        "agents": [{"name": "north", "start": [0, 0], "facing": [0, 1], "goal": [0, 8], "speed": 1.3},
+                   {"name": "south", "start": [0.15, 8], "facing": [0, -1], "goal": [0.15, 0], "speed": 1.3}]}))
+    poses = tmp_path_factory.mktemp("poses")
+    roots = {"data": data_root(), "scenarios": scen, "poses": poses}
     srv = start_server(db, roots)
+    srv.poses = poses
     yield srv
     srv.stop()
 
@@ -411,6 +418,7 @@ def test_environment_plugins_are_driven_through_the_hooks(server):
         def controls_changed(self, ch):
             calls["controls"] = dict(ch.controls)
 
+    previous = hooks.environment_factory()
     hooks.register_environment(lambda db: Adapter())
     try:
         with Client(server) as c:
@@ -425,4 +433,174 @@ def test_environment_plugins_are_driven_through_the_hooks(server):
         assert calls["obstacles"] == [1] and calls["attach"] >= 1 and calls["steps"] > 10 and calls["chosen"] > 0
         assert calls["controls"]["evasion"] == 0.3
     finally:
-        hooks.register_environment(None)
+        hooks.register_environment(previous)
+
+
+# ------------------------------------------------------------------ plugins: environment, crowd, pose
+def stepped_track(c, frames: int, ids, chunk: int = 5):
+    """Step a paused session ``frames`` frames, ``chunk`` at a time; ``[T, A, J, 3]`` world
+    joint positions of the characters ``ids`` after each chunk (every pose frame is not
+    guaranteed to reach the client: the server coalesces what a slow reader cannot take)."""
+    out = []
+    for _ in range(frames // chunk):
+        r = c.request("step", frames=chunk, timeout=30)
+        assert r["type"] == "ack", r
+        tick = r["tick"]
+        if c.frame is None or c.frame.tick < tick:  # frames and replies travel separately
+            c.wait(lambda m, tick=tick: not isinstance(m, dict) and m.tick >= tick)
+        out.append(np.stack([c.frame.by_id(i).positions for i in ids]))
+    return np.array(out)
+
+
+def current_frame(c):
+    """The pose frame after every reply received so far (paused session)."""
+    r = c.request("step", frames=1)
+    assert r["type"] == "ack", r
+    if c.frame is None or c.frame.tick < r["tick"]:
+        c.wait(lambda m: not isinstance(m, dict) and m.tick >= r["tick"])
+    return c.frame
+
+
+def _plugins_or_skip(c, *names):
+    caps = c.welcome["capabilities"]
+    missing = [n for n in names if not caps.get(n)]
+    if missing:
+        pytest.skip(f"viewer plugin(s) not installed: {missing}")
+
+
+def test_walking_at_a_disk_goes_around_it_without_touching_it(server):
+    with Client(server) as c:
+        _plugins_or_skip(c, "environment")
+        assert c.request("pause", paused=True)["type"] == "ack"
+        cid = c.welcome["selected"]
+        start = c.root()
+        centre, radius = (start[0], start[2] + 3.0), 0.5
+        assert c.request("obstacle_add", obstacle={"shape": "disk", "center": list(centre), "radius": radius})["type"] == "ack"
+        c.send("key", key="w", down=True, yaw=0.0)  # straight at it
+        tr = stepped_track(c, 480, [cid])[:, 0]
+        d = np.hypot(tr[..., 0] - centre[0], tr[..., 2] - centre[1])  # [T, J]
+        assert d.min() > radius, f"a joint came {d.min():.2f} m from the centre of a {radius} m disk"
+        assert tr[-1, 0, 2] > centre[1] + 1.0, tr[-1, 0]  # and it got past it
+        c.request("debug", enabled=True)
+        env = c.wait_type("debug")["environment"]
+        assert len(env["ellipses"]) == 3 and "penalties" in env and "clearance" in env
+
+
+def test_a_path_drawn_through_an_obstacle_is_walked_around(server):
+    with Client(server) as c:
+        _plugins_or_skip(c, "environment")
+        assert c.request("pause", paused=True)["type"] == "ack"
+        cid = c.welcome["selected"]
+        start = c.root()
+        centre, radius = (start[0], start[2] + 3.0), 0.5
+        c.request("obstacle_add", obstacle={"shape": "disk", "center": list(centre), "radius": radius})
+        pts = [[i * 3.0 / 60, start[0], start[2] + 0.3 + 5.7 * i / 60] for i in range(61)]
+        assert c.request("path", points=pts, mode="local")["type"] == "ack"
+        tr = stepped_track(c, 600, [cid])[:, 0]
+        d = np.hypot(tr[..., 0] - centre[0], tr[..., 2] - centre[1])
+        assert d[:, 0].min() > radius + 0.1 and d.min() > radius, (d[:, 0].min(), d.min())
+        # and it reached the end: the path follower says so (within its end radius, then settled)
+        assert any(m.get("type") == "path_done" and m["reason"] == "completed" for m in c.messages), \
+            [m for m in c.messages if m.get("type") == "path_done"]
+        assert tr[-1, 0, 2] > start[2] + 5.0, tr[-1, 0]
+
+
+def test_two_agents_walking_at_each_other_pass(server):
+    with Client(server) as c:
+        _plugins_or_skip(c, "environment", "crowd", "scenario")
+        r = c.request("scenario_load", file="scenarios:pass_each_other.json", timeout=20)
+        assert r["type"] == "ack" and r["agents"] == 2, r
+        chars = c.wait_type("characters")["characters"]
+        ids = [x["id"] for x in chars]
+        tr = stepped_track(c, 720, ids)  # 12 s
+        roots = tr[:, :, 0]
+        gap = np.hypot(roots[:, 0, 0] - roots[:, 1, 0], roots[:, 0, 2] - roots[:, 1, 2])
+        assert gap.min() > 0.45, f"the two came within {gap.min():.2f} m of each other"
+        assert np.hypot(roots[-1, 0, 0], roots[-1, 0, 2] - 8) < 0.8, roots[-1, 0]
+        assert np.hypot(roots[-1, 1, 0] - 0.15, roots[-1, 1, 2]) < 0.8, roots[-1, 1]
+
+
+def test_a_spawned_group_reaches_its_goals(server):
+    with Client(server) as c:
+        _plugins_or_skip(c, "crowd")
+        assert c.request("pause", paused=True)["type"] == "ack"
+        r = c.request("spawn_group", count=4, center=[6, 0], target=[0, 5], spacing=1.2, speed=1.3,
+                      via=[[1.5, 2.5]], timeout=20)
+        assert r["type"] == "ack" and len(r["ids"]) == 4, r
+        ids = r["ids"]
+        f = current_frame(c)
+        starts = {i: f.by_id(i).root.copy() for i in ids}
+        tr = stepped_track(c, 720, ids)
+        arrived = {m["id"] for m in c.messages if m.get("type") == "arrived"}
+        assert arrived >= set(ids), (arrived, ids)
+        for k, i in enumerate(ids):
+            goal = starts[i][[0, 2]] + np.array([0.0, 5.0])
+            assert np.hypot(*(tr[-1, k, 0, [0, 2]] - goal)) < 0.6, (i, tr[-1, k, 0], goal)
+            # through the waypoint (1.5, 2.5) from its own place, not straight to the goal
+            way = starts[i][[0, 2]] + np.array([1.5, 2.5])
+            assert np.min(np.hypot(*(tr[:, k, 0][:, [0, 2]] - way).T)) < 1.2
+        gaps = [np.hypot(*(tr[:, a, 0, [0, 2]] - tr[:, b, 0, [0, 2]]).T).min()
+                for a, b in itertools.combinations(range(4), 2)]
+        assert min(gaps) > 0.35, gaps
+
+
+@pytest.fixture(scope="module")
+def walk_run_keypoints(server, request):
+    """A walk -> run performance from held-out clips, filmed by the pose package's virtual
+    camera from a held-out angle, saved as a keypoint file in the server's ``poses`` folder;
+    the viewer's pose source uses the quick default classifier (trained in seconds)."""
+    pytest.importorskip("sklearn")
+    from motionmatch.control.pose import default as d
+    from motionmatch.control.pose.dataset import compose, load_clips, steady_segments
+    from motionmatch.control.pose.keypoints import save_keypoints
+    from motionmatch.control.pose.render import RenderSettings, render_keypoints
+
+    plugin = pytest.importorskip("motionmatch.control.pose.viewer_plugin")
+    root = data_root()
+    # the quick default classifiers, cached between test runs (the first run trains them)
+    _, imp = d.default_classifiers(root, d.QUICK, cache_dir=request.config.cache.mkdir("motionmatch-pose-quick"))
+    clips = load_clips(root, d.QUICK.data)
+    parts = []
+    for kind in ("walk", "run"):
+        segs = steady_segments(clips, min_s=3.0, split="test")[kind] or \
+            steady_segments(clips, min_s=3.0, split="train")[kind]
+        cl, a, b = max(segs, key=lambda s: ("subject" in s[0].name, s[2] - s[1]))  # LAFAN1 first
+        parts.append((cl, a, min(b, a + int(3.0 * cl.facts.fps))))
+    kp, _, part = compose(parts)
+    stream, _ = render_keypoints(kp, 30.0, RenderSettings(azimuths_deg=(12.0,), distance=(5.0, 6.5)), 3)
+    path = save_keypoints(stream, server.poses / "walk_run.npz")
+    plugin.set_classifier(imp, "quick default classifier (test)")
+    yield path, float(np.mean(part == 0)) * stream.duration
+    plugin.set_classifier(None)
+
+
+def test_a_recorded_keypoint_file_makes_the_character_walk_then_run(server, walk_run_keypoints):
+    _, walk_s = walk_run_keypoints
+    with Client(server) as c:
+        _plugins_or_skip(c, "pose")
+        c.send("files", kind="keypoints")
+        files = [f["id"] for f in c.wait_type("files", kind="keypoints")["files"]]
+        assert "poses:walk_run.npz" in files, files
+        assert c.request("pause", paused=True)["type"] == "ack"
+        cid = c.welcome["selected"]
+        r = c.request("pose_source", kind="file", file="poses:walk_run.npz")
+        assert r["type"] == "ack" and r["state"] == "on", r
+        tr = stepped_track(c, 390, [cid], chunk=6)[:, 0, 0]  # 6.5 s, a root sample every 0.1 s
+        status = [m for m in c.messages if m.get("type") == "pose_status"]
+        assert status and status[-1]["classifier"].startswith("quick")
+        assert any(m["state"] == "running" for m in status) and status[-1]["state"] in ("running", "finished")
+        # the command most often reported in each half of the performance
+        half = [collections.Counter(m["command"].split("_")[0] for m in status if lo <= m["t"] < hi).most_common(1)
+                for lo, hi in ((0.5, walk_s), (walk_s + 0.5, 2 * walk_s))]
+        assert half[0][0][0] == "walk" and half[1][0][0] == "run", half
+        speed = np.hypot(*np.diff(tr[:, [0, 2]], axis=0).T) / 0.1
+        t = np.arange(1, len(tr)) * 0.1
+        walking = np.median(speed[(t > 1.0) & (t < walk_s)])
+        running = np.median(speed[(t > walk_s + 1.0) & (t < walk_s + 3.0)])
+        assert 0.5 < walking < 2.2 and running > walking + 0.5, (walking, running)
+        assert c.request("pose_source", kind="off")["type"] == "ack"
+        # a webcam source without keypoints waits and says why
+        assert c.request("pose_source", kind="webcam")["type"] == "ack"
+        st = c.wait_type("pose_status")
+        assert st["state"] in ("waiting", "running") and "pose_keypoints" in st.get("message", "")
+        assert c.request("pose_keypoints", keypoints=[[0, 0, 1]] * 5)["type"] == "error"  # 13 keypoints needed

@@ -32,6 +32,7 @@ const state = {
   welcome: null, characters: [], selected: null, skeletons: {}, capabilities: {},
   paused: false, history: 0, back: 0, tick: 0, time: 0, frame: null,
   obstacles: [], debug: null, stats: null, files: {}, pathInfo: {}, lastError: null, genmm: null,
+  pose: null, scenario: null, arrived: [],
 };
 
 const view = new View($('view'), $('labels'));
@@ -102,6 +103,18 @@ const [gSpaceL, gSpace] = num('spacing m', { value: 1.2, min: 0.5, max: 10, step
 const [gDxL, gDx] = num('target dx', { value: 0, step: 0.5 });
 const [gDzL, gDz] = num('target dz', { value: 10, step: 0.5 });
 const [gSpL, gSp] = num('speed', { value: 1.3, min: 0.3, max: 6, step: 0.1 });
+const gVia = h('input', { type: 'text', id: 'group-via', placeholder: 'e.g. 0 5; 4 8 (dx dz; …)', title: 'a target path: offsets walked through before the target, each member from its own place' });
+const crowdNote = h('div', { class: 'note', id: 'crowd-note' });
+function parseVia(text) {
+  const out = [];
+  for (const part of text.split(/[;|]/)) {
+    const v = part.trim().split(/[\s,]+/).filter(Boolean).map(Number);
+    if (!v.length) continue;
+    if (v.length !== 2 || v.some((x) => !Number.isFinite(x))) throw new Error(`waypoint "${part.trim()}" is not "dx dz"`);
+    out.push(v);
+  }
+  return out;
+}
 panel.append(section('Characters', true,
   charList,
   h('div', { class: 'row' },
@@ -111,15 +124,19 @@ panel.append(section('Characters', true,
   h('div', { class: 'sub' }, 'High-level controls (selected)'), controlsBox, envNote,
   h('div', { class: 'sub' }, 'Spawn a group at the view centre'),
   h('div', { class: 'grid' }, gCountL, gSpaceL, gDxL, gDzL, gSpL),
+  h('label', {}, 'via ', gVia),
   h('button', {
+    id: 'spawn-group',
     onclick: () => {
       const t = view.controls.target;
+      let via;
+      try { via = parseVia(gVia.value); } catch (err) { toast(err.message); return; }
       conn.send('spawn_group', {
         count: Number(gCount.value), spacing: Number(gSpace.value), center: [t.x, t.z],
-        target: [Number(gDx.value), Number(gDz.value)], speed: Number(gSp.value),
-      }).then(replyToast);
+        target: [Number(gDx.value), Number(gDz.value)], speed: Number(gSp.value), via: via.length ? via : null,
+      }).then((r) => replyToast(r, r.type === 'ack' ? `${r.ids.length} agents walking to their goals` : ''));
     },
-  }, 'Spawn group')));
+  }, 'Spawn group'), crowdNote));
 
 // path
 const pathMode = h('select', { id: 'path-mode' }, h('option', { value: 'local' }, 'local: path moves to the character'),
@@ -205,6 +222,7 @@ const sceneFile = h('input', {
   },
 });
 const scenarioSel = h('select', { id: 'scenario-select' }, h('option', { value: '' }, '(scenario files)'));
+const scenarioNote = h('div', { class: 'note', id: 'scenario-note' });
 panel.append(section('Obstacles & scenes', false,
   h('div', { class: 'grid' }, h('label', {}, 'shape ', obShape), obRL, obAlongL, obAcrossL, obHL, obYawL, obVxL, obVzL),
   h('div', { class: 'row' },
@@ -219,8 +237,18 @@ panel.append(section('Obstacles & scenes', false,
   sceneFile,
   h('div', { class: 'sub' }, 'Scenarios (from the data folders)'),
   h('div', { class: 'row' }, scenarioSel,
-    h('button', { onclick: () => scenarioSel.value && conn.send('scenario_load', { file: scenarioSel.value }).then((r) => replyToast(r, r.type === 'ack' ? `${r.name || 'scenario'}: ${r.agents} agents, ${r.obstacles} obstacles — press Play` : '')) }, 'Load'),
-    h('button', { onclick: () => conn.send('pause', { paused: false }) }, 'Play'))));
+    h('button', {
+      id: 'scenario-load',
+      onclick: () => {
+        if (!scenarioSel.value) { toast('choose a scenario file'); return; }
+        conn.send('scenario_load', { file: scenarioSel.value }).then((r) => {
+          if (r.type === 'ack') { state.scenario = { file: scenarioSel.value, ...r }; scenarioNote.textContent = `${r.name || scenarioSel.value}: ${r.agents} agents, ${r.obstacles} obstacles (paused; press Play)`; }
+          replyToast(r, r.type === 'ack' ? `${r.name || 'scenario'}: ${r.agents} agents, ${r.obstacles} obstacles — press Play` : '');
+        });
+      },
+    }, 'Load'),
+    h('button', { id: 'scenario-play', onclick: () => conn.send('pause', { paused: false }) }, 'Play')),
+  scenarioNote));
 
 // GenMM
 const gmExamples = h('select', { id: 'genmm-examples', multiple: true, size: 6 });
@@ -267,10 +295,21 @@ panel.append(section('GenMM', false,
 const poseKind = h('select', { id: 'pose-kind' }, h('option', { value: 'off' }, 'off'), h('option', { value: 'webcam' }, 'webcam'), h('option', { value: 'file' }, 'recorded keypoints'));
 const poseFile = h('select', { id: 'pose-file' }, h('option', { value: '' }, '(keypoint files)'));
 const poseNote = h('div', { class: 'note' });
+const poseStatusEl = h('div', { class: 'pose-status', id: 'pose-status' });
+const WEBCAM_NOTE = 'Webcam: this page bundles no pose estimator (the estimators on npm download their model at run time, '
+  + 'which an offline install cannot); the server takes 13 COCO keypoints per frame as pose_keypoints messages from an '
+  + 'external estimator. Recorded keypoint files (JSON/NPZ in the data folders) work fully.';
+poseKind.addEventListener('change', () => { poseNote.textContent = poseKind.value === 'webcam' ? WEBCAM_NOTE : ''; });
 panel.append(section('Pose control', false,
   h('div', { class: 'row' }, poseKind, poseFile,
-    h('button', { onclick: () => conn.send('pose_source', { kind: poseKind.value, file: poseFile.value || null }).then(replyToast) }, 'Use')),
-  poseNote));
+    h('button', {
+      id: 'pose-use',
+      onclick: () => {
+        if (poseKind.value === 'file' && !poseFile.value) { toast('choose a keypoint file'); return; }
+        conn.send('pose_source', { kind: poseKind.value, file: poseKind.value === 'file' ? poseFile.value : null }).then((r) => replyToast(r, r.type === 'ack' && r.state === 'on' ? 'pose commands drive the selected character' : ''));
+      },
+    }, 'Use')),
+  poseNote, poseStatusEl));
 
 // record
 const recBtn = h('button', { id: 'video-btn', onclick: toggleVideo }, 'Record video');
@@ -326,7 +365,9 @@ function renderCharacters() {
     s.input.disabled = !mm;
     if (mm && sel.controls) { s.input.value = sel.controls[name]; s.out.textContent = Number(sel.controls[name]).toFixed(2); }
   }
-  envNote.textContent = state.capabilities.environment ? '' : 'Evasion and Anticipation act once environment-aware matching is installed; they are stored now.';
+  envNote.textContent = state.capabilities.environment
+    ? 'Responsiveness: follow the input; Continuity: keep the current clip; Evasion: how much the heading may give way near obstacles (lower: more); Anticipation: obstacle weight grows with speed.'
+    : 'Evasion and Anticipation act once environment-aware matching is installed; they are stored now.';
 }
 
 function bar(value, max) {
@@ -354,7 +395,41 @@ function renderDebug() {
         ...d.candidates.map((c, i) => h('tr', { title: Object.entries(c.groups).map(([g, v]) => `${g}: ${v.toFixed(3)}`).join('\n') },
           h('td', { text: i + 1 }), h('td', { text: c.clip }), h('td', { class: 'num', text: c.clip_frame }), h('td', { class: 'num', text: c.cost.toFixed(3) })))));
   }
-  if (d.environment) debugEl.append(h('div', { class: 'sub' }, 'Environment'), h('pre', { text: JSON.stringify(d.environment.penalties || d.environment, null, 1).slice(0, 600) }));
+  if (d.environment) debugEl.append(...renderEnvironment(d.environment));
+}
+
+function renderPose() {
+  const p = state.pose;
+  poseStatusEl.textContent = '';
+  if (!p || !p.active) { if (p && p.state === 'off') poseStatusEl.append(h('div', { class: 'note', text: 'pose input off' })); return; }
+  const prog = p.duration ? ` · ${p.t.toFixed(1)} / ${p.duration.toFixed(1)} s` : ` · ${p.t.toFixed(1)} s`;
+  poseStatusEl.append(
+    h('div', { class: 'kv' }, h('span', { class: `badge ${p.state}`, text: p.state }), ' ', h('b', { id: 'pose-command', text: p.command || '—' }), prog),
+    h('div', { class: 'note', text: `${p.kind === 'file' ? p.file : 'webcam'} · ${p.frames} frames · ${p.classifier}` }),
+  );
+  if (p.top && p.top.length) {
+    const max = Math.max(...p.top.map(([, v]) => v), 1e-9);
+    poseStatusEl.append(h('table', { class: 'costs' }, ...p.top.map(([c, v]) => h('tr', {}, h('td', { text: c }), h('td', {}, bar(v, max)), h('td', { class: 'num', text: v.toFixed(2) })))));
+  }
+  if (p.history && p.history.length) poseStatusEl.append(h('div', { class: 'note', text: 'commands: ' + p.history.map(([t, c]) => `${c || '—'} @${t.toFixed(1)}s`).join(' → ') }));
+  if (p.message) poseStatusEl.append(h('div', { class: 'note warn', text: p.message }));
+}
+
+function renderEnvironment(env) {
+  const out = [h('div', { class: 'sub' }, 'Environment')];
+  if (env.error) { out.push(h('div', { class: 'note warn', text: env.error })); return out; }
+  const pen = env.penalties || {};
+  const cl = env.clearance == null ? 'nothing near' : `${Number(env.clearance).toFixed(2)} m`;
+  const srch = pen.search ? ` · search ${pen.search.method}${pen.search.collides ? ' (collides!)' : ''}` : '';
+  out.push(h('div', { class: 'kv', id: 'env-summary' }, `clearance ${cl} · penalty ${Number(pen.total || 0).toFixed(3)}${srch}`));
+  const obs = pen.obstacles || [];
+  if (obs.length) {
+    const max = Math.max(...obs.map(([, v]) => v), 1e-9);
+    out.push(h('table', { class: 'costs', id: 'penalty-table' }, ...obs.map(([id, v]) => h('tr', {},
+      h('td', { text: typeof id === 'number' ? `obstacle ${id}` : id }), h('td', {}, bar(v, max)), h('td', { class: 'num', text: v.toFixed(3) })))));
+  } else out.push(h('div', { class: 'note', text: 'no obstacle penalties on the future body ellipses' }));
+  out.push(h('div', { class: 'legend' }, h('span', { class: 'sw ellipse' }), 'future body ellipses', h('span', { class: 'sw penalty' }), 'penalised obstacles'));
+  return out;
 }
 
 function renderTime() {
@@ -387,6 +462,7 @@ conn.on('welcome', (m) => {
   renderCharacters();
   renderTime();
   poseNote.textContent = m.capabilities.pose ? '' : 'Pose control is not available in this installation yet.';
+  crowdNote.textContent = m.capabilities.crowd ? 'Members steer to their goals (cone of vision) and avoid each other.' : 'Without crowd steering, members walk straight to their targets.';
   poseKind.disabled = !m.capabilities.pose;
   conn.send('files', { kind: 'bvh' });
   conn.send('files', { kind: 'scenario' });
@@ -458,6 +534,8 @@ conn.on('scene', (m) => {
 });
 conn.on('error', (m) => { state.lastError = m; if (m.seq == null) toast(m.message); });
 conn.on('warning', (m) => toast(m.message));
+conn.on('pose_status', (m) => { state.pose = m; renderPose(); });
+conn.on('arrived', (m) => { state.arrived.push(m.id); });
 
 conn.onFrame = (f) => {
   state.frame = f;

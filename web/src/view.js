@@ -462,10 +462,22 @@ export class View {
   }
 
   // ------------------------------------------------------------------ debug
+  /** Obstacles glow red in proportion to the penalty they put on the future body ellipses. */
+  shadePenalties(list) {
+    const pen = new Map((list || []).filter(([id]) => typeof id === 'number').map(([id, v]) => [id, v]));
+    const max = Math.max(1e-9, ...pen.values());
+    for (const [id, m] of this.obstacles) {
+      const k = pen.has(id) ? 0.25 + 0.75 * Math.min(1, pen.get(id) / max) : 0;
+      m.material.emissive.setRGB(0.9 * k, 0.1 * k, 0.05 * k);
+      m.userData.penalty = pen.get(id) || 0;
+    }
+  }
+
   setDebug(d) {
     this.debugData = d;
     const g = this.debugGroup;
     for (const o of [...g.children]) { g.remove(o); o.geometry?.dispose(); o.material?.dispose(); }
+    this.shadePenalties(d && d.environment && d.environment.penalties ? d.environment.penalties.obstacles : null);
     if (!d) return;
     const s = this.selectedCharacter();
     const root = s ? [s.root[0], 0, s.root[2]] : [0, 0, 0];
@@ -492,7 +504,7 @@ export class View {
         const [cx, cz, ux, uz, a, b] = e;
         const curve = new THREE.EllipseCurve(0, 0, a, b, 0, 2 * Math.PI, false, 0);
         const pts = curve.getPoints(40).map((p) => new THREE.Vector3(p.x, 0.03, p.y));
-        const line = new THREE.LineLoop(new THREE.BufferGeometry().setFromPoints(pts), new THREE.LineBasicMaterial({ color: 0xb070ff }));
+        const line = new THREE.LineLoop(new THREE.BufferGeometry().setFromPoints(pts), new THREE.LineBasicMaterial({ color: 0xb070ff, transparent: true, opacity: 1 - 0.25 * g.children.filter((c) => c.isLineLoop).length }));
         line.position.set(cx, 0, cz);
         line.rotation.y = -Math.atan2(uz, ux);
         g.add(line);

@@ -92,7 +92,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     v.add_argument("--no-mirror", action="store_true", help="do not add mirrored copies when building")
     v.add_argument("--allow", action="append", metavar="DIR",
                    help="another folder the page may load files from (BVH examples, scenarios, keypoints)")
-    v.add_argument("--scenarios", metavar="DIR", help="folder of scenario files (default ./scenarios)")
+    v.add_argument("--scenarios", metavar="DIR", help="folder of scenario files (default ./scenarios, else the "
+                   "repository's scenarios/ when running from a source checkout)")
     v.add_argument("--record-seconds", type=float, default=120.0,
                    help="seconds of each character's motion kept for BVH export (default 120)")
     v.add_argument("--max-sessions", type=int, default=16, help="open tabs at once (default 16)")

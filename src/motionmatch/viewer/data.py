@@ -208,11 +208,24 @@ class FileCatalog:
         return real
 
 
+def checkout_scenarios() -> Path | None:
+    """The repository's ``scenarios/`` folder when motionmatch runs from a source checkout
+    (an editable install), else ``None``."""
+    import motionmatch
+
+    top = Path(motionmatch.__file__).resolve().parent.parent.parent  # <checkout>/src/motionmatch
+    sc = top / "scenarios"
+    if (top / "pyproject.toml").is_file() and sc.is_dir():
+        return sc
+    return None
+
+
 def default_roots(dataset_folder: Path | None, extra: Sequence[str | os.PathLike] = (),
                   scenarios: str | os.PathLike | None = None) -> dict[str, Path]:
     """The configured data folders: ``data`` ($MOTIONMATCH_DATA or ../shared/data), the
-    dataset in use, ``scenarios`` (``./scenarios`` if present), ``paths`` (``./paths`` if
-    present) and each ``--allow`` folder (``extra0``, ``extra1``, ...)."""
+    dataset in use, ``scenarios`` (``--scenarios``, else ``./scenarios`` if present, else
+    the checkout's ``scenarios/`` when running from a source checkout), ``paths``
+    (``./paths`` if present) and each ``--allow`` folder (``extra0``, ``extra1``, ...)."""
     from motionmatch.datasets import data_root
 
     roots: dict[str, Path] = {}
@@ -224,6 +237,8 @@ def default_roots(dataset_folder: Path | None, extra: Sequence[str | os.PathLike
         if not inside:
             roots["dataset"] = Path(dataset_folder)
     sc = Path(scenarios) if scenarios is not None else Path.cwd() / "scenarios"
+    if not sc.is_dir() and scenarios is None:
+        sc = checkout_scenarios() or sc
     if sc.is_dir():
         roots["scenarios"] = sc
     pth = Path.cwd() / "paths"

@@ -514,6 +514,8 @@ class Session:
             self.step()
             self._emit_pose(stepped=True)
         self._emit_events()
+        if self.pose_source is not None:
+            self._emit_pose_status()
         if self.debug_enabled:
             self._emit_debug()
         self.send(self.time_state())
@@ -811,24 +813,34 @@ class Session:
         if self.debug_enabled:
             self._emit_debug()
 
+    def _release_pose(self) -> None:
+        for ch in self.chars.values():
+            if isinstance(ch, MMCharacter) and getattr(ch, "_pose_driven", False):
+                if ch.intent_source is self.pose_source:
+                    ch.intent_source = None
+                ch._pose_driven = False
+        self.pose_source = None
+
     def _on_pose_source(self, m):
         factory = hooks.pose_factory()
         if m["kind"] == "off":
-            self.pose_source = None
-            for ch in self.chars.values():
-                if isinstance(ch, MMCharacter) and getattr(ch, "_pose_driven", False):
-                    ch.intent_source = None
-                    ch._pose_driven = False
+            self._release_pose()
+            self.send({"type": "pose_status", "active": False, "ids": [], "state": "off"})
             return {"state": "off"}
         if factory is None:
             raise Rejected("pose control is not available yet in this installation "
                            "(it needs the pose-command package's viewer plugin)")
+        if m["kind"] == "file" and not m["file"]:
+            raise Rejected("choose a keypoint file from the data folders first")
         path = self.viewer.catalog.resolve(m["file"], "keypoints") if m["kind"] == "file" else None
-        self.pose_source = factory(self.db, m["kind"], path)
         ch = self._selected_mm()
-        ch.intent_source = self.pose_source
+        source = factory(self.db, m["kind"], path)
+        self._release_pose()
+        self.pose_source = source
+        ch.intent_source = source
         ch._pose_driven = True
-        return {"state": "on"}
+        self._emit_pose_status()
+        return {"state": "on", "id": ch.id}
 
     def _on_pose_keypoints(self, m):
         if self.pose_source is None or not hasattr(self.pose_source, "push"):

@@ -1,0 +1,236 @@
+"""The viewer's pose-command input: a recorded keypoint file or webcam keypoints drive the
+selected character.
+
+Registered with :func:`motionmatch.viewer.hooks.register_pose` when the viewer imports
+this module. A :class:`ViewerPoseSource` is made per ``pose_source`` message:
+
+* ``kind="file"``: a keypoint file (JSON/NPZ, :func:`~motionmatch.control.pose.keypoints.load_keypoints`)
+  from the viewer's data folders is played back in simulation time (it pauses with the
+  session), from its first frame to its last;
+* ``kind="webcam"``: the page sends one frame of keypoints at a time (``pose_keypoints``:
+  ``[[x, y, score], ...]`` in the order of :data:`~motionmatch.control.pose.keypoints.KEYPOINTS`,
+  image coordinates, y down), passed to :meth:`ViewerPoseSource.push`.
+
+Either way the frames go through a :class:`~motionmatch.control.pose.classify.StreamingClassifier`
+(the default classifier, :func:`~motionmatch.control.pose.default.default_classifier`,
+trained from the shared motion capture on first use and cached; loaded on a worker
+thread so the session never stalls), and the current command becomes an intent through
+:class:`~motionmatch.control.pose.commands.CommandMapper` (directions relative to the
+viewer's camera, like the keys). Until the classifier is ready, or after the recording
+ends, the source gives no intent and the keyboard drives the character.
+:meth:`ViewerPoseSource.status` is what the page's pose panel shows.
+"""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import numpy as np
+
+from motionmatch.control.pose.classify import PoseClassifier, StreamingClassifier
+from motionmatch.control.pose.commands import CommandMapper
+from motionmatch.control.pose.keypoints import KEYPOINTS, KeypointError, KeypointStream, load_keypoints
+from motionmatch.viewer import hooks
+
+__all__ = ["ClassifierLoader", "ViewerPoseSource", "set_classifier"]
+
+
+class ClassifierLoader:
+    """Loads the pose classifier once per process on a worker thread.
+
+    ``get()`` returns the classifier or ``None`` while it loads; ``error`` holds why
+    loading failed (e.g. no motion capture to train from and nothing cached)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._clf: PoseClassifier | None = None
+        self._thread: threading.Thread | None = None
+        self.error: str | None = None
+        self.description = "default (improved) classifier"
+
+    def set(self, classifier: PoseClassifier | None, description: str = "custom classifier") -> None:
+        with self._lock:
+            self._clf = classifier
+            self.error = None
+            self.description = description if classifier is not None else "default (improved) classifier"
+
+    def _load(self) -> None:
+        try:
+            from motionmatch.control.pose.default import default_classifier
+
+            clf = default_classifier("improved")
+            with self._lock:
+                if self._clf is None:
+                    self._clf = clf
+        except Exception as e:
+            with self._lock:
+                self.error = (f"the default pose classifier could not be loaded or trained: {type(e).__name__}: {e} "
+                              "(it is trained from the motion capture in $MOTIONMATCH_DATA on first use; "
+                              "`motionmatch pose eval` trains and caches it)")
+
+    def get(self) -> PoseClassifier | None:
+        with self._lock:
+            if self._clf is not None or self.error is not None:
+                return self._clf
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._load, name="pose-classifier", daemon=True)
+                self._thread.start()
+            return None
+
+
+_loader = ClassifierLoader()
+
+
+def set_classifier(classifier: PoseClassifier | None, description: str = "custom classifier") -> None:
+    """Use ``classifier`` for every viewer pose source from now on (``None``: the default)."""
+    _loader.set(classifier, description)
+
+
+class ViewerPoseSource:
+    """One pose input of a viewer session (see the module doc).
+
+    Args:
+        kind: ``"file"`` or ``"webcam"``.
+        path: the keypoint file (``kind="file"``).
+        loader: where the classifier comes from (default: the process-wide one).
+    """
+
+    def __init__(self, kind: str, path: Path | None = None, loader: ClassifierLoader | None = None):
+        if kind not in ("file", "webcam"):
+            raise ValueError(f"pose source kind must be 'file' or 'webcam', got {kind!r}")
+        self.kind = kind
+        self.loader = loader or _loader
+        self.path = None if path is None else Path(path)
+        self.stream: KeypointStream | None = None
+        if kind == "file":
+            if self.path is None:
+                raise ValueError("choose a keypoint file (pose_source with kind 'file' needs 'file')")
+            s = load_keypoints(self.path).canonical()
+            if len(s) < 2:
+                raise KeypointError(f"{self.path.name}: a recording needs at least 2 frames, got {len(s)}")
+            self.stream = s
+        self.names = KEYPOINTS
+        self.y_down = True if self.stream is None else self.stream.y_down
+        self.t = 0.0                # seconds of the recording played (file) / since the first frame (webcam)
+        self._next = 0              # next recorded frame to feed
+        self._clf_stream: StreamingClassifier | None = None
+        self.mapper: CommandMapper | None = None
+        self.command = ""
+        self.history: list[tuple[float, str]] = []  # (time, command) at each change
+        self.frames_in = 0
+        self.dropped = 0
+        self._webcam_t0: float | None = None
+        self._pending: list[tuple[float, np.ndarray, np.ndarray]] = []
+
+    # ------------------------------------------------------------------ input
+    def push(self, keypoints: np.ndarray, t: float | None = None) -> None:
+        """One webcam frame: ``keypoints [K, 2|3]`` (x, y[, score]) in :data:`KEYPOINTS`
+        order, at page time ``t`` seconds (``None``: 1/30 s after the previous frame)."""
+        if self.kind != "webcam":
+            raise ValueError("this pose source plays a recorded file; switch to 'webcam' to send keypoints")
+        kp = np.asarray(keypoints, dtype=np.float64)
+        if kp.ndim != 2 or kp.shape[0] != len(KEYPOINTS) or kp.shape[1] not in (2, 3):
+            raise KeypointError(f"a webcam frame must be [{len(KEYPOINTS)}, 2|3] keypoints in the order "
+                                f"{', '.join(KEYPOINTS)}; got {list(kp.shape)}")
+        conf = kp[:, 2].copy() if kp.shape[1] == 3 else np.ones(len(KEYPOINTS))
+        if t is None:
+            t = (self._pending[-1][0] if self._pending else self.t) + 1.0 / 30.0
+        if self._pending and t <= self._pending[-1][0]:
+            self.dropped += 1
+            return
+        self._pending.append((float(t), kp[:, :2], conf))
+        del self._pending[:-120]
+
+    def _classifier_stream(self) -> StreamingClassifier | None:
+        if self._clf_stream is None:
+            clf = self.loader.get()
+            if clf is None:
+                return None
+            self._clf_stream = StreamingClassifier(clf, self.names, self.y_down)
+        return self._clf_stream
+
+    def _feed(self, dt: float) -> None:
+        cs = self._classifier_stream()
+        if cs is None:
+            return
+        if self.stream is not None:
+            s = self.stream
+            self.t += dt
+            end = s.times[0] + self.t
+            while self._next < len(s) and s.times[self._next] <= end + 1e-9:
+                i = self._next
+                conf = None if s.confidence is None else s.confidence[i]
+                cs.push(float(s.times[i]), s.keypoints[i, :, :2], conf)
+                self._next += 1
+                self.frames_in += 1
+        else:
+            self.t += dt
+            for t, kp, conf in self._pending:
+                try:
+                    cs.push(t, kp, conf)
+                    self.frames_in += 1
+                except KeypointError:
+                    self.dropped += 1
+            self._pending.clear()
+        cmd = cs.command_name
+        if cmd != self.command:
+            self.command = cmd
+            self.history.append((round(self.t, 3), cmd))
+            del self.history[:-20]
+
+    @property
+    def finished(self) -> bool:
+        return self.stream is not None and self._next >= len(self.stream)
+
+    def intent(self, character, dt: float):
+        """The intent of the current pose command (``None``: none yet, or the recording
+        has ended: the keyboard drives)."""
+        self._feed(dt)
+        if self.finished or not self.command:
+            return None
+        if self.mapper is None:
+            self.mapper = CommandMapper(character.ctrl.gaits)
+        self.mapper.camera_yaw = float(getattr(character.kb, "camera_yaw", 0.0))
+        return self.mapper.update(self.command, dt)
+
+    def status(self) -> dict:
+        """For the page: state (``loading``, ``waiting``, ``running``, ``finished``,
+        ``error``), the current command, progress and the last command changes."""
+        self._classifier_stream()  # ready as soon as the classifier is
+        if self.loader.error is not None and self._clf_stream is None:
+            state = "error"
+        elif self._clf_stream is None:
+            state = "loading"
+        elif self.finished:
+            state = "finished"
+        elif self.kind == "webcam" and self.frames_in == 0:
+            state = "waiting"
+        else:
+            state = "running"
+        out = {"kind": self.kind, "state": state, "command": self.command, "t": round(self.t, 2),
+               "frames": self.frames_in, "classifier": self.loader.description,
+               "history": [[t, c] for t, c in self.history[-6:]]}
+        if self.stream is not None:
+            out["file"] = self.path.name if self.path is not None else ""
+            out["duration"] = round(float(self.stream.duration), 2)
+        if state == "error":
+            out["message"] = self.loader.error
+        if self.kind == "webcam" and self.frames_in == 0:
+            out["message"] = ("waiting for keypoints from the page: this page has no built-in pose estimator; "
+                              "send pose_keypoints messages (13 COCO body keypoints, x, y, score), or use a "
+                              "recorded keypoint file")
+        if self.dropped:
+            out["dropped"] = self.dropped
+        cs = self._clf_stream
+        if cs is not None and cs.last_proba is not None:
+            top = np.argsort(cs.last_proba)[::-1][:3]
+            out["top"] = [[cs.clf.commands[i], round(float(cs.last_proba[i]), 3)] for i in top]
+        return out
+
+
+def _factory(db, kind: str, file) -> ViewerPoseSource:
+    return ViewerPoseSource(kind, file)
+
+
+hooks.register_pose(_factory)
