@@ -64,12 +64,13 @@ def test_block_bounds_contain_every_frame_of_their_segments():
     ps, _ = _problem(0)
     reps, _rf, lo, hi, _ = ps.representatives(True)
     for size in (1, 4, 7):
-        clo, chi, grid = ps.block_bounds(True, size)
+        clo, chi, grid, order = ps.block_bounds(True, size)
         assert clo.dtype == np.uint8 and clo.shape == (math.ceil(len(reps) / size), ps.dim)
+        assert sorted(order.tolist()) == list(range(ps.dim))
         dlo = grid[0] + clo * grid[1]
         dhi = grid[0] + chi * grid[1]
         for j in range(len(reps)):
-            f = ps.features[lo[j]:hi[j]][ps.valid[lo[j]:hi[j]]].astype(np.float64)
+            f = ps.features[lo[j]:hi[j]][ps.valid[lo[j]:hi[j]]][:, order].astype(np.float64)
             b = j // size
             assert np.all(f >= dlo[b]) and np.all(f <= dhi[b])
 

@@ -288,7 +288,8 @@ def linear_search(feats, q, w, valid, mask, ell, obs, counts, slotw, pp, init, e
 
 @numba.njit(cache=True, nogil=True, fastmath=FM)
 def coherent_search(feats, q, w, valid, mask, ell, obs, counts, slotw, pp, reps, rep_feats, rep_lo, rep_hi, start,
-                    init, init_seg, dissim, v, max_stride, slack, stats, blk_lo, blk_hi, blk_grid, blk_size):
+                    init, init_seg, dissim, v, max_stride, slack, stats, blk_lo, blk_hi, blk_grid, blk_order,
+                    blk_size):
     """Temporal-coherence search (paper Sec. 5.4.2): representatives from ``start`` (wrapping
     around), each scored against the best so far; a representative that beats it opens its
     segment ``[rep_lo, rep_hi)`` (so does one whose query distance alone is below ``slack``
@@ -300,7 +301,8 @@ def coherent_search(feats, q, w, valid, mask, ell, obs, counts, slotw, pp, reps,
 
     Block bounds (``blk_size > 0``): ``blk_lo, blk_hi [ceil(n / blk_size), D]`` (uint8 codes
     on the grid ``blk_grid [2, D]``: value = base + code * step, see
-    :func:`encode_block_bounds`) bound, per dimension, every valid frame in the segments of
+    :func:`encode_block_bounds`; column ``j`` is feature dimension ``blk_order[j]``, the most
+    telling first, so that far blocks are rejected after a few dimensions) bound, per dimension, every valid frame in the segments of
     each run of ``blk_size`` consecutive representatives (a quarter of the memory of float32
     bounds: the pass over them is what a cold cache makes costly); on entering a block, its
     weighted box distance to the query
@@ -316,8 +318,9 @@ def coherent_search(feats, q, w, valid, mask, ell, obs, counts, slotw, pp, reps,
     wc = np.empty(D)
     if blk_size > 0:
         for d in range(D):
-            qc[d] = (q[d] - blk_grid[0, d]) / blk_grid[1, d]
-            wc[d] = w[d] * blk_grid[1, d] * blk_grid[1, d]
+            o = blk_order[d]
+            qc[d] = (q[o] - blk_grid[0, d]) / blk_grid[1, d]
+            wc[d] = w[o] * blk_grid[1, d] * blk_grid[1, d]
     if init >= 0:
         db_best = _dist(feats, init, q, w)
         best = _penalised(init, db_best, ell, obs, counts, slotw, pp, np.inf, True, stats)
@@ -353,7 +356,7 @@ def coherent_search(feats, q, w, valid, mask, ell, obs, counts, slotw, pp, reps,
             b = j // blk_size
             if b != cur_blk:
                 cur_blk = b
-                if best < np.inf and box_distance(blk_lo, blk_hi, b, qc, wc) >= best:
+                if best < np.inf and box_distance_early(blk_lo, blk_hi, b, qc, wc, best) >= best:
                     nxt = (b + 1) * blk_size
                     if nxt > n:
                         nxt = n
@@ -465,7 +468,7 @@ USED_CLEAR = 3
 
 @numba.njit(cache=True, nogil=True)
 def run_search(ia, fa, feats, q, w, valid, mask, ell, obs, counts, slotw, pp, reps, rep_feats, rep_lo, rep_hi, rep_of,
-               blk_lo, blk_hi, blk_grid, stats, clearance, out):
+               blk_lo, blk_hi, blk_grid, blk_order, stats, clearance, out):
     """One penalised search in a single call (the per-search glue of :mod:`.penalized` fused;
     scalar arguments packed in ``ia [NA]`` int64 and ``fa [NF]`` float64, see ``A_*`` and
     ``F_*``). ``stats`` is zeroed first. The frame playing now seeds the search when it is
@@ -507,7 +510,7 @@ def run_search(ia, fa, feats, q, w, valid, mask, ell, obs, counts, slotw, pp, re
         init_seg = rep_of[init] if init >= 0 else -1
         idx, _ = coherent_search(feats, q, w, valid, mask, ell, obs, counts, slotw, pp, reps, rep_feats, rep_lo,
                                  rep_hi, start, init, init_seg, ia[A_DISSIM], fa[F_V], ia[A_MAXSTRIDE], fa[F_SLACK],
-                                 stats, blk_lo, blk_hi, blk_grid, ia[A_BLOCK])
+                                 stats, blk_lo, blk_hi, blk_grid, blk_order, ia[A_BLOCK])
         used = USED_COHERENT
         if ia[A_FALLBACK] != 0 and idx >= 0:
             frame_clearance(idx, ell, obs, counts, pp, clearance)
@@ -520,6 +523,26 @@ def run_search(ia, fa, feats, q, w, valid, mask, ell, obs, counts, slotw, pp, re
                 used = USED_FALLBACK
     summarise(idx, feats, q, w, ell, obs, counts, slotw, pp, cur, clearance, out)
     return idx, used
+
+
+@numba.njit(cache=True, nogil=True, inline="always", fastmath=FM)
+def box_distance_early(lo, hi, b, q, w, limit):
+    """:func:`box_distance` that stops (returning the partial sum, itself >= ``limit``) once
+    a chunk of 8 dimensions brings the sum to ``limit``: store the most telling dimensions
+    first."""
+    s = 0.0
+    D = q.shape[0]
+    for d0 in range(0, D, 8):
+        d1 = min(d0 + 8, D)
+        for d in range(d0, d1):
+            x = q[d]
+            a = np.float64(lo[b, d])
+            c = np.float64(hi[b, d])
+            g = max(a - x, x - c, 0.0)
+            s += w[d] * g * g
+        if s >= limit:
+            return s
+    return s
 
 
 @numba.njit(cache=True, nogil=True, inline="always", fastmath=FM)

@@ -263,6 +263,7 @@ class PenalizedSearch:
         self._none_blocks = np.zeros((1, self.dim), dtype=np.float32)
         self._none_codes = np.zeros((1, self.dim), dtype=np.uint8)
         self._none_grid = np.ones((2, self.dim))
+        self._none_order = np.arange(self.dim, dtype=np.int64)
         self.min_stride = int(min_stride)
         self.rep_threshold = float(rep_threshold)
         self.representatives(True)
@@ -297,11 +298,13 @@ class PenalizedSearch:
             self._reps[key] = (reps, np.ascontiguousarray(self.features[reps]), lo, hi, rep_of)
         return self._reps[key]
 
-    def block_bounds(self, adaptive: bool = True, size: int = 4) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """``(lo, hi [ceil(R / size), D] uint8, grid [2, D])``: per-dimension bounds of the valid
-        frames in the segments of each run of ``size`` consecutive representatives (``R`` of
-        them; see :meth:`representatives`), coded on a grid (value = ``grid[0] + code *
-        grid[1]``, rounded outward: see :func:`PK.encode_block_bounds`), cached."""
+    def block_bounds(self, adaptive: bool = True, size: int = 4) -> tuple[np.ndarray, ...]:
+        """``(lo, hi [ceil(R / size), D] uint8, grid [2, D], order [D])``: per-dimension bounds of
+        the valid frames in the segments of each run of ``size`` consecutive representatives
+        (``R`` of them; see :meth:`representatives`), coded on a grid (value = ``grid[0] +
+        code * grid[1]``, rounded outward: see :func:`PK.encode_block_bounds`); column ``j``
+        holds feature dimension ``order[j]``, by decreasing spread of the block centres (the
+        dimensions that separate blocks most come first), cached."""
         key = (bool(adaptive), int(size))
         if key not in self._blocks:
             _reps, _rf, lo, hi, _rep_of = self.representatives(adaptive)
@@ -309,7 +312,12 @@ class PenalizedSearch:
             blo = np.empty((nb, self.dim), dtype=np.float32)
             bhi = np.empty((nb, self.dim), dtype=np.float32)
             PK.build_block_bounds(self.features, self.valid, lo, hi, int(size), blo, bhi)
-            self._blocks[key] = PK.encode_block_bounds(blo, bhi)
+            fin = np.all(np.isfinite(blo), axis=1)
+            spread = ((blo[fin].astype(np.float64) + bhi[fin]) / 2).std(axis=0) if fin.any() else np.zeros(self.dim)
+            order = np.argsort(-spread, kind="stable").astype(np.int64)
+
+            clo, chi, grid = PK.encode_block_bounds(blo[:, order], bhi[:, order])
+            self._blocks[key] = (np.ascontiguousarray(clo), np.ascontiguousarray(chi), grid, order)
         return self._blocks[key]
 
     # ------------------------------------------------------------------ search
@@ -422,7 +430,7 @@ class PenalizedSearch:
 
     def _plan_for(self, opt: SearchOptions) -> tuple:
         """Packed arguments of :func:`PK.run_search` for ``opt`` (cached per options object):
-        ``(ia [NA], fa [NF], reps, rep_feats, lo, hi, rep_of, block lo, block hi, block grid)``."""
+        ``(ia [NA], fa [NF], reps, rep_feats, lo, hi, rep_of, block lo, block hi, block grid, block order)``."""
         if opt is self._plan_opt:
             return self._plan
         plan = self._plans.get(opt)
@@ -441,18 +449,20 @@ class PenalizedSearch:
                 fa[PK.F_V] = float(opt.v)
                 fa[PK.F_SLACK] = float(opt.segment_slack)
                 if opt.block_bounds:
-                    blo, bhi, grid = self.block_bounds(opt.adaptive, opt.block_size)
+                    blo, bhi, grid, order = self.block_bounds(opt.adaptive, opt.block_size)
                     ia[PK.A_BLOCK] = int(opt.block_size)
                 else:
                     blo = bhi = self._none_codes
                     grid = self._none_grid
+                    order = self._none_order
             else:
                 reps = lo = hi = self._none_reps
                 rep_of = self._none_reps
                 rep_feats = self._none_blocks
                 blo = bhi = self._none_codes
                 grid = self._none_grid
-            plan = (ia, fa, reps, rep_feats, lo, hi, rep_of, blo, bhi, grid)
+                order = self._none_order
+            plan = (ia, fa, reps, rep_feats, lo, hi, rep_of, blo, bhi, grid, order)
             if len(self._plans) >= 32:
                 self._plans.pop(next(iter(self._plans)))
             self._plans[opt] = plan
