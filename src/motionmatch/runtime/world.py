@@ -334,8 +334,6 @@ class EnvironmentChooser:
         s = self.settings
         m = self.matcher
         _radius, opts = self._packed()
-        q = np.empty(len(m.cols))
-        PK.take_columns(query, m.cols, q)
         if s.enabled:
             obs, cnt, nearest, _ = self.gather(ctrl)
         else:
@@ -345,9 +343,13 @@ class EnvironmentChooser:
         if nearest < math.inf and c.evasion < 1.0:
             k = min(max((nearest - s.body_radius) / s.penalty.threshold, 0.0), 1.0)
             ev = c.evasion + (1.0 - c.evasion) * k
-        w = m.weights(c, ev)  # a new array: callers may keep the search's arguments
-        envw = s.penalty.env_weight * (1.0 + c.anticipation * self.target_speed)
         cur = int(ctrl.frame)
+        # the query's search columns, the weights (a new array: callers may keep the search's
+        # arguments) and the plain distance to the frame playing now, in one compiled call
+        q, w, cur_plain = PK.choice_inputs(query, m.cols, m.pose, m.traj_pos, m.traj_dir, float(c.continuity),
+                                           float(c.responsiveness), float(ev), m.db.features, cur,
+                                           m.planar_zero if view == "planar" else m.no_zero)
+        envw = s.penalty.env_weight * (1.0 + c.anticipation * self.target_speed)
         if mask.dtype != np.bool_ or not mask.flags.c_contiguous:
             mask = np.ascontiguousarray(mask, dtype=bool)
         b = self._buffers
@@ -361,7 +363,6 @@ class EnvironmentChooser:
         # frame playing now); shift the cost so that this compares penalised scores:
         # cost' < ratio * plain(cur)  <=>  score(best) < ratio * score(cur).
         ratio = ctrl.s.transition_ratio
-        cur_plain = PK.view_distance(query, m.db.features, cur, m.planar_zero if view == "planar" else m.no_zero)
         cost = res.score - ratio * b.out[2] + ratio * cur_plain
         lg = self.log
         lg.times.append(time.perf_counter() - t0)

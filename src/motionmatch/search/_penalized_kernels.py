@@ -806,3 +806,15 @@ def prepare_static(rows, ids, root_x, root_z, yaw, points, radius, out, counts, 
             sel[m, j] = rows[ids[m], j]
     slot_of = np.full(ids.shape[0], -1, dtype=np.int64)
     return prepare_obstacles(sel, slot_of, root_x, root_z, yaw, points, radius, out, counts, order_key)
+
+
+@numba.njit(cache=True, nogil=True)
+def choice_inputs(query, cols, pose, pos, direc, continuity, responsiveness, evasion_factor, feats, cur, zero):
+    """The per-choice inputs of an environment-aware chooser in one call: ``(q [len(cols)]``
+    the query's search columns (float64), ``w`` the controls' weights (see
+    :func:`control_weights`), ``plain`` the squared distance of the whole ``query`` to
+    frame ``cur`` of ``feats`` in the controller's view (:func:`view_distance`) ``)``."""
+    q = np.empty(cols.shape[0])
+    take_columns(query, cols, q)
+    w = control_weights(pose, pos, direc, continuity, responsiveness, evasion_factor)
+    return q, w, view_distance(query, feats, cur, zero)
