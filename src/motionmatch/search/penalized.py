@@ -412,7 +412,7 @@ class PenalizedSearch:
         ia[PK.A_INIT] = -1 if init_index is None else init_index
         ia[PK.A_PREV] = -1 if previous is None else previous
         ia[PK.A_CUR] = cur
-        if ia[PK.A_METHOD] < 0:  # plain motion matching
+        if ia[PK.A_METHOD] < 0 or (ia[PK.A_CLEAR] and not any(cnt.tolist())):  # plain, or nothing near
             used = PK.USED_CLEAR
         else:
             idx, used = PK.run_search(ia, plan[1], self.features, q, w, self.valid, mask, self.ellipses, obs, cnt,
