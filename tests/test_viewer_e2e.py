@@ -1,8 +1,10 @@
 """The viewer end to end in a real headless browser: Debian's chromium driven by Playwright
 (``executable_path``; no browser download). The page loads and draws, holding W walks the
 character, dragging on the ground draws a path the character follows, obstacles are placed,
-dragged and deleted, an obstacle on the path is walked around (when environment-aware
-matching is installed), the debug panel, pause/step/scrub, BVH and video export work.
+dragged and deleted, an obstacle on the path is walked around (environment plugin), the
+debug panel, pause/step/scrub, BVH and video export work, a scenario file from the
+repository's ``scenarios/`` is loaded and played, and the pose panel plays a recorded
+keypoint file and shows the pose status.
 
 Each test saves a screenshot in ``out/viewer-e2e/`` (or ``$MOTIONMATCH_SCREENSHOTS``).
 Skipped, with the reason, when chromium, Playwright or the page's bundle (Node.js) is missing.
@@ -59,7 +61,9 @@ def bundle():
 @pytest.fixture(scope="module")
 def server(tmp_path_factory, bundle):
     db = small_database(tmp_path_factory.getbasetemp())
-    srv = start_server(db, {"data": data_root()}, static_dir=bundle)
+    poses = tmp_path_factory.mktemp("poses")
+    srv = start_server(db, {"data": data_root(), "scenarios": REPO / "scenarios", "poses": poses}, static_dir=bundle)
+    srv.poses = poses
     yield srv
     srv.stop()
 
@@ -220,9 +224,8 @@ def test_obstacles_are_placed_dragged_and_deleted(page):
 
 def test_an_obstacle_on_the_path_is_walked_around(page):
     caps = page.evaluate("() => window.__mm.state.capabilities")
-    if not caps.get("environment"):
-        pytest.skip("environment-aware matching is not installed yet (no viewer plugin registered); "
-                    "obstacles are placed and shown, characters do not avoid them")
+    assert caps.get("environment"), "the environment plugin (motionmatch.environment.viewer_plugin) is not registered"
+    page.check("#debug-toggle")  # the screenshot shows the future body ellipses and the penalised obstacle
     start = root(page)
     centre = (start[0], start[2] + 3.0)
     page.click("button[data-tool=obstacle]")
@@ -232,12 +235,22 @@ def test_an_obstacle_on_the_path_is_walked_around(page):
     draw(page, [(start[0], start[2] + 0.3), (start[0], start[2] + 6.0)], seconds=3.0)
     closest = 1e9
     t0 = time.monotonic()
+    passing = False
     while time.monotonic() - t0 < 12:
         p = root(page)
-        closest = min(closest, math.hypot(p[0] - o["center"][0], p[2] - o["center"][1]))
+        d = math.hypot(p[0] - o["center"][0], p[2] - o["center"][1])
+        closest = min(closest, d)
+        if not passing and d < o["radius"] + 0.9 and abs(p[2] - o["center"][1]) < 0.6:
+            passing = True  # beside it: the debug panel shows its penalty and the clearance
+            page.evaluate("() => document.querySelector('#env-summary')?.scrollIntoView({block: 'start'})")
+            shot(page, "obstacle_passing")
         time.sleep(0.05)
+    page.wait_for_selector("#env-summary", timeout=5000)
+    page.evaluate("() => document.querySelector('#env-summary').scrollIntoView({block: 'start'})")
     shot(page, "obstacle_avoided")
     assert closest > o["radius"] + 0.1, closest
+    env = page.evaluate("() => window.__mm.state.debug && window.__mm.state.debug.environment")
+    assert env and len(env["ellipses"]) == 3 and "clearance" in env
 
 
 def test_debug_panel_pause_step_and_scrub(page):
@@ -330,3 +343,58 @@ def test_two_tabs_are_independent_and_closing_one_frees_it(browser_context, serv
     assert wait_until(lambda: health(server)["sessions"] == before + 1, timeout=5)
     b.close()
     assert wait_until(lambda: health(server)["sessions"] == before, timeout=5)
+
+
+def test_a_scenario_file_is_loaded_and_played(page):
+    page.click("summary:has-text('Obstacles & scenes')")
+    page.wait_for_function("() => [...document.querySelectorAll('#scenario-select option')]"
+                           ".some(o => o.value === 'scenarios:corridors-pass.json')", timeout=10000)
+    page.select_option("#scenario-select", "scenarios:corridors-pass.json")
+    page.click("#scenario-load")
+    page.wait_for_function("() => window.__mm.state.characters.length === 6 && window.__mm.state.paused "
+                           "&& window.__mm.state.obstacles.length === 6", timeout=20000)
+    ids = page.evaluate("() => window.__mm.state.characters.map(c => c.id)")
+    page.wait_for_function(f"() => {ids}.every(id => window.__mm.character(id))", timeout=5000)
+    before = page.evaluate(f"() => {ids}.map(id => window.__mm.character(id).root)")
+    assert "6 agents" in page.locator("#scenario-note").text_content()
+    page.click("#scenario-play")
+    page.wait_for_function("() => !window.__mm.state.paused", timeout=5000)
+    page.uncheck("input[type=checkbox] >> nth=0")  # stop following: see the corridors from above
+    page.evaluate("() => { const v = window.__mm.view; v.controls.target.set(0, 0, 0); "
+                  "v.camera.position.set(0.01, 16, -9); }")
+    time.sleep(4.0)
+    shot(page, "scenario_playing")
+    after = page.evaluate(f"() => {ids}.map(id => window.__mm.character(id).root)")
+    moved = [math.dist(a, b) for a, b in zip(before, after)]
+    assert min(moved) > 1.0, moved  # every agent walks its path
+
+
+def test_the_pose_panel_drives_the_character_with_a_recorded_file(page, server, request):
+    pytest.importorskip("sklearn")
+    plugin = pytest.importorskip("motionmatch.control.pose.viewer_plugin")
+    from test_viewer_support import walk_run_keypoint_file
+
+    _, _, clf = walk_run_keypoint_file(server.poses / "walk_run.npz",
+                                       request.config.cache.mkdir("motionmatch-pose-quick"))
+    plugin.set_classifier(clf, "quick default classifier (test)")
+    try:
+        page.click("summary:has-text('Pose control')")
+        page.wait_for_function("() => [...document.querySelectorAll('#pose-file option')]"
+                               ".some(o => o.value === 'poses:walk_run.npz')", timeout=10000)
+        page.select_option("#pose-kind", "file")
+        page.select_option("#pose-file", "poses:walk_run.npz")
+        p0 = root(page)
+        page.click("#pose-use")
+        page.wait_for_function("() => window.__mm.state.pose && window.__mm.state.pose.state === 'running' "
+                               "&& window.__mm.state.pose.command", timeout=15000)
+        time.sleep(2.5)
+        page.evaluate("() => document.querySelector('#pose-status').scrollIntoView({block: 'end'})")
+        shot(page, "pose_status")
+        st, shown = page.evaluate("() => [window.__mm.state.pose, document.querySelector('#pose-command').textContent]")
+        assert st["kind"] == "file" and st["frames"] > 30 and st["command"], st
+        assert shown == st["command"]  # the panel shows the current command
+        assert math.dist(p0, root(page)) > 1.0  # the pose commands walk the character
+        page.select_option("#pose-kind", "webcam")
+        assert "bundles no pose estimator" in page.locator("#panel").text_content()  # says what is missing
+    finally:
+        plugin.set_classifier(None)

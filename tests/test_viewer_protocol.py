@@ -1,7 +1,10 @@
 """The viewer's session protocol, driven by a websocket client (no browser): key-down W moves
 the character forward, a drawn path is followed, malformed messages get error replies and
 the session goes on, tabs are independent and closing one frees it, the page reads files
-only from the data folders, pause/step/scrub, debug data, BVH export, obstacles, GenMM."""
+only from the data folders, pause/step/scrub, debug data, BVH export, obstacles, GenMM; and
+with the plugins: a character walks around a disk in front of it and around an obstacle on
+its drawn path, two agents walking at each other pass, a spawned group reaches its goals,
+a recorded keypoint file makes the character walk then run."""
 
 from __future__ import annotations
 
@@ -16,7 +19,14 @@ import numpy as np
 import pytest
 
 from conftest import data_root
-from test_viewer_support import Client, health, small_database, start_server, viewer_deps_or_skip
+from test_viewer_support import (
+    Client,
+    health,
+    small_database,
+    start_server,
+    viewer_deps_or_skip,
+    walk_run_keypoint_file,
+)
 
 viewer_deps_or_skip()
 
@@ -548,29 +558,13 @@ def test_a_spawned_group_reaches_its_goals(server):
 def walk_run_keypoints(server, request):
     """A walk -> run performance from held-out clips, filmed by the pose package's virtual
     camera from a held-out angle, saved as a keypoint file in the server's ``poses`` folder;
-    the viewer's pose source uses the quick default classifier (trained in seconds)."""
+    the viewer's pose source uses the quick default classifier (trained on the first run, then cached)."""
     pytest.importorskip("sklearn")
-    from motionmatch.control.pose import default as d
-    from motionmatch.control.pose.dataset import compose, load_clips, steady_segments
-    from motionmatch.control.pose.keypoints import save_keypoints
-    from motionmatch.control.pose.render import RenderSettings, render_keypoints
-
     plugin = pytest.importorskip("motionmatch.control.pose.viewer_plugin")
-    root = data_root()
-    # the quick default classifiers, cached between test runs (the first run trains them)
-    _, imp = d.default_classifiers(root, d.QUICK, cache_dir=request.config.cache.mkdir("motionmatch-pose-quick"))
-    clips = load_clips(root, d.QUICK.data)
-    parts = []
-    for kind in ("walk", "run"):
-        segs = steady_segments(clips, min_s=3.0, split="test")[kind] or \
-            steady_segments(clips, min_s=3.0, split="train")[kind]
-        cl, a, b = max(segs, key=lambda s: ("subject" in s[0].name, s[2] - s[1]))  # LAFAN1 first
-        parts.append((cl, a, min(b, a + int(3.0 * cl.facts.fps))))
-    kp, _, part = compose(parts)
-    stream, _ = render_keypoints(kp, 30.0, RenderSettings(azimuths_deg=(12.0,), distance=(5.0, 6.5)), 3)
-    path = save_keypoints(stream, server.poses / "walk_run.npz")
+    path, walk_s, imp = walk_run_keypoint_file(server.poses / "walk_run.npz",
+                                               request.config.cache.mkdir("motionmatch-pose-quick"))
     plugin.set_classifier(imp, "quick default classifier (test)")
-    yield path, float(np.mean(part == 0)) * stream.duration
+    yield path, walk_s
     plugin.set_classifier(None)
 
 

@@ -149,3 +149,30 @@ class Client:
         f = self.frame if self.frame is not None else self.next_frame()
         cid = self.welcome["selected"] if cid is None else cid
         return f.by_id(cid).root.copy()
+
+
+def walk_run_keypoint_file(path: Path, cache_dir: Path):
+    """A walk -> run performance (3 s each) from held-out clips, filmed by the pose
+    package's virtual camera from a held-out angle and saved at ``path``. Returns ``(path,
+    seconds of walking, classifier)``: the quick default classifier, trained once and
+    cached in ``cache_dir``."""
+    import numpy as np
+
+    from motionmatch.control.pose import default as d
+    from motionmatch.control.pose.dataset import compose, load_clips, steady_segments
+    from motionmatch.control.pose.keypoints import save_keypoints
+    from motionmatch.control.pose.render import RenderSettings, render_keypoints
+
+    root = data_root()
+    _, imp = d.default_classifiers(root, d.QUICK, cache_dir=cache_dir)
+    clips = load_clips(root, d.QUICK.data)
+    parts = []
+    for kind in ("walk", "run"):
+        segs = steady_segments(clips, min_s=3.0, split="test")[kind] or \
+            steady_segments(clips, min_s=3.0, split="train")[kind]
+        cl, a, b = max(segs, key=lambda s: ("subject" in s[0].name, s[2] - s[1]))  # LAFAN1 first
+        parts.append((cl, a, min(b, a + int(3.0 * cl.facts.fps))))
+    kp, _, part = compose(parts)
+    stream, _ = render_keypoints(kp, 30.0, RenderSettings(azimuths_deg=(12.0,), distance=(5.0, 6.5)), 3)
+    out = save_keypoints(stream, path)
+    return out, float(np.mean(part == 0)) * stream.duration, imp

@@ -137,7 +137,8 @@ def test_file_ids_resolve_only_inside_their_folders(tmp_path):
     root = tmp_path / "data"
     (root / "sub").mkdir(parents=True)
     (root / "sub" / "a.bvh").write_text("x")
-    (root / "s.json").write_text("{}")
+    (root / "s.json").write_text('{"obstacles": [], "agents": []}')
+    (root / "k.json").write_text('{"format": "motionmatch-keypoints", "times": [], "keypoints": []}')
     (root / ".hidden.bvh").write_text("x")
     outside = tmp_path / "secret.bvh"
     outside.write_text("x")
@@ -147,7 +148,8 @@ def test_file_ids_resolve_only_inside_their_folders(tmp_path):
     assert list(cat.roots) == ["data"]
     ids = [f["id"] for f in cat.list("bvh")]
     assert ids == ["data:sub/a.bvh"]
-    assert [f["id"] for f in cat.list("scenario")] == ["data:s.json"]
+    assert [f["id"] for f in cat.list("scenario")] == ["data:s.json"]  # a scenario, not a recording
+    assert [f["id"] for f in cat.list("keypoints")] == ["data:k.json"]
     assert cat.resolve("data:sub/a.bvh", "bvh") == (root / "sub" / "a.bvh").resolve()
     for bad in ("data:../secret.bvh", "data:/etc/passwd.bvh", "data:sub/../../secret.bvh", "data:link.bvh",
                 "data:dirlink/secret.bvh", "data:sub/a.json", "other:sub/a.bvh", "sub/a.bvh", "data:",

@@ -223,7 +223,7 @@ const sceneFile = h('input', {
 });
 const scenarioSel = h('select', { id: 'scenario-select' }, h('option', { value: '' }, '(scenario files)'));
 const scenarioNote = h('div', { class: 'note', id: 'scenario-note' });
-panel.append(section('Obstacles & scenes', false,
+const sceneSection = section('Obstacles & scenes', false,
   h('div', { class: 'grid' }, h('label', {}, 'shape ', obShape), obRL, obAlongL, obAcrossL, obHL, obYawL, obVxL, obVzL),
   h('div', { class: 'row' },
     h('button', { onclick: () => setTool('obstacle') }, 'Place…'),
@@ -248,7 +248,9 @@ panel.append(section('Obstacles & scenes', false,
       },
     }, 'Load'),
     h('button', { id: 'scenario-play', onclick: () => conn.send('pause', { paused: false }) }, 'Play')),
-  scenarioNote));
+  scenarioNote);
+panel.append(sceneSection);
+sceneSection.addEventListener('toggle', () => { if (sceneSection.open) conn.send('files', { kind: 'scenario' }); });
 
 // GenMM
 const gmExamples = h('select', { id: 'genmm-examples', multiple: true, size: 6 });
@@ -300,7 +302,7 @@ const WEBCAM_NOTE = 'Webcam: this page bundles no pose estimator (the estimators
   + 'which an offline install cannot); the server takes 13 COCO keypoints per frame as pose_keypoints messages from an '
   + 'external estimator. Recorded keypoint files (JSON/NPZ in the data folders) work fully.';
 poseKind.addEventListener('change', () => { poseNote.textContent = poseKind.value === 'webcam' ? WEBCAM_NOTE : ''; });
-panel.append(section('Pose control', false,
+const poseSection = section('Pose control', false,
   h('div', { class: 'row' }, poseKind, poseFile,
     h('button', {
       id: 'pose-use',
@@ -309,7 +311,10 @@ panel.append(section('Pose control', false,
         conn.send('pose_source', { kind: poseKind.value, file: poseKind.value === 'file' ? poseFile.value : null }).then((r) => replyToast(r, r.type === 'ack' && r.state === 'on' ? 'pose commands drive the selected character' : ''));
       },
     }, 'Use')),
-  poseNote, poseStatusEl));
+  poseNote, poseStatusEl);
+panel.append(poseSection);
+// the lists are read again whenever a panel opens (files may have been added meanwhile)
+poseSection.addEventListener('toggle', () => { if (poseSection.open && state.capabilities.pose) conn.send('files', { kind: 'keypoints' }); });
 
 // record
 const recBtn = h('button', { id: 'video-btn', onclick: toggleVideo }, 'Record video');
@@ -511,14 +516,16 @@ conn.on('files', (m) => {
   state.files[m.kind] = m.files;
   if (m.kind === 'bvh') fillExamples();
   if (m.kind === 'scenario') {
+    const keep = scenarioSel.value;
     scenarioSel.textContent = '';
     scenarioSel.append(h('option', { value: '' }, m.files.length ? '(choose a scenario)' : '(no scenario files)'));
-    for (const f of m.files) scenarioSel.append(h('option', { value: f.id }, f.id));
+    for (const f of m.files) scenarioSel.append(h('option', { value: f.id, selected: f.id === keep }, f.id));
   }
   if (m.kind === 'keypoints') {
+    const keep = poseFile.value;
     poseFile.textContent = '';
-    poseFile.append(h('option', { value: '' }, '(keypoint files)'));
-    for (const f of m.files) poseFile.append(h('option', { value: f.id }, f.id));
+    poseFile.append(h('option', { value: '' }, m.files.length ? '(keypoint files)' : '(no keypoint files)'));
+    for (const f of m.files) poseFile.append(h('option', { value: f.id, selected: f.id === keep }, f.id));
   }
 });
 conn.on('genmm_status', (m) => {

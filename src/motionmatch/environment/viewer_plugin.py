@@ -446,8 +446,33 @@ class ViewerEnvironment:
         return out
 
 
+def warm_up(db) -> None:
+    """Build the shared matcher of ``db`` and run one penalised search with an obstacle
+    near (compiles the search kernels before the first page connects)."""
+    from types import SimpleNamespace
+
+    from motionmatch.runtime.controller import Controller
+
+    env = ViewerEnvironment(db)
+    env.set_obstacles([{"id": 0, "shape": "disk", "center": [0.0, 0.6], "radius": 0.3}], 0.0)
+    ctrl = Controller(db)
+    ch = SimpleNamespace(id=0, controls={}, ctrl=ctrl, settings=ctrl.s, tap=SimpleNamespace(inner=None),
+                         follower=None, root_xz=(0.0, 0.0), intent_filter=None, path_filter=None)
+    env.attach(ch)
+    ctrl.chooser = ch.tap.inner
+    from motionmatch.control.intent import Intent
+
+    ctrl.update(1 / 60, Intent(velocity=[0.0, 0.0, 1.3], gait="walk"), force_search=True)
+    env.debug(ch)
+    env.set_obstacles([], 0.0)  # and the plain search, when nothing is near
+    ctrl.update(1 / 60, Intent(velocity=[0.0, 0.0, 1.3], gait="walk"), force_search=True)
+
+
 def _factory(db) -> ViewerEnvironment:
     return ViewerEnvironment(db)
+
+
+_factory.warm_up = warm_up
 
 
 hooks.register_environment(_factory)

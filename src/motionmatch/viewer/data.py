@@ -176,6 +176,8 @@ class FileCatalog:
                         size = p.stat().st_size
                     except OSError:
                         continue
+                    if not _content_fits(p, kind, size):
+                        continue
                     rel = p.relative_to(root).as_posix()
                     out.append({"id": f"{name}:{rel}", "name": rel, "root": name, "size": size})
                     if len(out) >= self.max_files:
@@ -206,6 +208,23 @@ class FileCatalog:
         if real.stat().st_size > self.max_bytes:
             raise DataError(f"{file_id!r}: larger than {self.max_bytes // (1024 * 1024)} MiB")
         return real
+
+
+#: JSON files of these kinds are listed only when their first bytes name a field they need
+_JSON_MARKERS = {"scenario": ('"obstacles"', '"agents"', '"groups"'), "keypoints": ('"keypoints"',)}
+
+
+def _content_fits(p: Path, kind: str, size: int) -> bool:
+    """Whether a ``.json`` file looks like a file of ``kind`` (so a scenario is not offered
+    as a keypoint recording and vice versa); other files pass. Reads at most 64 KiB."""
+    if not p.name.lower().endswith(".json") or kind not in _JSON_MARKERS:
+        return True
+    try:
+        with open(p, encoding="utf-8", errors="replace") as f:
+            head = f.read(65536)
+    except OSError:
+        return False
+    return any(m in head for m in _JSON_MARKERS[kind])
 
 
 def checkout_scenarios() -> Path | None:

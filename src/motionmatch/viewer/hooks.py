@@ -4,7 +4,8 @@ The viewer runs the simulation, draws, and carries the page's messages; what obs
 do to characters, how crowds steer and how pose commands become intents belongs to
 their own packages. Each registers a factory here (usually from a module the viewer
 imports if it exists, see :data:`PLUGIN_MODULES`); the page shows a capability's panel
-as working when its factory is registered, and as "not available yet" otherwise.
+as working when its factory is registered, and as "not available yet" otherwise. A factory
+may have a ``warm_up(db)`` attribute, called once when the viewer starts (see :func:`warm_up`).
 
 Environment (``register_environment``): ``factory(db) -> adapter`` with
 
@@ -76,6 +77,7 @@ __all__ = [
     "register_pose",
     "register_scenario",
     "scenario_loader",
+    "warm_up",
 ]
 
 #: Modules imported (if they exist) before the first session; they call ``register_*``.
@@ -164,6 +166,19 @@ def load_plugins() -> list[str]:
         except Exception as e:  # a broken plugin must not take the viewer down
             warnings.warn(f"viewer plugin {name} failed to import: {type(e).__name__}: {e}", stacklevel=2)
     return done
+
+
+def warm_up(db) -> None:
+    """Let each registered factory that has a ``warm_up(db)`` attribute prepare for ``db``
+    (build shared structures, compile kernels) before the first session; failures warn."""
+    for key in ("environment", "crowd", "pose"):
+        fn = getattr(_registry[key], "warm_up", None)
+        if fn is None:
+            continue
+        try:
+            fn(db)
+        except Exception as e:  # a broken plugin must not take the viewer down
+            warnings.warn(f"viewer plugin {key} failed to warm up: {type(e).__name__}: {e}", stacklevel=2)
 
 
 def capabilities() -> dict[str, bool]:

@@ -120,6 +120,7 @@ class Viewer:
         self.db_extent = _db_extent(self.db)
         self._lock = threading.Lock()
         hooks.load_plugins()
+        hooks.warm_up(self.db)  # compile the plugins' kernels now, not while the first tab waits
 
     def close(self) -> None:
         for s in list(self.sessions.values()):
