@@ -319,3 +319,53 @@ def test_environment_is_not_required_to_import_the_viewer():
 
     assert "Viewer" in v.__all__
     assert env == dict(os.environ)
+
+
+# ------------------------------------------------------------------ plugins (no server)
+def test_batched_crowd_steering_equals_the_reference_steering():
+    from motionmatch.runtime.crowd import SteeringSettings, steer
+    from motionmatch.runtime.crowd_viewer_plugin import steer_all
+
+    rng = np.random.default_rng(0)
+    s = SteeringSettings()
+    pos = rng.uniform(-3, 3, (30, 2))
+    idx = np.arange(0, 30, 2)
+    aims = rng.uniform(-8, 8, (15, 2))
+    aims[3] = pos[idx[3]] + 0.1  # arrived
+    speeds = rng.uniform(0.8, 2.0, 15)
+    sides = np.where(idx % 4 == 0, 1.0, -1.0)
+    v = steer_all(pos, idx, aims, speeds, sides, s)
+    ref = np.array([steer(pos[i], aims[k], speeds[k], np.delete(pos, i, axis=0), s, sides[k])
+                    for k, i in enumerate(idx)])
+    assert np.allclose(v, ref, atol=1e-12) and not v[3].any()
+
+
+def test_viewer_obstacles_move_from_where_they_were_placed_and_paths_are_routed_around():
+    from motionmatch.environment.viewer_plugin import obstacle_from_viewer
+
+    o = obstacle_from_viewer({"id": 3, "t0": 2.0, "shape": "disk", "center": [1.0, 2.0], "radius": 0.5,
+                              "velocity": [0.5, -1.0]})
+    assert np.allclose(o.position(2.0), [1.0, 2.0]) and np.allclose(o.position(4.0), [2.0, 0.0])
+    w = obstacle_from_viewer({"id": 4, "t0": 1.0, "shape": "box", "center": [0, 0], "size": [1, 1],
+                              "path": [[0.0, 0.0, 0.0], [2.0, 4.0, 0.0]]})
+    assert np.allclose(w.position(2.0), [2.0, 0.0])  # path times count from when it was placed
+    with pytest.raises(ValueError):
+        obstacle_from_viewer({"id": 5, "shape": "disk", "center": [0, 0]})  # no radius
+
+
+def test_a_path_through_a_disk_is_routed_around_it_on_one_side():
+    from motionmatch.environment.scene import Scene
+    from motionmatch.environment.viewer_plugin import obstacle_from_viewer, route_around
+
+    scene = Scene([obstacle_from_viewer({"id": 1, "shape": "disk", "center": [0.05, 3.0], "radius": 0.5})])
+    z = np.linspace(0.0, 6.0, 61)
+    xz = np.stack([np.zeros_like(z), z], axis=1)
+    t = z / 1.2
+    t2, out = route_around(scene, t, xz, clearance=0.6)
+    assert np.array_equal(t2, t)
+    d = np.hypot(out[:, 0] - 0.05, out[:, 1] - 3.0)
+    assert d.min() >= 0.5 + 0.6 - 1e-9  # every sample clears the disk and the clearance
+    assert np.all(out[:, 0] <= 1e-12)  # one side: the side the path already passed (x < 0.05)
+    assert np.allclose(out[[0, -1]], xz[[0, -1]])  # start and end unchanged
+    _, same = route_around(Scene(), t, xz)
+    assert np.array_equal(same, xz)

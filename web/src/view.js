@@ -398,13 +398,13 @@ export class View {
   setObstacles(list, time) {
     const keep = new Set(list.map((o) => o.id));
     for (const [id, m] of this.obstacles) {
-      if (!keep.has(id)) { this.scene.remove(m); m.geometry.dispose(); m.material.dispose(); this.obstacles.delete(id); }
+      if (!keep.has(id)) { this.scene.remove(m); m.geometry.dispose(); m.material.dispose(); this.dropArrow(m); this.obstacles.delete(id); }
     }
     for (const o of list) {
       let m = this.obstacles.get(o.id);
       const key = JSON.stringify([o.shape, o.radius, o.size, o.axes, o.height]);
       if (m && m.userData.key !== key) {
-        this.scene.remove(m); m.geometry.dispose(); m.material.dispose(); m = null;
+        this.scene.remove(m); m.geometry.dispose(); m.material.dispose(); this.dropArrow(m); m = null;
       }
       if (!m) {
         const [y0, y1] = o.height || [0, 1.2];
@@ -422,6 +422,19 @@ export class View {
       }
       m.userData.id = o.id;
       m.userData.o = o;
+      // a moving obstacle shows where it goes: an arrow of its velocity (1 s of travel) on its top
+      const v = o.velocity || null;
+      const sp = v ? Math.hypot(v[0], v[1]) : 0;
+      this.dropArrow(m);
+      if (sp > 1e-3 || (o.path && o.path.length > 1)) {
+        const dir = sp > 1e-3 ? new THREE.Vector3(v[0] / sp, 0, v[1] / sp) : new THREE.Vector3(0, 0, 1);
+        const top = (o.height ? o.height[1] : 1.2) + 0.05;
+        const arrow = new THREE.ArrowHelper(dir, new THREE.Vector3(), Math.max(sp, 0.4), 0xffe08a, 0.2, 0.12);
+        arrow.userData.top = top;
+        arrow.userData.path = !(sp > 1e-3);
+        this.scene.add(arrow);
+        m.userData.arrow = arrow;
+      }
       m.rotation.y = ((o.yaw_deg || 0) * Math.PI) / 180;
       m.material.color.setHex(o.id === this.obstacleSel ? COLORS.obstacleSelected : COLORS.obstacle);
     }
@@ -453,7 +466,22 @@ export class View {
       if (m.userData.dragging) continue;
       const [x, z] = this.obstaclePosition(o, this.simTime);
       m.position.set(x, 0, z);
+      const a = m.userData.arrow;
+      if (a) {
+        a.position.set(x, a.userData.top, z);
+        if (a.userData.path) {  // along the waypoints: the direction it moves now
+          const [x2, z2] = this.obstaclePosition(o, this.simTime + 0.2);
+          const d = Math.hypot(x2 - x, z2 - z);
+          a.visible = d > 1e-4;
+          if (d > 1e-4) a.setDirection(tmpD.set((x2 - x) / d, 0, (z2 - z) / d));
+        }
+      }
     }
+  }
+
+  dropArrow(m) {
+    const a = m.userData.arrow;
+    if (a) { this.scene.remove(a); a.dispose?.(); m.userData.arrow = null; }
   }
 
   selectObstacle(id) {

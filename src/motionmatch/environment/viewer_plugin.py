@@ -43,7 +43,7 @@ from motionmatch.environment.scene import Scene
 from motionmatch.runtime.world import Controls, EnvironmentChooser, EnvironmentMatcher, EnvironmentSettings
 from motionmatch.viewer import hooks
 
-__all__ = ["CharacterChooser", "ViewerEnvironment", "obstacle_from_viewer", "shared_matcher"]
+__all__ = ["CharacterChooser", "ViewerEnvironment", "obstacle_from_viewer", "route_around", "shared_matcher"]
 
 CONTROL_NAMES = ("responsiveness", "continuity", "evasion", "anticipation")
 
@@ -79,6 +79,45 @@ def obstacle_from_viewer(o: dict) -> Obstacle:
 
 def _controls(values: dict, base: Controls) -> Controls:
     return Controls(**{k: float(values.get(k, getattr(base, k))) for k in CONTROL_NAMES})
+
+
+def route_around(scene: Scene, times: np.ndarray, xz: np.ndarray, clearance: float = 0.6
+                 ) -> tuple[np.ndarray, np.ndarray]:
+    """A drawn path (``times [R]`` s, ``xz [R, 2]`` world metres) routed around the
+    obstacles it crosses now: the samples inside an obstacle's bounding circle grown by
+    ``clearance`` metres are pushed out onto that circle, on the side the path
+    passes (by the mean of those samples), giving an arc around it. Moving obstacles
+    are left to the penalised search. Returns ``(times, xz)``."""
+    P = np.array(xz, dtype=np.float64)
+    sc = scene
+    if not len(sc) or len(P) < 2:
+        return times, P
+    rows = sc.static_rows
+    for m in np.argsort(np.hypot(rows[:, C_X] - P[0, 0], rows[:, C_Z] - P[0, 1])):
+        c = rows[m, [C_X, C_Z]]
+        R = float(rows[m, C_R]) + clearance
+        dist = np.hypot(P[:, 0] - c[0], P[:, 1] - c[1])
+        inside = dist < R
+        if not inside.any() or (inside[0] and dist[0] < rows[m, C_R]):
+            continue  # untouched, or starting inside it (nothing sensible to route)
+        idx = np.flatnonzero(inside)
+        # each run of samples inside gets its own arc
+        for run in np.split(idx, np.flatnonzero(np.diff(idx) > 1) + 1):
+            a, b = max(run[0] - 1, 0), min(run[-1] + 1, len(P) - 1)
+            u = P[b] - P[a]
+            nu = float(np.hypot(*u))
+            if nu < 1e-9:
+                continue
+            u /= nu
+            nrm = np.array([-u[1], u[0]])
+            off = float(np.mean((P[run] - c) @ nrm))
+            side = 1.0 if off >= 0 else -1.0
+            rel = P[run] - c
+            t = rel @ u
+            lat = np.sqrt(np.maximum(R * R - t * t, 0.0))
+            cur = (rel @ nrm) * side
+            P[run] = c + np.outer(t, u) + np.outer(side * np.maximum(cur, lat), nrm)
+    return times, P
 
 
 class CharacterChooser:
@@ -148,6 +187,9 @@ class ViewerEnvironment:
         self.matcher = shared_matcher(db)
         self.scene = Scene()
         self.scene_ids: list[int] = []  # scene index -> viewer obstacle id
+        self._static_disks = np.zeros((0, 4))  # x, z, bounding radius, scene index
+        self._max_radius = 0.0
+        self._obs_clear: dict[int, float] = {}
         self.time = 0.0
         self.agents_as_obstacles = agents_as_obstacles
         self.choosers: dict[int, CharacterChooser] = {}
@@ -164,6 +206,10 @@ class ViewerEnvironment:
         objs = [obstacle_from_viewer(o) for o in obstacles]
         self.scene = Scene(objs)
         self.scene_ids = [int(o.get("id", i)) for i, o in enumerate(obstacles)]
+        rows = self.scene.static_rows
+        self._static_disks = (np.stack([rows[:, C_X], rows[:, C_Z], rows[:, C_R], rows[:, C_ID]], axis=1)
+                              if len(rows) else np.zeros((0, 4)))
+        self._max_radius = max((o.bounding_radius for o in objs), default=0.0)
         self.time = float(t)
         for c in self.choosers.values():
             c.chooser.scene = self.scene
@@ -200,8 +246,9 @@ class ViewerEnvironment:
         sc = self.scene
         if not len(sc):
             return np.zeros((0, 4))
-        rows = sc.static_rows
-        out = [np.stack([rows[:, C_X], rows[:, C_Z], rows[:, C_R], rows[:, C_ID]], axis=1)] if len(rows) else []
+        if not len(sc.moving_ids):
+            return self._static_disks
+        out = [self._static_disks]
         for i in sc.moving_ids:
             o = sc.obstacles[int(i)]
             p = o.predicted(t, ahead)
@@ -224,9 +271,13 @@ class ViewerEnvironment:
         if sp < 0.05 or not len(self.scene):
             character._env_side = None
             return intent
+        look = max(1.2, 1.6 * sp)
+        # nothing can block within reach (bounds from this tick's clearances): keep the intent
+        if self._obs_clear.get(character.id, -np.inf) > look + self._max_radius + 2 * self.steer_clearance:
+            character._env_side = None
+            return intent
         d = np.array([v[0], v[2]]) / sp
         n = np.array([-d[1], d[0]])
-        look = max(1.2, 1.6 * sp)
         disks = self._obstacle_disks(self.time, ahead=min(look / sp, 1.5), speed=sp)
         p = np.array(character.root_xz)
         rel = disks[:, :2] - p
@@ -259,41 +310,9 @@ class ViewerEnvironment:
                       actions=intent.actions)
 
     def route_path(self, times: np.ndarray, xz: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """A drawn path (``times [R]`` s, ``xz [R, 2]`` world metres) routed around the
-        obstacles it crosses now: the samples inside an obstacle's bounding circle grown by
-        :attr:`path_clearance` are pushed out onto that circle, on the side the path
-        passes (by the mean of those samples), giving an arc around it. Moving obstacles
-        are left to the penalised search. Returns ``(times, xz)``."""
-        P = np.array(xz, dtype=np.float64)
-        sc = self.scene
-        if not len(sc) or len(P) < 2:
-            return times, P
-        rows = sc.static_rows
-        for m in np.argsort(np.hypot(rows[:, C_X] - P[0, 0], rows[:, C_Z] - P[0, 1])):
-            c = rows[m, [C_X, C_Z]]
-            R = float(rows[m, C_R]) + self.path_clearance
-            dist = np.hypot(P[:, 0] - c[0], P[:, 1] - c[1])
-            inside = dist < R
-            if not inside.any() or (inside[0] and dist[0] < rows[m, C_R]):
-                continue  # untouched, or starting inside it (nothing sensible to route)
-            idx = np.flatnonzero(inside)
-            # each run of samples inside gets its own arc
-            for run in np.split(idx, np.flatnonzero(np.diff(idx) > 1) + 1):
-                a, b = max(run[0] - 1, 0), min(run[-1] + 1, len(P) - 1)
-                u = P[b] - P[a]
-                nu = float(np.hypot(*u))
-                if nu < 1e-9:
-                    continue
-                u /= nu
-                nrm = np.array([-u[1], u[0]])
-                off = float(np.mean((P[run] - c) @ nrm))
-                side = 1.0 if off >= 0 else -1.0
-                rel = P[run] - c
-                t = rel @ u
-                lat = np.sqrt(np.maximum(R * R - t * t, 0.0))
-                cur = (rel @ nrm) * side
-                P[run] = c + np.outer(t, u) + np.outer(side * np.maximum(cur, lat), nrm)
-        return times, P
+        """A drawn path routed around the scene's static obstacles (:func:`route_around`
+        with :attr:`path_clearance`); a path filter of the characters."""
+        return route_around(self.scene, times, xz, self.path_clearance)
 
     def detach(self, character) -> None:
         if character.intent_filter == self.steer_intent:
@@ -369,30 +388,48 @@ class ViewerEnvironment:
     def before_step(self, characters, t: float, dt: float) -> None:
         self.time = float(t)
         self.agent_rows(characters)
-        reach = self.radius + 1.0
-        for c in characters:
-            if c.id not in self.choosers or getattr(c, "follower", None) is not None:
+        mine = [c for c in characters if c.id in self.choosers]
+        if not mine:
+            return
+        obs, agents = self.clearances(mine)
+        self._obs_clear = dict(zip((c.id for c in mine), obs.tolist()))
+        near = np.minimum(obs, agents) < self.radius + 1.0
+        for c, n in zip(mine, near.tolist()):
+            if getattr(c, "follower", None) is not None:
                 continue
             plain, env = getattr(c, "_env_settings", (c.settings, c.settings))
             if plain is not c.settings:  # the character's settings changed: derive again
                 plain, env = c.settings, replace(c.settings, adjust_halflife=0.0)
                 c._env_settings = (plain, env)
-            near = self._clearance_lower_bound(c) < reach
-            want = env if near else plain
+            want = env if n else plain
             if c.ctrl.s is not want:
                 c.ctrl.s = want
 
-    def _clearance_lower_bound(self, c) -> float:
-        x, z = c.root_xz
-        best = np.inf
-        if len(self.scene):
-            best = self.scene.clearance((x, z), self.time)
+    def clearances(self, characters) -> tuple[np.ndarray, np.ndarray]:
+        """Lower bounds ``([A], [A])`` (m) of the distance from each character's root to the
+        nearest obstacle (bounding circles; moving ones less 1.5 s of their travel) and to
+        the nearest future ellipse of another character (``inf``: none), all at once."""
+        pos = np.array([c.root_xz for c in characters], dtype=np.float64).reshape(-1, 2)
+        A = len(pos)
+        obs = np.full(A, np.inf)
+        d = self._static_disks
+        if len(d):
+            obs = np.min(np.hypot(pos[:, None, 0] - d[None, :, 0], pos[:, None, 1] - d[None, :, 1]) - d[None, :, 2],
+                         axis=1)
+        sc = self.scene
+        for i in sc.moving_ids:
+            o = sc.obstacles[int(i)]
+            p = o.position(self.time)
+            reach = o.bounding_radius + 1.5 * float(np.hypot(*o.velocity_at(self.time)))
+            obs = np.minimum(obs, np.hypot(pos[:, 0] - p[0], pos[:, 1] - p[1]) - reach)
+        agents = np.full(A, np.inf)
         if len(self._owner):
-            others = self._owner != c.id
-            if others.any():
-                d = np.hypot(self._roots[others, 0] - x, self._roots[others, 1] - z) - self._rows[others, C_R]
-                best = min(best, float(d.min()))
-        return best
+            r = self._rows
+            dd = np.hypot(pos[:, None, 0] - r[None, :, C_X], pos[:, None, 1] - r[None, :, C_Z]) - r[None, :, C_R]
+            ids = np.array([c.id for c in characters])
+            dd[ids[:, None] == self._owner[None, :]] = np.inf
+            agents = dd.min(axis=1)
+        return obs, agents
 
     # ------------------------------------------------------------------ debug
     def debug(self, character) -> dict:

@@ -23,7 +23,7 @@ from motionmatch.control.intent import Intent
 from motionmatch.runtime.crowd import SteeringSettings, steer
 from motionmatch.viewer import hooks
 
-__all__ = ["CrowdTarget", "ViewerCrowd"]
+__all__ = ["CrowdTarget", "ViewerCrowd", "steer_all"]
 
 
 @dataclass
@@ -51,6 +51,49 @@ class CrowdTarget:
         return self.targets[-1]
 
 
+def steer_all(pos: np.ndarray, idx: np.ndarray, aims: np.ndarray, speeds: np.ndarray, sides: np.ndarray,
+              s: SteeringSettings) -> np.ndarray:
+    """:func:`~motionmatch.runtime.crowd.steer` for many characters at once.
+
+    Args:
+        pos: ``[N, 2]`` ground positions of every character (the ones each sees).
+        idx: ``[A]`` rows of ``pos`` that are steered.
+        aims: ``[A, 2]`` their current targets; speeds: ``[A]`` preferred speeds (m/s);
+        sides: ``[A]`` +-1 tie-breakers.
+
+    Returns:
+        ``[A, 2]`` desired velocities (m/s).
+    """
+    p = pos[idx]
+    to = aims - p
+    dist = np.hypot(to[:, 0], to[:, 1])
+    d = to / np.maximum(dist, 1e-9)[:, None]
+    v = speeds * np.minimum(1.0, dist / max(s.slow_distance, 1e-6))
+    v[dist < s.arrive_distance] = 0.0
+    rel = pos[None, :, :] - p[:, None, :]  # [A, N]: from each steered character to every character
+    r = np.hypot(rel[..., 0], rel[..., 1])
+    r[np.arange(len(idx)), idx] = np.inf
+    cosang = np.einsum("ijc,ic->ij", rel, d) / np.maximum(r, 1e-9)
+    seen = (r < s.view_distance) & (cosang > np.cos(np.radians(s.view_angle_deg)))
+    rr = np.where(seen, r, np.inf)
+    j = np.argmin(rr, axis=1) if rr.shape[1] else np.zeros(len(idx), dtype=np.int64)
+    has = np.isfinite(rr[np.arange(len(idx)), j]) if rr.shape[1] else np.zeros(len(idx), dtype=bool)
+    if has.any():
+        a = np.flatnonzero(has)
+        rj = r[a, j[a]]
+        n = rel[a, j[a]] / rj[:, None]
+        da = d[a]
+        left = np.stack([-da[:, 1], da[:, 0]], axis=1)
+        cross = da[:, 0] * n[:, 1] - da[:, 1] * n[:, 0]
+        away = np.where(np.abs(cross) > 1e-3, -np.sign(cross), sides[a])
+        perp = np.stack([-n[:, 1], n[:, 0]], axis=1)
+        perp[np.einsum("ic,ic->i", perp, left) * away < 0] *= -1.0
+        f = s.lateral_gain * (1.0 - rj / s.view_distance)
+        nd = da + f[:, None] * perp
+        d[a] = nd / np.maximum(np.hypot(nd[:, 0], nd[:, 1]), 1e-9)[:, None]
+    return d * v[:, None]
+
+
 class ViewerCrowd:
     """Crowd steering of one viewer session (see the module doc and
     :mod:`motionmatch.viewer.hooks` for the interface).
@@ -67,6 +110,7 @@ class ViewerCrowd:
         self.targets: dict[int, CrowdTarget] = {}
         self._ids = np.zeros(0, dtype=np.int64)
         self._pos = np.zeros((0, 2))
+        self._vel: dict[int, np.ndarray] = {}
 
     # ------------------------------------------------------------------ targets
     def assign(self, character, *, goal=None, via=None, path=None, speed: float = 1.3) -> CrowdTarget:
@@ -106,13 +150,25 @@ class ViewerCrowd:
 
     # ------------------------------------------------------------------ per tick
     def before_step(self, characters, t: float, dt: float) -> None:
-        """Snapshot every character's ground position (the others each one sees)."""
+        """Snapshot every character's ground position (the others each one sees) and steer
+        every steered character at once (:func:`steer_all`)."""
         chars = [c for c in characters if hasattr(c, "ctrl")]
         self._ids = np.array([c.id for c in chars], dtype=np.int64)
         self._pos = np.array([c.root_xz for c in chars], dtype=np.float64).reshape(-1, 2)
         gone = set(self.targets) - set(self._ids.tolist())
         for cid in gone:
             del self.targets[cid]
+        self._vel = {}
+        rows = [k for k, cid in enumerate(self._ids.tolist()) if cid in self.targets]
+        if not rows:
+            return
+        idx = np.array(rows)
+        tg = [self.targets[int(self._ids[k])] for k in rows]
+        aims = np.array([self._aim(g, self._pos[k]) for g, k in zip(tg, rows)])
+        speeds = np.array([g.speed for g in tg])
+        sides = np.array([g.side for g in tg])
+        v = steer_all(self._pos, idx, aims, speeds, sides, self.settings)
+        self._vel = {int(self._ids[k]): v[j] for j, k in enumerate(rows)}
 
     def _project(self, tgt: CrowdTarget, p: np.ndarray) -> float:
         """Arc length of the point of the path nearest ``p`` within ``[s - 1, s + 3]`` m."""
@@ -145,9 +201,11 @@ class ViewerCrowd:
         if tgt is None:
             return None
         p = np.array(character.root_xz, dtype=np.float64)
-        aim = self._aim(tgt, p)
-        others = self._pos[self._ids != character.id] if len(self._ids) else np.zeros((0, 2))
-        v = steer(p, aim, tgt.speed, others, self.settings, tgt.side)
+        v = self._vel.get(character.id)
+        if v is None:  # not stepped through before_step yet: steer this one alone
+            aim = self._aim(tgt, p)
+            others = self._pos[self._ids != character.id] if len(self._ids) else np.zeros((0, 2))
+            v = steer(p, aim, tgt.speed, others, self.settings, tgt.side)
         sp = float(np.hypot(*v))
         if tgt.path is None:
             final = tgt.k == len(tgt.targets) - 1
