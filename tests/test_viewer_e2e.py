@@ -398,3 +398,31 @@ def test_the_pose_panel_drives_the_character_with_a_recorded_file(page, server, 
         assert "bundles no pose estimator" in page.locator("#panel").text_content()  # says what is missing
     finally:
         plugin.set_classifier(None)
+
+
+def test_an_obstacle_gets_a_velocity_and_a_group_walks_to_its_goals(page):
+    page.click("button[data-tool=obstacle]")
+    page.mouse.click(*screen(page, 2.5, 4.0))
+    page.wait_for_function("() => window.__mm.state.obstacles.length === 1", timeout=5000)
+    page.mouse.click(*screen(page, 2.5, 4.0))  # select it
+    page.wait_for_function("() => window.__mm.view.obstacleSel != null", timeout=5000)
+    page.fill("#panel details[data-section='obstacles & scenes'] input[type=number] >> nth=5", "0")   # vel x
+    page.fill("#panel details[data-section='obstacles & scenes'] input[type=number] >> nth=6", "-0.4")  # vel z
+    page.click("text=Apply to selected")
+    page.wait_for_function("() => { const o = window.__mm.state.obstacles[0]; "
+                           "return o.velocity && Math.abs(o.velocity[1] + 0.4) < 1e-9; }", timeout=5000)
+    z0 = page.evaluate("() => [...window.__mm.view.obstacles.values()][0].position.z")
+    page.click("button[data-tool=orbit]")
+    page.fill("#panel details[data-section=characters] input[type=number] >> nth=0", "6")     # count
+    page.fill("#group-via", "2 3")
+    page.evaluate("() => { const v = window.__mm.view; v.controls.target.set(0, 0, 0); }")
+    page.click("#spawn-group")
+    page.wait_for_function("() => window.__mm.state.characters.length === 7", timeout=10000)
+    page.uncheck("input[type=checkbox] >> nth=0")
+    page.evaluate("() => { const v = window.__mm.view; v.controls.target.set(1, 0, 5); "
+                  "v.camera.position.set(1.01, 13, -5); }")
+    time.sleep(3.0)
+    shot(page, "moving_obstacle_and_group")
+    z1 = page.evaluate("() => [...window.__mm.view.obstacles.values()][0].position.z")
+    assert z1 < z0 - 0.8, (z0, z1)  # it moves at its velocity
+    page.wait_for_function("() => window.__mm.state.arrived.length >= 6", timeout=40000)

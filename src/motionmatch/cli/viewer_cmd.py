@@ -74,8 +74,11 @@ def register(sub: argparse._SubParsersAction) -> None:
         "viewer", help="interactive web viewer: steer characters, draw paths, debug matches, GenMM",
         description="Start a local web app and print its URL. Each browser tab is its own simulation at 60 Hz: "
         "W/A/S/D (camera-relative), Shift sprint, Up/Down target speed, J jump, P dance, C creep; draw paths on "
-        "the ground; place obstacles; debug matches (feature-group costs, next-best candidates, desired vs "
-        "matched trajectories); pause, step, scrub; export BVH and video; GenMM variants side by side. "
+        "the ground; place obstacles (disks, boxes, heights, velocities) that characters avoid; load scenario files "
+        "and press play; spawn crowds with goals and target paths; drive the character with pose commands from a "
+        "recorded keypoint file; debug matches (feature-group costs, next-best candidates, desired vs matched "
+        "trajectories, future body ellipses, obstacle penalties); pause, step, scrub; export BVH and video; GenMM "
+        "variants side by side. "
         "Without --db/--data the default dataset is used: $MOTIONMATCH_DATA, else the download cache, else it is "
         "downloaded once. The page may load files only from the data folders listed at start.",
     )
