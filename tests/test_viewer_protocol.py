@@ -18,7 +18,7 @@ import urllib.request
 import numpy as np
 import pytest
 
-from conftest import data_root
+from conftest import REPO, data_root
 from test_viewer_support import (
     Client,
     health,
@@ -45,7 +45,7 @@ def server(tmp_path_factory):
         "agents": [{"name": "north", "start": [0, 0], "facing": [0, 1], "goal": [0, 8], "speed": 1.3},
                    {"name": "south", "start": [0.15, 8], "facing": [0, -1], "goal": [0.15, 0], "speed": 1.3}]}))
     poses = tmp_path_factory.mktemp("poses")
-    roots = {"data": data_root(), "scenarios": scen, "poses": poses}
+    roots = {"data": data_root(), "scenarios": scen, "poses": poses, "repo": REPO / "scenarios"}
     srv = start_server(db, roots)
     srv.poses = poses
     yield srv
@@ -598,3 +598,25 @@ def test_a_recorded_keypoint_file_makes_the_character_walk_then_run(server, walk
         st = c.wait_type("pose_status")
         assert st["state"] in ("waiting", "running") and "pose_keypoints" in st.get("message", "")
         assert c.request("pose_keypoints", keypoints=[[0, 0, 1]] * 5)["type"] == "error"  # 13 keypoints needed
+
+
+def test_every_scenario_of_the_repository_loads_and_plays(server):
+    with Client(server) as c:
+        _plugins_or_skip(c, "scenario")
+        c.send("files", kind="scenario")
+        files = [f["id"] for f in c.wait_type("files", kind="scenario")["files"] if f["id"].startswith("repo:")]
+        assert "repo:dense-obstacles.json" in files and len(files) >= 8, files
+        for f in files:
+            r = c.request("scenario_load", file=f, timeout=60)
+            assert r["type"] == "ack" and r["agents"] >= 1, (f, r)
+            chars = c.wait_type("characters")["characters"]
+            ids = [x["id"] for x in chars[:4]]
+            f0 = current_frame(c)
+            start = np.array([f0.by_id(i).root for i in ids])
+            assert c.request("step", frames=120, timeout=120)["type"] == "ack"
+            f1 = current_frame(c)
+            moved = np.hypot(*(np.array([f1.by_id(i).root for i in ids]) - start)[:, [0, 2]].T)
+            errors = [m for m in c.messages if m.get("type") == "error" and (m.get("seq") or 0) >= r["seq"]]
+            assert not errors, (f, errors)
+            if "cubes" not in f:  # the standing character of cubes-approach waits for the cubes
+                assert moved.max() > 0.3, (f, moved)  # its agents act: scripts, paths, goals

@@ -676,7 +676,9 @@ class Session:
             if a.get("script") is not None:
                 from motionmatch.control.script import parse_script
 
-                ch.intent_source = _ScriptSource(parse_script(a["script"], gaits=ch.ctrl.gaits))
+                script = dict(a["script"])
+                script.setdefault("duration", float(sc.get("duration") or 60.0))  # the scenario's length
+                ch.intent_source = _ScriptSource(parse_script(script, gaits=ch.ctrl.gaits))
             elif crowd is not None and pts is not None and a.get("path") is not None and len(pts) >= 2:
                 crowd.assign(ch, path=pts, speed=speed)
             elif crowd is not None and a.get("goal") is not None:
