@@ -494,6 +494,12 @@ def test_walking_at_a_disk_goes_around_it_without_touching_it(server):
         c.request("debug", enabled=True)
         env = c.wait_type("debug")["environment"]
         assert len(env["ellipses"]) == 3 and "penalties" in env and "clearance" in env
+        # the sliders reach the penalised search: the controls it uses are the character's
+        r = c.request("controls", responsiveness=1.5, continuity=0.8, evasion=0.2, anticipation=1.2)
+        assert r["type"] == "ack", r
+        c.request("step", frames=12)
+        env = c.wait_type("debug")["environment"]
+        assert env["controls"] == {"responsiveness": 1.5, "continuity": 0.8, "evasion": 0.2, "anticipation": 1.2}
 
 
 def test_a_path_drawn_through_an_obstacle_is_walked_around(server):

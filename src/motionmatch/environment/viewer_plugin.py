@@ -479,7 +479,8 @@ class ViewerEnvironment:
                                  "collides": bool(r.collides)}
         out["penalties"] = pen_out
         out["clearance"] = round(clearance, 3) if np.isfinite(clearance) else None
-        out["controls"] = {k: round(float(character.controls.get(k, 0.0)), 3) for k in CONTROL_NAMES}
+        used = cc.chooser.controls if cc is not None else _controls(character.controls, self.settings.controls)
+        out["controls"] = {k: round(float(getattr(used, k)), 3) for k in CONTROL_NAMES}  # as the last search used
         return out
 
 
