@@ -13,6 +13,7 @@ from motionmatch.control.pose.classify import (
     MajorityVote,
     MLPPoseClassifier,
     StreamingClassifier,
+    hmm_filter_grid,
     load_classifier,
 )
 from motionmatch.control.pose.commands import CommandMapper
@@ -80,6 +81,28 @@ def test_hmm_needs_evidence_but_follows_it():
     assert h.update(p_b) == 3                 # one contrary frame does not switch
     out = [h.update(p_b) for _ in range(4)]
     assert out[-1] == 5                       # a few do
+
+
+def test_hmm_grid_is_the_filter_run_with_each_setting():
+    rng = np.random.default_rng(3)
+    P = rng.dirichlet(np.full(13, 0.3), size=200)
+    reset = np.zeros(200, bool)
+    reset[[0, 120]] = True
+    priors, natural = rng.dirichlet(np.ones(13)), rng.dirichlet(np.ones(13))
+    stay, power, margin = np.array([0.5, 0.9, 0.95]), np.array([1.0, 0.5, 1.5]), np.array([1.0, 2.0, 1.2])
+    grid = hmm_filter_grid(P, reset, priors, natural, stay, power, margin)
+    assert grid.shape == (3, 200)
+    for g in range(3):
+        f = HMMFilter(priors, stay[g], power[g], margin[g], natural)
+        one = []
+        for t in range(200):
+            if reset[t]:
+                f.reset()
+            one.append(f.update(P[t]))
+        np.testing.assert_array_equal(grid[g], one)
+    assert len(set(map(tuple, grid))) > 1                    # the settings do differ
+    with pytest.raises(ClassifierError):
+        hmm_filter_grid(P, reset, priors, natural, stay, power[:2], margin)
 
 
 def test_classifiers_separate_the_synthetic_commands(trained):
@@ -151,6 +174,16 @@ def test_features_are_causal_and_mirror():
     mirrored = KeypointStream(s.times, m[:, MIRROR], KEYPOINTS)
     fm = motion_features(normalize_stream(mirrored), 30.0)
     np.testing.assert_allclose(fm, mirror_motion_features(full), atol=1e-4)
+    # with the 2 s long context (more frames, a swing, so the frequency bands are not empty)
+    s = synthetic_stream(90, vx=3.0, swing=0.3)
+    full = motion_features(normalize_stream(s), 30.0, long=60)
+    assert full.shape[1] == motion_features(normalize_stream(s), 30.0).shape[1] + 3 * len(KEYPOINTS) + 19
+    np.testing.assert_allclose(full[:50], motion_features(normalize_stream(s[:50]), 30.0, long=60), atol=1e-5)
+    m = s.keypoints.copy()
+    m[..., 0] = 640 - m[..., 0]
+    fm = motion_features(normalize_stream(KeypointStream(s.times, m[:, MIRROR], KEYPOINTS)), 30.0, long=60)
+    np.testing.assert_allclose(fm, mirror_motion_features(full, long=60), atol=1e-4)
+    assert np.abs(full[:, -13:-1]).max() > 0.01                # arm swings show in the frequency bands
 
 
 def test_command_mapping_follows_the_keyboard_conventions():

@@ -21,6 +21,7 @@ from motionmatch.control.pose.evaluate import (
     plot_confusion,
 )
 from motionmatch.control.pose.labels import COMMANDS
+from motionmatch.control.pose.tune import MAX_LATENCY_S, choose_smoother
 from test_pose_common import pose_cli, quick_bundle
 
 pytest.importorskip("sklearn")
@@ -43,15 +44,40 @@ def test_metrics_by_hand():
 
 
 def test_split_is_held_out_and_every_command_is_tested(data_dir):
-    data, _, _ = quick_bundle(str(data_dir))
+    data, _, imp = quick_bundle(str(data_dir))
     train_names = {r.stream.meta["clip"] for r in data.train}
+    val_names = {r.stream.meta["clip"] for r in data.val}
     test_names = {r.stream.meta["clip"] for r in data.test}
-    assert not train_names & test_names
-    test_az = {float(a) for r in data.test for a in np.unique(r.azimuth)}
-    assert test_az <= set(d.QUICK.data.test_azimuths) and not test_az & set(d.QUICK.data.train_azimuths)
+    assert val_names and not train_names & test_names and not val_names & test_names and not val_names & train_names
+    az = {k: {float(a) for r in rs for a in np.unique(r.azimuth)}
+          for k, rs in (("train", data.train), ("val", data.val), ("test", data.test))}
+    assert az["test"] <= set(d.QUICK.data.test_azimuths) and az["val"] <= set(d.QUICK.data.val_azimuths)
+    assert not az["test"] & az["train"] and not az["test"] & az["val"] and not az["val"] & az["train"]
     counts = data.counts()
     assert all(counts["test"][c] > 30 for c in COMMANDS), counts["test"]
     assert all(counts["train"][c] > 100 for c in COMMANDS), counts["train"]
+    assert sum(counts["val"][c] > 0 for c in COMMANDS) >= 11, counts["val"]
+    assert {tr.render.split for tr in data.val_transitions} == {"val"} and len(data.val_transitions) > 10
+    # the smoother's setting came from the validation data and the improved classifier uses it
+    sv = imp.meta["smoother_validation"]
+    assert (imp.stay, imp.power, imp.margin) == (sv["stay"], sv["power"], sv["margin"])
+    pr = d.protocol(data, imp)
+    assert pr["val_clips"] and pr["test_clips"] and not set(pr["val_clips"]) & set(pr["test_clips"])
+
+
+def test_smoother_is_chosen_by_validation_f1_within_the_latency_bar(data_dir):
+    data, _, imp = quick_bundle(str(data_dir))
+    before = (imp.stay, imp.power, imp.margin)
+    grid = {"stay": (0.5, 0.9), "power": (1.0,), "margin": (1.0, 2.5)}
+    ch = choose_smoother(imp, data.val, data.val_transitions, grid=grid, apply=False)
+    assert (imp.stay, imp.power, imp.margin) == before and len(ch.table) == 4
+    ok = [r for r in ch.table if r["latency_median_s"] is not None and r["latency_median_s"] <= MAX_LATENCY_S]
+    quickest = min(r["latency_median_s"] for r in ch.table if r["latency_median_s"] is not None)
+    pool = ok or [r for r in ch.table if r["latency_median_s"] == quickest]
+    assert ch.best["macro_f1"] == max(r["macro_f1"] for r in pool)
+    slow = max(ch.table, key=lambda r: (r["stay"], r["margin"]))
+    fast = min(ch.table, key=lambda r: (r["stay"], r["margin"]))
+    assert slow["flicker_per_s"] <= fast["flicker_per_s"]          # more smoothing, less flicker
 
 
 def test_improved_beats_the_baseline(data_dir, tmp_path):
@@ -80,6 +106,8 @@ def test_cli_eval_quick_json(data_dir, tmp_path, capsys):
         assert {"precision", "recall", "f1", "support"} <= set(res[key]["per_class"]["jump"])
         assert "flicker_per_s" in res[key] and "median_s" in res[key]["latency"]
     assert res["best"]["macro_f1"] == res["improved"]["macro_f1"]
+    assert set(res["protocol"]["azimuths"]) == {"train", "val", "test"} and "smoother_validation" in res["protocol"]
+    assert res["seconds"]["total"] > 0
     assert (tmp_path / "confusion_knn.png").is_file() and (tmp_path / "confusion_improved.png").is_file()
     assert json.loads((tmp_path / "pose_eval.json").read_text())["class_counts"]["test"]["walk_forward"] > 0
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
 from pathlib import Path
 
 from motionmatch.errors import MotionMatchError
@@ -36,17 +37,21 @@ def cmd_eval(args: argparse.Namespace) -> int:
     from motionmatch.control.pose import default as d
     from motionmatch.control.pose.evaluate import format_table, plot_confusion
 
+    t_start = time.perf_counter()
     try:
         cfg = d.QUICK if args.quick else d.TrainConfig()
         if args.seed:
             cfg = d.with_seed(cfg, args.seed)
         _say("rendering the motion capture through the virtual camera ...")
         data = d.prepare(args.data, cfg, progress=_progress())
-        _say(f"  {len(data.train)} training and {len(data.test)} test renders, {len(data.train_transitions)} + "
-             f"{len(data.test_transitions)} two-part performances ({data.seconds:.1f} s)")
-        _say("training the kNN baseline and the improved classifier ...")
+        _say(f"  {len(data.train)} training, {len(data.val)} validation and {len(data.test)} test renders, "
+             f"{len(data.train_transitions)} + {len(data.val_transitions)} + {len(data.test_transitions)} two-part "
+             f"performances ({data.seconds:.1f} s)")
+        _say("training the kNN baseline and the improved classifier (settings chosen on validation, then refit) ...")
+        t_train = time.perf_counter()
         knn, imp = d.train(data)
-        _say("evaluating on the held-out clips and camera azimuths ...")
+        t_train = time.perf_counter() - t_train
+        _say("evaluating on the held-out test clips and camera azimuths ...")
         ev = d.evaluate(data, knn, imp)
         out = Path(args.out)
         out.mkdir(parents=True, exist_ok=True)
@@ -58,6 +63,9 @@ def cmd_eval(args: argparse.Namespace) -> int:
         result = ev.to_dict()
         result["confusion_png"] = pngs
         result["config"] = cfg.to_dict()
+        result["protocol"] = d.protocol(data, imp)
+        result["seconds"] = {"prepare": round(data.seconds, 1), "train": round(t_train, 1),
+                             "total": round(time.perf_counter() - t_start, 1)}
         from motionmatch._files import atomic_write
 
         with atomic_write(out / "pose_eval.json", "w") as f:
@@ -74,9 +82,21 @@ def cmd_eval(args: argparse.Namespace) -> int:
         print(json.dumps(slim, indent=1))
         return 0
     counts = ev.counts
-    print("scored frames per command (train / test):")
+    print("scored frames per command (train / validation / test):")
     for c in counts["train"]:
-        print(f"  {c:14s} {counts['train'][c]:7d} / {counts['test'][c]:6d}")
+        print(f"  {c:14s} {counts['train'][c]:7d} / {counts['val'][c]:6d} / {counts['test'][c]:6d}")
+    print()
+    pr = result["protocol"]
+    res_commands = result["improved"]["commands"]
+    print(f"validation protocol: {pr['summary']}")
+    sv = pr.get("smoother_validation")
+    if sv:
+        print(f"  chosen on validation: stay {sv['stay']}, power {sv['power']}, margin {sv['margin']} (validation "
+              f"macro-F1 {sv['macro_f1']:.3f}, latency median {sv['latency_median_s']} s, flicker "
+              f"{sv['flicker_per_s']:.2f}/s)")
+        if any(sv.get("bias", [])):
+            print("  per-class log-offsets chosen on validation: " + ", ".join(
+                f"{c} {b:+.1f}" for c, b in zip(res_commands, sv["bias"]) if b))
     print()
     print(format_table(ev.results))
     print()
@@ -90,7 +110,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
         print(f"flicker ({name}): {res.flicker_per_s:.3f} changes/s on steady motion (raw labels "
               f"{res.flicker_raw_per_s:.3f})")
         print()
-    print(f"wrote {', '.join(pngs.values())} and {out / 'pose_eval.json'}")
+    print(f"wrote {', '.join(pngs.values())} and {out / 'pose_eval.json'} ({result['seconds']['total']:.0f} s)")
     return 0
 
 
@@ -160,7 +180,11 @@ def cmd_train(args: argparse.Namespace) -> int:
     from motionmatch.control.pose.normalize import normalize_stream
 
     try:
-        clf = KNNPoseClassifier() if args.kind == "knn" else MLPPoseClassifier(members=args.members)
+        from motionmatch.control.pose.default import TrainConfig
+
+        dflt = TrainConfig()
+        clf = KNNPoseClassifier() if args.kind == "knn" else MLPPoseClassifier(
+            members=args.members, hidden=dflt.hidden, alpha=dflt.alpha, long=dflt.long)
         Xs, ys = [], []
         for path in args.recordings:
             s = load_keypoints(path)
@@ -184,7 +208,7 @@ def cmd_train(args: argparse.Namespace) -> int:
             _say("adding the rendered motion capture (pass --only-recordings to skip) ...")
             cfg = d.QUICK if args.quick else d.TrainConfig()
             data = d.prepare(args.data, cfg, progress=_progress())
-            renders = data.train + ([t.render for t in data.train_transitions] if args.kind != "knn" else [])
+            renders = data.train + data.val + ([t.render for t in data.train_transitions] if args.kind != "knn" else [])
             cap = cfg.knn_max_per_class if args.kind == "knn" else cfg.mlp_max_per_class
             X, y = training_set(renders, clf.features, max_per_class=cap,
                                 min_per_class=0 if args.kind == "knn" else cfg.mlp_min_per_class)

@@ -9,13 +9,16 @@ emitted command:
   concatenated, a k-nearest-neighbour vote (scikit-learn's ``KNeighborsClassifier``,
   ``k = 5``, Euclidean), and the most frequent label of the last 5 frames
   (:class:`MajorityVote`).
-* :class:`MLPPoseClassifier` (the improved one): velocity, motion-energy and 0.67 s
-  context features (:func:`~.features.motion_features`), an ensemble of three small
+* :class:`MLPPoseClassifier` (the improved one): velocity, motion-energy, 0.67 s
+  context and 2 s long-context features (motion energy, pose spread, the hips' vertical
+  motion and path straightness, frequency bands of the hips' and limbs' oscillations;
+  :func:`~.features.motion_features`), an ensemble of three small
   neural networks (two hidden ReLU layers, trained with scikit-learn's
   ``MLPClassifier``, evaluated here in numpy), trained also on performances that switch
   from one motion to another (so it learns to follow changes quickly), and a
   hidden-Markov forward filter over the commands (:class:`HMMFilter`) that needs
-  evidence to switch but switches as soon as the evidence is there.
+  evidence to switch but switches as soon as the evidence is there; its settings are
+  chosen on validation data (:mod:`.tune`).
 
 Models are saved as ``.npz`` (no pickle) with :meth:`save` and read with
 :func:`load_classifier`. Training needs scikit-learn (``pip install 'motionmatch[pose]'``);
@@ -33,7 +36,7 @@ from pathlib import Path
 import numpy as np
 
 from motionmatch._files import atomic_write
-from motionmatch.control.pose.features import CONTEXT, WINDOW, motion_features, pose_window_features
+from motionmatch.control.pose.features import CONTEXT, LONG, WINDOW, motion_features, pose_window_features
 from motionmatch.control.pose.keypoints import KeypointError, KeypointStream
 from motionmatch.control.pose.labels import COMMANDS
 from motionmatch.control.pose.normalize import NormalizedPoses, normalize_stream
@@ -148,6 +151,42 @@ class HMMFilter:
         if self.current < 0 or self.belief[best] > self.margin * self.belief[self.current]:
             self.current = best
         return self.current
+
+
+def hmm_filter_grid(proba: np.ndarray, reset: np.ndarray, priors: np.ndarray, natural: np.ndarray | None,
+                    stay: np.ndarray, power: np.ndarray, margin: np.ndarray) -> np.ndarray:
+    """:class:`HMMFilter` run over one stream for ``G`` settings at once (for choosing them
+    on validation data): ``proba [T, C]``, ``reset [T]`` bool (the filter restarts there),
+    ``stay``, ``power``, ``margin`` ``[G]``. Returns ``[G, T]`` emitted command indices,
+    identical to feeding the frames one by one to ``HMMFilter`` with each setting."""
+    P = np.maximum(np.asarray(proba, dtype=np.float64), 1e-6)
+    T, C = P.shape
+    pri = np.maximum(np.asarray(priors, dtype=np.float64), 1e-6)
+    pri = pri / pri.sum()
+    nat = np.ones(C) if natural is None else np.maximum(np.asarray(natural, dtype=np.float64), 1e-6)
+    nat = nat / nat.sum()
+    stay, power, margin = (np.asarray(v, dtype=np.float64).reshape(-1) for v in (stay, power, margin))
+    G = stay.shape[0]
+    if power.shape[0] != G or margin.shape[0] != G:
+        raise ClassifierError("stay, power and margin must have the same length")
+    lik = (P / pri)[:, None, :] ** power[None, :, None]          # [T, G, C]
+    out = np.empty((G, T), dtype=np.int64)
+    belief = np.tile(nat, (G, 1))
+    current = np.full(G, -1)
+    rows = np.arange(G)
+    s, ns = stay[:, None], (1.0 - stay)[:, None] * nat[None, :]
+    for t in range(T):
+        if reset[t]:
+            belief = np.tile(nat, (G, 1))
+            current[:] = -1
+        b = (s * belief + ns) * lik[t]
+        belief = b / b.sum(axis=1, keepdims=True)
+        best = np.argmax(belief, axis=1)
+        cur_b = np.where(current >= 0, belief[rows, np.maximum(current, 0)], 0.0)
+        switch = (current < 0) | (belief[rows, best] > margin * cur_b)
+        current = np.where(switch, best, current)
+        out[:, t] = current
+    return out
 
 
 # ----------------------------------------------------------------------------- classifiers
@@ -287,12 +326,15 @@ class KNNPoseClassifier(PoseClassifier):
 @dataclass
 class MLPPoseClassifier(PoseClassifier):
     """Velocity and context features, an ensemble of small MLPs, an HMM filter (the
-    improved classifier). ``members`` networks with different seeds are averaged."""
+    improved classifier). ``members`` networks with different seeds are averaged;
+    ``bias`` (``[C]``, optional) adds log-offsets to the averaged class probabilities
+    (per-class decision thresholds, chosen on validation data by :mod:`.tune`)."""
 
     hidden: tuple[int, ...] = (128, 64)
     members: int = 3
     alpha: float = 0.1
     context: int = CONTEXT
+    long: int = LONG
     mean: np.ndarray | None = None
     std: np.ndarray | None = None
     nets: list[tuple[list[np.ndarray], list[np.ndarray]]] = field(default_factory=list)
@@ -300,10 +342,11 @@ class MLPPoseClassifier(PoseClassifier):
     power: float = 1.0
     margin: float = 1.0
     natural: np.ndarray | None = None
+    bias: np.ndarray | None = None
     kind = "mlp"
 
     def features(self, norm, indices=None):
-        return motion_features(norm, self.rate, indices, self.window, self.context)
+        return motion_features(norm, self.rate, indices, self.window, self.context, self.long)
 
     def fit(self, X: np.ndarray, y: np.ndarray, seed: int = 0, max_iter: int = 30) -> MLPPoseClassifier:
         """Train ``members`` networks (scikit-learn ``MLPClassifier``, Adam, L2 ``alpha``,
@@ -320,7 +363,7 @@ class MLPPoseClassifier(PoseClassifier):
             raise ClassifierError("the MLP needs training data of at least three commands")
         self.mean = X.mean(axis=0)
         self.std = X.std(axis=0) + 1e-6
-        Z = (X - self.mean) / self.std
+        Z = ((X - self.mean) / self.std).astype(np.float32)   # float32: half the training time
         self.nets = []
         for m in range(self.members):
             mlp = MLPClassifier(hidden_layer_sizes=self.hidden, alpha=self.alpha, batch_size=256,
@@ -352,7 +395,11 @@ class MLPPoseClassifier(PoseClassifier):
             z = z - z.max(axis=1, keepdims=True)
             e = np.exp(z)
             out += e / e.sum(axis=1, keepdims=True)
-        return out / len(self.nets)
+        out /= len(self.nets)
+        if self.bias is not None:
+            out *= np.exp(np.asarray(self.bias, dtype=np.float64))[None, :]
+            out /= out.sum(axis=1, keepdims=True)
+        return out
 
     def make_smoother(self):
         return HMMFilter(self.priors, self.stay, self.power, self.margin, self.natural)
@@ -361,6 +408,8 @@ class MLPPoseClassifier(PoseClassifier):
         out = {"mean": self.mean, "std": self.std}
         if self.natural is not None:
             out["natural"] = np.asarray(self.natural, dtype=np.float64)
+        if self.bias is not None:
+            out["bias"] = np.asarray(self.bias, dtype=np.float64)
         for m, (Ws, bs) in enumerate(self.nets):
             for i, (w, b) in enumerate(zip(Ws, bs)):
                 out[f"W{m}_{i}"], out[f"b{m}_{i}"] = w, b
@@ -368,7 +417,7 @@ class MLPPoseClassifier(PoseClassifier):
 
     def _params(self):
         return {"hidden": list(self.hidden), "members": len(self.nets), "layers": len(self.nets[0][0]) if self.nets else 0,
-                "alpha": self.alpha, "context": self.context, "stay": self.stay, "power": self.power,
+                "alpha": self.alpha, "context": self.context, "long": self.long, "stay": self.stay, "power": self.power,
                 "margin": self.margin}
 
 
@@ -397,9 +446,9 @@ def load_classifier(path: str | Path) -> PoseClassifier:
         n, k = int(h["layers"]), int(h["members"])
         nets = [([d[f"W{m}_{i}"] for i in range(n)], [d[f"b{m}_{i}"] for i in range(n)]) for m in range(k)]
         return MLPPoseClassifier(**common, hidden=tuple(h["hidden"]), members=k, alpha=float(h["alpha"]),
-                                 context=int(h["context"]), mean=d["mean"], std=d["std"], nets=nets,
+                                 context=int(h["context"]), long=int(h.get("long", 0)), mean=d["mean"], std=d["std"], nets=nets,
                                  stay=float(h["stay"]), power=float(h["power"]), margin=float(h["margin"]),
-                                 natural=d.get("natural"))
+                                 natural=d.get("natural"), bias=d.get("bias"))
     raise ClassifierError(f"{p}: unknown classifier kind {h['kind']!r}")
 
 

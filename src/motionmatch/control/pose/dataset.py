@@ -1,25 +1,28 @@
-"""Training and test data rendered from motion capture.
+"""Training, validation and test data rendered from motion capture.
 
 :func:`load_clips` reads the motion-capture folders of a :class:`DataConfig` (by default
 ``lafan1-60fps``, ``lafan1``, ``bandai-namco/dataset-1`` and every 4th file of
 ``bandai-namco/dataset-2`` under the data root), resamples them to 30 Hz, computes their
 world keypoints and the facts the labelling rules need (:mod:`.labels`), and splits
-them into training and test clips:
+them three ways, so that every hyper-parameter is chosen on data the test never sees:
 
-* a clip is a test clip when ``crc32(name) % 4 == 0`` (about a quarter, stable);
+* a clip is a **test** clip when ``crc32(name) % 4 == 0`` (about a quarter, stable);
+* of the others, a clip is a **validation** clip when ``crc32(name + ":val") % 5 == 0``
+  (about a fifth of them); the rest are **training** clips;
 * a kind of motion (creep, dance, jump, punch, run, stand_still, walk) with fewer than
   ``min_test_frames`` test frames gets test material from the training clip richest in
   it (for creep the only one, ``ground1_subject4``): that clip is cut into blocks of
   ``block_s`` (4 s) and every third block goes to the test side, 0.5 s away from the
   training blocks, so every command is tested on motion never trained on, and both
-  sides see the take's different styles.
+  sides see the take's different styles; the validation side is completed the same way
+  (``min_val_frames``), from whole training clips when there are any, else from the
+  training blocks of a clip already cut (every third of them, 0.5 s trimmed off each end).
 
-:func:`render_clips` films every clip and its mirror image with the virtual camera
-(:mod:`.render`): training clips ``train_passes`` times from the training azimuths
-(:data:`TRAIN_AZIMUTHS`, one drawn at random per camera placement; ``rare_passes``
-times for clips with at least a second of the rarest motions, creep, jump and punch,
-so they are seen from more views), test clips from the held-out azimuths
-(:data:`TEST_AZIMUTHS`), and labels every frame. Mirroring swaps
+:func:`render_clips` films each split from its own camera azimuths (relative to the
+performer's facing): training clips from :data:`TRAIN_AZIMUTHS` (``train_passes``
+times, clips with rare motions -- creep, jump, punch -- ``rare_passes`` times, to see
+them from more views), validation clips from :data:`VAL_AZIMUTHS` and test clips from
+:data:`TEST_AZIMUTHS`, three disjoint sets, and labels every frame. Mirroring swaps
 left and right commands, which balances them.
 
 :func:`training_set` turns renders into window features and labels for a classifier,
@@ -51,9 +54,11 @@ from motionmatch.errors import DatasetError
 
 TRAIN_AZIMUTHS: tuple[float, ...] = (0.0, 25.0, -25.0, 70.0, -70.0, 100.0, -100.0)
 TEST_AZIMUTHS: tuple[float, ...] = (12.0, -12.0, 45.0, -45.0, 85.0, -85.0)
+VAL_AZIMUTHS: tuple[float, ...] = (6.0, -6.0, 35.0, -35.0, 58.0, -58.0, 92.0, -92.0)
+SPLITS = ("train", "val", "test")
 FAMILIES = ("creep", "dance", "jump", "punch", "run", "stand", "walk")
 RARE = ("creep", "jump", "punch")
-CACHE_VERSION = 1
+CACHE_VERSION = 2
 
 
 @dataclass(frozen=True)
@@ -71,15 +76,29 @@ class DataConfig:
     extra_tags: tuple[tuple[str, str], ...] = ()
     fps: float = 30.0
     test_modulo: int = 4
+    val_modulo: int = 5
     min_test_frames: int = 150
+    min_val_frames: int = 150
     block_s: float = 4.0
     gap_s: float = 0.5
     train_passes: int = 2
     rare_passes: int = 6
     test_passes: int = 1
+    val_passes: int = 1
     seed: int = 0
     train_azimuths: tuple[float, ...] = TRAIN_AZIMUTHS
     test_azimuths: tuple[float, ...] = TEST_AZIMUTHS
+    val_azimuths: tuple[float, ...] = VAL_AZIMUTHS
+
+    def azimuths(self, split: str) -> tuple[float, ...]:
+        """The camera azimuths (degrees) of a split."""
+        if split not in SPLITS:
+            raise ValueError(f"unknown split {split!r}; use one of {', '.join(SPLITS)}")
+        return {"train": self.train_azimuths, "val": self.val_azimuths, "test": self.test_azimuths}[split]
+
+    def passes(self, split: str) -> int:
+        """How many times each clip of a split is filmed (before mirroring)."""
+        return {"train": self.train_passes, "val": self.val_passes, "test": self.test_passes}[split]
 
     def to_dict(self) -> dict:
         return json.loads(json.dumps(asdict(self)))
@@ -191,23 +210,47 @@ def load_clips(root: str | Path, config: DataConfig | None = None, progress: boo
         if m.num_frames < 2 * WINDOW:
             continue
         kp = world_keypoints(m)
-        split = "test" if zlib.crc32(f.stem.encode()) % cfg.test_modulo == 0 else "train"
+        split = clip_split(f.stem, cfg)
         clips.append(Clip(f.stem, m, kp, motion_facts(m, kp), split, sub))
-    return _ensure_test_coverage(clips, cfg)
+    clips = _ensure_coverage(clips, cfg, "test", cfg.min_test_frames)
+    return _ensure_coverage(clips, cfg, "val", cfg.min_val_frames)
 
 
-def _ensure_test_coverage(clips: list[Clip], cfg: DataConfig) -> list[Clip]:
+def clip_split(name: str, config: DataConfig) -> str:
+    """``"test"``, ``"val"`` or ``"train"``: the split of a clip by its name (module docstring)."""
+    if zlib.crc32(name.encode()) % config.test_modulo == 0:
+        return "test"
+    if config.val_modulo > 0 and zlib.crc32(f"{name}:val".encode()) % config.val_modulo == 0:
+        return "val"
+    return "train"
+
+
+def _ensure_coverage(clips: list[Clip], cfg: DataConfig, split: str, min_frames: int) -> list[Clip]:
+    """Cut training clips into blocks until every kind of motion has ``min_frames`` frames
+    in ``split`` (module docstring); whole clips are cut before blocks of cut ones."""
     fam = {c.name: _family_labels(c.facts) for c in clips}
     out = list(clips)
     for f in FAMILIES:
-        n_test = sum(int((fam[c.name] == f).sum()) for c in out if c.split == "test")
-        if n_test >= cfg.min_test_frames:
+        n_have = sum(int((fam[c.name] == f).sum()) for c in out if c.split == split)
+        if n_have >= min_frames:
             continue
         cands = [c for c in out if c.split == "train" and (fam.get(c.name, np.zeros(0)) == f).sum() > 0]
         if not cands:
             continue
-        src = max(cands, key=lambda c: int((fam[c.name] == f).sum()))
-        parts = _blocks(src, cfg)
+        src = max(cands, key=lambda c: ("@" not in c.name, int((fam[c.name] == f).sum())))
+        if "@" in src.name:  # a block of a clip cut before: every third of its training blocks
+            base = src.name.split("@")[0] + "@"
+            sibs = [c for c in out if c.split == "train" and c.name.startswith(base)]
+            gap = round(cfg.gap_s * cfg.fps)
+            for c in sibs[1::3]:
+                if c.num_frames - 2 * gap < 2 * WINDOW:
+                    continue
+                held = Clip(c.name.replace("@", f"@{split[0]}", 1), c.motion[gap:c.num_frames - gap],
+                            c.kp[gap:-gap], c.facts[gap:c.num_frames - gap], split, c.folder)
+                out[out.index(c)] = held
+                fam[held.name] = fam[c.name][gap:c.num_frames - gap]
+            continue
+        parts = _blocks(src, cfg, split)
         if len(parts) < 2:
             continue
         out.remove(src)
@@ -217,24 +260,24 @@ def _ensure_test_coverage(clips: list[Clip], cfg: DataConfig) -> list[Clip]:
     return out
 
 
-def _blocks(src: Clip, cfg: DataConfig) -> list[tuple[Clip, tuple[int, int]]]:
+def _blocks(src: Clip, cfg: DataConfig, split: str = "test") -> list[tuple[Clip, tuple[int, int]]]:
     """``src`` cut into blocks of ``block_s`` seconds, every third one (the 2nd, 5th, ...)
-    a test block; the ``gap_s`` before and after each test block is dropped."""
+    a ``split`` block; the ``gap_s`` before and after each such block is dropped."""
     n = round(cfg.block_s * cfg.fps)
     gap = round(cfg.gap_s * cfg.fps)
     F = src.num_frames
     out = []
     for k, a in enumerate(range(0, F, n)):
         b = min(F, a + n)
-        test = k % 3 == 1
-        if test:
+        held = k % 3 == 1
+        if held:
             a, b = a + gap, b - gap
         elif k % 3 == 2:
             a = a + gap if a > 0 else a
         if b - a < 2 * WINDOW:
             continue
-        out.append((src.part(a, b, "test" if test else "train", f"@b{k}"), (a, b)))
-    return out if any(p.split == "test" for p, _ in out) else []
+        out.append((src.part(a, b, split if held else "train", f"@{split[0]}{k}"), (a, b)))
+    return out if any(p.split == split for p, _ in out) else []
 
 
 def render_clip(clip: Clip, settings: RenderSettings, rng: np.random.Generator, mirrored: bool = False,
@@ -247,16 +290,16 @@ def render_clip(clip: Clip, settings: RenderSettings, rng: np.random.Generator, 
     return RenderedClip(clip.name + ("~m" if mirrored else ""), clip.split, mirrored, stream, info.cuts, info.azimuth_deg)
 
 
-def render_clips(clips: list[Clip], config: DataConfig | None = None, splits: tuple[str, ...] = ("train", "test"),
+def render_clips(clips: list[Clip], config: DataConfig | None = None, splits: tuple[str, ...] = SPLITS,
                  settings: RenderSettings | None = None) -> list[RenderedClip]:
     """Film every clip of ``splits`` and its mirror image (module docstring)."""
     cfg = config or DataConfig()
     base = settings or RenderSettings(fps=cfg.fps)
     out = []
     for split in splits:
-        s = replace(base, fps=cfg.fps, azimuths_deg=cfg.train_azimuths if split == "train" else cfg.test_azimuths)
-        passes = cfg.train_passes if split == "train" else cfg.test_passes
-        rng = np.random.default_rng([cfg.seed, 0 if split == "train" else 1])
+        s = replace(base, fps=cfg.fps, azimuths_deg=cfg.azimuths(split))
+        passes = cfg.passes(split)
+        rng = np.random.default_rng([cfg.seed, {"train": 0, "test": 1, "val": 2}[split]])
         for c in clips:
             if c.split != split:
                 continue

@@ -1,8 +1,10 @@
 """The default classifiers: trained on keypoints rendered from the shared motion capture.
 
-:func:`prepare` renders the data of a :class:`TrainConfig` (:mod:`.dataset`),
-:func:`train` fits the kNN baseline and the improved classifier on its training side,
-:func:`evaluate` scores both on the held-out side (:mod:`.evaluate`), and
+:func:`prepare` renders the data of a :class:`TrainConfig` (:mod:`.dataset`: training,
+validation and test clips, each filmed from its own camera azimuths), :func:`train`
+fits the kNN baseline and the improved classifier, choosing the improved one's settings
+on the validation side only and then refitting on training plus validation data,
+:func:`evaluate` scores both, once, on the test side (:mod:`.evaluate`), and
 :func:`default_classifiers` returns the trained pair, cached in
 ``$MOTIONMATCH_CACHE/pose`` (default: the user cache folder) under a hash of the data
 files, the configuration and the package version, so it is built once, on first use
@@ -34,6 +36,7 @@ from motionmatch.control.pose.dataset import (
     training_set,
 )
 from motionmatch.control.pose.evaluate import Evaluation, Transition, evaluate_renders, latencies, transition_renders
+from motionmatch.control.pose.tune import choose_smoother
 from motionmatch.errors import DatasetError
 
 DEFAULT_DATA = DataConfig(
@@ -60,8 +63,14 @@ class TrainConfig:
     mlp_min_per_class: int = 2000
     train_transitions: int = 1200
     test_transitions: int = 100
+    val_transitions: int = 100
     members: int = 3
     max_iter: int = 30
+    hidden: tuple[int, ...] = (128, 64)
+    alpha: float = 0.1
+    long: int = 60
+    refit: bool = True
+    tune_bias: bool = True
     seed: int = 0
 
     def to_dict(self) -> dict:
@@ -83,9 +92,11 @@ class PoseData:
     train_transitions: list[Transition]
     test_transitions: list[Transition]
     seconds: float = 0.0
+    val: list[RenderedClip] = field(default_factory=list)
+    val_transitions: list[Transition] = field(default_factory=list)
 
     def counts(self) -> dict[str, dict[str, int]]:
-        return {"train": class_counts(self.train), "test": class_counts(self.test)}
+        return {"train": class_counts(self.train), "val": class_counts(self.val), "test": class_counts(self.test)}
 
 
 def resolve_root(root: str | Path | None) -> Path:
@@ -108,24 +119,52 @@ def prepare(root: str | Path | None = None, config: TrainConfig | None = None, p
     clips = load_clips(resolve_root(root), cfg.data, progress=progress)
     renders = render_clips(clips, cfg.data)
     train = [r for r in renders if r.split == "train"]
+    val = [r for r in renders if r.split == "val"]
     test = [r for r in renders if r.split == "test"]
     tt = transition_renders(clips, cfg.data, pairs=cfg.train_transitions, split="train", seed=cfg.seed + 1)
+    tv = transition_renders(clips, cfg.data, pairs=cfg.val_transitions, split="val", seed=cfg.seed + 2)
     te = transition_renders(clips, cfg.data, pairs=cfg.test_transitions, split="test", seed=cfg.seed)
-    return PoseData(cfg, clips, train, test, tt, te, time.perf_counter() - t0)
+    return PoseData(cfg, clips, train, test, tt, te, time.perf_counter() - t0, val, tv)
+
+
+def _fit_mlp(cfg: TrainConfig, renders: list[RenderedClip]) -> MLPPoseClassifier:
+    mlp = MLPPoseClassifier(members=cfg.members, hidden=cfg.hidden, long=cfg.long, alpha=cfg.alpha)
+    X, y = training_set(renders, mlp.features, max_per_class=cfg.mlp_max_per_class,
+                        min_per_class=cfg.mlp_min_per_class, seed=cfg.seed)
+    return mlp.fit(X, y, seed=cfg.seed, max_iter=cfg.max_iter)
 
 
 def train(data: PoseData) -> tuple[KNNPoseClassifier, MLPPoseClassifier]:
-    """Fit the kNN baseline (training renders) and the improved classifier (training
-    renders plus two-part training performances)."""
+    """Fit the kNN baseline and the improved classifier; the test renders are not touched.
+
+    1. *Selection*: the improved classifier is trained on the training renders plus the
+       two-part training performances, and its per-class offsets and smoother settings
+       are chosen on the validation renders and validation performances
+       (:func:`~.tune.choose_smoother`).
+    2. *Refit*: with those settings fixed, the improved classifier is trained again on the
+       training and validation renders (plus the training performances), and the kNN
+       baseline (the paper's fixed settings, nothing to choose) on the same renders.
+
+    Without validation renders (a custom configuration with ``val_modulo=0``) the
+    smoother keeps its defaults and step 2 is step 1.
+    """
     cfg = data.config
-    knn = KNNPoseClassifier()
-    X, y = training_set(data.train, knn.features, max_per_class=cfg.knn_max_per_class, seed=cfg.seed)
-    knn.fit(X, y)
-    mlp = MLPPoseClassifier(members=cfg.members)
-    X, y = training_set(data.train + [t.render for t in data.train_transitions], mlp.features,
-                        max_per_class=cfg.mlp_max_per_class, min_per_class=cfg.mlp_min_per_class, seed=cfg.seed)
-    mlp.fit(X, y, seed=cfg.seed, max_iter=cfg.max_iter)
+    train_perf = [t.render for t in data.train_transitions]
+    sel = _fit_mlp(cfg, data.train + train_perf)
     meta = {"trained_on": "rendered motion capture", "config": cfg.to_dict()}
+    if data.val:
+        choice = choose_smoother(sel, data.val, data.val_transitions, tune_bias=cfg.tune_bias)
+        mlp = _fit_mlp(cfg, data.train + data.val + train_perf) if cfg.refit else sel
+        mlp.stay, mlp.power, mlp.margin = choice.stay, choice.power, choice.margin
+        mlp.bias = choice.bias if cfg.tune_bias else None
+        meta["smoother_validation"] = {**choice.best, "bias": [round(float(v), 3) for v in choice.bias]}
+        meta["refit_on_validation"] = bool(cfg.refit)
+    else:
+        mlp = sel
+    knn = KNNPoseClassifier()
+    X, y = training_set(data.train + (data.val if cfg.refit else []), knn.features,
+                        max_per_class=cfg.knn_max_per_class, seed=cfg.seed)
+    knn.fit(X, y)
     knn.meta, mlp.meta = dict(meta), dict(meta)
     return knn, mlp
 
@@ -204,6 +243,33 @@ def with_seed(config: TrainConfig, seed: int) -> TrainConfig:
     return replace(config, seed=seed, data=replace(config.data, seed=seed))
 
 
+def protocol(data: PoseData, improved: PoseClassifier | None = None) -> dict:
+    """How the data were split and the settings chosen (for reports): azimuths and clip
+    counts per split, the whole validation and test clips, the takes cut into 4 s blocks
+    shared out between the splits (:mod:`.dataset`), and the smoother setting chosen on
+    validation (from ``improved.meta``)."""
+    cfg = data.config
+
+    def names(split: str) -> list[str]:
+        return sorted(c.name for c in data.clips if c.split == split and "@" not in c.name)
+
+    out = {
+        "summary": ("clips split three ways (test: crc32(name) % 4 == 0; validation: a fifth of the rest); each "
+                    "split filmed from its own camera azimuths; the smoother chosen on validation renders and "
+                    "validation two-part performances only; both classifiers then refit on training + validation; "
+                    "the test split is scored once"),
+        "azimuths": {s: list(cfg.data.azimuths(s)) for s in ("train", "val", "test")},
+        "clips": {s: len([c for c in data.clips if c.split == s]) for s in ("train", "val", "test")},
+        "val_clips": names("val"),
+        "test_clips": names("test"),
+        "cut_takes": sorted({c.name.split("@")[0] for c in data.clips if "@" in c.name}),
+        "refit_on_validation": bool(cfg.refit),
+    }
+    if improved is not None and "smoother_validation" in improved.meta:
+        out["smoother_validation"] = improved.meta["smoother_validation"]
+    return out
+
+
 def summary_line(ev: PoseEvaluation) -> str:
     parts = []
     for name, res in ev.results.items():
@@ -214,4 +280,4 @@ def summary_line(ev: PoseEvaluation) -> str:
 
 
 __all__ = ["DEFAULT_DATA", "QUICK", "QUICK_DATA", "PoseData", "PoseEvaluation", "TrainConfig", "default_classifier",
-           "default_classifiers", "evaluate", "prepare", "summary_line", "train", "with_seed"]
+           "default_classifiers", "evaluate", "prepare", "protocol", "summary_line", "train", "with_seed"]

@@ -140,7 +140,7 @@ def transition_renders(clips: list[Clip], config: DataConfig | None = None, pair
     segs = steady_segments(clips, min_s=part_s, split=split)
     kinds = [f for f in FAMILIES if segs[f]]
     rng = np.random.default_rng([seed, 7])
-    az = cfg.test_azimuths if split == "test" else cfg.train_azimuths
+    az = cfg.azimuths(split)
     s = replace(settings or RenderSettings(fps=fps), fps=fps, azimuths_deg=az, distance=(4.5, 6.5),
                 max_angle_deg=35.0)
     n = round(part_s * fps)
@@ -174,7 +174,7 @@ def transition_renders(clips: list[Clip], config: DataConfig | None = None, pair
         switch = boundary + int(np.flatnonzero(labels[boundary:] == target)[0])
         if info.cuts[1:].any() and np.abs(np.flatnonzero(info.cuts[1:]) + 1 - switch).min() < int(fps):
             continue  # a camera cut near the switch would measure the cut, not the motion
-        rc = RenderedClip(f"{ca.name}+{cb.name}", "test", mirrored, stream, info.cuts, info.azimuth_deg)
+        rc = RenderedClip(f"{ca.name}+{cb.name}", split, mirrored, stream, info.cuts, info.azimuth_deg)
         out.append(Transition(rc, switch, target, (str(ka), str(kb))))
     return out
 

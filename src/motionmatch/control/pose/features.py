@@ -24,13 +24,18 @@ from __future__ import annotations
 
 import numpy as np
 
-from motionmatch.control.pose.keypoints import KEYPOINTS, MIRROR
+from motionmatch.control.pose.keypoints import KEYPOINTS, KP, MIRROR
 from motionmatch.control.pose.normalize import NormalizedPoses
 
 WINDOW = 10
 CONTEXT = 20
+LONG = 60
 POSE_OFFSETS = (0, 3, 6, 9)
 SHORT = 4
+FFT_N = 32
+#: FFT bins (of ``FFT_N`` frames at 30 Hz: 0.94 Hz apart) summed into frequency bands:
+#: about 0.9-1.9 Hz, 2.8-3.8 Hz and 4.7-7.5 Hz.
+BANDS = ((1, 3), (3, 5), (5, 9))
 
 
 def _window_index(n: int, window: int, indices: np.ndarray, start: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
@@ -73,7 +78,7 @@ def _slope(tau: np.ndarray, y: np.ndarray, m: np.ndarray) -> np.ndarray:
 
 
 def motion_features(norm: NormalizedPoses, fps: float, indices: np.ndarray | None = None,
-                    window: int = WINDOW, context: int = CONTEXT) -> np.ndarray:
+                    window: int = WINDOW, context: int = CONTEXT, long: int = 0) -> np.ndarray:
     """``[N, D]`` float32: the improved classifier's features (see the module docstring)."""
     T = len(norm)
     indices = np.arange(T) if indices is None else np.asarray(indices, dtype=np.int64)
@@ -116,10 +121,68 @@ def motion_features(norm: NormalizedPoses, fps: float, indices: np.ndarray | Non
             rng = np.nanmax(cy, axis=1) - np.nanmin(cy, axis=1)
         parts.append(np.nan_to_num(rng)[:, None])
         parts.append(real.sum(axis=1, keepdims=True) / context)
+    if long > context:
+        parts.append(long_features(norm, fps, indices, long))
     return np.concatenate(parts, axis=1).astype(np.float32)
 
 
-def mirror_motion_features(X: np.ndarray, window: int = WINDOW, context: int = CONTEXT) -> np.ndarray:
+def long_features(norm: NormalizedPoses, fps: float, indices: np.ndarray, long: int = LONG) -> np.ndarray:
+    """``[N, 3K + 19]`` float64: features of the last ``long`` frames (2 s) within the track,
+    for motions only seen over seconds (dance, gaits, standing): each keypoint's mean speed
+    (torso lengths per second) and the spread of its normalised position (x and y); the
+    hips' vertical range and the spread of their vertical velocity, the straightness of
+    their path (net over travelled distance in the image), their least-squares velocity
+    and approach rate; the amplitudes, in three frequency bands (:data:`BANDS`), over the
+    last :data:`FFT_N` frames (Hann window, mean removed), of the hips' height, of the
+    ankles' height difference (the legs' alternation in a gait), of the wrists' height
+    difference and of the wrists' mean height (arm movements); the fraction of the
+    ``long`` frames inside the track."""
+    T = len(norm)
+    N = len(indices)
+    start = _track_start(norm.reset)
+    idx, real = _window_index(T, long, indices, start)
+    P = norm.poses[idx]                                            # [N, L, K, 2]
+    w = real[..., None].astype(np.float64)
+    n = np.maximum(w.sum(axis=1), 1.0)                              # [N, 1]
+    parts = []
+    dP = np.linalg.norm(np.diff(P, axis=1), axis=3)                # [N, L-1, K]
+    sr = real[:, 1:]
+    parts.append((dP * sr[..., None]).sum(axis=1) / np.maximum(sr.sum(axis=1), 1)[:, None] * fps)
+    Pf = P.reshape(N, long, -1)
+    mean = (Pf * w).sum(axis=1) / n
+    parts.append(np.sqrt(np.maximum(((Pf - mean[:, None]) ** 2 * w).sum(axis=1) / n, 0.0)))
+    s_now = norm.scale[indices]
+    c = (norm.centre[idx] - norm.centre[indices][:, None, :]) / s_now[:, None, None]   # [N, L, 2]
+    cy = np.where(real, c[..., 1], np.nan)
+    with np.errstate(all="ignore"):
+        vrange = np.nan_to_num(np.nanmax(cy, axis=1) - np.nanmin(cy, axis=1))
+    vy = np.diff(c[..., 1], axis=1) * fps
+    vm = (vy * sr).sum(axis=1) / np.maximum(sr.sum(axis=1), 1)
+    vstd = np.sqrt(np.maximum(((vy - vm[:, None]) ** 2 * sr).sum(axis=1) / np.maximum(sr.sum(axis=1), 1), 0.0))
+    step = np.linalg.norm(np.diff(c, axis=1), axis=2) * sr
+    first = np.argmax(real, axis=1)
+    net = np.linalg.norm(c[:, -1] - c[np.arange(N), first], axis=1)
+    straight = net / np.maximum(step.sum(axis=1), 1e-3)
+    parts.append(np.stack([vrange, vstd, straight], axis=1))
+    ls = np.log(np.maximum(norm.raw_scale[idx], 1e-9))[..., None]
+    tau = (np.arange(long) - (long - 1)) / fps
+    parts.append(_slope(tau, np.concatenate([c, ls], axis=2), real))
+    m = min(FFT_N, long)
+    rm = real[:, -m:].astype(np.float64)
+    Q = P[:, -m:]
+    sig = np.stack([c[:, -m:, 1],
+                    Q[:, :, KP["left_ankle"], 1] - Q[:, :, KP["right_ankle"], 1],
+                    Q[:, :, KP["left_wrist"], 1] - Q[:, :, KP["right_wrist"], 1],
+                    0.5 * (Q[:, :, KP["left_wrist"], 1] + Q[:, :, KP["right_wrist"], 1])], axis=2)   # [N, m, S]
+    nm = np.maximum(rm.sum(axis=1), 1.0)[:, None]
+    sig = (sig - (sig * rm[..., None]).sum(axis=1)[:, None] / nm[:, None]) * rm[..., None]
+    amp = np.abs(np.fft.rfft(sig * np.hanning(m)[None, :, None], axis=1)) / m                   # [N, m/2+1, S]
+    parts.append(np.concatenate([amp[:, a:b].sum(axis=1) for a, b in BANDS], axis=1))
+    parts.append(real.sum(axis=1, keepdims=True) / long)
+    return np.concatenate(parts, axis=1)
+
+
+def mirror_motion_features(X: np.ndarray, window: int = WINDOW, context: int = CONTEXT, long: int = 0) -> np.ndarray:
     """The features of the mirror image (left/right swapped, x negated) of ``X``."""
     K = len(KEYPOINTS)
     X = X.copy()
@@ -145,4 +208,9 @@ def mirror_motion_features(X: np.ndarray, window: int = WINDOW, context: int = C
         o += 4 * K
         X[:, o:o + K] = X[:, o:o + K][:, MIRROR]
         X[:, o + K] *= -1  # vx (context)
+        o += K + 5
+    if long > context:
+        X[:, o:o + K] = X[:, o:o + K][:, MIRROR]      # speeds
+        pose_block(o + K, False)                      # spreads
+        X[:, o + 3 * K + 3] *= -1                     # vx (long)
     return X

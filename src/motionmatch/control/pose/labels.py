@@ -11,6 +11,9 @@ match wins; a frame no rule labels is unlabelled (``""``) and left out of traini
 scoring:
 
 1. clip tags: ``dance`` -> dance, ``punch`` -> punch; ``kick`` -> unlabelled (not a command);
+   except where the performer is still (the keypoints' mean speed relative to the hips,
+   averaged over 1 s, below 0.06 m/s: the idle lead-in and ending of a take), where the
+   other rules decide (standing still, usually);
 2. jump: a flight phase (no foot joint in contact) of 0.2-0.9 s, or of at least 0.1 s
    during which the hips rise above 103% of their standing height, with the body
    upright (hips above 70% of standing height, trunk within 45° of vertical), never above 150% (climbing), and within 0.3 s
@@ -83,6 +86,8 @@ JUMP_BEFORE_S = 0.25
 JUMP_AFTER_S = 0.3
 MODE_WINDOW_S = 0.3
 MIN_RUN_S = 0.4
+STILL_SPEED = 0.06
+STILL_WINDOW_S = 1.0
 
 
 def _savgol(x: np.ndarray, fps: float, window_s: float = 0.5) -> np.ndarray:
@@ -216,6 +221,11 @@ def motion_facts(motion: Motion, kp: np.ndarray) -> MotionFacts:
         if dur >= JUMP_FLIGHT_S - 1e-9 or ratio[a:b].max() > JUMP_RISE:
             jump[max(0, a - round(JUMP_BEFORE_S * fps)): min(F, b + round(JUMP_AFTER_S * fps))] = True
     forced = np.full(F, forced_label(motion.tags), dtype="<U8")
+    if forced[0] and F > 1:  # a tagged take's still parts are not its action (rule 1)
+        rel = kp - hips[:, None]
+        body = np.linalg.norm(np.gradient(rel, 1.0 / fps, axis=0), axis=2).mean(axis=1)
+        body = uniform_filter1d(body, max(1, round(STILL_WINDOW_S * fps)), mode="nearest")
+        forced[body < STILL_SPEED] = ""
     return MotionFacts(fps, vel, speed, ratio, airborne, jump, lean, forced)
 
 
