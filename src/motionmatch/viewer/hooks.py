@@ -31,7 +31,8 @@ Environment (``register_environment``): ``factory(db) -> adapter`` with
   (other agents' predicted ellipses, moving obstacles' positions);
 * ``debug(character) -> dict``: overlays for the debug panel, any of
   ``{"ellipses": [[cx, cz, ux, uz, a, b], ...], "penalties": {"total": x, "obstacles":
-  [[id, penalty], ...]}, "clearance": m}``;
+  [[id, penalty], ...], "search": {...}}, "clearance": m, "controls": {...}}`` (the page
+  draws the ellipses, tints the penalised obstacles and lists the rest);
 * ``controls_changed(character)``: ``character.controls`` (responsiveness, continuity,
   evasion, anticipation) changed.
 
