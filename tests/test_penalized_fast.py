@@ -65,10 +65,12 @@ def test_block_bounds_contain_every_frame_of_their_segments():
     reps, _rf, lo, hi, _ = ps.representatives(True)
     for size in (1, 4, 7):
         clo, chi, grid, order = ps.block_bounds(True, size)
-        assert clo.dtype == np.uint8 and clo.shape == (math.ceil(len(reps) / size), ps.dim)
+        dp = clo.shape[1]
+        assert clo.dtype == np.uint8 and clo.shape == (math.ceil(len(reps) / size), dp) and dp % 8 == 0
+        assert np.all(clo[:, ps.dim:] == 0) and np.all(chi[:, ps.dim:] == 255)  # padding: no gap
         assert sorted(order.tolist()) == list(range(ps.dim))
-        dlo = grid[0] + clo * grid[1]
-        dhi = grid[0] + chi * grid[1]
+        dlo = grid[0] + clo[:, : ps.dim] * grid[1]
+        dhi = grid[0] + chi[:, : ps.dim] * grid[1]
         for j in range(len(reps)):
             f = ps.features[lo[j]:hi[j]][ps.valid[lo[j]:hi[j]]][:, order].astype(np.float64)
             b = j // size
@@ -92,6 +94,31 @@ def test_encode_block_bounds_rounds_outward_and_handles_empty_blocks():
     lb = PK.box_distance(clo, chi, 2, qc, w * grid[1] ** 2)
     exact = (1.5 - 0.7) ** 2 + (3.0 - 2.0) ** 2
     assert 0.0 < lb <= exact + 1e-12 and lb > 0.9 * exact
+
+
+def test_coded_box_bound_is_a_lower_bound_of_every_frame():
+    """The byte-coded block bound (query rounded to codes, gaps in whole steps) never exceeds
+    the weighted distance of any frame of the block, for queries inside and outside the grid."""
+    ps, rng = _problem(8)
+    reps, _rf, lo, hi, _ = ps.representatives(True)
+    size = 4
+    clo, chi, grid, order = ps.block_bounds(True, size)
+    dp = clo.shape[1]
+    for _ in range(20):
+        q = rng.normal(scale=rng.choice([0.5, 3.0]), size=ps.dim)
+        w = rng.uniform(0.2, 3.0, ps.dim)
+        x = np.clip((q[order] - grid[0]) / grid[1], -1.0, 256.0)
+        ql = np.zeros(dp, np.int32)
+        qh = np.zeros(dp, np.int32)
+        wc = np.zeros(dp, np.float32)
+        ql[: ps.dim], qh[: ps.dim] = np.floor(x), np.ceil(x)
+        wc[: ps.dim] = w[order] * grid[1] ** 2 * (1 - 1e-5)
+        for b in range(len(clo)):
+            lb = PK.box_codes_early(clo, chi, b, ql, qh, wc, np.inf)
+            js = range(b * size, min((b + 1) * size, len(reps)))
+            f = np.concatenate([ps.features[lo[j]:hi[j]][ps.valid[lo[j]:hi[j]]] for j in js]).astype(np.float64)
+            if len(f):
+                assert lb <= ((f - q) ** 2 * w).sum(axis=1).min()
 
 
 def test_block_bounded_exhaustive_coherent_search_is_exact():

@@ -314,13 +314,18 @@ def coherent_search(feats, q, w, valid, mask, ell, obs, counts, slotw, pp, reps,
     bi = -1
     fb = np.zeros(D)  # features of the best frame
     db_best = 0.0  # its query distance
-    qc = np.empty(D)  # the query and the weights in grid units of the block bounds
-    wc = np.empty(D)
+    Dp = blk_lo.shape[1]  # the query's codes and the weights in grid units of the block bounds
+    ql = np.zeros(Dp, dtype=np.int32)
+    qh = np.zeros(Dp, dtype=np.int32)
+    wc = np.zeros(Dp, dtype=np.float32)
     if blk_size > 0:
         for d in range(D):
             o = blk_order[d]
-            qc[d] = (q[o] - blk_grid[0, d]) / blk_grid[1, d]
-            wc[d] = w[o] * blk_grid[1, d] * blk_grid[1, d]
+            x = (q[o] - blk_grid[0, d]) / blk_grid[1, d]
+            x = min(max(x, -1.0), 256.0)  # beyond the grid: a gap of at least one step anyway
+            ql[d] = np.int32(math.floor(x))
+            qh[d] = np.int32(math.ceil(x))
+            wc[d] = np.float32(w[o] * blk_grid[1, d] * blk_grid[1, d] * (1.0 - 1e-5))  # float32: round down
     if init >= 0:
         db_best = _dist(feats, init, q, w)
         best = _penalised(init, db_best, ell, obs, counts, slotw, pp, np.inf, True, stats)
@@ -356,7 +361,7 @@ def coherent_search(feats, q, w, valid, mask, ell, obs, counts, slotw, pp, reps,
             b = j // blk_size
             if b != cur_blk:
                 cur_blk = b
-                if best < np.inf and box_distance_early(blk_lo, blk_hi, b, qc, wc, best) >= best:
+                if best < np.inf and box_codes_early(blk_lo, blk_hi, b, ql, qh, wc, best) >= best:
                     nxt = (b + 1) * blk_size
                     if nxt > n:
                         nxt = n
@@ -367,11 +372,24 @@ def coherent_search(feats, q, w, valid, mask, ell, obs, counts, slotw, pp, reps,
         r = reps[j]
         nr += 1
         step = 1
-        if valid[r] and mask[r] and r != bi:
+        if mask[r] and r != bi:  # representatives are valid frames (build_representatives)
             nd += 1
-            dr = _dist(rep_feats, j, q, w)
+            fused = dissim == 1 and bi >= 0
+            if fused:
+                # the query distance and the dissimilarity to the best frame in one pass
+                dr = 0.0
+                dd = 0.0
+                for d in range(D):
+                    t = np.float64(rep_feats[j, d])
+                    a = t - q[d]
+                    c = t - fb[d]
+                    dr += w[d] * a * a
+                    dd += w[d] * c * c
+            else:
+                dr = _dist(rep_feats, j, q, w)
+                dd = 0.0
+            improved = False
             if dr < best * slack:
-                improved = False
                 if dr < best:
                     s = _penalised(r, dr, ell, obs, counts, slotw, pp, best, True, stats)
                     if s < best:
@@ -397,10 +415,11 @@ def coherent_search(feats, q, w, valid, mask, ell, obs, counts, slotw, pp, reps,
                     db_best = _dist(feats, bi, q, w)
             if dissim > 0 and bi >= 0 and best > 0.0 and best < np.inf:
                 if dissim == 1:
-                    dd = 0.0
-                    for d in range(D):
-                        t = np.float64(rep_feats[j, d]) - fb[d]
-                        dd += w[d] * t * t
+                    if improved or not fused:  # the best changed: its dissimilarity anew
+                        dd = 0.0
+                        for d in range(D):
+                            t = np.float64(rep_feats[j, d]) - fb[d]
+                            dd += w[d] * t * t
                 else:
                     # triangle-inequality lower bound of the dissimilarity, from distances
                     # already known: |f_r - f_b| >= |f_r - q| - |q - f_b|
@@ -523,6 +542,24 @@ def run_search(ia, fa, feats, q, w, valid, mask, ell, obs, counts, slotw, pp, re
                 used = USED_FALLBACK
     summarise(idx, feats, q, w, ell, obs, counts, slotw, pp, cur, clearance, out)
     return idx, used
+
+
+@numba.njit(cache=True, nogil=True, inline="always", fastmath=FM)
+def box_codes_early(lo, hi, b, ql, qh, wc, limit):
+    """Lower bound of the weighted squared distance from a query to the coded box ``b``
+    (uint8 ``lo, hi [B, Dp]``, ``Dp`` a multiple of 8), all in grid units: ``ql, qh [Dp]``
+    int32 the query's codes rounded down and up, ``wc [Dp]`` float32 the weights times the
+    squared step. The per-dimension gap ``max(lo - qh, ql - hi, 0)`` never exceeds the true
+    one, so the sum is a lower bound; it is summed 8 dimensions at a time (vector lanes) and
+    returned as soon as it reaches ``limit``."""
+    s = np.float32(0.0)
+    for d0 in range(0, ql.shape[0], 8):
+        for d in range(d0, d0 + 8):
+            g = max(np.int32(lo[b, d]) - qh[d], ql[d] - np.int32(hi[b, d]), np.int32(0))
+            s += wc[d] * np.float32(g * g)
+        if s >= limit:
+            return s
+    return s
 
 
 @numba.njit(cache=True, nogil=True, inline="always", fastmath=FM)

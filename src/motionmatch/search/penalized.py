@@ -261,7 +261,7 @@ class PenalizedSearch:
         self._reps = {}
         self._blocks: dict = {}
         self._none_blocks = np.zeros((1, self.dim), dtype=np.float32)
-        self._none_codes = np.zeros((1, self.dim), dtype=np.uint8)
+        self._none_codes = np.zeros((1, self.dim + (-self.dim % 8)), dtype=np.uint8)
         self._none_grid = np.ones((2, self.dim))
         self._none_order = np.arange(self.dim, dtype=np.int64)
         self.min_stride = int(min_stride)
@@ -299,12 +299,13 @@ class PenalizedSearch:
         return self._reps[key]
 
     def block_bounds(self, adaptive: bool = True, size: int = 4) -> tuple[np.ndarray, ...]:
-        """``(lo, hi [ceil(R / size), D] uint8, grid [2, D], order [D])``: per-dimension bounds of
+        """``(lo, hi [ceil(R / size), Dp] uint8, grid [2, D], order [D])``: per-dimension bounds of
         the valid frames in the segments of each run of ``size`` consecutive representatives
         (``R`` of them; see :meth:`representatives`), coded on a grid (value = ``grid[0] +
         code * grid[1]``, rounded outward: see :func:`PK.encode_block_bounds`); column ``j``
         holds feature dimension ``order[j]``, by decreasing spread of the block centres (the
-        dimensions that separate blocks most come first), cached."""
+        dimensions that separate blocks most come first); ``Dp``: ``D`` rounded up to a
+        multiple of 8 (padding columns: the whole grid), cached."""
         key = (bool(adaptive), int(size))
         if key not in self._blocks:
             _reps, _rf, lo, hi, _rep_of = self.representatives(adaptive)
@@ -317,6 +318,9 @@ class PenalizedSearch:
             order = np.argsort(-spread, kind="stable").astype(np.int64)
 
             clo, chi, grid = PK.encode_block_bounds(blo[:, order], bhi[:, order])
+            pad = -self.dim % 8  # whole vector lanes: padded columns never add a gap
+            clo = np.concatenate([clo, np.zeros((len(clo), pad), np.uint8)], axis=1)
+            chi = np.concatenate([chi, np.full((len(chi), pad), 255, np.uint8)], axis=1)
             self._blocks[key] = (np.ascontiguousarray(clo), np.ascontiguousarray(chi), grid, order)
         return self._blocks[key]
 
