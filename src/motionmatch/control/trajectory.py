@@ -354,11 +354,11 @@ class TrajectoryPredictor:
     def _goal_heading(self, s: RootState, desired: Intent) -> tuple[float, float, float]:
         """Goal velocity ``(x, z)`` and goal heading (rad) of an intent, as :func:`_goals`
         and :func:`_heading` derive them, on floats."""
-        vel = desired.velocity
-        gx, gz = float(vel[0]), float(vel[2])
+        gx, _, gz = desired.velocity.tolist()
         f = desired.facing
         if f is not None:
-            goal = heading_of_angle(math.atan2(float(f[0]), float(f[2])))
+            fx, _, fz = f.tolist()
+            goal = heading_of_angle(math.atan2(fx, fz))
         elif math.hypot(gx, gz) >= STILL_SPEED:
             goal = heading_of_angle(math.atan2(gx, gz))
         else:
@@ -419,13 +419,13 @@ class TrajectoryPredictor:
         e1 = -math.expm1(-yt)
         n2 = 1.0 - (1.0 + yt) * e
         yy = y * y
-        p, v, a = s.position, s.velocity, s.acceleration
-        xs, vs, as_ = [0.0, float(p[1]), 0.0], [0.0, 0.0, 0.0], [0.0, 0.0, 0.0]
+        p, v, a = s.position.tolist(), s.velocity.tolist(), s.acceleration.tolist()
+        xs, vs, as_ = [0.0, p[1], 0.0], [0.0, 0.0, 0.0], [0.0, 0.0, 0.0]
         for c, g in ((0, gx), (2, gz)):
-            v0, a0 = float(v[c]), float(a[c])
+            v0, a0 = v[c], a[c]
             j0 = v0 - g
             j1 = a0 + j0 * y
-            xs[c] = float(p[c]) + g * t + j0 * e1 / y + j1 * n2 / yy
+            xs[c] = p[c] + g * t + j0 * e1 / y + j1 * n2 / yy
             vs[c] = g + e * (j0 + j1 * t)
             as_[c] = e * (a0 - j1 * yt)
         # heading spring toward the goal, the shortest way round
