@@ -57,6 +57,10 @@ def test_intent_basics():
     np.testing.assert_allclose(s.facing_or(X), Z)
     np.testing.assert_allclose(i.facing_or(X), Z)
     np.testing.assert_allclose(idle.facing_or([2.0, 0.0, 0.0]), X)
+    # copying an intent with a (read-only) facing keeps the facing and leaves the original alone
+    t = s.with_(gait="run")
+    np.testing.assert_allclose(t.facing, Z)
+    assert t.gait == "run" and s.gait == "walk"
 
 
 def test_intent_validation_and_equality():

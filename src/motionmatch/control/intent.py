@@ -122,7 +122,7 @@ class Intent:
         v = np.zeros(3) if self.velocity is None else vec3(self.velocity, "Intent.velocity")
         object.__setattr__(self, "velocity", _frozen(v))
         if self.facing is not None:
-            f = vec3(self.facing, "Intent.facing")
+            f = vec3(self.facing, "Intent.facing").copy()  # may be a read-only view of a frozen facing
             f[1] = 0.0
             n = float(np.linalg.norm(f))
             if n < 1e-9:
