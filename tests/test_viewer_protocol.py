@@ -626,3 +626,29 @@ def test_every_scenario_of_the_repository_loads_and_plays(server):
             assert not errors, (f, errors)
             if "cubes" not in f:  # the standing character of cubes-approach waits for the cubes
                 assert moved.max() > 0.3, (f, moved)  # its agents act: scripts, paths, goals
+
+
+def test_a_spawned_group_spreads_its_searches_over_ticks(tmp_path_factory):
+    """Members of a group spawned together all search on their first tick (their first
+    intents are sharp changes); afterwards their periodic searches are spread over the
+    search interval instead of bursting on the same tick."""
+    from motionmatch.viewer import hooks
+    from motionmatch.viewer.server import Viewer
+    from motionmatch.viewer.session import Session
+
+    hooks.load_plugins()
+    db = small_database(tmp_path_factory.getbasetemp())
+    s = Session(Viewer(db, adaptive_rate=False), lambda item: None)
+    n = 12
+    s.handle({"type": "spawn_group", "seq": None, "count": n, "center": (0.0, 0.0), "spacing": 1.5,
+              "target": (0.0, 40.0), "speed": 1.3})
+    group = [ch for ch in s.chars.values() if ch.id != s.selected]
+    assert len(group) == n
+    per_tick = []
+    for _ in range(120):
+        s.step()
+        per_tick.append(sum(1 for ch in group if ch.last is not None and ch.last.searched))
+    assert per_tick[0] == n  # everybody's first search
+    interval_ticks = round(group[0].ctrl.s.search_interval * 60)
+    # spread: about n / interval_ticks periodic searches per tick, plus the odd forced one
+    assert max(per_tick[2:]) <= -(-n // interval_ticks) + 2, per_tick

@@ -129,6 +129,7 @@ class Session:
         self.frames_sent = 0
         self._step_times: list[float] = []
         self._tick_stamps: deque[float] = deque(maxlen=TICK_HZ + 1)
+        self._stagger_ids: list[int] = []  # spawned together: spread their periodic searches
         self.late_ticks = 0
         self.dropped_ticks = 0
         self.divisor = 1  # background characters are updated every divisor-th tick (see step)
@@ -229,10 +230,24 @@ class Session:
                 ch.record()
             else:
                 ch.step(dt)
+        if self._stagger_ids:
+            self._stagger_searches()
         self.tick += 1
         self.time += dt
         self.scrub_back = 0
         self._adapt(time.perf_counter() - t0)
+
+    def _stagger_searches(self) -> None:
+        """Spread the periodic searches of characters spawned together over the search
+        interval. Their first intents are sharp changes, so they all search on the same
+        tick (a burst of up to 50 searches); afterwards member ``k`` waits ``k mod n``
+        extra ticks once, ``n`` being the interval in ticks."""
+        for k, cid in enumerate(self._stagger_ids):
+            ch = self.chars.get(cid)
+            if isinstance(ch, MMCharacter):
+                n = max(1, round(ch.ctrl.s.search_interval * TICK_HZ))
+                ch.ctrl.since_search = min(ch.ctrl.since_search, 0.0) - (k % n) / TICK_HZ
+        self._stagger_ids.clear()
 
     def _adapt(self, seconds: float) -> None:
         """Choose how often background characters are updated from the recent tick cost."""
@@ -575,6 +590,7 @@ class Session:
                 T = dist / float(m["speed"])
                 ch.start_path(np.array([0.0, T]), np.array([[x, z], [x + tx, z + tz]]), mode="local", levels=1, k=1)
                 self.send({"type": "path_info", **ch.follow_info})
+        self._stagger_ids.extend(ids)
         self._send_characters()
         return {"ids": ids}
 
