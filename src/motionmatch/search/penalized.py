@@ -18,11 +18,18 @@ Methods (:attr:`SearchOptions.method`):
     apart and differing by ``rep_threshold`` of a dimension's range), a segment search
     around each representative that beats the best, a dissimilarity-based stride with
     aggressiveness ``v``, starting about 1% of the representatives before the previous
-    best match. Approximate. With ``collision_fallback`` a result that still collides is
-    replaced by the linear search's (so it never returns a colliding frame when a
-    collision-free one scores lower).
+    best match. Approximate. With ``block_bounds`` (ours, not the paper's) runs of
+    ``block_size`` representatives carry byte-coded per-dimension bounds of their segments'
+    frames; a run whose box is already farther from the query than the best score is
+    skipped whole (no frame in it could win). With ``collision_fallback`` a result that
+    still collides is replaced by the linear search's (so it never returns a colliding
+    frame when a collision-free one scores lower).
 ``"plain"``
     no environment: the accelerated search on query features (plain motion matching).
+
+One compiled call (:func:`._penalized_kernels.run_search`) runs the search, the
+collision fallback and the summary of the result; :class:`SearchBuffers` lets a caller
+that searches every few frames reuse its arrays and packed parameters.
 
 Every method first pre-selects obstacles around the query trajectory (the caller does
 this with :func:`prepare_obstacles`); with none near, all but ``"linear"`` fall back to
@@ -164,7 +171,7 @@ class SearchResult:
         method: the method that produced it (``"plain"`` when nothing was near,
             ``"exact"`` after a collision fallback).
         stats: counters (distances started, penalty evaluations, exact signed distances,
-            segments opened, representatives visited).
+            segments opened, representatives visited, blocks skipped).
     """
 
     index: int
