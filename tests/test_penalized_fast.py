@@ -86,14 +86,24 @@ def test_encode_block_bounds_rounds_outward_and_handles_empty_blocks():
     assert np.all(grid[0] + clo[fin] * grid[1] <= lo[fin]) and np.all(grid[0] + chi[fin] * grid[1] >= hi[fin])
     assert clo[1].tolist() == [0, 0] and chi[1].tolist() == [255, 255]  # empty: the whole range
     # a query inside a box is at distance 0 from it; outside, a lower bound of the true distance
-    w = np.ones(2)
-    qc = (np.array([0.05, 0.0]) - grid[0]) / grid[1]
-    assert PK.box_distance(clo, chi, 0, qc, w * grid[1] ** 2) == 0.0
-    q = np.array([1.5, 3.0])
-    qc = (q - grid[0]) / grid[1]
-    lb = PK.box_distance(clo, chi, 2, qc, w * grid[1] ** 2)
+    pad = 6  # whole vector lanes (8 columns)
+    clo = np.concatenate([clo, np.zeros((3, pad), np.uint8)], axis=1)
+    chi = np.concatenate([chi, np.full((3, pad), 255, np.uint8)], axis=1)
+
+    def codes(q):
+        x = np.clip((q - grid[0]) / grid[1], -10000.0, 10255.0)
+        ql, qh = np.zeros(8, np.int32), np.zeros(8, np.int32)
+        ql[:2], qh[:2] = np.floor(x), np.ceil(x)
+        wc = np.zeros(8, np.float32)
+        wc[:2] = grid[1] ** 2
+        return ql, qh, wc
+
+    assert PK.box_codes_early(clo, chi, 0, *codes(np.array([0.05, 0.0])), np.inf) == 0.0
+    lb = PK.box_codes_early(clo, chi, 2, *codes(np.array([1.5, 3.0])), np.inf)
     exact = (1.5 - 0.7) ** 2 + (3.0 - 2.0) ** 2
-    assert 0.0 < lb <= exact + 1e-12 and lb > 0.9 * exact
+    assert 0.0 < lb <= exact and lb > 0.8 * exact
+    # early exit: the partial sum is returned once it reaches the limit
+    assert PK.box_codes_early(clo, chi, 2, *codes(np.array([1.5, 3.0])), 1e-3) >= 1e-3
 
 
 def test_coded_box_bound_is_a_lower_bound_of_every_frame():
@@ -107,7 +117,7 @@ def test_coded_box_bound_is_a_lower_bound_of_every_frame():
     for _ in range(20):
         q = rng.normal(scale=rng.choice([0.5, 3.0]), size=ps.dim)
         w = rng.uniform(0.2, 3.0, ps.dim)
-        x = np.clip((q[order] - grid[0]) / grid[1], -1.0, 256.0)
+        x = np.clip((q[order] - grid[0]) / grid[1], -10000.0, 10255.0)
         ql = np.zeros(dp, np.int32)
         qh = np.zeros(dp, np.int32)
         wc = np.zeros(dp, np.float32)

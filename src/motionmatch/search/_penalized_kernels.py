@@ -252,16 +252,6 @@ def score_frames(idx, feats, q, w, ell, obs, counts, slotw, pp, out):
         out[j] = _score(idx[j], feats, q, w, ell, obs, counts, slotw, pp, np.inf, False, stats)
 
 
-@numba.njit(cache=True, nogil=True)
-def frame_summary(i, feats, q, w, ell, obs, counts, slotw, pp, clearance):
-    """``(score, weighted distance)`` of frame ``i``, and its clearance per slot into ``clearance``."""
-    stats = np.zeros(NS, dtype=np.int64)
-    d = _dist(feats, i, q, w)
-    s = _penalised(i, d, ell, obs, counts, slotw, pp, np.inf, False, stats)
-    frame_clearance(i, ell, obs, counts, pp, clearance)
-    return s, d
-
-
 @numba.njit(cache=True, nogil=True, fastmath=FM)
 def linear_search(feats, q, w, valid, mask, ell, obs, counts, slotw, pp, init, early, stats):
     """Exact: every valid frame in the mask, with early rejection. Returns (index, score)."""
@@ -322,7 +312,7 @@ def coherent_search(feats, q, w, valid, mask, ell, obs, counts, slotw, pp, reps,
         for d in range(D):
             o = blk_order[d]
             x = (q[o] - blk_grid[0, d]) / blk_grid[1, d]
-            x = min(max(x, -1.0), 256.0)  # beyond the grid: a gap of at least one step anyway
+            x = min(max(x, -10000.0), 10255.0)  # far beyond the grid: gaps stay exact to 10^4 steps, no overflow
             ql[d] = np.int32(math.floor(x))
             qh[d] = np.int32(math.ceil(x))
             wc[d] = np.float32(w[o] * blk_grid[1, d] * blk_grid[1, d] * (1.0 - 1e-5))  # float32: round down
@@ -559,41 +549,6 @@ def box_codes_early(lo, hi, b, ql, qh, wc, limit):
             s += wc[d] * np.float32(g * g)
         if s >= limit:
             return s
-    return s
-
-
-@numba.njit(cache=True, nogil=True, inline="always", fastmath=FM)
-def box_distance_early(lo, hi, b, q, w, limit):
-    """:func:`box_distance` that stops (returning the partial sum, itself >= ``limit``) once
-    a chunk of 8 dimensions brings the sum to ``limit``: store the most telling dimensions
-    first."""
-    s = 0.0
-    D = q.shape[0]
-    for d0 in range(0, D, 8):
-        d1 = min(d0 + 8, D)
-        for d in range(d0, d1):
-            x = q[d]
-            a = np.float64(lo[b, d])
-            c = np.float64(hi[b, d])
-            g = max(a - x, x - c, 0.0)
-            s += w[d] * g * g
-        if s >= limit:
-            return s
-    return s
-
-
-@numba.njit(cache=True, nogil=True, inline="always", fastmath=FM)
-def box_distance(lo, hi, b, q, w):
-    """Weighted squared distance from ``q`` to the box ``[lo[b], hi[b]]`` (a lower bound of the
-    distance of every point in it; ``+inf`` for an empty float box: ``lo = +inf``). With uint8
-    codes, ``q`` and ``w`` in grid units (``(q - base) / step``, ``w * step**2``)."""
-    s = 0.0
-    for d in range(q.shape[0]):
-        x = q[d]
-        a = np.float64(lo[b, d])
-        c = np.float64(hi[b, d])
-        g = max(a - x, x - c, 0.0)  # branch-free: vectorises
-        s += w[d] * g * g
     return s
 
 
