@@ -4,7 +4,9 @@
 
 Renders the motion capture through the virtual camera (the quick configuration by
 default, ``--full`` for the default classifiers' configuration), trains the paper's kNN
-baseline and the improved classifier, then measures on the held-out renders:
+baseline and the improved classifier (its per-class offsets and smoother chosen on the
+validation split, then refit on training + validation), then measures on the held-out
+test renders:
 
 * **per pose, live**: wall time of ``StreamingClassifier.push`` (resample, normalise the
   recent history, features, classify, smooth) for each pose of a 20-second held-out

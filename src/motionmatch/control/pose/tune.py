@@ -30,7 +30,7 @@ from motionmatch.control.pose.labels import COMMAND_INDEX, COMMANDS
 #: ``power`` (tempering of the observation likelihoods), ``margin`` (hysteresis).
 SMOOTHER_GRID: dict[str, tuple[float, ...]] = {
     "stay": (0.3, 0.5, 0.7, 0.8, 0.9, 0.95),
-    "power": (0.75, 1.0, 1.5, 2.0),
+    "power": (0.75, 1.0, 1.5, 2.0, 3.0),
     "margin": (1.0, 1.5, 2.5),
 }
 #: Validation latency allowed (s): 20 ms under the acceptance bar of 200 ms.
