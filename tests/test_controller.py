@@ -65,6 +65,18 @@ def test_searches_on_interval_and_on_sharp_changes(db):
     assert r.searched
 
 
+def test_search_interval_counts_frames_exactly(db):
+    """0.1 s at 60 Hz is every 6th frame (summing 1/60 six times gives 0.0999...; that
+    must not delay the search to the 7th frame)."""
+    ctrl = Controller(db, ControllerSettings(search_interval=0.1))
+    fwd = Intent(velocity=[0, 0, 1.0], gait="walk")
+    res = drive(ctrl, fwd, 0.5)  # first update searches; settle
+    res = drive(ctrl, fwd, 3.0)
+    frames = [i for i, r in enumerate(res) if r.searched]
+    gaps = np.diff(frames)
+    assert np.median(gaps) == 6, gaps
+
+
 def test_prefers_continuing_the_current_clip(db):
     ctrl = Controller(db)
     res = drive(ctrl, Intent(velocity=[0, 0, 1.0], gait="walk"), 3.0)

@@ -479,7 +479,8 @@ class Controller:
                 searched = True
                 transitioned = self._search(Intent.idle(), "dance", None, force=True)
         else:
-            due = self._since_search >= self.s.search_interval
+            # tolerance: six steps of 1/60 s sum to 0.09999... < 0.1, which would search every 7th frame
+            due = self._since_search >= self.s.search_interval - 1e-9
             if force or due or sharp or at_end:
                 tags = "creep" if mode == "creep" else self.s.locomotion_tags
                 vert = self.vtargets.creep if mode == "creep" else None

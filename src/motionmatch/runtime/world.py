@@ -629,7 +629,7 @@ class World:
             # spread searches: agent i searches i frames later (mod the search interval)
             n = max(1, round(self.controller_settings.search_interval * self.fps))
             for i, a in enumerate(self.agents):
-                a.ctrl._since_search = -(i % n) / self.fps
+                a.ctrl.since_search = -(i % n) / self.fps
         self.time += dt
         self.frame += 1
 
