@@ -92,18 +92,18 @@ def test_encode_block_bounds_rounds_outward_and_handles_empty_blocks():
 
     def codes(q):
         x = np.clip((q - grid[0]) / grid[1], -10000.0, 10255.0)
-        ql, qh = np.zeros(8, np.int32), np.zeros(8, np.int32)
+        ql, qh = np.zeros(8, np.float32), np.zeros(8, np.float32)
         ql[:2], qh[:2] = np.floor(x), np.ceil(x)
         wc = np.zeros(8, np.float32)
         wc[:2] = grid[1] ** 2
         return ql, qh, wc
 
-    assert PK.box_codes_early(clo, chi, 0, *codes(np.array([0.05, 0.0])), np.inf) == 0.0
-    lb = PK.box_codes_early(clo, chi, 2, *codes(np.array([1.5, 3.0])), np.inf)
+    assert PK.box_codes_gap(clo, chi, 0, *codes(np.array([0.05, 0.0]))) == 0.0
+    lb = PK.box_codes_gap(clo, chi, 2, *codes(np.array([1.5, 3.0])))
     exact = (1.5 - 0.7) ** 2 + (3.0 - 2.0) ** 2
     assert 0.0 < lb <= exact and lb > 0.8 * exact
-    # early exit: the partial sum is returned once it reaches the limit
-    assert PK.box_codes_early(clo, chi, 2, *codes(np.array([1.5, 3.0])), 1e-3) >= 1e-3
+    # the empty block spans the whole grid: no gap from a query inside the grid
+    assert PK.box_codes_gap(clo, chi, 1, *codes(np.array([0.5, 1.5]))) == 0.0
 
 
 def test_coded_box_bound_is_a_lower_bound_of_every_frame():
@@ -118,13 +118,13 @@ def test_coded_box_bound_is_a_lower_bound_of_every_frame():
         q = rng.normal(scale=rng.choice([0.5, 3.0]), size=ps.dim)
         w = rng.uniform(0.2, 3.0, ps.dim)
         x = np.clip((q[order] - grid[0]) / grid[1], -10000.0, 10255.0)
-        ql = np.zeros(dp, np.int32)
-        qh = np.zeros(dp, np.int32)
+        ql = np.zeros(dp, np.float32)
+        qh = np.zeros(dp, np.float32)
         wc = np.zeros(dp, np.float32)
         ql[: ps.dim], qh[: ps.dim] = np.floor(x), np.ceil(x)
         wc[: ps.dim] = w[order] * grid[1] ** 2 * (1 - 1e-5)
         for b in range(len(clo)):
-            lb = PK.box_codes_early(clo, chi, b, ql, qh, wc, np.inf)
+            lb = PK.box_codes_gap(clo, chi, b, ql, qh, wc)
             js = range(b * size, min((b + 1) * size, len(reps)))
             f = np.concatenate([ps.features[lo[j]:hi[j]][ps.valid[lo[j]:hi[j]]] for j in js]).astype(np.float64)
             if len(f):

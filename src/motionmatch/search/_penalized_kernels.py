@@ -305,16 +305,16 @@ def coherent_search(feats, q, w, valid, mask, ell, obs, counts, slotw, pp, reps,
     fb = np.zeros(D)  # features of the best frame
     db_best = 0.0  # its query distance
     Dp = blk_lo.shape[1]  # the query's codes and the weights in grid units of the block bounds
-    ql = np.zeros(Dp, dtype=np.int32)
-    qh = np.zeros(Dp, dtype=np.int32)
+    ql = np.zeros(Dp, dtype=np.float32)  # whole numbers of steps, as float32 (exact)
+    qh = np.zeros(Dp, dtype=np.float32)
     wc = np.zeros(Dp, dtype=np.float32)
     if blk_size > 0:
         for d in range(D):
             o = blk_order[d]
             x = (q[o] - blk_grid[0, d]) / blk_grid[1, d]
             x = min(max(x, -10000.0), 10255.0)  # far beyond the grid: gaps stay exact to 10^4 steps, no overflow
-            ql[d] = np.int32(math.floor(x))
-            qh[d] = np.int32(math.ceil(x))
+            ql[d] = np.float32(math.floor(x))
+            qh[d] = np.float32(math.ceil(x))
             wc[d] = np.float32(w[o] * blk_grid[1, d] * blk_grid[1, d] * (1.0 - 1e-5))  # float32: round down
     if init >= 0:
         db_best = _dist(feats, init, q, w)
@@ -351,7 +351,7 @@ def coherent_search(feats, q, w, valid, mask, ell, obs, counts, slotw, pp, reps,
             b = j // blk_size
             if b != cur_blk:
                 cur_blk = b
-                if best < np.inf and box_codes_early(blk_lo, blk_hi, b, ql, qh, wc, best) >= best:
+                if best < np.inf and box_codes_gap(blk_lo, blk_hi, b, ql, qh, wc) >= best:
                     nxt = (b + 1) * blk_size
                     if nxt > n:
                         nxt = n
@@ -535,20 +535,19 @@ def run_search(ia, fa, feats, q, w, valid, mask, ell, obs, counts, slotw, pp, re
 
 
 @numba.njit(cache=True, nogil=True, inline="always", fastmath=FM)
-def box_codes_early(lo, hi, b, ql, qh, wc, limit):
+def box_codes_gap(lo, hi, b, ql, qh, wc):
     """Lower bound of the weighted squared distance from a query to the coded box ``b``
     (uint8 ``lo, hi [B, Dp]``, ``Dp`` a multiple of 8), all in grid units: ``ql, qh [Dp]``
-    int32 the query's codes rounded down and up, ``wc [Dp]`` float32 the weights times the
-    squared step. The per-dimension gap ``max(lo - qh, ql - hi, 0)`` never exceeds the true
-    one, so the sum is a lower bound; it is summed 8 dimensions at a time (vector lanes) and
-    returned as soon as it reaches ``limit``."""
+    float32 the query's codes rounded down and up (whole numbers), ``wc [Dp]`` float32 the
+    weights times the squared step (rounded down by 1e-5, more than the float32 rounding of
+    the sum). The per-dimension gap ``max(lo - qh, ql - hi, 0)`` never exceeds the true one,
+    so the sum is a lower bound. All ``Dp`` columns are summed, without an early exit: the
+    loop then runs in vector lanes (about 5 ns for 32 columns, against 30 ns with an exit
+    test every 8 columns)."""
     s = np.float32(0.0)
-    for d0 in range(0, ql.shape[0], 8):
-        for d in range(d0, d0 + 8):
-            g = max(np.int32(lo[b, d]) - qh[d], ql[d] - np.int32(hi[b, d]), np.int32(0))
-            s += wc[d] * np.float32(g * g)
-        if s >= limit:
-            return s
+    for d in range(ql.shape[0]):
+        g = max(np.float32(lo[b, d]) - qh[d], ql[d] - np.float32(hi[b, d]), np.float32(0.0))
+        s += wc[d] * (g * g)
     return s
 
 
