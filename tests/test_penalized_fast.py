@@ -149,6 +149,48 @@ def test_block_bounded_exhaustive_coherent_search_is_exact():
         assert skipped > 0  # the bounds did prune
 
 
+def test_super_blocks_keep_the_exhaustive_search_exact():
+    """Super-blocks (boxes of runs of blocks, checked first) only drop frames that cannot
+    win either: stride 1 over every frame still finds the linear optimum, and their codes
+    contain every block's box."""
+    ps, rng = _problem(5)
+    clo, chi, _grid, _order = ps.block_bounds(False, 2)
+    slo, shi = ps.super_blocks(False, 2, 3)
+    assert len(slo) == -(-len(clo) // 3)
+    for b in range(len(clo)):
+        assert np.all(slo[b // 3] <= clo[b]) and np.all(shi[b // 3] >= chi[b])
+    for sup in (2, 5):
+        opt = SearchOptions(adaptive=False, dissimilarity=False, warm_start=False, collision_fallback=False,
+                            block_bounds=True, block_size=2, super_blocks=sup)
+        for _ in range(5):
+            obs, cnt, _ = _obstacles(rng)
+            q = ps.features[rng.integers(ps.n_frames)] + rng.normal(scale=0.3, size=ps.dim)
+            lin = ps.search(q, obs, cnt, options=SearchOptions(method="linear"))
+            coh = ps.search(q, obs, cnt, options=opt)
+            assert coh.score == pytest.approx(lin.score, rel=1e-9)
+    with pytest.raises(Exception, match="super_blocks"):
+        SearchOptions(super_blocks=-1)
+
+
+def test_penalty_clearance_equals_penalty_and_clearance():
+    """The summary's fused pass gives frame_penalty's value (no rejection) and
+    frame_clearance's distances."""
+    ps, rng = _problem(6)
+    pp = PenaltyParams(threshold=0.5).packed(None, ps.has_heights)
+    slotw = PenaltyParams().slot_weight_array(ps.n_slots)
+    stats = np.zeros(PK.NS, dtype=np.int64)
+    for _ in range(40):
+        obs, cnt, _ = _obstacles(rng)
+        i = int(rng.integers(ps.n_frames))
+        ref_pen = PK.frame_penalty(i, ps.ellipses, obs, cnt, slotw, pp, np.inf, False, stats)
+        ref_cl = np.empty(ps.n_slots)
+        PK.frame_clearance(i, ps.ellipses, obs, cnt, pp, ref_cl)
+        cl = np.empty(ps.n_slots)
+        pen = PK.penalty_clearance(i, ps.ellipses, obs, cnt, slotw, pp, cl)
+        assert pen == pytest.approx(ref_pen, rel=1e-12, abs=1e-300)
+        np.testing.assert_allclose(cl, ref_cl, rtol=1e-12, atol=1e-12)
+
+
 def test_buffers_path_equals_the_checked_path():
     ps, rng = _problem(2)
     buf = SearchBuffers(ps)

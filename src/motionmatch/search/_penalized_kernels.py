@@ -252,13 +252,22 @@ def score_frames(idx, feats, q, w, ell, obs, counts, slotw, pp, out):
         out[j] = _score(idx[j], feats, q, w, ell, obs, counts, slotw, pp, np.inf, False, stats)
 
 
+@numba.njit(cache=True, nogil=True)
+def init_score(init, feats, q, w, ell, obs, counts, slotw, pp, stats):
+    """The full score of frame ``init`` that seeds a search (``inf`` for -1)."""
+    if init < 0:
+        return np.inf
+    return _penalised(init, _dist(feats, init, q, w), ell, obs, counts, slotw, pp, np.inf, True, stats)
+
+
 @numba.njit(cache=True, nogil=True, fastmath=FM)
-def linear_search(feats, q, w, valid, mask, ell, obs, counts, slotw, pp, init, early, stats):
-    """Exact: every valid frame in the mask, with early rejection. Returns (index, score)."""
+def linear_search(feats, q, w, valid, mask, ell, obs, counts, slotw, pp, init, init_score, early, stats):
+    """Exact: every valid frame in the mask, with early rejection, seeded with frame ``init``
+    (-1: none) of full score ``init_score`` (:func:`init_score`). Returns (index, score)."""
     best = np.inf
     bi = -1
     if init >= 0:
-        best = _penalised(init, _dist(feats, init, q, w), ell, obs, counts, slotw, pp, np.inf, early, stats)
+        best = init_score
         bi = init
     n = 0
     for i in range(feats.shape[0]):
@@ -278,27 +287,30 @@ def linear_search(feats, q, w, valid, mask, ell, obs, counts, slotw, pp, init, e
 
 @numba.njit(cache=True, nogil=True, fastmath=FM)
 def coherent_search(feats, q, w, valid, mask, ell, obs, counts, slotw, pp, reps, rep_feats, rep_lo, rep_hi, start,
-                    init, init_seg, dissim, v, max_stride, slack, stats, blk_lo, blk_hi, blk_grid, blk_order,
-                    blk_size):
+                    init, init_score, init_seg, dissim, v, max_stride, slack, stats, blk_lo, blk_hi, blk_grid, blk_order,
+                    blk_size, sup_lo, sup_hi, sup_size):
     """Temporal-coherence search (paper Sec. 5.4.2): representatives from ``start`` (wrapping
     around), each scored against the best so far; a representative that beats it opens its
     segment ``[rep_lo, rep_hi)`` (so does one whose query distance alone is below ``slack``
     times the best score, ``slack > 1``); with ``dissim`` the stride over representatives grows with
     the dissimilarity between the representative and the best frame (see
-    :func:`stride_for`). The frame playing now (``init``) seeds the best score, and its
+    :func:`stride_for`). The frame playing now (``init``, full score ``init_score``) seeds the best score, and its
     segment (``init_seg``, -1: none) is searched first. ``rep_feats`` holds the representatives' features contiguously
     (the coarse pass then reads memory in order).
 
     Block bounds (``blk_size > 0``): ``blk_lo, blk_hi [ceil(n / blk_size), D]`` (uint8 codes
     on the grid ``blk_grid [2, D]``: value = base + code * step, see
-    :func:`encode_block_bounds`; column ``j`` is feature dimension ``blk_order[j]``, the most
-    telling first, so that far blocks are rejected after a few dimensions) bound, per dimension, every valid frame in the segments of
-    each run of ``blk_size`` consecutive representatives (a quarter of the memory of float32
-    bounds: the pass over them is what a cold cache makes costly); on entering a block, its
-    weighted box distance to the query
-    (a lower bound of every score in it: penalties are >= 0) is compared with the best score
+    :func:`encode_block_bounds`; column ``j`` is feature dimension ``blk_order[j]``) bound,
+    per dimension, every valid frame in the segments of each run of ``blk_size`` consecutive
+    representatives (a quarter of the memory of float32 bounds: the pass over them is what a
+    cold cache makes costly); on entering a block, its weighted box distance to the query (a
+    lower bound of every score in it: penalties are >= 0) is compared with the best score
     and the whole block is skipped when it cannot win (it never skips a frame that could beat
-    the best so far; the stride then restarts at the next block). Returns (index, score)."""
+    the best so far; the stride then restarts at the next block). Super-blocks
+    (``sup_size > 0``): ``sup_lo, sup_hi [ceil(n_blocks / sup_size), Dp]``, the same codes
+    bounding runs of ``sup_size`` blocks, checked first on entering one of them (then
+    skipped whole, with the same guarantee): small blocks give tight bounds, and the
+    super-blocks keep their checks few. Returns (index, score)."""
     D = q.shape[0]
     best = np.inf
     bi = -1
@@ -318,7 +330,7 @@ def coherent_search(feats, q, w, valid, mask, ell, obs, counts, slotw, pp, reps,
             wc[d] = np.float32(w[o] * blk_grid[1, d] * blk_grid[1, d] * (1.0 - 1e-5))  # float32: round down
     if init >= 0:
         db_best = _dist(feats, init, q, w)
-        best = _penalised(init, db_best, ell, obs, counts, slotw, pp, np.inf, True, stats)
+        best = init_score
         bi = init
         for d in range(D):
             fb[d] = feats[init, d]
@@ -346,11 +358,23 @@ def coherent_search(feats, q, w, valid, mask, ell, obs, counts, slotw, pp, reps,
     j = start % n
     seen = 0
     cur_blk = -1
+    cur_sup = -1
     while seen < n:
         if blk_size > 0:
             b = j // blk_size
             if b != cur_blk:
                 cur_blk = b
+                if sup_size > 0 and b // sup_size != cur_sup:
+                    # a new super-block: the box of its ``sup_size`` blocks first
+                    cur_sup = b // sup_size
+                    if best < np.inf and box_codes_gap(sup_lo, sup_hi, cur_sup, ql, qh, wc) >= best:
+                        nxt = (cur_sup + 1) * sup_size * blk_size
+                        if nxt > n:
+                            nxt = n
+                        stats[S_BLK] += (nxt - 1) // blk_size - b + 1
+                        seen += nxt - j
+                        j = nxt if nxt < n else 0
+                        continue
                 if best < np.inf and box_codes_gap(blk_lo, blk_hi, b, ql, qh, wc) >= best:
                     nxt = (b + 1) * blk_size
                     if nxt > n:
@@ -427,15 +451,69 @@ def coherent_search(feats, q, w, valid, mask, ell, obs, counts, slotw, pp, reps,
 
 
 @numba.njit(cache=True, nogil=True)
-def summarise(idx, feats, q, w, ell, obs, counts, slotw, pp, cur, clearance, out):
-    """Summary of a search's result ``idx`` (see :func:`run_search` for ``out`` and
-    ``clearance``)."""
+def _full_score(i, feats, q, w, ell, obs, counts, slotw, pp):
+    """The full score of frame ``i`` (no rejection)."""
     scratch = np.zeros(NS, dtype=np.int64)
+    return _penalised(i, _dist(feats, i, q, w), ell, obs, counts, slotw, pp, np.inf, False, scratch)
+
+
+@numba.njit(cache=True, nogil=True)
+def penalty_clearance(i, ell, obs, counts, slotw, pp, clearance):
+    """Frame ``i``'s weighted penalty sum (without W_env; :func:`frame_penalty` without
+    rejection, the same terms in the same order: the same value) and, into ``clearance [K]``,
+    its smallest signed distance per ellipse (:func:`frame_clearance`), each exact signed
+    distance computed once for both."""
+    dhat = pp[P_DHAT]
+    kappa = pp[P_KAPPA]
+    margin = pp[P_MARGIN]
+    use_h = pp[P_HEIGHTS] > 0.5
+    disk = pp[P_DISK] > 0.5
+    pen = 0.0
+    for k in range(counts.shape[0]):
+        best = np.inf
+        cx = np.float64(ell[i, k, 0])
+        cz = np.float64(ell[i, k, 1])
+        ux = np.float64(ell[i, k, 2])
+        uz = np.float64(ell[i, k, 3])
+        a = np.float64(ell[i, k, 4])
+        b = np.float64(ell[i, k, 5])
+        R = a if a > b else b
+        if disk:
+            a = R
+            b = R
+        lo = np.float64(ell[i, k, 6]) - pp[P_HLOW]
+        hi = np.float64(ell[i, k, 7]) + pp[P_HTOP]
+        wk = slotw[k]
+        reach = dhat + margin + R
+        for m in range(counts[k]):
+            if use_h and (hi <= obs[k, m, C_YMIN] or lo >= obs[k, m, C_YMAX]):
+                continue
+            d = signed_distance(cx, cz, ux, uz, a, b, obs[k, m]) - margin
+            if d < best:
+                best = d
+            dx = obs[k, m, C_X] - cx
+            dz = obs[k, m, C_Z] - cz
+            if int(obs[k, m, C_TYPE]) != T_BOX:
+                lim = reach + obs[k, m, C_R]
+                if dx * dx + dz * dz >= lim * lim:
+                    continue
+            else:
+                if _point_lb(cx, cz, obs, k, m) >= reach:
+                    continue
+            if d < dhat:
+                pen += wk * obs[k, m, C_W] * barrier(d, dhat, kappa)
+        clearance[k] = best
+    return pen
+
+
+@numba.njit(cache=True, nogil=True)
+def summarise(idx, feats, q, w, ell, obs, counts, slotw, pp, cur, clearance, out, init=-1, s_init=np.inf):
+    """Summary of a search's result ``idx`` (see :func:`run_search` for ``out`` and
+    ``clearance``); the score of ``cur`` is ``s_init`` when it is ``init``."""
     if idx >= 0:
         d = _dist(feats, idx, q, w)
-        out[0] = _penalised(idx, d, ell, obs, counts, slotw, pp, np.inf, False, scratch)
+        out[0] = d + pp[P_ENVW] * penalty_clearance(idx, ell, obs, counts, slotw, pp, clearance)
         out[1] = d
-        frame_clearance(idx, ell, obs, counts, pp, clearance)
         hit = 0.0
         for k in range(clearance.shape[0]):
             if clearance[k] < 0.0:
@@ -447,7 +525,7 @@ def summarise(idx, feats, q, w, ell, obs, counts, slotw, pp, cur, clearance, out
         out[3] = 0.0
         clearance[:] = np.inf
     if cur >= 0:
-        out[2] = _penalised(cur, _dist(feats, cur, q, w), ell, obs, counts, slotw, pp, np.inf, False, scratch)
+        out[2] = s_init if (cur == init and init >= 0) else _full_score(cur, feats, q, w, ell, obs, counts, slotw, pp)
     else:
         out[2] = np.nan
 
@@ -464,7 +542,8 @@ A_CUR = 7        # frame whose full score goes to out[2] (-1: none)
 A_CLEAR = 8      # 1: report "clear" (no obstacle) instead of searching (the caller runs the plain search)
 A_WARM = 9       # 1: warm start (seed with A_INIT, start near A_PREV)
 A_BACK = 10      # how many representatives before the previous best's to start
-NA = 11
+A_SUPER = 11     # blocks per super-block (0: no super-blocks)
+NA = 12
 # float arguments
 F_V = 0          # stride aggressiveness v
 F_SLACK = 1      # segment slack
@@ -477,7 +556,7 @@ USED_CLEAR = 3
 
 @numba.njit(cache=True, nogil=True)
 def run_search(ia, fa, feats, q, w, valid, mask, ell, obs, counts, slotw, pp, reps, rep_feats, rep_lo, rep_hi, rep_of,
-               blk_lo, blk_hi, blk_grid, blk_order, stats, clearance, out):
+               blk_lo, blk_hi, blk_grid, blk_order, sup_lo, sup_hi, stats, clearance, out):
     """One penalised search in a single call (the per-search glue of :mod:`.penalized` fused;
     scalar arguments packed in ``ia [NA]`` int64 and ``fa [NF]`` float64, see ``A_*`` and
     ``F_*``). ``stats`` is zeroed first. The frame playing now seeds the search when it is
@@ -507,8 +586,10 @@ def run_search(ia, fa, feats, q, w, valid, mask, ell, obs, counts, slotw, pp, re
     i0 = ia[A_INIT]
     if ia[A_WARM] != 0 and 0 <= i0 < N and valid[i0] and mask[i0]:
         init = i0
+    s_init = init_score(init, feats, q, w, ell, obs, counts, slotw, pp, stats)
+    have_clearance = False
     if method == 0:
-        idx, _ = linear_search(feats, q, w, valid, mask, ell, obs, counts, slotw, pp, init, True, stats)
+        idx, _ = linear_search(feats, q, w, valid, mask, ell, obs, counts, slotw, pp, init, s_init, True, stats)
         used = USED_LINEAR
     else:
         n = reps.shape[0]
@@ -518,19 +599,37 @@ def run_search(ia, fa, feats, q, w, valid, mask, ell, obs, counts, slotw, pp, re
             start = (rep_of[prev] - ia[A_BACK]) % n
         init_seg = rep_of[init] if init >= 0 else -1
         idx, _ = coherent_search(feats, q, w, valid, mask, ell, obs, counts, slotw, pp, reps, rep_feats, rep_lo,
-                                 rep_hi, start, init, init_seg, ia[A_DISSIM], fa[F_V], ia[A_MAXSTRIDE], fa[F_SLACK],
-                                 stats, blk_lo, blk_hi, blk_grid, blk_order, ia[A_BLOCK])
+                                 rep_hi, start, init, s_init, init_seg, ia[A_DISSIM], fa[F_V], ia[A_MAXSTRIDE], fa[F_SLACK],
+                                 stats, blk_lo, blk_hi, blk_grid, blk_order, ia[A_BLOCK], sup_lo, sup_hi,
+                                 ia[A_SUPER])
         used = USED_COHERENT
         if ia[A_FALLBACK] != 0 and idx >= 0:
-            frame_clearance(idx, ell, obs, counts, pp, clearance)
+            pen = penalty_clearance(idx, ell, obs, counts, slotw, pp, clearance)
+            have_clearance = True
             hit = False
             for k in range(clearance.shape[0]):
                 if clearance[k] < 0.0:
                     hit = True
             if hit:
-                idx, _ = linear_search(feats, q, w, valid, mask, ell, obs, counts, slotw, pp, init, True, stats)
+                idx, _ = linear_search(feats, q, w, valid, mask, ell, obs, counts, slotw, pp, init, s_init, True,
+                                       stats)
                 used = USED_FALLBACK
-    summarise(idx, feats, q, w, ell, obs, counts, slotw, pp, cur, clearance, out)
+                have_clearance = False
+    if have_clearance:  # the summary of idx from its penalty and clearance already computed
+        d = _dist(feats, idx, q, w)
+        out[0] = d + pp[P_ENVW] * pen
+        out[1] = d
+        hit = 0.0
+        for k in range(clearance.shape[0]):
+            if clearance[k] < 0.0:
+                hit = 1.0
+        out[3] = hit
+        if cur >= 0:
+            out[2] = s_init if cur == init else _full_score(cur, feats, q, w, ell, obs, counts, slotw, pp)
+        else:
+            out[2] = np.nan
+    else:
+        summarise(idx, feats, q, w, ell, obs, counts, slotw, pp, cur, clearance, out, init, s_init)
     return idx, used
 
 
@@ -549,6 +648,20 @@ def box_codes_gap(lo, hi, b, ql, qh, wc):
         g = max(np.float32(lo[b, d]) - qh[d], ql[d] - np.float32(hi[b, d]), np.float32(0.0))
         s += wc[d] * (g * g)
     return s
+
+
+def super_block_codes(lo: np.ndarray, hi: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray]:
+    """Codes of super-blocks: ``(lo [ceil(B / size), Dp], hi [...])`` uint8, the smallest
+    ``lo`` and largest ``hi`` codes of each run of ``size`` consecutive blocks (same grid:
+    their boxes contain the blocks' boxes)."""
+    B = lo.shape[0]
+    nb = max((B + size - 1) // size, 1)
+    pad = nb * size - B
+    lo_p = np.concatenate([lo, np.full((pad, lo.shape[1]), 255, np.uint8)]) if pad else lo
+    hi_p = np.concatenate([hi, np.zeros((pad, hi.shape[1]), np.uint8)]) if pad else hi
+    slo = lo_p.reshape(nb, size, -1).min(axis=1)
+    shi = hi_p.reshape(nb, size, -1).max(axis=1)
+    return np.ascontiguousarray(slo), np.ascontiguousarray(shi)
 
 
 @numba.njit(cache=True, nogil=True)

@@ -132,6 +132,9 @@ class SearchOptions:
         block_size: representatives per block (8: about 160 frames; on the dense-obstacle
             scenario 2, 4 and 8 cost about the same, and 8 kept the path error closest to
             the reference method's).
+        super_blocks: blocks per super-block (0: none): with block bounds, the box of each
+            run of ``super_blocks`` blocks is checked first and the run skipped whole when it
+            cannot win (same guarantee as the blocks).
     """
 
     method: str = "coherent"
@@ -146,6 +149,7 @@ class SearchOptions:
     segment_slack: float = 1.0
     block_bounds: bool = True
     block_size: int = 8
+    super_blocks: int = 0
 
     def __post_init__(self) -> None:
         if self.method not in METHODS:
@@ -154,6 +158,8 @@ class SearchOptions:
             raise SearchError(f"v: expected >= 0, got {self.v}")
         if int(self.block_size) < 1:
             raise SearchError(f"block_size: expected >= 1, got {self.block_size}")
+        if int(self.super_blocks) < 0:
+            raise SearchError(f"super_blocks: expected >= 0, got {self.super_blocks}")
 
     def with_(self, **changes) -> SearchOptions:
         return replace(self, **changes)
@@ -269,6 +275,7 @@ class PenalizedSearch:
         self._weighted_plain: dict = {}
         self._reps = {}
         self._blocks: dict = {}
+        self._supers: dict = {}
         self._none_blocks = np.zeros((1, self.dim), dtype=np.float32)
         self._none_codes = np.zeros((1, self.dim + (-self.dim % 8)), dtype=np.uint8)
         self._none_grid = np.ones((2, self.dim))
@@ -332,6 +339,15 @@ class PenalizedSearch:
             chi = np.concatenate([chi, np.full((len(chi), pad), 255, np.uint8)], axis=1)
             self._blocks[key] = (np.ascontiguousarray(clo), np.ascontiguousarray(chi), grid, order)
         return self._blocks[key]
+
+    def super_blocks(self, adaptive: bool, size: int, sup: int) -> tuple[np.ndarray, np.ndarray]:
+        """Codes ``(lo, hi) [ceil(B / sup), Dp]`` uint8 of runs of ``sup`` consecutive blocks
+        of :meth:`block_bounds` (same grid and column order), cached."""
+        key = (bool(adaptive), int(size), int(sup))
+        if key not in self._supers:
+            blo, bhi, _grid, _order = self.block_bounds(adaptive, size)
+            self._supers[key] = PK.super_block_codes(blo, bhi, int(sup))
+        return self._supers[key]
 
     # ------------------------------------------------------------------ search
     def search(self, query: np.ndarray, obstacles: np.ndarray, counts: np.ndarray, *,
@@ -452,6 +468,7 @@ class PenalizedSearch:
             fa = np.zeros(PK.NF)
             ia[PK.A_METHOD] = {"linear": 0, "coherent": 1, "plain": -1}[opt.method]
             ia[PK.A_WARM] = int(bool(opt.warm_start))
+            slo = shi = self._none_codes
             if opt.method == "coherent":
                 reps, rep_feats, lo, hi, rep_of = self.representatives(opt.adaptive)
                 ia[PK.A_DISSIM] = 0 if not opt.dissimilarity else (2 if opt.dissimilarity == "bound" else 1)
@@ -464,6 +481,9 @@ class PenalizedSearch:
                 if opt.block_bounds:
                     blo, bhi, grid, order = self.block_bounds(opt.adaptive, opt.block_size)
                     ia[PK.A_BLOCK] = int(opt.block_size)
+                    if opt.super_blocks > 0:
+                        slo, shi = self.super_blocks(opt.adaptive, opt.block_size, opt.super_blocks)
+                        ia[PK.A_SUPER] = int(opt.super_blocks)
                 else:
                     blo = bhi = self._none_codes
                     grid = self._none_grid
@@ -475,7 +495,7 @@ class PenalizedSearch:
                 blo = bhi = self._none_codes
                 grid = self._none_grid
                 order = self._none_order
-            plan = (ia, fa, reps, rep_feats, lo, hi, rep_of, blo, bhi, grid, order)
+            plan = (ia, fa, reps, rep_feats, lo, hi, rep_of, blo, bhi, grid, order, slo, shi)
             if len(self._plans) >= 32:
                 self._plans.pop(next(iter(self._plans)))
             self._plans[opt] = plan
