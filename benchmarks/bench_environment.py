@@ -75,7 +75,7 @@ from motionmatch.database import MotionDatabase
 from motionmatch.database.schema import environment_schema
 from motionmatch.datasets import load_folder
 from motionmatch.environment import load_scenario
-from motionmatch.runtime.world import EnvironmentMatcher, EnvironmentSettings, run_scenario
+from motionmatch.runtime.world import EnvironmentChooser, EnvironmentMatcher, EnvironmentSettings, run_scenario
 from motionmatch.search.penalized import SearchOptions
 
 SCENE = REPO / "scenarios" / "dense-obstacles.json"
@@ -104,19 +104,14 @@ def run(db, matcher, sc, cfg, record=False):
     st = settings_for(sc, cfg)
     log = []
     if record:
-        orig = matcher.search.search
-
-        def wrapped(q, obs, cnt, **kw):
-            r = orig(q, obs, cnt, **kw)
+        def rec_search(q, obs, cnt, kw, r):
             log.append((q.copy(), obs[:, : max(int(cnt.max()), 1)].copy(), cnt.copy(), dict(kw), r))
-            return r
 
-        matcher.search.search = wrapped
+        EnvironmentChooser.record = rec_search
     try:
         _world, rec, rep = run_scenario(db, sc, settings=st, matcher=matcher)
     finally:
-        if record:
-            matcher.search.search = orig
+        EnvironmentChooser.record = None
     cpu = np.array([t for lg in rec.logs if lg is not None for t in lg.cpu_times]) * 1e3
     rep["cpu_ms_mean"] = float(cpu.mean()) if cpu.size else 0.0
     rep["cpu_ms_std"] = float(cpu.std()) if cpu.size else 0.0

@@ -235,6 +235,11 @@ class EnvironmentChooser:
     now) are compiled calls.
     """
 
+    #: ``record(q, obs, cnt, kwargs, result)``, when set, is called after every search of
+    #: every chooser with the arguments of an equivalent :meth:`PenalizedSearch.search` call
+    #: and its result (benchmarks and tests record the searches of a run with it)
+    record: Callable | None = None
+
     def __init__(self, matcher: EnvironmentMatcher, settings: EnvironmentSettings | None = None, *,
                  controls: Controls | None = None, scene: Scene | None = None,
                  obstacles_fn: Callable | None = None, clock: Callable[[], float] | None = None):
@@ -258,7 +263,7 @@ class EnvironmentChooser:
         self._pts_world = np.empty((K + 1, 2))
         self._pts_local = np.empty((K + 1, 2))
         self._buffers = SearchBuffers(ps)
-        self.last: SearchResult | None = None
+        self._last: tuple[int, str] | None = None
         self._packed_for: tuple | None = None
 
     def _packed(self) -> tuple[float, SearchOptions]:
@@ -352,26 +357,45 @@ class EnvironmentChooser:
         envw = s.penalty.env_weight * (1.0 + c.anticipation * self.target_speed)
         if mask.dtype != np.bool_ or not mask.flags.c_contiguous:
             mask = np.ascontiguousarray(mask, dtype=bool)
+        ps = m.search
+        if mask.shape[0] != ps.n_frames:
+            raise ValueError(f"mask: expected {ps.n_frames} frames, got {mask.shape}")
         b = self._buffers
-        b.cur = cur
-        res = m.search.search(q, obs, cnt, mask=mask, init_index=cur, previous=self.previous, weights=w,
-                              penalty=s.penalty, env_weight=envw, options=opts, buffers=b)
-        self.previous = res.index
-        self.last = res
+        # the search without the checks of PenalizedSearch.search (every array is built here,
+        # contiguous and of the right type) and without building a SearchResult (see last)
+        slotw, pp = b.packed(s.penalty, envw)
+        prev = self.previous
+        idx, method = ps.search_into(q, obs, cnt, mask, cur, prev, w, slotw, pp, opts, cur, b.stats,
+                                     b.clearance, b.out, b)
+        self._last = (idx, method)
+        self.previous = idx
         self.last_obstacles = (obs, cnt)
+        out = b.out
+        if EnvironmentChooser.record is not None:
+            EnvironmentChooser.record(q, obs, cnt, {"mask": mask, "init_index": cur, "previous": prev,
+                                                    "weights": w, "penalty": s.penalty, "env_weight": envw,
+                                                    "options": opts}, b.result(idx, method))
         # The controller compares the returned cost with ratio * (its plain distance to the
         # frame playing now); shift the cost so that this compares penalised scores:
         # cost' < ratio * plain(cur)  <=>  score(best) < ratio * score(cur).
         ratio = ctrl.s.transition_ratio
-        cost = res.score - ratio * b.out[2] + ratio * cur_plain
+        cost = out[0] - ratio * out[2] + ratio * cur_plain
         lg = self.log
         lg.times.append(time.perf_counter() - t0)
         lg.cpu_times.append(time.thread_time() - c0)
-        lg.methods.append(res.method)
-        lg.collides.append(res.collides)
-        lg.obstacles.append(sum(cnt.tolist()))
-        lg.frames.append(res.index)
-        return np.array([res.index], dtype=np.int64), np.array([cost])
+        lg.methods.append(method)
+        lg.collides.append(bool(out[3] > 0.0))
+        lg.obstacles.append(int(cnt.sum()))
+        lg.frames.append(idx)
+        return np.array([idx], dtype=np.int64), np.array([cost])
+
+    @property
+    def last(self) -> SearchResult | None:
+        """The last search's :class:`~motionmatch.search.penalized.SearchResult` (built on
+        demand from the search buffers; ``None`` before the first search)."""
+        if self._last is None:
+            return None
+        return self._buffers.result(*self._last)
 
 
 # ---------------------------------------------------------------------------- inputs

@@ -215,6 +215,15 @@ class SearchBuffers:
         self._slotw = np.ones(search.n_slots)
         self._pp = np.zeros(PK.NP)
         self._envw = 0.0
+        self.ia = np.zeros(PK.NA, dtype=np.int64)  # the packed integer arguments of the last search
+        self._ia_of: np.ndarray | None = None  # the template they were copied from
+
+    def result(self, index: int, method: str) -> SearchResult:
+        """The :class:`SearchResult` of the last search from these buffers (its ``index`` and
+        ``method`` as returned by :meth:`PenalizedSearch.search_into`; copies)."""
+        out = self.out
+        return SearchResult(int(index), float(out[0]), float(out[1]), float(out[0] - out[1]), self.clearance.copy(),
+                            bool(out[3] > 0.0), method, dict(zip(STAT_NAMES, self.stats.tolist())))
 
     def packed(self, pen: PenaltyParams, env_weight: float | None) -> tuple[np.ndarray, np.ndarray]:
         """``(slot weights [K], packed parameters [NP])`` of ``pen`` with ``env_weight``."""
@@ -387,10 +396,8 @@ class PenalizedSearch:
                 raise SearchError("query, mask, weights, obstacles or counts: wrong shape")
             slotw, pp = b.packed(pen, env_weight)
             idx, method = self.search_into(query, obstacles, counts, m, init_index, previous, w, slotw, pp, opt, b.cur,
-                                           b.stats, b.clearance, b.out)
-            out = b.out
-            return SearchResult(idx, float(out[0]), float(out[1]), float(out[0] - out[1]), b.clearance.copy(),
-                                bool(out[3] > 0.0), method, dict(zip(STAT_NAMES, b.stats.tolist())))
+                                           b.stats, b.clearance, b.out, b)
+            return b.result(idx, method)
         q = np.ascontiguousarray(query, dtype=np.float64)
         if q.shape != (self.dim,):
             raise SearchError(f"query: expected shape ({self.dim},), got {q.shape}")
@@ -419,7 +426,7 @@ class PenalizedSearch:
     def search_into(self, q: np.ndarray, obs: np.ndarray, cnt: np.ndarray, mask: np.ndarray,
                     init_index: int | None, previous: int | None, w: np.ndarray, slotw: np.ndarray, pp: np.ndarray,
                     opt: SearchOptions, cur: int, stats: np.ndarray, clearance: np.ndarray,
-                    out: np.ndarray) -> tuple[int, str]:
+                    out: np.ndarray, buffers: SearchBuffers | None = None) -> tuple[int, str]:
         """:meth:`search` without input checks, for a per-frame chooser that owns its
         buffers (one compiled call does the search, the collision fallback and the summary;
         the scalar arguments of each :class:`SearchOptions` are packed once).
@@ -431,13 +438,21 @@ class PenalizedSearch:
             cur: a frame whose full score goes to ``out[2]`` (-1: none).
             stats: ``[NS]`` int64 counters of this search (out); clearance: ``[K]`` float64 out;
             out: ``[4]`` float64 out: score, distance, score of ``cur``, collides (0/1).
+            buffers: optional :class:`SearchBuffers` whose ``ia`` holds the packed integer
+                arguments (re-copied from the options' template only when the options change).
 
         Returns:
             ``(index, method)``: the best frame and the method that produced it (as
             :attr:`SearchResult.method`).
         """
         plan = self._plan_for(opt)
-        ia = plan[0].copy()  # the template is shared by every call with these options
+        if buffers is not None:
+            ia = buffers.ia
+            if buffers._ia_of is not plan[0]:
+                ia[:] = plan[0]
+                buffers._ia_of = plan[0]
+        else:
+            ia = plan[0].copy()  # the template is shared by every call with these options
         ia[PK.A_INIT] = -1 if init_index is None else init_index
         ia[PK.A_PREV] = -1 if previous is None else previous
         ia[PK.A_CUR] = cur
