@@ -103,6 +103,20 @@ class Scene:
         self._stamp = np.zeros(len(r), dtype=np.int64)
         self._out = np.empty(len(r), dtype=np.int64)
 
+    def grid_arrays(self) -> tuple | None:
+        """The static grid for compiled queries: ``(cell_start, items, nx, nz, x0, z0, cell,
+        rows, stamp, ids)`` (``stamp [S]`` visit marks: pass :meth:`next_tick`; ``ids [S]``
+        scratch for the row indices), or ``None`` without static obstacles."""
+        if self._grid is None:
+            return None
+        start, items, nx, nz, x0, z0 = self._grid
+        return (start, items, nx, nz, x0, z0, self.cell, self.static_rows, self._stamp, self._out)
+
+    def next_tick(self) -> int:
+        """A new visit mark for a grid query (see :meth:`grid_arrays`)."""
+        self._tick += 1
+        return self._tick
+
     # ------------------------------------------------------------------ queries
     def static_near(self, points: np.ndarray, radius: float) -> np.ndarray:
         """Indices (into :attr:`static_rows`) of the static obstacles whose shape comes

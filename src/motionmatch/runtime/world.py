@@ -263,6 +263,7 @@ class EnvironmentChooser:
         self._pts_world = np.empty((K + 1, 2))
         self._pts_local = np.empty((K + 1, 2))
         self._buffers = SearchBuffers(ps)
+        self._grid: tuple | None = None  # (scene, its Scene.grid_arrays()), on first use
         self._last: tuple[int, str] | None = None
         self._packed_for: tuple | None = None
 
@@ -288,23 +289,36 @@ class EnvironmentChooser:
         root = ctrl.root_pos
         yaw = float(ctrl.root_yaw)
         traj = ctrl.last_desired
-        if traj is not None:
-            pos = traj.positions
-            P = pos.shape[0] + 1
-            if self._pts_world.shape[0] != P:
-                self._pts_world = np.empty((P, 2))
-                self._pts_local = np.empty((P, 2))
-            PK.trajectory_points(float(root[0]), float(root[2]), yaw, pos, self._pts_world, self._pts_local)
-            pts_w, local = self._pts_world, self._pts_local
-        else:
-            pts_w = np.array([[root[0], root[2]]], dtype=np.float64)
-            local = np.zeros((1, 2))
         sc = self.scene
         extra = None
         if self.obstacles_fn is not None:
             extra, extra_slots = self.obstacles_fn(self)
             if not len(extra):
                 extra = None
+        if traj is not None:
+            pos = traj.positions
+            P = pos.shape[0] + 1
+            if self._pts_world.shape[0] != P:
+                self._pts_world = np.empty((P, 2))
+                self._pts_local = np.empty((P, 2))
+            pts_w, local = self._pts_world, self._pts_local
+            if extra is None and not sc.moving_ids.size:
+                # static obstacles only: points, grid query and pre-selection in one compiled call
+                if self._grid is None or self._grid[0] is not sc:
+                    self._grid = (sc, sc.grid_arrays())
+                    self._fit(max(len(sc.static_rows), 1))
+                grid = self._grid[1]
+                if grid is None:  # no static obstacle
+                    return self._empty(K) + (None,)
+                M, nearest = PK.gather_static(*grid, sc.next_tick(), float(root[0]), float(root[2]), yaw, pos,
+                                              radius, pts_w, local, self._buf, self._cnt, self._key)
+                if M == 0:
+                    return self._empty(K) + (None,)
+                return self._buf, self._cnt, nearest, local
+            PK.trajectory_points(float(root[0]), float(root[2]), yaw, pos, pts_w, local)
+        else:
+            pts_w = np.array([[root[0], root[2]]], dtype=np.float64)
+            local = np.zeros((1, 2))
         if not sc.moving_ids.size and extra is None:  # static obstacles only: one compiled call
             ids = sc.static_near(pts_w, radius)
             M = len(ids)

@@ -49,6 +49,7 @@ from motionmatch.environment.geometry import (
     point_lower_bound,
     signed_distance,
 )
+from motionmatch.environment.scene import _grid_query
 
 # penalty parameters
 P_DHAT = 0       # threshold d̂ (m)
@@ -910,6 +911,25 @@ def prepare_static(rows, ids, root_x, root_z, yaw, points, radius, out, counts, 
             sel[m, j] = rows[ids[m], j]
     slot_of = np.full(ids.shape[0], -1, dtype=np.int64)
     return prepare_obstacles(sel, slot_of, root_x, root_z, yaw, points, radius, out, counts, order_key)
+
+
+@numba.njit(cache=True, nogil=True)
+def gather_static(cell_start, items, nx, nz, x0, z0, cell, rows, stamp, ids, tick, root_x, root_z, yaw, positions,
+                  radius, world, local, out, counts, order_key):
+    """The obstacles of a search in a scene of static obstacles, in one call:
+    :func:`trajectory_points` (into ``world, local [P + 1, 2]``), the scene's grid query
+    (:func:`motionmatch.environment.scene._grid_query`: the grid ``cell_start, items, nx, nz,
+    x0, z0, cell`` over ``rows [S, ROW]``, ``stamp [S]`` and ``tick`` its visit marks, the
+    row indices into ``ids [S]``; the first ten arguments are :meth:`Scene.grid_arrays`) and :func:`prepare_static` into ``out [K, >= S, ROW]``,
+    ``counts [K]``. Returns ``(M, nearest)``: how many rows are near (0: none, ``counts``
+    zeroed, ``nearest`` inf) and the lower bound of the distance to the nearest."""
+    trajectory_points(root_x, root_z, yaw, positions, world, local)
+    M = _grid_query(cell_start, items, nx, nz, x0, z0, cell, world, radius, rows, stamp, tick, ids)
+    if M == 0:
+        for k in range(counts.shape[0]):
+            counts[k] = 0
+        return 0, np.inf
+    return M, prepare_static(rows, ids[:M], root_x, root_z, yaw, local, radius, out, counts, order_key)
 
 
 @numba.njit(cache=True, nogil=True)
