@@ -160,6 +160,7 @@ class EnvironmentMatcher:
         self.traj_pos = pos
         self.traj_dir = direc
         self.pose = ~(pos | direc)
+        self.control_masks = (self.pose, pos, direc)
         K = self.ellipses.shape[1]
         if len(self.slots) != K:
             raise ValueError(f"{K} ellipse slots but offsets {self.slots}")
@@ -263,6 +264,8 @@ class EnvironmentChooser:
         self._pts_world = np.empty((K + 1, 2))
         self._pts_local = np.empty((K + 1, 2))
         self._buffers = SearchBuffers(ps)
+        self._q = np.empty(len(matcher.cols))  # the query's search columns (float64)
+        self._w = np.empty(len(matcher.cols))  # the controls' weights
         self._grid: tuple | None = None  # (scene, its Scene.grid_arrays()), on first use
         self._last: tuple[int, str] | None = None
         self._packed_for: tuple | None = None
@@ -363,11 +366,6 @@ class EnvironmentChooser:
             k = min(max((nearest - s.body_radius) / s.penalty.threshold, 0.0), 1.0)
             ev = c.evasion + (1.0 - c.evasion) * k
         cur = int(ctrl.frame)
-        # the query's search columns, the weights (a new array: callers may keep the search's
-        # arguments) and the plain distance to the frame playing now, in one compiled call
-        q, w, cur_plain = PK.choice_inputs(query, m.cols, m.pose, m.traj_pos, m.traj_dir, float(c.continuity),
-                                           float(c.responsiveness), float(ev), m.db.features, cur,
-                                           m.planar_zero if view == "planar" else m.no_zero)
         envw = s.penalty.env_weight * (1.0 + c.anticipation * self.target_speed)
         if mask.dtype != np.bool_ or not mask.flags.c_contiguous:
             mask = np.ascontiguousarray(mask, dtype=bool)
@@ -375,19 +373,25 @@ class EnvironmentChooser:
         if mask.shape[0] != ps.n_frames:
             raise ValueError(f"mask: expected {ps.n_frames} frames, got {mask.shape}")
         b = self._buffers
-        # the search without the checks of PenalizedSearch.search (every array is built here,
-        # contiguous and of the right type) and without building a SearchResult (see last)
+        # one compiled call: the query's search columns and the controls' weights (into the
+        # chooser's buffers), the plain distance to the frame playing now, and the search
+        # (PenalizedSearch.search_into without its checks: every array is built here,
+        # contiguous and of the right type), without building a SearchResult (see last)
         slotw, pp = b.packed(s.penalty, envw)
         prev = self.previous
-        idx, method = ps.search_into(q, obs, cnt, mask, cur, prev, w, slotw, pp, opts, cur, b.stats,
-                                     b.clearance, b.out, b)
+        q, w = self._q, self._w
+        idx, method, cur_plain = ps.choose_into(query, m.cols, m.control_masks, m.planar_zero if view == "planar"
+                                                else m.no_zero, m.db.features, cur,
+                                                (float(c.continuity), float(c.responsiveness), float(ev)), q, w,
+                                                obs, cnt, mask, prev, slotw, pp, opts, b)
         self._last = (idx, method)
         self.previous = idx
         self.last_obstacles = (obs, cnt)
         out = b.out
         if EnvironmentChooser.record is not None:
-            EnvironmentChooser.record(q, obs, cnt, {"mask": mask, "init_index": cur, "previous": prev,
-                                                    "weights": w, "penalty": s.penalty, "env_weight": envw,
+            EnvironmentChooser.record(q.copy(), obs, cnt, {"mask": mask, "init_index": cur, "previous": prev,
+                                                           "weights": w.copy(), "penalty": s.penalty,
+                                                           "env_weight": envw,
                                                     "options": opts}, b.result(idx, method))
         # The controller compares the returned cost with ratio * (its plain distance to the
         # frame playing now); shift the cost so that this compares penalised scores:
@@ -399,7 +403,7 @@ class EnvironmentChooser:
         lg.cpu_times.append(time.thread_time() - c0)
         lg.methods.append(method)
         lg.collides.append(bool(out[3] > 0.0))
-        lg.obstacles.append(int(cnt.sum()))
+        lg.obstacles.append(sum(cnt.tolist()))
         lg.frames.append(idx)
         return np.array([idx], dtype=np.int64), np.array([cost])
 

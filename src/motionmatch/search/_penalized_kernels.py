@@ -933,6 +933,34 @@ def gather_static(cell_start, items, nx, nz, x0, z0, cell, rows, stamp, ids, tic
 
 
 @numba.njit(cache=True, nogil=True)
+def choose(query, cols, pose, pos, direc, zero, db_feats, cur, continuity, responsiveness, evasion_factor, q, w, ia,
+           fa, feats, valid, mask, ell, obs, counts, slotw, pp, reps, rep_feats, rep_lo, rep_hi, rep_of, blk_lo,
+           blk_hi, blk_grid, blk_order, sup_lo, sup_hi, stats, clearance, out):
+    """:func:`choice_inputs` into ``q [len(cols)]`` and ``w [len(cols)]`` (buffers), then
+    :func:`run_search` with them, in one call (an environment-aware chooser's choice).
+    Returns ``(index, used, plain)`` with ``plain`` the view distance to frame ``cur``;
+    ``(-1, USED_CLEAR, plain)`` without searching when ``ia[A_METHOD] < 0`` (plain motion
+    matching) or when nothing is near and ``ia[A_CLEAR]`` (the caller then runs the plain
+    accelerated search with ``q`` and ``w``)."""
+    take_columns(query, cols, q)
+    for d in range(w.shape[0]):
+        if pose[d]:
+            w[d] = continuity
+        elif pos[d]:
+            w[d] = responsiveness
+        elif direc[d]:
+            w[d] = responsiveness * evasion_factor
+        else:
+            w[d] = 1.0
+    plain = view_distance(query, db_feats, cur, zero)
+    if ia[A_METHOD] < 0:
+        return -1, USED_CLEAR, plain
+    idx, used = run_search(ia, fa, feats, q, w, valid, mask, ell, obs, counts, slotw, pp, reps, rep_feats, rep_lo,
+                           rep_hi, rep_of, blk_lo, blk_hi, blk_grid, blk_order, sup_lo, sup_hi, stats, clearance, out)
+    return idx, used, plain
+
+
+@numba.njit(cache=True, nogil=True)
 def choice_inputs(query, cols, pose, pos, direc, continuity, responsiveness, evasion_factor, feats, cur, zero):
     """The per-choice inputs of an environment-aware chooser in one call: ``(q [len(cols)]``
     the query's search columns (float64), ``w`` the controls' weights (see

@@ -472,6 +472,41 @@ class PenalizedSearch:
             return idx, "plain"
         return int(idx), _USED_NAMES[used]
 
+    def choose_into(self, query: np.ndarray, cols: np.ndarray, masks: tuple, zero: np.ndarray, db_features: np.ndarray,
+                    cur: int, controls: tuple[float, float, float], q: np.ndarray, w: np.ndarray, obs: np.ndarray,
+                    cnt: np.ndarray, mask: np.ndarray, previous: int | None, slotw: np.ndarray, pp: np.ndarray,
+                    opt: SearchOptions, buffers: SearchBuffers) -> tuple[int, str, float]:
+        """A chooser's whole choice in one compiled call (:func:`PK.choose`): the query's
+        search columns ``query[cols]`` into ``q``, the high-level controls' weights into ``w``
+        (``masks``: pose, trajectory position, trajectory direction ``[D]`` bool;
+        ``controls``: continuity, responsiveness, evasion factor; see
+        :func:`PK.control_weights`), the plain view distance of the whole ``query`` to frame
+        ``cur`` of ``db_features`` (columns where ``zero`` is true taken as 0), then
+        :meth:`search_into` with ``init_index = cur`` and the score of ``cur`` in
+        ``buffers.out[2]``. No checks: every array must be contiguous and of the right type
+        (as :meth:`search_into`). Returns ``(index, method, plain distance)``."""
+        plan = self._plan_for(opt)
+        b = buffers
+        ia = b.ia
+        if b._ia_of is not plan[0]:
+            ia[:] = plan[0]
+            b._ia_of = plan[0]
+        ia[PK.A_INIT] = cur
+        ia[PK.A_PREV] = -1 if previous is None else previous
+        ia[PK.A_CUR] = cur
+        idx, used, plain = PK.choose(query, cols, masks[0], masks[1], masks[2], zero, db_features, cur, controls[0],
+                                     controls[1], controls[2], q, w, ia, plan[1], self.features, self.valid, mask,
+                                     self.ellipses, obs, cnt, slotw, pp, *plan[2:], b.stats, b.clearance, b.out)
+        if used == PK.USED_CLEAR:
+            init = -1
+            if opt.warm_start and 0 <= cur < self.n_frames and self.valid[cur] and mask[cur]:
+                init = cur
+            b.stats[:] = 0
+            idx, _ = self._plain(q, mask, w, init)
+            PK.summarise(idx, self.features, q, w, self.ellipses, obs, cnt, slotw, pp, cur, b.clearance, b.out)
+            return idx, "plain", plain
+        return int(idx), _USED_NAMES[used], plain
+
     def _plan_for(self, opt: SearchOptions) -> tuple:
         """Packed arguments of :func:`PK.run_search` for ``opt`` (cached per options object):
         ``(ia [NA], fa [NF], reps, rep_feats, lo, hi, rep_of, block lo, block hi, block grid, block order)``."""
