@@ -302,7 +302,7 @@ class PenalizedSearch:
     # ------------------------------------------------------------ representatives
     def representatives(self, adaptive: bool = True) -> tuple[np.ndarray, ...]:
         """``(reps, rep_features, lo, hi, rep_of)``: representative frames, their features
-        (contiguous), their segments ``[lo, hi)`` and, per frame, the index of its
+        (contiguous, rows padded to whole cache lines: the first ``D`` columns), their segments ``[lo, hi)`` and, per frame, the index of its
         representative (``adaptive=False``: every valid frame is its own representative)."""
         key = bool(adaptive)
         if key not in self._reps:
@@ -320,7 +320,7 @@ class PenalizedSearch:
             rep_of = np.zeros(n, dtype=np.int64)
             for j in range(m):  # segments partition the clips; vectorised fill
                 rep_of[lo[j]:hi[j]] = j
-            self._reps[key] = (reps, np.ascontiguousarray(self.features[reps]), lo, hi, rep_of)
+            self._reps[key] = (reps, _line_rows(self.features[reps]), lo, hi, rep_of)
         return self._reps[key]
 
     def block_bounds(self, adaptive: bool = True, size: int = 4) -> tuple[np.ndarray, ...]:
@@ -594,6 +594,19 @@ class PenalizedSearch:
         PK.frame_clearance(int(frame), self.ellipses, np.ascontiguousarray(obstacles, dtype=np.float64),
                            np.ascontiguousarray(counts, dtype=np.int64), pen.packed(None, self.has_heights), out)
         return out
+
+
+def _line_rows(x: np.ndarray) -> np.ndarray:
+    """``x [n, D]`` float32 copied into rows of whole 64-byte cache lines (``D`` padded with
+    zeros to a multiple of 16, 64-byte aligned): a row read from a cold cache then touches
+    ``ceil(D / 16)`` lines, never one more (kernels loop over the first ``D`` columns only)."""
+    n, D = x.shape
+    Dp = D + (-D % 16)
+    raw = np.zeros(n * Dp + 16, dtype=np.float32)
+    off = (-raw.ctypes.data % 64) // 4
+    rows = raw[off: off + n * Dp].reshape(n, Dp)
+    rows[:, :D] = x
+    return rows
 
 
 def prepare_obstacles(rows: np.ndarray, slot_of: np.ndarray, root_xz, yaw: float, points_local: np.ndarray,
