@@ -231,9 +231,14 @@ class EnvironmentChooser:
 
     The per-search glue is kept small (the benchmark times the whole call, and the linear
     and optimised searches share it): buffers are allocated once, the settings are packed
-    once (:class:`~motionmatch.search.penalized.SearchBuffers`), and the trajectory points,
-    the pre-selection and the search with its summary (and the score of the frame playing
-    now) are compiled calls.
+    once (:class:`~motionmatch.search.penalized.SearchBuffers`), and a choice is two
+    compiled calls: the obstacles (for a scene of static obstacles, trajectory points, grid
+    query and pre-selection in one call: :func:`PK.gather_static`) and the rest
+    (:meth:`~motionmatch.search.penalized.PenalizedSearch.choose_into`: query columns,
+    control weights, plain distance to the frame playing now, search, collision fallback,
+    summary and the score of the frame playing now). The :class:`SearchResult` is built
+    only when :attr:`last` is read; :attr:`record` lets a benchmark or a test see every
+    search with its arguments.
     """
 
     #: ``record(q, obs, cnt, kwargs, result)``, when set, is called after every search of
