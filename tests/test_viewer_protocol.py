@@ -48,6 +48,7 @@ def server(tmp_path_factory):
     roots = {"data": data_root(), "scenarios": scen, "poses": poses, "repo": REPO / "scenarios"}
     srv = start_server(db, roots)
     srv.poses = poses
+    srv.scenarios = scen
     yield srv
     srv.stop()
 
@@ -652,3 +653,167 @@ def test_a_spawned_group_spreads_its_searches_over_ticks(tmp_path_factory):
     interval_ticks = round(group[0].ctrl.s.search_interval * 60)
     # spread: about n / interval_ticks periodic searches per tick, plus the odd forced one
     assert max(per_tick[2:]) <= -(-n // interval_ticks) + 2, per_tick
+
+
+# ------------------------------------------------------------------ scenario fields as on the command line
+def scenario_session(server, name: str, scenario: dict, *, need_env: bool = True):
+    """A session (driven directly, stepped here) with ``scenario`` written to the server's
+    scenarios folder and loaded: ``(session, {agent name: character}, reply, messages)``."""
+    from motionmatch.viewer import hooks
+    from motionmatch.viewer.server import Viewer
+    from motionmatch.viewer.session import Session
+
+    hooks.load_plugins()
+    if hooks.scenario_loader() is None or (need_env and hooks.environment_factory() is None):
+        pytest.skip("the scenario loader and the environment plugin are not installed")
+    (server.scenarios / name).write_text(json.dumps(scenario))
+    out: list = []
+    s = Session(Viewer(server.viewer.db, catalog=server.viewer.catalog, adaptive_rate=False), out.append)
+    s.handle({"type": "scenario_load", "file": f"scenarios:{name}", "seq": 1})
+    reply = [m for m in out if isinstance(m, dict) and m.get("seq") == 1][-1]
+    assert reply["type"] == "ack", reply
+    assert s.paused  # loaded paused, at its start
+    return s, {ch.name: ch for ch in s.chars.values()}, reply, out
+
+
+def step_roots(s, ticks: int, chars) -> np.ndarray:
+    """Step the session ``ticks`` ticks: ``[T, A, 2]`` root ground positions after each."""
+    out = []
+    for _ in range(ticks):
+        s.step()
+        out.append([ch.root_xz for ch in chars])
+    return np.array(out)
+
+
+def test_scenario_start_time_delays_the_agent(server):
+    s, ch, _, _ = scenario_session(server, "start_time.json", {
+        "name": "start-time", "duration": 8,
+        "agents": [{"name": "early", "start": [0, 0], "script": {"events": [{"t": 0, "keys": ["w"]}]}},
+                   {"name": "late", "start": [3, 0], "script": {"events": [{"t": 0, "keys": ["w"]}]},
+                    "start_time": 1.5}]})
+    a, b = ch["early"], ch["late"]
+    assert isinstance(b.intent_source.start_time, float) and b.intent_source.start_time == 1.5
+    tr = step_roots(s, 84, [a, b])  # 1.4 s
+    forward = tr[:, :, 1] - tr[0, :, 1]  # along +Z (W)
+    assert forward[-1, 0] > 0.5, forward[-1]  # the other one walks from the start
+    assert np.abs(forward[:, 1]).max() < 0.1, forward[-1]  # it stands (idle) until its start_time
+    tr2 = step_roots(s, 120, [a, b])  # to 3.4 s
+    assert tr2[-1, 1, 1] - tr[-1, 1, 1] > 0.8, (tr[-1, 1], tr2[-1, 1])  # then walks its script (W: +Z)
+
+
+def test_scenario_environment_false_walks_through_what_the_others_avoid(server):
+    s, ch, _, _ = scenario_session(server, "environment_false.json", {
+        "name": "plain-and-aware", "duration": 10,
+        "obstacles": [{"shape": "disk", "center": [0, 3], "radius": 0.5},
+                      {"shape": "disk", "center": [5, 3], "radius": 0.5}],
+        "agents": [{"name": "aware", "start": [0, 0], "script": {"events": [{"t": 0, "keys": ["w"]}]}},
+                   {"name": "plain", "start": [5, 0], "script": {"events": [{"t": 0, "keys": ["w"]}]},
+                    "environment": False}]})
+    a, p = ch["aware"], ch["plain"]
+    assert s.env.choosers[p.id].chooser.settings.enabled is False
+    assert s.env.choosers[a.id].chooser.settings.enabled is True
+    tr = step_roots(s, 360, [a, p])  # 6 s
+    d_aware = np.hypot(tr[:, 0, 0] - 0.0, tr[:, 0, 1] - 3.0)
+    d_plain = np.hypot(tr[:, 1, 0] - 5.0, tr[:, 1, 1] - 3.0)
+    assert d_plain.min() < 0.3, d_plain.min()  # straight through the disk
+    assert d_aware.min() > 0.5, d_aware.min()  # never inside it
+
+
+def test_scenario_penalty_and_controls_reach_the_chooser(server):
+    from motionmatch.runtime.world import EnvironmentChooser
+
+    s, ch, _, _ = scenario_session(server, "settings.json", {
+        "name": "settings", "duration": 10,
+        "obstacles": [{"shape": "disk", "center": [0, 2.5], "radius": 0.4}],
+        "penalty": {"threshold": 0.45, "exponent": 3},
+        "search": {"method": "linear"},
+        "controller": {"search_interval": 0.25, "controls": {"evasion": 0.3, "anticipation": 0.9}},
+        "agents": [{"name": "a", "start": [0, 0], "script": {"events": [{"t": 0, "keys": ["w"]}]},
+                    "controls": {"responsiveness": 3}},
+                   {"name": "b", "start": [3, 0], "script": {"events": [{"t": 0, "keys": ["w"]}]}}]})
+    a, b = ch["a"], ch["b"]
+    used = []
+    EnvironmentChooser.record = lambda q, obs, cnt, kw, res: used.append((kw["penalty"], kw["options"].method))
+    try:
+        step_roots(s, 90, [a, b])
+    finally:
+        EnvironmentChooser.record = None
+    for c in (a, b):
+        chooser = s.env.choosers[c.id].chooser
+        assert chooser.settings.penalty.threshold == 0.45 and chooser.settings.penalty.exponent == 3
+        assert chooser.settings.search.method == "linear"
+        assert chooser.controls.evasion == 0.3 and chooser.controls.anticipation == 0.9  # the scenario's defaults
+        assert c.ctrl.s.search_interval == 0.25
+    assert s.env.choosers[a.id].chooser.controls.responsiveness == 3.0  # the agent's own
+    assert s.env.choosers[b.id].chooser.controls.responsiveness == 2.0  # the default Controls'
+    assert used and all(p.threshold == 0.45 and p.exponent == 3 and m == "linear" for p, m in used)
+    # a search every 0.25 s (15 ticks), not the viewer's 0.1 s: about 6 in 1.5 s, a few forced ones aside
+    assert len(s.env.choosers[b.id].chooser.log.times) <= 10, len(s.env.choosers[b.id].chooser.log.times)
+
+
+def test_scenario_path_loop_goes_round(server):
+    square = [[0, 0], [0, 2.5], [2.5, 2.5], [2.5, 0], [0, 0]]  # 10 m, closed
+    s, ch, _, _ = scenario_session(server, "loop.json", {
+        "name": "loop", "duration": 30,
+        "agents": [{"name": "looping", "start": [0, 0], "path": square, "speed": 1.3, "loop": True},
+                   {"name": "once", "start": [6, 0], "path": [[x + 6, z] for x, z in square], "speed": 1.3}]})
+    a, b = ch["looping"], ch["once"]
+    tr = step_roots(s, 900, [a, b])  # 15 s: once round takes about 13 s (the walk clips of this database)
+    walked = np.hypot(*np.diff(tr, axis=0).T).sum(axis=1)  # [A] metres
+    last = np.hypot(*(tr[-1] - tr[-121]).T) / 2.0  # mean speed over the last 2 s (m/s)
+    progress = [c.intent_source.inner.s for c in (a, b)]  # arc length reached on the path (m)
+    assert progress[0] > 11.0 and last[0] > 0.4, (progress, walked, last)  # past the end: the next round
+    assert progress[1] <= 10.0 and last[1] < 0.25, (progress, walked, last)  # stopped at its end
+    assert walked[0] > walked[1] + 1.0, walked
+    assert np.hypot(*(tr[-1, 1] - [6.0, 0.0])) < 0.8, tr[-1, 1]
+
+
+def test_scenario_tags_restrict_the_agent_clips(server):
+    s, ch, _, _ = scenario_session(server, "tags.json", {
+        "name": "tags", "duration": 10,
+        "agents": [{"name": "runner", "start": [0, 0], "script": {"events": [{"t": 0, "keys": ["w"]}]},
+                    "tags": "run"},
+                   {"name": "walker", "start": [3, 0], "script": {"events": [{"t": 0, "keys": ["w"]}]}}]})
+    r, w = ch["runner"], ch["walker"]
+    db = s.db
+    run = db.mask("run")
+    frames = []
+    for _ in range(180):
+        s.step()
+        frames.append((int(r.ctrl.frame), int(w.ctrl.frame)))
+    f = np.array(frames)
+    assert run[f[:, 0]].all(), [db.clip_names[db.frame_clip[i]] for i in f[~run[f[:, 0]], 0][:5]]
+    assert run[f[:, 1]].mean() < 0.5  # without tags the walk key plays walking clips
+
+
+def test_scenario_duration_pauses_and_fields_that_cannot_apply_are_named(server):
+    s, _, reply, out = scenario_session(server, "short.json", {
+        "name": "short", "duration": 1.0, "fps": 30, "description": "d", "expect": "e",
+        "regions": {"start": {"z": [0, 1]}}, "database": {"requires": ["crawl"]},
+        "agents": [{"name": "a", "start": [0, 0], "script": {"events": [{"t": 0, "keys": ["w"]}]}}]})
+    assert reply["duration"] == 1.0 and reply["description"] == "d" and reply["expect"] == "e"
+    notes = " ".join(reply["notes"])
+    assert "fps 30" in notes and "regions" in notes and "database.requires ['crawl']" in notes, notes
+    warn = [m for m in out if isinstance(m, dict) and m.get("type") == "warning"]
+    assert warn and "fps" in warn[-1]["message"] and "regions" in warn[-1]["message"]
+    s.paused = False
+    for _ in range(59):
+        s.step()
+        assert not s.paused
+    s.step()  # 1.0 s: the scenario is over
+    assert s.paused
+    ends = [m for m in out if isinstance(m, dict) and m.get("type") == "scenario_end"]
+    assert len(ends) == 1 and ends[0]["duration"] == 1.0
+    s.paused = False  # Play goes on past the end, without pausing again
+    for _ in range(30):
+        s.step()
+    assert not s.paused and len([m for m in out if isinstance(m, dict) and m.get("type") == "scenario_end"]) == 1
+    # a bad field is refused before the session changes
+    (server.scenarios / "bad_controller.json").write_text(json.dumps({
+        "name": "bad", "duration": 2, "controller": {"search_interval": "often"},
+        "agents": [{"name": "x", "start": [0, 0]}]}))
+    before = set(s.chars)
+    s.handle({"type": "scenario_load", "file": "scenarios:bad_controller.json", "seq": 2})
+    err = [m for m in out if isinstance(m, dict) and m.get("seq") == 2][-1]
+    assert err["type"] == "error" and "search_interval" in err["message"], err
+    assert set(s.chars) == before

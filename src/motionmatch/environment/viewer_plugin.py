@@ -214,6 +214,24 @@ class ViewerEnvironment:
         for c in self.choosers.values():
             c.chooser.scene = self.scene
 
+    # ------------------------------------------------------------------ settings
+    def configure(self, settings: EnvironmentSettings) -> None:
+        """Use ``settings`` (penalty, search, default controls; e.g. a scenario's) for every
+        character of the session from now on, the attached ones included."""
+        self.settings = settings
+        p = settings.penalty
+        self.radius = p.threshold + settings.reach + p.margin
+        for cid, cc in self.choosers.items():
+            cc.chooser.settings = self._settings_for(self._chars.get(cid))
+            cc._key = None  # the controls are read again (their defaults may have changed)
+
+    def _settings_for(self, character) -> EnvironmentSettings:
+        """The session's settings, with the environment ignored for a plain character
+        (``character.environment`` false: scenario ``environment: false``)."""
+        if character is not None and not getattr(character, "environment", True):
+            return replace(self.settings, enabled=False)
+        return self.settings
+
     # ------------------------------------------------------------------ characters
     def attach(self, character) -> None:
         first = character.id not in self.choosers
@@ -225,16 +243,18 @@ class ViewerEnvironment:
                 character.controls[k] = float(getattr(d, k))
             character._env_controls = True
         index = character.id
-        ec = EnvironmentChooser(self.matcher, self.settings, controls=_controls(character.controls,
-                                                                                 self.settings.controls),
+        enabled = bool(getattr(character, "environment", True))
+        ec = EnvironmentChooser(self.matcher, self._settings_for(character),
+                                controls=_controls(character.controls, self.settings.controls),
                                 scene=self.scene, clock=lambda: self.time,
                                 obstacles_fn=self._others_fn(index) if self.agents_as_obstacles else None)
         cc = CharacterChooser(self, character, ec)
         self.choosers[index] = cc
         self._chars[index] = character
         character.chooser = cc
-        character.intent_filter = self.steer_intent
-        character.path_filter = self.route_path
+        assist = enabled and bool(getattr(character, "assist", True))
+        character.intent_filter = self.steer_intent if assist else None
+        character.path_filter = self.route_path if assist else None
         follower = getattr(character, "follower", None)
         character.tap.inner = cc.for_path(follower.matcher) if follower is not None else cc
         character._env_settings = (character.settings, replace(character.settings, adjust_halflife=0.0))

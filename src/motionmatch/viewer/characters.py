@@ -220,6 +220,13 @@ class MMCharacter:
         #: path in world coordinates before it is followed (e.g. routed around obstacles)
         self.intent_filter = None
         self.path_filter = None
+        #: ``False``: a plain motion-matching character for the environment plugin (it
+        #: ignores obstacles but is still one for the others; scenario ``environment: false``)
+        self.environment = True
+        #: ``False``: no viewer-only aids from the plugins (intents bent around obstacles,
+        #: drawn paths routed around them); scenario agents play as ``motionmatch scenario``
+        #: runs them, with the penalised search alone
+        self.assist = True
         self.controls = {"responsiveness": 1.0, "continuity": 1.0, "evasion": 1.0, "anticipation": 1.0}
         skel = db.skeleton
         self.parents = np.asarray(skel.parents, dtype=np.int64)
@@ -339,13 +346,16 @@ class MMCharacter:
                 self.cancel_path("completed" if self.follower.completion_time is not None else "time limit")
         else:
             intent = None
+            desired = None
             if self.intent_source is not None:
                 intent = self.intent_source.intent(self, dt)
+                # a source may also give the desired trajectory to match (a scenario's path)
+                desired = getattr(self.intent_source, "desired_trajectory", None)
             if intent is None:
                 intent = self.kb.update(self.held, dt)
             if self.intent_filter is not None:
                 intent = self.intent_filter(self, intent, dt)
-            r = self.ctrl.update(dt, intent)
+            r = self.ctrl.update(dt, intent, desired=desired)
         self.last = r
         world_positions(self.parents, r.rotations, r.translations, self.positions)
 

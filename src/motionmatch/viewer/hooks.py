@@ -51,12 +51,19 @@ folders); ``source.intent(character, dt) -> Intent | None`` then drives the sele
 character, and optional ``source.status() -> dict`` is shown in the page (sent as
 ``pose_status`` messages about 5 times a second while a source is active).
 
-Scenarios (``register_scenario``): ``loader(path) -> dict`` with ``obstacles`` (list of
-dicts) and ``agents`` (list of ``{"name", "start": [x, z], "facing": [x, z], "path":
-[[x, z], ...] | None, "goal": [x, z] | None, "via": [[x, z], ...] | None, "speed": m/s,
-"controls": {...}, "script": {...} | None}``); the
-default loader reads the scenario format with
-:func:`motionmatch.environment.scenario.load_scenario` when that module exists.
+Scenarios (``register_scenario``): ``loader(path) -> dict``, the scenario format of
+``scenarios/README.md`` with groups expanded into agents: ``name``, ``duration`` (s),
+``fps``, ``description``, ``expect``, ``obstacles`` (list of dicts), ``agents`` (list of
+``{"name", "start": [x, z], "facing": [x, z], "script": {...} | None, "path": [[x, z],
+...] | None, "loop": bool, "goal": [x, z] | None, "via": [[x, z], ...] | None, "speed":
+m/s, "gait", "controls": {...}, "environment": bool, "start_time": s, "tags": str |
+None}``; absent keys take the format's defaults) and the scene-wide ``penalty``,
+``search``, ``controller`` (with its ``controls``), ``database``, ``steering`` and
+``regions`` objects. The session applies them as ``motionmatch scenario`` does
+(:func:`motionmatch.runtime.world.world_from_scenario`) and says, in a ``warning`` message
+and the reply's ``notes``, which fields cannot apply in the viewer. The default loader
+reads the file with :func:`motionmatch.environment.scenario.load_scenario` when that
+module exists.
 """
 
 from __future__ import annotations
@@ -121,23 +128,17 @@ def pose_factory():
 
 
 def _default_scenario_loader(path) -> dict:
-    """Obstacles and agents of a scenario file via the environment package's reader."""
+    """A scenario file as a plain dict (see the module doc), read and checked by the
+    environment package's reader (groups expanded into agents)."""
     from motionmatch.environment.scenario import load_scenario
 
     sc = load_scenario(path)
-    obstacles = [o.to_dict() for o in sc.obstacles]
-    agents = []
-    for a in sc.agents:
-        d = a.to_dict() if hasattr(a, "to_dict") else dict(vars(a))
-        agents.append({
-            "name": str(d.get("name", "")), "start": list(d.get("start", (0.0, 0.0)))[:2],
-            "facing": list(d.get("facing") or (0.0, 1.0))[:2], "path": d.get("path"), "goal": d.get("goal"),
-            "via": d.get("via"),
-            "speed": float(d.get("speed") or 1.3), "controls": dict(d.get("controls") or {}),
-            "script": d.get("script"),
-        })
-    return {"name": getattr(sc, "name", ""), "obstacles": obstacles, "agents": agents,
-            "duration": getattr(sc, "duration", None)}
+    d = sc.to_dict()
+    d["name"] = sc.name
+    d["agents"] = [{"path": None, "goal": None, "via": None, "script": None, "loop": False, "environment": True,
+                    "start_time": 0.0, "tags": None, "gait": "walk", "speed": 1.3, "controls": {}, **a}
+                   for a in d["agents"]]
+    return d
 
 
 def scenario_loader():

@@ -71,6 +71,70 @@ class _ScriptSource:
         return self.kb.update(e.keys if e is not None and e.keys is not None else (), dt)
 
 
+def _looping_path_input(path: np.ndarray, speed: float, offsets, loop: bool):
+    """The runtime's :class:`~motionmatch.runtime.world.PathInput` for a scenario path; with
+    ``loop``, its projection goes on past the path's end into the next round.
+
+    (``PathInput.project`` searches the nearest point within ``[s - 1, s + 2]`` m of arc
+    length on the polyline itself, whose arc length ends at the path's length: after one
+    round ``s`` stays at the end and the character stops near the start. Here the
+    polyline's arc lengths are also taken one round before and after, so ``s`` keeps
+    growing and the read-ahead, taken modulo the length by ``PathInput.point``, goes round.)"""
+    from motionmatch.runtime.world import PathInput
+
+    class LoopingPathInput(PathInput):
+        def project(self, xz: np.ndarray, lo: float, hi: float) -> float:
+            if not self.loop or self.length <= 0:
+                return super().project(xz, lo, hi)
+            a = self.path[:-1]
+            ab = np.diff(self.path, axis=0)
+            l2 = np.maximum(np.einsum("ij,ij->i", ab, ab), 1e-12)
+            xz = np.asarray(xz, dtype=np.float64)
+            t = np.clip(np.einsum("ij,ij->i", xz - a, ab) / l2, 0.0, 1.0)
+            s0 = self.cum[:-1] + t * self.seg_len  # [S] on the polyline
+            d = np.linalg.norm(a + t[:, None] * ab - xz, axis=1)
+            lap = math.floor(self.s / self.length)
+            s = s0[None, :] + (lap + np.arange(-1, 2))[:, None] * self.length  # [3, S]: rounds around this one
+            dd = np.where((s >= lo) & (s <= hi), d[None, :], np.inf)
+            j = int(np.argmin(dd))
+            if not np.isfinite(dd.flat[j]):
+                return float(np.clip(self.s, lo, hi))
+            return float(s.flat[j])
+
+    return LoopingPathInput(path, speed, offsets, loop=loop)
+
+
+class _ScenarioInput:
+    """A scenario agent's input as ``motionmatch scenario`` gives it: standing (idle)
+    until the agent's ``start_time`` (scenario seconds), then ``inner``: an intent source
+    (``intent(character, dt)``: scripts, crowd steering) or a runtime input
+    (``inner(agent, t) -> (intent, desired trajectory)``: :class:`~motionmatch.runtime.world.PathInput`),
+    whose desired trajectory is exposed as :attr:`desired_trajectory` for the character to match."""
+
+    def __init__(self, session, inner, start_time: float = 0.0):
+        self.session = session
+        self.inner = inner
+        self.start_time = float(start_time)
+        self.desired_trajectory = None
+
+    @property
+    def started(self) -> bool:
+        return self.session.scenario_time + 1e-9 >= self.start_time
+
+    def intent(self, character, dt):
+        from motionmatch.control.intent import Intent
+
+        self.desired_trajectory = None
+        if not self.started:
+            return Intent.idle()
+        inner = self.inner
+        if hasattr(inner, "intent"):
+            out = inner.intent(character, dt)
+            return out if out is not None else Intent.idle()
+        out, self.desired_trajectory = inner(character, self.session.scenario_time - self.start_time)
+        return out
+
+
 class Session:
     """The simulation of one page (see the module doc).
 
@@ -124,6 +188,8 @@ class Session:
         self.pose_source = None
         self._pose_status_at = 0
         self.crowd = None  # the crowd plugin's steering for this session (created on first use)
+        #: the loaded scenario: name, t0 (session time at its start), duration (s), ended
+        self.scenario: dict | None = None
         # stats
         self.bytes_sent = 0
         self.frames_sent = 0
@@ -236,6 +302,8 @@ class Session:
         self.time += dt
         self.scrub_back = 0
         self._adapt(time.perf_counter() - t0)
+        if self.scenario is not None:
+            self._check_scenario_end()
 
     def _stagger_searches(self) -> None:
         """Spread the periodic searches of characters spawned together over the search
@@ -429,14 +497,23 @@ class Session:
 
     # ------------------------------------------------------------------ characters
     def add_mm_character(self, name: str | None, position, facing=(0.0, 1.0), *, select: bool = False,
-                         announce: bool = True) -> MMCharacter:
+                         announce: bool = True, settings=None, environment: bool = True,
+                         assist: bool = True) -> MMCharacter:
+        """A new motion-matching character at ``position`` ``[x, z]`` (m) facing ``facing``.
+
+        ``settings``: its :class:`~motionmatch.runtime.controller.ControllerSettings`
+        (default: the controller's); ``environment=False``: a plain motion-matching
+        character for the environment plugin; ``assist=False``: no viewer-only aids (see
+        :class:`~motionmatch.viewer.characters.MMCharacter`)."""
         if len(self.chars) >= self.limits.characters:
             raise Rejected(f"at most {self.limits.characters} characters per session")
         cid = self._next_id
         self._next_id += 1
         ch = MMCharacter(cid, name or f"character {cid}", self.db, position=position, facing=facing,
                          record_frames=int(self.viewer.record_seconds * TICK_HZ), db_root_yaw=self._db_root_yaw,
-                         extent=self.viewer.db_extent)
+                         extent=self.viewer.db_extent, settings=settings)
+        ch.environment = bool(environment)
+        ch.assist = bool(assist)
         ch.kb.camera_yaw = self.camera_yaw
         self.chars[cid] = ch
         if self.env is not None:
@@ -658,6 +735,15 @@ class Session:
         self.send({"type": "scene", "scene": scene})
 
     def _on_scenario_load(self, m):
+        """Load a scenario file and set it up as ``motionmatch scenario`` does
+        (:func:`motionmatch.runtime.world.world_from_scenario`), paused at its start: the
+        scene's penalty / search / default controls (``controller.controls``), the
+        controller settings (environment-aware defaults, ``database.locomotion_tags``), the
+        crowd's ``steering``; per agent its input (script, path followed as the runtime's
+        :class:`~motionmatch.runtime.world.PathInput` with ``loop``, goal through ``via``),
+        ``controls``, ``environment``, ``start_time`` and ``tags``. Play stops (pauses) when
+        the scenario's ``duration`` is over. Fields that cannot apply here are named in the
+        reply's ``notes`` and a ``warning`` message."""
         loader = hooks.scenario_loader()
         if loader is None:
             raise Rejected("scenario files need the environment package (motionmatch.environment), "
@@ -671,46 +757,177 @@ class Session:
         agents = sc.get("agents", [])
         if len(agents) > self.limits.characters:
             raise Rejected(f"the scenario has {len(agents)} agents; the limit is {self.limits.characters}")
+        plan = self._scenario_plan(sc, m["file"])  # every check before the session changes
         for cid in list(self.chars):
             self.remove_character(cid)
         self.paused = True
+        if self.env is not None and hasattr(self.env, "configure"):
+            self.env.configure(plan["environment"])
+        crowd = self._crowd()
+        if crowd is not None and plan["steering"] is not None:
+            crowd.settings = plan["steering"]
         self._set_scene_obstacles(obstacles)
+        duration = float(sc.get("duration") or 0.0)
+        self.scenario = {"name": str(sc.get("name", "")), "t0": self.time, "duration": duration, "ended": False}
+        ids = []
         for i, a in enumerate(agents):
-            ch = self.add_mm_character(a.get("name") or f"agent {i + 1}", tuple(a.get("start", (0, 0)))[:2],
-                                       tuple(a.get("facing") or (0.0, 1.0))[:2], announce=False, select=i == 0)
-            if a.get("controls"):
-                ch.set_controls(**{k: v for k, v in a["controls"].items() if k in ch.controls})
-            speed = float(a.get("speed") or 1.3)
-            pts = None
-            if a.get("path") is not None:
-                pts = np.asarray(a["path"], dtype=np.float64).reshape(-1, 2)
-                pts = np.concatenate([np.asarray(ch.root_xz)[None], pts]) if np.linalg.norm(
-                    pts[0] - np.asarray(ch.root_xz)) > 0.05 else pts
-            elif a.get("goal") is not None:
-                pts = np.asarray([ch.root_xz, tuple(a["goal"])[:2]], dtype=np.float64)
-            crowd = self._crowd()
-            if a.get("script") is not None:
-                from motionmatch.control.script import parse_script
+            ch = self._scenario_agent(i, a, sc, plan, crowd)
+            ids.append(ch.id)
+        self._stagger_ids.extend(ids)  # spread their periodic searches, as the world staggers its agents
+        notes = plan["notes"]
+        if notes:
+            self._warn(f"scenario {self.scenario['name'] or m['file']}: " + "; ".join(notes))
+        self._send_characters()
+        self.send(self.time_state())
+        self._emit_pose(stepped=False)
+        return {"name": self.scenario["name"], "agents": len(agents), "obstacles": len(obstacles),
+                "duration": duration, "description": str(sc.get("description") or ""),
+                "expect": str(sc.get("expect") or ""), "notes": notes}
 
-                script = dict(a["script"])
-                script.setdefault("duration", float(sc.get("duration") or 60.0))  # the scenario's length
-                ch.intent_source = _ScriptSource(parse_script(script, gaits=ch.ctrl.gaits))
-            elif crowd is not None and pts is not None and a.get("path") is not None and len(pts) >= 2:
-                crowd.assign(ch, path=pts, speed=speed)
-            elif crowd is not None and a.get("goal") is not None:
+    def _scenario_plan(self, sc: dict, file: str) -> dict:
+        """The session-wide settings of a scenario (``environment``: EnvironmentSettings,
+        ``controller``: ControllerSettings, ``steering``) and the ``notes`` on the fields
+        that cannot apply in the viewer; a bad field is a :class:`Rejected`."""
+        from dataclasses import fields as dc_fields
+
+        from motionmatch.runtime.controller import ControllerSettings
+        from motionmatch.runtime.world import EnvironmentSettings, environment_controller_settings
+
+        notes: list[str] = []
+        controller = dict(sc.get("controller") or {})
+        database = dict(sc.get("database") or {})
+        try:
+            env = EnvironmentSettings.from_dicts(sc.get("penalty"), sc.get("search"), controller.get("controls"))
+        except (TypeError, ValueError) as e:
+            raise Rejected(f"{file}: penalty / search / controller.controls: {e}") from None
+        cdict = {k: v for k, v in controller.items() if k != "controls"}
+        if "locomotion_tags" in database:
+            cdict["locomotion_tags"] = database["locomotion_tags"]
+        known = {f.name: f for f in dc_fields(ControllerSettings)}
+        bad = sorted(set(cdict) - set(known))
+        if bad:
+            raise Rejected(f"{file}: controller: unknown field(s) {bad}; known: {sorted(known)}")
+        for k, v in cdict.items():  # the types of the defaults (numbers, flags, words)
+            ref = getattr(ControllerSettings(), k)
+            ok = (isinstance(v, bool) if isinstance(ref, bool) else isinstance(v, str) if isinstance(ref, str)
+                  else isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v))
+            if not ok:
+                raise Rejected(f"{file}: controller.{k}: expected a value like {ref!r}, got {v!r}")
+        csettings = environment_controller_settings(**cdict)
+        steering = None
+        if sc.get("steering") is not None:
+            from motionmatch.runtime.crowd import SteeringSettings
+
+            try:
+                steering = SteeringSettings.from_dict(sc.get("steering"))
+            except (TypeError, ValueError) as e:
+                raise Rejected(f"{file}: steering: {e}") from None
+        agents = sc.get("agents", [])
+        for i, a in enumerate(agents):
+            tags = a.get("tags")
+            if tags:
+                try:
+                    ok = bool(self.db.mask(str(tags)).any())
+                except Exception:
+                    ok = False
+                if not ok:
+                    notes.append(f"agents[{i}].tags {tags!r} selects no frame of this database: "
+                                 "its searches use every frame")
+        if self.env is None:
+            used = [k for k in ("penalty", "search") if sc.get(k)]
+            if controller.get("controls"):
+                used.append("controller.controls")
+            if any(a.get("environment") is False for a in agents):
+                used.append("agents' environment: false")
+            notes.append("without the environment plugin the characters ignore the obstacles"
+                         + (f" ({', '.join(used)} not applied)" if used else ""))
+        if sc.get("steering") and hooks.crowd_factory() is None:
+            notes.append("steering needs the crowd plugin, which is not installed (goals become straight paths)")
+        fps = float(sc.get("fps") or TICK_HZ)
+        if abs(fps - TICK_HZ) > 1e-6:
+            notes.append(f"fps {fps:g}: the viewer steps at {TICK_HZ} Hz (times in seconds are kept)")
+        req = database.get("requires") or []
+        missing = [r for r in req if not self._database_has(str(r))]
+        if missing:
+            notes.append(f"database.requires {missing}: this database lacks them, so the expected outcome "
+                         "may not be reached (build one with them: see scenarios/README.md)")
+        gaits = sorted({str(a.get("gait")) for a in agents if a.get("gait") not in (None, "walk")})
+        if gaits:
+            notes.append(f"agents' gait {gaits} is not used (motionmatch scenario does not use it either)")
+        if sc.get("regions"):
+            notes.append(f"regions {sorted(sc['regions'])} are for tests and reports; the viewer does not use them")
+        return {"environment": env, "controller": csettings, "steering": steering, "notes": notes}
+
+    def _database_has(self, what: str) -> bool:
+        """Whether the session's database has ``what`` (a tag, or ``heights``: height features)."""
+        if what == "heights":
+            m = getattr(self.env, "matcher", None)
+            return m is not None and m.ellipses.shape[-1] >= 7
+        db = self.db
+        if what in db.tags:
+            return True
+        try:
+            return bool(db.mask(what).any())
+        except Exception:
+            return False
+
+    def _scenario_agent(self, i: int, a: dict, sc: dict, plan: dict, crowd) -> MMCharacter:
+        """One scenario agent as a character (see :meth:`_on_scenario_load`)."""
+        from dataclasses import replace
+
+        tags = a.get("tags")
+        cs = replace(plan["controller"], locomotion_tags=str(tags)) if tags else plan["controller"]
+        ch = self.add_mm_character(a.get("name") or f"agent {i + 1}", tuple(a.get("start", (0, 0)))[:2],
+                                   tuple(a.get("facing") or (0.0, 1.0))[:2], announce=False, select=i == 0,
+                                   settings=cs, environment=a.get("environment") is not False, assist=False)
+        if a.get("controls"):
+            ch.set_controls(**{k: v for k, v in a["controls"].items() if k in ch.controls})
+            if self.env is not None:
+                self.env.controls_changed(ch)
+        speed = float(a.get("speed") or 1.3)
+        inner = None
+        if a.get("script") is not None:
+            from motionmatch.control.script import parse_script
+
+            script = dict(a["script"])
+            script.setdefault("duration", float(sc.get("duration") or 60.0))  # the scenario's length
+            inner = _ScriptSource(parse_script(script, gaits=ch.ctrl.gaits))
+        elif a.get("path") is not None:
+            pts = np.asarray(a["path"], dtype=np.float64).reshape(-1, 2)
+            inner = _looping_path_input(pts, speed, self.db.schema.trajectory_offsets, bool(a.get("loop")))
+        elif a.get("goal") is not None:
+            if crowd is not None:
                 crowd.assign(ch, goal=tuple(a["goal"])[:2], via=a.get("via"), speed=speed)
-            elif pts is not None and len(pts) >= 2:
-                seg = np.linalg.norm(np.diff(pts, axis=0), axis=1)
-                keep = np.concatenate([[True], seg > 1e-6])
-                pts = pts[keep]
+                inner = crowd
+            else:  # no crowd steering here: walk the waypoints and the goal as a drawn path
+                pts = np.asarray([ch.root_xz, *(a.get("via") or ()), tuple(a["goal"])[:2]], dtype=np.float64)
+                pts = pts[np.concatenate([[True], np.linalg.norm(np.diff(pts, axis=0), axis=1) > 1e-6])]
                 if len(pts) >= 2:
                     t = np.concatenate([[0.0], np.cumsum(np.linalg.norm(np.diff(pts, axis=0), axis=1)) / speed])
                     ch.start_path(t, pts, mode="global", levels=1, k=1)
                     self.send({"type": "path_info", **ch.follow_info})
-        self._send_characters()
+        if inner is not None:
+            ch.intent_source = _ScenarioInput(self, inner, float(a.get("start_time") or 0.0))
+        return ch
+
+    @property
+    def scenario_time(self) -> float:
+        """Seconds since the loaded scenario started (0 without one)."""
+        return self.time - self.scenario["t0"] if self.scenario is not None else 0.0
+
+    def _check_scenario_end(self) -> None:
+        """Pause once when the scenario's ``duration`` is over (as ``motionmatch scenario``
+        stops there); Play goes on, loading the file again starts it over."""
+        sc = self.scenario
+        if sc is None or sc["ended"] or sc["duration"] <= 0 or self.scenario_time < sc["duration"] - 1e-9:
+            return
+        sc["ended"] = True
+        self.paused = True
+        self.send({"type": "scenario_end", "name": sc["name"], "duration": sc["duration"],
+                   "time": round(self.time, 4)})
+        self._warn(f"scenario {sc['name']}: its {sc['duration']:g} s are over, paused "
+                   "(Play goes on past the end; Load starts it again)")
         self.send(self.time_state())
-        self._emit_pose(stepped=False)
-        return {"name": sc.get("name", ""), "agents": len(agents), "obstacles": len(obstacles)}
 
     def _on_files(self, m):
         files = self.viewer.catalog.list(m["kind"])
