@@ -242,7 +242,7 @@ const sceneSection = section('Obstacles & scenes', false,
       onclick: () => {
         if (!scenarioSel.value) { toast('choose a scenario file'); return; }
         conn.send('scenario_load', { file: scenarioSel.value }).then((r) => {
-          if (r.type === 'ack') { state.scenario = { file: scenarioSel.value, ...r }; scenarioNote.textContent = `${r.name || scenarioSel.value}: ${r.agents} agents, ${r.obstacles} obstacles (paused; press Play)`; }
+          if (r.type === 'ack') { state.scenario = { file: scenarioSel.value, ...r }; renderScenarioNote(); }
           replyToast(r, r.type === 'ack' ? `${r.name || 'scenario'}: ${r.agents} agents, ${r.obstacles} obstacles — press Play` : '');
         });
       },
@@ -250,6 +250,18 @@ const sceneSection = section('Obstacles & scenes', false,
     h('button', { id: 'scenario-play', onclick: () => conn.send('pause', { paused: false }) }, 'Play')),
   scenarioNote);
 panel.append(sceneSection);
+
+// the loaded scenario: size, length, what it shows, and the fields the viewer cannot apply
+function renderScenarioNote() {
+  const sc = state.scenario;
+  scenarioNote.textContent = '';
+  if (!sc) return;
+  const when = sc.ended ? `its ${sc.duration} s are over (paused; Play goes on, Load starts it again)` : `${sc.duration} s (loaded paused; press Play)`;
+  scenarioNote.append(h('div', { text: `${sc.name || sc.file}: ${sc.agents} agents, ${sc.obstacles} obstacles, ${when}` }));
+  if (sc.description) scenarioNote.append(h('div', { text: sc.description }));
+  if (sc.expect) scenarioNote.append(h('div', { text: `expected: ${sc.expect}` }));
+  for (const n of sc.notes || []) scenarioNote.append(h('div', { class: 'note warn', text: `not applied here: ${n}` }));
+}
 sceneSection.addEventListener('toggle', () => { if (sceneSection.open) conn.send('files', { kind: 'scenario' }); });
 
 // GenMM
@@ -543,6 +555,7 @@ conn.on('error', (m) => { state.lastError = m; if (m.seq == null) toast(m.messag
 conn.on('warning', (m) => toast(m.message));
 conn.on('pose_status', (m) => { state.pose = m; renderPose(); });
 conn.on('arrived', (m) => { state.arrived.push(m.id); });
+conn.on('scenario_end', () => { if (state.scenario) { state.scenario.ended = true; renderScenarioNote(); } });
 
 conn.onFrame = (f) => {
   state.frame = f;
