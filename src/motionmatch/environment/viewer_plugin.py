@@ -17,6 +17,10 @@ imports this module. One :class:`ViewerEnvironment` per browser session:
   chooses otherwise (path following without obstacles is unchanged);
 * near obstacles the root is not pulled toward the simulated (obstacle-blind) root:
   root motion only, so body and root motion stay consistent (paper Sec. 5.1);
+* a scenario's penalty, search and default controls apply to the whole session
+  (:meth:`ViewerEnvironment.configure`); a character with ``environment`` false gets the
+  plain search (still an obstacle for the others), one with ``assist`` false (scenario
+  agents) no intent or path filter, as in :class:`~motionmatch.runtime.world.World`;
 * :meth:`ViewerEnvironment.debug` gives the debug panel the future body ellipses, the
   penalty of each obstacle on them and the clearance.
 """
@@ -148,6 +152,10 @@ class CharacterChooser:
         if getattr(self, "_key", None) != key:
             ch.controls = _controls(vals, self.env.settings.controls)
             self._key = key
+        intent = getattr(self.character, "intent", None)
+        if intent is not None:  # the target speed of Anticipation, as the world's agents take it
+            ch.target_speed = float(intent.speed)
+            return
         des = ctrl.last_desired
         if des is not None and len(des.velocities):
             v = des.velocities[min(1, len(des.velocities) - 1)]

@@ -240,6 +240,7 @@ class MMCharacter:
         self._db_root_yaw = db_root_yaw if db_root_yaw is not None else quat.yaw_angle(
             db.rotations[:, 0].astype(np.float64))
         self.events: list[dict] = []  # for the session: e.g. path finished
+        self.intent = None  # the last intent the controller was given (None: following a drawn path)
         self.pending = 0.0  # simulated time owed while the session updates it less often than every tick
 
     # ------------------------------------------------------------------ input
@@ -341,6 +342,7 @@ class MMCharacter:
 
     def step(self, dt: float) -> None:
         if self.follower is not None:
+            self.intent = None
             r = self.follower.step(dt)
             if self.follower.done:
                 self.cancel_path("completed" if self.follower.completion_time is not None else "time limit")
@@ -355,6 +357,7 @@ class MMCharacter:
                 intent = self.kb.update(self.held, dt)
             if self.intent_filter is not None:
                 intent = self.intent_filter(self, intent, dt)
+            self.intent = intent
             r = self.ctrl.update(dt, intent, desired=desired)
         self.last = r
         world_positions(self.parents, r.rotations, r.translations, self.positions)

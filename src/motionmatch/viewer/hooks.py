@@ -24,7 +24,11 @@ Environment (``register_environment``): ``factory(db) -> adapter`` with
   intent, dt) -> Intent``, applied to every intent: keyboard, crowd, pose, e.g. to steer
   around obstacles), ``character.path_filter`` (``(times, xz) -> (times, xz)``, a drawn
   path in world metres before it is followed, e.g. routed around obstacles) and
-  ``character.intent_source``;
+  ``character.intent_source``; it honours ``character.environment`` (``False``: a plain
+  motion-matching character that ignores obstacles but is still one for the others,
+  scenario ``environment: false``) and ``character.assist`` (``False``: no viewer-only
+  aids such as the intent and path filters: scenario agents play as ``motionmatch
+  scenario`` runs them);
   ``character.ctrl`` is the :class:`~motionmatch.runtime.controller.Controller`, which
   is replaced when the controls re-weight the database (``attach`` is called again);
 * ``before_step(characters, t, dt)``: called every tick before the characters move
@@ -34,7 +38,15 @@ Environment (``register_environment``): ``factory(db) -> adapter`` with
   [[id, penalty], ...], "search": {...}}, "clearance": m, "controls": {...}}`` (the page
   draws the ellipses, tints the penalised obstacles and lists the rest);
 * ``controls_changed(character)``: ``character.controls`` (responsiveness, continuity,
-  evasion, anticipation) changed.
+  evasion, anticipation) changed;
+* optional ``configure(settings)``: a scenario's environment settings
+  (:class:`~motionmatch.runtime.world.EnvironmentSettings` from its ``penalty``,
+  ``search`` and ``controller.controls``) for the whole session.
+
+An intent source (``character.intent_source``, any of the kinds below) may also have a
+``desired_trajectory`` attribute (a :class:`~motionmatch.control.trajectory.PredictedTrajectory`
+or ``None``), read after each ``intent`` call: the trajectory the controller matches
+instead of its own prediction (a scenario agent's path).
 
 Crowds (``register_crowd``): ``factory(db) -> steering``, one per session, with
 ``assign(character, *, goal=None, via=None, path=None, speed=1.3)`` (steer the character

@@ -51,11 +51,13 @@ class Rejected(MotionMatchError):
 
 
 class _ScriptSource:
-    """Intents from a timeline script (scenario agents with a ``script``)."""
+    """Intents from a timeline script (scenario agents with a ``script``), replayed by the
+    seconds of the updates (the character may be updated less often than every tick).
+    ``gaits``: the keyboard's gait speeds (as ``motionmatch scenario``: the database's)."""
 
-    def __init__(self, script):
+    def __init__(self, script, gaits=None):
         self.script = script
-        self.kb = script.keyboard()
+        self.kb = script.keyboard(gaits=gaits) if gaits is not None else script.keyboard()
         self.t = 0.0
         self.idx = -1
 
@@ -891,7 +893,9 @@ class Session:
 
             script = dict(a["script"])
             script.setdefault("duration", float(sc.get("duration") or 60.0))  # the scenario's length
-            inner = _ScriptSource(parse_script(script, gaits=ch.ctrl.gaits))
+            # as the runtime's ScriptInput: intent events keep the script's own gait speeds,
+            # the keys walk and run at the database's
+            inner = _ScriptSource(parse_script(script), gaits=ch.ctrl.gaits)
         elif a.get("path") is not None:
             pts = np.asarray(a["path"], dtype=np.float64).reshape(-1, 2)
             inner = _looping_path_input(pts, speed, self.db.schema.trajectory_offsets, bool(a.get("loop")))
