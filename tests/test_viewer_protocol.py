@@ -728,6 +728,7 @@ def test_scenario_penalty_and_controls_reach_the_chooser(server):
         "penalty": {"threshold": 0.45, "exponent": 3},
         "search": {"method": "linear"},
         "controller": {"search_interval": 0.25, "controls": {"evasion": 0.3, "anticipation": 0.9}},
+        "database": {"locomotion_tags": "!dance"}, "steering": {"view_distance": 2.5},
         "agents": [{"name": "a", "start": [0, 0], "script": {"events": [{"t": 0, "keys": ["w"]}]},
                     "controls": {"responsiveness": 3}},
                    {"name": "b", "start": [3, 0], "script": {"events": [{"t": 0, "keys": ["w"]}]}}]})
@@ -743,10 +744,12 @@ def test_scenario_penalty_and_controls_reach_the_chooser(server):
         assert chooser.settings.penalty.threshold == 0.45 and chooser.settings.penalty.exponent == 3
         assert chooser.settings.search.method == "linear"
         assert chooser.controls.evasion == 0.3 and chooser.controls.anticipation == 0.9  # the scenario's defaults
-        assert c.ctrl.s.search_interval == 0.25
+        assert c.ctrl.s.search_interval == 0.25 and c.ctrl.s.locomotion_tags == "!dance"
     assert s.env.choosers[a.id].chooser.controls.responsiveness == 3.0  # the agent's own
     assert s.env.choosers[b.id].chooser.controls.responsiveness == 2.0  # the default Controls'
     assert used and all(p.threshold == 0.45 and p.exponent == 3 and m == "linear" for p, m in used)
+    if s.crowd is not None:
+        assert s.crowd.settings.view_distance == 2.5  # the crowd's steering
     # a search every 0.25 s (15 ticks), not the viewer's 0.1 s: about 6 in 1.5 s, a few forced ones aside
     assert len(s.env.choosers[b.id].chooser.log.times) <= 10, len(s.env.choosers[b.id].chooser.log.times)
 

@@ -816,14 +816,12 @@ class Session:
             if not ok:
                 raise Rejected(f"{file}: controller.{k}: expected a value like {ref!r}, got {v!r}")
         csettings = environment_controller_settings(**cdict)
-        steering = None
-        if sc.get("steering") is not None:
-            from motionmatch.runtime.crowd import SteeringSettings
+        from motionmatch.runtime.crowd import SteeringSettings
 
-            try:
-                steering = SteeringSettings.from_dict(sc.get("steering"))
-            except (TypeError, ValueError) as e:
-                raise Rejected(f"{file}: steering: {e}") from None
+        try:  # the scenario's crowd steering (defaults without one: none left from a previous scenario)
+            steering = SteeringSettings.from_dict(dict(sc.get("steering") or {}))
+        except (TypeError, ValueError) as e:
+            raise Rejected(f"{file}: steering: {e}") from None
         agents = sc.get("agents", [])
         for i, a in enumerate(agents):
             tags = a.get("tags")
