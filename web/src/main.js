@@ -256,7 +256,7 @@ function renderScenarioNote() {
   const sc = state.scenario;
   scenarioNote.textContent = '';
   if (!sc) return;
-  const when = sc.ended ? `its ${sc.duration} s are over (paused; Play goes on, Load starts it again)` : `${sc.duration} s (loaded paused; press Play)`;
+  const when = sc.ended ? `its ${sc.duration} s are over (paused; Play goes on, Load starts it again)` : `${sc.duration} s (loaded paused: press Play; it pauses at its end)`;
   scenarioNote.append(h('div', { text: `${sc.name || sc.file}: ${sc.agents} agents, ${sc.obstacles} obstacles, ${when}` }));
   if (sc.description) scenarioNote.append(h('div', { text: sc.description }));
   if (sc.expect) scenarioNote.append(h('div', { text: `expected: ${sc.expect}` }));
