@@ -473,13 +473,22 @@ class PathInput:
         return np.where(n > 1e-9, d / np.maximum(n, 1e-9), np.array([0.0, 1.0]))
 
     def project(self, xz: np.ndarray, lo: float, hi: float) -> float:
-        """Arc length of the point of the path within ``[lo, hi]`` nearest ``xz``."""
+        """Arc length of the point of the path within ``[lo, hi]`` nearest ``xz``.
+
+        On a looping path arc lengths keep growing round after round (the rounds before
+        and after the current one are candidates too), so ``s`` passes the path's end into
+        the next round; :meth:`point` reads it modulo the length."""
         a = self.path[:-1]
         ab = np.diff(self.path, axis=0)
         l2 = np.maximum(np.einsum("ij,ij->i", ab, ab), 1e-12)
+        xz = np.asarray(xz, dtype=np.float64)
         t = np.clip(np.einsum("ij,ij->i", xz - a, ab) / l2, 0.0, 1.0)
-        s = self.cum[:-1] + t * self.seg_len
+        s = self.cum[:-1] + t * self.seg_len  # [S]
         d = np.linalg.norm(a + t[:, None] * ab - xz, axis=1)
+        if self.loop and self.length > 0:
+            lap = math.floor(self.s / self.length)
+            s = (s[None, :] + (lap + np.arange(-1, 2))[:, None] * self.length).ravel()  # [3S]
+            d = np.tile(d, 3)
         d = np.where((s >= lo) & (s <= hi), d, np.inf)
         j = int(np.argmin(d))
         if not np.isfinite(d[j]):

@@ -74,36 +74,11 @@ class _ScriptSource:
 
 
 def _looping_path_input(path: np.ndarray, speed: float, offsets, loop: bool):
-    """The runtime's :class:`~motionmatch.runtime.world.PathInput` for a scenario path; with
-    ``loop``, its projection goes on past the path's end into the next round.
-
-    (``PathInput.project`` searches the nearest point within ``[s - 1, s + 2]`` m of arc
-    length on the polyline itself, whose arc length ends at the path's length: after one
-    round ``s`` stays at the end and the character stops near the start. Here the
-    polyline's arc lengths are also taken one round before and after, so ``s`` keeps
-    growing and the read-ahead, taken modulo the length by ``PathInput.point``, goes round.)"""
+    """The runtime's :class:`~motionmatch.runtime.world.PathInput` for a scenario path
+    (with ``loop`` it goes round and round, as on the command line)."""
     from motionmatch.runtime.world import PathInput
 
-    class LoopingPathInput(PathInput):
-        def project(self, xz: np.ndarray, lo: float, hi: float) -> float:
-            if not self.loop or self.length <= 0:
-                return super().project(xz, lo, hi)
-            a = self.path[:-1]
-            ab = np.diff(self.path, axis=0)
-            l2 = np.maximum(np.einsum("ij,ij->i", ab, ab), 1e-12)
-            xz = np.asarray(xz, dtype=np.float64)
-            t = np.clip(np.einsum("ij,ij->i", xz - a, ab) / l2, 0.0, 1.0)
-            s0 = self.cum[:-1] + t * self.seg_len  # [S] on the polyline
-            d = np.linalg.norm(a + t[:, None] * ab - xz, axis=1)
-            lap = math.floor(self.s / self.length)
-            s = s0[None, :] + (lap + np.arange(-1, 2))[:, None] * self.length  # [3, S]: rounds around this one
-            dd = np.where((s >= lo) & (s <= hi), d[None, :], np.inf)
-            j = int(np.argmin(dd))
-            if not np.isfinite(dd.flat[j]):
-                return float(np.clip(self.s, lo, hi))
-            return float(s.flat[j])
-
-    return LoopingPathInput(path, speed, offsets, loop=loop)
+    return PathInput(path, speed, offsets, loop=loop)
 
 
 class _ScenarioInput:
