@@ -19,7 +19,7 @@ import numpy as np
 
 from motionmatch.control.intent import Intent
 
-__all__ = ["SteeringInput", "SteeringSettings", "steer"]
+__all__ = ["SteeringInput", "SteeringSettings", "steer", "steer_all"]
 
 
 @dataclass(frozen=True)
@@ -102,36 +102,57 @@ class SteeringInput:
 
 
 # ============================================================================ batched crowd
-def _steer_all(pos: np.ndarray, targets: np.ndarray, speeds: np.ndarray, active: np.ndarray,
-               s: SteeringSettings) -> np.ndarray:
-    """:func:`steer` for every agent at once: ``[A, 2]`` desired velocities."""
-    to = targets - pos
+def steer_all(pos: np.ndarray, idx: np.ndarray, aims: np.ndarray, speeds: np.ndarray, sides: np.ndarray,
+              s: SteeringSettings) -> np.ndarray:
+    """:func:`~motionmatch.runtime.crowd.steer` for many characters at once.
+
+    Args:
+        pos: ``[N, 2]`` ground positions of every character (the ones each sees).
+        idx: ``[A]`` rows of ``pos`` that are steered.
+        aims: ``[A, 2]`` their current targets; speeds: ``[A]`` preferred speeds (m/s);
+        sides: ``[A]`` +-1 tie-breakers.
+
+    Returns:
+        ``[A, 2]`` desired velocities (m/s).
+    """
+    p = pos[idx]
+    to = aims - p
     dist = np.hypot(to[:, 0], to[:, 1])
     d = to / np.maximum(dist, 1e-9)[:, None]
     v = speeds * np.minimum(1.0, dist / max(s.slow_distance, 1e-6))
-    v[(dist < s.arrive_distance) | ~active] = 0.0
-    rel = pos[None, :, :] - pos[:, None, :]  # [i, j]: from i to j
+    v[dist < s.arrive_distance] = 0.0
+    rel = pos[None, :, :] - p[:, None, :]  # [A, N]: from each steered character to every character
     r = np.hypot(rel[..., 0], rel[..., 1])
-    np.fill_diagonal(r, np.inf)
+    r[np.arange(len(idx)), idx] = np.inf
     cosang = np.einsum("ijc,ic->ij", rel, d) / np.maximum(r, 1e-9)
     seen = (r < s.view_distance) & (cosang > np.cos(np.radians(s.view_angle_deg)))
     rr = np.where(seen, r, np.inf)
-    j = np.argmin(rr, axis=1)
-    has = np.isfinite(rr[np.arange(len(pos)), j])
+    j = np.argmin(rr, axis=1) if rr.shape[1] else np.zeros(len(idx), dtype=np.int64)
+    has = np.isfinite(rr[np.arange(len(idx)), j]) if rr.shape[1] else np.zeros(len(idx), dtype=bool)
     if has.any():
-        idx = np.flatnonzero(has)
-        n = rel[idx, j[idx]] / r[idx, j[idx], None]
-        dd = d[idx]
-        left = np.stack([-dd[:, 1], dd[:, 0]], axis=1)
-        cross = dd[:, 0] * n[:, 1] - dd[:, 1] * n[:, 0]
-        away = np.where(np.abs(cross) > 1e-3, -np.sign(cross), np.where(idx % 2 == 0, 1.0, -1.0))
+        a = np.flatnonzero(has)
+        rj = r[a, j[a]]
+        n = rel[a, j[a]] / rj[:, None]
+        da = d[a]
+        left = np.stack([-da[:, 1], da[:, 0]], axis=1)
+        cross = da[:, 0] * n[:, 1] - da[:, 1] * n[:, 0]
+        away = np.where(np.abs(cross) > 1e-3, -np.sign(cross), sides[a])
         perp = np.stack([-n[:, 1], n[:, 0]], axis=1)
-        flip = np.einsum("ic,ic->i", perp, left) * away < 0
-        perp[flip] *= -1
-        f = s.lateral_gain * (1.0 - r[idx, j[idx]] / s.view_distance)
-        nd = dd + f[:, None] * perp
-        d[idx] = nd / np.maximum(np.hypot(nd[:, 0], nd[:, 1]), 1e-9)[:, None]
+        perp[np.einsum("ic,ic->i", perp, left) * away < 0] *= -1.0
+        f = s.lateral_gain * (1.0 - rj / s.view_distance)
+        nd = da + f[:, None] * perp
+        d[a] = nd / np.maximum(np.hypot(nd[:, 0], nd[:, 1]), 1e-9)[:, None]
     return d * v[:, None]
+
+
+def _steer_all(pos: np.ndarray, targets: np.ndarray, speeds: np.ndarray, active: np.ndarray,
+               s: SteeringSettings) -> np.ndarray:
+    """:func:`steer` for every agent of a :class:`Crowd` at once: ``[A, 2]`` desired
+    velocities (inactive agents stand but are still seen; even/odd agents break ties
+    to opposite sides)."""
+    n = len(pos)
+    sides = np.where(np.arange(n) % 2 == 0, 1.0, -1.0)
+    return steer_all(pos, np.arange(n), targets, np.where(active, speeds, 0.0), sides, s)
 
 
 class Crowd:

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from motionmatch.control.intent import Intent
-from motionmatch.runtime.crowd import SteeringSettings, steer
+from motionmatch.runtime.crowd import SteeringSettings, steer, steer_all
 from motionmatch.viewer import hooks
 
 __all__ = ["CrowdTarget", "ViewerCrowd", "steer_all"]
@@ -49,49 +49,6 @@ class CrowdTarget:
     @property
     def goal(self) -> np.ndarray:
         return self.targets[-1]
-
-
-def steer_all(pos: np.ndarray, idx: np.ndarray, aims: np.ndarray, speeds: np.ndarray, sides: np.ndarray,
-              s: SteeringSettings) -> np.ndarray:
-    """:func:`~motionmatch.runtime.crowd.steer` for many characters at once.
-
-    Args:
-        pos: ``[N, 2]`` ground positions of every character (the ones each sees).
-        idx: ``[A]`` rows of ``pos`` that are steered.
-        aims: ``[A, 2]`` their current targets; speeds: ``[A]`` preferred speeds (m/s);
-        sides: ``[A]`` +-1 tie-breakers.
-
-    Returns:
-        ``[A, 2]`` desired velocities (m/s).
-    """
-    p = pos[idx]
-    to = aims - p
-    dist = np.hypot(to[:, 0], to[:, 1])
-    d = to / np.maximum(dist, 1e-9)[:, None]
-    v = speeds * np.minimum(1.0, dist / max(s.slow_distance, 1e-6))
-    v[dist < s.arrive_distance] = 0.0
-    rel = pos[None, :, :] - p[:, None, :]  # [A, N]: from each steered character to every character
-    r = np.hypot(rel[..., 0], rel[..., 1])
-    r[np.arange(len(idx)), idx] = np.inf
-    cosang = np.einsum("ijc,ic->ij", rel, d) / np.maximum(r, 1e-9)
-    seen = (r < s.view_distance) & (cosang > np.cos(np.radians(s.view_angle_deg)))
-    rr = np.where(seen, r, np.inf)
-    j = np.argmin(rr, axis=1) if rr.shape[1] else np.zeros(len(idx), dtype=np.int64)
-    has = np.isfinite(rr[np.arange(len(idx)), j]) if rr.shape[1] else np.zeros(len(idx), dtype=bool)
-    if has.any():
-        a = np.flatnonzero(has)
-        rj = r[a, j[a]]
-        n = rel[a, j[a]] / rj[:, None]
-        da = d[a]
-        left = np.stack([-da[:, 1], da[:, 0]], axis=1)
-        cross = da[:, 0] * n[:, 1] - da[:, 1] * n[:, 0]
-        away = np.where(np.abs(cross) > 1e-3, -np.sign(cross), sides[a])
-        perp = np.stack([-n[:, 1], n[:, 0]], axis=1)
-        perp[np.einsum("ic,ic->i", perp, left) * away < 0] *= -1.0
-        f = s.lateral_gain * (1.0 - rj / s.view_distance)
-        nd = da + f[:, None] * perp
-        d[a] = nd / np.maximum(np.hypot(nd[:, 0], nd[:, 1]), 1e-9)[:, None]
-    return d * v[:, None]
 
 
 class ViewerCrowd:
