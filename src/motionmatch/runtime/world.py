@@ -39,7 +39,13 @@ import numpy as np
 from motionmatch.control.intent import Intent
 from motionmatch.control.trajectory import PredictedTrajectory, yaw_rotation
 from motionmatch.database import MotionDatabase
-from motionmatch.environment.body import database_ellipses, ellipse_slots, world_ellipses
+from motionmatch.environment.body import (
+    database_ellipses,
+    ellipse_slots,
+    frame_ellipses,
+    motion_ellipses,
+    world_ellipses,
+)
 from motionmatch.environment.geometry import ROW, T_ELLIPSE
 from motionmatch.environment.scene import Scene
 from motionmatch.runtime.controller import Controller, ControllerSettings
@@ -779,9 +785,6 @@ def run_scenario(db: MotionDatabase, scenario, *, settings: EnvironmentSettings 
 def body_tracks(world: World, rec: WorldRecord) -> np.ndarray:
     """``[A, F, 8]`` each agent's body ellipse per frame: from the recorded poses, or (when
     poses were not recorded) from the database frame played, placed at the root."""
-    from motionmatch.anim import quat
-    from motionmatch.environment.body import motion_ellipses
-
     A, F = rec.frames.shape
     out = np.zeros((A, F, 8))
     if rec.rotations is not None:
@@ -799,37 +802,16 @@ def body_tracks(world: World, rec: WorldRecord) -> np.ndarray:
         out[i, :, 2] = c * e[:, 2] + s * e[:, 3]
         out[i, :, 3] = -s * e[:, 2] + c * e[:, 3]
         out[i, :, 4:8] = e[:, 4:8]
-    _ = quat
     return out
 
 
 def current_ellipses(world: World) -> np.ndarray:
-    """``[N, 8]`` body ellipse of every database frame in its own character frame (cached)."""
+    """``[N, 8]`` body ellipse of every database frame in its own character frame
+    (:func:`~motionmatch.environment.body.frame_ellipses`, cached on the matcher)."""
     cache = getattr(world.matcher, "_current", None)
-    if cache is not None:
-        return cache
-    from motionmatch.anim import quat
-    from motionmatch.database.features import body_ellipses
-
-    db = world.db
-    out = np.zeros((db.num_frames, 8))
-    for c in range(len(db.clip_names)):
-        m = db.clip_motion(c)
-        wp = m.world_positions
-        rr = m.world_rotations[:, 0]
-        fac = quat.rotate(rr, np.array([0.0, 0.0, 1.0]))
-        e = body_ellipses(wp, wp[:, 0], fac, db.fps)
-        yaw = quat.yaw_angle(rr)
-        cc, ss = np.cos(yaw), np.sin(yaw)
-        dx, dz = e[:, 0] - wp[:, 0, 0], e[:, 1] - wp[:, 0, 2]
-        a, b = db.clip_starts[c], db.clip_stops[c]
-        out[a:b, 0] = cc * dx - ss * dz
-        out[a:b, 1] = ss * dx + cc * dz
-        out[a:b, 2] = cc * e[:, 2] - ss * e[:, 3]
-        out[a:b, 3] = ss * e[:, 2] + cc * e[:, 3]
-        out[a:b, 4:8] = e[:, 4:8]
-    world.matcher._current = out
-    return out
+    if cache is None:
+        cache = world.matcher._current = frame_ellipses(world.db)
+    return cache
 
 
 def scenario_report(world: World, rec: WorldRecord, scenario=None) -> dict:

@@ -130,6 +130,38 @@ def _point_ub(px, pz, obs, k, m):
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
+def _slot_ellipse(ell, i, k, pp, disk):
+    """Frame ``i``'s ellipse in slot ``k`` of ``ell [N, K, 8]`` as float64 ``(cx, cz, ux,
+    uz, a, b, R, lo, hi)``: centre, unit axis, semi-axes (both ``R = max(a, b)`` when
+    ``disk``), and the height range widened by the penalty's height margins."""
+    cx = np.float64(ell[i, k, 0])
+    cz = np.float64(ell[i, k, 1])
+    ux = np.float64(ell[i, k, 2])
+    uz = np.float64(ell[i, k, 3])
+    a = np.float64(ell[i, k, 4])
+    b = np.float64(ell[i, k, 5])
+    R = a if a > b else b
+    if disk:
+        a = R
+        b = R
+    lo = np.float64(ell[i, k, 6]) - pp[P_HLOW]
+    hi = np.float64(ell[i, k, 7]) + pp[P_HTOP]
+    return cx, cz, ux, uz, a, b, R, lo, hi
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _out_of_reach(cx, cz, reach, obs, k, m):
+    """Whether obstacle ``m`` of slot ``k`` is surely farther than ``reach`` (m) from the
+    point ``(cx, cz)`` (bounding circle for disks and ellipses, box distance for boxes)."""
+    if int(obs[k, m, C_TYPE]) != T_BOX:
+        dx = obs[k, m, C_X] - cx
+        dz = obs[k, m, C_Z] - cz
+        lim = reach + obs[k, m, C_R]
+        return dx * dx + dz * dz >= lim * lim
+    return _point_lb(cx, cz, obs, k, m) >= reach
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
 def frame_penalty(i, ell, obs, counts, slotw, pp, budget, early, stats):
     """Weighted penalty sum of frame ``i`` (without W_env); stops once it reaches ``budget``."""
     dhat = pp[P_DHAT]
@@ -167,32 +199,14 @@ def frame_penalty(i, ell, obs, counts, slotw, pp, budget, early, stats):
         n = counts[k]
         if n == 0:
             continue
-        cx = np.float64(ell[i, k, 0])
-        cz = np.float64(ell[i, k, 1])
-        ux = np.float64(ell[i, k, 2])
-        uz = np.float64(ell[i, k, 3])
-        a = np.float64(ell[i, k, 4])
-        b = np.float64(ell[i, k, 5])
-        R = a if a > b else b
-        if disk:
-            a = R
-            b = R
-        lo = np.float64(ell[i, k, 6]) - pp[P_HLOW]
-        hi = np.float64(ell[i, k, 7]) + pp[P_HTOP]
+        cx, cz, ux, uz, a, b, R, lo, hi = _slot_ellipse(ell, i, k, pp, disk)
         wk = slotw[k]
         reach = dhat + margin + R
         for m in range(n):
             if use_h and (hi <= obs[k, m, C_YMIN] or lo >= obs[k, m, C_YMAX]):
                 continue
-            dx = obs[k, m, C_X] - cx
-            dz = obs[k, m, C_Z] - cz
-            if int(obs[k, m, C_TYPE]) != T_BOX:
-                lim = reach + obs[k, m, C_R]
-                if dx * dx + dz * dz >= lim * lim:
-                    continue
-            else:
-                if _point_lb(cx, cz, obs, k, m) >= reach:
-                    continue
+            if _out_of_reach(cx, cz, reach, obs, k, m):
+                continue
             stats[S_SD] += 1
             d = signed_distance(cx, cz, ux, uz, a, b, obs[k, m]) - margin
             if d < dhat:
@@ -472,18 +486,7 @@ def penalty_clearance(i, ell, obs, counts, slotw, pp, clearance):
     pen = 0.0
     for k in range(counts.shape[0]):
         best = np.inf
-        cx = np.float64(ell[i, k, 0])
-        cz = np.float64(ell[i, k, 1])
-        ux = np.float64(ell[i, k, 2])
-        uz = np.float64(ell[i, k, 3])
-        a = np.float64(ell[i, k, 4])
-        b = np.float64(ell[i, k, 5])
-        R = a if a > b else b
-        if disk:
-            a = R
-            b = R
-        lo = np.float64(ell[i, k, 6]) - pp[P_HLOW]
-        hi = np.float64(ell[i, k, 7]) + pp[P_HTOP]
+        cx, cz, ux, uz, a, b, R, lo, hi = _slot_ellipse(ell, i, k, pp, disk)
         wk = slotw[k]
         reach = dhat + margin + R
         for m in range(counts[k]):
@@ -492,15 +495,8 @@ def penalty_clearance(i, ell, obs, counts, slotw, pp, clearance):
             d = signed_distance(cx, cz, ux, uz, a, b, obs[k, m]) - margin
             if d < best:
                 best = d
-            dx = obs[k, m, C_X] - cx
-            dz = obs[k, m, C_Z] - cz
-            if int(obs[k, m, C_TYPE]) != T_BOX:
-                lim = reach + obs[k, m, C_R]
-                if dx * dx + dz * dz >= lim * lim:
-                    continue
-            else:
-                if _point_lb(cx, cz, obs, k, m) >= reach:
-                    continue
+            if _out_of_reach(cx, cz, reach, obs, k, m):
+                continue
             if d < dhat:
                 pen += wk * obs[k, m, C_W] * barrier(d, dhat, kappa)
         clearance[k] = best
@@ -883,21 +879,28 @@ def take_columns(x, cols, out):
         out[j] = x[cols[j]]
 
 
-@numba.njit(cache=True, nogil=True)
-def control_weights(pose, pos, direc, continuity, responsiveness, evasion_factor):
-    """``[D]`` squared-distance weights of the high-level controls (a new array): ``continuity``
-    on the pose columns, ``responsiveness`` on the trajectory positions and
+@numba.njit(cache=True, nogil=True, inline="always")
+def control_weights_into(pose, pos, direc, continuity, responsiveness, evasion_factor, w):
+    """Write into ``w [D]`` the squared-distance weights of the high-level controls:
+    ``continuity`` on the pose columns, ``responsiveness`` on the trajectory positions and
     ``responsiveness * evasion_factor`` on the trajectory directions (masks ``[D]``), 1
     elsewhere."""
-    D = pose.shape[0]
-    w = np.ones(D)
-    for d in range(D):
+    for d in range(w.shape[0]):
         if pose[d]:
             w[d] = continuity
         elif pos[d]:
             w[d] = responsiveness
         elif direc[d]:
             w[d] = responsiveness * evasion_factor
+        else:
+            w[d] = 1.0
+
+
+@numba.njit(cache=True, nogil=True)
+def control_weights(pose, pos, direc, continuity, responsiveness, evasion_factor):
+    """``[D]`` weights of the high-level controls in a new array (:func:`control_weights_into`)."""
+    w = np.empty(pose.shape[0])
+    control_weights_into(pose, pos, direc, continuity, responsiveness, evasion_factor, w)
     return w
 
 
@@ -936,37 +939,18 @@ def gather_static(cell_start, items, nx, nz, x0, z0, cell, rows, stamp, ids, tic
 def choose(query, cols, pose, pos, direc, zero, db_feats, cur, continuity, responsiveness, evasion_factor, q, w, ia,
            fa, feats, valid, mask, ell, obs, counts, slotw, pp, reps, rep_feats, rep_lo, rep_hi, rep_of, blk_lo,
            blk_hi, blk_grid, blk_order, sup_lo, sup_hi, stats, clearance, out):
-    """:func:`choice_inputs` into ``q [len(cols)]`` and ``w [len(cols)]`` (buffers), then
-    :func:`run_search` with them, in one call (an environment-aware chooser's choice).
+    """The query's search columns into ``q [len(cols)]`` (:func:`take_columns`) and the
+    controls' weights into ``w [len(cols)]`` (:func:`control_weights_into`), buffers both,
+    then :func:`run_search` with them, in one call (an environment-aware chooser's choice).
     Returns ``(index, used, plain)`` with ``plain`` the view distance to frame ``cur``;
     ``(-1, USED_CLEAR, plain)`` without searching when ``ia[A_METHOD] < 0`` (plain motion
     matching) or when nothing is near and ``ia[A_CLEAR]`` (the caller then runs the plain
     accelerated search with ``q`` and ``w``)."""
     take_columns(query, cols, q)
-    for d in range(w.shape[0]):
-        if pose[d]:
-            w[d] = continuity
-        elif pos[d]:
-            w[d] = responsiveness
-        elif direc[d]:
-            w[d] = responsiveness * evasion_factor
-        else:
-            w[d] = 1.0
+    control_weights_into(pose, pos, direc, continuity, responsiveness, evasion_factor, w)
     plain = view_distance(query, db_feats, cur, zero)
     if ia[A_METHOD] < 0:
         return -1, USED_CLEAR, plain
     idx, used = run_search(ia, fa, feats, q, w, valid, mask, ell, obs, counts, slotw, pp, reps, rep_feats, rep_lo,
                            rep_hi, rep_of, blk_lo, blk_hi, blk_grid, blk_order, sup_lo, sup_hi, stats, clearance, out)
     return idx, used, plain
-
-
-@numba.njit(cache=True, nogil=True)
-def choice_inputs(query, cols, pose, pos, direc, continuity, responsiveness, evasion_factor, feats, cur, zero):
-    """The per-choice inputs of an environment-aware chooser in one call: ``(q [len(cols)]``
-    the query's search columns (float64), ``w`` the controls' weights (see
-    :func:`control_weights`), ``plain`` the squared distance of the whole ``query`` to
-    frame ``cur`` of ``feats`` in the controller's view (:func:`view_distance`) ``)``."""
-    q = np.empty(cols.shape[0])
-    take_columns(query, cols, q)
-    w = control_weights(pose, pos, direc, continuity, responsiveness, evasion_factor)
-    return q, w, view_distance(query, feats, cur, zero)
