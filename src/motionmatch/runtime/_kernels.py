@@ -278,6 +278,26 @@ def _unlock(k, toe_p, lock_in_time, locked, lock_pos, release, release_t, lock_t
     release_t[k] = 0.0
 
 
+@numba.njit(cache=True, inline="always")
+def _frame_pair(db_rot, db_pos, i, j):
+    """Local rotations ``[J, 4]`` and positions ``[J, 3]`` of joints 1.. of database frames
+    ``i`` and ``j`` (of ``db_rot [N, J+1, 4]``, ``db_pos [N, J+1, 3]``), as float64 copies:
+    ``(rot_i, rot_j, pos_i, pos_j)``."""
+    J = db_rot.shape[1] - 1
+    ra = np.empty((J, 4))
+    rb = np.empty((J, 4))
+    pa = np.empty((J, 3))
+    pb = np.empty((J, 3))
+    for q in range(J):
+        for c in range(4):
+            ra[q, c] = db_rot[i, q + 1, c]
+            rb[q, c] = db_rot[j, q + 1, c]
+        for c in range(3):
+            pa[q, c] = db_pos[i, q + 1, c]
+            pb[q, c] = db_pos[j, q + 1, c]
+    return ra, rb, pa, pb
+
+
 @numba.njit(cache=True)
 def controller_pose(db_rot, db_pos, i, j, alpha, inert_mode, inert_t, rot_axis, rot_coeffs, pos_dir, pos_coeffs,
                     rot_off, pos_off, root_pos, root_yaw, parents, legs, contacts, frame, dt, unlock_distance,
@@ -301,17 +321,7 @@ def controller_pose(db_rot, db_pos, i, j, alpha, inert_mode, inert_t, rot_axis, 
         shown_contacts: ``[K]`` receives the feet locked this frame.
     """
     J1 = shown_rot.shape[0]
-    ra = np.empty((J1, 4))
-    rb = np.empty((J1, 4))
-    pa = np.empty((J1, 3))
-    pb = np.empty((J1, 3))
-    for q in range(J1):
-        for c in range(4):
-            ra[q, c] = db_rot[i, q + 1, c]
-            rb[q, c] = db_rot[j, q + 1, c]
-        for c in range(3):
-            pa[q, c] = db_pos[i, q + 1, c]
-            pb[q, c] = db_pos[j, q + 1, c]
+    ra, rb, pa, pb = _frame_pair(db_rot, db_pos, i, j)
     sample_pose(ra, rb, pa, pb, alpha, shown_rot, shown_pos)
     if inert_mode == 1:
         quintic_offsets(rot_axis, rot_coeffs, pos_dir, pos_coeffs, inert_t, rot_off, pos_off)
@@ -405,17 +415,7 @@ def quintic_transition(db_rot, db_pos, frame, nxt, fps, src_rot, src_pos, prev_r
     :meth:`motionmatch.runtime.inertialize.Inertializer.transition` does."""
     J = src_rot.shape[0]
     # the target pose exactly as the controller samples it (normalised rotations)
-    ra = np.empty((J, 4))
-    rb = np.empty((J, 4))
-    pa = np.empty((J, 3))
-    pb = np.empty((J, 3))
-    for k in range(J):
-        for c in range(4):
-            ra[k, c] = db_rot[frame, k + 1, c]
-            rb[k, c] = db_rot[nxt, k + 1, c]
-        for c in range(3):
-            pa[k, c] = db_pos[frame, k + 1, c]
-            pb[k, c] = db_pos[nxt, k + 1, c]
+    ra, rb, pa, pb = _frame_pair(db_rot, db_pos, frame, nxt)
     dst_rot = np.empty((J, 4))
     dst_pos = np.empty((J, 3))
     sample_pose(ra, rb, pa, pb, 0.0, dst_rot, dst_pos)
