@@ -379,3 +379,19 @@ def test_chooser_cost_and_search_match_a_direct_search(walker_matcher):
         assert res.score == pytest.approx(scores[0], rel=1e-9)
         plain_cur = float(np.sum((query.astype(np.float64) - db.features[cur].astype(np.float64)) ** 2))
         assert cost[0] == pytest.approx(scores[0] - 0.9 * scores[1] + 0.9 * plain_cur, rel=1e-9, abs=1e-9)
+
+
+def test_stride_is_the_smallest_k_whose_square_exceeds_the_scaled_dissimilarity():
+    """``stride_for(δ², 1/S, v², cap)`` = min(cap, smallest k >= 1 with k² S > v² δ²),
+    checked against counting up, on random values and on exact squares."""
+    rng = np.random.default_rng(3)
+    best = rng.uniform(0.01, 5.0, 2000)
+    delta2 = best * rng.uniform(0.0, 120.0, 2000) ** 2
+    v = rng.uniform(0.1, 2.0, 2000)
+    for S, d2, vv in list(zip(best, delta2, v)) + [(1.0, float(k * k), 1.0) for k in range(1, 70)]:
+        want = 1
+        while want < 64 and want * want * S <= vv * vv * d2:
+            want += 1
+        assert PK.stride_for(d2, 1.0 / S, vv * vv, 64) == want, (S, d2, vv)
+    assert PK.stride_for(np.nan, 1.0, 1.0, 64) == 1
+    assert PK.stride_for(0.0, 1.0, 1.0, 64) == 1

@@ -40,8 +40,9 @@ from __future__ import annotations
 
 import math
 
-import numba
 import numpy as np
+
+from motionmatch._jit import no_refcount
 
 T_DISK = 0
 T_ELLIPSE = 1
@@ -84,12 +85,12 @@ def make_row(kind: int, x: float, z: float, ux: float = 1.0, uz: float = 0.0, p:
     return np.array([kind, x, z, ux, uz, p, q, r, ymin, ymax, ident, weight], dtype=np.float64)
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@no_refcount(inline="always")
 def _hE(a2, b2, c, s):
     return math.sqrt(a2 * c * c + b2 * s * s)
 
 
-@numba.njit(cache=True, nogil=True)
+@no_refcount
 def _g_smooth(th, x, y, a2, b2, phi, p2, q2):
     c = math.cos(th)
     s = math.sin(th)
@@ -98,7 +99,7 @@ def _g_smooth(th, x, y, a2, b2, phi, p2, q2):
     return x * c + y * s - math.sqrt(a2 * c * c + b2 * s * s) - math.sqrt(p2 * C * C + q2 * S * S)
 
 
-@numba.njit(cache=True, nogil=True)
+@no_refcount
 def _max_smooth(x, y, a, b, phi, p, q):
     """max over θ of x cosθ + y sinθ - h_E(θ) - h_O(θ) for an ellipse (a, b along the x/y
     axes) and an obstacle ellipse (p, q along angle phi; p = q for a disk): safeguarded
@@ -149,7 +150,7 @@ def _max_smooth(x, y, a, b, phi, p, q):
     return best, th
 
 
-@numba.njit(cache=True, nogil=True)
+@no_refcount
 def _g_box(th, x, y, a2, b2, fx, fy, p, q):
     c = math.cos(th)
     s = math.sin(th)
@@ -159,7 +160,7 @@ def _g_box(th, x, y, a2, b2, fx, fy, p, q):
     return x * c + y * s - math.sqrt(a2 * c * c + b2 * s * s) - p * abs(d1) - q * abs(d2)
 
 
-@numba.njit(cache=True, nogil=True)
+@no_refcount
 def _sd_box(x, y, a, b, fx, fy, p, q):
     """Signed distance between the ellipse (a, b on the axes, at the origin) and a box
     centred at (x, y) with unit first axis (fx, fy) and half extents p, q."""
@@ -199,7 +200,7 @@ def _sd_box(x, y, a, b, fx, fy, p, q):
     return best
 
 
-@numba.njit(cache=True, nogil=True)
+@no_refcount
 def signed_distance(cx, cz, ux, uz, a, b, row):
     """Signed distance (m) between a body ellipse and a packed obstacle ``row``.
 
@@ -223,7 +224,7 @@ def signed_distance(cx, cz, ux, uz, a, b, row):
     return _sd_box(x, y, a, b, fx, fy, row[C_P], row[C_Q])
 
 
-@numba.njit(cache=True, nogil=True)
+@no_refcount
 def point_lower_bound(px, pz, row):
     """A lower bound of the distance (m) from a point to an obstacle (exact for disks and boxes)."""
     dx = px - row[C_X]
@@ -239,7 +240,7 @@ def point_lower_bound(px, pz, row):
     return math.sqrt(lx * lx + lz * lz)
 
 
-@numba.njit(cache=True, nogil=True)
+@no_refcount
 def point_upper_bound(px, pz, row):
     """An upper bound of the signed distance (m) from a point to an obstacle (exact for
     disks and boxes; an ellipse contains the disk of its smaller semi-axis)."""
@@ -252,7 +253,7 @@ def point_upper_bound(px, pz, row):
     return math.sqrt(dx * dx + dz * dz) - r
 
 
-@numba.njit(cache=True, nogil=True)
+@no_refcount
 def barrier(d, dhat, kappa):
     """The log barrier b(d) (see the module docstring): 0 from ``dhat`` on, growing toward
     contact, continued linearly (finite, increasing with penetration) below 1% of ``dhat``."""
@@ -271,7 +272,7 @@ def barrier(d, dhat, kappa):
     return b0 + slope * (dmin - d)
 
 
-@numba.njit(cache=True, nogil=True)
+@no_refcount
 def signed_distances(ell, rows, out):
     """``out[i, m]``: signed distance between ellipse ``ell[i]`` (cx, cz, ux, uz, a, b) and
     obstacle ``rows[m]`` (vectorised helper for metrics and tests)."""

@@ -31,6 +31,7 @@ import math
 import numba
 import numpy as np
 
+from motionmatch._jit import no_refcount
 from motionmatch.environment.geometry import (
     C_P,
     C_Q,
@@ -77,7 +78,7 @@ NS = 6
 FM = {"reassoc", "contract", "arcp", "nsz"}
 
 
-@numba.njit(cache=True, nogil=True, inline="always", fastmath=FM)
+@no_refcount(inline="always", fastmath=FM)
 def _dist(feats, i, q, w):
     """Weighted squared distance of frame ``i`` (float64 accumulation, vectorised)."""
     s = 0.0
@@ -87,7 +88,7 @@ def _dist(feats, i, q, w):
     return s
 
 
-@numba.njit(cache=True, nogil=True, inline="always", fastmath=FM)
+@no_refcount(inline="always", fastmath=FM)
 def _dist_rows(feats, i, j, w):
     """Weighted squared distance between frames ``i`` and ``j``."""
     s = 0.0
@@ -97,7 +98,7 @@ def _dist_rows(feats, i, j, w):
     return s
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@no_refcount(inline="always")
 def _point_lb(px, pz, obs, k, m):
     """:func:`~motionmatch.environment.geometry.point_lower_bound` of row ``obs[k, m]``, read
     element by element (no array view: views cost reference counting in a hot loop)."""
@@ -116,7 +117,7 @@ def _point_lb(px, pz, obs, k, m):
     return math.sqrt(lx * lx + lz * lz)
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@no_refcount(inline="always")
 def _point_ub(px, pz, obs, k, m):
     """:func:`~motionmatch.environment.geometry.point_upper_bound` of row ``obs[k, m]``
     (element by element, as :func:`_point_lb`)."""
@@ -129,7 +130,7 @@ def _point_ub(px, pz, obs, k, m):
     return math.sqrt(dx * dx + dz * dz) - r
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@no_refcount(inline="always")
 def _slot_ellipse(ell, i, k, pp, disk):
     """Frame ``i``'s ellipse in slot ``k`` of ``ell [N, K, 8]`` as float64 ``(cx, cz, ux,
     uz, a, b, R, lo, hi)``: centre, unit axis, semi-axes (both ``R = max(a, b)`` when
@@ -149,7 +150,7 @@ def _slot_ellipse(ell, i, k, pp, disk):
     return cx, cz, ux, uz, a, b, R, lo, hi
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@no_refcount(inline="always")
 def _out_of_reach(cx, cz, reach, obs, k, m):
     """Whether obstacle ``m`` of slot ``k`` is surely farther than ``reach`` (m) from the
     point ``(cx, cz)`` (bounding circle for disks and ellipses, box distance for boxes)."""
@@ -161,7 +162,7 @@ def _out_of_reach(cx, cz, reach, obs, k, m):
     return _point_lb(cx, cz, obs, k, m) >= reach
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@no_refcount(inline="always")
 def frame_penalty(i, ell, obs, counts, slotw, pp, budget, early, stats):
     """Weighted penalty sum of frame ``i`` (without W_env); stops once it reaches ``budget``."""
     dhat = pp[P_DHAT]
@@ -216,7 +217,7 @@ def frame_penalty(i, ell, obs, counts, slotw, pp, budget, early, stats):
     return pen
 
 
-@numba.njit(cache=True, nogil=True)
+@no_refcount
 def frame_clearance(i, ell, obs, counts, pp, out):
     """``out[k]``: smallest signed distance (m, margin subtracted) of frame ``i``'s slot-k
     ellipse to the obstacles that count (height gating applied); ``+inf`` without any."""
@@ -242,7 +243,7 @@ def frame_clearance(i, ell, obs, counts, pp, out):
         out[k] = best
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@no_refcount(inline="always")
 def _penalised(i, d, ell, obs, counts, slotw, pp, best, early, stats):
     """``d`` plus the weighted penalties of frame ``i`` (stops once it reaches ``best``)."""
     envw = pp[P_ENVW]
@@ -251,7 +252,7 @@ def _penalised(i, d, ell, obs, counts, slotw, pp, best, early, stats):
     return d + envw * frame_penalty(i, ell, obs, counts, slotw, pp, budget, early, stats)
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@no_refcount(inline="always")
 def _score(i, feats, q, w, ell, obs, counts, slotw, pp, best, early, stats):
     d = _dist(feats, i, q, w)
     if early and d >= best:
@@ -267,7 +268,7 @@ def score_frames(idx, feats, q, w, ell, obs, counts, slotw, pp, out):
         out[j] = _score(idx[j], feats, q, w, ell, obs, counts, slotw, pp, np.inf, False, stats)
 
 
-@numba.njit(cache=True, nogil=True)
+@no_refcount
 def init_score(init, feats, q, w, ell, obs, counts, slotw, pp, stats):
     """The full score of frame ``init`` that seeds a search (``inf`` for -1)."""
     if init < 0:
@@ -275,7 +276,7 @@ def init_score(init, feats, q, w, ell, obs, counts, slotw, pp, stats):
     return _penalised(init, _dist(feats, init, q, w), ell, obs, counts, slotw, pp, np.inf, True, stats)
 
 
-@numba.njit(cache=True, nogil=True, fastmath=FM)
+@no_refcount(fastmath=FM)
 def linear_search(feats, q, w, valid, mask, ell, obs, counts, slotw, pp, init, init_score, early, stats):
     """Exact: every valid frame in the mask, with early rejection, seeded with frame ``init``
     (-1: none) of full score ``init_score`` (:func:`init_score`). Returns (index, score)."""
@@ -300,10 +301,10 @@ def linear_search(feats, q, w, valid, mask, ell, obs, counts, slotw, pp, init, i
     return bi, best
 
 
-@numba.njit(cache=True, nogil=True, fastmath=FM)
+@no_refcount(fastmath=FM)
 def coherent_search(feats, q, w, valid, mask, ell, obs, counts, slotw, pp, reps, rep_feats, rep_lo, rep_hi, start,
                     init, init_score, init_seg, dissim, v, max_stride, slack, stats, blk_lo, blk_hi, blk_grid, blk_order,
-                    blk_size, sup_lo, sup_hi, sup_size):
+                    blk_size, sup_lo, sup_hi, sup_size, qcodes):
     """Temporal-coherence search (paper Sec. 5.4.2): representatives from ``start`` (wrapping
     around), each scored against the best so far; a representative that beats it opens its
     segment ``[rep_lo, rep_hi)`` (so does one whose query distance alone is below ``slack``
@@ -325,16 +326,21 @@ def coherent_search(feats, q, w, valid, mask, ell, obs, counts, slotw, pp, reps,
     (``sup_size > 0``): ``sup_lo, sup_hi [ceil(n_blocks / sup_size), Dp]``, the same codes
     bounding runs of ``sup_size`` blocks, checked first on entering one of them (then
     skipped whole, with the same guarantee): small blocks give tight bounds, and the
-    super-blocks keep their checks few. Returns (index, score)."""
+    super-blocks keep their checks few. ``qcodes [3, >= Dp]`` float32 is scratch (``Dp =
+    blk_lo.shape[1]``; no allocation here: see :mod:`motionmatch._jit`). Returns
+    (index, score)."""
     D = q.shape[0]
     best = np.inf
     bi = -1
-    fb = np.zeros(D)  # features of the best frame
-    db_best = 0.0  # its query distance
+    db_best = 0.0  # the best frame's query distance (its features: feats[bi])
     Dp = blk_lo.shape[1]  # the query's codes and the weights in grid units of the block bounds
-    ql = np.zeros(Dp, dtype=np.float32)  # whole numbers of steps, as float32 (exact)
-    qh = np.zeros(Dp, dtype=np.float32)
-    wc = np.zeros(Dp, dtype=np.float32)
+    ql = qcodes[0, :Dp]  # whole numbers of steps, as float32 (exact)
+    qh = qcodes[1, :Dp]
+    wc = qcodes[2, :Dp]
+    for d in range(Dp):
+        ql[d] = 0.0
+        qh[d] = 0.0
+        wc[d] = 0.0
     if blk_size > 0:
         for d in range(D):
             o = blk_order[d]
@@ -347,8 +353,6 @@ def coherent_search(feats, q, w, valid, mask, ell, obs, counts, slotw, pp, reps,
         db_best = _dist(feats, init, q, w)
         best = init_score
         bi = init
-        for d in range(D):
-            fb[d] = feats[init, d]
     n = reps.shape[0]
     if n == 0:
         return bi, best
@@ -367,16 +371,23 @@ def coherent_search(feats, q, w, valid, mask, ell, obs, counts, slotw, pp, reps,
                 if s2 < best:
                     best = s2
                     bi = i
-        for d in range(D):
-            fb[d] = feats[bi, d]
         db_best = _dist(feats, bi, q, w)
     j = start % n
     seen = 0
     cur_blk = -1
     cur_sup = -1
+    v2 = v * v
+    inv_best = 0.0  # 1 / best, updated when the best changes
+    inv_of = -1.0
+    blk_begin = 0  # representatives [blk_begin, blk_end) form the current block
+    blk_end = 0
     while seen < n:
-        if blk_size > 0:
+        # (a range test, not ``j // blk_size`` on every step: an integer division is
+        # slow and would sit on the chain from one step to the next)
+        if blk_size > 0 and (j >= blk_end or j < blk_begin):
             b = j // blk_size
+            blk_begin = b * blk_size
+            blk_end = blk_begin + blk_size
             if b != cur_blk:
                 cur_blk = b
                 if sup_size > 0 and b // sup_size != cur_sup:
@@ -411,7 +422,7 @@ def coherent_search(feats, q, w, valid, mask, ell, obs, counts, slotw, pp, reps,
                 for d in range(D):
                     t = np.float64(rep_feats[j, d])
                     a = t - q[d]
-                    c = t - fb[d]
+                    c = t - np.float64(feats[bi, d])
                     dr += w[d] * a * a
                     dd += w[d] * c * c
             else:
@@ -439,22 +450,23 @@ def coherent_search(feats, q, w, valid, mask, ell, obs, counts, slotw, pp, reps,
                                 bi = i
                                 improved = True
                 if improved:
-                    for d in range(D):
-                        fb[d] = feats[bi, d]
                     db_best = _dist(feats, bi, q, w)
             if dissim > 0 and bi >= 0 and best > 0.0 and best < np.inf:
                 if dissim == 1:
                     if improved or not fused:  # the best changed: its dissimilarity anew
                         dd = 0.0
                         for d in range(D):
-                            t = np.float64(rep_feats[j, d]) - fb[d]
+                            t = np.float64(rep_feats[j, d]) - np.float64(feats[bi, d])
                             dd += w[d] * t * t
                 else:
                     # triangle-inequality lower bound of the dissimilarity, from distances
                     # already known: |f_r - f_b| >= |f_r - q| - |q - f_b|
                     dd = math.sqrt(dr) - math.sqrt(db_best)
                     dd = dd * dd if dd > 0.0 else 0.0
-                step = stride_for(dd, best, v, max_stride)
+                if best != inv_of:
+                    inv_best = 1.0 / best
+                    inv_of = best
+                step = stride_for(dd, inv_best, v2, max_stride)
         j += step
         if j >= n:
             j -= n
@@ -465,14 +477,19 @@ def coherent_search(feats, q, w, valid, mask, ell, obs, counts, slotw, pp, reps,
     return bi, best
 
 
-@numba.njit(cache=True, nogil=True)
-def _full_score(i, feats, q, w, ell, obs, counts, slotw, pp):
-    """The full score of frame ``i`` (no rejection)."""
-    scratch = np.zeros(NS, dtype=np.int64)
-    return _penalised(i, _dist(feats, i, q, w), ell, obs, counts, slotw, pp, np.inf, False, scratch)
+@no_refcount
+def _full_score(i, feats, q, w, ell, obs, counts, slotw, pp, stats):
+    """The full score of frame ``i`` (no rejection; ``stats`` left as they were: this is
+    not search work)."""
+    pen0 = stats[S_PEN]
+    sd0 = stats[S_SD]
+    s = _penalised(i, _dist(feats, i, q, w), ell, obs, counts, slotw, pp, np.inf, False, stats)
+    stats[S_PEN] = pen0
+    stats[S_SD] = sd0
+    return s
 
 
-@numba.njit(cache=True, nogil=True)
+@no_refcount
 def penalty_clearance(i, ell, obs, counts, slotw, pp, clearance):
     """Frame ``i``'s weighted penalty sum (without W_env; :func:`frame_penalty` without
     rejection, the same terms in the same order: the same value) and, into ``clearance [K]``,
@@ -503,8 +520,8 @@ def penalty_clearance(i, ell, obs, counts, slotw, pp, clearance):
     return pen
 
 
-@numba.njit(cache=True, nogil=True)
-def summarise(idx, feats, q, w, ell, obs, counts, slotw, pp, cur, clearance, out, init=-1, s_init=np.inf):
+@no_refcount
+def summarise(idx, feats, q, w, ell, obs, counts, slotw, pp, cur, clearance, out, stats, init=-1, s_init=np.inf):
     """Summary of a search's result ``idx`` (see :func:`run_search` for ``out`` and
     ``clearance``); the score of ``cur`` is ``s_init`` when it is ``init``."""
     if idx >= 0:
@@ -522,7 +539,7 @@ def summarise(idx, feats, q, w, ell, obs, counts, slotw, pp, cur, clearance, out
         out[3] = 0.0
         clearance[:] = np.inf
     if cur >= 0:
-        out[2] = s_init if (cur == init and init >= 0) else _full_score(cur, feats, q, w, ell, obs, counts, slotw, pp)
+        out[2] = s_init if (cur == init and init >= 0) else _full_score(cur, feats, q, w, ell, obs, counts, slotw, pp, stats)
     else:
         out[2] = np.nan
 
@@ -551,9 +568,9 @@ USED_FALLBACK = 2
 USED_CLEAR = 3
 
 
-@numba.njit(cache=True, nogil=True)
+@no_refcount
 def run_search(ia, fa, feats, q, w, valid, mask, ell, obs, counts, slotw, pp, reps, rep_feats, rep_lo, rep_hi, rep_of,
-               blk_lo, blk_hi, blk_grid, blk_order, sup_lo, sup_hi, stats, clearance, out):
+               blk_lo, blk_hi, blk_grid, blk_order, sup_lo, sup_hi, stats, clearance, out, qcodes):
     """One penalised search in a single call (the per-search glue of :mod:`.penalized` fused;
     scalar arguments packed in ``ia [NA]`` int64 and ``fa [NF]`` float64, see ``A_*`` and
     ``F_*``). ``stats`` is zeroed first. The frame playing now seeds the search when it is
@@ -598,7 +615,7 @@ def run_search(ia, fa, feats, q, w, valid, mask, ell, obs, counts, slotw, pp, re
         idx, _ = coherent_search(feats, q, w, valid, mask, ell, obs, counts, slotw, pp, reps, rep_feats, rep_lo,
                                  rep_hi, start, init, s_init, init_seg, ia[A_DISSIM], fa[F_V], ia[A_MAXSTRIDE], fa[F_SLACK],
                                  stats, blk_lo, blk_hi, blk_grid, blk_order, ia[A_BLOCK], sup_lo, sup_hi,
-                                 ia[A_SUPER])
+                                 ia[A_SUPER], qcodes)
         used = USED_COHERENT
         if ia[A_FALLBACK] != 0 and idx >= 0:
             pen = penalty_clearance(idx, ell, obs, counts, slotw, pp, clearance)
@@ -622,15 +639,15 @@ def run_search(ia, fa, feats, q, w, valid, mask, ell, obs, counts, slotw, pp, re
                 hit = 1.0
         out[3] = hit
         if cur >= 0:
-            out[2] = s_init if cur == init else _full_score(cur, feats, q, w, ell, obs, counts, slotw, pp)
+            out[2] = s_init if cur == init else _full_score(cur, feats, q, w, ell, obs, counts, slotw, pp, stats)
         else:
             out[2] = np.nan
     else:
-        summarise(idx, feats, q, w, ell, obs, counts, slotw, pp, cur, clearance, out, init, s_init)
+        summarise(idx, feats, q, w, ell, obs, counts, slotw, pp, cur, clearance, out, stats, init, s_init)
     return idx, used
 
 
-@numba.njit(cache=True, nogil=True, inline="always", fastmath=FM)
+@no_refcount(inline="always", fastmath=FM)
 def box_codes_gap(lo, hi, b, ql, qh, wc):
     """Lower bound of the weighted squared distance from a query to the coded box ``b``
     (uint8 ``lo, hi [B, Dp]``, ``Dp`` a multiple of 8), all in grid units: ``ql, qh [Dp]``
@@ -713,19 +730,25 @@ def encode_block_bounds(lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.
     return cl.astype(np.uint8), ch.astype(np.uint8), grid
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
-def stride_for(delta2, best, v, max_stride):
+@no_refcount(inline="always")
+def stride_for(delta2, inv_best, v2, max_stride):
     """The dissimilarity-based stride (the paper's Eq. 7 is lost; this is our form):
     ``1 + floor(v * δ / sqrt(S))`` with ``δ`` the (weighted Euclidean) distance between the
     current representative and the best frame and ``S`` the best score (a squared distance
     plus penalties, hence its root): 1 while the best is poor (early in the search, ``S``
     large) or the representative resembles it (``δ`` ~ 0), growing as it differs from the
-    best more than the best differs from the query; ``v`` is the aggressiveness."""
-    r2 = v * v * delta2  # stride - 1 = floor(sqrt(r2 / best)): count without sqrt/division
-    k = 1
-    while k < max_stride and (k * k) * best <= r2:
-        k += 1
-    return k
+    best more than the best differs from the query; ``v`` is the aggressiveness. Arguments:
+    ``δ²``, ``1 / S`` and ``v²`` (no division on the search's step-to-step chain; small
+    strides without a square root either), capped at ``max_stride``."""
+    x = v2 * delta2 * inv_best  # stride = the smallest k >= 1 with k^2 > x
+    if not x >= 1.0:  # also NaN
+        return 1
+    if x < 4.0:
+        return 2
+    if x < 9.0:
+        return 3
+    k = int(math.sqrt(x)) + 1
+    return k if k < max_stride else max_stride
 
 
 @numba.njit(cache=True, nogil=True)
@@ -860,7 +883,7 @@ def trajectory_points(root_x, root_z, yaw, positions, world, local):
         local[p + 1, 1] = s * dx + c * dz
 
 
-@numba.njit(cache=True, nogil=True, fastmath=FM)
+@no_refcount(fastmath=FM)
 def view_distance(query, feats, i, zero):
     """Squared distance between ``query [D]`` and row ``i`` of ``feats [N, D]`` with the
     columns where ``zero [D]`` is true taken as 0 (the controller's planar view)."""
@@ -872,14 +895,14 @@ def view_distance(query, feats, i, zero):
     return s
 
 
-@numba.njit(cache=True, nogil=True)
+@no_refcount
 def take_columns(x, cols, out):
     """``out[j] = x[cols[j]]`` as float64 (a query's search columns, no temporary)."""
     for j in range(cols.shape[0]):
         out[j] = x[cols[j]]
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@no_refcount(inline="always")
 def control_weights_into(pose, pos, direc, continuity, responsiveness, evasion_factor, w):
     """Write into ``w [D]`` the squared-distance weights of the high-level controls:
     ``continuity`` on the pose columns, ``responsiveness`` on the trajectory positions and
@@ -935,10 +958,10 @@ def gather_static(cell_start, items, nx, nz, x0, z0, cell, rows, stamp, ids, tic
     return M, prepare_static(rows, ids[:M], root_x, root_z, yaw, local, radius, out, counts, order_key)
 
 
-@numba.njit(cache=True, nogil=True)
+@no_refcount
 def choose(query, cols, pose, pos, direc, zero, db_feats, cur, continuity, responsiveness, evasion_factor, q, w, ia,
            fa, feats, valid, mask, ell, obs, counts, slotw, pp, reps, rep_feats, rep_lo, rep_hi, rep_of, blk_lo,
-           blk_hi, blk_grid, blk_order, sup_lo, sup_hi, stats, clearance, out):
+           blk_hi, blk_grid, blk_order, sup_lo, sup_hi, stats, clearance, out, qcodes):
     """The query's search columns into ``q [len(cols)]`` (:func:`take_columns`) and the
     controls' weights into ``w [len(cols)]`` (:func:`control_weights_into`), buffers both,
     then :func:`run_search` with them, in one call (an environment-aware chooser's choice).
@@ -952,5 +975,6 @@ def choose(query, cols, pose, pos, direc, zero, db_feats, cur, continuity, respo
     if ia[A_METHOD] < 0:
         return -1, USED_CLEAR, plain
     idx, used = run_search(ia, fa, feats, q, w, valid, mask, ell, obs, counts, slotw, pp, reps, rep_feats, rep_lo,
-                           rep_hi, rep_of, blk_lo, blk_hi, blk_grid, blk_order, sup_lo, sup_hi, stats, clearance, out)
+                           rep_hi, rep_of, blk_lo, blk_hi, blk_grid, blk_order, sup_lo, sup_hi, stats, clearance, out,
+                           qcodes)
     return idx, used, plain

@@ -203,11 +203,13 @@ class SearchBuffers:
     Attributes:
         stats: ``[NS]`` int64 counters of the last search; clearance: ``[K]`` float64;
         out: ``[4]`` float64: score, distance, score of ``cur``, collides (0/1).
+        qcodes: ``[3, Dp]`` float32 scratch of the search kernel (the query's block-bound codes).
     """
 
     def __init__(self, search: PenalizedSearch):
         self.search = search
         self.stats = np.zeros(PK.NS, dtype=np.int64)
+        self.qcodes = search.new_qcodes()
         self.clearance = np.empty(search.n_slots)
         self.out = np.empty(4)
         self.cur = -1
@@ -453,6 +455,7 @@ class PenalizedSearch:
                 buffers._ia_of = plan[0]
         else:
             ia = plan[0].copy()  # the template is shared by every call with these options
+        qcodes = buffers.qcodes if buffers is not None else self.new_qcodes()
         ia[PK.A_INIT] = -1 if init_index is None else init_index
         ia[PK.A_PREV] = -1 if previous is None else previous
         ia[PK.A_CUR] = cur
@@ -460,7 +463,7 @@ class PenalizedSearch:
             used = PK.USED_CLEAR
         else:
             idx, used = PK.run_search(ia, plan[1], self.features, q, w, self.valid, mask, self.ellipses, obs, cnt,
-                                      slotw, pp, *plan[2:], stats, clearance, out)
+                                      slotw, pp, *plan[2:], stats, clearance, out, qcodes)
         if used == PK.USED_CLEAR:
             init = -1
             if init_index is not None and opt.warm_start and 0 <= init_index < self.n_frames \
@@ -468,7 +471,7 @@ class PenalizedSearch:
                 init = int(init_index)
             stats[:] = 0
             idx, _ = self._plain(q, mask, w, init)
-            PK.summarise(idx, self.features, q, w, self.ellipses, obs, cnt, slotw, pp, cur, clearance, out)
+            PK.summarise(idx, self.features, q, w, self.ellipses, obs, cnt, slotw, pp, cur, clearance, out, stats)
             return idx, "plain"
         return int(idx), _USED_NAMES[used]
 
@@ -496,16 +499,22 @@ class PenalizedSearch:
         ia[PK.A_CUR] = cur
         idx, used, plain = PK.choose(query, cols, masks[0], masks[1], masks[2], zero, db_features, cur, controls[0],
                                      controls[1], controls[2], q, w, ia, plan[1], self.features, self.valid, mask,
-                                     self.ellipses, obs, cnt, slotw, pp, *plan[2:], b.stats, b.clearance, b.out)
+                                     self.ellipses, obs, cnt, slotw, pp, *plan[2:], b.stats, b.clearance, b.out,
+                                     b.qcodes)
         if used == PK.USED_CLEAR:
             init = -1
             if opt.warm_start and 0 <= cur < self.n_frames and self.valid[cur] and mask[cur]:
                 init = cur
             b.stats[:] = 0
             idx, _ = self._plain(q, mask, w, init)
-            PK.summarise(idx, self.features, q, w, self.ellipses, obs, cnt, slotw, pp, cur, b.clearance, b.out)
+            PK.summarise(idx, self.features, q, w, self.ellipses, obs, cnt, slotw, pp, cur, b.clearance, b.out, b.stats)
             return idx, "plain", plain
         return int(idx), _USED_NAMES[used], plain
+
+    def new_qcodes(self) -> np.ndarray:
+        """Scratch of the search kernel: ``[3, Dp]`` float32 (the query's codes on the grid of
+        the block bounds; ``Dp``: the dimension rounded up to a multiple of 8)."""
+        return np.zeros((3, self._none_codes.shape[1]), dtype=np.float32)
 
     def _plan_for(self, opt: SearchOptions) -> tuple:
         """Packed arguments of :func:`PK.run_search` for ``opt`` (cached per options object):
