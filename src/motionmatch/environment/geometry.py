@@ -18,7 +18,7 @@ hide one. Support functions are closed-form: a disk ``r``; an ellipse with semi-
 ``p, q`` along ``f1, f2``: ``sqrt(p^2 (u.f1)^2 + q^2 (u.f2)^2)``; a box with half extents
 ``p, q``: ``p |u.f1| + q |u.f2|``. ``g`` is maximised over the angle of ``u`` by a
 safeguarded Newton iteration from the direction between the centres (disk and ellipse
-obstacles: ``g`` is smooth); for a box the maximum is either at one of its face normals
+obstacles: ``g`` is smooth), with ``u`` kept as a unit vector (no trigonometric calls); for a box the maximum is either at one of its face normals
 (where ``g`` has kinks) or, for a corner contact, at the maximiser of the smooth
 corner-to-ellipse function, so those candidates are evaluated and the largest kept.
 
@@ -86,34 +86,36 @@ def make_row(kind: int, x: float, z: float, ux: float = 1.0, uz: float = 0.0, p:
 
 
 @no_refcount(inline="always")
-def _hE(a2, b2, c, s):
-    return math.sqrt(a2 * c * c + b2 * s * s)
-
-
-@no_refcount
-def _g_smooth(th, x, y, a2, b2, phi, p2, q2):
-    c = math.cos(th)
-    s = math.sin(th)
-    C = math.cos(th - phi)
-    S = math.sin(th - phi)
+def _g_smooth(c, s, x, y, a2, b2, cf, sf, p2, q2):
+    """g(u) for the unit direction ``u = (c, s)``: an ellipse body (``a2, b2``: squared
+    semi-axes on the x/y axes) and an ellipse obstacle (``p2, q2`` along the unit axis
+    ``(cf, sf)``; ``p2 = q2`` for a disk) centred at ``(x, y)``."""
+    C = c * cf + s * sf  # u in the obstacle's axes
+    S = s * cf - c * sf
     return x * c + y * s - math.sqrt(a2 * c * c + b2 * s * s) - math.sqrt(p2 * C * C + q2 * S * S)
 
 
 @no_refcount
-def _max_smooth(x, y, a, b, phi, p, q):
-    """max over θ of x cosθ + y sinθ - h_E(θ) - h_O(θ) for an ellipse (a, b along the x/y
-    axes) and an obstacle ellipse (p, q along angle phi; p = q for a disk): safeguarded
-    Newton from the centre direction. Returns (value, θ)."""
+def _max_smooth(x, y, a, b, cf, sf, p, q):
+    """max over unit ``u`` of x u_x + y u_y - h_E(u) - h_O(u) for an ellipse (a, b along the
+    x/y axes) and an obstacle ellipse (p, q along the unit axis ``(cf, sf)``; p = q for a
+    disk): safeguarded Newton on the angle of ``u`` from the centre direction, with ``u``
+    kept as a unit vector (a step ``t`` turns it by ``atan(t)``: no trigonometric call; the
+    Newton step is unchanged to first order). Returns ``(value, u_x, u_y)``."""
     a2, b2, p2, q2 = a * a, b * b, p * p, q * q
-    th = math.atan2(y, x) if (x != 0.0 or y != 0.0) else 0.0
-    best = _g_smooth(th, x, y, a2, b2, phi, p2, q2)
+    r = math.sqrt(x * x + y * y)
+    if r > 0.0:
+        c = x / r
+        s = y / r
+    else:
+        c = 1.0
+        s = 0.0
+    best = _g_smooth(c, s, x, y, a2, b2, cf, sf, p2, q2)
     dab = b2 - a2
     dpq = q2 - p2
     for _ in range(_NEWTON_ITERS):
-        c = math.cos(th)
-        s = math.sin(th)
-        C = math.cos(th - phi)
-        S = math.sin(th - phi)
+        C = c * cf + s * sf
+        S = s * cf - c * sf
         he = math.sqrt(a2 * c * c + b2 * s * s)
         ho = math.sqrt(p2 * C * C + q2 * S * S)
         he1 = dab * s * c / he
@@ -138,22 +140,26 @@ def _max_smooth(x, y, a, b, phi, p, q):
             break
         moved = False
         for _h in range(6):
-            gn = _g_smooth(th + step, x, y, a2, b2, phi, p2, q2)
+            n = math.sqrt(1.0 + step * step)
+            cn = (c - step * s) / n
+            sn = (s + step * c) / n
+            gn = _g_smooth(cn, sn, x, y, a2, b2, cf, sf, p2, q2)
             if gn >= best:
-                th += step
+                c = cn
+                s = sn
                 best = gn
                 moved = True
                 break
             step *= 0.5
         if not moved:
             break
-    return best, th
+    return best, c, s
 
 
-@no_refcount
-def _g_box(th, x, y, a2, b2, fx, fy, p, q):
-    c = math.cos(th)
-    s = math.sin(th)
+@no_refcount(inline="always")
+def _g_box(c, s, x, y, a2, b2, fx, fy, p, q):
+    """g(u) for the unit direction ``u = (c, s)``, the ellipse body and a box centred at
+    ``(x, y)`` with unit first axis ``(fx, fy)`` and half extents ``p, q``."""
     # u . f1 and u . f2 with f2 = (-fy, fx)
     d1 = c * fx + s * fy
     d2 = -c * fy + s * fx
@@ -165,13 +171,11 @@ def _sd_box(x, y, a, b, fx, fy, p, q):
     """Signed distance between the ellipse (a, b on the axes, at the origin) and a box
     centred at (x, y) with unit first axis (fx, fy) and half extents p, q."""
     a2, b2 = a * a, b * b
-    best = -np.inf
-    phi = math.atan2(fy, fx)
-    # face normals: the kinks of g
-    for k in range(4):
-        v = _g_box(phi + k * (0.5 * math.pi), x, y, a2, b2, fx, fy, p, q)
-        if v > best:
-            best = v
+    # face normals (the kinks of g): the box's axes, both ways
+    best = _g_box(fx, fy, x, y, a2, b2, fx, fy, p, q)
+    best = max(best, _g_box(-fy, fx, x, y, a2, b2, fx, fy, p, q))
+    best = max(best, _g_box(-fx, -fy, x, y, a2, b2, fx, fy, p, q))
+    best = max(best, _g_box(fy, -fx, x, y, a2, b2, fx, fy, p, q))
     # corner contacts: maximiser of the smooth corner-to-ellipse function, scored with the
     # true g, for the two corners nearest the ellipse (in its own scaled metric; a contact
     # with a farther corner would put a nearer one inside the ellipse's reach first)
@@ -189,14 +193,10 @@ def _sd_box(x, y, a, b, fx, fy, p, q):
                 d1, c1x, c1y = e, vx, vy
             elif e < d2:
                 d2, c2x, c2y = e, vx, vy
-    _, th = _max_smooth(c1x, c1y, a, b, 0.0, 0.0, 0.0)
-    v = _g_box(th, x, y, a2, b2, fx, fy, p, q)
-    if v > best:
-        best = v
-    _, th = _max_smooth(c2x, c2y, a, b, 0.0, 0.0, 0.0)
-    v = _g_box(th, x, y, a2, b2, fx, fy, p, q)
-    if v > best:
-        best = v
+    _, c, s = _max_smooth(c1x, c1y, a, b, 1.0, 0.0, 0.0, 0.0)
+    best = max(best, _g_box(c, s, x, y, a2, b2, fx, fy, p, q))
+    _, c, s = _max_smooth(c2x, c2y, a, b, 1.0, 0.0, 0.0, 0.0)
+    best = max(best, _g_box(c, s, x, y, a2, b2, fx, fy, p, q))
     return best
 
 
@@ -214,12 +214,19 @@ def signed_distance(cx, cz, ux, uz, a, b, row):
     t = int(row[C_TYPE])
     if t == T_DISK:
         r = row[C_P]
-        v, _ = _max_smooth(x, y, a, b, 0.0, r, r)
+        v, _, _ = _max_smooth(x, y, a, b, 1.0, 0.0, r, r)
         return v
     fx = row[C_UX] * ux + row[C_UZ] * uz
     fy = -row[C_UX] * uz + row[C_UZ] * ux
+    nf = math.sqrt(fx * fx + fy * fy)  # 1 for a packed row; renormalised against rounding
+    if nf > 0.0:
+        fx /= nf
+        fy /= nf
+    else:
+        fx = 1.0
+        fy = 0.0
     if t == T_ELLIPSE:
-        v, _ = _max_smooth(x, y, a, b, math.atan2(fy, fx), row[C_P], row[C_Q])
+        v, _, _ = _max_smooth(x, y, a, b, fx, fy, row[C_P], row[C_Q])
         return v
     return _sd_box(x, y, a, b, fx, fy, row[C_P], row[C_Q])
 
