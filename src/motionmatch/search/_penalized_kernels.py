@@ -88,6 +88,13 @@ def _dist(feats, i, q, w):
     return s
 
 
+@no_refcount(inline="always")
+def _copy_row(feats, i, out):
+    """``out[:D] = feats[i]`` as float64 (``D = feats.shape[1]``; the rest of ``out`` kept)."""
+    for d in range(feats.shape[1]):
+        out[d] = feats[i, d]
+
+
 @no_refcount(inline="always", fastmath=FM)
 def _dist_rows(feats, i, j, w):
     """Weighted squared distance between frames ``i`` and ``j``."""
@@ -304,7 +311,7 @@ def linear_search(feats, q, w, valid, mask, ell, obs, counts, slotw, pp, init, i
 @no_refcount(fastmath=FM)
 def coherent_search(feats, q, w, valid, mask, ell, obs, counts, slotw, pp, reps, rep_feats, rep_lo, rep_hi, start,
                     init, init_score, init_seg, dissim, v, max_stride, slack, stats, blk_lo, blk_hi, blk_grid, blk_order,
-                    blk_size, sup_lo, sup_hi, sup_size, qcodes):
+                    blk_size, sup_lo, sup_hi, sup_size, qcodes, rep_bits, qpad):
     """Temporal-coherence search (paper Sec. 5.4.2): representatives from ``start`` (wrapping
     around), each scored against the best so far; a representative that beats it opens its
     segment ``[rep_lo, rep_hi)`` (so does one whose query distance alone is below ``slack``
@@ -327,8 +334,11 @@ def coherent_search(feats, q, w, valid, mask, ell, obs, counts, slotw, pp, reps,
     bounding runs of ``sup_size`` blocks, checked first on entering one of them (then
     skipped whole, with the same guarantee): small blocks give tight bounds, and the
     super-blocks keep their checks few. ``qcodes [3, >= Dp]`` float32 is scratch (``Dp =
-    blk_lo.shape[1]``; no allocation here: see :mod:`motionmatch._jit`). Returns
-    (index, score)."""
+    blk_lo.shape[1]``; no allocation here: see :mod:`motionmatch._jit`). ``rep_bits
+    [ceil(n / 8)]`` uint8: bit ``t`` of byte ``b`` is ``mask[reps[8 b + t]]`` (see
+    :func:`mask_bits`; a visit then reads neither ``reps`` nor ``mask``). ``qpad [3, >=
+    rep_feats.shape[1]]`` float64 is scratch (the query, the weights and the best frame's
+    features padded with zeros to the width of ``rep_feats``' rows). Returns (index, score)."""
     D = q.shape[0]
     best = np.inf
     bi = -1
@@ -349,10 +359,21 @@ def coherent_search(feats, q, w, valid, mask, ell, obs, counts, slotw, pp, reps,
             ql[d] = np.float32(math.floor(x))
             qh[d] = np.float32(math.ceil(x))
             wc[d] = np.float32(w[o] * blk_grid[1, d] * blk_grid[1, d] * (1.0 - 1e-5))  # float32: round down
+    # the query, the weights and the best frame's features over the representatives' whole
+    # row width (zeros past D: the distance loops below then have no remainder)
+    Dr = rep_feats.shape[1]
+    qv = qpad[0]
+    wv = qpad[1]
+    fbv = qpad[2]
+    for d in range(Dr):
+        qv[d] = q[d] if d < D else 0.0
+        wv[d] = w[d] if d < D else 0.0
+        fbv[d] = 0.0
     if init >= 0:
         db_best = _dist(feats, init, q, w)
         best = init_score
         bi = init
+        _copy_row(feats, bi, fbv)
     n = reps.shape[0]
     if n == 0:
         return bi, best
@@ -372,6 +393,7 @@ def coherent_search(feats, q, w, valid, mask, ell, obs, counts, slotw, pp, reps,
                     best = s2
                     bi = i
         db_best = _dist(feats, bi, q, w)
+        _copy_row(feats, bi, fbv)
     j = start % n
     seen = 0
     cur_blk = -1
@@ -409,27 +431,30 @@ def coherent_search(feats, q, w, valid, mask, ell, obs, counts, slotw, pp, reps,
                     j = nxt if nxt < n else 0
                     stats[S_BLK] += 1
                     continue
-        r = reps[j]
         nr += 1
         step = 1
-        if mask[r] and r != bi:  # representatives are valid frames (build_representatives)
+        if (rep_bits[j >> 3] >> (j & 7)) & 1:  # mask[reps[j]], from a few hundred bytes
             nd += 1
             fused = dissim == 1 and bi >= 0
             if fused:
                 # the query distance and the dissimilarity to the best frame in one pass
                 dr = 0.0
                 dd = 0.0
-                for d in range(D):
+                for d in range(Dr):
                     t = np.float64(rep_feats[j, d])
-                    a = t - q[d]
-                    c = t - np.float64(feats[bi, d])
-                    dr += w[d] * a * a
-                    dd += w[d] * c * c
+                    a = t - qv[d]
+                    c = t - fbv[d]
+                    dr += wv[d] * a * a
+                    dd += wv[d] * c * c
             else:
-                dr = _dist(rep_feats, j, q, w)
+                dr = _dist(rep_feats, j, qv, wv)
                 dd = 0.0
             improved = False
+            r = -1
             if dr < best * slack:
+                r = reps[j]
+            if r >= 0 and r != bi:  # (the best frame's own representative: nothing to gain;
+                # its dissimilarity to the best is 0, so the stride below is 1)
                 if dr < best:
                     s = _penalised(r, dr, ell, obs, counts, slotw, pp, best, True, stats)
                     if s < best:
@@ -451,13 +476,14 @@ def coherent_search(feats, q, w, valid, mask, ell, obs, counts, slotw, pp, reps,
                                 improved = True
                 if improved:
                     db_best = _dist(feats, bi, q, w)
+                    _copy_row(feats, bi, fbv)
             if dissim > 0 and bi >= 0 and best > 0.0 and best < np.inf:
                 if dissim == 1:
                     if improved or not fused:  # the best changed: its dissimilarity anew
                         dd = 0.0
-                        for d in range(D):
-                            t = np.float64(rep_feats[j, d]) - np.float64(feats[bi, d])
-                            dd += w[d] * t * t
+                        for d in range(Dr):
+                            t = np.float64(rep_feats[j, d]) - fbv[d]
+                            dd += wv[d] * t * t
                 else:
                     # triangle-inequality lower bound of the dissimilarity, from distances
                     # already known: |f_r - f_b| >= |f_r - q| - |q - f_b|
@@ -570,7 +596,8 @@ USED_CLEAR = 3
 
 @no_refcount
 def run_search(ia, fa, feats, q, w, valid, mask, ell, obs, counts, slotw, pp, reps, rep_feats, rep_lo, rep_hi, rep_of,
-               blk_lo, blk_hi, blk_grid, blk_order, sup_lo, sup_hi, stats, clearance, out, qcodes):
+               blk_lo, blk_hi, blk_grid, blk_order, sup_lo, sup_hi, stats, clearance, out, qcodes, rep_bits,
+               qpad):
     """One penalised search in a single call (the per-search glue of :mod:`.penalized` fused;
     scalar arguments packed in ``ia [NA]`` int64 and ``fa [NF]`` float64, see ``A_*`` and
     ``F_*``). ``stats`` is zeroed first. The frame playing now seeds the search when it is
@@ -615,7 +642,7 @@ def run_search(ia, fa, feats, q, w, valid, mask, ell, obs, counts, slotw, pp, re
         idx, _ = coherent_search(feats, q, w, valid, mask, ell, obs, counts, slotw, pp, reps, rep_feats, rep_lo,
                                  rep_hi, start, init, s_init, init_seg, ia[A_DISSIM], fa[F_V], ia[A_MAXSTRIDE], fa[F_SLACK],
                                  stats, blk_lo, blk_hi, blk_grid, blk_order, ia[A_BLOCK], sup_lo, sup_hi,
-                                 ia[A_SUPER], qcodes)
+                                 ia[A_SUPER], qcodes, rep_bits, qpad)
         used = USED_COHERENT
         if ia[A_FALLBACK] != 0 and idx >= 0:
             pen = penalty_clearance(idx, ell, obs, counts, slotw, pp, clearance)
@@ -728,6 +755,17 @@ def encode_block_bounds(lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.
         raise ValueError("block bounds: encoding lost a bound")
     grid = np.ascontiguousarray(np.stack([base, step]))
     return cl.astype(np.uint8), ch.astype(np.uint8), grid
+
+
+@no_refcount
+def mask_bits(reps, mask, out):
+    """``out [ceil(len(reps) / 8)]`` uint8: bit ``t`` of byte ``b`` set when
+    ``mask[reps[8 b + t]]`` (the representatives' mask, packed)."""
+    for b in range(out.shape[0]):
+        out[b] = 0
+    for j in range(reps.shape[0]):
+        if mask[reps[j]]:
+            out[j >> 3] |= np.uint8(1 << (j & 7))
 
 
 @no_refcount(inline="always")
@@ -961,7 +999,7 @@ def gather_static(cell_start, items, nx, nz, x0, z0, cell, rows, stamp, ids, tic
 @no_refcount
 def choose(query, cols, pose, pos, direc, zero, db_feats, cur, continuity, responsiveness, evasion_factor, q, w, ia,
            fa, feats, valid, mask, ell, obs, counts, slotw, pp, reps, rep_feats, rep_lo, rep_hi, rep_of, blk_lo,
-           blk_hi, blk_grid, blk_order, sup_lo, sup_hi, stats, clearance, out, qcodes):
+           blk_hi, blk_grid, blk_order, sup_lo, sup_hi, stats, clearance, out, qcodes, rep_bits, qpad):
     """The query's search columns into ``q [len(cols)]`` (:func:`take_columns`) and the
     controls' weights into ``w [len(cols)]`` (:func:`control_weights_into`), buffers both,
     then :func:`run_search` with them, in one call (an environment-aware chooser's choice).
@@ -976,5 +1014,5 @@ def choose(query, cols, pose, pos, direc, zero, db_feats, cur, continuity, respo
         return -1, USED_CLEAR, plain
     idx, used = run_search(ia, fa, feats, q, w, valid, mask, ell, obs, counts, slotw, pp, reps, rep_feats, rep_lo,
                            rep_hi, rep_of, blk_lo, blk_hi, blk_grid, blk_order, sup_lo, sup_hi, stats, clearance, out,
-                           qcodes)
+                           qcodes, rep_bits, qpad)
     return idx, used, plain

@@ -203,13 +203,15 @@ class SearchBuffers:
     Attributes:
         stats: ``[NS]`` int64 counters of the last search; clearance: ``[K]`` float64;
         out: ``[4]`` float64: score, distance, score of ``cur``, collides (0/1).
-        qcodes: ``[3, Dp]`` float32 scratch of the search kernel (the query's block-bound codes).
+        qcodes, qpad: scratch of the search kernel (``[3, Dp]`` float32: the query's
+            block-bound codes; ``[3, D + (-D % 16)]`` float64: query, weights, best frame).
     """
 
     def __init__(self, search: PenalizedSearch):
         self.search = search
         self.stats = np.zeros(PK.NS, dtype=np.int64)
         self.qcodes = search.new_qcodes()
+        self.qpad = search.new_qpad()
         self.clearance = np.empty(search.n_slots)
         self.out = np.empty(4)
         self.cur = -1
@@ -285,6 +287,7 @@ class PenalizedSearch:
         self.clip_stops = np.asarray(clip_stops, dtype=np.int64)
         self._weighted_plain: dict = {}
         self._reps = {}
+        self._bits: dict = {}  # id(mask) -> (mask, reps, packed bits): see _mask_bits
         self._blocks: dict = {}
         self._supers: dict = {}
         self._none_blocks = np.zeros((1, self.dim), dtype=np.float32)
@@ -456,6 +459,7 @@ class PenalizedSearch:
         else:
             ia = plan[0].copy()  # the template is shared by every call with these options
         qcodes = buffers.qcodes if buffers is not None else self.new_qcodes()
+        qpad = buffers.qpad if buffers is not None else self.new_qpad()
         ia[PK.A_INIT] = -1 if init_index is None else init_index
         ia[PK.A_PREV] = -1 if previous is None else previous
         ia[PK.A_CUR] = cur
@@ -463,7 +467,8 @@ class PenalizedSearch:
             used = PK.USED_CLEAR
         else:
             idx, used = PK.run_search(ia, plan[1], self.features, q, w, self.valid, mask, self.ellipses, obs, cnt,
-                                      slotw, pp, *plan[2:], stats, clearance, out, qcodes)
+                                      slotw, pp, *plan[2:], stats, clearance, out, qcodes,
+                                      self._mask_bits(plan[2], mask), qpad)
         if used == PK.USED_CLEAR:
             init = -1
             if init_index is not None and opt.warm_start and 0 <= init_index < self.n_frames \
@@ -500,7 +505,7 @@ class PenalizedSearch:
         idx, used, plain = PK.choose(query, cols, masks[0], masks[1], masks[2], zero, db_features, cur, controls[0],
                                      controls[1], controls[2], q, w, ia, plan[1], self.features, self.valid, mask,
                                      self.ellipses, obs, cnt, slotw, pp, *plan[2:], b.stats, b.clearance, b.out,
-                                     b.qcodes)
+                                     b.qcodes, self._mask_bits(plan[2], mask), b.qpad)
         if used == PK.USED_CLEAR:
             init = -1
             if opt.warm_start and 0 <= cur < self.n_frames and self.valid[cur] and mask[cur]:
@@ -510,6 +515,28 @@ class PenalizedSearch:
             PK.summarise(idx, self.features, q, w, self.ellipses, obs, cnt, slotw, pp, cur, b.clearance, b.out, b.stats)
             return idx, "plain", plain
         return int(idx), _USED_NAMES[used], plain
+
+    def _mask_bits(self, reps: np.ndarray, mask: np.ndarray) -> np.ndarray:
+        """``mask`` at the representatives ``reps``, packed 8 to a byte (:func:`PK.mask_bits`).
+        Cached for a read-only mask that owns its data (the controllers' tag masks are
+        shared read-only): such a mask must not be made writable and changed while in use."""
+        cacheable = not mask.flags.writeable and mask.base is None
+        if cacheable:
+            hit = self._bits.get(id(mask))
+            if hit is not None and hit[0] is mask and hit[1] is reps:
+                return hit[2]
+        out = np.empty((len(reps) + 7) // 8, dtype=np.uint8)
+        PK.mask_bits(reps, mask, out)
+        if cacheable:
+            if len(self._bits) >= 16:
+                self._bits.pop(next(iter(self._bits)))
+            self._bits[id(mask)] = (mask, reps, out)  # holds the mask: its id stays its own
+        return out
+
+    def new_qpad(self) -> np.ndarray:
+        """Scratch of the search kernel: ``[3, D + (-D % 16)]`` float64 (the query, the
+        weights and the best frame's features, padded to the representatives' row width)."""
+        return np.zeros((3, self.dim + (-self.dim % 16)))
 
     def new_qcodes(self) -> np.ndarray:
         """Scratch of the search kernel: ``[3, Dp]`` float32 (the query's codes on the grid of
