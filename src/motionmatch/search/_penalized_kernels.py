@@ -311,7 +311,7 @@ def linear_search(feats, q, w, valid, mask, ell, obs, counts, slotw, pp, init, i
 @no_refcount(fastmath=FM)
 def coherent_search(feats, q, w, valid, mask, ell, obs, counts, slotw, pp, reps, rep_feats, rep_lo, rep_hi, start,
                     init, init_score, init_seg, dissim, v, max_stride, slack, stats, blk_lo, blk_hi, blk_grid, blk_order,
-                    blk_size, sup_lo, sup_hi, sup_size, qcodes, rep_bits, qpad):
+                    blk_size, sup_lo, sup_hi, sup_size, qcodes, rep_bits, qpad, gaps):
     """Temporal-coherence search (paper Sec. 5.4.2): representatives from ``start`` (wrapping
     around), each scored against the best so far; a representative that beats it opens its
     segment ``[rep_lo, rep_hi)`` (so does one whose query distance alone is below ``slack``
@@ -338,7 +338,8 @@ def coherent_search(feats, q, w, valid, mask, ell, obs, counts, slotw, pp, reps,
     [ceil(n / 8)]`` uint8: bit ``t`` of byte ``b`` is ``mask[reps[8 b + t]]`` (see
     :func:`mask_bits`; a visit then reads neither ``reps`` nor ``mask``). ``qpad [3, >=
     rep_feats.shape[1]]`` float64 is scratch (the query, the weights and the best frame's
-    features padded with zeros to the width of ``rep_feats``' rows). Returns (index, score)."""
+    features padded with zeros to the width of ``rep_feats``' rows); ``gaps [>= n_blocks]``
+    float32 too (every block's bound). Returns (index, score)."""
     D = q.shape[0]
     best = np.inf
     bi = -1
@@ -359,6 +360,10 @@ def coherent_search(feats, q, w, valid, mask, ell, obs, counts, slotw, pp, reps,
             ql[d] = np.float32(math.floor(x))
             qh[d] = np.float32(math.ceil(x))
             wc[d] = np.float32(w[o] * blk_grid[1, d] * blk_grid[1, d] * (1.0 - 1e-5))  # float32: round down
+        # every block's bound in one pass (independent iterations that pipeline; the scan
+        # then compares a number where it would compute a bound on the way)
+        for b in range(blk_lo.shape[0]):
+            gaps[b] = box_codes_gap(blk_lo, blk_hi, b, ql, qh, wc)
     # the query, the weights and the best frame's features over the representatives' whole
     # row width (zeros past D: the distance loops below then have no remainder)
     Dr = rep_feats.shape[1]
@@ -401,6 +406,7 @@ def coherent_search(feats, q, w, valid, mask, ell, obs, counts, slotw, pp, reps,
     v2 = v * v
     inv_best = 0.0  # 1 / best, updated when the best changes
     inv_of = -1.0
+    n_blk = (n + blk_size - 1) // blk_size if blk_size > 0 else 0
     blk_begin = 0  # representatives [blk_begin, blk_end) form the current block
     blk_end = 0
     while seen < n:
@@ -423,13 +429,17 @@ def coherent_search(feats, q, w, valid, mask, ell, obs, counts, slotw, pp, reps,
                         seen += nxt - j
                         j = nxt if nxt < n else 0
                         continue
-                if best < np.inf and box_codes_gap(blk_lo, blk_hi, b, ql, qh, wc) >= best:
-                    nxt = (b + 1) * blk_size
+                if best < np.inf and gaps[b] >= best:
+                    # this block cannot win, nor the ones after it with bounds as high
+                    e = b + 1
+                    while e < n_blk and gaps[e] >= best:
+                        e += 1
+                    nxt = e * blk_size
                     if nxt > n:
                         nxt = n
                     seen += nxt - j
                     j = nxt if nxt < n else 0
-                    stats[S_BLK] += 1
+                    stats[S_BLK] += e - b
                     continue
         nr += 1
         step = 1
@@ -597,7 +607,7 @@ USED_CLEAR = 3
 @no_refcount
 def run_search(ia, fa, feats, q, w, valid, mask, ell, obs, counts, slotw, pp, reps, rep_feats, rep_lo, rep_hi, rep_of,
                blk_lo, blk_hi, blk_grid, blk_order, sup_lo, sup_hi, stats, clearance, out, qcodes, rep_bits,
-               qpad):
+               qpad, gaps):
     """One penalised search in a single call (the per-search glue of :mod:`.penalized` fused;
     scalar arguments packed in ``ia [NA]`` int64 and ``fa [NF]`` float64, see ``A_*`` and
     ``F_*``). ``stats`` is zeroed first. The frame playing now seeds the search when it is
@@ -642,7 +652,7 @@ def run_search(ia, fa, feats, q, w, valid, mask, ell, obs, counts, slotw, pp, re
         idx, _ = coherent_search(feats, q, w, valid, mask, ell, obs, counts, slotw, pp, reps, rep_feats, rep_lo,
                                  rep_hi, start, init, s_init, init_seg, ia[A_DISSIM], fa[F_V], ia[A_MAXSTRIDE], fa[F_SLACK],
                                  stats, blk_lo, blk_hi, blk_grid, blk_order, ia[A_BLOCK], sup_lo, sup_hi,
-                                 ia[A_SUPER], qcodes, rep_bits, qpad)
+                                 ia[A_SUPER], qcodes, rep_bits, qpad, gaps)
         used = USED_COHERENT
         if ia[A_FALLBACK] != 0 and idx >= 0:
             pen = penalty_clearance(idx, ell, obs, counts, slotw, pp, clearance)
@@ -999,7 +1009,7 @@ def gather_static(cell_start, items, nx, nz, x0, z0, cell, rows, stamp, ids, tic
 @no_refcount
 def choose(query, cols, pose, pos, direc, zero, db_feats, cur, continuity, responsiveness, evasion_factor, q, w, ia,
            fa, feats, valid, mask, ell, obs, counts, slotw, pp, reps, rep_feats, rep_lo, rep_hi, rep_of, blk_lo,
-           blk_hi, blk_grid, blk_order, sup_lo, sup_hi, stats, clearance, out, qcodes, rep_bits, qpad):
+           blk_hi, blk_grid, blk_order, sup_lo, sup_hi, stats, clearance, out, qcodes, rep_bits, qpad, gaps):
     """The query's search columns into ``q [len(cols)]`` (:func:`take_columns`) and the
     controls' weights into ``w [len(cols)]`` (:func:`control_weights_into`), buffers both,
     then :func:`run_search` with them, in one call (an environment-aware chooser's choice).
@@ -1014,5 +1024,5 @@ def choose(query, cols, pose, pos, direc, zero, db_feats, cur, continuity, respo
         return -1, USED_CLEAR, plain
     idx, used = run_search(ia, fa, feats, q, w, valid, mask, ell, obs, counts, slotw, pp, reps, rep_feats, rep_lo,
                            rep_hi, rep_of, blk_lo, blk_hi, blk_grid, blk_order, sup_lo, sup_hi, stats, clearance, out,
-                           qcodes, rep_bits, qpad)
+                           qcodes, rep_bits, qpad, gaps)
     return idx, used, plain

@@ -212,6 +212,7 @@ class SearchBuffers:
         self.stats = np.zeros(PK.NS, dtype=np.int64)
         self.qcodes = search.new_qcodes()
         self.qpad = search.new_qpad()
+        self._gaps = search.new_gaps(search._none_codes)
         self.clearance = np.empty(search.n_slots)
         self.out = np.empty(4)
         self.cur = -1
@@ -221,6 +222,12 @@ class SearchBuffers:
         self._envw = 0.0
         self.ia = np.zeros(PK.NA, dtype=np.int64)  # the packed integer arguments of the last search
         self._ia_of: np.ndarray | None = None  # the template they were copied from
+
+    def gaps_for(self, block_lo: np.ndarray) -> np.ndarray:
+        """Scratch of the search kernel: a float32 bound per block of ``block_lo [B, Dp]``."""
+        if self._gaps.shape[0] < block_lo.shape[0]:
+            self._gaps = self.search.new_gaps(block_lo)
+        return self._gaps
 
     def result(self, index: int, method: str) -> SearchResult:
         """The :class:`SearchResult` of the last search from these buffers (its ``index`` and
@@ -468,7 +475,8 @@ class PenalizedSearch:
         else:
             idx, used = PK.run_search(ia, plan[1], self.features, q, w, self.valid, mask, self.ellipses, obs, cnt,
                                       slotw, pp, *plan[2:], stats, clearance, out, qcodes,
-                                      self._mask_bits(plan[2], mask), qpad)
+                                      self._mask_bits(plan[2], mask), qpad,
+                                      buffers.gaps_for(plan[7]) if buffers is not None else self.new_gaps(plan[7]))
         if used == PK.USED_CLEAR:
             init = -1
             if init_index is not None and opt.warm_start and 0 <= init_index < self.n_frames \
@@ -505,7 +513,7 @@ class PenalizedSearch:
         idx, used, plain = PK.choose(query, cols, masks[0], masks[1], masks[2], zero, db_features, cur, controls[0],
                                      controls[1], controls[2], q, w, ia, plan[1], self.features, self.valid, mask,
                                      self.ellipses, obs, cnt, slotw, pp, *plan[2:], b.stats, b.clearance, b.out,
-                                     b.qcodes, self._mask_bits(plan[2], mask), b.qpad)
+                                     b.qcodes, self._mask_bits(plan[2], mask), b.qpad, b.gaps_for(plan[7]))
         if used == PK.USED_CLEAR:
             init = -1
             if opt.warm_start and 0 <= cur < self.n_frames and self.valid[cur] and mask[cur]:
@@ -532,6 +540,11 @@ class PenalizedSearch:
                 self._bits.pop(next(iter(self._bits)))
             self._bits[id(mask)] = (mask, reps, out)  # holds the mask: its id stays its own
         return out
+
+    @staticmethod
+    def new_gaps(block_lo: np.ndarray) -> np.ndarray:
+        """Scratch of the search kernel: ``[B]`` float32, a bound per block of ``block_lo [B, Dp]``."""
+        return np.zeros(max(block_lo.shape[0], 1), dtype=np.float32)
 
     def new_qpad(self) -> np.ndarray:
         """Scratch of the search kernel: ``[3, D + (-D % 16)]`` float64 (the query, the
