@@ -18,10 +18,18 @@ Large v            aggressiveness v x 8
 Ours               every optimisation
 =================  ===================================================================
 
-and prints a table like the paper's Table 1: search time (ms, mean and standard
-deviation, thread CPU time of the whole frame choice: obstacle gathering, high-level
-controls, search; the same chooser code for every row, only the search method and its
-options differ), diversity (distinct database frames played), error (mean distance
+and prints a table like the paper's Table 1 with two times per row, both thread CPU time
+in the closed loop (mean and standard deviation, ms), with their speed-ups over the linear
+search measured in the same run:
+
+* search: the search call alone (``PenalizedSearch.choose_into``: the query's columns, the
+  high-level controls' weights, the penalised search, the collision fallback and the
+  summary), the paper's "performance" and the measure of the 10x bar;
+* choice: the whole frame choice of the chooser, i.e. the search plus obstacle gathering
+  (the pre-selection) and the chooser's Python bookkeeping, about 10 us that are the same
+  code for every row, so the choice ratio is the lower of the two;
+
+then diversity (distinct database frames played), error (mean distance
 from the root to the path, m), collision time (mean duration of an intersection, s) and
 collision fraction, with the speed-up over the linear search measured in the same run.
 With ``--repeat R`` every configuration runs R times, interleaved, and the table shows the
@@ -115,6 +123,9 @@ def run(db, matcher, sc, cfg, record=False):
     cpu = np.array([t for lg in rec.logs if lg is not None for t in lg.cpu_times]) * 1e3
     rep["cpu_ms_mean"] = float(cpu.mean()) if cpu.size else 0.0
     rep["cpu_ms_std"] = float(cpu.std()) if cpu.size else 0.0
+    call = np.array([t for lg in rec.logs if lg is not None for t in lg.search_cpu_times]) * 1e3
+    rep["search_ms_mean"] = float(call.mean()) if call.size else 0.0
+    rep["search_ms_std"] = float(call.std()) if call.size else 0.0
     return rep, log
 
 
@@ -216,37 +227,48 @@ def main(argv=None) -> int:
     for _, cfg in ABLATIONS:
         run(db, matcher, warm, cfg)
     times: dict[str, list] = {name: [] for name, _ in ABLATIONS}
+    calls: dict[str, list] = {name: [] for name, _ in ABLATIONS}
     for k in range(a.repeat):
         for name, cfg in ABLATIONS:
             rep, _ = run(db, matcher, sc, cfg)  # timed runs: nothing wraps the search
             times[name].append(rep["cpu_ms_mean"])
+            calls[name].append(rep["search_ms_mean"])
             if k == 0:
                 results[name] = rep
-            print(f"  ran {name}: {rep['cpu_ms_mean']:.3f} ms/search", flush=True)
+            print(f"  ran {name}: search {rep['search_ms_mean']:.3f} ms, choice {rep['cpu_ms_mean']:.3f} ms",
+                  flush=True)
     for name, _ in ABLATIONS:
         results[name]["cpu_ms_runs"] = times[name]
         results[name]["cpu_ms_mean"] = float(np.median(times[name]))
+        results[name]["search_ms_runs"] = calls[name]
+        results[name]["search_ms_mean"] = float(np.median(calls[name]))
     # the same (deterministic) run of the full method again, recording its searches
     _, log = run(db, matcher, sc, dict(ABLATIONS)["Ours"], record=True)
     lin = results["Linear Search"]["cpu_ms_mean"]
+    lin_s = results["Linear Search"]["search_ms_mean"]
     print(f"\nTable 1 (scenarios/dense-obstacles.json, {sc.duration:g} s, {len(sc.obstacles)} obstacles, "
           f"search every {10} frames at 60 Hz, one core)")
-    print(f"{'Ablation':18s} {'Performance (ms)':>18s} {'vs linear':>9s} {'Diversity':>9s} {'Error (m)':>9s} "
-          f"{'Coll. time (s)':>14s} {'Coll. frac.':>11s}")
+    print(f"{'Ablation':18s} {'Search (ms)':>16s} {'vs lin.':>7s} {'Choice (ms)':>16s} {'vs lin.':>7s} "
+          f"{'Diversity':>9s} {'Error (m)':>9s} {'Coll. time (s)':>14s} {'Coll. frac.':>11s}")
     for name, r in results.items():
+        srch = f"{r['search_ms_mean']:.3f} ± {r['search_ms_std']:.3f}"
         perf = f"{r['cpu_ms_mean']:.3f} ± {r['cpu_ms_std']:.3f}"
-        print(f"{name:18s} {perf:>18s} {lin / max(r['cpu_ms_mean'], 1e-9):8.1f}x {r['diversity']:9d} "
+        print(f"{name:18s} {srch:>16s} {lin_s / max(r['search_ms_mean'], 1e-9):6.1f}x {perf:>16s} "
+              f"{lin / max(r['cpu_ms_mean'], 1e-9):6.1f}x {r['diversity']:9d} "
               f"{r['error_m']:9.3f} {r['collision_time_s']:14.3f} {r['collision_fraction']:11.3f}")
     ours, plain = results["Ours"], results["Motion Matching"]
     acc = {
         "collision_fraction_ratio": ours["collision_fraction"] / max(plain["collision_fraction"], 1e-9),
         "error_increase_m": ours["error_m"] - plain["error_m"],
-        "speedup_vs_linear": lin / max(ours["cpu_ms_mean"], 1e-9),
+        "search_speedup_vs_linear": lin_s / max(ours["search_ms_mean"], 1e-9),
+        "choice_speedup_vs_linear": lin / max(ours["cpu_ms_mean"], 1e-9),
+        "ours_search_ms": ours["search_ms_mean"],
         "ours_ms": ours["cpu_ms_mean"],
     }
     print(f"\nacceptance: collision fraction ours/plain = {acc['collision_fraction_ratio']:.3f} (<= 1/3), "
-          f"error increase = {acc['error_increase_m']:+.3f} m (<= 0.1), speed-up over linear = "
-          f"{acc['speedup_vs_linear']:.1f}x (>= 10), ours {acc['ours_ms']:.3f} ms (< 1)")
+          f"error increase = {acc['error_increase_m']:+.3f} m (<= 0.1), search speed-up over linear = "
+          f"{acc['search_speedup_vs_linear']:.1f}x (>= 10; whole choice {acc['choice_speedup_vs_linear']:.1f}x), "
+          f"ours {acc['ours_search_ms']:.3f} ms search, {acc['ours_ms']:.3f} ms choice (< 1)")
     rp = replay(matcher, log)
     if rp["searches"]:
         print(f"search only (the {rp['searches']} recorded searches replayed, warm caches, no chooser glue): ours "
@@ -261,10 +283,13 @@ def main(argv=None) -> int:
     empty.duration = min(sc.duration, 30.0)
     e_ours, _ = run(db, matcher, empty, {})
     e_plain, _ = run(db, matcher, empty, {"enabled": False})
-    print(f"no obstacles near: ours {e_ours['cpu_ms_mean']:.3f} ms vs plain {e_plain['cpu_ms_mean']:.3f} ms per search "
+    print(f"no obstacles near: search ours {e_ours['search_ms_mean']:.3f} ms vs plain {e_plain['search_ms_mean']:.3f} ms "
+          f"(ratio {e_ours['search_ms_mean'] / max(e_plain['search_ms_mean'], 1e-9):.2f}); choice ours "
+          f"{e_ours['cpu_ms_mean']:.3f} ms vs plain {e_plain['cpu_ms_mean']:.3f} ms "
           f"(ratio {e_ours['cpu_ms_mean'] / max(e_plain['cpu_ms_mean'], 1e-9):.2f})")
     summary = {"table": results, "acceptance": acc, "agreement": ag, "search_only": rp,
-               "no_obstacles": {"ours_ms": e_ours["cpu_ms_mean"], "plain_ms": e_plain["cpu_ms_mean"]}}
+               "no_obstacles": {"ours_ms": e_ours["cpu_ms_mean"], "plain_ms": e_plain["cpu_ms_mean"],
+                                "ours_search_ms": e_ours["search_ms_mean"], "plain_search_ms": e_plain["search_ms_mean"]}}
     if not a.no_scaling:
         summary["scaling"] = scaling(clips, schema, out, quick=a.quick)
     if not a.no_crowd:

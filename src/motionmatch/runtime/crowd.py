@@ -358,8 +358,10 @@ class Crowd:
         w = m.weights(ctl, ev)
         envw = st.penalty.env_weight * (1.0 + ctl.anticipation * float(np.hypot(*self.goal_vel[i])))
         prev = int(self.previous[i]) if self.previous[i] >= 0 else None
+        c1 = _time.thread_time()
         res = m.search.search(q, obs, cnt, mask=self.mask, init_index=cur if self.mask[cur] else None,
                               previous=prev, weights=w, penalty=st.penalty, env_weight=envw, options=a.options)
+        c2 = _time.thread_time()
         self.previous[i] = res.index
         cur_score = float(m.search.score(np.array([cur]), q, obs, cnt, weights=w, penalty=st.penalty,
                                          env_weight=envw)[0])
@@ -370,6 +372,7 @@ class Crowd:
         lg = a.log
         lg.times.append(_time.perf_counter() - t0)
         lg.cpu_times.append(_time.thread_time() - c0)
+        lg.search_cpu_times.append(c2 - c1)
         lg.methods.append(res.method)
         lg.collides.append(res.collides)
         lg.obstacles.append(int(cnt.sum()))

@@ -218,6 +218,9 @@ class SearchLog:
 
     times: list = field(default_factory=list)        # chooser wall time (s)
     cpu_times: list = field(default_factory=list)    # chooser thread CPU time (s): robust to a busy machine
+    #: thread CPU time (s) of the search call alone (query columns, control weights, penalised
+    #: search, collision fallback, summary), without obstacle gathering and Python bookkeeping
+    search_cpu_times: list = field(default_factory=list)
     methods: list = field(default_factory=list)
     collides: list = field(default_factory=list)
     obstacles: list = field(default_factory=list)    # obstacle rows considered
@@ -391,10 +394,12 @@ class EnvironmentChooser:
         slotw, pp = b.packed(s.penalty, envw)
         prev = self.previous
         q, w = self._q, self._w
+        c1 = time.thread_time()
         idx, method, cur_plain = ps.choose_into(query, m.cols, m.control_masks, m.planar_zero if view == "planar"
                                                 else m.no_zero, m.db.features, cur,
                                                 (float(c.continuity), float(c.responsiveness), float(ev)), q, w,
                                                 obs, cnt, mask, prev, slotw, pp, opts, b)
+        c2 = time.thread_time()
         self._last = (idx, method)
         self.previous = idx
         self.last_obstacles = (obs, cnt)
@@ -412,6 +417,7 @@ class EnvironmentChooser:
         lg = self.log
         lg.times.append(time.perf_counter() - t0)
         lg.cpu_times.append(time.thread_time() - c0)
+        lg.search_cpu_times.append(c2 - c1)
         lg.methods.append(method)
         lg.collides.append(bool(out[3] > 0.0))
         lg.obstacles.append(sum(cnt.tolist()))
@@ -818,7 +824,8 @@ def scenario_report(world: World, rec: WorldRecord, scenario=None) -> dict:
     """Numbers of a run: search time, diversity, path error, collisions (per agent and overall).
 
     Keys: ``ms_per_search`` (mean chooser time over every search of every agent),
-    ``ms_per_search_median``, ``searches``, ``diversity`` (distinct database frames
+    ``ms_per_search_median``, ``search_call_ms`` (mean thread CPU time of the search call
+    alone, without obstacle gathering and bookkeeping; ``null`` when not logged), ``searches``, ``diversity`` (distinct database frames
     played, all agents), ``error_m`` (mean distance from the root to the agent's target
     path, over path-following agents; ``null`` without any), ``collision_time_s`` (mean
     duration of an intersection of a body with an obstacle or another body),
@@ -841,6 +848,7 @@ def scenario_report(world: World, rec: WorldRecord, scenario=None) -> dict:
         rows = scene.rows_at(0.0)
     per = []
     all_times = []
+    call_times = []
     errors = []
     inside_any = np.zeros((A, F), dtype=bool)
     obstacle_in = np.zeros((A, F), dtype=bool)
@@ -873,6 +881,7 @@ def scenario_report(world: World, rec: WorldRecord, scenario=None) -> dict:
             entry["ms_per_search"] = float(np.mean(lg.times) * 1e3)
             entry["searches"] = len(lg.times)
             all_times.extend(lg.times)
+            call_times.extend(lg.search_cpu_times)
         per.append(entry)
     report = {
         "scenario": getattr(scenario, "name", None),
@@ -881,6 +890,7 @@ def scenario_report(world: World, rec: WorldRecord, scenario=None) -> dict:
         "duration_s": F / fps,
         "ms_per_search": float(np.mean(all_times) * 1e3) if all_times else 0.0,
         "ms_per_search_median": float(np.median(all_times) * 1e3) if all_times else 0.0,
+        "search_call_ms": float(np.mean(call_times) * 1e3) if call_times else None,
         "searches": len(all_times),
         "diversity": int(np.unique(rec.frames).size),
         "error_m": float(np.concatenate(errors).mean()) if errors else None,
