@@ -64,10 +64,10 @@ class TrainConfig:
     train_transitions: int = 1200
     test_transitions: int = 100
     val_transitions: int = 100
-    members: int = 3
+    members: int = 5
     max_iter: int = 30
     hidden: tuple[int, ...] = (128, 64)
-    alpha: float = 0.1
+    alpha: float = 0.3
     long: int = 60
     refit: bool = True
     tune_bias: bool = True
