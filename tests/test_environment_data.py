@@ -108,6 +108,7 @@ def test_scenario_cli(env_db, tmp_path):
     report = json.loads(rep.read_text())
     for key in ("ms_per_search", "diversity", "error_m", "collision_time_s", "collision_fraction", "agents"):
         assert key in report
+    assert 0.0 < report["search_call_ms"] <= report["ms_per_search"]
     with np.load(out, allow_pickle=False) as z:
         assert z["root_positions"].shape == (1, 120, 3) and z["ellipses"].shape == (1, 120, 8)
         assert "rotations" in z.files

@@ -379,6 +379,9 @@ def test_chooser_cost_and_search_match_a_direct_search(walker_matcher):
         assert res.score == pytest.approx(scores[0], rel=1e-9)
         plain_cur = float(np.sum((query.astype(np.float64) - db.features[cur].astype(np.float64)) ** 2))
         assert cost[0] == pytest.approx(scores[0] - 0.9 * scores[1] + 0.9 * plain_cur, rel=1e-9, abs=1e-9)
+    lg = ch.log  # the search call's own time is logged beside the whole choice's, and is part of it
+    assert len(lg.search_cpu_times) == len(lg.cpu_times) == 5
+    assert all(0.0 <= s <= c + 1e-6 for s, c in zip(lg.search_cpu_times, lg.cpu_times))
 
 
 def test_stride_is_the_smallest_k_whose_square_exceeds_the_scaled_dissimilarity():
@@ -395,3 +398,45 @@ def test_stride_is_the_smallest_k_whose_square_exceeds_the_scaled_dissimilarity(
         assert PK.stride_for(d2, 1.0 / S, vv * vv, 64) == want, (S, d2, vv)
     assert PK.stride_for(np.nan, 1.0, 1.0, 64) == 1
     assert PK.stride_for(0.0, 1.0, 1.0, 64) == 1
+
+
+def test_mask_bits_pack_the_representatives_mask_and_are_cached_only_for_read_only_masks():
+    ps, rng = _problem(7)
+    reps = ps.representatives(True)[0]
+    mask = rng.uniform(size=ps.n_frames) > 0.3
+    bits = ps._mask_bits(reps, mask)
+    unpacked = np.unpackbits(bits, bitorder="little")[: len(reps)].astype(bool)
+    np.testing.assert_array_equal(unpacked, mask[reps])
+    # a writable mask is packed anew on every call: changing it in place changes the bits
+    mask[reps[0]] = not mask[reps[0]]
+    assert bool(ps._mask_bits(reps, mask)[0] & 1) == bool(mask[reps[0]])
+    # a read-only mask that owns its data is cached by identity
+    ro = mask.copy()
+    ro.setflags(write=False)
+    assert ps._mask_bits(reps, ro) is ps._mask_bits(reps, ro)
+    other = ~mask
+    other.setflags(write=False)
+    np.testing.assert_array_equal(np.unpackbits(ps._mask_bits(reps, other), bitorder="little")[: len(reps)]
+                                  .astype(bool), other[reps])
+
+
+def test_searches_with_masks_that_take_turns_match_the_linear_optimum():
+    """Several read-only masks used in turn by one set of buffers (as the controllers' tag
+    masks are): with stride 1 over every frame the result is the linear search's optimum
+    for each mask, so no cached packing or bound leaks from one mask to another."""
+    ps, rng = _problem(8)
+    masks = []
+    for p in (0.2, 0.5, 0.8):
+        m = rng.uniform(size=ps.n_frames) > p
+        m.setflags(write=False)
+        masks.append(m)
+    buf = SearchBuffers(ps)
+    opt = SearchOptions(adaptive=False, dissimilarity=False, warm_start=False, collision_fallback=False,
+                        block_bounds=True, block_size=4)
+    for it in range(9):
+        m = masks[it % 3]
+        obs, cnt, _ = _obstacles(rng)
+        q = ps.features[rng.integers(ps.n_frames)] + rng.normal(scale=0.3, size=ps.dim)
+        lin = ps.search(q, obs, cnt, mask=m, options=SearchOptions(method="linear"))
+        coh = ps.search(q, obs, cnt, mask=m, options=opt, buffers=buf)
+        assert m[coh.index] and coh.score == pytest.approx(lin.score, rel=1e-9)
