@@ -190,6 +190,7 @@ class SearchResult:
     stats: dict
 
 
+_A_INIT, _A_PREV, _A_CUR = PK.A_INIT, PK.A_PREV, PK.A_CUR
 _USED_NAMES = ("linear", "coherent", "linear", "plain")
 STAT_NAMES = ("distances", "penalties", "signed_distances", "segments", "representatives", "blocks_skipped")
 
@@ -213,6 +214,8 @@ class SearchBuffers:
         self.qcodes = search.new_qcodes()
         self.qpad = search.new_qpad()
         self._gaps = search.new_gaps(search._none_codes)
+        self._tail_key: tuple | None = None  # see PenalizedSearch.choose_into
+        self._tail: tuple = ()
         self.clearance = np.empty(search.n_slots)
         self.out = np.empty(4)
         self.cur = -1
@@ -500,20 +503,30 @@ class PenalizedSearch:
         ``cur`` of ``db_features`` (columns where ``zero`` is true taken as 0), then
         :meth:`search_into` with ``init_index = cur`` and the score of ``cur`` in
         ``buffers.out[2]``. No checks: every array must be contiguous and of the right type
-        (as :meth:`search_into`). Returns ``(index, method, plain distance)``."""
-        plan = self._plan_for(opt)
+        (as :meth:`search_into`). Returns ``(index, method, plain distance)``.
+
+        The kernel's arguments from ``ia`` on are kept in ``buffers`` while the plan, the mask,
+        the obstacle buffers and the penalty arrays stay the same objects (a chooser's case:
+        building them is about a tenth of a search's time); a writable mask is packed anew
+        on every call."""
+        plan = self._plan if opt is self._plan_opt else self._plan_for(opt)
         b = buffers
         ia = b.ia
         if b._ia_of is not plan[0]:
             ia[:] = plan[0]
             b._ia_of = plan[0]
-        ia[PK.A_INIT] = cur
-        ia[PK.A_PREV] = -1 if previous is None else previous
-        ia[PK.A_CUR] = cur
+        ia[_A_INIT] = cur
+        ia[_A_PREV] = -1 if previous is None else previous
+        ia[_A_CUR] = cur
+        key = b._tail_key
+        if key is None or key[0] is not plan or key[1] is not mask or key[2] is not obs or key[3] is not cnt \
+                or key[4] is not slotw or key[5] is not pp or mask.flags.writeable:
+            b._tail = (ia, plan[1], self.features, self.valid, mask, self.ellipses, obs, cnt, slotw, pp, *plan[2:],
+                       b.stats, b.clearance, b.out, b.qcodes, self._mask_bits(plan[2], mask), b.qpad,
+                       b.gaps_for(plan[7]))
+            b._tail_key = (plan, mask, obs, cnt, slotw, pp)
         idx, used, plain = PK.choose(query, cols, masks[0], masks[1], masks[2], zero, db_features, cur, controls[0],
-                                     controls[1], controls[2], q, w, ia, plan[1], self.features, self.valid, mask,
-                                     self.ellipses, obs, cnt, slotw, pp, *plan[2:], b.stats, b.clearance, b.out,
-                                     b.qcodes, self._mask_bits(plan[2], mask), b.qpad, b.gaps_for(plan[7]))
+                                     controls[1], controls[2], q, w, *b._tail)
         if used == PK.USED_CLEAR:
             init = -1
             if opt.warm_start and 0 <= cur < self.n_frames and self.valid[cur] and mask[cur]:
