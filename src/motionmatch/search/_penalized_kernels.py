@@ -561,8 +561,21 @@ def summarise(idx, feats, q, w, ell, obs, counts, slotw, pp, cur, clearance, out
     """Summary of a search's result ``idx`` (see :func:`run_search` for ``out`` and
     ``clearance``); the score of ``cur`` is ``s_init`` when it is ``init``."""
     if idx >= 0:
+        pen = penalty_clearance(idx, ell, obs, counts, slotw, pp, clearance)
+    else:
+        pen = np.inf
+        clearance[:] = np.inf
+    _write_summary(idx, feats, q, w, ell, obs, counts, slotw, pp, cur, pen, clearance, out, stats, init, s_init)
+
+
+@no_refcount(inline="always")
+def _write_summary(idx, feats, q, w, ell, obs, counts, slotw, pp, cur, pen, clearance, out, stats, init, s_init):
+    """``out`` of result ``idx`` from its penalty ``pen`` and ``clearance`` already computed
+    (``idx`` -1: no result); ``out[2]``: the score of ``cur`` (``s_init`` when it is
+    ``init``; ``nan`` for -1)."""
+    if idx >= 0:
         d = _dist(feats, idx, q, w)
-        out[0] = d + pp[P_ENVW] * penalty_clearance(idx, ell, obs, counts, slotw, pp, clearance)
+        out[0] = d + pp[P_ENVW] * pen
         out[1] = d
         hit = 0.0
         for k in range(clearance.shape[0]):
@@ -573,9 +586,9 @@ def summarise(idx, feats, q, w, ell, obs, counts, slotw, pp, cur, clearance, out
         out[0] = np.inf
         out[1] = np.inf
         out[3] = 0.0
-        clearance[:] = np.inf
     if cur >= 0:
-        out[2] = s_init if (cur == init and init >= 0) else _full_score(cur, feats, q, w, ell, obs, counts, slotw, pp, stats)
+        out[2] = s_init if (cur == init and init >= 0) else _full_score(cur, feats, q, w, ell, obs, counts, slotw, pp,
+                                                                      stats)
     else:
         out[2] = np.nan
 
@@ -667,18 +680,7 @@ def run_search(ia, fa, feats, q, w, valid, mask, ell, obs, counts, slotw, pp, re
                 used = USED_FALLBACK
                 have_clearance = False
     if have_clearance:  # the summary of idx from its penalty and clearance already computed
-        d = _dist(feats, idx, q, w)
-        out[0] = d + pp[P_ENVW] * pen
-        out[1] = d
-        hit = 0.0
-        for k in range(clearance.shape[0]):
-            if clearance[k] < 0.0:
-                hit = 1.0
-        out[3] = hit
-        if cur >= 0:
-            out[2] = s_init if cur == init else _full_score(cur, feats, q, w, ell, obs, counts, slotw, pp, stats)
-        else:
-            out[2] = np.nan
+        _write_summary(idx, feats, q, w, ell, obs, counts, slotw, pp, cur, pen, clearance, out, stats, init, s_init)
     else:
         summarise(idx, feats, q, w, ell, obs, counts, slotw, pp, cur, clearance, out, stats, init, s_init)
     return idx, used
