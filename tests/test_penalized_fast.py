@@ -131,6 +131,21 @@ def test_coded_box_bound_is_a_lower_bound_of_every_frame():
                 assert lb <= ((f - q) ** 2 * w).sum(axis=1).min()
 
 
+def _matches_linear(ps, rng, opt, searches, mask=None, buffers=None) -> int:
+    """``searches`` random queries and obstacle sets: ``opt``'s result scores as the linear
+    search's optimum (within ``mask``); returns how many blocks ``opt`` skipped."""
+    skipped = 0
+    for _ in range(searches):
+        obs, cnt, _ = _obstacles(rng)
+        q = ps.features[rng.integers(ps.n_frames)] + rng.normal(scale=0.3, size=ps.dim)
+        lin = ps.search(q, obs, cnt, mask=mask, options=SearchOptions(method="linear"))
+        coh = ps.search(q, obs, cnt, mask=mask, options=opt, buffers=buffers)
+        assert coh.score == pytest.approx(lin.score, rel=1e-9)
+        assert mask is None or mask[coh.index]
+        skipped += coh.stats["blocks_skipped"]
+    return skipped
+
+
 def test_block_bounded_exhaustive_coherent_search_is_exact():
     """Stride 1 over every frame, no warm start: block skipping only drops frames that
     cannot win, so the result is the linear search's optimum."""
@@ -138,15 +153,7 @@ def test_block_bounded_exhaustive_coherent_search_is_exact():
     for size in (2, 4, 16):
         opt = SearchOptions(adaptive=False, dissimilarity=False, warm_start=False, collision_fallback=False,
                             block_bounds=True, block_size=size)
-        skipped = 0
-        for _ in range(6):
-            obs, cnt, _ = _obstacles(rng)
-            q = ps.features[rng.integers(ps.n_frames)] + rng.normal(scale=0.3, size=ps.dim)
-            lin = ps.search(q, obs, cnt, options=SearchOptions(method="linear"))
-            coh = ps.search(q, obs, cnt, options=opt)
-            assert coh.score == pytest.approx(lin.score, rel=1e-9)
-            skipped += coh.stats["blocks_skipped"]
-        assert skipped > 0  # the bounds did prune
+        assert _matches_linear(ps, rng, opt, 6) > 0  # the bounds did prune
 
 
 def test_super_blocks_keep_the_exhaustive_search_exact():
@@ -162,12 +169,7 @@ def test_super_blocks_keep_the_exhaustive_search_exact():
     for sup in (2, 5):
         opt = SearchOptions(adaptive=False, dissimilarity=False, warm_start=False, collision_fallback=False,
                             block_bounds=True, block_size=2, super_blocks=sup)
-        for _ in range(5):
-            obs, cnt, _ = _obstacles(rng)
-            q = ps.features[rng.integers(ps.n_frames)] + rng.normal(scale=0.3, size=ps.dim)
-            lin = ps.search(q, obs, cnt, options=SearchOptions(method="linear"))
-            coh = ps.search(q, obs, cnt, options=opt)
-            assert coh.score == pytest.approx(lin.score, rel=1e-9)
+        _matches_linear(ps, rng, opt, 5)
     with pytest.raises(Exception, match="super_blocks"):
         SearchOptions(super_blocks=-1)
 
@@ -434,9 +436,4 @@ def test_searches_with_masks_that_take_turns_match_the_linear_optimum():
     opt = SearchOptions(adaptive=False, dissimilarity=False, warm_start=False, collision_fallback=False,
                         block_bounds=True, block_size=4)
     for it in range(9):
-        m = masks[it % 3]
-        obs, cnt, _ = _obstacles(rng)
-        q = ps.features[rng.integers(ps.n_frames)] + rng.normal(scale=0.3, size=ps.dim)
-        lin = ps.search(q, obs, cnt, mask=m, options=SearchOptions(method="linear"))
-        coh = ps.search(q, obs, cnt, mask=m, options=opt, buffers=buf)
-        assert m[coh.index] and coh.score == pytest.approx(lin.score, rel=1e-9)
+        _matches_linear(ps, rng, opt, 1, mask=masks[it % 3], buffers=buf)

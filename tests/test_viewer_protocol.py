@@ -479,14 +479,20 @@ def _plugins_or_skip(c, *names):
         pytest.skip(f"viewer plugin(s) not installed: {missing}")
 
 
+def _paused_with_a_disk_ahead(c):
+    """Pause the session and put a 0.5 m disk 3 m ahead of the selected character:
+    ``(character id, its root, disk centre (x, z), radius)``."""
+    _plugins_or_skip(c, "environment")
+    assert c.request("pause", paused=True)["type"] == "ack"
+    start = c.root()
+    centre, radius = (start[0], start[2] + 3.0), 0.5
+    assert c.request("obstacle_add", obstacle={"shape": "disk", "center": list(centre), "radius": radius})["type"] == "ack"
+    return c.welcome["selected"], start, centre, radius
+
+
 def test_walking_at_a_disk_goes_around_it_without_touching_it(server):
     with Client(server) as c:
-        _plugins_or_skip(c, "environment")
-        assert c.request("pause", paused=True)["type"] == "ack"
-        cid = c.welcome["selected"]
-        start = c.root()
-        centre, radius = (start[0], start[2] + 3.0), 0.5
-        assert c.request("obstacle_add", obstacle={"shape": "disk", "center": list(centre), "radius": radius})["type"] == "ack"
+        cid, _start, centre, radius = _paused_with_a_disk_ahead(c)
         c.send("key", key="w", down=True, yaw=0.0)  # straight at it
         tr = stepped_track(c, 480, [cid])[:, 0]
         d = np.hypot(tr[..., 0] - centre[0], tr[..., 2] - centre[1])  # [T, J]
@@ -505,12 +511,7 @@ def test_walking_at_a_disk_goes_around_it_without_touching_it(server):
 
 def test_a_path_drawn_through_an_obstacle_is_walked_around(server):
     with Client(server) as c:
-        _plugins_or_skip(c, "environment")
-        assert c.request("pause", paused=True)["type"] == "ack"
-        cid = c.welcome["selected"]
-        start = c.root()
-        centre, radius = (start[0], start[2] + 3.0), 0.5
-        c.request("obstacle_add", obstacle={"shape": "disk", "center": list(centre), "radius": radius})
+        cid, start, centre, radius = _paused_with_a_disk_ahead(c)
         pts = [[i * 3.0 / 60, start[0], start[2] + 0.3 + 5.7 * i / 60] for i in range(61)]
         assert c.request("path", points=pts, mode="local")["type"] == "ack"
         tr = stepped_track(c, 600, [cid])[:, 0]
