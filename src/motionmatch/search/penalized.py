@@ -205,7 +205,8 @@ class SearchBuffers:
         stats: ``[NS]`` int64 counters of the last search; clearance: ``[K]`` float64;
         out: ``[4]`` float64: score, distance, score of ``cur``, collides (0/1).
         qcodes, qpad: scratch of the search kernel (``[3, Dp]`` float32: the query's
-            block-bound codes; ``[3, D + (-D % 16)]`` float64: query, weights, best frame).
+            block-bound codes; ``[3, D + (-D % 16)]`` float64: query, weights, best frame);
+            :meth:`gaps_for` gives its per-block bounds scratch.
     """
 
     def __init__(self, search: PenalizedSearch):
@@ -225,6 +226,24 @@ class SearchBuffers:
         self._envw = 0.0
         self.ia = np.zeros(PK.NA, dtype=np.int64)  # the packed integer arguments of the last search
         self._ia_of: np.ndarray | None = None  # the template they were copied from
+
+    def packed_ints(self, template: np.ndarray, init: int, previous: int | None, cur: int) -> np.ndarray:
+        """``ia``: the packed integer arguments of a plan (``template``, copied only when the
+        plan changes) with this search's frames (see :meth:`frames_into`)."""
+        ia = self.ia
+        if self._ia_of is not template:
+            ia[:] = template
+            self._ia_of = template
+        return self.frames_into(ia, init, previous, cur)
+
+    @staticmethod
+    def frames_into(ia: np.ndarray, init: int, previous: int | None, cur: int) -> np.ndarray:
+        """``ia`` with the frame playing now (``init``, -1: none), the previous best match
+        and the frame whose score goes to ``out[2]``."""
+        ia[_A_INIT] = init
+        ia[_A_PREV] = -1 if previous is None else previous
+        ia[_A_CUR] = cur
+        return ia
 
     def gaps_for(self, block_lo: np.ndarray) -> np.ndarray:
         """Scratch of the search kernel: a float32 bound per block of ``block_lo [B, Dp]``."""
@@ -461,18 +480,13 @@ class PenalizedSearch:
             :attr:`SearchResult.method`).
         """
         plan = self._plan_for(opt)
+        init = -1 if init_index is None else init_index
         if buffers is not None:
-            ia = buffers.ia
-            if buffers._ia_of is not plan[0]:
-                ia[:] = plan[0]
-                buffers._ia_of = plan[0]
-        else:
-            ia = plan[0].copy()  # the template is shared by every call with these options
+            ia = buffers.packed_ints(plan[0], init, previous, cur)
+        else:  # (the template is shared by every call with these options)
+            ia = SearchBuffers.frames_into(plan[0].copy(), init, previous, cur)
         qcodes = buffers.qcodes if buffers is not None else self.new_qcodes()
         qpad = buffers.qpad if buffers is not None else self.new_qpad()
-        ia[PK.A_INIT] = -1 if init_index is None else init_index
-        ia[PK.A_PREV] = -1 if previous is None else previous
-        ia[PK.A_CUR] = cur
         if ia[PK.A_METHOD] < 0 or (ia[PK.A_CLEAR] and not any(cnt.tolist())):  # plain, or nothing near
             used = PK.USED_CLEAR
         else:
@@ -481,15 +495,21 @@ class PenalizedSearch:
                                       self._mask_bits(plan[2], mask), qpad,
                                       buffers.gaps_for(plan[7]) if buffers is not None else self.new_gaps(plan[7]))
         if used == PK.USED_CLEAR:
-            init = -1
-            if init_index is not None and opt.warm_start and 0 <= init_index < self.n_frames \
-                    and self.valid[init_index] and mask[init_index]:
-                init = int(init_index)
-            stats[:] = 0
-            idx, _ = self._plain(q, mask, w, init)
-            PK.summarise(idx, self.features, q, w, self.ellipses, obs, cnt, slotw, pp, cur, clearance, out, stats)
-            return idx, "plain"
+            return self._plain_choice(q, mask, w, init_index, opt, obs, cnt, slotw, pp, cur, stats, clearance, out), \
+                "plain"
         return int(idx), _USED_NAMES[used]
+
+    def _plain_choice(self, q, mask, w, init_index, opt, obs, cnt, slotw, pp, cur, stats, clearance, out) -> int:
+        """The plain accelerated search (plain method, or nothing near), warm-started at
+        ``init_index`` when allowed, with the penalised summary of its result in ``out``."""
+        init = -1
+        if init_index is not None and opt.warm_start and 0 <= init_index < self.n_frames \
+                and self.valid[init_index] and mask[init_index]:
+            init = int(init_index)
+        stats[:] = 0
+        idx, _ = self._plain(q, mask, w, init)
+        PK.summarise(idx, self.features, q, w, self.ellipses, obs, cnt, slotw, pp, cur, clearance, out, stats)
+        return idx
 
     def choose_into(self, query: np.ndarray, cols: np.ndarray, masks: tuple, zero: np.ndarray, db_features: np.ndarray,
                     cur: int, controls: tuple[float, float, float], q: np.ndarray, w: np.ndarray, obs: np.ndarray,
@@ -511,13 +531,7 @@ class PenalizedSearch:
         on every call."""
         plan = self._plan if opt is self._plan_opt else self._plan_for(opt)
         b = buffers
-        ia = b.ia
-        if b._ia_of is not plan[0]:
-            ia[:] = plan[0]
-            b._ia_of = plan[0]
-        ia[_A_INIT] = cur
-        ia[_A_PREV] = -1 if previous is None else previous
-        ia[_A_CUR] = cur
+        ia = b.packed_ints(plan[0], cur, previous, cur)
         key = b._tail_key
         if key is None or key[0] is not plan or key[1] is not mask or key[2] is not obs or key[3] is not cnt \
                 or key[4] is not slotw or key[5] is not pp or mask.flags.writeable:
@@ -528,13 +542,8 @@ class PenalizedSearch:
         idx, used, plain = PK.choose(query, cols, masks[0], masks[1], masks[2], zero, db_features, cur, controls[0],
                                      controls[1], controls[2], q, w, *b._tail)
         if used == PK.USED_CLEAR:
-            init = -1
-            if opt.warm_start and 0 <= cur < self.n_frames and self.valid[cur] and mask[cur]:
-                init = cur
-            b.stats[:] = 0
-            idx, _ = self._plain(q, mask, w, init)
-            PK.summarise(idx, self.features, q, w, self.ellipses, obs, cnt, slotw, pp, cur, b.clearance, b.out, b.stats)
-            return idx, "plain", plain
+            return self._plain_choice(q, mask, w, cur, opt, obs, cnt, slotw, pp, cur, b.stats, b.clearance, b.out), \
+                "plain", plain
         return int(idx), _USED_NAMES[used], plain
 
     def _mask_bits(self, reps: np.ndarray, mask: np.ndarray) -> np.ndarray:
