@@ -207,3 +207,27 @@ def test_command_mapping_follows_the_keyboard_conventions():
     with pytest.raises(ValueError):
         m.update("moonwalk")
     assert set(COMMANDS) >= {"walk_forward", "punch"} and len(COMMANDS) == 13
+
+
+def test_mirror_average_answers_a_mirror_image_with_the_mirrored_command(trained, tmp_path):
+    from dataclasses import replace
+
+    from motionmatch.control.pose.classify import mirror_commands
+
+    mirror = mirror_commands(COMMANDS)
+    assert COMMANDS[mirror[COMMAND_INDEX["walk_left"]]] == "walk_right"
+    assert COMMANDS[mirror[COMMAND_INDEX["creep_right"]]] == "creep_left"
+    assert COMMANDS[mirror[COMMAND_INDEX["dance"]]] == "dance"
+    assert np.array_equal(mirror[mirror], np.arange(len(COMMANDS)))
+    _knn, mlp = trained
+    X, _y = _training(mlp)
+    avg = replace(mlp, mirror_average=True)
+    P = avg.predict_proba(X)
+    Pm = avg.predict_proba(mirror_motion_features(X, mlp.window, mlp.context, mlp.long))
+    np.testing.assert_allclose(Pm, P[:, mirror], atol=1e-5)     # exactly symmetric
+    np.testing.assert_allclose(P.sum(axis=1), 1.0, atol=1e-9)
+    plain = mlp.predict_proba(X)
+    assert not np.allclose(plain, P)                            # the average changes the answer
+    # and it survives a save and load
+    path = avg.save(tmp_path / "mlp.npz")
+    np.testing.assert_allclose(load_classifier(path).predict_proba(X[:50]), P[:50], atol=1e-6)

@@ -323,12 +323,32 @@ class KNNPoseClassifier(PoseClassifier):
         return {"k": self.k, "vote": self.vote}
 
 
+def mirror_commands(commands: tuple[str, ...]) -> np.ndarray:
+    """``[C]`` int: the index of each command's mirror image (``*_left`` <-> ``*_right``,
+    the others themselves)."""
+    index = {c: i for i, c in enumerate(commands)}
+
+    def image(c: str) -> str:
+        if c.endswith("_left"):
+            return c[:-5] + "_right"
+        if c.endswith("_right"):
+            return c[:-6] + "_left"
+        return c
+
+    return np.array([index.get(image(c), i) for i, c in enumerate(commands)], dtype=np.int64)
+
+
 @dataclass
 class MLPPoseClassifier(PoseClassifier):
     """Velocity and context features, an ensemble of small MLPs, an HMM filter (the
     improved classifier). ``members`` networks with different seeds are averaged;
     ``bias`` (``[C]``, optional) adds log-offsets to the averaged class probabilities
-    (per-class decision thresholds, chosen on validation data by :mod:`.tune`)."""
+    (per-class decision thresholds, chosen on validation data by :mod:`.tune`). With
+    ``mirror_average`` the probabilities are averaged with those of the mirror image of the
+    input (left and right swapped: :func:`~.features.mirror_motion_features`), mapped back
+    through :func:`mirror_commands` (``walk_left`` of the mirror image is ``walk_right``):
+    the networks see every motion and its mirror image in training, and the two answers
+    differ by their errors."""
 
     hidden: tuple[int, ...] = (128, 64)
     members: int = 3
@@ -343,6 +363,7 @@ class MLPPoseClassifier(PoseClassifier):
     margin: float = 1.0
     natural: np.ndarray | None = None
     bias: np.ndarray | None = None
+    mirror_average: bool = False
     kind = "mlp"
 
     def features(self, norm, indices=None):
@@ -385,6 +406,18 @@ class MLPPoseClassifier(PoseClassifier):
     def predict_proba(self, X):
         if not self.nets:
             raise ClassifierError("the MLP classifier is not trained; call fit() first")
+        out = self._ensemble_proba(X)
+        if self.mirror_average:
+            from motionmatch.control.pose.features import mirror_motion_features
+
+            mirrored = self._ensemble_proba(mirror_motion_features(np.asarray(X), self.window, self.context, self.long))
+            out = 0.5 * (out + mirrored[:, mirror_commands(self.commands)])
+        if self.bias is not None:
+            out *= np.exp(np.asarray(self.bias, dtype=np.float64))[None, :]
+            out /= out.sum(axis=1, keepdims=True)
+        return out
+
+    def _ensemble_proba(self, X):
         z0 = (np.asarray(X, dtype=np.float32) - self.mean.astype(np.float32)) / self.std.astype(np.float32)
         out = np.zeros((z0.shape[0], len(self.commands)))
         for Ws, bs in self.nets:
@@ -395,11 +428,7 @@ class MLPPoseClassifier(PoseClassifier):
             z = z - z.max(axis=1, keepdims=True)
             e = np.exp(z)
             out += e / e.sum(axis=1, keepdims=True)
-        out /= len(self.nets)
-        if self.bias is not None:
-            out *= np.exp(np.asarray(self.bias, dtype=np.float64))[None, :]
-            out /= out.sum(axis=1, keepdims=True)
-        return out
+        return out / len(self.nets)
 
     def make_smoother(self):
         return HMMFilter(self.priors, self.stay, self.power, self.margin, self.natural)
@@ -418,7 +447,7 @@ class MLPPoseClassifier(PoseClassifier):
     def _params(self):
         return {"hidden": list(self.hidden), "members": len(self.nets), "layers": len(self.nets[0][0]) if self.nets else 0,
                 "alpha": self.alpha, "context": self.context, "long": self.long, "stay": self.stay, "power": self.power,
-                "margin": self.margin}
+                "margin": self.margin, "mirror_average": self.mirror_average}
 
 
 def load_classifier(path: str | Path) -> PoseClassifier:
@@ -448,7 +477,8 @@ def load_classifier(path: str | Path) -> PoseClassifier:
         return MLPPoseClassifier(**common, hidden=tuple(h["hidden"]), members=k, alpha=float(h["alpha"]),
                                  context=int(h["context"]), long=int(h.get("long", 0)), mean=d["mean"], std=d["std"], nets=nets,
                                  stay=float(h["stay"]), power=float(h["power"]), margin=float(h["margin"]),
-                                 natural=d.get("natural"), bias=d.get("bias"))
+                                 natural=d.get("natural"), bias=d.get("bias"),
+                                 mirror_average=bool(h.get("mirror_average", False)))
     raise ClassifierError(f"{p}: unknown classifier kind {h['kind']!r}")
 
 

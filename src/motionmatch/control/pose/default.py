@@ -71,16 +71,18 @@ class TrainConfig:
     long: int = 60
     refit: bool = True
     tune_bias: bool = True
+    mirror_average: bool = True
     seed: int = 0
 
     def to_dict(self) -> dict:
         return json.loads(json.dumps(asdict(self)))
 
 
-#: The quick configuration of the tests: its own settings, fixed (one network, L2 alpha 0.1),
-#: not the default classifier's.
+#: The quick configuration of the tests: its own settings, fixed (one network, L2 alpha 0.1, no
+#: mirror averaging), not the default classifier's.
 QUICK = TrainConfig(data=QUICK_DATA, knn_max_per_class=1200, mlp_max_per_class=1500, mlp_min_per_class=800,
-                    train_transitions=300, test_transitions=40, members=1, max_iter=25, alpha=0.1)
+                    train_transitions=300, test_transitions=40, members=1, max_iter=25, alpha=0.1,
+                    mirror_average=False)
 
 
 @dataclass
@@ -130,7 +132,8 @@ def prepare(root: str | Path | None = None, config: TrainConfig | None = None, p
 
 
 def _fit_mlp(cfg: TrainConfig, renders: list[RenderedClip]) -> MLPPoseClassifier:
-    mlp = MLPPoseClassifier(members=cfg.members, hidden=cfg.hidden, long=cfg.long, alpha=cfg.alpha)
+    mlp = MLPPoseClassifier(members=cfg.members, hidden=cfg.hidden, long=cfg.long, alpha=cfg.alpha,
+                            mirror_average=cfg.mirror_average)
     X, y = training_set(renders, mlp.features, max_per_class=cfg.mlp_max_per_class,
                         min_per_class=cfg.mlp_min_per_class, seed=cfg.seed)
     return mlp.fit(X, y, seed=cfg.seed, max_iter=cfg.max_iter)
