@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
@@ -210,8 +212,6 @@ def test_command_mapping_follows_the_keyboard_conventions():
 
 
 def test_mirror_average_answers_a_mirror_image_with_the_mirrored_command(trained, tmp_path):
-    from dataclasses import replace
-
     from motionmatch.control.pose.classify import mirror_commands
 
     mirror = mirror_commands(COMMANDS)
@@ -231,3 +231,24 @@ def test_mirror_average_answers_a_mirror_image_with_the_mirrored_command(trained
     # and it survives a save and load
     path = avg.save(tmp_path / "mlp.npz")
     np.testing.assert_allclose(load_classifier(path).predict_proba(X[:50]), P[:50], atol=1e-6)
+
+
+def test_boosted_trees_blend_in_and_are_saved_with_the_networks(tmp_path):
+    mlp = MLPPoseClassifier(members=1, hidden=(32,), tree_weight=0.5, tree_iter=20)
+    X, y = _training(mlp)
+    mlp.fit(X, y, max_iter=100)
+    assert mlp.trees is not None and mlp.trees.num_trees > 0
+    P = mlp.predict_proba(X)
+    nets_only = replace(mlp, tree_weight=0.0).predict_proba(X)
+    trees_only = mlp.trees.proba(X)
+    np.testing.assert_allclose(P, 0.5 * nets_only + 0.5 * trees_only, atol=1e-9)   # the blend, as documented
+    assert np.mean(np.argmax(P, axis=1) == y) > 0.9
+    back = load_classifier(mlp.save(tmp_path / "blend.npz"))
+    np.testing.assert_allclose(back.predict_proba(X), P, atol=1e-6)
+    assert back.tree_weight == 0.5
+    # a file whose trees are cut short is refused with the file's name
+    with np.load(tmp_path / "blend.npz", allow_pickle=False) as z:
+        d = {k: z[k] for k in z.files if k != "tree_value"}
+    np.savez(tmp_path / "cut.npz", **d)
+    with pytest.raises(ClassifierError, match=r"cut\.npz.*missing"):
+        load_classifier(tmp_path / "cut.npz")

@@ -54,6 +54,21 @@ def run(data_dir):
 
 def test_character_walks_runs_creeps_and_jumps_in_order(run):
     db, _, part, _, res = run
+    _assert_walks_runs_creeps_and_jumps(db, part, res)
+
+
+@pytest.mark.slow
+def test_the_default_classifier_drives_the_same_performance(run, data_dir, tmp_path_factory):
+    """The default improved classifier (the one `pose run` and the viewer use, built from
+    the full rendered data: a few minutes) on the same held-out performance."""
+    from motionmatch.control.pose.default import default_classifiers
+
+    db, stream, part, _, _ = run
+    _, imp = default_classifiers(str(data_dir), cache_dir=tmp_path_factory.mktemp("pose-cache"))
+    _assert_walks_runs_creeps_and_jumps(db, part, run_keypoints(db, stream, imp))
+
+
+def _assert_walks_runs_creeps_and_jumps(db, part, res):
     rec = res.record
     fps = rec.motion.fps
     wp = rec.motion.world_positions

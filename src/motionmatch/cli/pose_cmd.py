@@ -184,7 +184,8 @@ def cmd_train(args: argparse.Namespace) -> int:
 
         dflt = TrainConfig()
         clf = KNNPoseClassifier() if args.kind == "knn" else MLPPoseClassifier(
-            members=args.members, hidden=dflt.hidden, alpha=dflt.alpha, long=dflt.long)
+            members=args.members or dflt.members, hidden=dflt.hidden, alpha=dflt.alpha, long=dflt.long,
+            mirror_average=dflt.mirror_average, tree_weight=dflt.tree_weight, tree_iter=dflt.tree_iter)
         Xs, ys = [], []
         for path in args.recordings:
             s = load_keypoints(path)
@@ -320,7 +321,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     t.add_argument("--kind", choices=("improved", "knn"), default="improved")
     t.add_argument("--label", help="label every frame of the recordings with this command")
     t.add_argument("--only-recordings", action="store_true", help="do not add the rendered motion capture")
-    t.add_argument("--members", type=int, default=3, help="networks in the improved classifier's ensemble")
+    t.add_argument("--members", type=int, help="networks in the improved classifier's ensemble (default: the "
+                   "default classifier's)")
     t.add_argument("--data", metavar="DIR", help="motion-capture root")
     t.add_argument("--quick", action="store_true", help="use the small rendered configuration")
     t.set_defaults(func=cmd_train)

@@ -12,9 +12,10 @@ emitted command:
 * :class:`MLPPoseClassifier` (the improved one): velocity, motion-energy, 0.67 s
   context and 2 s long-context features (motion energy, pose spread, the hips' vertical
   motion and path straightness, frequency bands of the hips' and limbs' oscillations;
-  :func:`~.features.motion_features`), an ensemble of three small
-  neural networks (two hidden ReLU layers, trained with scikit-learn's
-  ``MLPClassifier``, evaluated here in numpy), trained also on performances that switch
+  :func:`~.features.motion_features`), an ensemble of small neural networks (two hidden
+  ReLU layers, trained with scikit-learn's ``MLPClassifier``, evaluated here in numpy)
+  blended with gradient-boosted trees (scikit-learn's ``HistGradientBoostingClassifier``,
+  kept as arrays: :mod:`.trees`), both trained also on performances that switch
   from one motion to another (so it learns to follow changes quickly), and a
   hidden-Markov forward filter over the commands (:class:`HMMFilter`) that needs
   evidence to switch but switches as soon as the evidence is there; its settings are
@@ -22,7 +23,7 @@ emitted command:
 
 Models are saved as ``.npz`` (no pickle) with :meth:`save` and read with
 :func:`load_classifier`. Training needs scikit-learn (``pip install 'motionmatch[pose]'``);
-predicting with a saved MLP needs only numpy.
+predicting with a saved improved classifier needs only numpy and numba.
 """
 
 from __future__ import annotations
@@ -40,11 +41,12 @@ from motionmatch.control.pose.features import CONTEXT, LONG, WINDOW, motion_feat
 from motionmatch.control.pose.keypoints import KeypointError, KeypointStream
 from motionmatch.control.pose.labels import COMMANDS
 from motionmatch.control.pose.normalize import NormalizedPoses, normalize_stream
+from motionmatch.control.pose.trees import BoostedTrees
 from motionmatch.errors import MotionMatchError
 
 RATE = 30.0
 MODEL_FORMAT = "motionmatch-pose-classifier"
-MODEL_VERSION = 1
+MODEL_VERSION = 2  # 2: the improved classifier may hold boosted trees (a version-1 reader would ignore them)
 
 
 class ClassifierError(MotionMatchError, ValueError):
@@ -348,7 +350,9 @@ class MLPPoseClassifier(PoseClassifier):
     input (left and right swapped: :func:`~.features.mirror_motion_features`), mapped back
     through :func:`mirror_commands` (``walk_left`` of the mirror image is ``walk_right``):
     the networks see every motion and its mirror image in training, and the two answers
-    differ by their errors."""
+    differ by their errors. With ``tree_weight > 0`` gradient-boosted trees
+    (:class:`~.trees.BoostedTrees`, ``tree_iter`` boosting iterations at most) are fitted
+    on the same features and their probabilities blended in with that weight."""
 
     hidden: tuple[int, ...] = (128, 64)
     members: int = 3
@@ -364,6 +368,9 @@ class MLPPoseClassifier(PoseClassifier):
     natural: np.ndarray | None = None
     bias: np.ndarray | None = None
     mirror_average: bool = False
+    tree_weight: float = 0.0
+    tree_iter: int = 300
+    trees: BoostedTrees | None = None
     kind = "mlp"
 
     def features(self, norm, indices=None):
@@ -400,6 +407,9 @@ class MLPPoseClassifier(PoseClassifier):
             Ws = [np.asarray(w, dtype=np.float32) for w in mlp.coefs_[:-1]] + [W_last.astype(np.float32)]
             bs = [np.asarray(b, dtype=np.float32) for b in mlp.intercepts_[:-1]] + [b_last.astype(np.float32)]
             self.nets.append((Ws, bs))
+        self.trees = None
+        if self.tree_weight > 0:
+            self.trees = BoostedTrees.fit(X, y, C, seed=seed, max_iter=self.tree_iter)
         self.priors = np.bincount(y, minlength=C) / max(len(y), 1)
         return self
 
@@ -428,7 +438,10 @@ class MLPPoseClassifier(PoseClassifier):
             z = z - z.max(axis=1, keepdims=True)
             e = np.exp(z)
             out += e / e.sum(axis=1, keepdims=True)
-        return out / len(self.nets)
+        out /= len(self.nets)
+        if self.trees is not None and self.tree_weight > 0:
+            out = (1.0 - self.tree_weight) * out + self.tree_weight * self.trees.proba(X)
+        return out
 
     def make_smoother(self):
         return HMMFilter(self.priors, self.stay, self.power, self.margin, self.natural)
@@ -442,12 +455,15 @@ class MLPPoseClassifier(PoseClassifier):
         for m, (Ws, bs) in enumerate(self.nets):
             for i, (w, b) in enumerate(zip(Ws, bs)):
                 out[f"W{m}_{i}"], out[f"b{m}_{i}"] = w, b
+        if self.trees is not None:
+            out.update(self.trees.to_arrays())
         return out
 
     def _params(self):
         return {"hidden": list(self.hidden), "members": len(self.nets), "layers": len(self.nets[0][0]) if self.nets else 0,
                 "alpha": self.alpha, "context": self.context, "long": self.long, "stay": self.stay, "power": self.power,
-                "margin": self.margin, "mirror_average": self.mirror_average}
+                "margin": self.margin, "mirror_average": self.mirror_average, "tree_weight": self.tree_weight,
+                "tree_iter": self.tree_iter}
 
 
 def load_classifier(path: str | Path) -> PoseClassifier:
@@ -474,11 +490,17 @@ def load_classifier(path: str | Path) -> PoseClassifier:
     if h["kind"] == "mlp":
         n, k = int(h["layers"]), int(h["members"])
         nets = [([d[f"W{m}_{i}"] for i in range(n)], [d[f"b{m}_{i}"] for i in range(n)]) for m in range(k)]
+        try:
+            trees = BoostedTrees.from_arrays(d)
+        except ValueError as e:
+            raise ClassifierError(f"{p}: {e}; retrain or re-save the classifier") from None
         return MLPPoseClassifier(**common, hidden=tuple(h["hidden"]), members=k, alpha=float(h["alpha"]),
                                  context=int(h["context"]), long=int(h.get("long", 0)), mean=d["mean"], std=d["std"], nets=nets,
                                  stay=float(h["stay"]), power=float(h["power"]), margin=float(h["margin"]),
                                  natural=d.get("natural"), bias=d.get("bias"),
-                                 mirror_average=bool(h.get("mirror_average", False)))
+                                 mirror_average=bool(h.get("mirror_average", False)),
+                                 tree_weight=float(h.get("tree_weight", 0.0)), tree_iter=int(h.get("tree_iter", 300)),
+                                 trees=trees)
     raise ClassifierError(f"{p}: unknown classifier kind {h['kind']!r}")
 
 

@@ -72,6 +72,8 @@ class TrainConfig:
     refit: bool = True
     tune_bias: bool = True
     mirror_average: bool = True
+    tree_weight: float = 0.7
+    tree_iter: int = 300
     seed: int = 0
 
     def to_dict(self) -> dict:
@@ -79,10 +81,10 @@ class TrainConfig:
 
 
 #: The quick configuration of the tests: its own settings, fixed (one network, L2 alpha 0.1, no
-#: mirror averaging), not the default classifier's.
+#: mirror averaging, no trees), not the default classifier's.
 QUICK = TrainConfig(data=QUICK_DATA, knn_max_per_class=1200, mlp_max_per_class=1500, mlp_min_per_class=800,
                     train_transitions=300, test_transitions=40, members=1, max_iter=25, alpha=0.1,
-                    mirror_average=False)
+                    mirror_average=False, tree_weight=0.0)
 
 
 @dataclass
@@ -133,7 +135,7 @@ def prepare(root: str | Path | None = None, config: TrainConfig | None = None, p
 
 def _fit_mlp(cfg: TrainConfig, renders: list[RenderedClip]) -> MLPPoseClassifier:
     mlp = MLPPoseClassifier(members=cfg.members, hidden=cfg.hidden, long=cfg.long, alpha=cfg.alpha,
-                            mirror_average=cfg.mirror_average)
+                            mirror_average=cfg.mirror_average, tree_weight=cfg.tree_weight, tree_iter=cfg.tree_iter)
     X, y = training_set(renders, mlp.features, max_per_class=cfg.mlp_max_per_class,
                         min_per_class=cfg.mlp_min_per_class, seed=cfg.seed)
     return mlp.fit(X, y, seed=cfg.seed, max_iter=cfg.max_iter)
