@@ -3,8 +3,9 @@
 The trees are fitted by scikit-learn's ``HistGradientBoostingClassifier`` (multiclass
 log loss: one tree per command and boosting iteration) and then exported to flat arrays,
 so a classifier file holds numbers only (``np.load(..., allow_pickle=False)``), and
-evaluated by a compiled kernel (:func:`raw_scores`): a frame is scored in tens of
-microseconds, where a scikit-learn call on one row costs about a millisecond. The kernel
+evaluated by a compiled kernel (:func:`raw_scores`): one frame through 2,470 trees (190
+iterations, 13 commands) takes about 80 us, where a scikit-learn call on one row takes
+about 15 ms on a 2-core machine (its thread pool). The kernel
 follows scikit-learn's predictor (a value at or below the threshold goes left, a missing
 one where the split sends it); the tests check both give the same probabilities.
 """
