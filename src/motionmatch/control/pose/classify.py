@@ -28,6 +28,7 @@ predicting with a saved improved classifier needs only numpy and numba.
 
 from __future__ import annotations
 
+import functools
 import json
 from abc import ABC, abstractmethod
 from collections import deque
@@ -37,7 +38,14 @@ from pathlib import Path
 import numpy as np
 
 from motionmatch._files import atomic_write
-from motionmatch.control.pose.features import CONTEXT, LONG, WINDOW, motion_features, pose_window_features
+from motionmatch.control.pose.features import (
+    CONTEXT,
+    LONG,
+    WINDOW,
+    mirror_motion_features,
+    motion_features,
+    pose_window_features,
+)
 from motionmatch.control.pose.keypoints import KeypointError, KeypointStream
 from motionmatch.control.pose.labels import COMMANDS
 from motionmatch.control.pose.normalize import NormalizedPoses, normalize_stream
@@ -325,9 +333,10 @@ class KNNPoseClassifier(PoseClassifier):
         return {"k": self.k, "vote": self.vote}
 
 
+@functools.lru_cache(maxsize=8)
 def mirror_commands(commands: tuple[str, ...]) -> np.ndarray:
     """``[C]`` int: the index of each command's mirror image (``*_left`` <-> ``*_right``,
-    the others themselves)."""
+    the others themselves); cached per command list, read-only."""
     index = {c: i for i, c in enumerate(commands)}
 
     def image(c: str) -> str:
@@ -337,7 +346,9 @@ def mirror_commands(commands: tuple[str, ...]) -> np.ndarray:
             return c[:-6] + "_left"
         return c
 
-    return np.array([index.get(image(c), i) for i, c in enumerate(commands)], dtype=np.int64)
+    out = np.array([index.get(image(c), i) for i, c in enumerate(commands)], dtype=np.int64)
+    out.flags.writeable = False
+    return out
 
 
 @dataclass
@@ -418,8 +429,6 @@ class MLPPoseClassifier(PoseClassifier):
             raise ClassifierError("the MLP classifier is not trained; call fit() first")
         out = self._ensemble_proba(X)
         if self.mirror_average:
-            from motionmatch.control.pose.features import mirror_motion_features
-
             mirrored = self._ensemble_proba(mirror_motion_features(np.asarray(X), self.window, self.context, self.long))
             out = 0.5 * (out + mirrored[:, mirror_commands(self.commands)])
         if self.bias is not None:

@@ -20,7 +20,9 @@ import numpy as np
 #: raw score of a command absent from the training data (never predicted)
 ABSENT = -30.0
 
-_FIELDS = ("feature", "threshold", "left", "right", "value", "missing_left", "roots", "tree_class", "baseline")
+_DTYPES = {"feature": np.int64, "threshold": np.float64, "left": np.int64, "right": np.int64, "value": np.float64,
+           "missing_left": np.bool_, "roots": np.int64, "tree_class": np.int64, "baseline": np.float64}
+_FIELDS = tuple(_DTYPES)
 
 
 @dataclass
@@ -97,9 +99,9 @@ class BoostedTrees:
                 roots.append(offset)
                 tree_class.append(int(owners[k]))
                 offset += len(nodes)
-        arrays = {k: np.concatenate(v) if v else np.zeros(0, dtype=np.int64 if k in ("feature", "left", "right")
-                                                           else bool if k == "missing_left" else np.float64)
-                  for k, v in parts.items()}
+        if not roots:
+            raise ValueError("boosted trees: the model has no trees (is it fitted?)")
+        arrays = {k: np.concatenate(v) for k, v in parts.items()}
         return cls(**arrays, roots=np.asarray(roots, dtype=np.int64), tree_class=np.asarray(tree_class, dtype=np.int64),
                    baseline=baseline)
 
@@ -134,7 +136,10 @@ class BoostedTrees:
         missing = [prefix + k for k in _FIELDS if prefix + k not in arrays]
         if missing:
             raise ValueError(f"boosted trees: missing arrays {missing}")
-        trees = cls(**{k: np.asarray(arrays[prefix + k]) for k in _FIELDS})
+        try:  # the kernel's types (a file may hold others)
+            trees = cls(**{k: np.asarray(arrays[prefix + k], dtype=_DTYPES[k]) for k in _FIELDS})
+        except (TypeError, ValueError) as e:
+            raise ValueError(f"boosted trees: unreadable arrays ({e})") from None
         m = trees.feature.shape[0]
         if any(getattr(trees, k).shape != (m,) for k in ("threshold", "left", "right", "value", "missing_left")) or \
                 trees.tree_class.shape != trees.roots.shape or \
