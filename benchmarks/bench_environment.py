@@ -83,6 +83,7 @@ from motionmatch.database import MotionDatabase
 from motionmatch.database.schema import environment_schema
 from motionmatch.datasets import load_folder
 from motionmatch.environment import load_scenario
+from motionmatch.metrics.scenario import scenario_report
 from motionmatch.runtime.world import EnvironmentChooser, EnvironmentMatcher, EnvironmentSettings, run_scenario
 from motionmatch.search.penalized import SearchOptions
 
@@ -117,7 +118,8 @@ def run(db, matcher, sc, cfg, record=False):
 
         EnvironmentChooser.record = rec_search
     try:
-        _world, rec, rep = run_scenario(db, sc, settings=st, matcher=matcher)
+        world, rec = run_scenario(db, sc, settings=st, matcher=matcher)
+        rep = scenario_report(world, rec, sc)
     finally:
         EnvironmentChooser.record = None
     cpu = np.array([t for lg in rec.logs if lg is not None for t in lg.cpu_times]) * 1e3
@@ -342,7 +344,6 @@ def scaling(clips, schema, out: Path, quick: bool = False) -> list:
 
 def crowd(db, matcher) -> dict:
     from motionmatch.runtime.crowd import crowd_from_scenario
-    from motionmatch.runtime.world import scenario_report
 
     sc = load_scenario(REPO / "scenarios" / "doors.json")
     c = crowd_from_scenario(db, sc, matcher=matcher)

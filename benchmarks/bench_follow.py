@@ -43,6 +43,7 @@ from _common import REPO, data_root
 from motionmatch.control.path import RevisionSettings, load_path
 from motionmatch.database import MotionDatabase, default_schema
 from motionmatch.datasets import load_folder
+from motionmatch.metrics.follow import follow_report
 from motionmatch.runtime.controller import ControllerSettings
 from motionmatch.runtime.follow import FollowSettings, PathFollower, default_v_max, run_followers
 
@@ -78,7 +79,7 @@ def run_config(db, path_file: Path, smooth: bool, rev: dict, follow: dict, v_max
     t0 = time.perf_counter()
     rec = f.run()
     wall = time.perf_counter() - t0
-    return rec, rec.report(), wall
+    return rec, follow_report(rec), wall
 
 
 def figure(png: Path, name: str, path: np.ndarray, runs: dict) -> None:
@@ -174,7 +175,7 @@ def main() -> int:
             path = load_path(f)
             fl = PathFollower(ddb, path, FollowSettings(tags="*", revision=RevisionSettings(v_max=dv)))
             rec = fl.run()
-            out["dance"]["runs"][f.stem] = rec.report()
+            out["dance"]["runs"][f.stem] = follow_report(rec)
             records[f.stem]["dance database"] = (rec.root, out["dance"]["runs"][f.stem])
 
     if not args.no_figures:

@@ -14,7 +14,7 @@ from motionmatch.database.features import body_ellipses
 from motionmatch.database.schema import FeatureSchema, environment_schema, schema_by_name
 from motionmatch.environment import Obstacle, ScenarioError, Scene, parse_scenario
 from motionmatch.environment.collision import collision_summary, intersection_runs
-from motionmatch.environment.geometry import (
+from motionmatch.geometry.shapes import (
     ROW,
     T_BOX,
     T_DISK,

@@ -21,6 +21,7 @@ from motionmatch.control.direction_net import (
 )
 from motionmatch.control.path import RevisionSettings, TimedPath, load_path
 from motionmatch.database import MotionDatabase
+from motionmatch.metrics.follow import follow_report
 from motionmatch.runtime.follow import FollowSettings, PathFollower, default_v_max, run_followers
 from synthetic import walker
 
@@ -56,7 +57,7 @@ def test_full_method_completes_every_shipped_path_closely(lafan):
     (the paper: 0.085 to 0.147 m on its four paths)."""
     for name in PATHS:
         rec = PathFollower(lafan, shipped(name), FollowSettings()).run()
-        r = rec.report()
+        r = follow_report(rec)
         assert r["completed"], name
         assert r["mean_distance_m"] <= 0.15, (name, r["mean_distance_m"])
         assert r["knn_calls_per_match"] == 13.0
@@ -71,7 +72,7 @@ def test_ablations_that_must_hurt(lafan):
     corners need the corner modification (the square at jogging speed)."""
     def dist(name, **rev):
         rec = PathFollower(lafan, shipped(name), FollowSettings(revision=RevisionSettings(**rev))).run()
-        return rec.report()
+        return follow_report(rec)
 
     full, nolimit = dist("circle"), dist("circle", speed_limit=False)
     assert not nolimit["completed"] or nolimit["mean_distance_m"] > 2 * full["mean_distance_m"]
@@ -91,7 +92,7 @@ def test_global_mode_walks_to_the_path_first_and_bmm_works(lafan):
     path = shipped("s_curve")
     f = PathFollower(lafan, path, FollowSettings(mode="global", k=1, levels=1), position=(4.0, 0.0, -3.0))
     rec = f.run()
-    assert rec.completed and rec.report()["knn_calls_per_match"] == 1.0
+    assert rec.completed and follow_report(rec)["knn_calls_per_match"] == 1.0
     np.testing.assert_allclose(rec.root[0], [4.0, 0.0, -3.0], atol=1e-9)
     # it passes the drawn path's start, where it was drawn (not moved)
     assert np.min(np.linalg.norm(rec.root - path.input_points[0], axis=1)) < 0.3
@@ -138,7 +139,7 @@ def test_follows_a_curve_on_a_small_database(small_db):
     path = TimedPath.from_samples(t, np.stack([1.2 * np.sin(t / 2.5), 1.1 * t], axis=1))
     f = PathFollower(small_db, path, FollowSettings())
     rec = f.run()
-    r = rec.report()
+    r = follow_report(rec)
     assert rec.completed and r["mean_distance_m"] < 0.15
     for key in ("mean_distance_m", "completed", "knn_calls_per_match", "ms_per_match"):
         assert key in r

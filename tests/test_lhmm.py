@@ -8,6 +8,7 @@ import pytest
 
 from motionmatch.control.path import RevisionSettings, TimedPath
 from motionmatch.database import MotionDatabase
+from motionmatch.metrics.follow import follow_report
 from motionmatch.runtime.follow import FollowSettings, PathFollower
 from motionmatch.runtime.lhmm import LongHorizonMatcher, advance_roots
 from synthetic import walker
@@ -91,7 +92,7 @@ def test_counts_knn_calls(db):
     assert m.expected_calls == 13
     assert m.matches == len(rec.match_seconds) > 0
     assert set(m.calls_per_match) == {13} and m.knn_calls == 13 * m.matches
-    assert rec.report()["knn_calls_per_match"] == 13.0
+    assert follow_report(rec)["knn_calls_per_match"] == 13.0
     assert LongHorizonMatcher(10, 3, planner=f.planner).expected_calls == 111
 
 

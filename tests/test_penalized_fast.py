@@ -12,7 +12,7 @@ import pytest
 from motionmatch.database import MotionDatabase
 from motionmatch.database.schema import environment_schema
 from motionmatch.environment import Scene, box, disk, ellipse
-from motionmatch.environment.geometry import ROW, T_BOX, T_DISK, T_ELLIPSE, make_row
+from motionmatch.geometry.shapes import ROW, T_BOX, T_DISK, T_ELLIPSE, make_row
 from motionmatch.runtime.world import EnvironmentChooser, EnvironmentMatcher, EnvironmentSettings
 from motionmatch.search import _penalized_kernels as PK
 from motionmatch.search.penalized import (

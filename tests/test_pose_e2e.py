@@ -10,10 +10,11 @@ import pytest
 
 from motionmatch.anim import load_bvh
 from motionmatch.control.pose.dataset import compose, steady_segments
-from motionmatch.control.pose.drive import PoseControl, run_keypoints
+from motionmatch.control.pose.drive import PoseControl
 from motionmatch.control.pose.keypoints import save_keypoints
 from motionmatch.control.pose.labels import label_frames
 from motionmatch.control.pose.render import RenderSettings, render_keypoints
+from motionmatch.runtime.pose_run import run_keypoints
 from test_pose_common import e2e_database, pose_cli, quick_bundle
 
 pytest.importorskip("sklearn")

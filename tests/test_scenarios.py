@@ -18,7 +18,8 @@ from motionmatch.database import MotionDatabase
 from motionmatch.database.schema import environment_schema
 from motionmatch.environment import load_scenario
 from motionmatch.environment.collision import body_distances, collision_summary, pair_distances
-from motionmatch.runtime.world import EnvironmentMatcher, EnvironmentSettings, body_tracks, run_scenario
+from motionmatch.metrics.scenario import body_tracks, scenario_report
+from motionmatch.runtime.world import EnvironmentMatcher, EnvironmentSettings, run_scenario
 
 SCENARIOS = Path(__file__).resolve().parents[1] / "scenarios"
 
@@ -49,7 +50,8 @@ def _run(dbm, name, enabled=True, **penalty):
     p = dict(sc.penalty)
     p.update(penalty)
     st = EnvironmentSettings.from_dicts(p, sc.search, sc.controller.get("controls"), enabled=enabled)
-    world, rec, rep = run_scenario(db, sc, settings=st, matcher=m)
+    world, rec = run_scenario(db, sc, settings=st, matcher=m)
+    rep = scenario_report(world, rec, sc)
     return sc, world, rec, rep
 
 
@@ -173,7 +175,7 @@ def test_corridor_narrowing_wider(env_db):
     d["obstacles"] = M.side_walls([(-1.0, 1.0), (2.0, 1.0), (5.5, 0.3), (6.3, 0.3), (9.0, 1.0), (14.0, 1.0)])
     sc: Scenario = parse_scenario(json.loads(json.dumps(d)))
     st = EnvironmentSettings.from_dicts(sc.penalty, sc.search, None)
-    _world, rec, _rep = run_scenario(db, sc, settings=st, matcher=m)
+    _world, rec = run_scenario(db, sc, settings=st, matcher=m)
     z = rec.root_positions[0, :, 2]
     assert z[-1] > 9.0
 
@@ -207,7 +209,6 @@ def test_doors_small_crowd(env_db):
 def test_doors_small_batched_crowd(env_db):
     """The batched :class:`~motionmatch.runtime.crowd.Crowd` does the same, faster than real time."""
     from motionmatch.runtime.crowd import crowd_from_scenario
-    from motionmatch.runtime.world import scenario_report
 
     db, m = env_db
     sc = load_scenario(SCENARIOS / "doors-small.json")
@@ -233,7 +234,7 @@ def test_fence_and_ceilings(heights_db):
     is what is chosen; plain motion matching walks through the fence), then passes under
     the 1.25 m ceiling crouched or crawling, and gets down on the ground under the 0.75 m
     one, though not low enough all the way (see scenarios/README.md)."""
-    from motionmatch.environment.geometry import ellipse_obstacle_distances
+    from motionmatch.geometry.shapes import ellipse_obstacle_distances
 
     sc, world, rec, _ = _run(heights_db, "fence-ceilings")
     track = body_tracks(world, rec)[0]

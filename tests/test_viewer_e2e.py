@@ -224,7 +224,7 @@ def test_obstacles_are_placed_dragged_and_deleted(page):
 
 def test_an_obstacle_on_the_path_is_walked_around(page):
     caps = page.evaluate("() => window.__mm.state.capabilities")
-    assert caps.get("environment"), "the environment plugin (motionmatch.environment.viewer_plugin) is not registered"
+    assert caps.get("environment")
     page.check("#debug-toggle")  # the screenshot shows the future body ellipses and the penalised obstacle
     start = root(page)
     centre = (start[0], start[2] + 3.0)
@@ -379,7 +379,7 @@ def test_a_scenario_file_is_loaded_and_played(page):
 
 def test_the_pose_panel_drives_the_character_with_a_recorded_file(page, server, request):
     pytest.importorskip("sklearn")
-    plugin = pytest.importorskip("motionmatch.control.pose.viewer_plugin")
+    from motionmatch.viewer import pose as plugin
     from test_viewer_support import walk_run_keypoint_file
 
     _, _, clf = walk_run_keypoint_file(server.poses / "walk_run.npz",

@@ -396,11 +396,9 @@ def test_the_command_prints_its_url_and_serves(tmp_path_factory):
         proc.wait(10)
 
 
-def test_environment_plugins_are_driven_through_the_hooks(server):
-    """A stand-in environment plugin sees the scene, the characters, every tick, and adds
+def test_the_session_drives_its_environment_adapter(server, monkeypatch):
+    """A stand-in environment adapter sees the scene, the characters, every tick, and adds
     its overlays to the debug data; its chooser makes the character's choices."""
-    from motionmatch.viewer import hooks
-
     calls = {"obstacles": [], "attach": 0, "steps": 0, "chosen": 0}
 
     class Adapter:
@@ -429,22 +427,18 @@ def test_environment_plugins_are_driven_through_the_hooks(server):
         def controls_changed(self, ch):
             calls["controls"] = dict(ch.controls)
 
-    previous = hooks.environment_factory()
-    hooks.register_environment(lambda db: Adapter())
-    try:
-        with Client(server) as c:
-            assert c.welcome["capabilities"]["environment"]
-            c.request("obstacle_add", obstacle={"shape": "disk", "center": [0, 2], "radius": 0.3})
-            c.send("key", key="w", down=True, yaw=0.0)
-            c.request("debug", enabled=True)
-            d = c.wait(lambda m: isinstance(m, dict) and m.get("type") == "debug" and "environment" in m)
-            assert d["environment"]["ellipses"][0][4] == 0.4
-            c.request("controls", evasion=0.3)
-            c.pump(0.3)
-        assert calls["obstacles"] == [1] and calls["attach"] >= 1 and calls["steps"] > 10 and calls["chosen"] > 0
-        assert calls["controls"]["evasion"] == 0.3
-    finally:
-        hooks.register_environment(previous)
+    monkeypatch.setattr("motionmatch.viewer.session.ViewerEnvironment", lambda db: Adapter())
+    with Client(server) as c:
+        assert c.welcome["capabilities"]["environment"]
+        c.request("obstacle_add", obstacle={"shape": "disk", "center": [0, 2], "radius": 0.3})
+        c.send("key", key="w", down=True, yaw=0.0)
+        c.request("debug", enabled=True)
+        d = c.wait(lambda m: isinstance(m, dict) and m.get("type") == "debug" and "environment" in m)
+        assert d["environment"]["ellipses"][0][4] == 0.4
+        c.request("controls", evasion=0.3)
+        c.pump(0.3)
+    assert calls["obstacles"] == [1] and calls["attach"] >= 1 and calls["steps"] > 10 and calls["chosen"] > 0
+    assert calls["controls"]["evasion"] == 0.3
 
 
 # ------------------------------------------------------------------ plugins: environment, crowd, pose
@@ -572,7 +566,7 @@ def walk_run_keypoints(server, request):
     camera from a held-out angle, saved as a keypoint file in the server's ``poses`` folder;
     the viewer's pose source uses the quick default classifier (trained on the first run, then cached)."""
     pytest.importorskip("sklearn")
-    plugin = pytest.importorskip("motionmatch.control.pose.viewer_plugin")
+    from motionmatch.viewer import pose as plugin
     path, walk_s, imp = walk_run_keypoint_file(server.poses / "walk_run.npz",
                                                request.config.cache.mkdir("motionmatch-pose-quick"))
     plugin.set_classifier(imp, "quick default classifier (test)")
@@ -638,11 +632,9 @@ def test_a_spawned_group_spreads_its_searches_over_ticks(tmp_path_factory):
     """Members of a group spawned together all search on their first tick (their first
     intents are sharp changes); afterwards their periodic searches are spread over the
     search interval instead of bursting on the same tick."""
-    from motionmatch.viewer import hooks
     from motionmatch.viewer.server import Viewer
     from motionmatch.viewer.session import Session
 
-    hooks.load_plugins()
     db = small_database(tmp_path_factory.getbasetemp())
     s = Session(Viewer(db, adaptive_rate=False), lambda item: None)
     n = 12
@@ -664,13 +656,9 @@ def test_a_spawned_group_spreads_its_searches_over_ticks(tmp_path_factory):
 def scenario_session(server, name: str, scenario: dict, *, need_env: bool = True):
     """A session (driven directly, stepped here) with ``scenario`` written to the server's
     scenarios folder and loaded: ``(session, {agent name: character}, reply, messages)``."""
-    from motionmatch.viewer import hooks
     from motionmatch.viewer.server import Viewer
     from motionmatch.viewer.session import Session
 
-    hooks.load_plugins()
-    if hooks.scenario_loader() is None or (need_env and hooks.environment_factory() is None):
-        pytest.skip("the scenario loader and the environment plugin are not installed")
     (server.scenarios / name).write_text(json.dumps(scenario))
     out: list = []
     s = Session(Viewer(server.viewer.db, catalog=server.viewer.catalog, adaptive_rate=False), out.append)

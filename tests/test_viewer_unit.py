@@ -299,17 +299,11 @@ def test_loopback_detection_and_origin_check():
     assert _origin_ok("http://evil.example", "127.0.0.1:8765", ("http://evil.example",))
 
 
-def test_hooks_report_capabilities():
-    from motionmatch.viewer import hooks
+def test_the_session_reports_every_capability():
+    from motionmatch.viewer.session import CAPABILITIES
 
-    caps = hooks.capabilities()
-    assert caps["keyboard"] and caps["path"] and caps["genmm"]
-    assert set(caps) >= {"environment", "crowd", "pose", "scenario"}
-    hooks.register_pose(lambda *a: None)
-    try:
-        assert hooks.capabilities()["pose"]
-    finally:
-        hooks.register_pose(None)
+    assert set(CAPABILITIES) >= {"keyboard", "path", "genmm", "environment", "crowd", "pose", "scenario"}
+    assert all(CAPABILITIES.values())
 
 
 def test_environment_is_not_required_to_import_the_viewer():
@@ -324,7 +318,7 @@ def test_environment_is_not_required_to_import_the_viewer():
 # ------------------------------------------------------------------ plugins (no server)
 def test_batched_crowd_steering_equals_the_reference_steering():
     from motionmatch.runtime.crowd import SteeringSettings, steer
-    from motionmatch.runtime.crowd_viewer_plugin import steer_all
+    from motionmatch.viewer.crowd import steer_all
 
     rng = np.random.default_rng(0)
     s = SteeringSettings()
@@ -341,7 +335,7 @@ def test_batched_crowd_steering_equals_the_reference_steering():
 
 
 def test_viewer_obstacles_move_from_where_they_were_placed_and_paths_are_routed_around():
-    from motionmatch.environment.viewer_plugin import obstacle_from_viewer
+    from motionmatch.viewer.environment import obstacle_from_viewer
 
     o = obstacle_from_viewer({"id": 3, "t0": 2.0, "shape": "disk", "center": [1.0, 2.0], "radius": 0.5,
                               "velocity": [0.5, -1.0]})
@@ -355,7 +349,7 @@ def test_viewer_obstacles_move_from_where_they_were_placed_and_paths_are_routed_
 
 def test_a_path_through_a_disk_is_routed_around_it_on_one_side():
     from motionmatch.environment.scene import Scene
-    from motionmatch.environment.viewer_plugin import obstacle_from_viewer, route_around
+    from motionmatch.viewer.environment import obstacle_from_viewer, route_around
 
     scene = Scene([obstacle_from_viewer({"id": 1, "shape": "disk", "center": [0.05, 3.0], "radius": 0.5})])
     z = np.linspace(0.0, 6.0, 61)

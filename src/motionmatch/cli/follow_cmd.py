@@ -41,6 +41,7 @@ def cmd_follow(args: argparse.Namespace) -> int:
     from motionmatch.anim import save_bvh
     from motionmatch.control.path import RevisionSettings, load_path
     from motionmatch.database import MotionDatabase
+    from motionmatch.metrics.follow import follow_report
     from motionmatch.runtime.follow import FollowSettings, PathFollower, run_followers
 
     try:
@@ -77,7 +78,7 @@ def cmd_follow(args: argparse.Namespace) -> int:
         reports = []
         for name, rec in zip(names, records):
             save_bvh(rec.motion, name)
-            r = rec.report()
+            r = follow_report(rec)
             reports.append(r)
             status = "completed" if r["completed"] else "NOT completed"
             print(f"wrote {name}: {rec.motion.num_frames} frames at {args.fps:g} fps; {status}, mean distance "

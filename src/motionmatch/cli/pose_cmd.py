@@ -117,9 +117,10 @@ def cmd_eval(args: argparse.Namespace) -> int:
 # ------------------------------------------------------------------------------- run
 def cmd_run(args: argparse.Namespace) -> int:
     from motionmatch.anim import save_bvh
-    from motionmatch.control.pose.drive import pose_run_report, run_keypoints
     from motionmatch.control.pose.keypoints import load_keypoints
     from motionmatch.database import MotionDatabase
+    from motionmatch.metrics.report import pose_run_report
+    from motionmatch.runtime.pose_run import run_keypoints
 
     try:
         out = Path(args.output)

@@ -52,7 +52,8 @@ def _save_output(path: Path, world, rec, report: dict, tracks) -> None:
 def cmd_scenario(args: argparse.Namespace) -> int:
     from motionmatch.database import MotionDatabase
     from motionmatch.environment import load_scenario
-    from motionmatch.runtime.world import EnvironmentSettings, body_tracks, run_scenario
+    from motionmatch.metrics.scenario import body_tracks, scenario_report
+    from motionmatch.runtime.world import EnvironmentSettings, run_scenario
 
     try:
         out = Path(args.output)
@@ -70,8 +71,9 @@ def cmd_scenario(args: argparse.Namespace) -> int:
         settings = EnvironmentSettings.from_dicts(sc.penalty, search, sc.controller.get("controls"),
                                                   enabled=not args.plain)
         progress = not args.quiet and sys.stderr.isatty()
-        world, rec, report = run_scenario(db, sc, settings=settings, progress=progress,
-                                          record_poses=False if args.no_poses else None)
+        world, rec = run_scenario(db, sc, settings=settings, progress=progress,
+                                  record_poses=False if args.no_poses else None)
+        report = scenario_report(world, rec, sc)
         tracks = body_tracks(world, rec)
         _save_output(out, world, rec, report, tracks)
         print(f"wrote {out}: {len(rec.names)} agent(s), {rec.frames.shape[1]} frames at {rec.fps:g} fps")

@@ -4,7 +4,7 @@
   static or moving (:class:`Obstacle`).
 * :mod:`~motionmatch.environment.scene`: a :class:`Scene` answers "which obstacles are near
   this trajectory" (a grid for static obstacles; moving ones at their predicted positions).
-* :mod:`~motionmatch.environment.geometry`: packed obstacle rows, ellipse-obstacle signed
+* :mod:`~motionmatch.geometry.shapes`: packed obstacle rows, ellipse-obstacle signed
   distances and the log barrier (numba).
 * :mod:`~motionmatch.environment.body`: body ellipses of database frames (the environment
   features) and of played motion.

@@ -17,7 +17,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from motionmatch.environment.geometry import C_YMAX, C_YMIN, ROW, signed_distance
+from motionmatch.geometry.shapes import C_YMAX, C_YMIN, ROW, signed_distance
 
 __all__ = ["body_distances", "collision_summary", "intersection_runs", "pair_distances"]
 
@@ -57,7 +57,7 @@ def body_distances(track: np.ndarray, rows: np.ndarray, head_top: float = 0.1) -
 def pair_distances(a: np.ndarray, b: np.ndarray, head_top: float = 0.1) -> np.ndarray:
     """``[F]`` signed distances between two bodies' ellipse tracks ``[F, 8]`` (``inf`` where
     their vertical extents do not overlap)."""
-    from motionmatch.environment.geometry import make_row
+    from motionmatch.geometry.shapes import make_row
 
     b = np.asarray(b, dtype=np.float64)
     rows = np.stack([make_row(1, e[0], e[1], e[2], e[3], e[4], e[5], e[6], e[7] + head_top) for e in b])

@@ -21,8 +21,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from motionmatch.environment.geometry import T_BOX, T_DISK, T_ELLIPSE, make_row
 from motionmatch.errors import MotionMatchError
+from motionmatch.geometry.shapes import T_BOX, T_DISK, T_ELLIPSE, make_row
 
 __all__ = ["Obstacle", "ObstacleError", "box", "disk", "ellipse"]
 
@@ -136,7 +136,7 @@ class Obstacle:
         return float(math.hypot(*self.size) / 2)
 
     def row(self, centre: Sequence[float] | None = None, ident: int = -1) -> np.ndarray:
-        """The packed row (:mod:`motionmatch.environment.geometry`) at ``centre`` (default: the
+        """The packed row (:mod:`motionmatch.geometry.shapes`) at ``centre`` (default: the
         centre at time 0)."""
         x, z = (self.center if centre is None else centre)
         ux, uz = self.axis

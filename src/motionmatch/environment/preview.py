@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from motionmatch.environment.geometry import C_P, C_Q, C_TYPE, C_UX, C_UZ, C_X, C_YMAX, C_Z, T_BOX
+from motionmatch.geometry.shapes import C_P, C_Q, C_TYPE, C_UX, C_UZ, C_X, C_YMAX, C_Z, T_BOX
 
 __all__ = ["plot_scene", "render_scene"]
 

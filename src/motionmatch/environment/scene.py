@@ -1,7 +1,7 @@
 """A scene: static and moving obstacles, and fast "which obstacles are near this trajectory".
 
-Static obstacles are packed once into rows (:mod:`motionmatch.environment.geometry`) and
-bucketed in a uniform grid (cells of ``cell`` metres, each obstacle in every cell its
+Static obstacles are packed once into rows (:mod:`motionmatch.geometry.shapes`) and
+bucketed in a uniform grid (:mod:`motionmatch.geometry.grid`) (cells of ``cell`` metres, each obstacle in every cell its
 bounding square touches); a query collects the obstacles of the cells around a few
 trajectory points, then keeps those whose shape comes within the radius of a point.
 Moving obstacles are few and always considered; for a search at time ``t`` each
@@ -11,50 +11,15 @@ contributes one proxy per future ellipse slot, at its position predicted for
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Sequence
 
-import numba
 import numpy as np
 
-from motionmatch.environment.geometry import C_R, C_X, C_Z, ROW, point_lower_bound
 from motionmatch.environment.obstacles import Obstacle
+from motionmatch.geometry.grid import build_grid, grid_query
+from motionmatch.geometry.shapes import C_R, C_X, C_Z, ROW, point_lower_bound
 
 __all__ = ["Scene"]
-
-
-@numba.njit(cache=True, nogil=True)
-def _grid_query(cell_start, items, nx, nz, x0, z0, cell, points, radius, rows, stamp, tick, out):
-    """Static row indices within ``radius`` of one of ``points [P, 2]`` (into ``out``);
-    returns how many."""
-    lo_x = np.inf
-    lo_z = np.inf
-    hi_x = -np.inf
-    hi_z = -np.inf
-    for p in range(points.shape[0]):
-        lo_x = min(lo_x, points[p, 0])
-        hi_x = max(hi_x, points[p, 0])
-        lo_z = min(lo_z, points[p, 1])
-        hi_z = max(hi_z, points[p, 1])
-    i0 = max(int(np.floor((lo_x - radius - x0) / cell)), 0)
-    i1 = min(int(np.floor((hi_x + radius - x0) / cell)), nx - 1)
-    j0 = max(int(np.floor((lo_z - radius - z0) / cell)), 0)
-    j1 = min(int(np.floor((hi_z + radius - z0) / cell)), nz - 1)
-    n = 0
-    for i in range(i0, i1 + 1):
-        for j in range(j0, j1 + 1):
-            c = i * nz + j
-            for s in range(cell_start[c], cell_start[c + 1]):
-                m = items[s]
-                if stamp[m] == tick:
-                    continue
-                stamp[m] = tick
-                for p in range(points.shape[0]):
-                    if point_lower_bound(points[p, 0], points[p, 1], rows[m]) <= radius:
-                        out[n] = m
-                        n += 1
-                        break
-    return n
 
 
 class Scene:
@@ -79,29 +44,9 @@ class Scene:
         return len(self.obstacles)
 
     def _build_grid(self) -> None:
-        r = self.static_rows
-        if len(r) == 0:
-            self._grid = None
-            return
-        lo = np.array([(r[:, C_X] - r[:, C_R]).min(), (r[:, C_Z] - r[:, C_R]).min()])
-        hi = np.array([(r[:, C_X] + r[:, C_R]).max(), (r[:, C_Z] + r[:, C_R]).max()])
-        nx = max(1, math.ceil((hi[0] - lo[0]) / self.cell) + 1)
-        nz = max(1, math.ceil((hi[1] - lo[1]) / self.cell) + 1)
-        cells: list[list[int]] = [[] for _ in range(nx * nz)]
-        for m in range(len(r)):
-            i0 = int(np.floor((r[m, C_X] - r[m, C_R] - lo[0]) / self.cell))
-            i1 = int(np.floor((r[m, C_X] + r[m, C_R] - lo[0]) / self.cell))
-            j0 = int(np.floor((r[m, C_Z] - r[m, C_R] - lo[1]) / self.cell))
-            j1 = int(np.floor((r[m, C_Z] + r[m, C_R] - lo[1]) / self.cell))
-            for i in range(max(i0, 0), min(i1, nx - 1) + 1):
-                for j in range(max(j0, 0), min(j1, nz - 1) + 1):
-                    cells[i * nz + j].append(m)
-        start = np.zeros(nx * nz + 1, dtype=np.int64)
-        start[1:] = np.cumsum([len(c) for c in cells])
-        items = np.array([m for c in cells for m in c], dtype=np.int64)
-        self._grid = (start, items, nx, nz, float(lo[0]), float(lo[1]))
-        self._stamp = np.zeros(len(r), dtype=np.int64)
-        self._out = np.empty(len(r), dtype=np.int64)
+        self._grid = build_grid(self.static_rows, self.cell)
+        self._stamp = np.zeros(len(self.static_rows), dtype=np.int64)
+        self._out = np.empty(len(self.static_rows), dtype=np.int64)
 
     def grid_arrays(self) -> tuple | None:
         """The static grid for compiled queries: ``(cell_start, items, nx, nz, x0, z0, cell,
@@ -125,8 +70,8 @@ class Scene:
             return np.zeros(0, dtype=np.int64)
         start, items, nx, nz, x0, z0 = self._grid
         self._tick += 1
-        n = _grid_query(start, items, nx, nz, x0, z0, self.cell, np.ascontiguousarray(points, dtype=np.float64),
-                        float(radius), self.static_rows, self._stamp, self._tick, self._out)
+        n = grid_query(start, items, nx, nz, x0, z0, self.cell, np.ascontiguousarray(points, dtype=np.float64),
+                       float(radius), self.static_rows, self._stamp, self._tick, self._out)
         return self._out[:n].copy()
 
     def query(self, t: float, points: np.ndarray, radius: float, offsets: Sequence[float]

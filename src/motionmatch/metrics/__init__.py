@@ -17,10 +17,9 @@ generative synthesis (GenMM)   :func:`coverage`, :func:`local_patch_distance`,
 =============================  ===========================================================
 """
 
+from motionmatch.geometry.polyline import distance_to_path, mean_distance_to_path
 from motionmatch.metrics.control import (
     count_transitions,
-    distance_to_path,
-    mean_distance_to_path,
     mean_response_time,
     response_time,
     trajectory_error,

@@ -1,5 +1,5 @@
 """How well a controlled character does what it is asked: transitions, response time,
-trajectory and path errors."""
+trajectory error (distances to a path: :mod:`motionmatch.geometry.polyline`)."""
 
 from __future__ import annotations
 
@@ -9,10 +9,8 @@ from collections.abc import Sequence
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from motionmatch.metrics._common import as_points, check_fps, horizontal
-
-#: Upper bound on ``points x segments`` handled at once by :func:`distance_to_path`.
-_CHUNK_ELEMENTS = 1 << 20
+from motionmatch.geometry.polyline import as_points, horizontal
+from motionmatch.metrics._common import check_fps
 
 
 # --------------------------------------------------------------------------- transitions
@@ -179,46 +177,3 @@ def trajectory_error(actual: ArrayLike, desired: ArrayLike) -> float:
     if diff.size == 0:
         raise ValueError("trajectory_error needs at least one point")
     return float(np.linalg.norm(diff, axis=-1).mean())
-
-
-def distance_to_path(points: ArrayLike, path: ArrayLike, *, horizontal_only: bool = True) -> NDArray[np.float64]:
-    """Distance (m) from each point to the nearest point of a polyline.
-
-    Every segment ``path[i] -> path[i + 1]`` is considered (a closest point may lie
-    between vertices). Work is split into chunks of points so that memory stays bounded
-    (about ``2**20`` point-segment pairs at a time) for long inputs.
-
-    Args:
-        points: ``[N, 3]`` positions (m).
-        path: ``[P, 3]`` polyline vertices (m), ``P >= 1``.
-        horizontal_only: measure on the ground plane (x, z), ignoring heights (default);
-            ``False`` for 3D distances.
-
-    Returns:
-        ``[N]`` distances in metres.
-    """
-    pts = as_points(points, "points", ndim=2)
-    poly = as_points(path, "path", ndim=2, min_frames=1)
-    if horizontal_only:
-        pts, poly = horizontal(pts), horizontal(poly)
-    a = poly[:-1] if len(poly) > 1 else poly
-    ab = poly[1:] - poly[:-1] if len(poly) > 1 else np.zeros_like(poly)
-    len2 = np.einsum("sd,sd->s", ab, ab)
-    inv = np.divide(1.0, len2, out=np.zeros_like(len2), where=len2 > 0)
-    out = np.empty(len(pts))
-    chunk = max(1, _CHUNK_ELEMENTS // len(a))
-    for s in range(0, len(pts), chunk):
-        p = pts[s : s + chunk]
-        ap = p[:, None, :] - a[None, :, :]  # [n, S, D]
-        t = np.clip(np.einsum("nsd,sd->ns", ap, ab) * inv, 0.0, 1.0)
-        r = ap - t[..., None] * ab  # from the closest point to p
-        out[s : s + chunk] = np.sqrt(np.einsum("nsd,nsd->ns", r, r).min(axis=1))
-    return out
-
-
-def mean_distance_to_path(points: ArrayLike, path: ArrayLike, *, horizontal_only: bool = True) -> float:
-    """Mean of :func:`distance_to_path` (m): how far, on average, points stay from a path."""
-    d = distance_to_path(points, path, horizontal_only=horizontal_only)
-    if d.size == 0:
-        raise ValueError("mean_distance_to_path needs at least one point")
-    return float(d.mean())

@@ -7,7 +7,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 from numpy.typing import ArrayLike
 
-from motionmatch.metrics._common import as_points, check_fps, horizontal
+from motionmatch.geometry.polyline import as_points, horizontal
+from motionmatch.metrics._common import check_fps
 
 if TYPE_CHECKING:
     from motionmatch.anim.contacts import FootContacts

@@ -12,6 +12,7 @@ from motionmatch.metrics.feet import foot_skating
 from motionmatch.metrics.sanity import count_nan_frames, upright_fraction
 from motionmatch.metrics.smoothness import jerk_motion
 from motionmatch.runtime.offline import RunRecord
+from motionmatch.runtime.pose_run import PoseRun
 
 
 def playback_foot_skating(db: MotionDatabase) -> float:
@@ -100,3 +101,14 @@ def run_report(record: RunRecord, db: MotionDatabase, script: Script | None = No
         out["response_times_s"] = [None if t is None else float(t) for t in times]
         out["response_time_s"] = float(mean_response_time(root, fps, changes)) if changes else None
     return out
+
+
+def pose_run_report(run: PoseRun, db: MotionDatabase) -> dict:
+    """The run's metrics (as ``motionmatch run --report``) plus the command timeline and
+    the share of frames in each controller mode."""
+    rep = run_report(run.record, db)
+    modes, counts = np.unique(run.record.modes, return_counts=True)
+    rep["pose_commands"] = run.segments()
+    rep["mode_fractions"] = {str(m): round(float(c) / len(run.record.modes), 4) for m, c in zip(modes, counts)}
+    rep["pose_frames"] = len(run.classified.times)
+    return rep

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 from numpy.typing import ArrayLike
 
-from motionmatch.metrics._common import as_points
+from motionmatch.geometry.polyline import as_points
 
 if TYPE_CHECKING:
     from motionmatch.anim.motion import Motion

@@ -323,7 +323,7 @@ class Crowd:
     def _search(self, i: int, rows_all) -> None:
         import time as _time
 
-        from motionmatch.environment.geometry import ROW
+        from motionmatch.geometry.shapes import ROW
         from motionmatch.search.penalized import prepare_obstacles
 
         t0 = _time.perf_counter()

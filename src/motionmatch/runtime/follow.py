@@ -46,7 +46,7 @@ from motionmatch.control.intent import Intent
 from motionmatch.control.path import QueryReviser, RevisionSettings, RevisionState, TimedPath
 from motionmatch.control.trajectory import PredictedTrajectory, yaw_rotation
 from motionmatch.database import MotionDatabase
-from motionmatch.metrics.control import distance_to_path
+from motionmatch.geometry.polyline import distance_to_path
 from motionmatch.runtime.controller import Controller, ControllerSettings, FrameResult
 from motionmatch.runtime.lhmm import LongHorizonMatcher
 from motionmatch.runtime.modes import vertical_columns
@@ -243,50 +243,6 @@ class FollowRecord:
     @property
     def mean_distance(self) -> float:
         return float(self.distances().mean())
-
-    def report(self) -> dict:
-        """The numbers of the run (``motionmatch follow --report``): ``mean_distance_m`` (the
-        paper's measure), ``max_distance_m``, ``completed``, ``completion_time_s``,
-        ``reached_end``, ``coverage``, ``knn_calls_per_match``, ``ms_per_match`` (median;
-        ``_mean``, ``_p95`` too), ``matches``, ``transitions_per_s``, ``update_ms_mean``,
-        ``foot_skating_mps``, ``acceleration_p99_mps2`` (pose pops), ``nan_frames``, and the
-        path's duration and length."""
-        from motionmatch.anim.contacts import foot_contacts
-        from motionmatch.metrics.feet import foot_skating
-        from motionmatch.metrics.report import acceleration_percentile
-
-        m = self.motion
-        ms = self.match_seconds * 1e3
-        matches = len(self.match_seconds)
-        skating = float("nan")
-        if self.feet:
-            feet = list(self.feet)
-            con = foot_contacts(m, feet=feet)
-            skating = float(foot_skating(m.world_positions[:, feet], con.contacts, m.fps))
-        d = self.distances()
-        return {
-            "mean_distance_m": float(d.mean()),
-            "max_distance_m": float(d.max()),
-            "completed": bool(self.completed),
-            "completion_time_s": float(self.completion_frame / self.fps) if self.completed else None,
-            "reached_end": bool(self.completion_frame >= 0),
-            "coverage": float(self.coverage),
-            "path_duration_s": float(self.path.duration),
-            "path_length_m": float(self.path.length),
-            "frames": int(m.num_frames),
-            "duration_s": float(m.num_frames / m.fps),
-            "matches": int(matches),
-            "knn_calls": int(self.knn_calls),
-            "knn_calls_per_match": float(self.knn_calls / matches) if matches else 0.0,
-            "ms_per_match": float(np.median(ms)) if matches else 0.0,
-            "ms_per_match_mean": float(ms.mean()) if matches else 0.0,
-            "ms_per_match_p95": float(np.percentile(ms, 95)) if matches else 0.0,
-            "transitions_per_s": float(self.transitioned.sum() / (m.num_frames / m.fps)),
-            "update_ms_mean": float(self.update_seconds.mean() * 1e3),
-            "foot_skating_mps": skating,
-            "acceleration_p99_mps2": acceleration_percentile(m, 99.0),
-            "nan_frames": int(np.count_nonzero(~np.isfinite(m.rotations).all(axis=(1, 2)))),
-        }
 
 
 class PathFollower:

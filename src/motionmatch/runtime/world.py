@@ -12,7 +12,7 @@ world that steps many of them among obstacles (Environment-aware Motion Matching
   path to follow, a crowd-steering goal, or nothing), stepped together; searches are
   spread over frames (agent ``i`` searches on frames ``i mod n``).
 * :func:`run_scenario`: a :class:`~motionmatch.environment.scenario.Scenario` from start to
-  end, with a report (:func:`scenario_report`).
+  end (its numbers: :func:`motionmatch.metrics.scenario.scenario_report`).
 
 High-level controls (paper Sec. 5.3; its Eq. 3-6 are lost, these are our forms):
 Responsiveness ``R`` multiplies the squared-distance weight of the trajectory features,
@@ -29,6 +29,7 @@ comes from the database, so body and root motion stay consistent (paper Sec. 5.1
 
 from __future__ import annotations
 
+import functools
 import math
 import time
 from collections.abc import Callable, Sequence
@@ -43,25 +44,27 @@ from motionmatch.environment.body import (
     database_ellipses,
     ellipse_slots,
     frame_ellipses,
-    motion_ellipses,
     world_ellipses,
 )
-from motionmatch.environment.geometry import ROW, T_ELLIPSE
 from motionmatch.environment.scene import Scene
+from motionmatch.geometry.shapes import ROW, T_ELLIPSE
 from motionmatch.runtime.controller import Controller, ControllerSettings
 from motionmatch.runtime.modes import vertical_columns
-from motionmatch.search import _penalized_kernels as PK
 from motionmatch.search.penalized import (
     PenalizedSearch,
     PenaltyParams,
     SearchBuffers,
     SearchOptions,
     SearchResult,
+    control_weights,
+    gather_static,
+    prepare_obstacles_into,
+    prepare_static,
+    trajectory_points,
 )
 
 __all__ = ["Agent", "Controls", "EnvironmentChooser", "EnvironmentMatcher", "EnvironmentSettings", "PathInput",
-           "ScriptInput", "World", "WorldRecord", "environment_controller_settings", "run_scenario",
-           "scenario_report"]
+           "ScriptInput", "World", "WorldRecord", "environment_controller_settings", "run_scenario"]
 
 
 @dataclass(frozen=True)
@@ -179,7 +182,7 @@ class EnvironmentMatcher:
         c = controls
         if c.responsiveness == 1.0 and c.continuity == 1.0 and evasion_factor == 1.0:
             return None
-        return PK.control_weights(self.pose, self.traj_pos, self.traj_dir, float(c.continuity),
+        return control_weights(self.pose, self.traj_pos, self.traj_dir, float(c.continuity),
                                   float(c.responsiveness), float(evasion_factor))
 
     def view_row(self, frame: int, view: str) -> np.ndarray:
@@ -189,6 +192,12 @@ class EnvironmentMatcher:
         if view == "planar" and self.vcols.size:
             row[self.vcols] = 0.0
         return row
+
+    @functools.cached_property
+    def played_ellipses(self) -> np.ndarray:
+        """``[N, 8]`` body ellipse of every database frame in its own character frame, as
+        played (:func:`~motionmatch.environment.body.frame_ellipses`; computed on first use)."""
+        return frame_ellipses(self.db)
 
     def world_ellipses(self, frame: int, root_xz, yaw: float) -> np.ndarray:
         """``[K, 8]`` world ellipses of database ``frame`` played by a character at ``root_xz``, ``yaw``."""
@@ -242,7 +251,7 @@ class EnvironmentChooser:
     and optimised searches share it): buffers are allocated once, the settings are packed
     once (:class:`~motionmatch.search.penalized.SearchBuffers`), and a choice is two
     compiled calls: the obstacles (for a scene of static obstacles, trajectory points, grid
-    query and pre-selection in one call: :func:`PK.gather_static`) and the rest
+    query and pre-selection in one call: :func:`gather_static`) and the rest
     (:meth:`~motionmatch.search.penalized.PenalizedSearch.choose_into`: query columns,
     control weights, plain distance to the frame playing now, search, collision fallback,
     summary and the score of the frame playing now). The :class:`SearchResult` is built
@@ -327,12 +336,12 @@ class EnvironmentChooser:
                 grid = self._grid[1]
                 if grid is None:  # no static obstacle
                     return self._empty(K) + (None,)
-                M, nearest = PK.gather_static(*grid, sc.next_tick(), float(root[0]), float(root[2]), yaw, pos,
+                M, nearest = gather_static(*grid, sc.next_tick(), float(root[0]), float(root[2]), yaw, pos,
                                               radius, pts_w, local, self._buf, self._cnt, self._key)
                 if M == 0:
                     return self._empty(K) + (None,)
                 return self._buf, self._cnt, nearest, local
-            PK.trajectory_points(float(root[0]), float(root[2]), yaw, pos, pts_w, local)
+            trajectory_points(float(root[0]), float(root[2]), yaw, pos, pts_w, local)
         else:
             pts_w = np.array([[root[0], root[2]]], dtype=np.float64)
             local = np.zeros((1, 2))
@@ -342,7 +351,7 @@ class EnvironmentChooser:
             if M == 0:  # nothing anywhere near: the plain accelerated search will run
                 return self._empty(K) + (None,)
             self._fit(M)
-            nearest = PK.prepare_static(sc.static_rows, ids, float(root[0]), float(root[2]), yaw, local, radius,
+            nearest = prepare_static(sc.static_rows, ids, float(root[0]), float(root[2]), yaw, local, radius,
                                         self._buf, self._cnt, self._key)
             return self._buf, self._cnt, float(nearest), local
         rows, slot_of = sc.query(self.clock(), pts_w, radius, self.matcher.slots)
@@ -354,7 +363,7 @@ class EnvironmentChooser:
             return self._empty(K) + (None,)
         self._fit(M)
         rows = np.ascontiguousarray(rows, dtype=np.float64)
-        nearest = PK.prepare_obstacles(rows, np.ascontiguousarray(slot_of, dtype=np.int64), float(root[0]),
+        nearest = prepare_obstacles_into(rows, np.ascontiguousarray(slot_of, dtype=np.int64), float(root[0]),
                                        float(root[2]), yaw, local, radius, self._buf, self._cnt, self._key)
         return self._buf, self._cnt, float(nearest), local
 
@@ -780,127 +789,8 @@ def world_from_scenario(db: MotionDatabase, scenario, *, settings: EnvironmentSe
 def run_scenario(db: MotionDatabase, scenario, *, settings: EnvironmentSettings | None = None,
                  matcher: EnvironmentMatcher | None = None, progress: bool = False,
                  record_poses: bool | None = None, controller_overrides: dict | None = None
-                 ) -> tuple[World, WorldRecord, dict]:
-    """Run a scenario from start to end: ``(world, record, report)`` (see :func:`scenario_report`)."""
+                 ) -> tuple[World, WorldRecord]:
+    """Run a scenario from start to end: ``(world, record)``."""
     world = world_from_scenario(db, scenario, settings=settings, matcher=matcher, record_poses=record_poses,
                                 controller_overrides=controller_overrides)
-    rec = world.run(scenario.frames, progress=progress)
-    return world, rec, scenario_report(world, rec, scenario)
-
-
-def body_tracks(world: World, rec: WorldRecord) -> np.ndarray:
-    """``[A, F, 8]`` each agent's body ellipse per frame: from the recorded poses, or (when
-    poses were not recorded) from the database frame played, placed at the root."""
-    A, F = rec.frames.shape
-    out = np.zeros((A, F, 8))
-    if rec.rotations is not None:
-        for i in range(A):
-            m = rec.motion(i, world.db.skeleton)
-            out[i] = motion_ellipses(m.world_positions, m.world_rotations[:, 0], rec.fps)
-        return out
-    cur = current_ellipses(world)
-    for i in range(A):
-        e = cur[rec.frames[i]]  # [F, 7] character frame
-        c, s = np.cos(rec.root_yaws[i]), np.sin(rec.root_yaws[i])
-        x, z = rec.root_positions[i, :, 0], rec.root_positions[i, :, 2]
-        out[i, :, 0] = x + c * e[:, 0] + s * e[:, 1]
-        out[i, :, 1] = z - s * e[:, 0] + c * e[:, 1]
-        out[i, :, 2] = c * e[:, 2] + s * e[:, 3]
-        out[i, :, 3] = -s * e[:, 2] + c * e[:, 3]
-        out[i, :, 4:8] = e[:, 4:8]
-    return out
-
-
-def current_ellipses(world: World) -> np.ndarray:
-    """``[N, 8]`` body ellipse of every database frame in its own character frame
-    (:func:`~motionmatch.environment.body.frame_ellipses`, cached on the matcher)."""
-    cache = getattr(world.matcher, "_current", None)
-    if cache is None:
-        cache = world.matcher._current = frame_ellipses(world.db)
-    return cache
-
-
-def scenario_report(world: World, rec: WorldRecord, scenario=None) -> dict:
-    """Numbers of a run: search time, diversity, path error, collisions (per agent and overall).
-
-    Keys: ``ms_per_search`` (mean chooser time over every search of every agent),
-    ``ms_per_search_median``, ``search_call_ms`` (mean thread CPU time of the search call
-    alone, without obstacle gathering and bookkeeping; ``null`` when not logged), ``searches``, ``diversity`` (distinct database frames
-    played, all agents), ``error_m`` (mean distance from the root to the agent's target
-    path, over path-following agents; ``null`` without any), ``collision_time_s`` (mean
-    duration of an intersection of a body with an obstacle or another body),
-    ``collision_fraction`` (share of agent-frames in some intersection), ``collisions``,
-    ``obstacle_collision_fraction`` / ``agent_collision_fraction``, ``step_ms`` (mean wall
-    time of a world step), ``realtime_factor`` (simulated / wall time), ``agents`` (per
-    agent: the same measures, final position, distance to goal).
-    """
-    from motionmatch.environment.collision import body_distances, collision_summary, pair_distances
-    from motionmatch.metrics import distance_to_path
-
-    A, F = rec.frames.shape
-    fps = rec.fps
-    tracks = body_tracks(world, rec)
-    times = np.arange(F) / fps
-    scene = world.scene
-    if scene.moving_ids.size:
-        rows = np.stack([scene.rows_at(t) for t in times])
-    else:
-        rows = scene.rows_at(0.0)
-    per = []
-    all_times = []
-    call_times = []
-    errors = []
-    inside_any = np.zeros((A, F), dtype=bool)
-    obstacle_in = np.zeros((A, F), dtype=bool)
-    agent_in = np.zeros((A, F), dtype=bool)
-    run_lengths = []
-    for i in range(A):
-        d_obs = body_distances(tracks[i], rows) if len(scene) else np.zeros((F, 0))
-        others = [pair_distances(tracks[i], tracks[j]) for j in range(A) if j != i]
-        d_ag = np.stack(others, axis=1) if others else np.zeros((F, 0))
-        d_all = np.concatenate([d_obs, d_ag], axis=1)
-        summ = collision_summary(d_all, fps)
-        from motionmatch.environment.collision import intersection_runs
-
-        run_lengths.extend(n for _, _, n in intersection_runs(d_all < 0))
-        obstacle_in[i] = (d_obs < 0).any(axis=1) if d_obs.shape[1] else False
-        agent_in[i] = (d_ag < 0).any(axis=1) if d_ag.shape[1] else False
-        inside_any[i] = obstacle_in[i] | agent_in[i]
-        a = world.agents[i]
-        entry = {"name": rec.names[i], **summ,
-                 "final_position": [float(rec.root_positions[i, -1, 0]), float(rec.root_positions[i, -1, 2])]}
-        if a.path is not None:
-            e = distance_to_path(rec.root_positions[i], np.stack([a.path[:, 0], np.zeros(len(a.path)),
-                                                                    a.path[:, 1]], axis=1))
-            entry["error_m"] = float(e.mean())
-            errors.append(e)
-        if a.goal is not None:
-            entry["goal_distance_m"] = float(np.hypot(*(rec.root_positions[i, -1, [0, 2]] - a.goal)))
-        lg = rec.logs[i]
-        if lg is not None and lg.times:
-            entry["ms_per_search"] = float(np.mean(lg.times) * 1e3)
-            entry["searches"] = len(lg.times)
-            all_times.extend(lg.times)
-            call_times.extend(lg.search_cpu_times)
-        per.append(entry)
-    report = {
-        "scenario": getattr(scenario, "name", None),
-        "agents_count": A,
-        "frames": F,
-        "duration_s": F / fps,
-        "ms_per_search": float(np.mean(all_times) * 1e3) if all_times else 0.0,
-        "ms_per_search_median": float(np.median(all_times) * 1e3) if all_times else 0.0,
-        "search_call_ms": float(np.mean(call_times) * 1e3) if call_times else None,
-        "searches": len(all_times),
-        "diversity": int(np.unique(rec.frames).size),
-        "error_m": float(np.concatenate(errors).mean()) if errors else None,
-        "collision_time_s": float(np.mean(run_lengths) / fps) if run_lengths else 0.0,
-        "collision_fraction": float(inside_any.mean()),
-        "collisions": len(run_lengths),
-        "obstacle_collision_fraction": float(obstacle_in.mean()),
-        "agent_collision_fraction": float(agent_in.mean()),
-        "step_ms": float(rec.step_seconds[1:].mean() * 1e3) if F > 1 else 0.0,
-        "realtime_factor": float((F / fps) / max(rec.step_seconds.sum(), 1e-9)),
-        "agents": per,
-    }
-    return report
+    return world, world.run(scenario.frames, progress=progress)

@@ -7,7 +7,7 @@ Score of a frame ``i`` for a query ``q`` (per-dimension weights ``w``)::
 ``E_ik`` is the frame's body ellipse at future slot ``k`` (character frame of the query),
 ``O_km`` the obstacles of that slot (already moved into the same frame, time-aligned for
 moving obstacles and agents), ``c_m`` a per-obstacle weight, ``b`` the log barrier of
-:mod:`motionmatch.environment.geometry`. With height features an obstacle with a vertical
+:mod:`motionmatch.geometry.shapes`. With height features an obstacle with a vertical
 range only counts when the body's vertical extent at that slot overlaps it.
 
 Base optimisations (always on unless ``early`` is false, which only the tests use): the
@@ -32,7 +32,8 @@ import numba
 import numpy as np
 
 from motionmatch._jit import no_refcount
-from motionmatch.environment.geometry import (
+from motionmatch.geometry.grid import grid_query
+from motionmatch.geometry.shapes import (
     C_P,
     C_Q,
     C_R,
@@ -50,7 +51,6 @@ from motionmatch.environment.geometry import (
     point_lower_bound,
     signed_distance,
 )
-from motionmatch.environment.scene import _grid_query
 
 # penalty parameters
 P_DHAT = 0       # threshold d̂ (m)
@@ -107,7 +107,7 @@ def _dist_rows(feats, i, j, w):
 
 @no_refcount(inline="always")
 def _point_lb(px, pz, obs, k, m):
-    """:func:`~motionmatch.environment.geometry.point_lower_bound` of row ``obs[k, m]``, read
+    """:func:`~motionmatch.geometry.shapes.point_lower_bound` of row ``obs[k, m]``, read
     element by element (no array view: views cost reference counting in a hot loop)."""
     dx = px - obs[k, m, C_X]
     dz = pz - obs[k, m, C_Z]
@@ -126,7 +126,7 @@ def _point_lb(px, pz, obs, k, m):
 
 @no_refcount(inline="always")
 def _point_ub(px, pz, obs, k, m):
-    """:func:`~motionmatch.environment.geometry.point_upper_bound` of row ``obs[k, m]``
+    """:func:`~motionmatch.geometry.shapes.point_upper_bound` of row ``obs[k, m]``
     (element by element, as :func:`_point_lb`)."""
     t = int(obs[k, m, C_TYPE])
     if t == T_BOX:
@@ -994,13 +994,13 @@ def gather_static(cell_start, items, nx, nz, x0, z0, cell, rows, stamp, ids, tic
                   radius, world, local, out, counts, order_key):
     """The obstacles of a search in a scene of static obstacles, in one call:
     :func:`trajectory_points` (into ``world, local [P + 1, 2]``), the scene's grid query
-    (:func:`motionmatch.environment.scene._grid_query`: the grid ``cell_start, items, nx, nz,
+    (:func:`motionmatch.geometry.grid.grid_query`: the grid ``cell_start, items, nx, nz,
     x0, z0, cell`` over ``rows [S, ROW]``, ``stamp [S]`` and ``tick`` its visit marks, the
     row indices into ``ids [S]``; the first ten arguments are :meth:`Scene.grid_arrays`) and :func:`prepare_static` into ``out [K, >= S, ROW]``,
     ``counts [K]``. Returns ``(M, nearest)``: how many rows are near (0: none, ``counts``
     zeroed, ``nearest`` inf) and the lower bound of the distance to the nearest."""
     trajectory_points(root_x, root_z, yaw, positions, world, local)
-    M = _grid_query(cell_start, items, nx, nz, x0, z0, cell, world, radius, rows, stamp, tick, ids)
+    M = grid_query(cell_start, items, nx, nz, x0, z0, cell, world, radius, rows, stamp, tick, ids)
     if M == 0:
         for k in range(counts.shape[0]):
             counts[k] = 0

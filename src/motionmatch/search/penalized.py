@@ -4,7 +4,7 @@ A frame's score is its weighted squared query distance plus, for each of its fut
 ellipses (the environment features, stored raw in the database), log-barrier penalties of
 its signed distances to the obstacles near the character (see
 :mod:`motionmatch.search._penalized_kernels` for the formula and
-:mod:`motionmatch.environment.geometry` for the distances and the barrier). The search
+:mod:`motionmatch.geometry.shapes` for the distances and the barrier). The search
 returns the frame of lowest score.
 
 Methods (:attr:`SearchOptions.method`):
@@ -43,13 +43,14 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from motionmatch.environment.geometry import ROW
+from motionmatch.geometry.shapes import ROW
 from motionmatch.search import _penalized_kernels as PK
 from motionmatch.search._validate import SearchError, check_features
 from motionmatch.search.box import BoxSearch
 
 __all__ = ["METHODS", "PenalizedSearch", "PenaltyParams", "SearchBuffers", "SearchOptions", "SearchResult",
-           "prepare_obstacles"]
+           "control_weights", "gather_static", "prepare_obstacles", "prepare_obstacles_into", "prepare_static",
+           "trajectory_points"]
 
 METHODS = ("coherent", "linear", "plain")
 
@@ -710,3 +711,17 @@ def prepare_obstacles(rows: np.ndarray, slot_of: np.ndarray, root_xz, yaw: float
                                    float(root_xz[1]), float(yaw), np.ascontiguousarray(points_local, dtype=np.float64),
                                    float(radius), out, counts, key)
     return out, counts, float(nearest)
+
+
+# Compiled obstacle preparation for a caller's per-search glue (a chooser that keeps its own
+# buffers): no argument checks, every array must be contiguous and of the kernel's type.
+#: ``(pose, pos, direc, continuity, responsiveness, evasion_factor) -> [D]`` control weights
+control_weights = PK.control_weights
+#: :func:`prepare_obstacles` into the caller's ``out, counts, order_key`` buffers
+prepare_obstacles_into = PK.prepare_obstacles
+#: the same for the rows ``rows[ids]`` of static obstacles (every slot)
+prepare_static = PK.prepare_static
+#: the pre-selection points (root and query trajectory), world and character frame
+trajectory_points = PK.trajectory_points
+#: points, grid query and pre-selection in one call for a scene of static obstacles
+gather_static = PK.gather_static

@@ -6,8 +6,9 @@ uvicorn + websockets) runs one simulation per browser tab at a fixed 60 Hz
 binary frames (:mod:`~motionmatch.viewer.protocol`); the page (three.js, source in
 ``web/``, bundled with esbuild into ``motionmatch/viewer/static/``) draws them and sends
 key-down/key-up events, drawn paths, obstacles and commands as validated JSON
-(:mod:`~motionmatch.viewer.messages`). Capabilities built elsewhere (environment-aware
-matching, crowds, pose commands) plug in through :mod:`~motionmatch.viewer.hooks`.
+(:mod:`~motionmatch.viewer.messages`). Environment-aware matching, crowds and pose commands
+reach the session through its adapters (:mod:`~motionmatch.viewer.environment`,
+:mod:`~motionmatch.viewer.crowd`, :mod:`~motionmatch.viewer.pose`).
 
 Needs ``pip install 'motionmatch[viewer]'`` (starlette, uvicorn, websockets).
 

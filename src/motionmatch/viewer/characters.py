@@ -4,7 +4,7 @@
 keyboard (a :class:`~motionmatch.control.keyboard.KeyboardController` fed with real key
 down/up events), a drawn path (:class:`~motionmatch.runtime.follow.PathFollower`, sharing
 the character's controller so the switch is seamless), or an external intent source
-(crowd steering, pose commands, scripts: see :mod:`motionmatch.viewer.hooks`) drives it.
+(crowd steering, pose commands, scripts: the session's adapters) drives it.
 Every search's query is tapped so the debug panel can show the next-best candidates.
 
 :class:`ClipCharacter` plays a fixed motion in a loop (GenMM variants).
@@ -204,7 +204,7 @@ class MMCharacter:
         self.tap = QueryTap()
         self.ctrl.chooser = self.tap
         #: the frame chooser when no path is followed (None: nearest frame); an environment
-        #: plugin sets its penalised search here (see :mod:`motionmatch.viewer.hooks`); if it
+        #: adapter sets its penalised search here (:mod:`motionmatch.viewer.environment`); if it
         #: has ``for_path(path_matcher)``, that chooser is used while a drawn path is followed
         self.chooser = None
         #: whether Responsiveness/Continuity re-weight a private database copy here; a plugin
@@ -214,8 +214,8 @@ class MMCharacter:
         self.held: set[str] = set()
         self.follower = None
         self.follow_info: dict | None = None
-        self.intent_source = None  # hooks: an object with .intent(character, dt) -> Intent | None
-        #: hooks: ``(character, intent, dt) -> Intent`` applied to every intent (e.g. steering
+        self.intent_source = None  # an object with .intent(character, dt) -> Intent | None
+        #: ``(character, intent, dt) -> Intent`` applied to every intent (e.g. steering
         #: around obstacles), and ``(times [R], xz [R, 2]) -> (times, xz)`` applied to a drawn
         #: path in world coordinates before it is followed (e.g. routed around obstacles)
         self.intent_filter = None

@@ -44,7 +44,6 @@ from urllib.parse import urlsplit
 import numpy as np
 
 from motionmatch import __version__
-from motionmatch.viewer import hooks
 from motionmatch.viewer.data import FileCatalog
 from motionmatch.viewer.messages import Limits, MessageError, RateLimiter, parse
 from motionmatch.viewer.protocol import PROTOCOL_VERSION
@@ -119,8 +118,9 @@ class Viewer:
 
         self.db_extent = _db_extent(self.db)
         self._lock = threading.Lock()
-        hooks.load_plugins()
-        hooks.warm_up(self.db)  # compile the plugins' kernels now, not while the first tab waits
+        from motionmatch.viewer.environment import warm_up
+
+        warm_up(self.db)  # compile the penalised search's kernels now, not while the first tab waits
 
     def close(self) -> None:
         for s in list(self.sessions.values()):

@@ -34,16 +34,38 @@ import numpy as np
 
 from motionmatch.control.keyboard import KEYS
 from motionmatch.errors import MotionMatchError
-from motionmatch.viewer import hooks
 from motionmatch.viewer.characters import ClipCharacter, MMCharacter, recorded_motion, skeleton_info
+from motionmatch.viewer.crowd import ViewerCrowd
 from motionmatch.viewer.data import DataError
+from motionmatch.viewer.environment import ViewerEnvironment
 from motionmatch.viewer.messages import Limits, MessageError, validate_obstacle
+from motionmatch.viewer.pose import ViewerPoseSource
 from motionmatch.viewer.protocol import FLAG_PAUSED, PROTOCOL_VERSION, encode_frame, with_history_flags
 
 __all__ = ["DT", "TICK_HZ", "Session"]
 
 TICK_HZ = 60
 DT = 1.0 / TICK_HZ
+
+
+#: Which panels of the page work (every capability ships with the viewer).
+CAPABILITIES = {"keyboard": True, "path": True, "genmm": True, "obstacles_edit": True, "environment": True,
+                "crowd": True, "pose": True, "scenario": True}
+
+
+def _scenario_dict(path) -> dict:
+    """A scenario file as a plain dict with groups expanded into agents and every agent's
+    absent keys at the format's defaults (read and checked by
+    :func:`motionmatch.environment.scenario.load_scenario`)."""
+    from motionmatch.environment.scenario import load_scenario
+
+    sc = load_scenario(path)
+    d = sc.to_dict()
+    d["name"] = sc.name
+    d["agents"] = [{"path": None, "goal": None, "via": None, "script": None, "loop": False, "environment": True,
+                    "start_time": 0.0, "tags": None, "gait": "walk", "speed": 1.3, "controls": {}, **a}
+                   for a in d["agents"]]
+    return d
 
 
 class Rejected(MotionMatchError):
@@ -154,17 +176,11 @@ class Session:
         self._stop = threading.Event()
         self.thread = threading.Thread(target=self._run, name=f"viewer-session-{self.id}", daemon=True)
         self.jobs = 0
-        self.env = None
-        factory = hooks.environment_factory()
-        if factory is not None:
-            try:
-                self.env = factory(db)
-            except Exception as e:  # pragma: no cover - plugin failure
-                self.env = None
-                self._warn(f"environment plugin failed: {e}")
+        #: obstacles and other agents for the motion-matching characters (penalised search)
+        self.env = ViewerEnvironment(db)
         self.pose_source = None
         self._pose_status_at = 0
-        self.crowd = None  # the crowd plugin's steering for this session (created on first use)
+        self.crowd: ViewerCrowd | None = None  # this session's crowd steering (made on first use)
         #: the loaded scenario: name, t0 (session time at its start), duration (s), ended
         self.scenario: dict | None = None
         # stats
@@ -253,10 +269,9 @@ class Session:
         character's pose is still sent (and recorded) every tick."""
         t0 = time.perf_counter()
         chars = list(self.chars.values())
-        if self.crowd is not None and hasattr(self.crowd, "before_step"):
+        if self.crowd is not None:
             self.crowd.before_step(chars, self.time, dt)
-        if self.env is not None:
-            self.env.before_step(chars, self.time, dt)
+        self.env.before_step(chars, self.time, dt)
         div = self.divisor
         k = 0
         for cid, ch in self.chars.items():
@@ -370,20 +385,15 @@ class Session:
         self._pose_status_at = self.tick + 12
         src = self.pose_source
         st = {}
-        if src is not None and hasattr(src, "status"):
-            try:
-                st = dict(src.status())
-            except Exception as e:  # pragma: no cover - plugin failure
-                st = {"state": "error", "message": repr(e)}
+        if src is not None:
+            st = dict(src.status())
         driven = [c.id for c in self.chars.values() if getattr(c, "_pose_driven", False)]
         self.send({"type": "pose_status", "active": src is not None, "ids": driven, **st})
 
-    def _crowd(self):
-        """This session's crowd steering (``None`` without the crowd plugin)."""
+    def _crowd(self) -> ViewerCrowd:
+        """This session's crowd steering (made on first use)."""
         if self.crowd is None:
-            factory = hooks.crowd_factory()
-            if factory is not None:
-                self.crowd = factory(self.db)
+            self.crowd = ViewerCrowd(self.db)
         return self.crowd
 
     def _selected_mm(self) -> MMCharacter:
@@ -425,11 +435,7 @@ class Session:
         if self._debug_cache is None or self._debug_cache[:3] != key:
             self._debug_cache = (*key, ch.candidates(self.debug_k))
         out["candidates"] = self._debug_cache[3]
-        if self.env is not None:
-            try:
-                out["environment"] = self.env.debug(ch)
-            except Exception as e:  # pragma: no cover - plugin failure
-                out["environment"] = {"error": repr(e)}
+        out["environment"] = self.env.debug(ch)
         return out
 
     def welcome(self) -> dict:
@@ -442,7 +448,7 @@ class Session:
                    "trajectory_offsets": [float(o) for o in db.schema.trajectory_offsets]},
             "skeletons": {str(k): v for k, v in self.skeletons.items()},
             "characters": self.describe_characters(), "selected": self.selected,
-            "obstacles": self.obstacle_list(), "capabilities": hooks.capabilities(),
+            "obstacles": self.obstacle_list(), "capabilities": dict(CAPABILITIES),
             "history_frames": self.history.maxlen, "keys": list(KEYS),
             "limits": {"path_points": self.limits.path_points, "obstacles": self.limits.obstacles,
                        "characters": self.limits.characters, "max_bytes": self.limits.max_bytes,
@@ -480,7 +486,7 @@ class Session:
 
         ``settings``: its :class:`~motionmatch.runtime.controller.ControllerSettings`
         (default: the controller's); ``environment=False``: a plain motion-matching
-        character for the environment plugin; ``assist=False``: no viewer-only aids (see
+        character for the environment adapter; ``assist=False``: no viewer-only aids (see
         :class:`~motionmatch.viewer.characters.MMCharacter`)."""
         if len(self.chars) >= self.limits.characters:
             raise Rejected(f"at most {self.limits.characters} characters per session")
@@ -504,7 +510,7 @@ class Session:
 
     def remove_character(self, cid: int) -> None:
         ch = self.chars.pop(cid)
-        if self.crowd is not None and hasattr(self.crowd, "release") and isinstance(ch, MMCharacter):
+        if self.crowd is not None and isinstance(ch, MMCharacter):
             self.crowd.release(ch)
         if self.env is not None and isinstance(ch, MMCharacter):
             self.env.detach(ch)
@@ -721,13 +727,9 @@ class Session:
         ``controls``, ``environment``, ``start_time`` and ``tags``. Play stops (pauses) when
         the scenario's ``duration`` is over. Fields that cannot apply here are named in the
         reply's ``notes`` and a ``warning`` message."""
-        loader = hooks.scenario_loader()
-        if loader is None:
-            raise Rejected("scenario files need the environment package (motionmatch.environment), "
-                           "which this installation does not have yet")
         path = self.viewer.catalog.resolve(m["file"], "scenario")
         try:
-            sc = loader(path)
+            sc = _scenario_dict(path)
         except Exception as e:
             raise Rejected(f"{m['file']}: {e}") from None
         obstacles = [validate_obstacle(o, f"obstacle {i}") for i, o in enumerate(sc.get("obstacles", []))]
@@ -738,8 +740,7 @@ class Session:
         for cid in list(self.chars):
             self.remove_character(cid)
         self.paused = True
-        if self.env is not None and hasattr(self.env, "configure"):
-            self.env.configure(plan["environment"])
+        self.env.configure(plan["environment"])
         crowd = self._crowd()
         if crowd is not None and plan["steering"] is not None:
             crowd.settings = plan["steering"]
@@ -808,16 +809,6 @@ class Session:
                 if not ok:
                     notes.append(f"agents[{i}].tags {tags!r} selects no frame of this database: "
                                  "its searches use every frame")
-        if self.env is None:
-            used = [k for k in ("penalty", "search") if sc.get(k)]
-            if controller.get("controls"):
-                used.append("controller.controls")
-            if any(a.get("environment") is False for a in agents):
-                used.append("agents' environment: false")
-            notes.append("without the environment plugin the characters ignore the obstacles"
-                         + (f" ({', '.join(used)} not applied)" if used else ""))
-        if sc.get("steering") and hooks.crowd_factory() is None:
-            notes.append("steering needs the crowd plugin, which is not installed (goals become straight paths)")
         fps = float(sc.get("fps") or TICK_HZ)
         if abs(fps - TICK_HZ) > 1e-6:
             notes.append(f"fps {fps:g}: the viewer steps at {TICK_HZ} Hz (times in seconds are kept)")
@@ -1034,19 +1025,15 @@ class Session:
         self.pose_source = None
 
     def _on_pose_source(self, m):
-        factory = hooks.pose_factory()
         if m["kind"] == "off":
             self._release_pose()
             self.send({"type": "pose_status", "active": False, "ids": [], "state": "off"})
             return {"state": "off"}
-        if factory is None:
-            raise Rejected("pose control is not available yet in this installation "
-                           "(it needs the pose-command package's viewer plugin)")
         if m["kind"] == "file" and not m["file"]:
             raise Rejected("choose a keypoint file from the data folders first")
         path = self.viewer.catalog.resolve(m["file"], "keypoints") if m["kind"] == "file" else None
         ch = self._selected_mm()
-        source = factory(self.db, m["kind"], path)
+        source = ViewerPoseSource(m["kind"], path)
         self._release_pose()
         self.pose_source = source
         ch.intent_source = source

@@ -15,7 +15,8 @@ confusion matrix, latency, flicker).
 
 Typical use::
 
-    from motionmatch.control.pose import default_classifier, load_keypoints, run_keypoints
+    from motionmatch.control.pose import default_classifier, load_keypoints
+    from motionmatch.runtime.pose_run import run_keypoints
 
     clf = default_classifier()                        # trained once, then cached
     stream = load_keypoints("performance.json")
@@ -35,7 +36,7 @@ from motionmatch.control.pose.classify import (
 )
 from motionmatch.control.pose.commands import CommandMapper
 from motionmatch.control.pose.default import TrainConfig, default_classifier, default_classifiers
-from motionmatch.control.pose.drive import PoseControl, PoseRun, pose_run_report, run_keypoints
+from motionmatch.control.pose.drive import PoseControl
 from motionmatch.control.pose.keypoints import (
     KEYPOINTS,
     KeypointError,
@@ -64,7 +65,6 @@ __all__ = [
     "NormalizedPoses",
     "PoseClassifier",
     "PoseControl",
-    "PoseRun",
     "RenderSettings",
     "StreamingClassifier",
     "TrainConfig",
@@ -78,12 +78,10 @@ __all__ = [
     "load_keypoints",
     "motion_facts",
     "normalize_stream",
-    "pose_run_report",
     "render_bvh",
     "render_keypoints",
     "render_motion",
     "resample_stream",
-    "run_keypoints",
     "save_keypoints",
     "world_keypoints",
 ]

@@ -1,8 +1,7 @@
 """The viewer's crowd steering: spawned groups and scenario agents walk to goals or along
 target paths among each other.
 
-Registered with :func:`motionmatch.viewer.hooks.register_crowd` when the viewer imports
-this module. One :class:`ViewerCrowd` per browser session steers every character given a
+One :class:`ViewerCrowd` per browser session (made on first use) steers every character given a
 target (:meth:`ViewerCrowd.assign`): a goal (through optional waypoints) or a target path
 (a polyline, followed by aiming at a point ``lookahead`` metres ahead of the character's
 projection on it). The steering is :func:`motionmatch.runtime.crowd.steer`: head for the
@@ -10,7 +9,7 @@ target at the preferred speed, slow down near the final goal, and bend the direc
 lateral force away from the nearest other character in the cone of vision. The result is
 the character's :class:`~motionmatch.control.intent.Intent`; obstacles and the other
 characters' future bodies are left to the environment-aware search (and its intent
-filter), when the environment plugin is installed.
+filter).
 """
 
 from __future__ import annotations
@@ -21,7 +20,6 @@ import numpy as np
 
 from motionmatch.control.intent import Intent
 from motionmatch.runtime.crowd import SteeringSettings, steer, steer_all
-from motionmatch.viewer import hooks
 
 __all__ = ["CrowdTarget", "ViewerCrowd", "steer_all"]
 
@@ -52,8 +50,9 @@ class CrowdTarget:
 
 
 class ViewerCrowd:
-    """Crowd steering of one viewer session (see the module doc and
-    :mod:`motionmatch.viewer.hooks` for the interface).
+    """Crowd steering of one viewer session (see the module doc): ``assign`` a target,
+    ``intent(character, dt)`` every tick, ``before_step`` once per tick, ``release`` a
+    removed character.
 
     Args:
         db: the session's database (unused: steering needs positions only).
@@ -181,10 +180,3 @@ class ViewerCrowd:
     def status(self) -> dict:
         """How many characters are steered and how many have arrived."""
         return {"steered": len(self.targets), "arrived": sum(t.arrived for t in self.targets.values())}
-
-
-def _factory(db) -> ViewerCrowd:
-    return ViewerCrowd(db)
-
-
-hooks.register_crowd(_factory)

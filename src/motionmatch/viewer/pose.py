@@ -1,8 +1,7 @@
 """The viewer's pose-command input: a recorded keypoint file or webcam keypoints drive the
 selected character.
 
-Registered with :func:`motionmatch.viewer.hooks.register_pose` when the viewer imports
-this module. A :class:`ViewerPoseSource` is made per ``pose_source`` message:
+A :class:`ViewerPoseSource` is made per ``pose_source`` message:
 
 * ``kind="file"``: a keypoint file (JSON/NPZ, :func:`~motionmatch.control.pose.keypoints.load_keypoints`)
   from the viewer's data folders is played back in simulation time (it pauses with the
@@ -31,7 +30,6 @@ import numpy as np
 from motionmatch.control.pose.classify import PoseClassifier, StreamingClassifier
 from motionmatch.control.pose.commands import CommandMapper
 from motionmatch.control.pose.keypoints import KEYPOINTS, KeypointError, KeypointStream, load_keypoints
-from motionmatch.viewer import hooks
 
 __all__ = ["ClassifierLoader", "ViewerPoseSource", "set_classifier"]
 
@@ -227,10 +225,3 @@ class ViewerPoseSource:
             top = np.argsort(cs.last_proba)[::-1][:3]
             out["top"] = [[cs.clf.commands[i], round(float(cs.last_proba[i]), 3)] for i in top]
         return out
-
-
-def _factory(db, kind: str, file) -> ViewerPoseSource:
-    return ViewerPoseSource(kind, file)
-
-
-hooks.register_pose(_factory)

@@ -1,7 +1,6 @@
 """The viewer's environment adapter: obstacles and other agents make characters avoid them.
 
-Registered with :func:`motionmatch.viewer.hooks.register_environment` when the viewer
-imports this module. One :class:`ViewerEnvironment` per browser session:
+One :class:`ViewerEnvironment` per browser session (its ``session.env``):
 
 * the page's obstacles (disks, boxes, ellipses with heights; moving ones with a velocity
   or timed waypoints, counted from the time they were placed) become a
@@ -32,7 +31,9 @@ from dataclasses import replace
 
 import numpy as np
 
-from motionmatch.environment.geometry import (
+from motionmatch.environment.obstacles import Obstacle
+from motionmatch.environment.scene import Scene
+from motionmatch.geometry.shapes import (
     C_ID,
     C_R,
     C_X,
@@ -42,10 +43,7 @@ from motionmatch.environment.geometry import (
     barrier,
     ellipse_obstacle_distances,
 )
-from motionmatch.environment.obstacles import Obstacle
-from motionmatch.environment.scene import Scene
 from motionmatch.runtime.world import Controls, EnvironmentChooser, EnvironmentMatcher, EnvironmentSettings
-from motionmatch.viewer import hooks
 
 __all__ = ["CharacterChooser", "ViewerEnvironment", "obstacle_from_viewer", "route_around", "shared_matcher"]
 
@@ -174,8 +172,9 @@ class CharacterChooser:
 
 
 class ViewerEnvironment:
-    """The environment adapter of one viewer session (see the module doc and
-    :mod:`motionmatch.viewer.hooks` for the interface).
+    """The environment adapter of one viewer session (see the module doc): ``set_obstacles``
+    when the scene changes, ``attach``/``detach`` characters, ``before_step`` once per tick,
+    ``controls_changed``, ``configure`` (a scenario's settings) and ``debug`` overlays.
 
     Args:
         db: the session's database.
@@ -532,13 +531,3 @@ def warm_up(db) -> None:
     env.debug(ch)
     env.set_obstacles([], 0.0)  # and the plain search, when nothing is near
     ctrl.update(1 / 60, Intent(velocity=[0.0, 0.0, 1.3], gait="walk"), force_search=True)
-
-
-def _factory(db) -> ViewerEnvironment:
-    return ViewerEnvironment(db)
-
-
-_factory.warm_up = warm_up
-
-
-hooks.register_environment(_factory)

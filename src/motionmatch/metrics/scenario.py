@@ -1,0 +1,118 @@
+"""The numbers of a world run (``motionmatch scenario --report``): search time, diversity,
+path error, collisions, per agent and overall, and the bodies' ellipse tracks they are
+measured on."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from motionmatch.environment.body import motion_ellipses
+from motionmatch.environment.collision import body_distances, collision_summary, intersection_runs, pair_distances
+from motionmatch.geometry.polyline import distance_to_path
+from motionmatch.runtime.world import World, WorldRecord
+
+__all__ = ["body_tracks", "scenario_report"]
+
+
+def body_tracks(world: World, rec: WorldRecord) -> np.ndarray:
+    """``[A, F, 8]`` each agent's body ellipse per frame: from the recorded poses, or (when
+    poses were not recorded) from the database frame played, placed at the root."""
+    A, F = rec.frames.shape
+    out = np.zeros((A, F, 8))
+    if rec.rotations is not None:
+        for i in range(A):
+            m = rec.motion(i, world.db.skeleton)
+            out[i] = motion_ellipses(m.world_positions, m.world_rotations[:, 0], rec.fps)
+        return out
+    cur = world.matcher.played_ellipses
+    for i in range(A):
+        e = cur[rec.frames[i]]  # [F, 7] character frame
+        c, s = np.cos(rec.root_yaws[i]), np.sin(rec.root_yaws[i])
+        x, z = rec.root_positions[i, :, 0], rec.root_positions[i, :, 2]
+        out[i, :, 0] = x + c * e[:, 0] + s * e[:, 1]
+        out[i, :, 1] = z - s * e[:, 0] + c * e[:, 1]
+        out[i, :, 2] = c * e[:, 2] + s * e[:, 3]
+        out[i, :, 3] = -s * e[:, 2] + c * e[:, 3]
+        out[i, :, 4:8] = e[:, 4:8]
+    return out
+
+
+def scenario_report(world: World, rec: WorldRecord, scenario=None) -> dict:
+    """Numbers of a run: search time, diversity, path error, collisions (per agent and overall).
+
+    Keys: ``ms_per_search`` (mean chooser time over every search of every agent),
+    ``ms_per_search_median``, ``search_call_ms`` (mean thread CPU time of the search call
+    alone, without obstacle gathering and bookkeeping; ``null`` when not logged), ``searches``, ``diversity`` (distinct database frames
+    played, all agents), ``error_m`` (mean distance from the root to the agent's target
+    path, over path-following agents; ``null`` without any), ``collision_time_s`` (mean
+    duration of an intersection of a body with an obstacle or another body),
+    ``collision_fraction`` (share of agent-frames in some intersection), ``collisions``,
+    ``obstacle_collision_fraction`` / ``agent_collision_fraction``, ``step_ms`` (mean wall
+    time of a world step), ``realtime_factor`` (simulated / wall time), ``agents`` (per
+    agent: the same measures, final position, distance to goal).
+    """
+    A, F = rec.frames.shape
+    fps = rec.fps
+    tracks = body_tracks(world, rec)
+    times = np.arange(F) / fps
+    scene = world.scene
+    if scene.moving_ids.size:
+        rows = np.stack([scene.rows_at(t) for t in times])
+    else:
+        rows = scene.rows_at(0.0)
+    per = []
+    all_times = []
+    call_times = []
+    errors = []
+    inside_any = np.zeros((A, F), dtype=bool)
+    obstacle_in = np.zeros((A, F), dtype=bool)
+    agent_in = np.zeros((A, F), dtype=bool)
+    run_lengths = []
+    for i in range(A):
+        d_obs = body_distances(tracks[i], rows) if len(scene) else np.zeros((F, 0))
+        others = [pair_distances(tracks[i], tracks[j]) for j in range(A) if j != i]
+        d_ag = np.stack(others, axis=1) if others else np.zeros((F, 0))
+        d_all = np.concatenate([d_obs, d_ag], axis=1)
+        summ = collision_summary(d_all, fps)
+        run_lengths.extend(n for _, _, n in intersection_runs(d_all < 0))
+        obstacle_in[i] = (d_obs < 0).any(axis=1) if d_obs.shape[1] else False
+        agent_in[i] = (d_ag < 0).any(axis=1) if d_ag.shape[1] else False
+        inside_any[i] = obstacle_in[i] | agent_in[i]
+        a = world.agents[i]
+        entry = {"name": rec.names[i], **summ,
+                 "final_position": [float(rec.root_positions[i, -1, 0]), float(rec.root_positions[i, -1, 2])]}
+        if a.path is not None:
+            e = distance_to_path(rec.root_positions[i], np.stack([a.path[:, 0], np.zeros(len(a.path)),
+                                                                    a.path[:, 1]], axis=1))
+            entry["error_m"] = float(e.mean())
+            errors.append(e)
+        if a.goal is not None:
+            entry["goal_distance_m"] = float(np.hypot(*(rec.root_positions[i, -1, [0, 2]] - a.goal)))
+        lg = rec.logs[i]
+        if lg is not None and lg.times:
+            entry["ms_per_search"] = float(np.mean(lg.times) * 1e3)
+            entry["searches"] = len(lg.times)
+            all_times.extend(lg.times)
+            call_times.extend(lg.search_cpu_times)
+        per.append(entry)
+    report = {
+        "scenario": getattr(scenario, "name", None),
+        "agents_count": A,
+        "frames": F,
+        "duration_s": F / fps,
+        "ms_per_search": float(np.mean(all_times) * 1e3) if all_times else 0.0,
+        "ms_per_search_median": float(np.median(all_times) * 1e3) if all_times else 0.0,
+        "search_call_ms": float(np.mean(call_times) * 1e3) if call_times else None,
+        "searches": len(all_times),
+        "diversity": int(np.unique(rec.frames).size),
+        "error_m": float(np.concatenate(errors).mean()) if errors else None,
+        "collision_time_s": float(np.mean(run_lengths) / fps) if run_lengths else 0.0,
+        "collision_fraction": float(inside_any.mean()),
+        "collisions": len(run_lengths),
+        "obstacle_collision_fraction": float(obstacle_in.mean()),
+        "agent_collision_fraction": float(agent_in.mean()),
+        "step_ms": float(rec.step_seconds[1:].mean() * 1e3) if F > 1 else 0.0,
+        "realtime_factor": float((F / fps) / max(rec.step_seconds.sum(), 1e-9)),
+        "agents": per,
+    }
+    return report
