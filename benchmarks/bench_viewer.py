@@ -1,4 +1,7 @@
-"""Performance of the viewer's server: ``python -m motionmatch.viewer.bench``.
+"""Performance of the viewer's server with many agents.
+
+    python benchmarks/bench_viewer.py [--db DB.npz | --data DIR] [--agents 50] [--ticks 1200] [--seconds 5]
+                                      [--no-websocket] [--full-rate] [--stagger] [--compare-reference] [--json]
 
 Measures, on the database the viewer would open (``--db``/``--data``, default dataset):
 
@@ -189,7 +192,7 @@ def websocket_rate(viewer, agents: int, seconds: float) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m motionmatch.viewer.bench", description=__doc__,
+    ap = argparse.ArgumentParser(prog="python benchmarks/bench_viewer.py", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     src = ap.add_mutually_exclusive_group()
     src.add_argument("--db")
