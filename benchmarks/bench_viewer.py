@@ -17,7 +17,7 @@ Measures, on the database the viewer would open (``--db``/``--data``, default da
 
 Options for comparisons in one run: ``--full-rate`` updates every character every tick
 (no level of detail: all agents at 60 Hz); ``--compare-reference`` repeats the agents
-measurement with :class:`~motionmatch.runtime.reference.ReferenceController` (the same
+measurement with :class:`~oracles.controller.ReferenceController` (the tests' oracle: the same
 controller with its per-frame stages in plain numpy, as before the compiled per-frame
 path) as the baseline; ``--stagger`` spreads the agents' periodic searches over the
 search interval (``Controller.since_search``) after they start, as a session can do.
@@ -34,6 +34,8 @@ import time
 
 import numpy as np
 
+sys.path.insert(0, str(__import__("pathlib").Path(__file__).parent))
+from _common import reference_controller
 from motionmatch.viewer.protocol import encode_frame
 from motionmatch.viewer.session import DT, TICK_HZ
 
@@ -114,11 +116,10 @@ class _ReferenceControllers:
     """Within this context the viewer's characters get the numpy reference controller."""
 
     def __enter__(self):
-        from motionmatch.runtime.reference import ReferenceController
         from motionmatch.viewer import characters
 
         self._mod, self._old = characters, characters.Controller
-        characters.Controller = ReferenceController
+        characters.Controller = reference_controller()
         return self
 
     def __exit__(self, *exc):
