@@ -9,7 +9,7 @@ a search, for three configurations measured in the same run (interleaved, best o
 ``--repeat`` by mean):
 
 * ``box``: the controller as shipped (compiled per-frame kernels, box search);
-* ``box-ref``: :class:`~motionmatch.runtime.reference.ReferenceController`, the same
+* ``box-ref``: :class:`~oracles.controller.ReferenceController` (the tests' oracle), the same
   decisions with the per-frame stages in plain numpy (the implementation before the
   per-frame kernels), box search: the baseline of the per-frame speed-up;
 * ``brute``: the shipped controller with the numpy brute-force search: the baseline of
@@ -29,15 +29,14 @@ import time
 import numpy as np
 
 sys.path.insert(0, str(__import__("pathlib").Path(__file__).parent))
-from _common import TURNS_SCRIPT, data_root
+from _common import TURNS_SCRIPT, data_root, reference_controller
 from motionmatch.control.script import parse_script
 from motionmatch.database import MotionDatabase
 from motionmatch.datasets import load_folder
 from motionmatch.runtime.controller import Controller, ControllerSettings
 from motionmatch.runtime.offline import run_intents
-from motionmatch.runtime.reference import ReferenceController
 
-CONFIGS = {"box": (Controller, "box"), "box-ref": (ReferenceController, "box"), "brute": (Controller, "brute")}
+CONFIGS = {"box": (Controller, "box"), "box-ref": (reference_controller(), "box"), "brute": (Controller, "brute")}
 
 
 def run(db: MotionDatabase, script, cls, method: str):

@@ -1,17 +1,20 @@
 """Exact nearest-neighbour search: motionmatch's searchers against numpy brute force.
 
-    python benchmarks/bench_search.py [--data DIR] [--queries N] [--json]
+    python benchmarks/bench_search.py [--data DIR] [--queries N] [--batch N] [--methods M,...] [--k K,...]
+                                      [--block N] [--json]
 
-``--data`` is a folder holding ``features_normalized.npy`` (and optionally
-``queries_normalized.npy``, ``valid_mask.npy``, ``exact_index.npy``/``exact_cost.npy``), or a
-folder of such folders; default: ``$MOTIONMATCH_BENCH``, else
+Times exact nearest-neighbour search over feature databases: numpy brute force (BLAS
+threads as they are, and one thread) against each searcher method, single queries
+(k = 1, 3, 10: median and p95 microseconds, speed-up over numpy in the same run) and
+batched queries (``--batch`` queries at once), and checks the answers (against
+``exact_cost.npy`` when the folder has it).
+
+``--data`` is a folder holding ``features_normalized.npy [frames, dims]`` (optional:
+``queries_normalized.npy``, ``valid_mask.npy``, ``exact_index.npy``/``exact_cost.npy``), or
+a folder of such folders; default: ``$MOTIONMATCH_BENCH``, else
 ``$MOTIONMATCH_DATA/../bench/search-reference``, else ``../shared/bench/search-reference``
 beside the repository (three real 27-D databases of 53k/104k/215k frames, 5000 queries
-each, exact answers). For each database and k = 1, 3, 10 it prints the median and p95
-microseconds per single query of numpy brute force (BLAS threads as they are, and one
-thread) and of each searcher, their speed-up over numpy in the same run, the batched
-throughput (``--batch`` queries at once) and an exactness check. The measuring itself is
-:func:`motionmatch.search.bench.run_benchmark` (shared with ``motionmatch bench search``).
+each, exact answers). The measuring itself is :func:`search_timing.run_benchmark`.
 """
 
 from __future__ import annotations
@@ -19,27 +22,63 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 
-from motionmatch.search.bench import KS, default_reference_dir, format_report, run_benchmark
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from motionmatch.search import SearchError
+from search_timing import KS, default_reference_dir, format_report, run_benchmark
+
+EPILOG = """\
+examples:
+  python benchmarks/bench_search.py
+  python benchmarks/bench_search.py --data ../shared/bench/search-reference/db_b --queries 5000
+  python benchmarks/bench_search.py --data my_db_folder --json
+"""
+
+
+def _error(message: str) -> int:
+    """Print ``message`` as the command's error; returns the exit code 1."""
+    print(f"bench_search.py: error: {message}".replace("\n", " "), file=sys.stderr)
+    return 1
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The command's options."""
+    p = argparse.ArgumentParser(prog="python benchmarks/bench_search.py", description=__doc__,
+                                epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--data", default=None, metavar="DIR",
+                   help=f"database folder, or a folder of database folders (default {default_reference_dir()})")
+    p.add_argument("--queries", type=int, default=1000, metavar="N", help="single queries per database and k (default 1000)")
+    p.add_argument("--batch", type=int, default=1000, metavar="N", help="queries in the batched measurement (default 1000)")
+    p.add_argument("--methods", default="brute,box", help="comma-separated searcher methods (default brute,box)")
+    p.add_argument("--k", default=",".join(map(str, KS)), help="comma-separated k values (default 1,3,10)")
+    p.add_argument("--block", type=int, default=50, metavar="N",
+                   help="queries each contender runs in a row before the next takes its turn (default 50; "
+                        "1 alternates on every query: colder caches)")
+    p.add_argument("--json", action="store_true",
+                   help="print one JSON object keyed by database folder name (k=1 medians in numpy_us, best_us, ...)")
+    return p
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--data", default=None, help=f"database folder or folder of folders (default {default_reference_dir()})")
-    p.add_argument("--queries", type=int, default=1000, help="single queries per database and k (default 1000)")
-    p.add_argument("--batch", type=int, default=1000, help="queries in the batched measurement (default 1000)")
-    p.add_argument("--methods", default="brute,box", help="comma-separated searcher methods (default brute,box)")
-    p.add_argument("--k", default=",".join(map(str, KS)), help="comma-separated k values (default 1,3,10)")
-    p.add_argument("--block", type=int, default=50,
-                   help="queries each contender runs in a row before the next takes its turn (default 50; "
-                        "1 alternates on every query: colder caches)")
-    p.add_argument("--json", action="store_true", help="print one JSON object keyed by database folder name")
-    a = p.parse_args(argv)
-    res = run_benchmark(
-        a.data, n_queries=a.queries, methods=[m for m in a.methods.split(",") if m],
-        ks=[int(k) for k in a.k.split(",") if k], batch=a.batch, block=a.block,
-        progress=None if a.json else (lambda msg: print(msg, file=sys.stderr, flush=True)),
-    )
+    """Run the benchmark; print tables, or JSON with ``--json``. Returns the exit code."""
+    a = build_parser().parse_args(argv)
+    try:
+        ks = [int(k) for k in str(a.k).split(",") if k.strip()]
+    except ValueError:
+        return _error(f"--k: expected comma-separated integers, got {a.k!r}")
+    if a.queries < 1:
+        return _error(f"--queries: expected at least 1, got {a.queries}")
+    if a.batch < 1:
+        return _error(f"--batch: expected at least 1, got {a.batch}")
+    try:
+        res = run_benchmark(
+            a.data, n_queries=a.queries, methods=[m.strip() for m in str(a.methods).split(",") if m.strip()],
+            ks=ks, batch=a.batch, block=a.block,
+            progress=None if a.json else (lambda msg: print(msg, file=sys.stderr, flush=True)),
+        )
+    except (SearchError, OSError, ValueError) as e:
+        return _error(str(e))
     print(json.dumps(res, indent=2) if a.json else format_report(res))
     return 0
 

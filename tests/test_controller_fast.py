@@ -1,6 +1,6 @@
 """The controller's compiled per-frame path against the plain numpy reference.
 
-:class:`~motionmatch.runtime.reference.ReferenceController` runs the same decisions with
+:class:`~oracles.controller.ReferenceController` (``tests/oracles``) runs the same decisions with
 the straightforward array formulation of every per-frame stage (root motion, root
 adjustment, springs, query, inertialization, foot-locking IK); both must play the same
 poses up to rounding over hundreds of frames, with transitions and foot locks happening.
@@ -19,7 +19,9 @@ from motionmatch.control.trajectory import TrajectoryPredictor, predict_trajecto
 from motionmatch.database import MotionDatabase
 from motionmatch.runtime.controller import Controller, ControllerSettings
 from motionmatch.runtime.inertialize import Inertializer
-from motionmatch.runtime.reference import ReferenceController
+from oracles.controller import ReferenceController
+from oracles.inertialize import update_reference
+from oracles.trajectory import advance_reference
 from synthetic import walker
 
 TOL = 1e-9  # metres / quaternion components; observed differences are ~1e-13
@@ -131,7 +133,7 @@ def test_predictor_fast_paths_match_array_springs():
                 v[:] = 0.0
             face = None if rng.random() < 0.6 else np.array([rng.normal(), 0.0, rng.normal()])
             intent = Intent(velocity=v, facing=face, gait="walk")
-        a, b = fast.advance(1 / 60, intent), ref.advance_reference(1 / 60, intent)
+        a, b = fast.advance(1 / 60, intent), advance_reference(ref, 1 / 60, intent)
         for name in ("position", "velocity", "acceleration", "rotation", "angular_velocity"):
             np.testing.assert_allclose(getattr(a, name), getattr(b, name), atol=1e-10)
         assert abs(a.yaw - b.yaw) < 1e-10
@@ -154,7 +156,7 @@ def test_inertializer_kernel_matches_numpy():
     seen = 0.0
     for _ in range(30):
         a.update(1 / 60)
-        b.update_reference(1 / 60)
+        update_reference(b, 1 / 60)
         np.testing.assert_allclose(a.rot_offset, b.rot_offset, atol=1e-12)
         np.testing.assert_allclose(a.pos_offset, b.pos_offset, atol=1e-12)
         seen = max(seen, float(np.abs(a.pos_offset).max()), float(np.abs(a.rot_offset[:, 1:]).max()))

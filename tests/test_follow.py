@@ -23,7 +23,7 @@ from motionmatch.control.path import RevisionSettings, TimedPath, load_path
 from motionmatch.database import MotionDatabase
 from motionmatch.metrics.follow import follow_report
 from motionmatch.runtime.follow import FollowSettings, PathFollower, default_v_max, run_followers
-from synthetic import walker
+from synthetic import random_direction_net, walker
 
 PATHS = ("s_curve", "square", "zigzag", "circle", "figure_eight")
 
@@ -159,7 +159,7 @@ def test_joystick_facing_turns_the_query(small_db):
 def test_net_facing_runs_with_any_network(small_db):
     t = np.linspace(0, 4, 100)
     path = TimedPath.from_samples(t, np.stack([np.zeros_like(t), t], axis=1))
-    net = DirectionNet.random(seed=3)
+    net = random_direction_net(seed=3)
     with pytest.raises(ValueError, match="DirectionNet"):
         PathFollower(small_db, path, FollowSettings(revision=RevisionSettings(facing="net")))
     f = PathFollower(small_db, path, FollowSettings(revision=RevisionSettings(facing="net")), facing_net=net)
@@ -187,7 +187,7 @@ def test_direction_windows_are_in_the_facing_frame():
 
 def test_direction_net_numpy_forward_matches_torch():
     torch = pytest.importorskip("torch")
-    net = DirectionNet.random(seed=1)
+    net = random_direction_net(seed=1)
     gru = torch.nn.GRU(6, 30, batch_first=True)
     lin = torch.nn.Linear(30, 2)
     w = net.w

@@ -8,10 +8,12 @@ beside the repository; the tests that need them are skipped when absent.
 
 from __future__ import annotations
 
-import argparse
+import importlib
 import json
 import os
+import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -392,7 +394,20 @@ def test_build_validation(cls):
         s.nearest(np.zeros(3))
 
 
-# ---------------------------------------------------------------- benchmark and CLI
+# ---------------------------------------------------------------- benchmark (benchmarks/bench_search.py)
+@pytest.fixture(scope="module")
+def bench() -> SimpleNamespace:
+    """The search benchmark's modules, imported from the repository's ``benchmarks/``:
+    ``timing`` (``search_timing.py``: measuring, report, BLAS threads) and ``command``
+    (``bench_search.py``)."""
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    try:
+        return SimpleNamespace(timing=importlib.import_module("search_timing"),
+                               command=importlib.import_module("bench_search"))
+    finally:
+        sys.path.remove(str(REPO / "benchmarks"))
+
+
 def _tiny_db(folder: Path, n=3000, d=6, queries=True) -> None:
     rng = np.random.default_rng(7)
     folder.mkdir(parents=True)
@@ -402,44 +417,36 @@ def _tiny_db(folder: Path, n=3000, d=6, queries=True) -> None:
         np.save(folder / "queries_normalized.npy", (f[rng.integers(n, size=30)] + 0.05).astype(np.float32))
 
 
-def test_run_benchmark_on_user_folder(tmp_path):
-    from motionmatch.search.bench import format_report, run_benchmark
-
+def test_run_benchmark_on_user_folder(tmp_path, bench):
     _tiny_db(tmp_path / "mine", queries=False)
-    res = run_benchmark(tmp_path / "mine", n_queries=12, ks=(1, 3), batch=20, block=5)
+    res = bench.timing.run_benchmark(tmp_path / "mine", n_queries=12, ks=(1, 3), batch=20, block=5)
     assert list(res) == ["mine"]
     r = res["mine"]
     assert r["frames"] == 3000 and r["queries"] == 12
     for key in ("numpy_us", "best_method", "best_us", "speedup_vs_numpy", "box_k3_us", "batch_speedup_vs_numpy"):
         assert key in r
     assert r["exact"]["box"]["mismatches"] == 0 and r["exact"]["box"]["reference"] == "brute"
-    text = format_report(res)
+    text = bench.timing.format_report(res)
     assert "single query" in text and "box" in text and "numpy" in text
     json.dumps(res)
 
 
-def test_cli_bench_search_json(tmp_path, capsys):
-    from motionmatch.cli.search_cmd import register_bench
-
+def test_bench_search_command_json(tmp_path, capsys, bench):
     _tiny_db(tmp_path / "db_x")
     _tiny_db(tmp_path / "db_y", n=2000)
-    parser = argparse.ArgumentParser(prog="motionmatch")
-    bench = parser.add_subparsers(dest="command").add_parser("bench").add_subparsers(dest="bench_command")
-    register_bench(bench)
-    args = parser.parse_args(["bench", "search", "--data", str(tmp_path), "--json", "--queries", "8", "--batch", "10",
-                              "--k", "1", "--methods", "box"])
-    assert args.func(args) == 0
+    main = bench.command.main
+    assert main(["--data", str(tmp_path), "--json", "--queries", "8", "--batch", "10", "--k", "1", "--methods", "box"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert sorted(out) == ["db_x", "db_y"]
     assert out["db_x"]["best_method"] == "box" and out["db_x"]["numpy_us"] > 0 and out["db_x"]["speedup_vs_numpy"] > 0
-    args = parser.parse_args(["bench", "search", "--data", str(tmp_path / "nothing")])
-    assert args.func(args) == 1
-    assert "error" in capsys.readouterr().err
+    for bad in (["--data", str(tmp_path / "nothing")], ["--data", str(tmp_path), "--k", "1,x"],
+                ["--data", str(tmp_path), "--queries", "0"], ["--data", str(tmp_path), "--methods", "nope"]):
+        assert main(bad) == 1
+        assert "error" in capsys.readouterr().err
 
 
-def test_blas_threads_limits_and_restores():
-    from motionmatch.search.bench import blas_thread_count, blas_threads
-
+def test_blas_threads_limits_and_restores(bench):
+    blas_thread_count, blas_threads = bench.timing.blas_thread_count, bench.timing.blas_threads
     before = blas_thread_count()
     with blas_threads(1) as how:
         assert isinstance(how, str)

@@ -43,7 +43,6 @@ def build_parser() -> argparse.ArgumentParser:
         pose_cmd,
         runtime_cmd,
         scenario_cmd,
-        search_cmd,
         viewer_cmd,
     )
 
@@ -61,10 +60,6 @@ def build_parser() -> argparse.ArgumentParser:
     pose_cmd.register(sub)
     scenario_cmd.register(sub)
     viewer_cmd.register(sub)
-    bench = sub.add_parser("bench", help="benchmarks (search methods on reference databases)",
-                           description="Benchmarks that compare against a baseline measured in the same run.")
-    bench_sub = bench.add_subparsers(dest="bench_command", metavar="BENCH")
-    search_cmd.register_bench(bench_sub)
     return parser
 
 

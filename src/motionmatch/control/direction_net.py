@@ -222,19 +222,6 @@ class DirectionNet:
             raise ValueError(f"DirectionNet weights do not fit {H} hidden units and {N_IN} inputs")
         self.history = list(history)
 
-    @classmethod
-    def random(cls, config: DirectionNetConfig | None = None, seed: int = 0) -> DirectionNet:
-        """Untrained weights (for tests)."""
-        cfg = config or DirectionNetConfig()
-        rng = np.random.default_rng(seed)
-        H = cfg.hidden
-        s = 1 / math.sqrt(H)
-        w = {"w_ih": rng.uniform(-s, s, (3 * H, N_IN)), "w_hh": rng.uniform(-s, s, (3 * H, H)),
-             "b_ih": rng.uniform(-s, s, 3 * H), "b_hh": rng.uniform(-s, s, 3 * H),
-             "w_out": rng.uniform(-s, s, (2, H)), "b_out": np.array([0.0, 1.0]),
-             "in_mean": np.zeros(N_IN), "in_std": np.ones(N_IN)}
-        return cls(w, cfg)
-
     # --------------------------------------------------------------- running
     def forward(self, inputs: np.ndarray) -> np.ndarray:
         """Raw outputs ``[..., T, 2]`` for inputs ``[..., T, 6]`` (un-normalised inputs)."""

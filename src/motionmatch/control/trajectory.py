@@ -329,16 +329,6 @@ class TrajectoryPredictor:
         """Future samples at :attr:`times` from ``state`` (default: the simulated root)."""
         if self.mode == "spring" and not self.vertical and facing is None and isinstance(desired, Intent):
             return self._predict_planar(self.state if state is None else state, desired)
-        return self.predict_reference(desired, facing, state)
-
-    def predict_reference(
-        self,
-        desired: Intent | ArrayLike,
-        facing: ArrayLike | None = None,
-        state: RootState | None = None,
-    ) -> PredictedTrajectory:
-        """:meth:`predict` through :func:`predict_trajectory` for every mode (the array
-        formulation; :meth:`predict` takes a float fast path in the common case)."""
         return predict_trajectory(
             self.state if state is None else state,
             desired,
@@ -402,7 +392,7 @@ class TrajectoryPredictor:
             raise ValueError(f"dt must be finite and >= 0 seconds, got {dt!r}")
         if self.mode == "spring" and not self.vertical and facing is None and isinstance(desired, Intent):
             return self._advance_planar(float(dt), desired)
-        return self.advance_reference(dt, desired, facing)
+        return self._advance_springs(dt, desired, facing)
 
     def _advance_planar(self, dt: float, desired: Intent) -> RootState:
         """:meth:`advance` in the common case (spring mode, 2D, an :class:`Intent`), on
@@ -439,10 +429,10 @@ class TrajectoryPredictor:
         self.state = RootState._trusted(np.array(xs), np.array(vs), np.array(as_), goal + off, rate)
         return self.state
 
-    def advance_reference(self, dt: float, desired: Intent | ArrayLike, facing: ArrayLike | None = None) -> RootState:
-        """:meth:`advance` on the array springs of :mod:`motionmatch.control.springs` for
-        every mode (the straightforward formulation; :meth:`advance` takes a float fast
-        path in the common case)."""
+    def _advance_springs(self, dt: float, desired: Intent | ArrayLike, facing: ArrayLike | None = None) -> RootState:
+        """:meth:`advance` on the array springs of :mod:`motionmatch.control.springs`: the
+        general path, for every mode and input (:meth:`advance` takes a float fast path in
+        the common case)."""
         if not np.isfinite(dt) or dt < 0:
             raise ValueError(f"dt must be finite and >= 0 seconds, got {dt!r}")
         s = self.state

@@ -24,8 +24,8 @@ tags; without them those actions fall back to locomotion.
 Cost: the per-frame numeric work runs on Python floats and in one compiled kernel
 (:func:`motionmatch.runtime._kernels.controller_pose`: pose sampling, inertialization,
 forward kinematics and foot-locking IK on preallocated state arrays), so a frame without
-a search costs tens of microseconds; :class:`motionmatch.runtime.reference.ReferenceController`
-keeps the plain numpy formulation the tests compare it with.
+a search costs tens of microseconds; ``ReferenceController`` in the tests (``tests/oracles``)
+keeps the plain numpy formulation they compare it with.
 """
 
 from __future__ import annotations

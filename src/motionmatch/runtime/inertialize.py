@@ -50,14 +50,6 @@ def quintic_coefficients(x0: np.ndarray, v0: np.ndarray, t1: float) -> tuple[np.
     return A, B, C, 0.5 * a0, v0, x0, t1
 
 
-def quintic_value(coeffs: tuple[np.ndarray, ...], t: float) -> np.ndarray:
-    """Offset norm at time ``t`` since the transition (0 after ``t1``)."""
-    A, B, C, c2, v0, x0, t1 = coeffs
-    tt = np.minimum(t, t1)
-    x = (((((A * tt + B) * tt + C) * tt + c2) * tt + v0) * tt) + x0
-    return np.where(t >= t1, 0.0, x)
-
-
 class Inertializer:
     """Offsets for ``J`` joints' local rotations and translations, decaying over time.
 
@@ -197,18 +189,6 @@ class Inertializer:
             return 2
         self.elapsed += dt
         return 0
-
-    def update_reference(self, dt: float) -> None:
-        """:meth:`update` in plain numpy (the straightforward formulation the kernels are
-        checked against)."""
-        if self.method != "quintic" or self._rot_coeffs is None:
-            self.update(dt)
-            return
-        self.elapsed += dt
-        a = quintic_value(self._rot_coeffs, self.elapsed)
-        self.rot_offset = quat.exp(self._rot_axis * a[:, None])
-        d = quintic_value(self._pos_coeffs, self.elapsed)
-        self.pos_offset = self._pos_dir * d[:, None]
 
     def apply(self, rot: np.ndarray, pos: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The animation's pose ``[J, 4]``, ``[J, 3]`` with the current offsets applied."""

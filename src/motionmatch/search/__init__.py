@@ -16,7 +16,7 @@ equal distance may come in any order).
 Methods: ``"brute"`` (:class:`BruteForceSearch`, numpy, the oracle) and ``"box"``
 (:class:`BoxSearch`, numba, bounding boxes of 16/64 consecutive frames: 5-7x faster than
 numpy brute force on single queries of real 100k-200k frame databases, more on batches; see
-:mod:`motionmatch.search.bench`). Bad arguments raise :class:`SearchError` (a
+``benchmarks/bench_search.py``). Bad arguments raise :class:`SearchError` (a
 ``ValueError``) naming the argument. ``nearest_batch`` of :class:`BoxSearch` runs on numba's
 threads (``numba.set_num_threads`` limits them); the numba kernels release the GIL.
 """

@@ -1,4 +1,7 @@
-"""Performance of the viewer's server: ``python -m motionmatch.viewer.bench``.
+"""Performance of the viewer's server with many agents.
+
+    python benchmarks/bench_viewer.py [--db DB.npz | --data DIR] [--agents 50] [--ticks 1200] [--seconds 5]
+                                      [--no-websocket] [--full-rate] [--stagger] [--compare-reference] [--json]
 
 Measures, on the database the viewer would open (``--db``/``--data``, default dataset):
 
@@ -14,7 +17,7 @@ Measures, on the database the viewer would open (``--db``/``--data``, default da
 
 Options for comparisons in one run: ``--full-rate`` updates every character every tick
 (no level of detail: all agents at 60 Hz); ``--compare-reference`` repeats the agents
-measurement with :class:`~motionmatch.runtime.reference.ReferenceController` (the same
+measurement with :class:`~oracles.controller.ReferenceController` (the tests' oracle: the same
 controller with its per-frame stages in plain numpy, as before the compiled per-frame
 path) as the baseline; ``--stagger`` spreads the agents' periodic searches over the
 search interval (``Controller.since_search``) after they start, as a session can do.
@@ -31,6 +34,8 @@ import time
 
 import numpy as np
 
+sys.path.insert(0, str(__import__("pathlib").Path(__file__).parent))
+from _common import reference_controller
 from motionmatch.viewer.protocol import encode_frame
 from motionmatch.viewer.session import DT, TICK_HZ
 
@@ -111,11 +116,10 @@ class _ReferenceControllers:
     """Within this context the viewer's characters get the numpy reference controller."""
 
     def __enter__(self):
-        from motionmatch.runtime.reference import ReferenceController
         from motionmatch.viewer import characters
 
         self._mod, self._old = characters, characters.Controller
-        characters.Controller = ReferenceController
+        characters.Controller = reference_controller()
         return self
 
     def __exit__(self, *exc):
@@ -189,7 +193,7 @@ def websocket_rate(viewer, agents: int, seconds: float) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m motionmatch.viewer.bench", description=__doc__,
+    ap = argparse.ArgumentParser(prog="python benchmarks/bench_viewer.py", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     src = ap.add_mutually_exclusive_group()
     src.add_argument("--db")

@@ -3,12 +3,12 @@
 :class:`ReferenceController` is a :class:`~motionmatch.runtime.controller.Controller`
 whose per-frame numeric stages are the straightforward array formulations the
 controller had before they were fused into kernels: root motion and the root adjustment
-on ``[3]`` arrays, the simulated root advanced with the array springs
-(:meth:`~motionmatch.control.trajectory.TrajectoryPredictor.advance_reference`), the
-query built from :meth:`~motionmatch.control.trajectory.PredictedTrajectory.local`,
-inertialization with :meth:`~motionmatch.runtime.inertialize.Inertializer.update_reference`
-and ``quat`` products, and foot locking leg by leg in Python around the small IK kernels.
-The inertialization transitions are the array version too, and the sharp-change test is
+on ``[3]`` arrays, the simulated root advanced and predicted with the array springs
+(:func:`oracles.trajectory.advance_reference`, :func:`oracles.trajectory.predict_reference`),
+the query built from :meth:`~motionmatch.control.trajectory.PredictedTrajectory.local`,
+inertialization with :func:`oracles.inertialize.update_reference` and ``quat`` products,
+and foot locking leg by leg in Python around the small IK kernels. The inertialization
+transitions are the array version too, and the sharp-change test is
 :meth:`~motionmatch.control.intent.Intent.changed_sharply` itself. The other decisions
 (modes, search policy, transitions) are the controller's own, so both play the same poses
 up to rounding; ``tests/test_controller_fast.py`` checks it and
@@ -24,6 +24,8 @@ from motionmatch.control.intent import Intent
 from motionmatch.control.trajectory import PredictedTrajectory, RootState
 from motionmatch.runtime import _kernels
 from motionmatch.runtime.controller import Controller
+from oracles.inertialize import update_reference
+from oracles.trajectory import advance_reference, predict_reference
 
 __all__ = ["ReferenceController"]
 
@@ -101,7 +103,7 @@ class ReferenceController(Controller):
         self._db_root = self._db_root_at(self.frame_pos)
 
     def _advance_sim(self, dt: float, intent: Intent) -> None:
-        self.predictor.advance_reference(dt, intent)
+        advance_reference(self.predictor, dt, intent)
 
     def _query(self, intent: Intent, vertical: np.ndarray | None) -> tuple[np.ndarray, PredictedTrajectory]:
         if self._desired_override is not None:
@@ -110,7 +112,7 @@ class ReferenceController(Controller):
             sim = self.predictor.state
             state = RootState(position=self.root_pos, velocity=sim.velocity, acceleration=sim.acceleration,
                               rotation=self.root_rot, angular_velocity=sim.angular_velocity)
-            traj = self.predictor.predict_reference(intent, state=state)
+            traj = predict_reference(self.predictor, intent, state=state)
         lp, ld, _ = traj.local(self.root_pos, self.root_rot)
         raw = self.db.raw_features[self.frame].astype(np.float64).copy()
         for term, sl, ks in self._term_layout:
@@ -127,7 +129,7 @@ class ReferenceController(Controller):
         return q, traj
 
     def _pose(self, dt: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        self.inert.update_reference(dt)
+        update_reference(self.inert, dt)
         rot, pos = self._db_pose_at(self.frame_pos)
         if self.inert.method != "none":
             rot, pos = self.inert.apply(rot, pos)

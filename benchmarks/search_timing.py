@@ -1,6 +1,6 @@
 """Search benchmark: exact searchers against numpy brute force, in the same run.
 
-Shared by ``benchmarks/bench_search.py`` and ``motionmatch bench search``. For each
+The measuring and the report of ``benchmarks/bench_search.py`` (the command). For each
 database folder (``features_normalized.npy [F, D]``, optionally ``queries_normalized.npy``,
 ``valid_mask.npy``, ``exact_index.npy``/``exact_cost.npy``: the layout of
 ``shared/bench/search-reference``) it measures:
@@ -40,6 +40,7 @@ from typing import Any
 import numba
 import numpy as np
 
+from _common import REPO
 from motionmatch.search import METHODS, SearchError, build_searcher
 
 __all__ = [
@@ -66,8 +67,7 @@ def default_reference_dir() -> Path:
     env = os.environ.get("MOTIONMATCH_BENCH")
     if env:
         return Path(env)
-    repo = Path(__file__).resolve().parents[3]
-    shared = repo.parent / "shared"
+    shared = REPO.parent / "shared"
     data = os.environ.get("MOTIONMATCH_DATA")
     first = Path(data).parent / "bench" / "search-reference" if data else shared / "bench" / "search-reference"
     if first.is_dir():
