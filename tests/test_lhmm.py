@@ -10,7 +10,7 @@ from motionmatch.control.path import RevisionSettings, TimedPath
 from motionmatch.database import MotionDatabase
 from motionmatch.metrics.follow import follow_report
 from motionmatch.runtime.follow import FollowSettings, PathFollower
-from motionmatch.runtime.lhmm import LongHorizonMatcher, advance_roots
+from motionmatch.runtime.lhmm import LongHorizonMatcher, PlainNodeSearch, advance_roots
 from synthetic import walker
 
 
@@ -99,7 +99,7 @@ def test_counts_knn_calls(db):
 def test_batched_levels_give_the_same_answer(db):
     a = PathFollower(db, curved_path(), FollowSettings(revision=RevisionSettings(v_max=2.5)))
     b = PathFollower(db, curved_path(), FollowSettings(revision=RevisionSettings(v_max=2.5)))
-    b.matcher.batch_from = 1  # every level through nearest_batch
+    b.matcher.node_search = PlainNodeSearch("planar", batch_from=1)  # every level through nearest_batch
     ra, rb = a.run(), b.run()
     np.testing.assert_array_equal(ra.frames, rb.frames)
 

@@ -18,6 +18,13 @@ long-horizon motion matching LHMM(k, l) and revised future queries. The path is 
 0.2 for a path drawn with a mouse on screen), smoothed, and followed from the character
 (--mode local) or where it was drawn after walking to its start (--mode global). Give
 --path several times for several characters at once (OUT.bvh becomes OUT_0.bvh, ...).
+
+--scene SCENE.json takes the obstacles (static and moving) of a scenario file: every LHMM
+step is searched with the obstacle penalties, so the character plans ahead along the path
+and around the obstacles; --no-avoid follows the same path blind to them. Either way the
+report scores the run against the scene (collision_fraction, collision_time_s, collisions,
+min_clearance_m), as 'motionmatch scenario' does. Obstacles are in world coordinates: use
+--mode global, or --start at the path's first point, so the path stays where it was drawn.
 """
 
 
@@ -56,6 +63,18 @@ def cmd_follow(args: argparse.Namespace) -> int:
         db = MotionDatabase.load(args.db)
         smooth = not (args.no_smoothing or args.raw)
         paths = [load_path(p, rate=args.rate, scale=args.scale, smooth=smooth) for p in args.path]
+        scene = matcher = env = None
+        if args.no_avoid and not args.scene:
+            raise MotionMatchError("--no-avoid needs --scene (the obstacles to be blind to)")
+        if args.scene:
+            from motionmatch.environment import load_scenario
+            from motionmatch.runtime.world import EnvironmentMatcher, EnvironmentSettings
+
+            sc = load_scenario(args.scene, agents_required=False)
+            scene = sc.scene()
+            if not args.no_avoid:
+                env = EnvironmentSettings.from_dicts(sc.penalty, sc.search)
+                matcher = EnvironmentMatcher(db)
         common = dict(alpha=args.alpha, beta=args.beta, v_max=args.v_max, facing=args.facing,
                       joystick_deg=args.joystick_deg, corner_deg=args.corner_deg, corner_advance=args.corner_advance)
         if args.raw:
@@ -73,17 +92,23 @@ def cmd_follow(args: argparse.Namespace) -> int:
             if starts:
                 x, z = starts[i if len(starts) > 1 else 0]
                 pos = (x, 0.0, z)
-            followers.append(PathFollower(db, p, settings, position=pos, facing_net=net, name=names[i].stem))
+            followers.append(PathFollower(db, p, settings, position=pos, facing_net=net, name=names[i].stem,
+                                          scene=None if args.no_avoid else scene, environment=matcher,
+                                          environment_settings=env))
         records = run_followers(followers, fps=args.fps, progress=sys.stderr.isatty())
         reports = []
         for name, rec in zip(names, records):
             save_bvh(rec.motion, name)
-            r = follow_report(rec)
+            r = follow_report(rec, scene)
             reports.append(r)
             status = "completed" if r["completed"] else "NOT completed"
             print(f"wrote {name}: {rec.motion.num_frames} frames at {args.fps:g} fps; {status}, mean distance "
                   f"{r['mean_distance_m']:.3f} m, {r['knn_calls_per_match']:.1f} k-NN searches and "
                   f"{r['ms_per_match']:.2f} ms per match")
+            if scene is not None:
+                print(f"  {'blind to' if args.no_avoid else 'avoiding'} {len(scene)} obstacle(s): collision "
+                      f"fraction {r['collision_fraction']:.3f}, {r['collisions']} collision(s), min clearance "
+                      f"{r['min_clearance_m']:.3f} m")
         if args.report:
             from motionmatch._files import atomic_write
 
@@ -91,7 +116,8 @@ def cmd_follow(args: argparse.Namespace) -> int:
             doc["settings"] = {"mode": args.mode, "k": args.k, "levels": args.levels, "facing": args.facing,
                                "v_max_mps": followers[0].v_max, "interval_s": args.interval,
                                "smoothing": smooth, "desired": rev.desired, "speed_limit": rev.speed_limit,
-                               "sharp_corners": rev.sharp_corners}
+                               "sharp_corners": rev.sharp_corners, "scene": args.scene,
+                               "avoid": bool(args.scene) and not args.no_avoid}
             with atomic_write(args.report, "w") as f:
                 json.dump(doc, f, indent=2)
             print(f"wrote {args.report}")
@@ -178,6 +204,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     f.add_argument("--no-corners", action="store_true", help="ablation: no sharp-corner modification")
     f.add_argument("--raw", action="store_true", help="ablation: the raw future query (none of the revisions)")
     f.add_argument("--tags", help="tag query of the frames to match (default: locomotion, '!dance & !creep & !jump')")
+    f.add_argument("--scene", metavar="SCENE.json",
+                   help="a scenario file whose obstacles the character avoids while following (see above)")
+    f.add_argument("--no-avoid", action="store_true",
+                   help="with --scene: follow blind to the obstacles, still scored against them")
     f.add_argument("--fps", type=float, default=60.0, help="simulation and output frame rate (default 60)")
     f.add_argument("--report", metavar="REPORT.json",
                    help="write metrics: mean_distance_m, completed, knn_calls_per_match, ms_per_match, ...")

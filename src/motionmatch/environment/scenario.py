@@ -279,8 +279,10 @@ def _expand_group(g: Mapping, where: str, index: int) -> list[AgentSpec]:
     return out
 
 
-def parse_scenario(data: Mapping, source: str | None = None) -> Scenario:
-    """A :class:`Scenario` from its JSON object; errors name the offending field."""
+def parse_scenario(data: Mapping, source: str | None = None, *, agents_required: bool = True) -> Scenario:
+    """A :class:`Scenario` from its JSON object; errors name the offending field.
+    ``agents_required=False``: a scene of obstacles for other characters (``motionmatch
+    follow --scene``) may have no agent."""
     where = source or "scenario"
     if not isinstance(data, Mapping):
         raise ScenarioError(f"{where}: expected a JSON object")
@@ -307,7 +309,7 @@ def parse_scenario(data: Mapping, source: str | None = None) -> Scenario:
     sc.agents = [_parse_agent(a, f"{where}.agents[{i}]") for i, a in enumerate(agents)]
     for i, g in enumerate(data.get("groups", []) or []):
         sc.agents.extend(_expand_group(g, f"{where}.groups[{i}]", i))
-    if not sc.agents:
+    if not sc.agents and agents_required:
         raise ScenarioError(f"{where}: at least one agent is required (in 'agents' or 'groups')")
     names = [a.name for a in sc.agents]
     if len(set(names)) != len(names):
@@ -322,8 +324,8 @@ def parse_scenario(data: Mapping, source: str | None = None) -> Scenario:
     return sc
 
 
-def load_scenario(path: str | Path) -> Scenario:
-    """Read and parse a scenario JSON file."""
+def load_scenario(path: str | Path, *, agents_required: bool = True) -> Scenario:
+    """Read and parse a scenario JSON file (see :func:`parse_scenario`)."""
     p = Path(path)
     try:
         data = json.loads(p.read_text())
@@ -331,4 +333,4 @@ def load_scenario(path: str | Path) -> Scenario:
         raise ScenarioError(f"{p}: no such scenario file") from None
     except json.JSONDecodeError as e:
         raise ScenarioError(f"{p}: not valid JSON ({e})") from None
-    return parse_scenario(data, str(p))
+    return parse_scenario(data, str(p), agents_required=agents_required)

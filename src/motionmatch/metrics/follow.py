@@ -1,24 +1,44 @@
-"""The numbers of a path-following run (``motionmatch follow --report``)."""
+"""The numbers of a path-following run (``motionmatch follow --report``), and, among
+obstacles, its collisions measured as ``motionmatch scenario`` measures them (body
+ellipses of the played poses against the scene: :mod:`motionmatch.environment.collision`)."""
 
 from __future__ import annotations
 
 import numpy as np
 
 from motionmatch.anim.contacts import foot_contacts
+from motionmatch.environment.body import motion_ellipses
+from motionmatch.environment.collision import body_distances, collision_summary
+from motionmatch.environment.scene import Scene
 from motionmatch.metrics.feet import foot_skating
 from motionmatch.metrics.report import acceleration_percentile
 from motionmatch.runtime.follow import FollowRecord
 
-__all__ = ["follow_report"]
+__all__ = ["follow_collisions", "follow_report"]
 
 
-def follow_report(record: FollowRecord) -> dict:
+def follow_collisions(record: FollowRecord, scene: Scene) -> dict:
+    """Collisions of the run's body with ``scene`` (moving obstacles where they were at each
+    frame): ``collision_fraction`` (share of frames in some intersection),
+    ``collision_time_s`` (mean duration of an intersection), ``collisions`` (how many),
+    ``penetration_m`` and ``min_clearance_m`` (smallest signed distance, m; negative: overlap)."""
+    m = record.motion
+    F = m.num_frames
+    track = motion_ellipses(m.world_positions, m.world_rotations[:, 0], m.fps)
+    if not len(scene):
+        return collision_summary(np.zeros((F, 0)), m.fps)
+    times = np.arange(F) / m.fps
+    rows = np.stack([scene.rows_at(t) for t in times]) if scene.moving_ids.size else scene.rows_at(0.0)
+    return collision_summary(body_distances(track, rows), m.fps)
+
+
+def follow_report(record: FollowRecord, scene: Scene | None = None) -> dict:
     """The numbers of a path-following run (``motionmatch follow --report``):
     ``mean_distance_m`` (the paper's measure), ``max_distance_m``, ``completed``, ``completion_time_s``,
     ``reached_end``, ``coverage``, ``knn_calls_per_match``, ``ms_per_match`` (median;
     ``_mean``, ``_p95`` too), ``matches``, ``transitions_per_s``, ``update_ms_mean``,
     ``foot_skating_mps``, ``acceleration_p99_mps2`` (pose pops), ``nan_frames``, and the
-    path's duration and length."""
+    path's duration and length; with a ``scene``, :func:`follow_collisions` too."""
     m = record.motion
     ms = record.match_seconds * 1e3
     matches = len(record.match_seconds)
@@ -28,7 +48,7 @@ def follow_report(record: FollowRecord) -> dict:
         con = foot_contacts(m, feet=feet)
         skating = float(foot_skating(m.world_positions[:, feet], con.contacts, m.fps))
     d = record.distances()
-    return {
+    out = {
         "mean_distance_m": float(d.mean()),
         "max_distance_m": float(d.max()),
         "completed": bool(record.completed),
@@ -51,3 +71,6 @@ def follow_report(record: FollowRecord) -> dict:
         "acceleration_p99_mps2": acceleration_percentile(m, 99.0),
         "nan_frames": int(np.count_nonzero(~np.isfinite(m.rotations).all(axis=(1, 2)))),
     }
+    if scene is not None:
+        out.update(follow_collisions(record, scene))
+    return out

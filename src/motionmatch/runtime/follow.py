@@ -46,10 +46,12 @@ from motionmatch.control.intent import Intent
 from motionmatch.control.path import QueryReviser, RevisionSettings, RevisionState, TimedPath
 from motionmatch.control.trajectory import PredictedTrajectory, yaw_rotation
 from motionmatch.database import MotionDatabase
+from motionmatch.environment.scene import Scene
 from motionmatch.geometry.polyline import distance_to_path
 from motionmatch.runtime.controller import Controller, ControllerSettings, FrameResult
 from motionmatch.runtime.lhmm import LongHorizonMatcher
 from motionmatch.runtime.modes import vertical_columns
+from motionmatch.runtime.world import EnvironmentMatcher, EnvironmentSettings, PenalizedNodeSearch
 
 __all__ = [
     "FollowRecord",
@@ -257,10 +259,19 @@ class PathFollower:
         facing_net: a trained :class:`~motionmatch.control.direction_net.DirectionNet`
             for ``revision.facing == "net"``.
         name: name of the output motion.
+        scene: obstacles (static and moving, world coordinates) the character avoids while
+            it follows the path: every LHMM node is searched with the obstacle penalties
+            (:class:`~motionmatch.runtime.world.PenalizedNodeSearch`); ``None`` or an empty
+            scene: the path alone.
+        environment: the :class:`~motionmatch.runtime.world.EnvironmentMatcher` of ``db``
+            (shared by several followers; built when ``None`` and a scene is given).
+        environment_settings: penalty and search settings among obstacles.
     """
 
     def __init__(self, db: MotionDatabase, path: TimedPath, settings: FollowSettings | None = None, *,
-                 position=None, facing=None, facing_net=None, name: str = "follow"):
+                 position=None, facing=None, facing_net=None, name: str = "follow", scene: Scene | None = None,
+                 environment: EnvironmentMatcher | None = None,
+                 environment_settings: EnvironmentSettings | None = None):
         self.db = db
         self.s = s = settings or FollowSettings()
         rev = s.revision
@@ -290,7 +301,13 @@ class PathFollower:
         self.reviser = QueryReviser(path, self.offsets, rev)
         joy = path.joystick_deg if (rev.facing == "joystick" and path.joystick is not None) else None
         self.planner = PathPlanner(db, self.reviser, joystick=joy)
-        self.matcher = LongHorizonMatcher(s.k, s.levels, s.interval, self.planner, hysteresis=s.hysteresis)
+        self.scene = scene
+        self.node_search = None
+        if scene is not None and len(scene):
+            self.node_search = PenalizedNodeSearch(environment or EnvironmentMatcher(db), scene, environment_settings,
+                                                   clock=lambda: self.time)
+        self.matcher = LongHorizonMatcher(s.k, s.levels, s.interval, self.planner, hysteresis=s.hysteresis,
+                                          node_search=self.node_search)
         self.ctrl.chooser = self.matcher
         self.state = RevisionState.start(1)
         self._corner = -1

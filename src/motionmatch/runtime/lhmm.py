@@ -24,6 +24,12 @@ frame (the character then stands on that frame for the rest of the interval).
 
 Use it as ``controller.chooser = LongHorizonMatcher(k, l, planner=...)``: the controller
 calls it with the query it built (current pose + desired trajectory) whenever it searches.
+
+Every node's k nearest frames come from a :class:`NodeSearch`, told where the node's
+character stands and how far ahead in time it is: :class:`PlainNodeSearch` (the default)
+is the controller's exact nearest-frame search; an environment-aware one
+(:class:`motionmatch.runtime.world.PenalizedNodeSearch`) adds each frame's obstacle
+penalty seen from the node's root, so a path follower plans ahead *and* avoids obstacles.
 """
 
 from __future__ import annotations
@@ -35,7 +41,7 @@ import numpy as np
 
 from motionmatch.anim import quat
 
-__all__ = ["LongHorizonMatcher", "Planner", "advance_roots"]
+__all__ = ["LongHorizonMatcher", "NodeSearch", "PlainNodeSearch", "Planner", "advance_roots"]
 
 
 class Planner(Protocol):
@@ -56,6 +62,49 @@ class Planner(Protocol):
         with roots at ``positions [M, 3]`` / ``yaws [M]`` (rad), ``step`` seconds after
         the states ``state`` (``M`` of them); returns the queries and the updated states."""
         ...
+
+
+class NodeSearch(Protocol):
+    """The k nearest frames of many LHMM nodes (the search seam of long-horizon matching)."""
+
+    def nearest(self, controller, queries: np.ndarray, mask: np.ndarray, k: int, seeds: np.ndarray,
+                positions: np.ndarray, yaws: np.ndarray, ahead: float) -> tuple[np.ndarray, np.ndarray]:
+        """``(frames [M, k] int64, costs [M, k] float64)``, cheapest first, for ``queries [M, D]``
+        (the controller's feature view) of characters with roots at ``positions [M, 3]``,
+        ``yaws [M]`` (rad), ``ahead`` seconds after now; ``mask [N]`` the allowed frames;
+        ``seeds [M]`` a frame likely near each answer (may be invalid)."""
+        ...
+
+    def cost(self, controller, query: np.ndarray, frame: int) -> float:
+        """The cost :meth:`nearest` gives ``frame`` for ``query`` at the controller's root now."""
+        ...
+
+
+class PlainNodeSearch:
+    """Exact nearest frames by feature distance (the controller's searcher of ``view``):
+    levels with at least ``batch_from`` queries use ``nearest_batch`` (threads); fewer are
+    searched one by one, seeded with their own frame."""
+
+    def __init__(self, view: str = "planar", batch_from: int = 16):
+        self.view = view
+        self.batch_from = int(batch_from)
+
+    def nearest(self, controller, queries, mask, k, seeds, positions, yaws, ahead):
+        searcher = controller.searcher(self.view)
+        M = len(queries)
+        if M >= self.batch_from:
+            return searcher.nearest_batch(queries, mask=mask, k=k)
+        idx = np.empty((M, k), dtype=np.int64)
+        dist = np.empty((M, k))
+        valid = searcher.valid
+        for m in range(M):
+            s = int(seeds[m])
+            idx[m], dist[m] = searcher.nearest(queries[m], mask=mask, k=k,
+                                               init_index=s if (0 <= s < len(valid) and valid[s] and mask[s]) else None)
+        return idx, dist
+
+    def cost(self, controller, query, frame):
+        return float(np.sum((query.astype(np.float64) - controller.searcher(self.view).features[frame]) ** 2))
 
 
 class _RootTrack:
@@ -110,15 +159,15 @@ class LongHorizonMatcher:
             k-NN calls) and switch only when the best total is below the controller's
             ``transition_ratio`` times continuing's. Off (the paper): go to the best frame,
             unless it is the clip playing now a few frames ahead (the controller's rule).
-        batch_from: levels with at least this many queries use ``nearest_batch``
-            (threads); fewer are searched one by one, seeded with their own frame.
+        node_search: where each node's k nearest frames come from (default
+            :class:`PlainNodeSearch` of the view the controller searches).
 
     Statistics: :attr:`matches`, :attr:`knn_calls`, :attr:`seconds` (wall time of each
     call, seconds), :attr:`calls_per_match`, :attr:`last_choice` (chosen frame, its total).
     """
 
     def __init__(self, k: int = 3, levels: int = 3, interval: float = 1 / 6, planner: Planner | None = None, *,
-                 hysteresis: bool = False, batch_from: int = 16):
+                 hysteresis: bool = False, node_search: NodeSearch | None = None):
         if int(k) != k or k < 1 or int(levels) != levels or levels < 1:
             raise ValueError(f"LHMM needs integers k >= 1 and levels >= 1, got k={k!r}, levels={levels!r}")
         if not interval > 0:
@@ -130,7 +179,8 @@ class LongHorizonMatcher:
         self.interval = float(interval)
         self.planner = planner
         self.hysteresis = bool(hysteresis)
-        self.batch_from = int(batch_from)
+        self.node_search = node_search
+        self._plain: dict[str, PlainNodeSearch] = {}
         self.reset_stats()
 
     def reset_stats(self) -> None:
@@ -146,34 +196,25 @@ class LongHorizonMatcher:
         return sum(self.k**i for i in range(self.levels))
 
     # ------------------------------------------------------------------ search
-    def _search(self, searcher, queries: np.ndarray, mask: np.ndarray, kk: int, seeds: np.ndarray
-                ) -> tuple[np.ndarray, np.ndarray]:
-        M = len(queries)
-        if M >= self.batch_from:
-            return searcher.nearest_batch(queries, mask=mask, k=kk)
-        idx = np.empty((M, kk), dtype=np.int64)
-        dist = np.empty((M, kk))
-        valid = searcher.valid
-        for m in range(M):
-            s = int(seeds[m])
-            idx[m], dist[m] = searcher.nearest(queries[m], mask=mask, k=kk,
-                                               init_index=s if (valid[s] and mask[s]) else None)
-        return idx, dist
-
     def __call__(self, controller, query: np.ndarray, mask: np.ndarray, view: str) -> tuple[np.ndarray, np.ndarray]:
-        searcher = controller.searcher(view)  # built on first use: not part of the match's time
+        nodes = self.node_search
+        if nodes is None:
+            nodes = self._plain.get(view) or self._plain.setdefault(view, PlainNodeSearch(view))
+        controller.searcher(view)  # built on first use: not part of the match's time
         t0 = time.perf_counter()
         db = controller.db
         cur = int(controller.frame)
-        ok_cur = bool(searcher.valid[cur] and mask[cur])
         calls = 1
+        root = np.asarray(controller.root_pos, dtype=np.float64)[None]
+        root_yaw = np.array([float(controller.root_yaw)])
+        k1 = 1 if self.levels == 1 else self.k
+        idx, dist = nodes.nearest(controller, query[None], mask, k1, np.array([cur]), root, root_yaw, 0.0)
+        idx, dist = idx[0], dist[0]
         if self.levels == 1:
-            idx, dist = searcher.nearest(query, mask=mask, k=1, init_index=cur if ok_cur else None)
             self._done(t0, calls, int(idx[0]), float(dist[0]))
             # with hysteresis the controller's own rule (transition_ratio) decides, on the same costs
             return idx[:1], (dist[:1] if self.hysteresis else np.zeros(1))
         n = max(1, round(self.interval * db.fps))
-        idx, dist = searcher.nearest(query, mask=mask, k=self.k, init_index=cur if ok_cur else None)
         cands, cost1 = idx.astype(np.int64), dist.astype(np.float64)
         cont = -1  # row of the "keep playing" candidate, if evaluated
         tr = _track(db)
@@ -182,7 +223,7 @@ class LongHorizonMatcher:
             if hit.size:
                 cont = int(hit[0])
             else:
-                d_cur = float(np.sum((query.astype(np.float64) - searcher.features[cur]) ** 2))
+                d_cur = nodes.cost(controller, query, cur)
                 cands = np.append(cands, cur)
                 cost1 = np.append(cost1, d_cur)
                 cont = len(cands) - 1
@@ -191,14 +232,14 @@ class LongHorizonMatcher:
         costs = [cost1]
         frames = cands
         M = len(frames)
-        pos = np.repeat(np.asarray(controller.root_pos, dtype=np.float64)[None], M, axis=0)
-        yaw = np.full(M, float(controller.root_yaw))
+        pos = np.repeat(root, M, axis=0)
+        yaw = np.repeat(root_yaw, M)
         state = self.planner.take(self.planner.start_state(controller), np.zeros(M, dtype=np.int64))
         for lev in range(2, self.levels + 1):
             nf, pos, yaw = advance_roots(db, frames, pos, yaw, n)
             Q, state = self.planner.queries(controller, nf, pos, yaw, state, view, self.interval)
             kk = self.k if lev < self.levels else 1
-            found, D = self._search(searcher, Q, mask, kk, nf)
+            found, D = nodes.nearest(controller, Q, mask, kk, nf, pos, yaw, (lev - 1) * self.interval)
             calls += len(Q)
             par = np.repeat(np.arange(len(nf)), kk)
             costs.append(D.reshape(-1).astype(np.float64))

@@ -58,12 +58,14 @@ from motionmatch.search.penalized import (
     SearchResult,
     control_weights,
     gather_static,
+    prepare_obstacles,
     prepare_obstacles_into,
     prepare_static,
     trajectory_points,
 )
 
 __all__ = ["Agent", "Controls", "EnvironmentChooser", "EnvironmentMatcher", "EnvironmentSettings", "PathInput",
+           "PenalizedNodeSearch",
            "ScriptInput", "World", "WorldRecord", "environment_controller_settings", "run_scenario"]
 
 
@@ -202,6 +204,105 @@ class EnvironmentMatcher:
     def world_ellipses(self, frame: int, root_xz, yaw: float) -> np.ndarray:
         """``[K, 8]`` world ellipses of database ``frame`` played by a character at ``root_xz``, ``yaw``."""
         return world_ellipses(self.ellipses[frame], root_xz, yaw)
+
+
+#: Controls of a path follower among obstacles: the paper's plain penalised score (feature
+#: distance + obstacle penalty), with no re-weighting, so that it differs from following
+#: the path blind only by the obstacles.
+FOLLOW_CONTROLS = Controls(responsiveness=1.0, continuity=1.0, evasion=1.0, anticipation=0.0)
+
+
+class PenalizedNodeSearch:
+    """Long-horizon matching's nodes searched with obstacle penalties (a
+    :class:`~motionmatch.runtime.lhmm.NodeSearch`): LHMM(k, l) plans ahead *and* avoids.
+
+    A node's character stands at its own root, ``ahead`` seconds after now: the obstacles
+    that could touch one of its frames' future body ellipses (static ones near its root,
+    moving ones at their positions predicted for that time plus each ellipse's offset) are
+    moved into its frame, and its ``k`` best frames by penalised score (weighted feature
+    distance + obstacle penalty) are found by ``k`` penalised searches, each excluding the
+    frames found before (the method of ``settings.search``; ``"linear"`` is exact). A node
+    with no obstacle within reach is searched by plain exact k-NN on the same features, so
+    its costs compare with the penalised ones.
+
+    Args:
+        matcher: the database's :class:`EnvironmentMatcher`.
+        scene: the obstacles; clock: ``() -> t`` the world time now (moving obstacles).
+        settings: penalty and search settings; controls: the weights of the score
+            (default :data:`FOLLOW_CONTROLS`).
+    """
+
+    def __init__(self, matcher: EnvironmentMatcher, scene: Scene, settings: EnvironmentSettings | None = None, *,
+                 controls: Controls = FOLLOW_CONTROLS, clock: Callable[[], float] | None = None):
+        self.matcher = matcher
+        self.scene = scene
+        self.settings = settings or EnvironmentSettings()
+        self.controls = controls
+        self.clock = clock or (lambda: 0.0)
+        s = self.settings
+        e = matcher.search.ellipses  # [N, K, 8]: centre, unit axis, semi-axes (character frame)
+        extent = float(np.max(np.hypot(e[..., 0], e[..., 1]) + np.maximum(e[..., 4], e[..., 5])))
+        #: obstacles farther than this from a node's root cannot touch any of its frames' ellipses
+        self.radius = extent + s.penalty.threshold + s.penalty.margin + s.reach
+        self.weights = matcher.weights(controls)
+        self.env_weight = s.penalty.env_weight  # no target speed here: Anticipation does not apply
+        self.options = s.search if s.enabled else s.search.with_(method="plain")
+        self._origin = np.zeros((1, 2))
+        self._vpos = np.searchsorted(matcher.cols, matcher.vcols) if matcher.vcols.size else None
+        self.penalised_nodes = 0
+        self.plain_nodes = 0
+
+    def _query(self, queries: np.ndarray) -> np.ndarray:
+        q = np.ascontiguousarray(queries[:, self.matcher.cols], dtype=np.float64)
+        if self._vpos is not None:
+            q[:, self._vpos] = 0.0
+        return q
+
+    def _obstacles(self, position: np.ndarray, yaw: float, t: float) -> tuple[np.ndarray, np.ndarray]:
+        m = self.matcher
+        xz = np.array([[position[0], position[2]]])
+        rows, slot_of = self.scene.query(t, xz, self.radius, m.slots)
+        K = len(m.slots)
+        if not len(rows):
+            return np.zeros((K, 1, ROW)), np.zeros(K, dtype=np.int64)
+        obs, cnt, _ = prepare_obstacles(rows, slot_of, xz[0], yaw, self._origin, self.radius, K)
+        return obs, cnt
+
+    def nearest(self, controller, queries, mask, k, seeds, positions, yaws, ahead):
+        ps = self.matcher.search
+        q = self._query(np.atleast_2d(queries))
+        M = len(q)
+        idx = np.full((M, k), -1, dtype=np.int64)
+        cost = np.full((M, k), np.inf)
+        t = self.clock() + float(ahead)
+        mask = np.ascontiguousarray(mask, dtype=bool)
+        for m in range(M):
+            obs, cnt = self._obstacles(positions[m], float(yaws[m]), t)
+            seed = int(seeds[m])
+            init = seed if (0 <= seed < ps.n_frames and ps.valid[seed] and mask[seed]) else None
+            if not cnt.any() and self.weights is None:
+                self.plain_nodes += 1
+                i, d = ps.plain.nearest(q[m], mask=mask, k=k, init_index=init)
+                idx[m, :len(i)], cost[m, :len(d)] = i, d
+                continue
+            self.penalised_nodes += 1
+            allowed = mask.copy()
+            for j in range(k):
+                r = ps.search(q[m], obs, cnt, mask=allowed, init_index=init if j == 0 else None,
+                              weights=self.weights, penalty=self.settings.penalty, env_weight=self.env_weight,
+                              options=self.options)
+                if r.index < 0 or not allowed[r.index]:
+                    break
+                idx[m, j], cost[m, j] = r.index, r.score
+                allowed[r.index] = False
+        return idx, cost
+
+    def cost(self, controller, query, frame):
+        q = self._query(np.asarray(query)[None])[0]
+        obs, cnt = self._obstacles(np.asarray(controller.root_pos, dtype=np.float64), float(controller.root_yaw),
+                                   self.clock())
+        return float(self.matcher.search.score(np.array([frame]), q, obs, cnt, weights=self.weights,
+                                               penalty=self.settings.penalty, env_weight=self.env_weight)[0])
 
 
 def _ellipse_rows(ell: np.ndarray, ident: int, head_top: float) -> np.ndarray:
