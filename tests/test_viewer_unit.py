@@ -367,24 +367,24 @@ def test_a_path_through_a_disk_is_routed_around_it_on_one_side():
 
 # ----------------------------------------------------------------------------- scenario paths
 def test_a_looping_scenario_path_goes_on_past_its_end():
-    """The viewer's path input for a scenario agent with ``loop``: a character walking the
+    """The path input of a scenario agent with ``loop``: a character walking the
     closed path round and round keeps progressing (arc length past the path's length) and is
     led on along the path; the desired trajectory follows the polyline after the wrap."""
     from types import SimpleNamespace
 
-    from motionmatch.viewer.session import _looping_path_input
+    from motionmatch.runtime.inputs import PolylineInput
 
     square = np.array([[0, 0], [0, 2.5], [2.5, 2.5], [2.5, 0], [0, 0]], dtype=np.float64)  # 10 m
     offsets = (1 / 3, 2 / 3, 1.0)
-    loop = _looping_path_input(square, 1.3, offsets, loop=True)
-    once = _looping_path_input(square, 1.3, offsets, loop=False)
+    loop = PolylineInput(square, 1.3, offsets, loop=True)
+    once = PolylineInput(square, 1.3, offsets, loop=False)
     # a character exactly on the path, 0.1 m further each update, twice round
     s_true = np.arange(0.0, 20.0, 0.1)
     for src in (loop, once):
         for s in s_true:
             # the looping one walks on round; the other stands at the end once there
             xz = src.point(np.array(s if src.loop else min(s, 10.0)))
-            intent, desired = src(SimpleNamespace(root_xz=np.asarray(xz)), 0.0)
+            intent, desired, _ = src.intent(SimpleNamespace(root_xz=np.asarray(xz)), 0.0, 0.1 / 1.3)
         src.last = (intent, desired)
     assert loop.s > 19.0, loop.s  # past the end: the second round
     intent, desired = loop.last

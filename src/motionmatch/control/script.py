@@ -137,21 +137,20 @@ class Script:
         return max(1, math.ceil(self.duration / dt - _EPS))
 
     def intents(self, dt: float, keyboard: KeyboardController | None = None) -> Iterator[tuple[float, Intent]]:
-        """``(t, intent)`` for ``t = i * dt``, ``i = 0 .. frame_count(dt) - 1``.
+        """``(t, intent)`` for ``t = i * dt``, ``i = 0 .. frame_count(dt) - 1`` (a
+        :meth:`playback` stepped at a fixed ``dt``, the first step at 0).
 
         Key events are fed to ``keyboard`` (reset first; default :meth:`keyboard`) once
         per frame, as a live controller would. The event active at a frame is the last
         one with ``t <= frame time``.
         """
-        kb = keyboard or self.keyboard()
-        kb.reset()
-        kb.camera_yaw = self.camera_yaw
-        idx = -1
+        play = self.playback(keyboard)
         for i in range(self.frame_count(dt)):
-            t = i * dt
-            while idx + 1 < len(self.events) and self.events[idx + 1].t <= t + _EPS:
-                idx += 1
-            yield t, self._step(kb, idx, dt if i else 0.0)
+            yield i * dt, play.intent(i * dt, dt if i else 0.0)
+
+    def playback(self, keyboard: KeyboardController | None = None) -> ScriptPlayback:
+        """The script played live, one step at a time (see :class:`ScriptPlayback`)."""
+        return ScriptPlayback(self, keyboard)
 
     def direction_changes(
         self, min_angle_deg: float = 1.0, include_starts: bool = True, keyboard: KeyboardController | None = None
@@ -327,3 +326,29 @@ def load_script(path: str | Path, gaits: GaitSpeeds | None = None) -> Script:
     path = Path(path)
     text = path.read_text(encoding="utf-8")
     return parse_script(text, path, gaits)
+
+
+class ScriptPlayback:
+    """A :class:`Script` played live: :meth:`intent` for increasing times ``t`` (s), each
+    step ``dt`` seconds after the previous one (any ``dt``: key events reach the keyboard
+    once per step, as a live controller's would).
+
+    Args:
+        script: the timeline; keyboard: the keyboard it types on (reset here, given the
+            script's camera yaw; default :meth:`Script.keyboard`).
+    """
+
+    def __init__(self, script: Script, keyboard: KeyboardController | None = None):
+        self.script = script
+        self.keyboard = keyboard or script.keyboard()
+        self.keyboard.reset()
+        self.keyboard.camera_yaw = script.camera_yaw
+        self._index = -1
+
+    def intent(self, t: float, dt: float) -> Intent:
+        """The intent at time ``t``, ``dt`` seconds after the previous step: the last event
+        with ``t_event <= t`` in force."""
+        ev = self.script.events
+        while self._index + 1 < len(ev) and ev[self._index + 1].t <= t + _EPS:
+            self._index += 1
+        return self.script._step(self.keyboard, self._index, dt)

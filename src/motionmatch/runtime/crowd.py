@@ -18,6 +18,7 @@ from dataclasses import dataclass, fields
 import numpy as np
 
 from motionmatch.control.intent import Intent
+from motionmatch.runtime.inputs import IDLE, InputSource, Want
 
 __all__ = ["SteeringInput", "SteeringSettings", "steer", "steer_all"]
 
@@ -75,7 +76,7 @@ def steer(p: np.ndarray, goal: np.ndarray, speed: float, others: np.ndarray, s: 
     return d * v
 
 
-class SteeringInput:
+class SteeringInput(InputSource):
     """An agent input (for :class:`~motionmatch.runtime.world.World`) that steers toward a
     goal, or through ``waypoints`` then the goal, among the world's other agents."""
 
@@ -89,7 +90,7 @@ class SteeringInput:
         self.side = side
         self._k = 0
 
-    def __call__(self, agent, t: float):
+    def intent(self, agent, t: float, dt: float) -> Want:
         p = agent.root_xz
         while self._k < len(self.targets) - 1 and np.hypot(*(self.targets[self._k] - p)) < self.s.waypoint_radius:
             self._k += 1
@@ -97,8 +98,8 @@ class SteeringInput:
         v = steer(p, self.targets[self._k], self.speed, others, self.s, self.side)
         sp = float(np.hypot(*v))
         if sp < 0.05:
-            return Intent.idle(), None
-        return Intent(velocity=[v[0], 0.0, v[1]], gait="walk" if sp < 2.5 else "run"), None
+            return IDLE
+        return Want(Intent(velocity=[v[0], 0.0, v[1]], gait="walk" if sp < 2.5 else "run"))
 
 
 # ============================================================================ batched crowd

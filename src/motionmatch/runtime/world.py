@@ -32,13 +32,13 @@ from __future__ import annotations
 import functools
 import math
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field, fields, replace
 
 import numpy as np
 
 from motionmatch.control.intent import Intent
-from motionmatch.control.trajectory import PredictedTrajectory, yaw_rotation
+from motionmatch.control.trajectory import PredictedTrajectory
 from motionmatch.database import MotionDatabase
 from motionmatch.environment.body import (
     database_ellipses,
@@ -49,6 +49,7 @@ from motionmatch.environment.body import (
 from motionmatch.environment.scene import Scene
 from motionmatch.geometry.shapes import ROW, T_ELLIPSE
 from motionmatch.runtime.controller import Controller, ControllerSettings
+from motionmatch.runtime.inputs import IDLE, IdleInput, InputSource, PolylineInput, ScriptInput
 from motionmatch.runtime.modes import vertical_columns
 from motionmatch.search.penalized import (
     PenalizedSearch,
@@ -64,9 +65,8 @@ from motionmatch.search.penalized import (
     trajectory_points,
 )
 
-__all__ = ["Agent", "Controls", "EnvironmentChooser", "EnvironmentMatcher", "EnvironmentSettings", "PathInput",
-           "PenalizedNodeSearch",
-           "ScriptInput", "World", "WorldRecord", "environment_controller_settings", "run_scenario"]
+__all__ = ["Agent", "Controls", "EnvironmentChooser", "EnvironmentMatcher", "EnvironmentSettings",
+           "PenalizedNodeSearch", "World", "WorldRecord", "environment_controller_settings", "run_scenario"]
 
 
 @dataclass(frozen=True)
@@ -543,111 +543,19 @@ class EnvironmentChooser:
         return self._buffers.result(*self._last)
 
 
-# ---------------------------------------------------------------------------- inputs
-class ScriptInput:
-    """A timeline script (the ``motionmatch run`` format), world axes."""
-
-    def __init__(self, script_dict: dict, duration: float, fps: float, gaits=None):
-        from motionmatch.control.script import parse_script
-
-        d = dict(script_dict)
-        d.setdefault("duration", duration)
-        self.script = parse_script(d)
-        self.kb = self.script.keyboard(gaits=gaits) if gaits is not None else self.script.keyboard()
-        self._it = self.script.intents(1.0 / fps, keyboard=self.kb)
-        self._last = Intent.idle()
-
-    def __call__(self, agent: Agent, t: float) -> tuple[Intent, PredictedTrajectory | None]:
-        try:
-            _, self._last = next(self._it)
-        except StopIteration:
-            pass
-        return self._last, None
-
-
-class PathInput:
-    """Follow a polyline at ``speed``: the desired trajectory is the path read ahead of the
-    point nearest the character (searched near the previous one), so the character is
-    pulled back to the path after a detour; it slows to a stop at the end (or loops)."""
-
-    def __init__(self, path: np.ndarray, speed: float, offsets: Sequence[float], loop: bool = False):
-        p = np.asarray(path, dtype=np.float64)
-        self.path = p
-        seg = np.diff(p, axis=0)
-        self.seg_len = np.linalg.norm(seg, axis=1)
-        self.cum = np.r_[0.0, np.cumsum(self.seg_len)]
-        self.length = float(self.cum[-1])
-        self.speed = float(speed)
-        self.offsets = np.asarray(offsets, dtype=np.float64)
-        self.loop = loop
-        self.s = 0.0
-
-    def point(self, s: np.ndarray) -> np.ndarray:
-        s = np.mod(s, self.length) if self.loop else np.clip(s, 0.0, self.length)
-        x = np.interp(s, self.cum, self.path[:, 0])
-        z = np.interp(s, self.cum, self.path[:, 1])
-        return np.stack([x, z], axis=-1)
-
-    def tangent(self, s: np.ndarray, h: float = 0.25) -> np.ndarray:
-        s = np.asarray(s, dtype=np.float64)
-        d = self.point(s + h) - self.point(s - h)
-        n = np.linalg.norm(d, axis=-1, keepdims=True)
-        return np.where(n > 1e-9, d / np.maximum(n, 1e-9), np.array([0.0, 1.0]))
-
-    def project(self, xz: np.ndarray, lo: float, hi: float) -> float:
-        """Arc length of the point of the path within ``[lo, hi]`` nearest ``xz``.
-
-        On a looping path arc lengths keep growing round after round (the rounds before
-        and after the current one are candidates too), so ``s`` passes the path's end into
-        the next round; :meth:`point` reads it modulo the length."""
-        a = self.path[:-1]
-        ab = np.diff(self.path, axis=0)
-        l2 = np.maximum(np.einsum("ij,ij->i", ab, ab), 1e-12)
-        xz = np.asarray(xz, dtype=np.float64)
-        t = np.clip(np.einsum("ij,ij->i", xz - a, ab) / l2, 0.0, 1.0)
-        s = self.cum[:-1] + t * self.seg_len  # [S]
-        d = np.linalg.norm(a + t[:, None] * ab - xz, axis=1)
-        if self.loop and self.length > 0:
-            lap = math.floor(self.s / self.length)
-            s = (s[None, :] + (lap + np.arange(-1, 2))[:, None] * self.length).ravel()  # [3S]
-            d = np.tile(d, 3)
-        d = np.where((s >= lo) & (s <= hi), d, np.inf)
-        j = int(np.argmin(d))
-        if not np.isfinite(d[j]):
-            return float(np.clip(self.s, lo, hi))
-        return float(s[j])
-
-    def __call__(self, agent: Agent, t: float) -> tuple[Intent, PredictedTrajectory | None]:
-        xz = agent.root_xz
-        self.s = self.project(xz, self.s - 1.0, self.s + 2.0)
-        remaining = np.inf if self.loop else self.length - self.s
-        speed = min(self.speed, max(0.0, remaining) / 1.0)
-        if speed < 0.05:
-            return Intent.idle(), None
-        ahead = self.s + self.speed * self.offsets
-        if not self.loop:
-            ahead = np.minimum(ahead, self.length)
-        pts = self.point(ahead)
-        dirs = self.tangent(ahead)
-        pos = np.stack([pts[:, 0], np.zeros(len(pts)), pts[:, 1]], axis=1)
-        d3 = np.stack([dirs[:, 0], np.zeros(len(dirs)), dirs[:, 1]], axis=1)
-        traj = PredictedTrajectory(self.offsets.copy(), pos, d3 * speed, d3, yaw_rotation(d3))
-        tan = self.tangent(np.array(self.s))
-        intent = Intent(velocity=[tan[0] * speed, 0.0, tan[1] * speed], gait="walk" if speed < 2.5 else "run")
-        return intent, traj
-
-
-class IdleInput:
-    def __call__(self, agent: Agent, t: float) -> tuple[Intent, PredictedTrajectory | None]:
-        return Intent.idle(), None
-
-
 # ---------------------------------------------------------------------------- agents
 class Agent:
-    """One character of a :class:`World`: a controller, its chooser and its input."""
+    """One character of a :class:`World`: a controller, its environment-aware chooser and
+    its input (an :class:`~motionmatch.runtime.inputs.InputSource`, replaceable at any step).
+
+    Attributes:
+        intent, desired: what the input wanted at the last step.
+        result: the controller's last :class:`~motionmatch.runtime.controller.FrameResult`.
+        searched: whether the last step searched.
+    """
 
     def __init__(self, name: str, controller: Controller, chooser: EnvironmentChooser | None,
-                 source: Callable, *, start_time: float = 0.0, path: np.ndarray | None = None,
+                 source: InputSource, *, start_time: float = 0.0, path: np.ndarray | None = None,
                  goal: np.ndarray | None = None):
         self.name = name
         self.ctrl = controller
@@ -656,8 +564,9 @@ class Agent:
         self.start_time = float(start_time)
         self.path = path
         self.goal = goal
-        if chooser is not None:
-            controller.chooser = chooser
+        controller.chooser = chooser
+        self.started = False
+        self.local_time = 0.0  # seconds of input since the agent started (the sum of its steps)
         self.intent = Intent.idle()
         self.desired: PredictedTrajectory | None = None
         self.result = None  # the controller's last FrameResult
@@ -745,7 +654,7 @@ class World:
         self._rows_frame = -1
 
     # ------------------------------------------------------------------ agents
-    def add_agent(self, name: str, start, facing=(0.0, 1.0), source: Callable | None = None, *,
+    def add_agent(self, name: str, start, facing=(0.0, 1.0), source: InputSource | None = None, *,
                   controls: Controls | None = None, environment: bool = True, start_time: float = 0.0,
                   path: np.ndarray | None = None, goal=None, controller: ControllerSettings | None = None) -> Agent:
         cs = controller or self.controller_settings
@@ -754,7 +663,7 @@ class World:
         chooser = EnvironmentChooser(self.matcher, settings, controls=controls or self.settings.controls,
                                      scene=self.scene, clock=lambda: self.time,
                                      obstacles_fn=self._others_fn(len(self.agents)) if self.agents_as_obstacles else None)
-        agent = Agent(name, ctrl, chooser, source or IdleInput(), start_time=start_time,
+        agent = Agent(name, ctrl, chooser, source if source is not None else IdleInput(), start_time=start_time,
                       path=None if path is None else np.asarray(path), goal=None if goal is None else np.asarray(goal))
         self.agents.append(agent)
         return agent
@@ -790,18 +699,26 @@ class World:
     # ------------------------------------------------------------------ stepping
     def step(self, dt: float) -> None:
         """Advance every agent by ``dt`` (inputs are read from the state at the step's start)."""
+        wants = []
         for a in self.agents:
             if self.time + 1e-9 >= a.start_time:
-                a.intent, a.desired = a.source(a, self.time)
+                step = dt if a.started else 0.0  # the first step of an agent is at its start time
+                a.local_time += step
+                a.started = True
+                want = a.source.intent(a, a.local_time, step)
             else:
-                a.intent, a.desired = Intent.idle(), None
+                want = IDLE
+            a.intent, a.desired = want.intent, want.desired
+            wants.append(want)
             if a.chooser is not None:
                 a.chooser.target_speed = a.intent.speed
         if self.agents_as_obstacles and len(self.agents) > 1:
             self.agent_rows()  # snapshot before anyone moves
-        for a in self.agents:
+        for a, want in zip(self.agents, wants):
+            own = a.source.chooser(a)
+            a.ctrl.chooser = own if own is not None else a.chooser
             n = len(a.chooser.log.times) if a.chooser is not None else 0
-            a.result = a.ctrl.update(dt, a.intent, desired=a.desired)
+            a.result = a.ctrl.update(dt, a.intent, desired=a.desired, force_search=want.search_now)
             a.searched = a.result.searched or (a.chooser is not None and len(a.chooser.log.times) > n)
         if self.frame == 0 and self.stagger and len(self.agents) > 1:
             # spread searches: agent i searches i frames later (mod the search interval)
@@ -873,9 +790,9 @@ def world_from_scenario(db: MotionDatabase, scenario, *, settings: EnvironmentSe
     for spec in sc.agents:
         kind = spec.input_kind
         if kind == "script":
-            src = ScriptInput(spec.script, sc.duration, sc.fps, gaits)
+            src = ScriptInput(spec.script, sc.duration, gaits)
         elif kind == "path":
-            src = PathInput(spec.path, spec.speed, offsets, loop=spec.loop)
+            src = PolylineInput(spec.path, spec.speed, offsets, loop=spec.loop)
         elif kind == "goal":
             src = SteeringInput(world, np.asarray(spec.goal), spec.speed, steer, waypoints=spec.via)
         else:

@@ -96,18 +96,18 @@ class _ScriptSource:
 
 
 def _looping_path_input(path: np.ndarray, speed: float, offsets, loop: bool):
-    """The runtime's :class:`~motionmatch.runtime.world.PathInput` for a scenario path
+    """The runtime's :class:`~motionmatch.runtime.inputs.PolylineInput` for a scenario path
     (with ``loop`` it goes round and round, as on the command line)."""
-    from motionmatch.runtime.world import PathInput
+    from motionmatch.runtime.inputs import PolylineInput
 
-    return PathInput(path, speed, offsets, loop=loop)
+    return PolylineInput(path, speed, offsets, loop=loop)
 
 
 class _ScenarioInput:
     """A scenario agent's input as ``motionmatch scenario`` gives it: standing (idle)
     until the agent's ``start_time`` (scenario seconds), then ``inner``: an intent source
     (``intent(character, dt)``: scripts, crowd steering) or a runtime input
-    (``inner(agent, t) -> (intent, desired trajectory)``: :class:`~motionmatch.runtime.world.PathInput`),
+    (``inner.intent(agent, t, dt) -> Want``: :class:`~motionmatch.runtime.inputs.PolylineInput`),
     whose desired trajectory is exposed as :attr:`desired_trajectory` for the character to match."""
 
     def __init__(self, session, inner, start_time: float = 0.0):
@@ -126,12 +126,15 @@ class _ScenarioInput:
         self.desired_trajectory = None
         if not self.started:
             return Intent.idle()
+        from motionmatch.runtime.inputs import PolylineInput
+
         inner = self.inner
-        if hasattr(inner, "intent"):
+        if not isinstance(inner, PolylineInput):
             out = inner.intent(character, dt)
             return out if out is not None else Intent.idle()
-        out, self.desired_trajectory = inner(character, self.session.scenario_time - self.start_time)
-        return out
+        want = inner.intent(character, self.session.scenario_time - self.start_time, dt)
+        self.desired_trajectory = want.desired
+        return want.intent
 
 
 class Session:
@@ -723,7 +726,7 @@ class Session:
         scene's penalty / search / default controls (``controller.controls``), the
         controller settings (environment-aware defaults, ``database.locomotion_tags``), the
         crowd's ``steering``; per agent its input (script, path followed as the runtime's
-        :class:`~motionmatch.runtime.world.PathInput` with ``loop``, goal through ``via``),
+        :class:`~motionmatch.runtime.inputs.PolylineInput` with ``loop``, goal through ``via``),
         ``controls``, ``environment``, ``start_time`` and ``tags``. Play stops (pauses) when
         the scenario's ``duration`` is over. Fields that cannot apply here are named in the
         reply's ``notes`` and a ``warning`` message."""
