@@ -73,7 +73,7 @@ class Recorder:
 def test_lhmm_is_algorithm_1(db, k, levels):
     f = PathFollower(db, curved_path(), FollowSettings(k=k, levels=levels, revision=RevisionSettings(v_max=2.5)))
     rec = Recorder(f.matcher, f.planner)
-    f.ctrl.chooser = rec
+    f.matcher = rec  # the follower's chooser (the world installs it every step)
     for _ in range(150):
         f.step(1 / 60)
     assert len(rec.rows) >= 10

@@ -396,49 +396,26 @@ def test_the_command_prints_its_url_and_serves(tmp_path_factory):
         proc.wait(10)
 
 
-def test_the_session_drives_its_environment_adapter(server, monkeypatch):
-    """A stand-in environment adapter sees the scene, the characters, every tick, and adds
-    its overlays to the debug data; its chooser makes the character's choices."""
-    calls = {"obstacles": [], "attach": 0, "steps": 0, "chosen": 0}
-
-    class Adapter:
-        def set_obstacles(self, obstacles, t):
-            calls["obstacles"].append(len(obstacles))
-
-        def attach(self, ch):
-            calls["attach"] += 1
-
-            def chooser(ctrl, q, mask, view):
-                calls["chosen"] += 1
-                return ctrl.searcher(view).nearest(q, mask=mask, k=1)
-
-            ch.chooser = chooser
-            ch.tap.inner = chooser
-
-        def detach(self, ch):
-            pass
-
-        def before_step(self, chars, t, dt):
-            calls["steps"] += 1
-
-        def debug(self, ch):
-            return {"ellipses": [[0, 0, 1, 0, 0.4, 0.2]], "penalties": {"total": 0.0}}
-
-        def controls_changed(self, ch):
-            calls["controls"] = dict(ch.controls)
-
-    monkeypatch.setattr("motionmatch.viewer.session.ViewerEnvironment", lambda db: Adapter())
+def test_the_session_steps_one_world_with_the_page_s_obstacles_and_controls(server):
+    """The page's obstacles become the session world's scene, its characters the world's
+    agents searching with the penalties, and the controls sliders their search weights;
+    the debug panel shows the penalised obstacle."""
     with Client(server) as c:
         assert c.welcome["capabilities"]["environment"]
-        c.request("obstacle_add", obstacle={"shape": "disk", "center": [0, 2], "radius": 0.3})
+        c.request("obstacle_add", obstacle={"shape": "disk", "center": [0, 1.5], "radius": 0.3})
         c.send("key", key="w", down=True, yaw=0.0)
         c.request("debug", enabled=True)
-        d = c.wait(lambda m: isinstance(m, dict) and m.get("type") == "debug" and "environment" in m)
-        assert d["environment"]["ellipses"][0][4] == 0.4
-        c.request("controls", evasion=0.3)
+        d = c.wait(lambda m: isinstance(m, dict) and m.get("type") == "debug"
+                   and m.get("environment", {}).get("penalties", {}).get("obstacles"))
+        assert len(d["environment"]["ellipses"]) == 3
+        assert d["environment"]["penalties"]["obstacles"][0][0] == 1  # the obstacle's page id
+        c.request("controls", evasion=0.3, responsiveness=1.5)
         c.pump(0.3)
-    assert calls["obstacles"] == [1] and calls["attach"] >= 1 and calls["steps"] > 10 and calls["chosen"] > 0
-    assert calls["controls"]["evasion"] == 0.3
+        s = next(iter(server.viewer.sessions.values()))
+        hero = s.chars[s.selected]
+        assert len(s.world.scene) == 1 and s.world.agents == [hero.agent]
+        assert hero.agent.chooser.controls.evasion == 0.3 and hero.agent.chooser.controls.responsiveness == 1.5
+        assert hero.agent.chooser.log.times  # it searched with the penalties
 
 
 # ------------------------------------------------------------------ plugins: environment, crowd, pose
@@ -691,7 +668,7 @@ def test_scenario_start_time_delays_the_agent(server):
     assert np.abs(forward[:, 1]).max() < 0.1, forward[-1]  # it stands (idle) until its start_time
     tr2 = step_roots(s, 120, [a, b])  # to 3.4 s
     assert tr2[-1, 1, 1] - tr[-1, 1, 1] > 0.8, (tr[-1, 1], tr2[-1, 1])  # then walks its script (W: +Z)
-    assert b.intent_source.start_time == 1.5 and a.intent_source.start_time == 0.0
+    assert b.agent.start_time == 1.5 and a.agent.start_time == 0.0
 
 
 def test_scenario_environment_false_walks_through_what_the_others_avoid(server):
@@ -708,8 +685,8 @@ def test_scenario_environment_false_walks_through_what_the_others_avoid(server):
     d_plain = np.hypot(tr[:, 1, 0] - 5.0, tr[:, 1, 1] - 3.0)
     assert d_plain.min() < 0.3, d_plain.min()  # straight through the disk
     assert d_aware.min() > 0.5, d_aware.min()  # never inside it
-    assert s.env.choosers[p.id].chooser.settings.enabled is False
-    assert s.env.choosers[a.id].chooser.settings.enabled is True
+    assert p.agent.chooser.settings.enabled is False
+    assert a.agent.chooser.settings.enabled is True
 
 
 def test_scenario_penalty_and_controls_reach_the_chooser(server):
@@ -733,18 +710,16 @@ def test_scenario_penalty_and_controls_reach_the_chooser(server):
     finally:
         EnvironmentChooser.record = None
     for c in (a, b):
-        chooser = s.env.choosers[c.id].chooser
+        chooser = c.agent.chooser
         assert chooser.settings.penalty.threshold == 0.45 and chooser.settings.penalty.exponent == 3
         assert chooser.settings.search.method == "linear"
         assert chooser.controls.evasion == 0.3 and chooser.controls.anticipation == 0.9  # the scenario's defaults
         assert c.ctrl.s.search_interval == 0.25 and c.ctrl.s.locomotion_tags == "!dance"
-    assert s.env.choosers[a.id].chooser.controls.responsiveness == 3.0  # the agent's own
-    assert s.env.choosers[b.id].chooser.controls.responsiveness == 2.0  # the default Controls'
+    assert a.agent.chooser.controls.responsiveness == 3.0  # the agent's own
+    assert b.agent.chooser.controls.responsiveness == 2.0  # the default Controls'
     assert used and all(p.threshold == 0.45 and p.exponent == 3 and m == "linear" for p, m in used)
-    if s.crowd is not None:
-        assert s.crowd.settings.view_distance == 2.5  # the crowd's steering
     # a search every 0.25 s (15 ticks), not the viewer's 0.1 s: about 6 in 1.5 s, a few forced ones aside
-    assert len(s.env.choosers[b.id].chooser.log.times) <= 10, len(s.env.choosers[b.id].chooser.log.times)
+    assert len(b.agent.chooser.log.times) <= 10, len(b.agent.chooser.log.times)
 
 
 def test_scenario_path_loop_goes_round(server):
@@ -760,7 +735,7 @@ def test_scenario_path_loop_goes_round(server):
     assert last[0] > 0.4 and last[1] < 0.25, (walked, last)  # one goes on round, the other stopped at its end
     assert walked[0] > walked[1] + 1.0, walked
     assert np.hypot(*(tr[-1, 1] - [6.0, 0.0])) < 0.8, tr[-1, 1]
-    progress = [c.intent_source.inner.s for c in (a, b)]  # arc length reached on the path (m)
+    progress = [c.agent.source.s for c in (a, b)]  # arc length reached on the path (m)
     assert progress[0] > 11.0 and progress[1] <= 10.0, progress  # past the end: the next round
 
 
@@ -813,3 +788,40 @@ def test_scenario_duration_pauses_and_fields_that_cannot_apply_are_named(server)
     err = [m for m in out if isinstance(m, dict) and m.get("seq") == 2][-1]
     assert err["type"] == "error" and "search_interval" in err["message"], err
     assert set(s.chars) == before
+
+
+def test_a_scenario_plays_the_same_in_the_viewer_as_on_the_command_line(server):
+    """One engine: the same scenario file, stepped by a viewer session and by
+    ``motionmatch scenario``'s :func:`~motionmatch.runtime.world.run_scenario` for 20 s,
+    gives the same root trajectories (1e-6 m): scripts, a looping path, crowd steering to
+    goals through waypoints, a late start, a plain agent, static and moving obstacles."""
+    from motionmatch.environment.scenario import parse_scenario
+    from motionmatch.runtime.world import run_scenario
+
+    scenario = {
+        "name": "parity", "duration": 20,
+        "obstacles": [{"shape": "disk", "center": [0.3, 3.0], "radius": 0.4},
+                      {"shape": "box", "center": [4.0, 6.0], "size": [1.0, 0.6], "yaw_deg": 30},
+                      {"shape": "disk", "center": [-3.0, 4.0], "radius": 0.3, "velocity": [0.2, 0.0]}],
+        "agents": [
+            {"name": "scripted", "start": [0, 0], "script": {"events": [{"t": 0, "keys": ["w"]},
+                                                                        {"t": 6, "keys": ["w", "d"]},
+                                                                        {"t": 12, "keys": []}]}},
+            {"name": "looping", "start": [4, 0], "path": [[4, 0], [4, 4], [7, 4], [7, 0], [4, 0]], "speed": 1.2,
+             "loop": True},
+            {"name": "goal", "start": [-3, 0], "goal": [-3, 9], "via": [[-2, 4]], "speed": 1.3},
+            {"name": "late", "start": [2, -3], "goal": [2, 8], "start_time": 2.5},
+            {"name": "plain", "start": [-6, 0], "script": {"events": [{"t": 0, "keys": ["w"]}]},
+             "environment": False}]}
+    s, ch, _, _ = scenario_session(server, "parity.json", scenario)
+    names = [a["name"] for a in scenario["agents"]]
+    chars = [ch[n] for n in names]
+    viewer_roots = step_roots(s, 1199, chars)  # [T, A, 2] after each tick
+
+    _world, rec = run_scenario(server.viewer.db, parse_scenario(scenario), record_poses=False)
+    cli_roots = rec.root_positions[:, 1:][..., [0, 2]].transpose(1, 0, 2)  # frame 0: the start (1200 frames)
+    assert rec.names == names
+    err = np.abs(viewer_roots - cli_roots).max()
+    assert err <= 1e-6, err
+    moved = np.hypot(*(cli_roots[-1] - cli_roots[0]).T)
+    assert (moved > 1.0).all(), moved  # everybody went somewhere

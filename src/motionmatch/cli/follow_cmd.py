@@ -86,6 +86,12 @@ def cmd_follow(args: argparse.Namespace) -> int:
                                   hysteresis=args.hysteresis, tags=args.tags)
         net = _load_net(args, db) if args.facing == "net" else None
         names = _output_names(out, len(paths))
+        from motionmatch.runtime.world import World
+
+        # every character in one world (independent of each other), among the scene's obstacles
+        avoid = scene is not None and not args.no_avoid and len(scene) > 0
+        world = World(db, scene if avoid else None, matcher=matcher, environment=avoid, agents_as_obstacles=False,
+                      stagger=False, record_poses=False, fps=args.fps)
         followers = []
         for i, p in enumerate(paths):
             pos = None
@@ -94,7 +100,7 @@ def cmd_follow(args: argparse.Namespace) -> int:
                 pos = (x, 0.0, z)
             followers.append(PathFollower(db, p, settings, position=pos, facing_net=net, name=names[i].stem,
                                           scene=None if args.no_avoid else scene, environment=matcher,
-                                          environment_settings=env))
+                                          environment_settings=env, world=world))
         records = run_followers(followers, fps=args.fps, progress=sys.stderr.isatty())
         reports = []
         for name, rec in zip(names, records):

@@ -48,6 +48,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from motionmatch.errors import MotionMatchError
+from motionmatch.geometry.polyline import route_around
 
 __all__ = [
     "DESIRED_MODES",
@@ -370,6 +371,17 @@ class TimedPath:
     def starting_at(self, position: ArrayLike) -> TimedPath:
         """The path moved so that it starts at ``position`` (local control)."""
         return self.translated(np.asarray(position, dtype=np.float64) - self.points[0])
+
+    def routed_around(self, rows: np.ndarray, clearance: float = 0.6) -> TimedPath:
+        """The path routed around the static obstacles (``rows [M, ROW]``) it runs through
+        (:func:`motionmatch.geometry.polyline.route_around` on its samples, then processed
+        again at the same times); itself when it runs through none."""
+        xz = self.points[:, [0, 2]]
+        routed = route_around(rows, xz, clearance)
+        if np.allclose(routed, xz):
+            return self
+        times = np.arange(len(routed)) / self.fps
+        return self._reprocess(times, np.stack([routed[:, 0], np.zeros(len(routed)), routed[:, 1]], axis=1))
 
     def initial_speed(self, seconds: float = 1.0) -> float:
         """Average speed (m/s) over the first ``seconds`` of the input path."""

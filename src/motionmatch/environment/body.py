@@ -14,7 +14,8 @@ from motionmatch.anim import quat
 from motionmatch.database import MotionDatabase
 from motionmatch.database.features import body_ellipses, ellipse_features
 
-__all__ = ["corridor_widths", "database_ellipses", "ellipse_slots", "frame_ellipses", "motion_ellipses",
+__all__ = ["body_obstacle_rows", "corridor_widths", "database_ellipses", "ellipse_slots", "frame_ellipses",
+           "motion_ellipses",
            "world_ellipses"]
 
 
@@ -144,3 +145,45 @@ def corridor_widths(db: MotionDatabase) -> tuple[np.ndarray, np.ndarray, np.ndar
     width = (lat + half).max(axis=1) - (lat - half).min(axis=1)
     sideways = np.degrees(np.arccos(np.clip(np.abs(tz) / t_safe, 0.0, 1.0)))  # facing is +Z
     return width, travel, sideways
+
+
+def body_obstacle_rows(local: np.ndarray, positions: np.ndarray, yaws: np.ndarray, idents: np.ndarray,
+                       head_top: float) -> np.ndarray:
+    """Characters' future body ellipses as packed obstacle rows (for the others' searches).
+
+    Args:
+        local: ``[A, K, 5 | 7]`` each character's ellipse features in its own character
+            frame (centre x, z, semi-major vector x, z, semi-minor[, lowest, highest height]).
+        positions: ``[A, 2]`` ground positions (x, z, m); yaws: ``[A]`` headings (rad).
+        idents: ``[A]`` the rows' obstacle ids (agents: ``-1 - number``).
+        head_top: metres added above the highest joint (without heights: a body from the
+            ground to 2 m).
+
+    Returns:
+        ``[A * K, ROW]`` rows (ellipses, weight 1), character by character.
+    """
+    from motionmatch.geometry.shapes import ROW, T_ELLIPSE
+
+    e = np.asarray(local, dtype=np.float64)
+    A, K = e.shape[:2]
+    cs, sn = np.cos(yaws)[:, None], np.sin(yaws)[:, None]
+    rows = np.zeros((A, K, ROW))
+    rows[..., 0] = T_ELLIPSE
+    rows[..., 1] = positions[:, 0:1] + cs * e[..., 0] + sn * e[..., 1]
+    rows[..., 2] = positions[:, 1:2] - sn * e[..., 0] + cs * e[..., 1]
+    a = np.hypot(e[..., 2], e[..., 3])
+    ux = np.where(a > 1e-9, e[..., 2] / np.maximum(a, 1e-9), 1.0)
+    uz = np.where(a > 1e-9, e[..., 3] / np.maximum(a, 1e-9), 0.0)
+    rows[..., 3] = cs * ux + sn * uz
+    rows[..., 4] = -sn * ux + cs * uz
+    rows[..., 5] = a
+    rows[..., 6] = e[..., 4]
+    rows[..., 7] = np.maximum(a, e[..., 4])
+    if e.shape[-1] >= 7:
+        rows[..., 8] = e[..., 5]
+        rows[..., 9] = e[..., 6] + head_top
+    else:
+        rows[..., 9] = 2.0 + head_top
+    rows[..., 10] = np.asarray(idents, dtype=np.float64)[:, None]
+    rows[..., 11] = 1.0
+    return rows.reshape(A * K, ROW)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-__all__ = ["HORIZONTAL", "as_points", "distance_to_path", "horizontal", "mean_distance_to_path"]
+__all__ = ["HORIZONTAL", "as_points", "distance_to_path", "horizontal", "mean_distance_to_path", "route_around"]
 
 #: Indices of the horizontal axes (x, z); y is up.
 HORIZONTAL = (0, 2)
@@ -72,3 +72,41 @@ def mean_distance_to_path(points: ArrayLike, path: ArrayLike, *, horizontal_only
     if d.size == 0:
         raise ValueError("mean_distance_to_path needs at least one point")
     return float(d.mean())
+
+
+def route_around(rows: np.ndarray, xz: np.ndarray, clearance: float = 0.6) -> np.ndarray:
+    """A ground path ``xz [R, 2]`` (m, densely sampled) routed around the obstacles it runs
+    through: where the path enters an obstacle's bounding circle (``rows [M, ROW]``,
+    :mod:`~motionmatch.geometry.shapes`), the samples within that circle grown by
+    ``clearance`` metres are pushed out onto the grown circle, on the side the path passes
+    (by the mean of those samples), giving an arc around it. A path that only passes
+    beside an obstacle, or starts inside one, is left as drawn. Returns the new ``[R, 2]``."""
+    from motionmatch.geometry.shapes import C_R, C_X, C_Z
+
+    P = np.array(xz, dtype=np.float64)
+    if not len(rows) or len(P) < 2:
+        return P
+    for m in np.argsort(np.hypot(rows[:, C_X] - P[0, 0], rows[:, C_Z] - P[0, 1])):
+        c = rows[m, [C_X, C_Z]]
+        r = float(rows[m, C_R])
+        R = r + clearance
+        dist = np.hypot(P[:, 0] - c[0], P[:, 1] - c[1])
+        if dist[0] < r:
+            continue  # starting inside it: nothing sensible to route
+        idx = np.flatnonzero(dist < R)
+        for run in np.split(idx, np.flatnonzero(np.diff(idx) > 1) + 1) if idx.size else []:
+            if dist[run].min() >= r:
+                continue  # beside it, not through it
+            a, b = max(run[0] - 1, 0), min(run[-1] + 1, len(P) - 1)
+            u = P[b] - P[a]
+            nu = float(np.hypot(*u))
+            if nu < 1e-9:
+                continue
+            u /= nu
+            nrm = np.array([-u[1], u[0]])
+            side = 1.0 if float(np.mean((P[run] - c) @ nrm)) >= 0 else -1.0
+            rel = P[run] - c
+            t = rel @ u
+            lat = np.sqrt(np.maximum(R * R - t * t, 0.0))
+            P[run] = c + np.outer(t, u) + np.outer(side * np.maximum((rel @ nrm) * side, lat), nrm)
+    return P

@@ -166,6 +166,8 @@ class Controller:
         #: whether the search in progress transitions whatever the cost of continuing
         #: (mode change, clip end, ``force_search``); a chooser may read it
         self.search_forced = False
+        #: ``(query [D], mask [N], view)`` of the last search (``None`` before the first)
+        self.last_query: tuple[np.ndarray, np.ndarray, str] | None = None
         self.searches = 0
         self.transitions = 0
         self.time = 0.0
@@ -383,6 +385,7 @@ class Controller:
         # frames a search may not return), if the clip matches the tags.
         cur_ok = bool(self._clip_allowed(tags)[self.db.frame_clip[cur]]) and self.frame_pos + 1 < self._clip_last(cur)
         self.search_forced = bool(force)
+        self.last_query = (q, mask, view)
         if self.chooser is not None:
             idx, cost = self.chooser(self, q, mask, view)
         else:
@@ -435,7 +438,7 @@ class Controller:
         return "locomotion", self.mode in ("dance", "jump", "creep")
 
     def update(self, dt: float, intent: Intent, desired: PredictedTrajectory | None = None,
-               force_search: bool = False) -> FrameResult:
+               force_search: bool = False, root_motion_only: bool = False) -> FrameResult:
         """Advance the character by ``dt`` seconds under ``intent``.
 
         Args:
@@ -445,6 +448,9 @@ class Controller:
                 prediction, e.g. from a drawn path; ``intent`` still drives the simulated
                 root and the modes.
             force_search: search on this update whatever the search timer says.
+            root_motion_only: no pull toward the simulated root on this update (as with
+                ``adjust_halflife=0``; e.g. near obstacles, where the frames were chosen
+                for where the clips' own root motion takes the body).
         """
         if not (dt >= 0 and math.isfinite(dt)):
             raise ValueError(f"dt must be a finite number of seconds >= 0, got {dt!r}")
@@ -457,7 +463,7 @@ class Controller:
         self._since_search += dt
         # 1. playback by time, with root motion
         at_end, speed, turn_rate = self._playback(dt)
-        if self.s.adjust_halflife > 0 and dt > 0:
+        if self.s.adjust_halflife > 0 and dt > 0 and not root_motion_only:
             self._adjust_root(dt, speed, turn_rate)
         # 2. mode and search
         mode, force = self._choose_mode(intent)

@@ -89,12 +89,16 @@ class SteeringInput(InputSource):
         self.s = settings or SteeringSettings()
         self.side = side
         self._k = 0
+        #: whether the agent reached its goal (within ``arrive_distance``, after the waypoints)
+        self.arrived = False
 
     def intent(self, agent, t: float, dt: float) -> Want:
         p = agent.root_xz
         while self._k < len(self.targets) - 1 and np.hypot(*(self.targets[self._k] - p)) < self.s.waypoint_radius:
             self._k += 1
         others = np.array([a.root_xz for a in self.world.agents if a is not agent]).reshape(-1, 2)
+        if self._k == len(self.targets) - 1 and np.hypot(*(self.targets[-1] - p)) < self.s.arrive_distance:
+            self.arrived = True
         v = steer(p, self.targets[self._k], self.speed, others, self.s, self.side)
         sp = float(np.hypot(*v))
         if sp < 0.05:
@@ -271,29 +275,13 @@ class Crowd:
         return out
 
     def _agent_rows(self):
-        from motionmatch.runtime.world import _ellipse_rows
+        from motionmatch.environment.body import body_obstacle_rows
 
         K = len(self.matcher.slots)
-        frames = self.frame_pos.astype(np.int64)
-        e = self.matcher.ellipses[frames]  # [A, K, 5|7]
-        c, s = np.cos(self.yaw)[:, None], np.sin(self.yaw)[:, None]
-        w = np.empty(e.shape[:2] + (8,))
-        w[..., 0] = self.pos[:, None, 0] + c * e[..., 0] + s * e[..., 1]
-        w[..., 1] = self.pos[:, None, 1] - s * e[..., 0] + c * e[..., 1]
-        a = np.hypot(e[..., 2], e[..., 3])
-        ux = np.where(a > 1e-9, e[..., 2] / np.maximum(a, 1e-9), 1.0)
-        uz = np.where(a > 1e-9, e[..., 3] / np.maximum(a, 1e-9), 0.0)
-        w[..., 2], w[..., 3] = c * ux + s * uz, -s * ux + c * uz
-        w[..., 4], w[..., 5] = a, e[..., 4]
-        if e.shape[2] >= 7:
-            w[..., 6], w[..., 7] = e[..., 5], e[..., 6]
-        else:
-            w[..., 6], w[..., 7] = 0.0, 2.0
-        rows = np.concatenate([_ellipse_rows(w[i], -1 - i, self.settings.penalty.height_top)
-                               for i in range(len(self.agents))])
-        slots = np.tile(np.arange(K), len(self.agents))
-        owner = np.repeat(np.arange(len(self.agents)), K)
-        return rows, slots, owner
+        A = len(self.agents)
+        e = self.matcher.ellipses[self.frame_pos.astype(np.int64)]  # [A, K, 5|7]
+        rows = body_obstacle_rows(e, self.pos, self.yaw, -1 - np.arange(A), self.settings.penalty.height_top)
+        return rows, np.tile(np.arange(K), A), np.repeat(np.arange(A), K)
 
     def _query(self, i: int, frame: int) -> np.ndarray:
         """Normalised query (all columns) of agent ``i`` playing ``frame``."""

@@ -48,10 +48,18 @@ from motionmatch.control.trajectory import PredictedTrajectory, yaw_rotation
 from motionmatch.database import MotionDatabase
 from motionmatch.environment.scene import Scene
 from motionmatch.geometry.polyline import distance_to_path
-from motionmatch.runtime.controller import Controller, ControllerSettings, FrameResult
+from motionmatch.runtime.controller import ControllerSettings, FrameResult
+from motionmatch.runtime.inputs import InputSource, Want
 from motionmatch.runtime.lhmm import LongHorizonMatcher
 from motionmatch.runtime.modes import vertical_columns
-from motionmatch.runtime.world import EnvironmentMatcher, EnvironmentSettings, PenalizedNodeSearch
+from motionmatch.runtime.world import (
+    FOLLOW_CONTROLS,
+    Controls,
+    EnvironmentMatcher,
+    EnvironmentSettings,
+    PenalizedNodeSearch,
+    World,
+)
 
 __all__ = [
     "FollowRecord",
@@ -59,6 +67,7 @@ __all__ = [
     "PathFollower",
     "PathPlanner",
     "default_v_max",
+    "follow_controller_settings",
     "follow_path",
     "run_followers",
 ]
@@ -113,6 +122,10 @@ class FollowSettings:
         tags: tag query of the frames to match.
         controller: :class:`ControllerSettings` (``search_interval`` is set to ``interval``;
             default: the defaults with ``adjust_halflife=0``, i.e. pure root motion).
+        route_clearance: among obstacles, a path that runs through one is first routed
+            around it with this clearance (m) around its bounding circle
+            (:meth:`~motionmatch.control.path.TimedPath.routed_around`; distances are then
+            measured to the routed path); ``None``: followed as drawn.
     """
 
     mode: str = "local"
@@ -130,6 +143,7 @@ class FollowSettings:
     track_gain: float = 2.0
     tags: str | None = None
     controller: ControllerSettings | None = None
+    route_clearance: float | None = 0.6
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
@@ -247,8 +261,11 @@ class FollowRecord:
         return float(self.distances().mean())
 
 
-class PathFollower:
-    """One character following one path with LHMM and revised future queries.
+class PathFollower(InputSource):
+    """One character following one path with LHMM and revised future queries: the
+    :class:`~motionmatch.runtime.inputs.InputSource` of an agent of a
+    :class:`~motionmatch.runtime.world.World` (the only path follower: the CLI's, the
+    viewer's drawn paths and scenario agents' timed paths).
 
     Args:
         db: the motion database.
@@ -258,7 +275,7 @@ class PathFollower:
             (default: along the path's first tangent: in global mode, toward the path).
         facing_net: a trained :class:`~motionmatch.control.direction_net.DirectionNet`
             for ``revision.facing == "net"``.
-        name: name of the output motion.
+        name: name of the output motion and of the agent.
         scene: obstacles (static and moving, world coordinates) the character avoids while
             it follows the path: every LHMM node is searched with the obstacle penalties
             (:class:`~motionmatch.runtime.world.PenalizedNodeSearch`); ``None`` or an empty
@@ -266,12 +283,22 @@ class PathFollower:
         environment: the :class:`~motionmatch.runtime.world.EnvironmentMatcher` of ``db``
             (shared by several followers; built when ``None`` and a scene is given).
         environment_settings: penalty and search settings among obstacles.
+        controls: the high-level controls of the search among obstacles (default
+            :data:`~motionmatch.runtime.world.FOLLOW_CONTROLS`: the plain penalised score).
+        world: the :class:`~motionmatch.runtime.world.World` to join (several followers
+            stepped together, :func:`run_followers`); default a world of its own.
+        agent: an agent of ``world`` already there to drive from where it stands (the
+            viewer's drawn paths: no pose jump); it keeps its controller settings.
+
+    :meth:`step` advances the follower's world (its only agent, or all of them); the
+    agent is :attr:`agent`, its controller :attr:`ctrl`.
     """
 
     def __init__(self, db: MotionDatabase, path: TimedPath, settings: FollowSettings | None = None, *,
                  position=None, facing=None, facing_net=None, name: str = "follow", scene: Scene | None = None,
                  environment: EnvironmentMatcher | None = None,
-                 environment_settings: EnvironmentSettings | None = None):
+                 environment_settings: EnvironmentSettings | None = None, world: World | None = None,
+                 agent=None, controls: Controls | None = None):
         self.db = db
         self.s = s = settings or FollowSettings()
         rev = s.revision
@@ -279,21 +306,17 @@ class PathFollower:
             rev = replace(rev, v_max=default_v_max(db, s.tags or (s.controller or ControllerSettings()).locomotion_tags))
         self.v_max = float(rev.v_max)
         self.revision = rev
+        start = np.zeros(3) if position is None else np.asarray(position, dtype=np.float64)
         if s.mode == "local":
-            start = np.zeros(3) if position is None else np.asarray(position, dtype=np.float64)
             path = path.starting_at(start)
-            if facing is None:
-                facing = path.tangents[0]
         else:
-            start = np.zeros(3) if position is None else np.asarray(position, dtype=np.float64)
             path = path.with_approach(start, s.approach_speed)
-            if facing is None:
-                facing = path.tangents[0]  # toward the path's start (or along it, when already there)
+        avoid = scene is not None and len(scene) > 0
+        if avoid and s.route_clearance is not None and len(scene.static_rows):
+            path = path.routed_around(scene.static_rows, s.route_clearance)
+        if facing is None:
+            facing = path.tangents[0]  # global mode: toward the path's start (or along it, when already there)
         self.path = path
-        cs = replace(s.controller or ControllerSettings(adjust_halflife=0.0), search_interval=s.interval)
-        if s.tags is not None:
-            cs = replace(cs, locomotion_tags=s.tags)
-        self.ctrl = Controller(db, cs, position=start, facing=facing)
         self.offsets = np.asarray(db.schema.trajectory_offsets, dtype=np.float64)
         self.net = facing_net
         if rev.facing == "net" and facing_net is None:
@@ -301,17 +324,18 @@ class PathFollower:
         self.reviser = QueryReviser(path, self.offsets, rev)
         joy = path.joystick_deg if (rev.facing == "joystick" and path.joystick is not None) else None
         self.planner = PathPlanner(db, self.reviser, joystick=joy)
-        self.scene = scene
+        if world is None:
+            world = World(db, scene if avoid else None, matcher=environment, environment=avoid,
+                          agents_as_obstacles=False, stagger=False, record_poses=False)
+        self.world = world
         self.node_search = None
-        if scene is not None and len(scene):
-            self.node_search = PenalizedNodeSearch(environment or EnvironmentMatcher(db), scene, environment_settings,
-                                                   clock=lambda: self.time)
+        if avoid:
+            self.node_search = PenalizedNodeSearch(environment or world.matcher, scene, environment_settings,
+                                                   controls=controls or FOLLOW_CONTROLS, clock=lambda: world.time)
         self.matcher = LongHorizonMatcher(s.k, s.levels, s.interval, self.planner, hysteresis=s.hysteresis,
                                           node_search=self.node_search)
-        self.ctrl.chooser = self.matcher
         self.state = RevisionState.start(1)
         self._corner = -1
-        self._first = True
         self.time = 0.0
         self.completion_time: float | None = None
         self.completion_index = -1
@@ -320,6 +344,44 @@ class PathFollower:
         self.time_limit = s.time_limit if s.time_limit is not None else 2 * path.duration + length_time + 5.0
         self.name = name
         self._rows: list = []
+        self._last: tuple[PredictedTrajectory, int, float] | None = None
+        if agent is None:
+            agent = world.add_agent(name, (start[0], start[2]), (facing[0], facing[2]), self, environment=False,
+                                    controller=follow_controller_settings(s))
+        else:
+            agent.source = self
+        self.agent = agent
+        self.ctrl = agent.ctrl
+
+    # ------------------------------------------------------------------ the input contract
+    def chooser(self, agent) -> LongHorizonMatcher:
+        return self.matcher
+
+    def intent(self, agent, t: float, dt: float) -> Want:
+        """Revise the query at the character's root now (see :meth:`desired`); a new match
+        is due at once on the first step and after a sharp corner."""
+        self._t0 = time.perf_counter()
+        traj, intent, force, i_d = self.desired()
+        self._last = (traj, i_d, self._t0)
+        return Want(intent, traj, force or not self._rows, root_motion_only=True)
+
+    def stepped(self, agent, dt: float) -> None:
+        """After the world step: the clock, the revision state, completion and the record."""
+        if self.done or self._last is None:
+            return
+        traj, i_d, t0 = self._last
+        self.time += dt
+        self.state = self.state.later(dt)
+        path = self.path
+        if self.completion_time is None and self.at_end(i_d):
+            if np.hypot(*(self.ctrl.root_pos - path.points[-1])[[0, 2]]) <= self.s.end_radius:
+                self.completion_time = self.time
+                self.completion_index = len(self._rows)
+        if self.completion_time is not None and self.time >= self.completion_time + self.s.settle_time:
+            self.done = True
+        if self.time >= self.time_limit:
+            self.done = True
+        self._rows.append((agent.result, traj.positions, i_d, time.perf_counter() - t0))
 
     # ------------------------------------------------------------------ per frame
     def desired(self) -> tuple[PredictedTrajectory, Intent, bool, int]:
@@ -334,7 +396,7 @@ class PathFollower:
         joy = self.path.joystick_deg(self.time) if self.revision.facing == "joystick" else None
         rev = self.reviser.revise(pos, self.state, joystick_deg=joy)
         i_d = int(rev.i_d[0])
-        force = self._first
+        force = False
         if self._corner >= 0 and i_d > self._corner:
             force = True
             self._corner = -1
@@ -373,24 +435,9 @@ class PathFollower:
         return bool(self.path.length - self.path.arc[i_d] <= self.s.end_arc)
 
     def step(self, dt: float) -> FrameResult:
-        """Advance the character by ``dt`` seconds along the path."""
-        t0 = time.perf_counter()
-        traj, intent, force, i_d = self.desired()
-        self._first = False
-        r = self.ctrl.update(dt, intent, desired=traj, force_search=force)
-        self.time += dt
-        self.state = self.state.later(dt)
-        path = self.path
-        if self.completion_time is None and self.at_end(i_d):
-            if np.hypot(*(self.ctrl.root_pos - path.points[-1])[[0, 2]]) <= self.s.end_radius:
-                self.completion_time = self.time
-                self.completion_index = len(self._rows)
-        if self.completion_time is not None and self.time >= self.completion_time + self.s.settle_time:
-            self.done = True
-        if self.time >= self.time_limit:
-            self.done = True
-        self._rows.append((r, traj.positions, i_d, time.perf_counter() - t0))
-        return r
+        """Advance the follower's world by ``dt`` seconds; returns this character's frame."""
+        self.world.step(dt)
+        return self.agent.result
 
     # ------------------------------------------------------------------ whole runs
     def run(self, fps: float = 60.0, progress: bool = False) -> FollowRecord:
@@ -433,21 +480,28 @@ class PathFollower:
         return rec
 
 
+def follow_controller_settings(settings: FollowSettings) -> ControllerSettings:
+    """The controller settings of a path follower: ``settings.controller`` (default: root
+    motion only, ``adjust_halflife=0``) searching every ``interval``, on ``tags``."""
+    cs = replace(settings.controller or ControllerSettings(adjust_halflife=0.0), search_interval=settings.interval)
+    return replace(cs, locomotion_tags=settings.tags) if settings.tags is not None else cs
+
+
 def run_followers(followers: Sequence[PathFollower], fps: float = 60.0, progress: bool = False) -> list[FollowRecord]:
-    """Step several characters together, each on its own path, until all are done
-    (each stops being stepped when it is done). The first frame of each is at ``dt = 0``."""
+    """Step the worlds of several followers (one shared world, or one each) until every
+    follower is done; a done follower's character stands and is no longer recorded. The
+    first frame is at ``dt = 0``."""
     from tqdm.auto import tqdm
 
     dt = 1.0 / fps
-    first = {id(f): True for f in followers}
+    worlds = list({id(f.world): f.world for f in followers}.values())
     limit = max(f.time_limit for f in followers) + 1.0
     with tqdm(total=round(limit * fps), desc="following", unit="frame", disable=not progress) as bar:
         while not all(f.done for f in followers):
-            for f in followers:
-                if f.done:
+            for w in worlds:
+                if all(f.done for f in followers if f.world is w):
                     continue
-                f.step(0.0 if first[id(f)] else dt)
-                first[id(f)] = False
+                w.step(0.0 if w.frame == 0 else dt)
             bar.update()
     return [f.record(fps) for f in followers]
 

@@ -7,7 +7,7 @@ agent's input once, before anyone moves::
 
     want = source.intent(agent, t, dt)       # t: seconds since the agent started
 
-and plays ``want.intent`` (an :class:`~motionmatch.control.intent.Intent`: velocity,
+(then ``source.stepped(agent, dt)`` once the agent moved) and plays ``want.intent`` (an :class:`~motionmatch.control.intent.Intent`: velocity,
 facing, gait, actions), matching ``want.desired`` instead of the controller's own spring
 prediction when given (a world-space
 :class:`~motionmatch.control.trajectory.PredictedTrajectory` at the schema's offsets),
@@ -31,7 +31,7 @@ from motionmatch.control.trajectory import PredictedTrajectory, yaw_rotation
 if TYPE_CHECKING:  # pragma: no cover
     from motionmatch.runtime.world import Agent
 
-__all__ = ["IdleInput", "InputSource", "KeyboardInput", "PolylineInput", "ScriptInput", "Want"]
+__all__ = ["AroundObstacles", "IdleInput", "InputSource", "KeyboardInput", "PolylineInput", "ScriptInput", "Want"]
 
 
 class Want(NamedTuple):
@@ -42,11 +42,14 @@ class Want(NamedTuple):
         desired: the future trajectory to match (world, at the schema's trajectory offsets),
             or ``None``: the controller predicts one from ``intent`` with its springs.
         search_now: search this step whatever the search interval (e.g. a sharp corner).
+        root_motion_only: move by the clips' root motion alone this step (no pull toward
+            the simulated root; a path follower's character, as in the paper).
     """
 
     intent: Intent
     desired: PredictedTrajectory | None = None
     search_now: bool = False
+    root_motion_only: bool = False
 
 
 class InputSource(Protocol):
@@ -61,6 +64,11 @@ class InputSource(Protocol):
         """The frame chooser this input needs (``(controller, query, mask, view) ->
         (indices [1], costs [1])``), or ``None``: the agent's own (its environment-aware
         search among obstacles, else the controller's nearest-frame search)."""
+        return None
+
+    def stepped(self, agent: Agent, dt: float) -> None:
+        """Called after every step of the agent that asked :meth:`intent` (``agent.result``
+        holds the frame it played): progress, completion, recording. Default: nothing."""
         return None
 
 
@@ -197,3 +205,83 @@ class PolylineInput(InputSource):
         tan = self.tangent(np.array(self.s))
         intent = Intent(velocity=[tan[0] * speed, 0.0, tan[1] * speed], gait="walk" if speed < 2.5 else "run")
         return Want(intent, traj)
+
+
+class AroundObstacles(InputSource):
+    """Another input's intent bent around the obstacle that blocks the way ahead (the
+    viewer's keyboard characters walk around what they are steered at).
+
+    The desired velocity ``v`` of ``inner`` is kept when no obstacle's bounding circle,
+    grown by ``clearance``, meets the corridor ``[0, max(1.2, 1.6 |v|)]`` metres ahead;
+    otherwise it is turned, at the same speed, toward the point beside the nearest blocking
+    obstacle on the side the character is already on (kept while that obstacle blocks, so
+    it does not dither). Moving obstacles count where they will be when reached. The
+    trajectory the controller then predicts passes the obstacle, and the penalised search
+    picks the poses that follow it without touching anything. A desired trajectory of
+    ``inner`` (a path) is left as it is.
+
+    Args:
+        inner: the input whose intents are bent; world: where the obstacles are
+            (``world.scene``, ``world.time``); clearance: metres kept around an
+            obstacle's bounding circle.
+    """
+
+    def __init__(self, inner: InputSource, world, clearance: float = 0.55):
+        self.inner = inner
+        self.world = world
+        self.clearance = float(clearance)
+        self._side: tuple[int, float] | None = None
+
+    def chooser(self, agent: Agent):
+        return self.inner.chooser(agent)
+
+    def stepped(self, agent: Agent, dt: float) -> None:
+        self.inner.stepped(agent, dt)
+
+    def _disks(self, t: float, ahead: float) -> np.ndarray:
+        """``[M, 4]`` (x, z, bounding radius, scene index) of every obstacle, moving ones
+        where they are predicted ``ahead`` seconds on."""
+        sc = self.world.scene
+        out = [np.array([[o.center[0], o.center[1], o.bounding_radius, i]]) if not o.moving
+               else np.array([[*o.predicted(t, ahead), o.bounding_radius, i]]) for i, o in enumerate(sc.obstacles)]
+        return np.concatenate(out) if out else np.zeros((0, 4))
+
+    def intent(self, agent: Agent, t: float, dt: float) -> Want:
+        want = self.inner.intent(agent, t, dt)
+        intent = want.intent
+        v = np.asarray(intent.velocity, dtype=np.float64)
+        sp = float(math.hypot(v[0], v[2]))
+        if want.desired is not None or sp < 0.05 or not len(self.world.scene):
+            self._side = None
+            return want
+        look = max(1.2, 1.6 * sp)
+        d = np.array([v[0], v[2]]) / sp
+        n = np.array([-d[1], d[0]])
+        disks = self._disks(self.world.time, min(look / sp, 1.5))
+        p = np.asarray(agent.root_xz, dtype=np.float64)
+        rel = disks[:, :2] - p
+        along = rel @ d
+        lat = rel @ n
+        R = disks[:, 2] + self.clearance
+        block = (along > -0.1) & (along < look + R) & (np.abs(lat) < R)
+        if not block.any():
+            self._side = None
+            return want
+        j = int(np.flatnonzero(block)[np.argmin(along[block] - R[block])])
+        ident = int(disks[j, 3])
+        if self._side is not None and self._side[0] == ident:
+            side = self._side[1]
+        else:
+            side = -1.0 if lat[j] > 0.02 else 1.0
+            self._side = (ident, side)
+        aim = disks[j, :2] + n * side * R[j] * 1.05
+        to = aim - p
+        dist = float(np.hypot(*to))
+        if dist < 1e-6:
+            return want
+        nd = to / dist
+        if nd @ d < 0.0:  # never turn back: walk along the obstacle instead
+            nd = n * side
+        bent = Intent(velocity=[nd[0] * sp, 0.0, nd[1] * sp], facing=intent.facing, gait=intent.gait,
+                      actions=intent.actions)
+        return Want(bent, None, want.search_now, want.root_motion_only)

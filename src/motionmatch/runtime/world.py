@@ -41,13 +41,14 @@ from motionmatch.control.intent import Intent
 from motionmatch.control.trajectory import PredictedTrajectory
 from motionmatch.database import MotionDatabase
 from motionmatch.environment.body import (
+    body_obstacle_rows,
     database_ellipses,
     ellipse_slots,
     frame_ellipses,
     world_ellipses,
 )
 from motionmatch.environment.scene import Scene
-from motionmatch.geometry.shapes import ROW, T_ELLIPSE
+from motionmatch.geometry.shapes import ROW
 from motionmatch.runtime.controller import Controller, ControllerSettings
 from motionmatch.runtime.inputs import IDLE, IdleInput, InputSource, PolylineInput, ScriptInput
 from motionmatch.runtime.modes import vertical_columns
@@ -229,7 +230,9 @@ class PenalizedNodeSearch:
         matcher: the database's :class:`EnvironmentMatcher`.
         scene: the obstacles; clock: ``() -> t`` the world time now (moving obstacles).
         settings: penalty and search settings; controls: the weights of the score
-            (default :data:`FOLLOW_CONTROLS`).
+            (default :data:`FOLLOW_CONTROLS`; Evasion as :class:`EnvironmentChooser`
+            applies it, from each node's nearest obstacle; no target speed here, so no
+            Anticipation).
     """
 
     def __init__(self, matcher: EnvironmentMatcher, scene: Scene, settings: EnvironmentSettings | None = None, *,
@@ -244,7 +247,6 @@ class PenalizedNodeSearch:
         extent = float(np.max(np.hypot(e[..., 0], e[..., 1]) + np.maximum(e[..., 4], e[..., 5])))
         #: obstacles farther than this from a node's root cannot touch any of its frames' ellipses
         self.radius = extent + s.penalty.threshold + s.penalty.margin + s.reach
-        self.weights = matcher.weights(controls)
         self.env_weight = s.penalty.env_weight  # no target speed here: Anticipation does not apply
         self.options = s.search if s.enabled else s.search.with_(method="plain")
         self._origin = np.zeros((1, 2))
@@ -258,15 +260,27 @@ class PenalizedNodeSearch:
             q[:, self._vpos] = 0.0
         return q
 
-    def _obstacles(self, position: np.ndarray, yaw: float, t: float) -> tuple[np.ndarray, np.ndarray]:
+    def _obstacles(self, position: np.ndarray, yaw: float, t: float) -> tuple[np.ndarray, np.ndarray, float]:
+        """``(obstacles [K, M, ROW], counts [K], nearest)`` of a node's character at
+        ``position`` facing ``yaw`` at time ``t`` (``nearest``: a lower bound of the
+        distance to the nearest, m; inf: none within reach)."""
         m = self.matcher
         xz = np.array([[position[0], position[2]]])
         rows, slot_of = self.scene.query(t, xz, self.radius, m.slots)
         K = len(m.slots)
         if not len(rows):
-            return np.zeros((K, 1, ROW)), np.zeros(K, dtype=np.int64)
-        obs, cnt, _ = prepare_obstacles(rows, slot_of, xz[0], yaw, self._origin, self.radius, K)
-        return obs, cnt
+            return np.zeros((K, 1, ROW)), np.zeros(K, dtype=np.int64), math.inf
+        return prepare_obstacles(rows, slot_of, xz[0], yaw, self._origin, self.radius, K)
+
+    def _weights(self, nearest: float) -> np.ndarray | None:
+        """The controls' weights for a node whose nearest obstacle is ``nearest`` metres
+        away (Evasion as :class:`EnvironmentChooser` applies it)."""
+        c, s = self.controls, self.settings
+        ev = 1.0
+        if nearest < math.inf and c.evasion < 1.0:
+            k = min(max((nearest - s.body_radius) / s.penalty.threshold, 0.0), 1.0)
+            ev = c.evasion + (1.0 - c.evasion) * k
+        return self.matcher.weights(c, ev)
 
     def nearest(self, controller, queries, mask, k, seeds, positions, yaws, ahead):
         ps = self.matcher.search
@@ -277,10 +291,11 @@ class PenalizedNodeSearch:
         t = self.clock() + float(ahead)
         mask = np.ascontiguousarray(mask, dtype=bool)
         for m in range(M):
-            obs, cnt = self._obstacles(positions[m], float(yaws[m]), t)
+            obs, cnt, nearest = self._obstacles(positions[m], float(yaws[m]), t)
+            weights = self._weights(nearest)
             seed = int(seeds[m])
             init = seed if (0 <= seed < ps.n_frames and ps.valid[seed] and mask[seed]) else None
-            if not cnt.any() and self.weights is None:
+            if not cnt.any() and weights is None:
                 self.plain_nodes += 1
                 i, d = ps.plain.nearest(q[m], mask=mask, k=k, init_index=init)
                 idx[m, :len(i)], cost[m, :len(d)] = i, d
@@ -289,7 +304,7 @@ class PenalizedNodeSearch:
             allowed = mask.copy()
             for j in range(k):
                 r = ps.search(q[m], obs, cnt, mask=allowed, init_index=init if j == 0 else None,
-                              weights=self.weights, penalty=self.settings.penalty, env_weight=self.env_weight,
+                              weights=weights, penalty=self.settings.penalty, env_weight=self.env_weight,
                               options=self.options)
                 if r.index < 0 or not allowed[r.index]:
                     break
@@ -299,27 +314,10 @@ class PenalizedNodeSearch:
 
     def cost(self, controller, query, frame):
         q = self._query(np.asarray(query)[None])[0]
-        obs, cnt = self._obstacles(np.asarray(controller.root_pos, dtype=np.float64), float(controller.root_yaw),
-                                   self.clock())
-        return float(self.matcher.search.score(np.array([frame]), q, obs, cnt, weights=self.weights,
+        obs, cnt, nearest = self._obstacles(np.asarray(controller.root_pos, dtype=np.float64),
+                                            float(controller.root_yaw), self.clock())
+        return float(self.matcher.search.score(np.array([frame]), q, obs, cnt, weights=self._weights(nearest),
                                                penalty=self.settings.penalty, env_weight=self.env_weight)[0])
-
-
-def _ellipse_rows(ell: np.ndarray, ident: int, head_top: float) -> np.ndarray:
-    """Packed rows ``[K, ROW]`` of world ellipses ``[K, 8]`` (another agent's future body)."""
-    K = ell.shape[0]
-    rows = np.zeros((K, ROW))
-    rows[:, 0] = T_ELLIPSE
-    rows[:, 1:3] = ell[:, 0:2]
-    rows[:, 3:5] = ell[:, 2:4]
-    rows[:, 5] = ell[:, 4]
-    rows[:, 6] = ell[:, 5]
-    rows[:, 7] = np.maximum(ell[:, 4], ell[:, 5])
-    rows[:, 8] = ell[:, 6]
-    rows[:, 9] = ell[:, 7] + head_top
-    rows[:, 10] = ident
-    rows[:, 11] = 1.0
-    return rows
 
 
 @dataclass
@@ -393,6 +391,8 @@ class EnvironmentChooser:
         self._grid: tuple | None = None  # (scene, its Scene.grid_arrays()), on first use
         self._last: tuple[int, str] | None = None
         self._packed_for: tuple | None = None
+        #: whether the last search found obstacles within reach
+        self.near = False
 
     def _packed(self) -> tuple[float, SearchOptions]:
         """Pre-selection radius and search options of the current settings (recomputed only
@@ -484,6 +484,7 @@ class EnvironmentChooser:
             obs, cnt, nearest, _ = self.gather(ctrl)
         else:
             obs, cnt, nearest = self._empty(self._K)
+        self.near = nearest < math.inf
         c = self.controls
         ev = 1.0
         if nearest < math.inf and c.evasion < 1.0:
@@ -565,6 +566,8 @@ class Agent:
         self.path = path
         self.goal = goal
         controller.chooser = chooser
+        self.uid = -1  # its number in its world (obstacle rows of its body: id -1 - uid)
+        self.owed = 0.0  # seconds not yet stepped (a world's level of detail)
         self.started = False
         self.local_time = 0.0  # seconds of input since the agent started (the sum of its steps)
         self.intent = Intent.idle()
@@ -579,6 +582,11 @@ class Agent:
     @property
     def yaw(self) -> float:
         return float(self.ctrl.root_yaw)
+
+    def set_controls(self, controls: Controls) -> None:
+        """This agent's high-level controls from now on (its environment-aware search)."""
+        if self.chooser is not None:
+            self.chooser.controls = controls
 
 
 @dataclass
@@ -632,17 +640,20 @@ class World:
         stagger: spread searches over frames (agent ``i`` starts its search timer ``i``
             frames late, modulo the search interval).
         record_poses: keep every agent's local pose each frame (memory: ``A * F * J * 28`` bytes).
+        environment: ``False``: no agent searches with obstacle penalties by default (plain
+            motion matching, or its input's own chooser) and the matcher is never built.
     """
 
     def __init__(self, db: MotionDatabase, scene: Scene | None = None, *,
                  settings: EnvironmentSettings | None = None, controller: ControllerSettings | None = None,
                  matcher: EnvironmentMatcher | None = None, agents_as_obstacles: bool = True,
-                 stagger: bool = True, record_poses: bool = True, fps: float = 60.0):
+                 stagger: bool = True, record_poses: bool = True, fps: float = 60.0, environment: bool = True):
         self.db = db
         self.scene = scene or Scene()
         self.settings = settings or EnvironmentSettings()
         self.controller_settings = controller or environment_controller_settings()
-        self.matcher = matcher or EnvironmentMatcher(db)
+        self._matcher = matcher
+        self.environment = bool(environment)
         self.agents: list[Agent] = []
         self.agents_as_obstacles = agents_as_obstacles
         self.stagger = stagger
@@ -652,57 +663,100 @@ class World:
         self.frame = 0
         self._agent_rows: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
         self._rows_frame = -1
+        self._next_uid = 0
+
+    @property
+    def matcher(self) -> EnvironmentMatcher:
+        """The database's :class:`EnvironmentMatcher` (built on first use)."""
+        if self._matcher is None:
+            self._matcher = EnvironmentMatcher(self.db)
+        return self._matcher
 
     # ------------------------------------------------------------------ agents
     def add_agent(self, name: str, start, facing=(0.0, 1.0), source: InputSource | None = None, *,
                   controls: Controls | None = None, environment: bool = True, start_time: float = 0.0,
                   path: np.ndarray | None = None, goal=None, controller: ControllerSettings | None = None) -> Agent:
+        """A new agent at ``start [x, z]`` (m) facing ``facing [x, z]``, driven by ``source``
+        (default: standing) from ``start_time`` (world seconds) on. ``environment=False``: it
+        ignores the obstacles (plain matching) but is still one for the others; ``path`` /
+        ``goal``: what reports measure it against."""
         cs = controller or self.controller_settings
-        ctrl = Controller(self.db, cs, position=(start[0], 0.0, start[1]), facing=(facing[0], 0.0, facing[1]))
-        settings = self.settings if environment else replace(self.settings, enabled=False)
-        chooser = EnvironmentChooser(self.matcher, settings, controls=controls or self.settings.controls,
-                                     scene=self.scene, clock=lambda: self.time,
-                                     obstacles_fn=self._others_fn(len(self.agents)) if self.agents_as_obstacles else None)
+        f = np.array([facing[0], 0.0, facing[1]], dtype=np.float64)
+        f = f / np.linalg.norm(f) if np.hypot(f[0], f[2]) > 1e-9 else np.array([0.0, 0.0, 1.0])
+        ctrl = Controller(self.db, cs, position=(start[0], 0.0, start[1]), facing=f)
+        uid = self._next_uid
+        self._next_uid += 1
+        chooser = None
+        if self.environment:
+            settings = self.settings if environment else replace(self.settings, enabled=False)
+            chooser = EnvironmentChooser(self.matcher, settings, controls=controls or self.settings.controls,
+                                         scene=self.scene, clock=lambda: self.time,
+                                         obstacles_fn=self._others_fn(uid) if self.agents_as_obstacles else None)
         agent = Agent(name, ctrl, chooser, source if source is not None else IdleInput(), start_time=start_time,
                       path=None if path is None else np.asarray(path), goal=None if goal is None else np.asarray(goal))
+        agent.uid = uid
         self.agents.append(agent)
+        self._agent_rows = None
         return agent
 
-    def _others_fn(self, index: int):
+    def remove_agent(self, agent: Agent) -> None:
+        """Take ``agent`` out of the world (it is no longer stepped nor an obstacle)."""
+        self.agents.remove(agent)
+        self._agent_rows = None
+
+    def set_scene(self, scene: Scene) -> None:
+        """Replace the obstacles (every agent's search sees the new scene from now on)."""
+        self.scene = scene
+        for a in self.agents:
+            if a.chooser is not None:
+                a.chooser.scene = scene
+
+    def _others_fn(self, uid: int):
         def fn(chooser: EnvironmentChooser):
             if len(self.agents) < 2:
                 return np.zeros((0, ROW)), np.zeros(0, dtype=np.int64)
             rows, slots, owner = self.agent_rows()
-            keep = owner != index
+            keep = owner != uid
             return rows[keep], slots[keep]
         return fn
 
     def agent_rows(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Every agent's future ellipses as obstacle rows (computed once per step, at its
-        start): ``(rows [A*K, ROW], slot_of [A*K], owner [A*K])``."""
-        if self._rows_frame != self.frame or self._agent_rows is None:
-            K = len(self.matcher.slots)
-            rows, slots, owner = [], [], []
-            head = self.settings.penalty.height_top
-            for i, a in enumerate(self.agents):
-                e = self.matcher.world_ellipses(a.ctrl.frame, a.root_xz, a.yaw)
-                rows.append(_ellipse_rows(e, -1 - i, head))
-                slots.append(np.arange(K))
-                owner.append(np.full(K, i))
-            if rows:
-                self._agent_rows = (np.concatenate(rows), np.concatenate(slots), np.concatenate(owner))
-            else:
-                self._agent_rows = (np.zeros((0, ROW)), np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64))
+        """Every agent's future ellipses as obstacle rows, id ``-1 - agent.uid`` (computed
+        once per step, at its start): ``(rows [A*K, ROW], slot_of [A*K], owner uid [A*K])``."""
+        if self._rows_frame == self.frame and self._agent_rows is not None:
+            return self._agent_rows
+        A = len(self.agents)
+        K = len(self.matcher.slots)
+        if A == 0:
+            self._agent_rows = (np.zeros((0, ROW)), np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64))
             self._rows_frame = self.frame
+            return self._agent_rows
+        frames = np.array([int(a.ctrl.frame) for a in self.agents])
+        pos = np.array([(a.ctrl.root_pos[0], a.ctrl.root_pos[2]) for a in self.agents], dtype=np.float64)
+        yaw = np.array([float(a.ctrl.root_yaw) for a in self.agents])
+        uids = np.array([ag.uid for ag in self.agents], dtype=np.int64)
+        rows = body_obstacle_rows(self.matcher.ellipses[frames], pos, yaw, -1 - uids, self.settings.penalty.height_top)
+        self._agent_rows = (rows, np.tile(np.arange(K), A), np.repeat(uids, K))
+        self._rows_frame = self.frame
         return self._agent_rows
 
     # ------------------------------------------------------------------ stepping
-    def step(self, dt: float) -> None:
-        """Advance every agent by ``dt`` (inputs are read from the state at the step's start)."""
+    def step(self, dt: float, skip: frozenset = frozenset()) -> None:
+        """Advance every agent by ``dt`` (inputs are read from the state at the step's start).
+
+        ``skip``: uids of agents not updated this step (a level of detail for many
+        agents): each is owed the time and gets it all at its next update. Near obstacles
+        (its last penalised search found some) an agent moves by its clips' root motion
+        only, as the frames were chosen for (``root_motion_only``)."""
         wants = []
         for a in self.agents:
+            if a.uid in skip:
+                a.owed += dt
+                wants.append(None)
+                continue
+            step_dt = dt + a.owed
             if self.time + 1e-9 >= a.start_time:
-                step = dt if a.started else 0.0  # the first step of an agent is at its start time
+                step = step_dt if a.started else 0.0  # the first step of an agent is at its start time
                 a.local_time += step
                 a.started = True
                 want = a.source.intent(a, a.local_time, step)
@@ -715,11 +769,19 @@ class World:
         if self.agents_as_obstacles and len(self.agents) > 1:
             self.agent_rows()  # snapshot before anyone moves
         for a, want in zip(self.agents, wants):
+            if want is None:
+                continue
+            step_dt = dt + a.owed
+            a.owed = 0.0
             own = a.source.chooser(a)
             a.ctrl.chooser = own if own is not None else a.chooser
             n = len(a.chooser.log.times) if a.chooser is not None else 0
-            a.result = a.ctrl.update(dt, a.intent, desired=a.desired, force_search=want.search_now)
+            near = a.chooser is not None and a.chooser.near
+            a.result = a.ctrl.update(step_dt, a.intent, desired=a.desired, force_search=want.search_now,
+                                     root_motion_only=near or want.root_motion_only)
             a.searched = a.result.searched or (a.chooser is not None and len(a.chooser.log.times) > n)
+            if a.started:
+                a.source.stepped(a, step_dt)
         if self.frame == 0 and self.stagger and len(self.agents) > 1:
             # spread searches: agent i searches i frames later (mod the search interval)
             n = max(1, round(self.controller_settings.search_interval * self.fps))
@@ -734,7 +796,7 @@ class World:
 
         A = len(self.agents)
         J = self.db.skeleton.num_joints
-        K = len(self.matcher.slots)
+        K = len(self.db.schema.trajectory_offsets)
         dt = 1.0 / self.fps
         pos = np.zeros((A, n_frames, 3))
         yaw = np.zeros((A, n_frames))
@@ -777,6 +839,7 @@ def world_from_scenario(db: MotionDatabase, scenario, *, settings: EnvironmentSe
     if "locomotion_tags" in sc.database:
         cdict["locomotion_tags"] = sc.database["locomotion_tags"]
     cdict.update(controller_overrides or {})
+    _check_controller_fields(cdict)
     csettings = environment_controller_settings(**cdict)
     if record_poses is None:
         record_poses = len(sc.agents) <= 16
@@ -802,6 +865,22 @@ def world_from_scenario(db: MotionDatabase, scenario, *, settings: EnvironmentSe
         world.add_agent(spec.name, spec.start, spec.facing, src, controls=controls, environment=spec.environment,
                         start_time=spec.start_time, path=spec.path, goal=spec.goal, controller=cs)
     return world
+
+
+def _check_controller_fields(values: dict) -> None:
+    """A scenario's ``controller`` fields: known names, each of its default's kind (number,
+    flag, word); ``ValueError`` naming the field otherwise."""
+    known = {f.name for f in fields(ControllerSettings)}
+    bad = sorted(set(values) - known)
+    if bad:
+        raise ValueError(f"controller: unknown field(s) {bad}; known: {sorted(known)}")
+    ref = ControllerSettings()
+    for k, v in values.items():
+        d = getattr(ref, k)
+        ok = (isinstance(v, bool) if isinstance(d, bool) else isinstance(v, str) if isinstance(d, str)
+              else isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v))
+        if not ok:
+            raise ValueError(f"controller.{k}: expected a value like {d!r}, got {v!r}")
 
 
 def run_scenario(db: MotionDatabase, scenario, *, settings: EnvironmentSettings | None = None,

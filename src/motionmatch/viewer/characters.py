@@ -1,11 +1,10 @@
 """Characters of a viewer session: motion-matching characters and clip players.
 
-:class:`MMCharacter` wraps a :class:`~motionmatch.runtime.controller.Controller`: the
-keyboard (a :class:`~motionmatch.control.keyboard.KeyboardController` fed with real key
-down/up events), a drawn path (:class:`~motionmatch.runtime.follow.PathFollower`, sharing
-the character's controller so the switch is seamless), or an external intent source
-(crowd steering, pose commands, scripts: the session's adapters) drives it.
-Every search's query is tapped so the debug panel can show the next-best candidates.
+:class:`MMCharacter` is an agent of the session's :class:`~motionmatch.runtime.world.World`
+with what the page needs: the keys held (fed with real key down/up events), a drawn path
+(:class:`~motionmatch.runtime.follow.PathFollower` on the agent's own controller, so the
+switch is seamless), or another input (crowd steering, pose commands, a scenario's) drives
+it; the debug panel reads the controller's last query for the next-best candidates.
 
 :class:`ClipCharacter` plays a fixed motion in a loop (GenMM variants).
 
@@ -14,10 +13,8 @@ Both record what they show for BVH export (:class:`Recorder`).
 
 from __future__ import annotations
 
-import copy
 import math
 from collections import deque
-from dataclasses import replace
 
 import numba
 import numpy as np
@@ -28,6 +25,7 @@ from motionmatch.control.keyboard import KeyboardController, normalize_key
 from motionmatch.control.path import TimedPath
 from motionmatch.database import MotionDatabase
 from motionmatch.runtime.controller import Controller, ControllerSettings, FrameResult
+from motionmatch.runtime.inputs import IdleInput, KeyboardInput
 from motionmatch.viewer.protocol import CF_CLIP, CF_FOLLOWING, CF_SEARCHED, CF_TRANSITIONED, CharacterPose, pose_scale
 
 __all__ = ["ClipCharacter", "MMCharacter", "Recorder", "recorded_motion", "skeleton_info", "world_positions"]
@@ -156,78 +154,53 @@ def recorded_motion(skeleton: Skeleton, moving: np.ndarray, rotations: np.ndarra
     return Motion(skeleton, rots, trs, fps, name=name, file_scale=file_scale)
 
 
-# ----------------------------------------------------------------------------- query tap
-class QueryTap:
-    """A controller chooser that remembers each search's query and delegates the choice
-    (to ``inner``, e.g. LHMM, or to the controller's own nearest-frame search)."""
-
-    def __init__(self) -> None:
-        self.inner = None
-        self.last: tuple[np.ndarray, np.ndarray, str] | None = None
-        self.count = 0
-
-    def __call__(self, ctrl: Controller, query: np.ndarray, mask: np.ndarray, view: str):
-        self.last = (np.array(query, copy=True), mask, view)
-        self.count += 1
-        if self.inner is not None:
-            return self.inner(ctrl, query, mask, view)
-        cur = int(ctrl.frame)
-        return ctrl.searcher(view).nearest(query, mask=mask, k=1, init_index=cur if mask[cur] else None)
-
-
-def reweighted(db: MotionDatabase, responsiveness: float, continuity: float) -> MotionDatabase:
-    """A shallow copy of ``db`` with other high-level weights (its own ``features``)."""
-    c = copy.copy(db)
-    c.set_weights(dict(db.group_weights), responsiveness=responsiveness, continuity=continuity)
-    return c
-
-
 class MMCharacter:
-    """A motion-matching character."""
+    """A motion-matching character of a viewer session: an agent of the session's
+    :class:`~motionmatch.runtime.world.World`, with what the page needs around it.
+
+    Its input (:attr:`agent` ``.source``) is its default one (the keys held, :attr:`keys`,
+    a :class:`~motionmatch.runtime.inputs.KeyboardInput`, bent around obstacles; a
+    scenario agent's own input) unless something else drives it:
+    a drawn path (:meth:`start_path`: the runtime's
+    :class:`~motionmatch.runtime.follow.PathFollower`, on this agent's own controller),
+    crowd steering, pose commands or a scenario's input (:meth:`drive`).
+
+    Args:
+        cid, name: the page's id and name.
+        agent: its agent in the session's world.
+        record_frames: frames kept for export.
+        db_root_yaw: ``[N]`` the database's root headings (shared by the session).
+        extent: the characters' size (m) for the page.
+    """
 
     kind = "mm"
 
-    def __init__(self, cid: int, name: str, db: MotionDatabase, *, position=(0.0, 0.0), facing=(0.0, 1.0),
-                 skeleton_id: int = 0, record_frames: int = 7200, settings: ControllerSettings | None = None,
-                 db_root_yaw: np.ndarray | None = None, start_frame: int | None = None, extent: float | None = None):
+    def __init__(self, cid: int, name: str, agent, *, skeleton_id: int = 0, record_frames: int = 7200,
+                 db_root_yaw: np.ndarray | None = None, extent: float | None = None, camera_yaw: float = 0.0,
+                 keys: KeyboardInput | None = None):
         self.id = int(cid)
         self.name = name
-        self.base_db = db
-        self.db = db
+        self.agent = agent
+        self.ctrl: Controller = agent.ctrl
+        self.db: MotionDatabase = agent.ctrl.db
+        db = self.db
         self.skeleton_id = skeleton_id
-        self.settings = settings or ControllerSettings()
-        pos3 = np.array([position[0], 0.0, position[1]], dtype=np.float64)
-        f = np.array([facing[0], 0.0, facing[1]], dtype=np.float64)
-        if not np.hypot(f[0], f[2]) > 1e-9:
-            f = np.array([0.0, 0.0, 1.0])
-        self.ctrl = Controller(db, self.settings, position=pos3, facing=f / np.linalg.norm(f), start_frame=start_frame)
-        self.tap = QueryTap()
-        self.ctrl.chooser = self.tap
-        #: the frame chooser when no path is followed (None: nearest frame); an environment
-        #: adapter sets its penalised search here (:mod:`motionmatch.viewer.environment`); if it
-        #: has ``for_path(path_matcher)``, that chooser is used while a drawn path is followed
-        self.chooser = None
-        #: whether Responsiveness/Continuity re-weight a private database copy here; a plugin
-        #: that applies them itself sets this to False
-        self.reweight_locally = True
-        self.kb = KeyboardController(gaits=self.ctrl.gaits)
-        self.held: set[str] = set()
+        self.settings: ControllerSettings = agent.ctrl.s
+        self.keys = keys or KeyboardInput(self.ctrl.gaits, camera_yaw)
+        if isinstance(agent.source, IdleInput):
+            agent.source = self.keys
+        #: the input it returns to when a path ends or another input lets go
+        self.default_input = agent.source
         self.follower = None
         self.follow_info: dict | None = None
-        self.intent_source = None  # an object with .intent(character, dt) -> Intent | None
-        #: ``(character, intent, dt) -> Intent`` applied to every intent (e.g. steering
-        #: around obstacles), and ``(times [R], xz [R, 2]) -> (times, xz)`` applied to a drawn
-        #: path in world coordinates before it is followed (e.g. routed around obstacles)
-        self.intent_filter = None
-        self.path_filter = None
-        #: ``False``: a plain motion-matching character for the environment plugin (it
-        #: ignores obstacles but is still one for the others; scenario ``environment: false``)
-        self.environment = True
-        #: ``False``: no viewer-only aids from the plugins (intents bent around obstacles,
-        #: drawn paths routed around them); scenario agents play as ``motionmatch scenario``
-        #: runs them, with the penalised search alone
-        self.assist = True
+        self._before_path = None  # the input a drawn path took over from
+        #: ``False``: a plain motion-matching character (it ignores obstacles but is still
+        #: one for the others; scenario ``environment: false``)
+        self.environment = agent.chooser is None or agent.chooser.settings.enabled
         self.controls = {"responsiveness": 1.0, "continuity": 1.0, "evasion": 1.0, "anticipation": 1.0}
+        if agent.chooser is not None:
+            c = agent.chooser.controls
+            self.controls = {k: float(getattr(c, k)) for k in self.controls}
         skel = db.skeleton
         self.parents = np.asarray(skel.parents, dtype=np.int64)
         moving = np.flatnonzero(np.asarray(skel.has_position_channels)).tolist()
@@ -240,49 +213,54 @@ class MMCharacter:
         self._db_root_yaw = db_root_yaw if db_root_yaw is not None else quat.yaw_angle(
             db.rotations[:, 0].astype(np.float64))
         self.events: list[dict] = []  # for the session: e.g. path finished
-        self.intent = None  # the last intent the controller was given (None: following a drawn path)
-        self.pending = 0.0  # simulated time owed while the session updates it less often than every tick
 
     # ------------------------------------------------------------------ input
+    @property
+    def kb(self) -> KeyboardController:
+        return self.keys.keyboard
+
+    @property
+    def held(self) -> set[str]:
+        return self.keys.held
+
+    def drive(self, source) -> None:
+        """Let ``source`` (an :class:`~motionmatch.runtime.inputs.InputSource`) drive this
+        character (``None``: the keys again); a drawn path being followed is cancelled."""
+        self.cancel_path("input changed")
+        self.agent.source = source if source is not None else self.default_input
+
     def set_key(self, key: str, down: bool) -> None:
-        k = normalize_key(key)
-        if down:
-            self.held.add(k)
-            if self.follower is not None and k in ("w", "a", "s", "d"):
-                self.cancel_path("keyboard")
-        else:
-            self.held.discard(k)
+        if down and self.follower is not None and normalize_key(key) in ("w", "a", "s", "d"):
+            self.cancel_path("keyboard")
+        self.keys.set_key(key, down)
 
     def set_keys(self, keys) -> None:
         ks = {normalize_key(k) for k in keys}
         if self.follower is not None and ks & {"w", "a", "s", "d"}:
             self.cancel_path("keyboard")
-        self.held = ks
+        self.keys.set_keys(ks)
 
     def start_path(self, times: np.ndarray, xz: np.ndarray, *, mode: str = "local", scale: float = 1.0,
-                   levels: int = 3, k: int = 3) -> dict:
-        """Follow a drawn path (times in drawing seconds, ``xz [R, 2]`` metres)."""
+                   levels: int = 3, k: int = 3, world=None) -> dict:
+        """Follow a drawn path (times in drawing seconds, ``xz [R, 2]`` metres) with the
+        runtime's path follower (LHMM(k, levels) and revised queries; among obstacles every
+        node with their penalties), from where the character stands."""
         from motionmatch.runtime.follow import FollowSettings, PathFollower
 
-        xz = np.asarray(xz, dtype=np.float64)
-        if self.path_filter is not None:
-            # the plugin routes the path around obstacles where the character will walk it
-            shift = (np.asarray(self.root_xz) - xz[0]) if mode == "local" else np.zeros(2)
-            times, xz = self.path_filter(np.asarray(times, dtype=np.float64), xz + shift)
-            xz = np.asarray(xz, dtype=np.float64) - shift
-        path = TimedPath.from_samples(times, xz, rate=150.0, scale=scale)
+        path = TimedPath.from_samples(times, np.asarray(xz, dtype=np.float64), rate=150.0, scale=scale)
         fs = FollowSettings(mode=mode, k=k, levels=levels, time_limit=None)
         ctrl = self.ctrl
+        before = self.agent.source if self.follower is None else self._before_path
+        scene = world.scene if world is not None and self.environment else None
         follower = PathFollower(self.db, path, fs, position=ctrl.root_pos.copy(),
-                                facing=np.array([math.sin(ctrl.root_yaw), 0.0, math.cos(ctrl.root_yaw)]))
-        # Drive our own controller instead of the follower's fresh one: no pose jump.
-        follower.ctrl = ctrl
-        ctrl.s = replace(self.settings, search_interval=fs.interval, adjust_halflife=0.0)
-        # an environment plugin's chooser keeps avoiding obstacles on the path's query
-        for_path = getattr(self.chooser, "for_path", None)
-        self.tap.inner = for_path(follower.matcher) if for_path is not None else follower.matcher
+                                facing=np.array([math.sin(ctrl.root_yaw), 0.0, math.cos(ctrl.root_yaw)]),
+                                scene=scene, environment=world.matcher if scene is not None else None,
+                                environment_settings=world.settings if world is not None else None,
+                                world=world, agent=self.agent,
+                                controls=self.agent.chooser.controls if self.agent.chooser is not None else None)
+        self._before_path = before
         self.follower = follower
-        self.held.clear()
+        self.keys.held.clear()
         p = follower.path
         step = max(1, round(p.fps / 20))
         idx = np.unique(np.append(np.arange(0, p.num_samples, step), p.last))
@@ -302,65 +280,38 @@ class MMCharacter:
             return
         self.follower = None
         self.follow_info = None
-        self.tap.inner = self.chooser
-        self.ctrl.s = self.settings
+        self.agent.source = self._before_path if self._before_path is not None else self.default_input
+        self._before_path = None
         # the simulated root restarts from the character, so the keyboard takes over smoothly
         self.ctrl.predictor.reset(self.ctrl.root_pos, facing=np.array(
             [math.sin(self.ctrl.root_yaw), 0.0, math.cos(self.ctrl.root_yaw)]))
         self.events.append({"type": "path_done", "id": self.id, "reason": reason})
 
     def set_controls(self, **values) -> None:
-        """High-level controls: Responsiveness and Continuity re-weight this character's
-        database copy; Evasion and Anticipation are kept for the environment hook."""
-        changed = False
-        for k, v in values.items():
-            if v is None:
-                continue
-            if k in ("responsiveness", "continuity") and v != self.controls[k]:
-                changed = True
-            self.controls[k] = float(v)
-        if changed and self.reweight_locally:
-            self._rebuild(reweighted(self.base_db, self.controls["responsiveness"], self.controls["continuity"]))
+        """High-level controls (Responsiveness, Continuity, Evasion, Anticipation): the
+        weights of this character's searches from its next search on (no database copy)."""
+        from motionmatch.runtime.world import Controls
 
-    def _rebuild(self, db: MotionDatabase) -> None:
-        """A new controller on ``db`` continuing from the same place, facing and clip frame."""
-        old = self.ctrl
-        pos, yaw, frame = old.root_pos.copy(), old.root_yaw, int(old.frame)
-        self.cancel_path("controls changed")
-        self.db = db
-        self.ctrl = Controller(db, self.settings, position=pos, facing=(math.sin(yaw), 0.0, math.cos(yaw)),
-                               start_frame=frame)
-        self.tap = QueryTap()
-        self.tap.inner = self.chooser
-        self.ctrl.chooser = self.tap
-        self.kb = KeyboardController(gaits=self.ctrl.gaits, speed=self.kb.target_speed)
+        for k, v in values.items():
+            if v is not None:
+                self.controls[k] = float(v)
+        self.agent.set_controls(Controls(**self.controls))
 
     # ------------------------------------------------------------------ stepping
     @property
     def root_xz(self) -> tuple[float, float]:
         return float(self.ctrl.root_pos[0]), float(self.ctrl.root_pos[2])
 
-    def step(self, dt: float) -> None:
-        if self.follower is not None:
-            self.intent = None
-            r = self.follower.step(dt)
-            if self.follower.done:
-                self.cancel_path("completed" if self.follower.completion_time is not None else "time limit")
-        else:
-            intent = None
-            desired = None
-            if self.intent_source is not None:
-                intent = self.intent_source.intent(self, dt)
-                # a source may also give the desired trajectory to match (a scenario's path)
-                desired = getattr(self.intent_source, "desired_trajectory", None)
-            if intent is None:
-                intent = self.kb.update(self.held, dt)
-            if self.intent_filter is not None:
-                intent = self.intent_filter(self, intent, dt)
-            self.intent = intent
-            r = self.ctrl.update(dt, intent, desired=desired)
+    def after_step(self) -> None:
+        """Take the world step's frame (positions for the page; a finished path ends)."""
+        r = self.agent.result
+        if r is None:
+            return
         self.last = r
         world_positions(self.parents, r.rotations, r.translations, self.positions)
+        f = self.follower
+        if f is not None and f.done:
+            self.cancel_path("completed" if f.completion_time is not None else "time limit")
 
     def record(self) -> None:
         """Keep this tick's pose for BVH export (every tick, also when not updated)."""
@@ -415,9 +366,9 @@ class MMCharacter:
 
     def candidates(self, k: int) -> list[dict]:
         """The ``k`` nearest frames to the last search's query, with their group costs."""
-        if self.tap.last is None or k <= 0:
+        if self.ctrl.last_query is None or k <= 0:
             return []
-        q, mask, view = self.tap.last
+        q, mask, view = self.ctrl.last_query
         idx, cost = self.ctrl.searcher(view).nearest(q, mask=mask, k=k)
         db = self.db
         out = []

@@ -30,6 +30,7 @@ import numpy as np
 from motionmatch.control.pose.classify import PoseClassifier, StreamingClassifier
 from motionmatch.control.pose.commands import CommandMapper
 from motionmatch.control.pose.keypoints import KEYPOINTS, KeypointError, KeypointStream, load_keypoints
+from motionmatch.runtime.inputs import IDLE, InputSource, KeyboardInput, Want
 
 __all__ = ["ClassifierLoader", "ViewerPoseSource", "set_classifier"]
 
@@ -85,19 +86,24 @@ def set_classifier(classifier: PoseClassifier | None, description: str = "custom
     _loader.set(classifier, description)
 
 
-class ViewerPoseSource:
-    """One pose input of a viewer session (see the module doc).
+class ViewerPoseSource(InputSource):
+    """One pose input of a viewer session (see the module doc): the
+    :class:`~motionmatch.runtime.inputs.InputSource` of the character it drives.
 
     Args:
         kind: ``"file"`` or ``"webcam"``.
         path: the keypoint file (``kind="file"``).
         loader: where the classifier comes from (default: the process-wide one).
+        fallback: the input that drives while there is no command (the character's keys;
+            their camera yaw also turns the commands' directions).
     """
 
-    def __init__(self, kind: str, path: Path | None = None, loader: ClassifierLoader | None = None):
+    def __init__(self, kind: str, path: Path | None = None, loader: ClassifierLoader | None = None,
+                 fallback: KeyboardInput | None = None):
         if kind not in ("file", "webcam"):
             raise ValueError(f"pose source kind must be 'file' or 'webcam', got {kind!r}")
         self.kind = kind
+        self.fallback = fallback
         self.loader = loader or _loader
         self.path = None if path is None else Path(path)
         self.stream: KeypointStream | None = None
@@ -181,16 +187,16 @@ class ViewerPoseSource:
     def finished(self) -> bool:
         return self.stream is not None and self._next >= len(self.stream)
 
-    def intent(self, character, dt: float):
-        """The intent of the current pose command (``None``: none yet, or the recording
-        has ended: the keyboard drives)."""
+    def intent(self, agent, t: float, dt: float) -> Want:
+        """The intent of the current pose command (none yet, or the recording has ended:
+        the fallback input, the keys, drives)."""
         self._feed(dt)
         if self.finished or not self.command:
-            return None
+            return self.fallback.intent(agent, t, dt) if self.fallback is not None else IDLE
         if self.mapper is None:
-            self.mapper = CommandMapper(character.ctrl.gaits)
-        self.mapper.camera_yaw = float(getattr(character.kb, "camera_yaw", 0.0))
-        return self.mapper.update(self.command, dt)
+            self.mapper = CommandMapper(agent.ctrl.gaits)
+        self.mapper.camera_yaw = float(self.fallback.keyboard.camera_yaw) if self.fallback is not None else 0.0
+        return Want(self.mapper.update(self.command, dt))
 
     def status(self) -> dict:
         """For the page: state (``loading``, ``waiting``, ``running``, ``finished``,

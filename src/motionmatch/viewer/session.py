@@ -32,12 +32,16 @@ from typing import Any
 
 import numpy as np
 
+from motionmatch.control.intent import Intent
 from motionmatch.control.keyboard import KEYS
 from motionmatch.errors import MotionMatchError
+from motionmatch.runtime.controller import ControllerSettings
+from motionmatch.runtime.crowd import SteeringInput, SteeringSettings
+from motionmatch.runtime.inputs import AroundObstacles, KeyboardInput
+from motionmatch.runtime.world import World
 from motionmatch.viewer.characters import ClipCharacter, MMCharacter, recorded_motion, skeleton_info
-from motionmatch.viewer.crowd import ViewerCrowd
 from motionmatch.viewer.data import DataError
-from motionmatch.viewer.environment import ViewerEnvironment
+from motionmatch.viewer.environment import environment_debug, scene_from_viewer, shared_matcher
 from motionmatch.viewer.messages import Limits, MessageError, validate_obstacle
 from motionmatch.viewer.pose import ViewerPoseSource
 from motionmatch.viewer.protocol import FLAG_PAUSED, PROTOCOL_VERSION, encode_frame, with_history_flags
@@ -53,88 +57,8 @@ CAPABILITIES = {"keyboard": True, "path": True, "genmm": True, "obstacles_edit":
                 "crowd": True, "pose": True, "scenario": True}
 
 
-def _scenario_dict(path) -> dict:
-    """A scenario file as a plain dict with groups expanded into agents and every agent's
-    absent keys at the format's defaults (read and checked by
-    :func:`motionmatch.environment.scenario.load_scenario`)."""
-    from motionmatch.environment.scenario import load_scenario
-
-    sc = load_scenario(path)
-    d = sc.to_dict()
-    d["name"] = sc.name
-    d["agents"] = [{"path": None, "goal": None, "via": None, "script": None, "loop": False, "environment": True,
-                    "start_time": 0.0, "tags": None, "gait": "walk", "speed": 1.3, "controls": {}, **a}
-                   for a in d["agents"]]
-    return d
-
-
 class Rejected(MotionMatchError):
     """A valid message that cannot be carried out now (unknown id, nothing recorded...)."""
-
-
-class _ScriptSource:
-    """Intents from a timeline script (scenario agents with a ``script``), replayed by the
-    seconds of the updates (the character may be updated less often than every tick).
-    ``gaits``: the keyboard's gait speeds (as ``motionmatch scenario``: the database's)."""
-
-    def __init__(self, script, gaits=None):
-        self.script = script
-        self.kb = script.keyboard(gaits=gaits) if gaits is not None else script.keyboard()
-        self.t = 0.0
-        self.idx = -1
-
-    def intent(self, character, dt):
-        self.t += dt
-        ev = self.script.events
-        while self.idx + 1 < len(ev) and ev[self.idx + 1].t <= self.t + 1e-9:
-            self.idx += 1
-        e = ev[self.idx] if self.idx >= 0 else None
-        if e is not None and e.intent is not None:
-            self.kb.update((), dt)
-            return e.intent
-        return self.kb.update(e.keys if e is not None and e.keys is not None else (), dt)
-
-
-def _looping_path_input(path: np.ndarray, speed: float, offsets, loop: bool):
-    """The runtime's :class:`~motionmatch.runtime.inputs.PolylineInput` for a scenario path
-    (with ``loop`` it goes round and round, as on the command line)."""
-    from motionmatch.runtime.inputs import PolylineInput
-
-    return PolylineInput(path, speed, offsets, loop=loop)
-
-
-class _ScenarioInput:
-    """A scenario agent's input as ``motionmatch scenario`` gives it: standing (idle)
-    until the agent's ``start_time`` (scenario seconds), then ``inner``: an intent source
-    (``intent(character, dt)``: scripts, crowd steering) or a runtime input
-    (``inner.intent(agent, t, dt) -> Want``: :class:`~motionmatch.runtime.inputs.PolylineInput`),
-    whose desired trajectory is exposed as :attr:`desired_trajectory` for the character to match."""
-
-    def __init__(self, session, inner, start_time: float = 0.0):
-        self.session = session
-        self.inner = inner
-        self.start_time = float(start_time)
-        self.desired_trajectory = None
-
-    @property
-    def started(self) -> bool:
-        return self.session.scenario_time + 1e-9 >= self.start_time
-
-    def intent(self, character, dt):
-        from motionmatch.control.intent import Intent
-
-        self.desired_trajectory = None
-        if not self.started:
-            return Intent.idle()
-        from motionmatch.runtime.inputs import PolylineInput
-
-        inner = self.inner
-        if not isinstance(inner, PolylineInput):
-            out = inner.intent(character, dt)
-            return out if out is not None else Intent.idle()
-        want = inner.intent(character, self.session.scenario_time - self.start_time, dt)
-        self.desired_trajectory = want.desired
-        return want.intent
 
 
 class Session:
@@ -179,11 +103,13 @@ class Session:
         self._stop = threading.Event()
         self.thread = threading.Thread(target=self._run, name=f"viewer-session-{self.id}", daemon=True)
         self.jobs = 0
-        #: obstacles and other agents for the motion-matching characters (penalised search)
-        self.env = ViewerEnvironment(db)
+        #: the simulation: every motion-matching character is an agent of this world, which
+        #: owns the obstacles and the environment-aware searches (replaced by a scenario's)
+        self.world = self._free_world()
+        self.scene_ids: list[int] = []  # the page id of each obstacle of the world's scene
+        self.steering = SteeringSettings()  # spawned groups' crowd steering
         self.pose_source = None
         self._pose_status_at = 0
-        self.crowd: ViewerCrowd | None = None  # this session's crowd steering (made on first use)
         #: the loaded scenario: name, t0 (session time at its start), duration (s), ended
         self.scenario: dict | None = None
         # stats
@@ -271,23 +197,21 @@ class Session:
         keeps 60 ticks per second and the selected character its 60 updates; every
         character's pose is still sent (and recorded) every tick."""
         t0 = time.perf_counter()
-        chars = list(self.chars.values())
-        if self.crowd is not None:
-            self.crowd.before_step(chars, self.time, dt)
-        self.env.before_step(chars, self.time, dt)
         div = self.divisor
-        k = 0
-        for cid, ch in self.chars.items():
-            if isinstance(ch, MMCharacter):
-                if div > 1 and cid != self.selected:
+        skip = set()
+        if div > 1:
+            k = 0
+            for cid, ch in self.chars.items():
+                if isinstance(ch, MMCharacter) and cid != self.selected:
                     k += 1
-                    ch.pending += dt
-                    if (self.tick + k) % div == 0:
-                        ch.step(ch.pending)
-                        ch.pending = 0.0
-                else:
-                    ch.step(ch.pending + dt)
-                    ch.pending = 0.0
+                    if (self.tick + k) % div != 0:
+                        skip.add(ch.agent.uid)
+        self.world.step(dt, frozenset(skip))
+        for ch in self.chars.values():
+            if isinstance(ch, MMCharacter):
+                if ch.agent.uid not in skip:
+                    ch.after_step()
+                    self._arrivals(ch)
                 ch.record()
             else:
                 ch.step(dt)
@@ -299,6 +223,13 @@ class Session:
         self._adapt(time.perf_counter() - t0)
         if self.scenario is not None:
             self._check_scenario_end()
+
+    def _arrivals(self, ch: MMCharacter) -> None:
+        """An ``arrived`` event, once, when a steered character reaches its goal."""
+        src = ch.agent.source
+        if isinstance(src, SteeringInput) and src.arrived and not getattr(src, "announced", False):
+            src.announced = True
+            ch.events.append({"type": "arrived", "id": ch.id, "goal": [round(float(x), 3) for x in src.targets[-1]]})
 
     def _stagger_searches(self) -> None:
         """Spread the periodic searches of characters spawned together over the search
@@ -390,14 +321,16 @@ class Session:
         st = {}
         if src is not None:
             st = dict(src.status())
-        driven = [c.id for c in self.chars.values() if getattr(c, "_pose_driven", False)]
+        driven = [c.id for c in self.chars.values() if isinstance(c, MMCharacter) and c.agent.source is src]
         self.send({"type": "pose_status", "active": src is not None, "ids": driven, **st})
 
-    def _crowd(self) -> ViewerCrowd:
-        """This session's crowd steering (made on first use)."""
-        if self.crowd is None:
-            self.crowd = ViewerCrowd(self.db)
-        return self.crowd
+    def _free_world(self, scene=None) -> World:
+        """A world for free play: the viewer's controller defaults, the paper's penalties,
+        characters avoiding each other."""
+        from motionmatch.environment.scene import Scene
+
+        return World(self.db, scene if scene is not None else Scene(), matcher=shared_matcher(self.db),
+                     controller=ControllerSettings(), stagger=False, record_poses=False, fps=TICK_HZ)
 
     def _selected_mm(self) -> MMCharacter:
         ch = self.chars.get(self.selected) if self.selected is not None else None
@@ -434,11 +367,12 @@ class Session:
         costs = dict(ch.ctrl.last_costs)
         out["costs"] = {k: round(v, 4) for k, v in costs.items()}
         out["total"] = round(float(sum(costs.values())), 4)
-        key = (ch.id, ch.tap.count, self.debug_k)
+        key = (ch.id, ch.ctrl.searches, self.debug_k)
         if self._debug_cache is None or self._debug_cache[:3] != key:
             self._debug_cache = (*key, ch.candidates(self.debug_k))
         out["candidates"] = self._debug_cache[3]
-        out["environment"] = self.env.debug(ch)
+        page_ids = {c.agent.uid: c.id for c in self.chars.values() if isinstance(c, MMCharacter)}
+        out["environment"] = environment_debug(self.world, ch.agent, self.scene_ids, page_ids)
         return out
 
     def welcome(self) -> dict:
@@ -477,34 +411,33 @@ class Session:
 
     def _obstacles_changed(self) -> None:
         lst = self.obstacle_list()
-        if self.env is not None:
-            self.env.set_obstacles(lst, self.time)
+        self.world.set_scene(scene_from_viewer(lst))
+        self.scene_ids = [int(o["id"]) for o in lst]
         self.send({"type": "obstacles", "obstacles": lst, "time": round(self.time, 4)})
 
     # ------------------------------------------------------------------ characters
     def add_mm_character(self, name: str | None, position, facing=(0.0, 1.0), *, select: bool = False,
-                         announce: bool = True, settings=None, environment: bool = True,
-                         assist: bool = True) -> MMCharacter:
-        """A new motion-matching character at ``position`` ``[x, z]`` (m) facing ``facing``.
-
-        ``settings``: its :class:`~motionmatch.runtime.controller.ControllerSettings`
-        (default: the controller's); ``environment=False``: a plain motion-matching
-        character for the environment adapter; ``assist=False``: no viewer-only aids (see
-        :class:`~motionmatch.viewer.characters.MMCharacter`)."""
+                         announce: bool = True) -> MMCharacter:
+        """A new motion-matching character at ``position`` ``[x, z]`` (m) facing ``facing``
+        (an agent of the session's world, driven by the keys until something else drives it)."""
         if len(self.chars) >= self.limits.characters:
             raise Rejected(f"at most {self.limits.characters} characters per session")
+        agent = self.world.add_agent(name or f"character {self._next_id}", position, facing)
+        keys = KeyboardInput(agent.ctrl.gaits, self.camera_yaw)
+        agent.source = AroundObstacles(keys, self.world)
+        agent.result = agent.ctrl.update(0.0, Intent.idle())  # its first pose, where it stands
+        return self._adopt(agent, select=select, announce=announce, keys=keys)
+
+    def _adopt(self, agent, *, select: bool = False, announce: bool = True,
+               keys: KeyboardInput | None = None) -> MMCharacter:
+        """The page's character of a world agent."""
         cid = self._next_id
         self._next_id += 1
-        ch = MMCharacter(cid, name or f"character {cid}", self.db, position=position, facing=facing,
+        ch = MMCharacter(cid, agent.name or f"character {cid}", agent,
                          record_frames=int(self.viewer.record_seconds * TICK_HZ), db_root_yaw=self._db_root_yaw,
-                         extent=self.viewer.db_extent, settings=settings)
-        ch.environment = bool(environment)
-        ch.assist = bool(assist)
-        ch.kb.camera_yaw = self.camera_yaw
+                         extent=self.viewer.db_extent, camera_yaw=self.camera_yaw, keys=keys)
         self.chars[cid] = ch
-        if self.env is not None:
-            self.env.attach(ch)
-        ch.step(0.0)
+        ch.after_step()
         if select or self.selected is None:
             self.selected = cid
         if announce:
@@ -513,10 +446,8 @@ class Session:
 
     def remove_character(self, cid: int) -> None:
         ch = self.chars.pop(cid)
-        if self.crowd is not None and isinstance(ch, MMCharacter):
-            self.crowd.release(ch)
-        if self.env is not None and isinstance(ch, MMCharacter):
-            self.env.detach(ch)
+        if isinstance(ch, MMCharacter):
+            self.world.remove_agent(ch.agent)
         if self.selected == cid:
             self.selected = next(iter(self.chars), None)
 
@@ -572,7 +503,7 @@ class Session:
     def _on_path(self, m):
         ch = self._char(m["id"])
         pts = np.asarray(m["points"], dtype=np.float64)
-        info = ch.start_path(pts[:, 0], pts[:, 1:], mode=m["mode"], scale=m["scale"])
+        info = ch.start_path(pts[:, 0], pts[:, 1:], mode=m["mode"], scale=m["scale"], world=self.world)
         self.send({"type": "path_info", **info})
         return {"id": ch.id}
 
@@ -637,7 +568,6 @@ class Session:
         dist = math.hypot(tx, tz)
         fd = math.hypot(*first)
         facing = (first[0] / fd, first[1] / fd) if fd > 1e-6 else (0.0, 1.0)
-        crowd = self._crowd()
         ids = []
         for i in range(n):
             r, c = divmod(i, cols)
@@ -645,26 +575,18 @@ class Session:
             z = cz + (r - (math.ceil(n / cols) - 1) / 2) * sp
             ch = self.add_mm_character(f"agent {self._next_id}", (x, z), facing, announce=False)
             ids.append(ch.id)
-            if crowd is not None:
+            if dist > 0.1 or via:
                 # every member walks the group's offsets from its own place: waypoints, then the goal
-                crowd.assign(ch, goal=(x + tx, z + tz), via=[(x + a, z + b) for a, b in via],
-                             speed=float(m["speed"]))
-            elif dist > 0.1:
-                T = dist / float(m["speed"])
-                ch.start_path(np.array([0.0, T]), np.array([[x, z], [x + tx, z + tz]]), mode="local", levels=1, k=1)
-                self.send({"type": "path_info", **ch.follow_info})
+                ch.drive(SteeringInput(self.world, (x + tx, z + tz), float(m["speed"]), self.steering,
+                                       waypoints=[(x + a, z + b) for a, b in via],
+                                       side=1.0 if ch.id % 2 == 0 else -1.0))
         self._stagger_ids.extend(ids)
         self._send_characters()
         return {"ids": ids}
 
     def _on_controls(self, m):
         ch = self._char(m["id"])
-        old = ch.ctrl
         ch.set_controls(**{k: m[k] for k in ("responsiveness", "continuity", "evasion", "anticipation")})
-        if self.env is not None:
-            if ch.ctrl is not old:
-                self.env.attach(ch)
-            self.env.controls_changed(ch)
         self._send_characters()
         return {"id": ch.id, "controls": ch.controls}
 
@@ -673,7 +595,7 @@ class Session:
             raise Rejected(f"at most {self.limits.obstacles} obstacles")
         oid = self._next_obstacle
         self._next_obstacle += 1
-        self.obstacles[oid] = {**m["obstacle"], "t0": round(self.time, 4)}
+        self.obstacles[oid] = {**m["obstacle"], "t0": round(self.world.time, 4)}
         self._obstacles_changed()
         return {"id": oid}
 
@@ -681,7 +603,7 @@ class Session:
         oid = int(m["id"])
         if oid not in self.obstacles:
             raise Rejected(f"no obstacle {oid}")
-        self.obstacles[oid] = {**m["obstacle"], "t0": round(self.time, 4)}
+        self.obstacles[oid] = {**m["obstacle"], "t0": round(self.world.time, 4)}
         self._obstacles_changed()
         return {"id": oid}
 
@@ -700,7 +622,7 @@ class Session:
             raise Rejected(f"at most {self.limits.obstacles} obstacles")
         self.obstacles.clear()
         for o in obstacles:
-            self.obstacles[self._next_obstacle] = {**o, "t0": round(self.time, 4)}
+            self.obstacles[self._next_obstacle] = {**o, "t0": round(self.world.time, 4)}
             self._next_obstacle += 1
         self._obstacles_changed()
 
@@ -721,117 +643,79 @@ class Session:
         self.send({"type": "scene", "scene": scene})
 
     def _on_scenario_load(self, m):
-        """Load a scenario file and set it up as ``motionmatch scenario`` does
-        (:func:`motionmatch.runtime.world.world_from_scenario`), paused at its start: the
-        scene's penalty / search / default controls (``controller.controls``), the
-        controller settings (environment-aware defaults, ``database.locomotion_tags``), the
-        crowd's ``steering``; per agent its input (script, path followed as the runtime's
-        :class:`~motionmatch.runtime.inputs.PolylineInput` with ``loop``, goal through ``via``),
-        ``controls``, ``environment``, ``start_time`` and ``tags``. Play stops (pauses) when
-        the scenario's ``duration`` is over. Fields that cannot apply here are named in the
-        reply's ``notes`` and a ``warning`` message."""
+        """Load a scenario file and set it up exactly as ``motionmatch scenario`` does: the
+        session's world becomes :func:`motionmatch.runtime.world.world_from_scenario`'s (its
+        obstacles, penalty, search, controls, controller settings, steering and agents with
+        their inputs), paused at its start (stepped once, as a run's first frame). Play
+        stops (pauses) when the scenario's ``duration`` is over. Fields that cannot apply
+        here are named in the reply's ``notes`` and a ``warning`` message."""
+        from motionmatch.environment.scenario import load_scenario
+        from motionmatch.runtime.world import world_from_scenario
+
         path = self.viewer.catalog.resolve(m["file"], "scenario")
         try:
-            sc = _scenario_dict(path)
+            sc = load_scenario(path)
         except Exception as e:
             raise Rejected(f"{m['file']}: {e}") from None
-        obstacles = [validate_obstacle(o, f"obstacle {i}") for i, o in enumerate(sc.get("obstacles", []))]
-        agents = sc.get("agents", [])
-        if len(agents) > self.limits.characters:
-            raise Rejected(f"the scenario has {len(agents)} agents; the limit is {self.limits.characters}")
-        plan = self._scenario_plan(sc, m["file"])  # every check before the session changes
+        obstacles = [validate_obstacle({k: v for k, v in o.to_dict().items()}, f"obstacle {i}")
+                     for i, o in enumerate(sc.obstacles)]
+        if len(sc.agents) > self.limits.characters:
+            raise Rejected(f"the scenario has {len(sc.agents)} agents; the limit is {self.limits.characters}")
+        if len(obstacles) > self.limits.obstacles:
+            raise Rejected(f"at most {self.limits.obstacles} obstacles")
+        try:  # every check before the session changes
+            world = world_from_scenario(self.db, sc, matcher=shared_matcher(self.db), record_poses=False)
+        except (TypeError, ValueError) as e:
+            raise Rejected(f"{m['file']}: {e}") from None
+        notes = self._scenario_notes(sc)
         for cid in list(self.chars):
             self.remove_character(cid)
         self.paused = True
-        self.env.configure(plan["environment"])
-        crowd = self._crowd()
-        if crowd is not None and plan["steering"] is not None:
-            crowd.settings = plan["steering"]
-        self._set_scene_obstacles(obstacles)
-        duration = float(sc.get("duration") or 0.0)
-        self.scenario = {"name": str(sc.get("name", "")), "t0": self.time, "duration": duration, "ended": False}
-        ids = []
-        for i, a in enumerate(agents):
-            ch = self._scenario_agent(i, a, sc, plan, crowd)
-            ids.append(ch.id)
-        self._stagger_ids.extend(ids)  # spread their periodic searches, as the world staggers its agents
-        notes = plan["notes"]
+        self.world = world
+        self.obstacles.clear()
+        for o in obstacles:
+            self.obstacles[self._next_obstacle] = {**o, "t0": 0.0}
+            self._next_obstacle += 1
+        self.scene_ids = list(self.obstacles)
+        self.send({"type": "obstacles", "obstacles": self.obstacle_list(), "time": 0.0})
+        self.scenario = {"name": sc.name, "duration": float(sc.duration), "ended": False}
+        world.step(0.0)  # a run's first frame: every agent where it starts
+        for i, agent in enumerate(world.agents):
+            self._adopt(agent, select=i == 0, announce=False)
         if notes:
-            self._warn(f"scenario {self.scenario['name'] or m['file']}: " + "; ".join(notes))
+            self._warn(f"scenario {sc.name or m['file']}: " + "; ".join(notes))
         self._send_characters()
         self.send(self.time_state())
         self._emit_pose(stepped=False)
-        return {"name": self.scenario["name"], "agents": len(agents), "obstacles": len(obstacles),
-                "duration": duration, "description": str(sc.get("description") or ""),
-                "expect": str(sc.get("expect") or ""), "notes": notes}
+        return {"name": sc.name, "agents": len(sc.agents), "obstacles": len(obstacles),
+                "duration": float(sc.duration), "description": sc.description, "expect": sc.expect, "notes": notes}
 
-    def _scenario_plan(self, sc: dict, file: str) -> dict:
-        """The session-wide settings of a scenario (``environment``: EnvironmentSettings,
-        ``controller``: ControllerSettings, ``steering``) and the ``notes`` on the fields
-        that cannot apply in the viewer; a bad field is a :class:`Rejected`."""
-        from dataclasses import fields as dc_fields
-
-        from motionmatch.runtime.controller import ControllerSettings
-        from motionmatch.runtime.world import EnvironmentSettings, environment_controller_settings
-
+    def _scenario_notes(self, sc) -> list[str]:
+        """What of scenario ``sc`` the viewer plays differently from ``motionmatch scenario``
+        or what the database lacks for it."""
         notes: list[str] = []
-        controller = dict(sc.get("controller") or {})
-        database = dict(sc.get("database") or {})
-        try:
-            env = EnvironmentSettings.from_dicts(sc.get("penalty"), sc.get("search"), controller.get("controls"))
-        except (TypeError, ValueError) as e:
-            raise Rejected(f"{file}: penalty / search / controller.controls: {e}") from None
-        cdict = {k: v for k, v in controller.items() if k != "controls"}
-        if "locomotion_tags" in database:
-            cdict["locomotion_tags"] = database["locomotion_tags"]
-        known = {f.name: f for f in dc_fields(ControllerSettings)}
-        bad = sorted(set(cdict) - set(known))
-        if bad:
-            raise Rejected(f"{file}: controller: unknown field(s) {bad}; known: {sorted(known)}")
-        for k, v in cdict.items():  # the types of the defaults (numbers, flags, words)
-            ref = getattr(ControllerSettings(), k)
-            ok = (isinstance(v, bool) if isinstance(ref, bool) else isinstance(v, str) if isinstance(ref, str)
-                  else isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v))
-            if not ok:
-                raise Rejected(f"{file}: controller.{k}: expected a value like {ref!r}, got {v!r}")
-        csettings = environment_controller_settings(**cdict)
-        from motionmatch.runtime.crowd import SteeringSettings
-
-        try:  # the scenario's crowd steering (defaults without one: none left from a previous scenario)
-            steering = SteeringSettings.from_dict(dict(sc.get("steering") or {}))
-        except (TypeError, ValueError) as e:
-            raise Rejected(f"{file}: steering: {e}") from None
-        agents = sc.get("agents", [])
-        for i, a in enumerate(agents):
-            tags = a.get("tags")
-            if tags:
-                try:
-                    ok = bool(self.db.mask(str(tags)).any())
-                except Exception:
-                    ok = False
-                if not ok:
-                    notes.append(f"agents[{i}].tags {tags!r} selects no frame of this database: "
-                                 "its searches use every frame")
-        fps = float(sc.get("fps") or TICK_HZ)
-        if abs(fps - TICK_HZ) > 1e-6:
-            notes.append(f"fps {fps:g}: the viewer steps at {TICK_HZ} Hz (times in seconds are kept)")
-        req = database.get("requires") or []
+        for i, a in enumerate(sc.agents):
+            if a.tags and not self._database_has(str(a.tags)):
+                notes.append(f"agents[{i}].tags {a.tags!r} selects no frame of this database: "
+                             "its searches use every frame")
+        if abs(float(sc.fps) - TICK_HZ) > 1e-6:
+            notes.append(f"fps {sc.fps:g}: the viewer steps at {TICK_HZ} Hz (times in seconds are kept)")
+        req = sc.database.get("requires") or []
         missing = [r for r in req if not self._database_has(str(r))]
         if missing:
             notes.append(f"database.requires {missing}: this database lacks them, so the expected outcome "
                          "may not be reached (build one with them: see scenarios/README.md)")
-        gaits = sorted({str(a.get("gait")) for a in agents if a.get("gait") not in (None, "walk")})
+        gaits = sorted({str(a.gait) for a in sc.agents if getattr(a, "gait", "walk") not in (None, "walk")})
         if gaits:
             notes.append(f"agents' gait {gaits} is not used (motionmatch scenario does not use it either)")
-        if sc.get("regions"):
-            notes.append(f"regions {sorted(sc['regions'])} are for tests and reports; the viewer does not use them")
-        return {"environment": env, "controller": csettings, "steering": steering, "notes": notes}
+        if sc.regions:
+            notes.append(f"regions {sorted(sc.regions)} are for tests and reports; the viewer does not use them")
+        return notes
 
     def _database_has(self, what: str) -> bool:
         """Whether the session's database has ``what`` (a tag, or ``heights``: height features)."""
         if what == "heights":
-            m = getattr(self.env, "matcher", None)
-            return m is not None and m.ellipses.shape[-1] >= 7
+            return shared_matcher(self.db).ellipses.shape[-1] >= 7
         db = self.db
         if what in db.tags:
             return True
@@ -840,51 +724,10 @@ class Session:
         except Exception:
             return False
 
-    def _scenario_agent(self, i: int, a: dict, sc: dict, plan: dict, crowd) -> MMCharacter:
-        """One scenario agent as a character (see :meth:`_on_scenario_load`)."""
-        from dataclasses import replace
-
-        tags = a.get("tags")
-        cs = replace(plan["controller"], locomotion_tags=str(tags)) if tags else plan["controller"]
-        ch = self.add_mm_character(a.get("name") or f"agent {i + 1}", tuple(a.get("start", (0, 0)))[:2],
-                                   tuple(a.get("facing") or (0.0, 1.0))[:2], announce=False, select=i == 0,
-                                   settings=cs, environment=a.get("environment") is not False, assist=False)
-        if a.get("controls"):
-            ch.set_controls(**{k: v for k, v in a["controls"].items() if k in ch.controls})
-            if self.env is not None:
-                self.env.controls_changed(ch)
-        speed = float(a.get("speed") or 1.3)
-        inner = None
-        if a.get("script") is not None:
-            from motionmatch.control.script import parse_script
-
-            script = dict(a["script"])
-            script.setdefault("duration", float(sc.get("duration") or 60.0))  # the scenario's length
-            # as the runtime's ScriptInput: intent events keep the script's own gait speeds,
-            # the keys walk and run at the database's
-            inner = _ScriptSource(parse_script(script), gaits=ch.ctrl.gaits)
-        elif a.get("path") is not None:
-            pts = np.asarray(a["path"], dtype=np.float64).reshape(-1, 2)
-            inner = _looping_path_input(pts, speed, self.db.schema.trajectory_offsets, bool(a.get("loop")))
-        elif a.get("goal") is not None:
-            if crowd is not None:
-                crowd.assign(ch, goal=tuple(a["goal"])[:2], via=a.get("via"), speed=speed)
-                inner = crowd
-            else:  # no crowd steering here: walk the waypoints and the goal as a drawn path
-                pts = np.asarray([ch.root_xz, *(a.get("via") or ()), tuple(a["goal"])[:2]], dtype=np.float64)
-                pts = pts[np.concatenate([[True], np.linalg.norm(np.diff(pts, axis=0), axis=1) > 1e-6])]
-                if len(pts) >= 2:
-                    t = np.concatenate([[0.0], np.cumsum(np.linalg.norm(np.diff(pts, axis=0), axis=1)) / speed])
-                    ch.start_path(t, pts, mode="global", levels=1, k=1)
-                    self.send({"type": "path_info", **ch.follow_info})
-        if inner is not None:
-            ch.intent_source = _ScenarioInput(self, inner, float(a.get("start_time") or 0.0))
-        return ch
-
     @property
     def scenario_time(self) -> float:
         """Seconds since the loaded scenario started (0 without one)."""
-        return self.time - self.scenario["t0"] if self.scenario is not None else 0.0
+        return self.world.time if self.scenario is not None else 0.0
 
     def _check_scenario_end(self) -> None:
         """Pause once when the scenario's ``duration`` is over (as ``motionmatch scenario``
@@ -1021,10 +864,8 @@ class Session:
 
     def _release_pose(self) -> None:
         for ch in self.chars.values():
-            if isinstance(ch, MMCharacter) and getattr(ch, "_pose_driven", False):
-                if ch.intent_source is self.pose_source:
-                    ch.intent_source = None
-                ch._pose_driven = False
+            if isinstance(ch, MMCharacter) and self.pose_source is not None and ch.agent.source is self.pose_source:
+                ch.drive(None)
         self.pose_source = None
 
     def _on_pose_source(self, m):
@@ -1036,11 +877,10 @@ class Session:
             raise Rejected("choose a keypoint file from the data folders first")
         path = self.viewer.catalog.resolve(m["file"], "keypoints") if m["kind"] == "file" else None
         ch = self._selected_mm()
-        source = ViewerPoseSource(m["kind"], path)
+        source = ViewerPoseSource(m["kind"], path, fallback=ch.keys)
         self._release_pose()
         self.pose_source = source
-        ch.intent_source = source
-        ch._pose_driven = True
+        ch.drive(source)
         self._emit_pose_status()
         return {"state": "on", "id": ch.id}
 
