@@ -34,15 +34,22 @@ from motionmatch.control.script import parse_script
 from motionmatch.database import MotionDatabase
 from motionmatch.datasets import load_folder
 from motionmatch.runtime.controller import Controller, ControllerSettings
-from motionmatch.runtime.offline import run_intents
+from motionmatch.runtime.offline import record_run
 
 CONFIGS = {"box": (Controller, "box"), "box-ref": (reference_controller(), "box"), "brute": (Controller, "brute")}
 
 
 def run(db: MotionDatabase, script, cls, method: str):
+    """Drive a controller of class ``cls`` with ``script`` at 60 Hz, timing each update alone."""
     ctrl = cls(db, ControllerSettings(search_method=method))
     kb = script.keyboard(gaits=ctrl.gaits)
-    return run_intents(ctrl, script.intents(1 / 60, keyboard=kb), script.frame_count(1 / 60))
+    results, vel, secs = [], [], []
+    for i, (_, intent) in enumerate(script.intents(1 / 60, keyboard=kb)):
+        t0 = time.perf_counter()
+        results.append(ctrl.update(0.0 if i == 0 else 1 / 60, intent))
+        secs.append(time.perf_counter() - t0)
+        vel.append(intent.velocity)
+    return record_run(ctrl, results, np.array(vel), np.array(secs), 60.0, "bench")
 
 
 def main() -> int:

@@ -1,18 +1,21 @@
-"""Offline runs: drive a controller with a script at a fixed frame rate and record it."""
+"""Offline runs: one character of a World driven by an input (a script, pose commands) at a
+fixed frame rate, recorded frame by frame (``motionmatch run``, ``motionmatch pose run``)."""
 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 from tqdm import tqdm
 
 from motionmatch.anim import Motion, quat
-from motionmatch.control.intent import Intent
 from motionmatch.control.script import Script
 from motionmatch.database import MotionDatabase
-from motionmatch.runtime.controller import Controller, ControllerSettings
+from motionmatch.runtime.controller import Controller, ControllerSettings, FrameResult
+from motionmatch.runtime.inputs import InputSource, ScriptInput
+from motionmatch.runtime.world import Agent, World
 
 
 @dataclass
@@ -45,23 +48,47 @@ class RunRecord:
 
 def run_script(db: MotionDatabase, script: Script, settings: ControllerSettings | None = None, *,
                fps: float = 60.0, progress: bool = False, name: str = "motionmatch_run") -> RunRecord:
-    """Run ``script`` through a :class:`Controller` at ``fps`` and record the result.
+    """Run ``script`` at ``fps`` (one agent of a :class:`~motionmatch.runtime.world.World`
+    with a :class:`~motionmatch.runtime.inputs.ScriptInput`) and record the result.
 
     Keyboard events use the database's own gait speeds (walk/run/sprint/creep measured
     from its clips).
     """
-    ctrl = Controller(db, settings)
-    kb = script.keyboard(gaits=ctrl.gaits)
-    return run_intents(ctrl, script.intents(1.0 / fps, keyboard=kb), script.frame_count(1.0 / fps), fps=fps,
-                       progress=progress, name=name)
+    return run_input(db, lambda agent: ScriptInput(script, gaits=agent.ctrl.gaits), script.frame_count(1.0 / fps),
+                     settings, fps=fps, progress=progress, name=name)
 
 
-def run_intents(ctrl: Controller, intents, n_frames: int, *, fps: float = 60.0, progress: bool = False,
-                name: str = "motionmatch_run") -> RunRecord:
-    """Drive ``ctrl`` with ``(t, intent)`` pairs, one per frame."""
+def run_input(db: MotionDatabase, make_input: Callable[[Agent], InputSource], n_frames: int,
+              settings: ControllerSettings | None = None, *, fps: float = 60.0, progress: bool = False,
+              name: str = "motionmatch_run") -> RunRecord:
+    """One character at the origin facing +Z, driven by ``make_input(agent)`` for
+    ``n_frames`` frames at ``fps`` (the first at ``dt = 0``): a one-agent
+    :class:`~motionmatch.runtime.world.World` without obstacles, recorded frame by frame."""
+    world = World(db, environment=False, agents_as_obstacles=False, stagger=False, record_poses=False, fps=fps,
+                  controller=settings or ControllerSettings())
+    agent = world.add_agent(name, (0.0, 0.0), (0.0, 1.0))
+    agent.source = make_input(agent)
     dt = 1.0 / fps
-    J = ctrl.db.skeleton.num_joints
-    K = len(ctrl.db.schema.trajectory_offsets)
+    results = []
+    velocities = np.zeros((n_frames, 3))
+    secs = np.empty(n_frames)
+    for i in tqdm(range(n_frames), desc="simulating", unit="frame", disable=not progress):
+        t0 = time.perf_counter()
+        world.step(0.0 if i == 0 else dt)
+        secs[i] = time.perf_counter() - t0
+        results.append(agent.result)
+        velocities[i] = agent.intent.velocity
+    return record_run(agent.ctrl, results, velocities, secs, fps, name)
+
+
+def record_run(ctrl: Controller, results: list[FrameResult], velocities: np.ndarray, seconds: np.ndarray, fps: float,
+               name: str) -> RunRecord:
+    """The :class:`RunRecord` of a controller's frames ``results`` (one per frame, ``fps``),
+    the intents' ``velocities [F, 3]`` and each frame's wall time ``seconds [F]``."""
+    db = ctrl.db
+    n_frames = len(results)
+    J = db.skeleton.num_joints
+    K = len(db.schema.trajectory_offsets)
     rots = np.empty((n_frames, J, 4))
     trs = np.empty((n_frames, J, 3))
     frames = np.empty(n_frames, dtype=np.int64)
@@ -69,16 +96,9 @@ def run_intents(ctrl: Controller, intents, n_frames: int, *, fps: float = 60.0, 
     searched = np.zeros(n_frames, dtype=bool)
     transitioned = np.zeros(n_frames, dtype=bool)
     desired = np.full((n_frames, K, 3), np.nan)
-    dvel = np.zeros((n_frames, 3))
     contacts = np.zeros((n_frames, max(len(ctrl._legs), 1)), dtype=bool)
-    secs = np.empty(n_frames)
     last = None
-    for i, (_, intent) in enumerate(tqdm(intents, total=n_frames, desc="simulating", unit="frame", disable=not progress)):
-        if i >= n_frames:
-            break
-        t0 = time.perf_counter()
-        r = ctrl.update(0.0 if i == 0 else dt, intent)
-        secs[i] = time.perf_counter() - t0
+    for i, r in enumerate(results):
         rots[i], trs[i] = r.rotations, r.translations
         frames[i], modes[i] = r.frame, r.mode
         searched[i], transitioned[i] = r.searched, r.transitioned
@@ -86,12 +106,11 @@ def run_intents(ctrl: Controller, intents, n_frames: int, *, fps: float = 60.0, 
             last = r.desired.positions
         if last is not None:
             desired[i] = last
-        dvel[i] = np.asarray(intent.velocity if isinstance(intent, Intent) else 0.0)
         contacts[i, : len(r.contacts)] = r.contacts
     rots = quat.unroll(rots, axis=0)
     # Joints the file format cannot translate keep the skeleton's bone lengths exactly.
-    fixed = ~ctrl.db.skeleton.has_position_channels
-    trs[:, fixed] = ctrl.db.skeleton.offsets[fixed]
-    motion = Motion(ctrl.db.skeleton, rots, trs, fps, name=name, file_scale=ctrl.db.file_scale)
-    return RunRecord(motion, frames, modes.astype(str), searched, transitioned, desired, dvel, contacts, secs,
-                     np.asarray(ctrl.db.schema.trajectory_offsets))
+    fixed = ~db.skeleton.has_position_channels
+    trs[:, fixed] = db.skeleton.offsets[fixed]
+    motion = Motion(db.skeleton, rots, trs, fps, name=name, file_scale=db.file_scale)
+    return RunRecord(motion, frames, modes.astype(str), searched, transitioned, desired, np.asarray(velocities),
+                     contacts, np.asarray(seconds), np.asarray(db.schema.trajectory_offsets))

@@ -4,7 +4,8 @@ The stream is classified as it would be live (causally,
 :meth:`~motionmatch.control.pose.classify.PoseClassifier.classify`), each controller frame
 takes the command emitted by the most recent pose at or before its time,
 :class:`~motionmatch.control.pose.commands.CommandMapper` turns it into an intent, and
-:func:`~motionmatch.runtime.offline.run_intents` plays the character. Its numbers:
+:func:`~motionmatch.runtime.offline.run_input` plays the character (a
+:class:`CommandInput` of a World's agent). Its numbers:
 :func:`motionmatch.metrics.report.pose_run_report`.
 """
 
@@ -18,10 +19,10 @@ import numpy as np
 from motionmatch.control.pose.classify import ClassifiedStream, PoseClassifier
 from motionmatch.control.pose.commands import CommandMapper
 from motionmatch.control.pose.keypoints import KeypointStream
-from motionmatch.runtime.controller import Controller
-from motionmatch.runtime.offline import RunRecord, run_intents
+from motionmatch.runtime.inputs import InputSource, Want
+from motionmatch.runtime.offline import RunRecord, run_input
 
-__all__ = ["PoseRun", "commands_at", "run_keypoints"]
+__all__ = ["CommandInput", "PoseRun", "commands_at", "run_keypoints"]
 
 
 @dataclass
@@ -63,17 +64,26 @@ def run_keypoints(db, stream: KeypointStream, classifier: PoseClassifier, settin
                   progress: bool = False, name: str = "pose_run", mapper: CommandMapper | None = None) -> PoseRun:
     """Drive a character from ``db`` with a recorded keypoint stream (module docstring)."""
     cls = classifier.classify(stream)
-    ctrl = Controller(db, settings)
-    mapper = mapper or CommandMapper(ctrl.gaits)
     t0 = float(stream.times[0]) if len(stream) else 0.0
     duration = float(stream.times[-1] - t0) if len(stream) else 0.0
     n = int(np.floor(duration * fps + 1e-9)) + 1
     times = t0 + np.arange(n) / fps
     cmds = commands_at(cls, times)
-
-    def intents():
-        for i, c in enumerate(cmds):
-            yield times[i], mapper.update(c, 0.0 if i == 0 else 1.0 / fps)
-
-    rec = run_intents(ctrl, intents(), n, fps=fps, progress=progress, name=name)
+    rec = run_input(db, lambda agent: CommandInput(cmds, mapper or CommandMapper(agent.ctrl.gaits)), n, settings,
+                    fps=fps, progress=progress, name=name)
     return PoseRun(rec, cmds, cls, times)
+
+
+class CommandInput(InputSource):
+    """Pose commands, one per frame (``commands [F]``, ``""``: none yet), as intents
+    (:class:`~motionmatch.control.pose.commands.CommandMapper`)."""
+
+    def __init__(self, commands: np.ndarray, mapper: CommandMapper):
+        self.commands = commands
+        self.mapper = mapper
+        self._i = 0
+
+    def intent(self, agent, t: float, dt: float) -> Want:
+        c = self.commands[min(self._i, len(self.commands) - 1)]
+        self._i += 1
+        return Want(self.mapper.update(c, dt))
