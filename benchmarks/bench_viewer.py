@@ -113,13 +113,14 @@ def measure_agents(viewer, n: int, ticks: int, stagger: bool) -> dict:
 
 
 class _ReferenceControllers:
-    """Within this context the viewer's characters get the numpy reference controller."""
+    """Within this context the viewer's characters (the session world's agents) get the
+    numpy reference controller."""
 
     def __enter__(self):
-        from motionmatch.viewer import characters
+        from motionmatch.runtime import world
 
-        self._mod, self._old = characters, characters.Controller
-        characters.Controller = reference_controller()
+        self._mod, self._old = world, world.Controller
+        world.Controller = reference_controller()
         return self
 
     def __exit__(self, *exc):

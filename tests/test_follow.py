@@ -390,3 +390,27 @@ def test_cli_follow_scene_scores_the_run_against_the_obstacles(small_db, tmp_pat
     assert "obstacle(s): collision fraction" in capsys.readouterr().out
     assert cli(["follow", "--db", str(db), "--path", str(path), "-o", str(tmp_path / "x.bvh"), "--no-avoid"]) == 1
     assert "--no-avoid needs --scene" in capsys.readouterr().err
+
+
+def test_a_scenario_agent_follows_a_timed_path_as_motionmatch_follow_does(lafan):
+    """A scenario agent's ``timed_path`` is the same path follower, in the scenario's world
+    among its obstacles: the same root trajectory as ``motionmatch follow --scene``, and
+    the scenario report scores its path error and collisions."""
+    from motionmatch.environment.scenario import parse_scenario
+    from motionmatch.metrics.scenario import scenario_report
+    from motionmatch.runtime.world import run_scenario
+
+    path, scene = slalom_scene(0.2, moving=False)
+    events = [[float(t), float(p[0]), float(p[2])] for t, p in zip(path.input_times, path.input_points)]
+    sc = parse_scenario({"name": "timed", "duration": 12.0,
+                         "obstacles": [o.to_dict() for o in scene.obstacles],
+                         "agents": [{"name": "follower", "start": [0.0, 0.0], "timed_path": {"points": events}}]})
+    world, rec = run_scenario(lafan, sc, record_poses=True)
+    f = PathFollower(lafan, path, FollowSettings(mode="global", time_limit=None), scene=scene)
+    for _ in range(rec.frames.shape[1]):
+        f.step(0.0 if f.world.frame == 0 else 1 / 60)
+    follow_roots = np.array([r.translations[0] for r, *_ in f._rows])[:, [0, 2]]
+    n = min(len(follow_roots), rec.frames.shape[1])
+    np.testing.assert_allclose(rec.root_positions[0, :n][:, [0, 2]], follow_roots[:n], atol=1e-9)
+    rep = scenario_report(world, rec, sc)["agents"][0]
+    assert rep["error_m"] < 0.3 and rep["collision_fraction"] < 0.1, rep

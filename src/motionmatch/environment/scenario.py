@@ -31,7 +31,9 @@ A scenario is a JSON object (see ``scenarios/README.md`` for the full reference)
 
 An agent's input is one of ``script`` (the timeline of ``motionmatch run``: keys or
 intents, world axes), ``path`` (a polyline followed at ``speed``: the desired
-trajectory is read ahead on the path), ``goal`` (crowd steering toward a point at
+trajectory is read ahead on the path), ``timed_path`` (a drawn path ``{"points": [[t, x,
+z], ...]}`` or a path file, followed at the speed it was drawn with long-horizon matching
+over the penalised search, as ``motionmatch follow --scene``), ``goal`` (crowd steering toward a point at
 ``speed``, through the waypoints ``via`` first) or nothing (standing). ``controls`` sets its high-level controls
 (Responsiveness, Continuity, Evasion, Anticipation); ``environment: false`` makes it a
 plain motion-matching character (ignores obstacles); ``start_time`` delays its input.
@@ -55,8 +57,8 @@ __all__ = ["AgentSpec", "Scenario", "ScenarioError", "load_scenario", "parse_sce
 
 _TOP = {"name", "description", "expect", "duration", "fps", "obstacles", "agents", "groups", "penalty", "search",
         "controller", "database", "regions", "steering", "notes"}
-_AGENT = {"name", "start", "facing", "script", "path", "goal", "via", "speed", "gait", "controls", "environment",
-          "start_time", "tags", "loop"}
+_AGENT = {"name", "start", "facing", "script", "path", "timed_path", "goal", "via", "speed", "gait", "controls",
+          "environment", "start_time", "tags", "loop"}
 _GROUP = {"name", "count", "area", "facing", "goal_offset", "goal", "via", "speed", "spacing", "seed", "controls",
           "environment", "start_jitter"}
 CONTROL_NAMES = ("responsiveness", "continuity", "evasion", "anticipation")
@@ -104,11 +106,17 @@ class AgentSpec:
     start_time: float = 0.0
     tags: str | None = None
     loop: bool = False
+    #: a drawn, timed path ``{"points": [[t, x, z], ...]}`` (seconds, metres; optional
+    #: ``"scale"``, ``"rate"``), or the path of such a file (.json / .csv), followed with
+    #: long-horizon matching over the penalised search
+    timed_path: dict | str | None = None
 
     @property
     def input_kind(self) -> str:
         if self.script is not None:
             return "script"
+        if self.timed_path is not None:
+            return "timed_path"
         if self.path is not None:
             return "path"
         if self.goal is not None:
@@ -121,6 +129,8 @@ class AgentSpec:
             d["script"] = self.script
         if self.path is not None:
             d["path"] = self.path.tolist()
+        if self.timed_path is not None:
+            d["timed_path"] = self.timed_path
         if self.goal is not None:
             d["goal"] = list(self.goal)
         if self.via is not None:
@@ -185,15 +195,32 @@ class Scenario:
         return Path(path)
 
 
-def _parse_agent(d: Mapping, where: str) -> AgentSpec:
+def _timed_path(v, where: str, folder: Path | None) -> dict | str:
+    """A timed path as given (its events checked), or a path file's absolute name
+    (relative names are in the scenario file's folder)."""
+    if isinstance(v, str):
+        f = Path(v) if Path(v).is_absolute() or folder is None else folder / v
+        if not f.is_file():
+            raise ScenarioError(f"{where}: no such path file {f}")
+        return str(f)
+    if not isinstance(v, Mapping) or not isinstance(v.get("points"), list) or len(v["points"]) < 2:
+        raise ScenarioError(f"{where}: expected {{\"points\": [[t, x, z], ...]}} (at least 2) or a path file name")
+    for i, e in enumerate(v["points"]):
+        if not (isinstance(e, (list, tuple)) and len(e) == 3 and all(
+                isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) for x in e)):
+            raise ScenarioError(f"{where}.points[{i}]: expected [t, x, z] (finite numbers), got {e!r}")
+    return dict(v)
+
+
+def _parse_agent(d: Mapping, where: str, folder: Path | None = None) -> AgentSpec:
     if not isinstance(d, Mapping):
         raise ScenarioError(f"{where}: expected an object")
     extra = sorted(set(d) - _AGENT)
     if extra:
         raise ScenarioError(f"{where}: unknown field(s) {extra}; known: {sorted(_AGENT)}")
-    inputs = [k for k in ("script", "path", "goal") if d.get(k) is not None]
+    inputs = [k for k in ("script", "path", "timed_path", "goal") if d.get(k) is not None]
     if len(inputs) > 1:
-        raise ScenarioError(f"{where}: give one input of script / path / goal, got {inputs}")
+        raise ScenarioError(f"{where}: give one input of script / path / timed_path / goal, got {inputs}")
     if "start" not in d:
         raise ScenarioError(f"{where}: 'start' [x, z] is required")
     a = AgentSpec(name=str(d.get("name", where)), start=_vec2(d["start"], f"{where}.start"))
@@ -211,6 +238,8 @@ def _parse_agent(d: Mapping, where: str) -> AgentSpec:
         if len(p) < 2:
             raise ScenarioError(f"{where}.path: needs at least 2 points")
         a.path = p
+    if d.get("timed_path") is not None:
+        a.timed_path = _timed_path(d["timed_path"], f"{where}.timed_path", folder)
     if d.get("goal") is not None:
         a.goal = _vec2(d["goal"], f"{where}.goal")
     if d.get("via") is not None:
@@ -306,7 +335,8 @@ def parse_scenario(data: Mapping, source: str | None = None, *, agents_required:
     agents = data.get("agents", [])
     if not isinstance(agents, list):
         raise ScenarioError(f"{where}.agents: expected a list")
-    sc.agents = [_parse_agent(a, f"{where}.agents[{i}]") for i, a in enumerate(agents)]
+    folder = Path(source).parent if source else None
+    sc.agents = [_parse_agent(a, f"{where}.agents[{i}]", folder) for i, a in enumerate(agents)]
     for i, g in enumerate(data.get("groups", []) or []):
         sc.agents.extend(_expand_group(g, f"{where}.groups[{i}]", i))
     if not sc.agents and agents_required:

@@ -81,7 +81,7 @@ def _shared(db: MotionDatabase) -> dict:
     return sh
 
 
-@dataclass
+@dataclass(frozen=True)
 class ControllerSettings:
     """Knobs of :class:`Controller` (seconds, metres, m/s)."""
 

@@ -98,7 +98,7 @@ def default_v_max(db: MotionDatabase, tags: str | None = "!dance & !creep & !jum
     return float(np.percentile(sp, percentile))
 
 
-@dataclass
+@dataclass(frozen=True)
 class FollowSettings:
     """Knobs of :class:`PathFollower`.
 

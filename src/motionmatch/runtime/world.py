@@ -852,6 +852,8 @@ def world_from_scenario(db: MotionDatabase, scenario, *, settings: EnvironmentSe
     offsets = world.matcher.slots
     for spec in sc.agents:
         kind = spec.input_kind
+        if kind == "timed_path":
+            continue  # below: a path follower drives an agent of its own
         if kind == "script":
             src = ScriptInput(spec.script, sc.duration, gaits)
         elif kind == "path":
@@ -864,7 +866,36 @@ def world_from_scenario(db: MotionDatabase, scenario, *, settings: EnvironmentSe
         cs = replace(csettings, locomotion_tags=spec.tags) if spec.tags else None
         world.add_agent(spec.name, spec.start, spec.facing, src, controls=controls, environment=spec.environment,
                         start_time=spec.start_time, path=spec.path, goal=spec.goal, controller=cs)
+    followers = [spec for spec in sc.agents if spec.input_kind == "timed_path"]
+    if followers:
+        _add_path_followers(world, sc, followers, settings)
     return world
+
+
+def _add_path_followers(world: World, sc, specs, settings: EnvironmentSettings) -> None:
+    """Scenario agents with a ``timed_path``: each walks from its start to the path and
+    follows it as drawn (global mode), with LHMM over the penalised search among the
+    scene's obstacles (``environment: false``: blind to them); the order of the scenario's
+    agents is kept."""
+    from motionmatch.control.path import TimedPath, load_path, parse_path
+    from motionmatch.runtime.follow import FollowSettings, PathFollower
+
+    order = [a.name for a in sc.agents]
+    for spec in specs:
+        tp = spec.timed_path
+        if isinstance(tp, str):
+            path = load_path(tp)
+        else:
+            raw = parse_path(tp)
+            path = TimedPath.from_samples(raw.times, raw.points, rate=raw.rate or 150.0, scale=raw.scale or 1.0)
+        avoid = spec.environment and len(world.scene) > 0
+        f = PathFollower(world.db, path, FollowSettings(mode="global", time_limit=None),
+                         position=(spec.start[0], 0.0, spec.start[1]), name=spec.name,
+                         scene=world.scene if avoid else None, environment=world.matcher if avoid else None,
+                         environment_settings=settings, world=world)
+        f.agent.start_time = spec.start_time
+        f.agent.path = f.path.input_points[:, [0, 2]]
+    world.agents.sort(key=lambda a: order.index(a.name))
 
 
 def _check_controller_fields(values: dict) -> None:
