@@ -688,6 +688,25 @@ def test_bench_search_command_json(tmp_path, capsys, bench):
         assert "error" in capsys.readouterr().err
 
 
+def test_bench_search_weights_option(tmp_path, capsys, bench):
+    """``--weights``: weighted contenders timed beside the unweighted ones, their ratios, and
+    their answers checked against the float64 numpy oracle."""
+    _tiny_db(tmp_path / "db_x")
+    assert bench.command.main(["--data", str(tmp_path), "--json", "--queries", "8", "--batch", "10", "--k", "1,3",
+                               "--weights"]) == 0
+    r = json.loads(capsys.readouterr().out)["db_x"]
+    for m in ("brute", "box"):
+        assert r["single"]["k1"][f"{m}+w"]["median_us"] > 0 and r["batch"]["k3"][f"{m}+w_s"] > 0
+        assert r["exact"][f"{m}+w"]["mismatches"] == 0 and "weighted" in r["exact"][f"{m}+w"]["reference"]
+        assert r["weights"]["single_ratio"]["k1"][m] > 0 and r["weights"]["batch_ratio"]["k3"][m] > 0
+    assert "weighted" in bench.timing.format_report({"db_x": r})
+    # the oracle: the smallest weighted distance over valid frames, as plain numpy computes it
+    d = bench.timing.BenchData(tmp_path / "db_x")
+    w = np.linspace(0.5, 2.0, d.features.shape[1])
+    want = [float(np.min(((d.features.astype(np.float64) - q) ** 2 * w).sum(axis=1))) for q in d.queries]
+    np.testing.assert_allclose(bench.timing.weighted_reference(d.features, d.valid, d.queries, w), want, rtol=1e-12)
+
+
 def test_blas_threads_limits_and_restores(bench):
     blas_thread_count, blas_threads = bench.timing.blas_thread_count, bench.timing.blas_threads
     before = blas_thread_count()
