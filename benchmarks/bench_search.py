@@ -1,13 +1,15 @@
 """Exact nearest-neighbour search: motionmatch's searchers against numpy brute force.
 
     python benchmarks/bench_search.py [--data DIR] [--queries N] [--batch N] [--methods M,...] [--k K,...]
-                                      [--block N] [--json]
+                                      [--block N] [--weights] [--json]
 
 Times exact nearest-neighbour search over feature databases: numpy brute force (BLAS
 threads as they are, and one thread) against each searcher method, single queries
 (k = 1, 3, 10: median and p95 microseconds, speed-up over numpy in the same run) and
 batched queries (``--batch`` queries at once), and checks the answers (against
-``exact_cost.npy`` when the folder has it).
+``exact_cost.npy`` when the folder has it). ``--weights`` also times weighted queries
+(``weights=w``, random weights in [0.5, 2] per dimension: rows ``<method>+w``) and prints
+their ratio to the unweighted ones.
 
 ``--data`` is a folder holding ``features_normalized.npy [frames, dims]`` (optional:
 ``queries_normalized.npy``, ``valid_mask.npy``, ``exact_index.npy``/``exact_cost.npy``), or
@@ -33,6 +35,7 @@ examples:
   python benchmarks/bench_search.py
   python benchmarks/bench_search.py --data ../shared/bench/search-reference/db_b --queries 5000
   python benchmarks/bench_search.py --data my_db_folder --json
+  python benchmarks/bench_search.py --queries 2000 --weights
 """
 
 
@@ -55,6 +58,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--block", type=int, default=50, metavar="N",
                    help="queries each contender runs in a row before the next takes its turn (default 50; "
                         "1 alternates on every query: colder caches)")
+    p.add_argument("--weights", action="store_true",
+                   help="also time weighted queries (per-dimension weights uniform in [0.5, 2], one vector per "
+                        "database): contenders <method>+w, and their ratio to the unweighted medians")
     p.add_argument("--json", action="store_true",
                    help="print one JSON object keyed by database folder name (k=1 medians in numpy_us, best_us, ...)")
     return p
@@ -74,7 +80,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         res = run_benchmark(
             a.data, n_queries=a.queries, methods=[m.strip() for m in str(a.methods).split(",") if m.strip()],
-            ks=ks, batch=a.batch, block=a.block,
+            ks=ks, batch=a.batch, block=a.block, weights=a.weights,
             progress=None if a.json else (lambda msg: print(msg, file=sys.stderr, flush=True)),
         )
     except (SearchError, OSError, ValueError) as e:

@@ -20,7 +20,13 @@ database folder (``features_normalized.npy [F, D]``, optionally ``queries_normal
   numpy batched brute force (blocked matrix products, ``argmin``/``argpartition``), best
   of a few repeats, each after a short pause (so that the other's threads are idle);
 * **exactness**: every searcher's k = 1 distances against ``exact_cost`` when the folder
-  has it (else against :class:`BruteForceSearch`).
+  has it (else against :class:`BruteForceSearch`);
+* with ``weights=True``, **weighted queries** too: one random weight vector per database
+  (uniform in [0.5, 2] per dimension, the high-level controls' range; seeded), every
+  method's ``nearest(q, weights=w)`` as a contender ``<method>+w`` in the same turns (single
+  queries; the numpy baseline stays unweighted) and ``nearest_batch(.., weights=w)`` in the
+  batches, the ratio of weighted to unweighted medians per method, and the weighted k = 1
+  distances against a float64 numpy oracle (:func:`weighted_reference`).
 
 Numba compilation and first-touch costs are paid before timing (warm-up queries).
 """
@@ -55,6 +61,8 @@ __all__ = [
 
 FEATURES = "features_normalized.npy"
 KS = (1, 3, 10)
+#: Range of the random weights of ``--weights`` (uniform per dimension).
+WEIGHT_RANGE = (0.5, 2.0)
 #: Pause before each timed batch: the thread pools of the previous contender (OpenBLAS's
 #: spin-waiting threads, numba's) go idle instead of competing for the 2 cores.
 BATCH_PAUSE_S = 0.2
@@ -217,6 +225,27 @@ class NumpyBrute:
         return out
 
 
+def weighted_reference(features: np.ndarray, valid: np.ndarray, queries: np.ndarray, w: np.ndarray,
+                       chunk: int = 32, recheck: int = 8) -> np.ndarray:
+    """``[Q]`` float64: the smallest ``Σ_d w_d (f_d - q_d)²`` over the valid frames, per query.
+
+    Plain numpy, independent of the searchers: the expanded form ``Σ w f² - 2 F·(w q) + Σ w q²``
+    in float64 (blocked matrix products) picks the ``recheck`` best frames of each query, whose
+    distances are then computed directly in float64 (the expanded form's cancellation error,
+    ~1e-16 of the norms, cannot move the best frame out of them on such data)."""
+    f64 = features.astype(np.float64)
+    norms = np.where(valid, (f64 * f64) @ w, np.inf)
+    out = np.empty(queries.shape[0])
+    r = min(recheck, int(valid.sum()))
+    for a in range(0, queries.shape[0], chunk):
+        q = queries[a : a + chunk].astype(np.float64)
+        s = norms[None, :] - 2.0 * ((q * w) @ f64.T)
+        best = np.argpartition(s, r - 1, axis=1)[:, :r]
+        diff = f64[best] - q[:, None, :]
+        out[a : a + chunk] = ((diff * diff) @ w).min(axis=1)
+    return out
+
+
 # ---------------------------------------------------------------- measuring
 def _stats(seconds: Sequence[float]) -> dict[str, float]:
     us = np.asarray(seconds) * 1e6
@@ -232,10 +261,16 @@ def bench_database(
     warmup: int = 20,
     one_thread: bool = True,
     block: int = 50,
+    weights: bool = False,
+    seed: int = 0,
 ) -> dict[str, Any]:
-    """Time one database; see the module docstring. Returns a JSON-ready dict."""
+    """Time one database; see the module docstring. Returns a JSON-ready dict.
+
+    ``weights``: also time weighted queries (contenders ``<method>+w``, weights uniform in
+    :data:`WEIGHT_RANGE` per dimension, drawn with ``seed``)."""
     feats, valid, queries = data.features, data.valid, data.queries
     nq = queries.shape[0]
+    w = np.random.default_rng(seed).uniform(*WEIGHT_RANGE, feats.shape[1]) if weights else None
     numpy_bf = NumpyBrute(feats, valid)
     t0 = time.perf_counter()
     searchers = {}
@@ -253,7 +288,11 @@ def bench_database(
         for k in ks:
             for q in queries[:warmup]:
                 s.nearest(q, k=k)
+                if w is not None:
+                    s.nearest(q, k=k, weights=w)
             s.nearest_batch(queries[: min(nq, 64)], k=k)
+            if w is not None:
+                s.nearest_batch(queries[: min(nq, 64)], k=k, weights=w)
     for q in queries[:warmup]:
         numpy_bf.nearest(q, 1)
 
@@ -264,12 +303,16 @@ def bench_database(
         runners["numpy_1thread"] = runners["numpy"]  # same code, BLAS limited to one thread
     for m, s in searchers.items():
         runners[m] = lambda q, k, s=s: s.nearest(q, k=k)[1]
+    weighted = [f"{m}+w" for m in methods] if w is not None else []
+    for m, s in searchers.items():
+        if w is not None:
+            runners[f"{m}+w"] = lambda q, k, s=s: s.nearest(q, k=k, weights=w)[1]
     single: dict[str, dict[str, Any]] = {}
     exact: dict[str, Any] = {}
     block = max(1, int(block))
     for k in ks:
         times: dict[str, list[float]] = {name: [] for name in runners}
-        results: dict[str, np.ndarray] = {m: np.empty(nq) for m in methods}
+        results: dict[str, np.ndarray] = {m: np.empty(nq) for m in [*methods, *weighted]}
         gc.disable()
         try:
             # the runners take turns, `block` queries each: same machine load for all, and
@@ -296,6 +339,12 @@ def bench_database(
                 err = np.abs(results[m] - ref) / np.maximum(ref, 1e-12)
                 exact[m] = {"max_rel_error": float(err.max()), "mismatches": int((err > 1e-9).sum()),
                             "reference": "exact_cost.npy" if data.exact_cost is not None else "brute"}
+            if weighted:
+                wref = weighted_reference(feats, valid, queries, w)
+                for m in weighted:
+                    err = np.abs(results[m] - wref) / np.maximum(wref, 1e-12)
+                    exact[m] = {"max_rel_error": float(err.max()), "mismatches": int((err > 1e-9).sum()),
+                                "reference": "numpy float64 (weighted)"}
 
     # batched
     batch_q = queries[: min(batch, nq)]
@@ -310,14 +359,15 @@ def bench_database(
             best = min(best, time.perf_counter() - t)
         row["numpy_s"] = best
         for m, s in searchers.items():
-            best_m = np.inf
-            for _ in range(batch_repeats):
-                time.sleep(BATCH_PAUSE_S)
-                t = time.perf_counter()
-                s.nearest_batch(batch_q, k=k)
-                best_m = min(best_m, time.perf_counter() - t)
-            row[f"{m}_s"] = best_m
-            row[f"{m}_speedup"] = best / best_m
+            for name, ww in ((m, None), (f"{m}+w", w)) if w is not None else ((m, None),):
+                best_m = np.inf
+                for _ in range(batch_repeats):
+                    time.sleep(BATCH_PAUSE_S)
+                    t = time.perf_counter()
+                    s.nearest_batch(batch_q, k=k, weights=ww)
+                    best_m = min(best_m, time.perf_counter() - t)
+                row[f"{name}_s"] = best_m
+                row[f"{name}_speedup"] = best / best_m
         batch_res[f"k{k}"] = row
 
     out: dict[str, Any] = {
@@ -364,6 +414,16 @@ def bench_database(
         out["batch_numpy_s"] = b["numpy_s"]
         out["batch_best_s"] = min(b[f"{m}_s"] for m in methods)
         out["batch_speedup_vs_numpy"] = b["numpy_s"] / out["batch_best_s"]
+    if w is not None:
+        # weighted / unweighted medians (single queries) and times (batches), per method and k
+        out["weights"] = {
+            "range": list(WEIGHT_RANGE),
+            "seed": seed,
+            "single_ratio": {f"k{k}": {m: single[f"k{k}"][f"{m}+w"]["median_us"] / single[f"k{k}"][m]["median_us"]
+                                       for m in methods} for k in ks},
+            "batch_ratio": {f"k{k}": {m: batch_res[f"k{k}"][f"{m}+w_s"] / batch_res[f"k{k}"][f"{m}_s"]
+                                      for m in methods} for k in ks},
+        }
     return out
 
 
@@ -375,8 +435,10 @@ def run_benchmark(
     batch: int = 1000,
     block: int = 50,
     progress: Any = None,
+    weights: bool = False,
 ) -> dict[str, Any]:
-    """Benchmark every database under ``data`` (default :func:`default_reference_dir`).
+    """Benchmark every database under ``data`` (default :func:`default_reference_dir`);
+    ``weights``: also weighted queries (see :func:`bench_database`).
 
     Returns ``{folder name: result}`` (see :func:`bench_database`); each result has a
     ``"meta"`` entry describing the machine, the timing protocol and numpy's threads.
@@ -393,7 +455,7 @@ def run_benchmark(
         d = BenchData(folder, n_queries)
         if progress:
             progress(f"{folder.name}: {d.features.shape[0]} frames, {d.queries.shape[0]} queries")
-        results[folder.name] = bench_database(d, methods=methods, ks=ks, batch=batch, block=block)
+        results[folder.name] = bench_database(d, methods=methods, ks=ks, batch=batch, block=block, weights=weights)
     meta = {
         "data": str(root),
         "machine": platform.machine(),
@@ -458,6 +520,15 @@ def format_report(results: dict[str, Any]) -> str:
         for m in methods:
             rows.append([m, *[f"{b[k][m + '_s'] * 1e3:.1f}" for k in ks], *[f"{b[k][m + '_speedup']:.2f}x" for k in ks]])
         out.append(_table(rows))
+        if "weights" in r:
+            wr = r["weights"]
+            lo, hi = wr["range"]
+            ratios = "; ".join(
+                f"{m}: " + ", ".join(f"{k} {wr['single_ratio'][k][m]:.2f}x" for k in ks)
+                + " (batch " + ", ".join(f"{wr['batch_ratio'][k][m]:.2f}x" for k in ks) + ")"
+                for m in wr["single_ratio"][ks[0]])
+            out.append(f"weighted (+w: weights uniform in [{lo:g}, {hi:g}], numpy unweighted) / unweighted, "
+                       f"medians: {ratios}")
         out.extend(f"warning: {w}" for w in r.get("warnings", []))
         ex = ", ".join(f"{m}: {v['mismatches']} mismatches vs {v['reference']} (max rel. error {v['max_rel_error']:.1e})"
                        for m, v in r["exact"].items())

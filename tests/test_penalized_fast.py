@@ -437,3 +437,35 @@ def test_searches_with_masks_that_take_turns_match_the_linear_optimum():
                         block_bounds=True, block_size=4)
     for it in range(9):
         _matches_linear(ps, rng, opt, 1, mask=masks[it % 3], buffers=buf)
+
+
+def test_plain_method_searches_weighted_distances_without_copying_the_database(monkeypatch):
+    """The plain method (and the fallback when nothing is near) with per-query weights, zeros
+    included, returns the weighted nearest frame of the weighted brute force, and builds no
+    other searcher: a change of weights copies nothing."""
+    from motionmatch.search import BruteForceSearch
+    from motionmatch.search import penalized as P
+
+    ps, rng = _problem(9)
+    brute = BruteForceSearch(ps.features, ps.valid)
+
+    def no_copy(*args, **kwargs):
+        raise AssertionError("a searcher was built for a weight vector")
+
+    monkeypatch.setattr(P, "BoxSearch", no_copy)
+    empty, cnt = np.zeros((3, 1, ROW)), np.zeros(3, dtype=np.int64)
+    for it in range(12):
+        q = ps.features[rng.integers(ps.n_frames)].astype(np.float64) + rng.normal(scale=0.3, size=ps.dim)
+        w = rng.uniform(0.5, 2.0, ps.dim)
+        w[rng.uniform(size=ps.dim) < 0.3] = 0.0
+        mask = rng.uniform(size=ps.n_frames) > 0.3
+        cur = int(rng.integers(ps.n_frames))
+        obs, ocnt = (empty, cnt) if it % 2 else _obstacles(rng)[:2]
+        opt = SearchOptions(method="plain") if it % 2 == 0 else SearchOptions()
+        r = ps.search(q, obs, ocnt, mask=mask, init_index=cur, weights=w, options=opt)
+        assert r.method == "plain"
+        _, d = brute.nearest(q, mask=mask, weights=w)
+        diff = ps.features[r.index].astype(np.float64) - q
+        assert float((diff * diff * w).sum()) == pytest.approx(d[0], rel=1e-12, abs=1e-12)
+        assert r.distance == pytest.approx(d[0], rel=1e-9, abs=1e-12)
+        assert mask[r.index] and ps.valid[r.index]

@@ -36,9 +36,43 @@ def reference_dir() -> Path:
     return first if first.is_dir() else REPO.parent / "shared" / "bench" / "search-reference"
 
 
-def exact_dist(features: np.ndarray, idx: np.ndarray, q: np.ndarray) -> np.ndarray:
+def exact_dist(features: np.ndarray, idx: np.ndarray, q: np.ndarray, w: np.ndarray | None = None) -> np.ndarray:
+    """float64 (weighted) squared distances of frames ``idx`` to ``q``."""
     diff = features[np.asarray(idx)].astype(np.float64) - np.asarray(q, dtype=np.float64)
-    return (diff * diff).sum(axis=-1)
+    if w is None:
+        return (diff * diff).sum(axis=-1)
+    return (diff * diff * np.asarray(w, dtype=np.float64)).sum(axis=-1)
+
+
+def sequential_dist(features: np.ndarray, idx: np.ndarray, q: np.ndarray, w: np.ndarray | None = None) -> np.ndarray:
+    """The same, summed dimension by dimension in order (``s += t * t`` or ``s += t * t * w``):
+    the box search's float64 re-measure, bit for bit."""
+    diff = features[np.asarray(idx)].astype(np.float64) - np.asarray(q, dtype=np.float64)
+    s = np.zeros(diff.shape[:-1])
+    for j in range(diff.shape[-1]):
+        t = diff[..., j]
+        s = s + (t * t if w is None else t * t * w[j])
+    return s
+
+
+def weighted_oracle(features: np.ndarray, allowed: np.ndarray, q: np.ndarray, w: np.ndarray, k: int) -> np.ndarray:
+    """Plain numpy float64: the ``k`` smallest ``Σ_d w_d (f_d - q_d)²`` over the allowed frames."""
+    d = ((features.astype(np.float64) - np.asarray(q, dtype=np.float64)) ** 2 * w).sum(axis=1)
+    d = np.where(allowed, d, np.inf)
+    return d[np.argsort(d, kind="stable")[:k]]
+
+
+def assert_weighted_knn(features, q, w, got, want_d, allowed):
+    """``got = (indices, distances)`` are ``k`` distinct allowed frames, ascending, whose
+    weighted float64 distances are the ones returned and equal the oracle's ``want_d``."""
+    gi, gd = got
+    assert gi.dtype == np.int64 and gd.dtype == np.float64
+    assert gi.shape == gd.shape == want_d.shape
+    np.testing.assert_allclose(gd, want_d, rtol=RTOL, atol=1e-12)
+    np.testing.assert_allclose(exact_dist(features, gi, q, w), gd, rtol=RTOL, atol=1e-12)
+    assert np.all(np.diff(gd) >= 0)
+    assert len(set(gi.tolist())) == len(gi)
+    assert allowed[gi].all()
 
 
 def assert_same_knn(features, q, got, want, mask=None):
@@ -193,6 +227,109 @@ def test_box_init_index(ref):
         assert_same_knn(ref.features, q, got, ref.brute.nearest(q, mask=mask))
 
 
+# ---------------------------------------------------------------- per-query weights
+@pytest.fixture(scope="module")
+def ref_b() -> RefDB:
+    """One reference database (db_b, 104k frames) for the weighted searches."""
+    root = reference_dir()
+    folder = root / "db_b"
+    if not (folder / "features_normalized.npy").is_file():
+        pytest.skip(f"search reference database db_b not found at {root}; set MOTIONMATCH_BENCH to "
+                    "shared/bench/search-reference")
+    if "db_b" not in _REF:
+        _REF["db_b"] = RefDB(folder)
+    return _REF["db_b"]
+
+
+def _weights(rng: np.random.Generator, d: int, kind: str) -> np.ndarray:
+    if kind == "controls":  # the high-level controls' range
+        return rng.uniform(0.5, 2.0, d)
+    if kind == "zeros":  # whole feature groups switched off
+        w = rng.uniform(0.5, 2.0, d)
+        w[rng.random(d) < 0.4] = 0.0
+        w[rng.integers(d)] = 1.0
+        return w
+    if kind == "wide":  # orders of magnitude apart
+        return 10.0 ** rng.uniform(-4, 4, d)
+    return np.ones(d)
+
+
+@pytest.mark.parametrize("kind", ["controls", "zeros", "wide"])
+def test_weighted_box_and_brute_match_numpy_oracle_on_reference_db(ref_b, kind):
+    """Weighted single and batched searches, with and without masks and ``init_index``,
+    k = 1, 3, 10, against plain float64 numpy on a real database and its hard queries."""
+    r = ref_b
+    rng = np.random.default_rng({"controls": 11, "zeros": 12, "wide": 13}[kind])
+    n, d = r.features.shape
+    clip = rng.integers(len(r.starts))
+    one_clip = np.zeros(n, dtype=bool)
+    one_clip[r.starts[clip] : r.stops[clip]] = True
+    masks = {"none": None, "random 50%": rng.random(n) < 0.5, "one clip": one_clip}
+    which = rng.choice(len(r.queries), size=12, replace=False)
+    for name, mask in masks.items():
+        allowed = r.valid & (mask if mask is not None else True)
+        w = _weights(rng, d, kind)
+        for k in (1, 3, 10):
+            queries = r.queries[which]
+            bi, bd = r.box.nearest_batch(queries, mask=mask, k=k, weights=w)
+            wi, wd = r.brute.nearest_batch(queries, mask=mask, k=k, weights=w)
+            for row, q in enumerate(queries):
+                want = weighted_oracle(r.features, allowed, q, w, k)
+                init = int(rng.integers(n))
+                got = r.box.nearest(q, mask=mask, k=k, init_index=init, weights=w)
+                assert_weighted_knn(r.features, q, w, got, want, allowed), (name, k)
+                assert_weighted_knn(r.features, q, w, r.brute.nearest(q, mask=mask, k=k, weights=w), want, allowed)
+                assert_weighted_knn(r.features, q, w, (bi[row], bd[row]), want, allowed)
+                assert_weighted_knn(r.features, q, w, (wi[row], wd[row]), want, allowed)
+                # batch and single box calls measure the same frames the same way
+                np.testing.assert_array_equal(bd[row], r.box.nearest(q, mask=mask, k=k, weights=w)[1])
+                # the box's float64 distances are the weighted sums in dimension order, bit for bit
+                np.testing.assert_array_equal(got[1], sequential_dist(r.features, got[0], q, w))
+
+
+def test_weights_change_the_answer_on_reference_db(ref_b):
+    """The weights are not ignored: switching off the trajectory dimensions (columns 15-26)
+    finds pose-only matches, which differ from the unweighted ones for most queries."""
+    r = ref_b
+    w = np.ones(r.features.shape[1])
+    w[15:] = 0.0
+    qs = r.queries[:50]
+    plain = r.box.nearest_batch(qs)[0][:, 0]
+    pose = r.box.nearest_batch(qs, weights=w)[0][:, 0]
+    assert (plain != pose).mean() > 0.5
+    for i, q in enumerate(qs):
+        assert_weighted_knn(r.features, q, w, (pose[i : i + 1], r.box.nearest(q, weights=w)[1]),
+                            weighted_oracle(r.features, r.valid, q, w, 1), r.valid)
+
+
+def test_weights_none_keeps_the_unweighted_results_bit_for_bit(ref_b):
+    """``weights=None`` is the unweighted search: its float64 distances are the unweighted
+    sums in dimension order, bit for bit, and unit weights (the weighted kernels) return the
+    same distances bit for bit."""
+    r = ref_b
+    qs = r.queries[::10]
+    ones = np.ones(r.features.shape[1])
+    for k in (1, 3):
+        ni, nd = r.box.nearest_batch(qs, k=k)
+        di, dd = r.box.nearest_batch(qs, k=k, weights=None)
+        oi, od = r.box.nearest_batch(qs, k=k, weights=ones)
+        np.testing.assert_array_equal(ni, di)
+        np.testing.assert_array_equal(nd, dd)
+        np.testing.assert_array_equal(nd, sequential_dist(r.features, ni, qs[:, None, :]))
+        np.testing.assert_array_equal(od, nd)
+        np.testing.assert_array_equal(sequential_dist(r.features, oi, qs[:, None, :]), od)
+    idx, cost = r.box.nearest_batch(r.queries, weights=None)
+    check_against_exact(r, idx[:, 0], cost[:, 0], np.arange(len(r.queries)))
+    for i in range(0, 200, 20):
+        q = r.queries[i]
+        a, b = r.box.nearest(q, k=3, init_index=i), r.box.nearest(q, k=3, init_index=i, weights=None)
+        np.testing.assert_array_equal(a[0], b[0])
+        np.testing.assert_array_equal(a[1], b[1])
+        a, b = r.brute.nearest(q, k=3), r.brute.nearest(q, k=3, weights=None)
+        np.testing.assert_array_equal(a[0], b[0])
+        np.testing.assert_array_equal(a[1], b[1])
+
+
 # ---------------------------------------------------------------- small random data
 @st.composite
 def small_problem(draw):
@@ -250,6 +387,95 @@ def test_box_equals_brute_on_small_random_data(problem):
         np.testing.assert_array_equal(bd[row], sd)
     _, wd = brute.nearest_batch(queries, mask=mask, k=k)
     np.testing.assert_allclose(bd, wd, rtol=RTOL, atol=1e-12)
+
+
+@st.composite
+def weight_vectors(draw, d: int):
+    """Per-dimension weights: the controls' range, zeros, all zero, unit, orders of magnitude
+    apart, tiny (float32-subnormal square roots) and large."""
+    rng = np.random.default_rng(draw(st.integers(0, 2**31 - 1)))
+    kind = draw(st.sampled_from(["controls", "zeros", "all zero", "ones", "wide", "tiny", "large"]))
+    if kind == "controls":
+        return rng.uniform(0.5, 2.0, d)
+    if kind == "zeros":
+        return np.where(rng.random(d) < 0.5, 0.0, rng.uniform(0.5, 2.0, d))
+    if kind == "all zero":
+        return np.zeros(d)
+    if kind == "ones":
+        return np.ones(d)
+    if kind == "wide":
+        return 10.0 ** rng.uniform(-6, 6, d)
+    if kind == "tiny":
+        return np.where(rng.random(d) < 0.5, 10.0 ** rng.uniform(-90, -40, d), rng.uniform(0.5, 2.0, d))
+    return 10.0 ** rng.uniform(8, 15, d)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(small_problem(), st.data())
+def test_weighted_box_and_brute_equal_numpy_oracle_on_small_random_data(problem, data):
+    """Weighted single (with ``init_index``) and batched searches of both searchers against
+    plain float64 numpy, on the data of :func:`small_problem` (ties, duplicates, offsets)."""
+    f, valid, mask, k, queries, init = problem
+    w = data.draw(weight_vectors(f.shape[1]))
+    box = BoxSearch(f, valid)
+    brute = BruteForceSearch(f, valid)
+    allowed = valid & (mask if mask is not None else True)
+    bi, bd = box.nearest_batch(queries, mask=mask, k=k, weights=w)
+    wi, wd = brute.nearest_batch(queries, mask=mask, k=k, weights=w)
+    for row, q in enumerate(queries):
+        want = weighted_oracle(f, allowed, q, w, k)
+        assert_weighted_knn(f, q, w, box.nearest(q, mask=mask, k=k, init_index=init, weights=w), want, allowed)
+        assert_weighted_knn(f, q, w, brute.nearest(q, mask=mask, k=k, init_index=init, weights=w), want, allowed)
+        assert_weighted_knn(f, q, w, (bi[row], bd[row]), want, allowed)
+        assert_weighted_knn(f, q, w, (wi[row], wd[row]), want, allowed)
+        si, sd = box.nearest(q, mask=mask, k=k, weights=w)
+        np.testing.assert_array_equal(bi[row], si)
+        np.testing.assert_array_equal(bd[row], sd)
+
+
+@pytest.mark.parametrize("scale", [1e-6, 1.0, 1e5, 1e9])
+def test_weighted_box_exact_at_any_scale(scale):
+    """Weighted bounds stay conservative beyond float16's range and for tiny values, with
+    weights of 0 and far from 1."""
+    rng = np.random.default_rng(14)
+    f = (np.cumsum(rng.normal(size=(3000, 6)), axis=0) * scale).astype(np.float32)
+    box, brute = BoxSearch(f), BruteForceSearch(f)
+    allowed = np.ones(len(f), dtype=bool)
+    for w in (np.array([0.0, 1.0, 2.0, 0.5, 0.0, 1.5]), 10.0 ** rng.uniform(-3, 3, 6)):
+        for q in f[rng.integers(len(f), size=20)] + rng.normal(scale=0.3 * scale, size=(20, 6)):
+            want = weighted_oracle(f, allowed, q, w, 3)
+            assert_weighted_knn(f, q, w, box.nearest(q, k=3, weights=w), want, allowed)
+            assert_weighted_knn(f, q, w, brute.nearest(q, k=3, weights=w), want, allowed)
+
+
+@pytest.mark.parametrize("dim", [15, 17, 33])
+def test_weighted_box_exact_for_wider_features(dim):
+    """Weighted row distances over 16-lane chunks and their masked tails."""
+    rng = np.random.default_rng(dim + 100)
+    f = np.cumsum(rng.normal(size=(2011, dim)), axis=0).astype(np.float32)
+    valid = rng.random(len(f)) < 0.9
+    box = BoxSearch(f, valid)
+    w = np.where(rng.random(dim) < 0.3, 0.0, rng.uniform(0.5, 2.0, dim))
+    for q in f[rng.integers(len(f), size=15)] + rng.normal(scale=0.5, size=(15, dim)):
+        assert_weighted_knn(f, q, w, box.nearest(q, k=4, weights=w), weighted_oracle(f, valid, q, w, 4), valid)
+
+
+def test_weights_of_any_type_and_layout_are_accepted():
+    """Lists, float32, integers and strided views give the float64 weights' answer."""
+    rng = np.random.default_rng(15)
+    f = np.cumsum(rng.normal(size=(700, 4)), axis=0).astype(np.float32)
+    box, brute = BoxSearch(f), BruteForceSearch(f)
+    q = f[100] + 0.3
+    w = np.array([2.0, 0.0, 1.0, 3.0])
+    want = brute.nearest(q, k=3, weights=w)
+    wide = np.zeros(8)
+    wide[::2] = w
+    for ww in (w.tolist(), w.astype(np.float32), w.astype(np.int64), wide[::2], np.asfortranarray(w)):
+        for s in (box, brute):
+            got = s.nearest(q, k=3, weights=ww)
+            np.testing.assert_array_equal(got[1], s.nearest(q, k=3, weights=w)[1])
+            np.testing.assert_allclose(got[1], want[1], rtol=RTOL)
+        np.testing.assert_array_equal(box.nearest_batch(q[None], k=3, weights=ww)[1][0], box.nearest(q, k=3, weights=w)[1])
 
 
 @pytest.mark.parametrize("scale", [1e-6, 1.0, 1e4, 1e5, 1e9])
@@ -361,10 +587,27 @@ def test_validation_messages_name_the_argument(small, which):
         (lambda: s.nearest_batch(np.array([[0.0] * 4, [np.nan] * 4])), "queries.*row 1"),
         (lambda: s.nearest_batch(np.zeros((2, 4)), k=0), "k"),
         (lambda: s.nearest_batch(np.zeros((2, 4)), mask=np.ones(3, dtype=bool)), "mask"),
+        (lambda: s.nearest(q, weights=np.ones(3)), r"weights.*\(4,\)"),
+        (lambda: s.nearest(q, weights=np.ones((1, 4))), "weights"),
+        (lambda: s.nearest(q, weights=1.0), "weights"),
+        (lambda: s.nearest(q, weights=np.array([1.0, -0.5, 1.0, 1.0])), "weights.*negative.*1"),
+        (lambda: s.nearest(q, weights=np.array([1.0, 1.0, np.nan, 1.0])), "weights.*NaN.*2"),
+        (lambda: s.nearest(q, weights=[1.0, 1.0, np.nan, 1.0]), "weights.*NaN"),
+        (lambda: s.nearest(q, weights=np.array([np.inf, 1.0, 1.0, 1.0])), "weights.*infinite"),
+        (lambda: s.nearest(q, weights=np.array([1e20, 1.0, 1.0, 1.0])), "weights.*larger"),
+        (lambda: s.nearest(q, weights=np.array(["a", "b", "c", "d"])), "weights.*numeric"),
+        (lambda: s.nearest(q, weights=np.ones(4)[::-1] * -1), "weights.*negative"),
+        (lambda: s.nearest_batch(np.zeros((2, 4)), weights=np.ones(5)), "weights"),
+        (lambda: s.nearest_batch(np.zeros((2, 4)), weights=np.array([1.0, -1.0, 1.0, 1.0])), "weights"),
+        (lambda: s.nearest_batch(np.zeros((2, 4)), weights=np.array([1.0, 1.0, 1.0, np.nan])), "weights"),
     ]
     for call, pattern in cases:
         with pytest.raises(SearchError, match=pattern):
             call()
+    # the messages are one line
+    with pytest.raises(SearchError) as err:
+        s.nearest(q, weights=np.array([1.0, 1.0, np.nan, 1.0]))
+    assert "\n" not in str(err.value)
     # SearchError is a ValueError
     with pytest.raises(ValueError):
         s.nearest(np.zeros(3))
@@ -443,6 +686,25 @@ def test_bench_search_command_json(tmp_path, capsys, bench):
                 ["--data", str(tmp_path), "--queries", "0"], ["--data", str(tmp_path), "--methods", "nope"]):
         assert main(bad) == 1
         assert "error" in capsys.readouterr().err
+
+
+def test_bench_search_weights_option(tmp_path, capsys, bench):
+    """``--weights``: weighted contenders timed beside the unweighted ones, their ratios, and
+    their answers checked against the float64 numpy oracle."""
+    _tiny_db(tmp_path / "db_x")
+    assert bench.command.main(["--data", str(tmp_path), "--json", "--queries", "8", "--batch", "10", "--k", "1,3",
+                               "--weights"]) == 0
+    r = json.loads(capsys.readouterr().out)["db_x"]
+    for m in ("brute", "box"):
+        assert r["single"]["k1"][f"{m}+w"]["median_us"] > 0 and r["batch"]["k3"][f"{m}+w_s"] > 0
+        assert r["exact"][f"{m}+w"]["mismatches"] == 0 and "weighted" in r["exact"][f"{m}+w"]["reference"]
+        assert r["weights"]["single_ratio"]["k1"][m] > 0 and r["weights"]["batch_ratio"]["k3"][m] > 0
+    assert "weighted" in bench.timing.format_report({"db_x": r})
+    # the oracle: the smallest weighted distance over valid frames, as plain numpy computes it
+    d = bench.timing.BenchData(tmp_path / "db_x")
+    w = np.linspace(0.5, 2.0, d.features.shape[1])
+    want = [float(np.min(((d.features.astype(np.float64) - q) ** 2 * w).sum(axis=1))) for q in d.queries]
+    np.testing.assert_allclose(bench.timing.weighted_reference(d.features, d.valid, d.queries, w), want, rtol=1e-12)
 
 
 def test_blas_threads_limits_and_restores(bench):

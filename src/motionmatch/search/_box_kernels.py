@@ -32,6 +32,18 @@ ever rejected (for the coded top bounds, the query is converted to grid units in
 and the margin of 2^-12 code the bounds are widened by at query time is far above the error
 of that conversion); every frame that passes is re-measured in float64 from ``feats`` and only
 float64 distances enter the result.
+
+Weighted queries (``weights [D]``, ``w_d >= 0``: the distance ``Σ_d w_d (q_d - f_d)²``) run
+the same search with the root of every float32 term (a gap or a difference, in the
+features' units) multiplied by ``sqrt(w_d)`` rounded *down* to float32
+(:func:`._simd.top_block16qw`, :func:`._simd.box_lb4hw`, :func:`._simd.rowdist16w`): a
+bound stays below its exact weighted value up to one more rounding per term, which the
+threshold's slack covers together with the weighted norm of the query (see
+:func:`_threshold`); the float64 re-measure is the weighted distance. A zero weight makes a
+dimension's terms 0 (an empty box's infinite gap included). The search structures and the
+dimension order are the unweighted ones, so weights that favour dimensions that vary
+little prune less well. ``weights=None`` compiles the unweighted kernels unchanged (numba
+drops the ``weights is None`` branches of each specialisation).
 """
 
 from __future__ import annotations
@@ -40,7 +52,15 @@ import numba
 import numpy as np
 from numba import prange
 
-from motionmatch.search._simd import box_lb4h, prefetch, rowdist16, top_block16q
+from motionmatch.search._simd import (
+    box_lb4h,
+    box_lb4hw,
+    prefetch,
+    rowdist16,
+    rowdist16w,
+    top_block16q,
+    top_block16qw,
+)
 from motionmatch.search._validate import MAX_ABS
 
 LEAF = 16
@@ -61,6 +81,12 @@ def _threshold(best, slack_mul, slack_add):
     at most ``u ‖q‖`` to the root of the distance; the grid-coded bounds add two roundings
     per term, the step and the scaling by it), and ``slack_mul`` keeps a few more ulps for
     the rounding of the threshold itself to float32.
+
+    Weighted (``Σ w_d (q_d - f_d)²``): ``‖q‖²`` becomes ``Σ w_d q_d²`` (Minkowski's inequality
+    for the weighted norm) and ``slack_mul = 1 + (D + 32) u``: each term has one more
+    rounding, the product of its root by ``sqrt(w_d)`` (two ulps of the square; the scale
+    itself is rounded down, which only lowers a bound; the underflow of tiny products is
+    covered by the 1e-30).
     """
     if best == np.inf:
         return np.float32(np.inf)
@@ -96,6 +122,27 @@ def _dist64(feats, i, q64):
         t = np.float64(feats[i, j]) - q64[j]
         s += t * t
     return s
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _wdist64(feats, i, q64, w64):
+    """``Σ_j w64[j] (feats[i, j] - q64[j])²`` in float64 (``t * t * 1.0`` is ``t * t``: unit
+    weights give :func:`_dist64`'s value bit for bit)."""
+    d = feats.shape[1]
+    s = 0.0
+    for j in range(d):
+        t = np.float64(feats[i, j]) - q64[j]
+        s += t * t * w64[j]
+    return s
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _down32(x):
+    """``x >= 0`` (float64) as the largest float32 not above it (a scale that only lowers bounds)."""
+    y = np.float32(x)
+    if np.float64(y) > x:
+        y = np.nextafter(y, np.float32(0.0))
+    return y
 
 
 @numba.njit(cache=True, nogil=True)
@@ -134,18 +181,21 @@ def mask_boxes(mask_words, valid_words, mask, valid, leaf_ok, top_pen):
 @numba.njit(cache=True, nogil=True)
 def search_one(
     q64, perm, k, init_index, mask, valid, leaf_ok, top_pen, tops, grid, rep_idx, leafb, feats,
-    out_i, out_d, n_early,
+    out_i, out_d, n_early, weights,
 ):
     """Exact k nearest neighbours of one query; returns ``False`` (and does nothing) if a
-    query value is NaN, infinite or larger than ``MAX_ABS`` in magnitude.
+    query value is NaN, infinite or larger than ``MAX_ABS`` in magnitude, or a weight is not
+    in ``[0, MAX_ABS]``.
 
     ``q64``: ``[D]`` float64 query (original dimension order); ``perm``: ``[D]`` the
     dimension order of the search structures; ``init_index``: a frame to seed the bound
     with (-1: none; the caller checks that it is valid and in the mask). ``mask``/``valid``:
     ``[F]`` bool (pass ``valid`` twice without a call mask). ``out_i``/``out_d``: ``[k]``
     results (ascending float64 squared distances). ``n_early``: dimensions after which a box
-    or a leaf is abandoned when already beyond the bound. The caller guarantees at least
-    ``k`` valid frames in the mask. See the module docstring for the other arrays.
+    or a leaf is abandoned when already beyond the bound. ``weights``: ``None`` (the plain
+    squared distance) or ``[D]`` float64 per-dimension weights of the squared differences
+    (original dimension order). The caller guarantees at least ``k`` valid frames in the
+    mask. See the module docstring for the other arrays.
 
     The hot loops call no function taking arrays: such a call updates the reference counts
     of its array arguments atomically, which took half of the time in a first version.
@@ -156,22 +206,42 @@ def search_one(
     z = np.float32(0.0)
     qp = np.empty(dim, dtype=np.float32)
     q32 = np.empty(dim, dtype=np.float32)
-    qn2 = 0.0
+    qn2 = 0.0  # the (weighted) squared norm of the query
     for d in range(dim):
         x = q64[d]
         if not abs(x) <= MAX_ABS:
             return False
-        qn2 += x * x
+        if weights is None:
+            qn2 += x * x
+        else:
+            wd = weights[d]
+            if not (wd >= 0.0 and wd <= MAX_ABS):
+                return False
+            qn2 += wd * x * x
         qp[d] = np.float32(q64[perm[d]])
         q32[d] = np.float32(x)
     u = 2.0**-24
-    slack_mul = 1.0 + (dim + 16) * u
+    if weights is None:
+        slack_mul = 1.0 + (dim + 16) * u
+    else:
+        slack_mul = 1.0 + (dim + 32) * u
+        # sqrt(w) rounded down to float32, in the original order (frames) and permuted
+        # (leaf and top bounds)
+        sw = np.empty(dim, dtype=np.float32)
+        swp = np.empty(dim, dtype=np.float32)
+        for d in range(dim):
+            sw[d] = _down32(np.sqrt(weights[d]))
+        for d in range(dim):
+            swp[d] = sw[perm[d]]
     slack_add = u * qn2 + 1e-30
     for j in range(k):
         out_i[j] = -1
         out_d[j] = np.inf
     if init_index >= 0:
-        _insert(out_i, out_d, k, init_index, _dist64(feats, init_index, q64))
+        if weights is None:
+            _insert(out_i, out_d, k, init_index, _dist64(feats, init_index, q64))
+        else:
+            _insert(out_i, out_d, k, init_index, _wdist64(feats, init_index, q64, weights))
 
     # 1. lower bounds of all top boxes and distances to their representatives (vectorised)
     lb = np.empty(n_top, dtype=np.float32)
@@ -186,7 +256,10 @@ def search_one(
         for d in range(dim):
             qc[d] = np.float32((qp64[d] - np.float64(grid[g, 0, d])) * np.float64(grid[g, 1, d]))
             step[d] = grid[g, 2, d]
-        top_block16q(tops, g * group, qc, step, top_pen, lb, rd, g * GROUP)
+        if weights is None:
+            top_block16q(tops, g * group, qc, step, top_pen, lb, rd, g * GROUP)
+        else:
+            top_block16qw(tops, g * group, qc, step, swp, top_pen, lb, rd, g * GROUP)
 
     # 2. seed the k best with the nearest representatives: a tight bound from the start
     thr = _threshold(out_d[k - 1], slack_mul, slack_add)
@@ -194,7 +267,10 @@ def search_one(
         if rd[t] <= thr:
             i = rep_idx[t]
             if i >= 0 and mask[i]:
-                d64 = _dist64(feats, i, q64)
+                if weights is None:
+                    d64 = _dist64(feats, i, q64)
+                else:
+                    d64 = _wdist64(feats, i, q64, weights)
                 if d64 < out_d[k - 1] and not _kept(out_i, k, i):
                     _insert(out_i, out_d, k, i, d64)
                     thr = _threshold(out_d[k - 1], slack_mul, slack_add)
@@ -249,9 +325,14 @@ def search_one(
         o = t * stride_top
         for c in range(PER_TOP):
             lbl[c] = z
-        if box_lb4h(leafb, o, qp, 0, ne, lbl) > thr:
-            continue
-        box_lb4h(leafb, o, qp, ne, dim, lbl)
+        if weights is None:
+            if box_lb4h(leafb, o, qp, 0, ne, lbl) > thr:
+                continue
+            box_lb4h(leafb, o, qp, ne, dim, lbl)
+        else:
+            if box_lb4hw(leafb, o, qp, swp, 0, ne, lbl) > thr:
+                continue
+            box_lb4hw(leafb, o, qp, swp, ne, dim, lbl)
         for c in range(PER_TOP):
             leaf = t * PER_TOP + c
             if lbl[c] > thr or not leaf_ok[leaf]:
@@ -263,13 +344,20 @@ def search_one(
             ob = base * dim
             for p in range(0, nrows * dim, 16):  # 16 float32 per cache line
                 prefetch(feats, ob + p)
-            if rowdist16(feats, base, nrows, q32, acc) > thr:
-                continue
+            if weights is None:
+                if rowdist16(feats, base, nrows, q32, acc) > thr:
+                    continue
+            else:
+                if rowdist16w(feats, base, nrows, q32, sw, acc) > thr:
+                    continue
             for j in range(LEAF):
                 if acc[j] <= thr:
                     i = base + j
                     if i < n and valid[i] and mask[i]:
-                        d64 = _dist64(feats, i, q64)
+                        if weights is None:
+                            d64 = _dist64(feats, i, q64)
+                        else:
+                            d64 = _wdist64(feats, i, q64, weights)
                         if d64 < out_d[k - 1] and not _kept(out_i, k, i):
                             _insert(out_i, out_d, k, i, d64)
                             thr = _threshold(out_d[k - 1], slack_mul, slack_add)
@@ -278,10 +366,11 @@ def search_one(
 
 @numba.njit(cache=True, nogil=True, parallel=True)
 def search_batch(
-    q64s, perm, k, mask, valid, leaf_ok, top_pen, tops, grid, rep_idx, leafb, feats, out_i, out_d, n_early,
+    q64s, perm, k, mask, valid, leaf_ok, top_pen, tops, grid, rep_idx, leafb, feats, out_i, out_d, n_early, weights,
 ):
-    """:func:`search_one` for each row of ``q64s [Q, D]`` (finite, checked by the caller),
-    in parallel over queries; results in ``out_i``/``out_d`` ``[Q, k]``."""
+    """:func:`search_one` for each row of ``q64s [Q, D]`` (finite, checked by the caller, as
+    ``weights``: ``None`` or ``[D]``, the same for every query), in parallel over queries;
+    results in ``out_i``/``out_d`` ``[Q, k]``."""
     for s in prange(q64s.shape[0]):
         search_one(q64s[s], perm, k, -1, mask, valid, leaf_ok, top_pen, tops, grid, rep_idx, leafb, feats,
-                   out_i[s], out_d[s], n_early)
+                   out_i[s], out_d[s], n_early, weights)

@@ -18,7 +18,7 @@ from numba import types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
-__all__ = ["box_lb4h", "prefetch", "rowdist16", "top_block16q"]
+__all__ = ["box_lb4h", "box_lb4hw", "prefetch", "rowdist16", "rowdist16w", "top_block16q", "top_block16qw"]
 
 #: Codes the coded boxes of :func:`top_block16q` are widened by (covers the float32 rounding
 #: of the query in grid units, at most ~1.5e-5 code for codes up to 255).
@@ -86,22 +86,18 @@ def _load_half(builder, base_ptr, index, width):
     return builder.fpext(builder.load(p, align=2), ir.VectorType(_F32, width))
 
 
-@intrinsic
-def box_lb4h(typingctx, bounds, off, qp, d0, d1, acc):
-    """Lower bounds of 4 boxes with float16 bounds (``bounds``: uint16 array of their bits):
-    ``acc[c] += Σ_{d0 <= d < d1} max(lo - qp[d], qp[d] - hi, 0)²`` with
-    ``lo = bounds[off + 8 d + c]``, ``hi = bounds[off + 8 d + 4 + c]`` for ``c < 4``; returns
-    ``min_c acc[c]`` after the update (float32)."""
-    if not (_u16_array(bounds) and _f32_array(qp) and _f32_array(acc)):
-        return None
-    sig = types.float32(bounds, types.intp, qp, types.intp, types.intp, acc)
+def _box_lb4h_codegen(weighted: bool):
+    """Code of :func:`box_lb4h` (``weighted``: of :func:`box_lb4hw`, one more array argument)."""
+    a_acc = 6 if weighted else 5
+    a_d0 = 4 if weighted else 3
 
     def codegen(context, builder, signature, args):
         w = 4
         b_arr = context.make_array(signature.args[0])(context, builder, args[0])
         q_arr = context.make_array(signature.args[2])(context, builder, args[2])
-        a_arr = context.make_array(signature.args[5])(context, builder, args[5])
-        off, d0, d1 = args[1], args[3], args[4]
+        a_arr = context.make_array(signature.args[a_acc])(context, builder, args[a_acc])
+        s_arr = context.make_array(signature.args[3])(context, builder, args[3]) if weighted else None
+        off, d0, d1 = args[1], args[a_d0], args[a_d0 + 1]
         acc_ptr = _vptr(builder, a_arr.data, w)
         slot = cgutils.alloca_once(builder, ir.VectorType(_F32, w))
         builder.store(builder.load(acc_ptr, align=4), slot)
@@ -114,12 +110,39 @@ def box_lb4h(typingctx, bounds, off, qp, d0, d1, acc):
             lo = _load_half(builder, b_arr.data, base, w)
             hi = _load_half(builder, b_arr.data, builder.add(base, ir.Constant(_I64, w)), w)
             m = _vmax(builder, _vmax(builder, builder.fsub(lo, qv), builder.fsub(qv, hi)), zero)
+            if weighted:
+                sv = _splat(builder, builder.load(builder.gep(s_arr.data, [d])), w)
+                # an empty leaf's gap is +inf: inf * 0 is NaN, which the max turns into 0
+                m = _vmax(builder, builder.fmul(m, sv), zero)
             builder.store(builder.fadd(builder.load(slot), builder.fmul(m, m)), slot)
         res = builder.load(slot)
         builder.store(res, acc_ptr, align=4)
         return _hmin(builder, res, w)
 
-    return sig, codegen
+    return codegen
+
+
+@intrinsic
+def box_lb4h(typingctx, bounds, off, qp, d0, d1, acc):
+    """Lower bounds of 4 boxes with float16 bounds (``bounds``: uint16 array of their bits):
+    ``acc[c] += Σ_{d0 <= d < d1} max(lo - qp[d], qp[d] - hi, 0)²`` with
+    ``lo = bounds[off + 8 d + c]``, ``hi = bounds[off + 8 d + 4 + c]`` for ``c < 4``; returns
+    ``min_c acc[c]`` after the update (float32)."""
+    if not (_u16_array(bounds) and _f32_array(qp) and _f32_array(acc)):
+        return None
+    sig = types.float32(bounds, types.intp, qp, types.intp, types.intp, acc)
+    return sig, _box_lb4h_codegen(False)
+
+
+@intrinsic
+def box_lb4hw(typingctx, bounds, off, qp, sw, d0, d1, acc):
+    """:func:`box_lb4h` with per-dimension scales ``sw [D]`` float32 (the square roots of the
+    weights): ``acc[c] += Σ_d (sw[d] max(lo - qp[d], qp[d] - hi, 0))²``, a term being 0 where
+    ``sw[d] = 0`` (also for the infinite gaps of empty boxes)."""
+    if not (_u16_array(bounds) and _f32_array(qp) and _f32_array(sw) and _f32_array(acc)):
+        return None
+    sig = types.float32(bounds, types.intp, qp, sw, types.intp, types.intp, acc)
+    return sig, _box_lb4h_codegen(True)
 
 
 def _u8_array(t):
@@ -133,22 +156,9 @@ def _load_u8(builder, base_ptr, index, width):
     return builder.uitofp(builder.load(p, align=1), ir.VectorType(_F32, width))
 
 
-@intrinsic
-def top_block16q(typingctx, tops, off, qc, step, pen, lb, rd, t0):
-    """Lower bounds and representative distances of 16 top boxes ``t0 .. t0+15``, with the
-    bounds quantised to uint8 codes on a per-dimension grid.
-
-    ``tops`` holds, from ``off``, for each dimension ``d``: the 16 low codes, the 16 high
-    codes and the 16 representative codes. ``qc [D]`` is the query in code units and
-    ``step [D]`` the grid steps. Writes ``lb[t] = pen[t] + Σ_d (step[d] m)²`` with
-    ``m = max(lo - (qc[d] + GRID_MARGIN), (qc[d] - GRID_MARGIN) - hi, 0)`` (the coded box widened
-    by a small margin that covers the rounding of ``qc``), and
-    ``rd[t] = Σ_d (step[d] (rep - qc[d]))²`` (scaling before squaring cannot overflow).
-    """
-    if not (_u8_array(tops) and _f32_array(qc) and _f32_array(step) and _f32_array(pen) and _f32_array(lb)
-            and _f32_array(rd)):
-        return None
-    sig = types.void(tops, types.intp, qc, step, pen, lb, rd, types.intp)
+def _top_block16q_codegen(weighted: bool):
+    """Code of :func:`top_block16q` (``weighted``: of :func:`top_block16qw`, ``sw`` after ``step``)."""
+    a_pen = 5 if weighted else 4
 
     def codegen(context, builder, signature, args):
         width = 16
@@ -156,10 +166,11 @@ def top_block16q(typingctx, tops, off, qc, step, pen, lb, rd, t0):
         t_arr = context.make_array(signature.args[0])(context, builder, args[0])
         q_arr = context.make_array(signature.args[2])(context, builder, args[2])
         w_arr = context.make_array(signature.args[3])(context, builder, args[3])
-        p_arr = context.make_array(signature.args[4])(context, builder, args[4])
-        lb_arr = context.make_array(signature.args[5])(context, builder, args[5])
-        rd_arr = context.make_array(signature.args[6])(context, builder, args[6])
-        off, t0 = args[1], args[7]
+        s_arr = context.make_array(signature.args[4])(context, builder, args[4]) if weighted else None
+        p_arr = context.make_array(signature.args[a_pen])(context, builder, args[a_pen])
+        lb_arr = context.make_array(signature.args[a_pen + 1])(context, builder, args[a_pen + 1])
+        rd_arr = context.make_array(signature.args[a_pen + 2])(context, builder, args[a_pen + 2])
+        off, t0 = args[1], args[a_pen + 3]
         dim = builder.extract_value(q_arr.shape, 0)
         s_lb = cgutils.alloca_once(builder, vty)
         s_rd = cgutils.alloca_once(builder, vty)
@@ -178,8 +189,12 @@ def top_block16q(typingctx, tops, off, qc, step, pen, lb, rd, t0):
             below = builder.fsub(lo, builder.fadd(qv, eps))
             above = builder.fsub(builder.fsub(qv, eps), hi)
             m = builder.fmul(_vmax(builder, _vmax(builder, below, above), zero), wv)
-            builder.store(builder.fadd(builder.load(s_lb), builder.fmul(m, m)), s_lb)
             x = builder.fmul(builder.fsub(rep, qv), wv)
+            if weighted:  # (gap * step) * sw: the value-unit gap first, then its scale
+                sv = _splat(builder, builder.load(builder.gep(s_arr.data, [d])), width)
+                m = builder.fmul(m, sv)
+                x = builder.fmul(x, sv)
+            builder.store(builder.fadd(builder.load(s_lb), builder.fmul(m, m)), s_lb)
             builder.store(builder.fadd(builder.load(s_rd), builder.fmul(x, x)), s_rd)
         pen_v = builder.load(_vptr(builder, builder.gep(p_arr.data, [t0]), width), align=4)
         builder.store(builder.fadd(builder.load(s_lb), pen_v), _vptr(builder, builder.gep(lb_arr.data, [t0]), width),
@@ -187,7 +202,38 @@ def top_block16q(typingctx, tops, off, qc, step, pen, lb, rd, t0):
         builder.store(builder.load(s_rd), _vptr(builder, builder.gep(rd_arr.data, [t0]), width), align=4)
         return context.get_dummy_value()
 
-    return sig, codegen
+    return codegen
+
+
+@intrinsic
+def top_block16q(typingctx, tops, off, qc, step, pen, lb, rd, t0):
+    """Lower bounds and representative distances of 16 top boxes ``t0 .. t0+15``, with the
+    bounds quantised to uint8 codes on a per-dimension grid.
+
+    ``tops`` holds, from ``off``, for each dimension ``d``: the 16 low codes, the 16 high
+    codes and the 16 representative codes. ``qc [D]`` is the query in code units and
+    ``step [D]`` the grid steps. Writes ``lb[t] = pen[t] + Σ_d (step[d] m)²`` with
+    ``m = max(lo - (qc[d] + GRID_MARGIN), (qc[d] - GRID_MARGIN) - hi, 0)`` (the coded box widened
+    by a small margin that covers the rounding of ``qc``), and
+    ``rd[t] = Σ_d (step[d] (rep - qc[d]))²`` (scaling before squaring cannot overflow).
+    """
+    if not (_u8_array(tops) and _f32_array(qc) and _f32_array(step) and _f32_array(pen) and _f32_array(lb)
+            and _f32_array(rd)):
+        return None
+    sig = types.void(tops, types.intp, qc, step, pen, lb, rd, types.intp)
+    return sig, _top_block16q_codegen(False)
+
+
+@intrinsic
+def top_block16qw(typingctx, tops, off, qc, step, sw, pen, lb, rd, t0):
+    """:func:`top_block16q` with per-dimension scales ``sw [D]`` float32 (the square roots of
+    the weights): ``lb[t] = pen[t] + Σ_d ((step[d] m) sw[d])²`` and
+    ``rd[t] = Σ_d ((step[d] (rep - qc[d])) sw[d])²``."""
+    if not (_u8_array(tops) and _f32_array(qc) and _f32_array(step) and _f32_array(sw) and _f32_array(pen)
+            and _f32_array(lb) and _f32_array(rd)):
+        return None
+    sig = types.void(tops, types.intp, qc, step, sw, pen, lb, rd, types.intp)
+    return sig, _top_block16q_codegen(True)
 
 
 def _hsum(builder, v, width):
@@ -212,22 +258,16 @@ def _masked_load(builder, ptr, mask, width):
     return builder.call(fn, [p, ir.Constant(ir.IntType(32), 4), mask, ir.Constant(vty, [0.0] * width)])
 
 
-@intrinsic
-def rowdist16(typingctx, feats, row0, nrows, q, acc):
-    """``acc[j] = Σ_d (feats[row0 + j, d] - q[d])²`` for ``j < nrows`` (``nrows <= 16``) and
-    ``acc[j] = +inf`` for ``nrows <= j < 16``: squared float32 distances of up to 16
-    consecutive rows of the row-major ``feats [F, D]``, 16 dimensions at a time (masked loads
-    for the last, partial chunk: nothing past a row's end is read). Returns ``min_j acc[j]``."""
-    if not (isinstance(feats, types.Array) and feats.ndim == 2 and feats.dtype == types.float32
-            and feats.layout == "C" and _f32_array(q) and _f32_array(acc)):
-        return None
-    sig = types.float32(feats, types.intp, types.intp, q, acc)
+def _rowdist16_codegen(weighted: bool):
+    """Code of :func:`rowdist16` (``weighted``: of :func:`rowdist16w`, scales before ``acc``)."""
+    a_acc = 5 if weighted else 4
 
     def codegen(context, builder, signature, args):
         w = 16
         f_arr = context.make_array(signature.args[0])(context, builder, args[0])
         q_arr = context.make_array(signature.args[3])(context, builder, args[3])
-        a_arr = context.make_array(signature.args[4])(context, builder, args[4])
+        a_arr = context.make_array(signature.args[a_acc])(context, builder, args[a_acc])
+        s_arr = context.make_array(signature.args[4])(context, builder, args[4]) if weighted else None
         row0, nrows = args[1], args[2]
         dim = builder.extract_value(f_arr.shape, 1)
         n_chunks = builder.udiv(builder.add(dim, ir.Constant(_I64, w - 1)), ir.Constant(_I64, w))
@@ -250,6 +290,8 @@ def rowdist16(typingctx, feats, row0, nrows, q, acc):
                         x = _masked_load(builder, builder.gep(row_ptr, [d0]), mask, w)
                         qv = _masked_load(builder, builder.gep(q_arr.data, [d0]), mask, w)
                         t = builder.fsub(x, qv)
+                        if weighted:
+                            t = builder.fmul(t, _masked_load(builder, builder.gep(s_arr.data, [d0]), mask, w))
                         builder.store(builder.fadd(builder.load(s), builder.fmul(t, t)), s)
                     total = _hsum(builder, builder.load(s), w)
                     builder.store(total, out_ptr)
@@ -259,7 +301,33 @@ def rowdist16(typingctx, feats, row0, nrows, q, acc):
                     builder.store(inf, out_ptr)
         return builder.load(best)
 
-    return sig, codegen
+    return codegen
+
+
+def _rows_array(t):
+    return isinstance(t, types.Array) and t.ndim == 2 and t.dtype == types.float32 and t.layout == "C"
+
+
+@intrinsic
+def rowdist16(typingctx, feats, row0, nrows, q, acc):
+    """``acc[j] = Σ_d (feats[row0 + j, d] - q[d])²`` for ``j < nrows`` (``nrows <= 16``) and
+    ``acc[j] = +inf`` for ``nrows <= j < 16``: squared float32 distances of up to 16
+    consecutive rows of the row-major ``feats [F, D]``, 16 dimensions at a time (masked loads
+    for the last, partial chunk: nothing past a row's end is read). Returns ``min_j acc[j]``."""
+    if not (_rows_array(feats) and _f32_array(q) and _f32_array(acc)):
+        return None
+    sig = types.float32(feats, types.intp, types.intp, q, acc)
+    return sig, _rowdist16_codegen(False)
+
+
+@intrinsic
+def rowdist16w(typingctx, feats, row0, nrows, q, sw, acc):
+    """:func:`rowdist16` with per-dimension scales ``sw [D]`` float32 (the square roots of the
+    weights): ``acc[j] = Σ_d (sw[d] (feats[row0 + j, d] - q[d]))²``."""
+    if not (_rows_array(feats) and _f32_array(q) and _f32_array(sw) and _f32_array(acc)):
+        return None
+    sig = types.float32(feats, types.intp, types.intp, q, sw, acc)
+    return sig, _rowdist16_codegen(True)
 
 
 def _splat_i64(builder, value, width):

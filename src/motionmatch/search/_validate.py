@@ -6,7 +6,7 @@ import numpy as np
 
 from motionmatch.errors import MotionMatchError
 
-__all__ = ["SearchError", "check_features", "check_k", "check_mask", "check_queries", "check_query"]
+__all__ = ["SearchError", "check_features", "check_k", "check_mask", "check_queries", "check_query", "check_weights"]
 
 #: Largest magnitude accepted in features and queries: squares and sums of squares of
 #: values this size stay far from float32 overflow.
@@ -14,7 +14,7 @@ MAX_ABS = 1e15
 
 
 class SearchError(MotionMatchError, ValueError):
-    """Bad input to a nearest-neighbour search (shape, dtype, NaN, mask, k)."""
+    """Bad input to a nearest-neighbour search (shape, dtype, NaN, mask, k, weights)."""
 
 
 def check_features(features: np.ndarray, valid: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
@@ -96,3 +96,27 @@ def check_queries(queries: np.ndarray, dim: int) -> np.ndarray:
     if q.size and np.abs(q).max() > MAX_ABS:
         raise SearchError(f"queries: values larger than {MAX_ABS:g} in magnitude are not supported")
     return q
+
+
+def check_weights(weights: np.ndarray | None, dim: int) -> np.ndarray | None:
+    """``weights [D]`` as C-contiguous float64 (finite, ``0 <= w <= MAX_ABS``), or ``None``.
+
+    The weights multiply the squared differences per dimension: the searched distance is
+    ``sum_d w_d (q_d - f_d)^2``; ``None`` means all ones (the plain squared distance).
+    """
+    if weights is None:
+        return None
+    w = np.asarray(weights)
+    if w.ndim != 1 or w.shape[0] != dim:
+        raise SearchError(f"weights: expected shape ({dim},) (one per dimension), got {w.shape}")
+    if w.dtype.kind not in "fiu":
+        raise SearchError(f"weights: expected a numeric array, got dtype {w.dtype}")
+    w = np.ascontiguousarray(w, dtype=np.float64)
+    bad = np.flatnonzero(~np.isfinite(w))
+    if bad.size:
+        raise SearchError(f"weights: contains NaN or infinite values at dimensions {bad.tolist()}")
+    if (w < 0).any():
+        raise SearchError(f"weights: expected values >= 0, negative at dimensions {np.flatnonzero(w < 0).tolist()}")
+    if w.max() > MAX_ABS:
+        raise SearchError(f"weights: values larger than {MAX_ABS:g} are not supported")
+    return w

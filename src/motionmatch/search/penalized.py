@@ -315,7 +315,6 @@ class PenalizedSearch:
             clip_starts, clip_stops = np.array([0]), np.array([self.n_frames])
         self.clip_starts = np.asarray(clip_starts, dtype=np.int64)
         self.clip_stops = np.asarray(clip_stops, dtype=np.int64)
-        self._weighted_plain: dict = {}
         self._reps = {}
         self._bits: dict = {}  # id(mask) -> (mask, reps, packed bits): see _mask_bits
         self._blocks: dict = {}
@@ -625,21 +624,11 @@ class PenalizedSearch:
         return plan
 
     def _plain(self, q, m, w, init):
-        """The accelerated (bounding-box) search on query features; for non-unit weights, on
-        features scaled by their square roots (one searcher per weight vector, cached)."""
-        if w is self._ones or np.all(w == 1.0):
-            idx, d = self.plain.nearest(q, mask=m, k=1, init_index=init if init >= 0 else None)
-            return int(idx[0]), float(d[0])
-        key = np.round(w, 6).tobytes()
-        box = self._weighted_plain.get(key)
-        if box is None:
-            if len(self._weighted_plain) >= 8:
-                self._weighted_plain.pop(next(iter(self._weighted_plain)))
-            sw = np.sqrt(w)
-            box = BoxSearch((self.features * sw).astype(np.float32), self.valid)
-            self._weighted_plain[key] = box
-        sw = np.sqrt(w)
-        idx, d = box.nearest(q * sw, mask=m, k=1, init_index=init if init >= 0 else None)
+        """The accelerated (bounding-box) search on query features, weighted by ``w [D]``
+        per query (no copy of the database; unit weights take the unweighted path).
+        Returns ``(index, weighted squared distance)``."""
+        weights = None if w is self._ones or np.all(w == 1.0) else w
+        idx, d = self.plain.nearest(q, mask=m, k=1, init_index=init if init >= 0 else None, weights=weights)
         return int(idx[0]), float(d[0])
 
     def score(self, frames: np.ndarray, query: np.ndarray, obstacles: np.ndarray, counts: np.ndarray, *,
