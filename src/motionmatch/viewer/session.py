@@ -1,7 +1,12 @@
 """One browser tab's simulation: a fixed 60 Hz loop on its own thread.
 
-A :class:`Session` owns its characters, obstacles and clock. The server hands it the
-page's validated messages (:meth:`Session.submit`); the loop applies them at the start
+A :class:`Session` is a :class:`~motionmatch.runtime.world.World` plus the message layer:
+its motion-matching characters are the world's agents (keys, drawn paths, crowd steering,
+pose commands and scenario inputs are their inputs), the page's obstacles the world's
+scene; a loaded scenario file becomes the session's world exactly as ``motionmatch
+scenario`` builds it. Clip players (GenMM variants) sit beside the world.
+
+The server hands it the page's validated messages (:meth:`Session.submit`); the loop applies them at the start
 of a tick, in order, then advances every character by exactly 1/60 s (unless paused),
 encodes one binary pose frame and sends it, with JSON replies and events, through the
 ``send`` callback (thread-safe; the server coalesces pose frames a slow page cannot
@@ -657,7 +662,7 @@ class Session:
             sc = load_scenario(path)
         except Exception as e:
             raise Rejected(f"{m['file']}: {e}") from None
-        obstacles = [validate_obstacle({k: v for k, v in o.to_dict().items()}, f"obstacle {i}")
+        obstacles = [validate_obstacle(o.to_dict(), f"obstacle {i}")
                      for i, o in enumerate(sc.obstacles)]
         if len(sc.agents) > self.limits.characters:
             raise Rejected(f"the scenario has {len(sc.agents)} agents; the limit is {self.limits.characters}")
