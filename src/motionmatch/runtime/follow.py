@@ -363,7 +363,8 @@ class PathFollower(InputSource):
         self._t0 = time.perf_counter()
         traj, intent, force, i_d = self.desired()
         self._last = (traj, i_d, self._t0)
-        return Want(intent, traj, force or not self._rows, root_motion_only=True)
+        # the paper's root motion only, unless the follower's settings name a controller of their own
+        return Want(intent, traj, force or not self._rows, root_motion_only=self.s.controller is None)
 
     def stepped(self, agent, dt: float) -> None:
         """After the world step: the clock, the revision state, completion and the record."""

@@ -205,6 +205,12 @@ class LongHorizonMatcher:
         db = controller.db
         cur = int(controller.frame)
         calls = 1
+        if self.levels == 1 and self.node_search is None:  # plain motion matching: the searcher directly
+            searcher = controller.searcher(view)
+            ok_cur = bool(searcher.valid[cur] and mask[cur])
+            idx, dist = searcher.nearest(query, mask=mask, k=1, init_index=cur if ok_cur else None)
+            self._done(t0, calls, int(idx[0]), float(dist[0]))
+            return idx[:1], (dist[:1] if self.hysteresis else np.zeros(1))
         root = np.asarray(controller.root_pos, dtype=np.float64)[None]
         root_yaw = np.array([float(controller.root_yaw)])
         k1 = 1 if self.levels == 1 else self.k
