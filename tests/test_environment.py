@@ -319,7 +319,7 @@ def test_plain_search_and_no_obstacles():
     for _ in range(5):
         q = rng.normal(size=feats.shape[1])
         _i, d = brute.nearest(q)
-        for method in ("coherent", "linear", "plain"):
+        for method in ("coherent-approx", "linear", "plain"):
             r = ps.search(q, empty, cnt, options=SearchOptions(method=method))
             assert r.score == pytest.approx(d[0], rel=1e-6) and r.penalty == pytest.approx(0.0, abs=1e-12)
         assert ps.search(q, empty, cnt).method == "plain"  # nothing near: the accelerated search
@@ -370,3 +370,11 @@ def test_disk_body_and_heights():
     obs2 = np.tile(ceiling, (3, 1, 1))
     assert np.all(np.isinf(ps.clearance(0, obs2, cnt)))  # 1.7 + 0.12 < 1.9: no contact
     assert np.all(ps.clearance(0, obs2, cnt, PenaltyParams(use_heights=False)) < 0)
+
+
+def test_the_approximate_penalised_method_says_so_and_its_former_name_still_reads():
+    from motionmatch.search.penalized import METHODS
+
+    assert "coherent-approx" in METHODS and "coherent" not in METHODS
+    assert SearchOptions(method="coherent").method == "coherent-approx"  # scenario files of before
+    assert SearchOptions().method == "coherent-approx"

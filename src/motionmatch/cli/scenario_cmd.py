@@ -126,8 +126,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("-o", "--output", required=True, metavar="OUT.npz", help="recorded run to write")
     p.add_argument("--report", metavar="REPORT.json", help="write the numbers as JSON")
     p.add_argument("--preview", metavar="OUT.mp4|OUT.gif", help="render a top-down video")
-    p.add_argument("--method", choices=("coherent", "linear", "plain"),
-                   help="search method (default: the scenario's, else coherent)")
+    p.add_argument("--method", choices=("coherent-approx", "linear", "plain"),
+                   help="search method: coherent-approx (the paper's, approximate), linear (exact) or plain "
+                        "(no environment); default: the scenario's, else coherent-approx")
     p.add_argument("--plain", action="store_true", help="ignore the environment (plain motion matching)")
     p.add_argument("--duration", type=float, help="override the scenario's duration (s)")
     p.add_argument("--no-poses", action="store_true", help="do not record local poses (large crowds)")

@@ -13,7 +13,7 @@ Methods (:attr:`SearchOptions.method`):
     every frame, with the base optimisations only (query distance first, early rejection
     against the best score, obstacles nearest first and disks first, cheap bounds before
     exact distances): exact, the reference.
-``"coherent"``
+``"coherent-approx"`` (also read as ``"coherent"``, its former name)
     the paper's temporal-coherence search: representative frames (at least ``min_stride``
     apart and differing by ``rep_threshold`` of a dimension's range), a segment search
     around each representative that beats the best, a dissimilarity-based stride with
@@ -52,7 +52,9 @@ __all__ = ["METHODS", "PenalizedSearch", "PenaltyParams", "SearchBuffers", "Sear
            "control_weights", "gather_static", "prepare_obstacles", "prepare_obstacles_into", "prepare_static",
            "trajectory_points"]
 
-METHODS = ("coherent", "linear", "plain")
+METHODS = ("coherent-approx", "linear", "plain")
+#: former names still read in settings and scenario files
+_ALIASES = {"coherent": "coherent-approx"}
 
 
 @dataclass(frozen=True)
@@ -109,7 +111,8 @@ class SearchOptions:
     """Which search and which optimisations (every one can be switched off).
 
     Attributes:
-        method: ``"coherent"`` (the paper's full method), ``"linear"`` (exact) or
+        method: ``"coherent-approx"`` (the paper's full method, approximate; ``"coherent"``
+            is read as it), ``"linear"`` (exact) or
             ``"plain"`` (see the module docstring).
         plain_when_clear: with no obstacle pre-selected, run the plain accelerated search.
         adaptive: representatives ``min_stride`` apart and ``rep_threshold`` different
@@ -138,7 +141,7 @@ class SearchOptions:
             cannot win (same guarantee as the blocks).
     """
 
-    method: str = "coherent"
+    method: str = "coherent-approx"
     plain_when_clear: bool = True
     adaptive: bool = True
     dissimilarity: bool = True
@@ -153,6 +156,8 @@ class SearchOptions:
     super_blocks: int = 0
 
     def __post_init__(self) -> None:
+        if self.method in _ALIASES:
+            object.__setattr__(self, "method", _ALIASES[self.method])
         if self.method not in METHODS:
             raise SearchError(f"method: expected one of {METHODS}, got {self.method!r}")
         if not self.v >= 0:
@@ -192,7 +197,7 @@ class SearchResult:
 
 
 _A_INIT, _A_PREV, _A_CUR = PK.A_INIT, PK.A_PREV, PK.A_CUR
-_USED_NAMES = ("linear", "coherent", "linear", "plain")
+_USED_NAMES = ("linear", "coherent-approx", "linear", "plain")
 STAT_NAMES = ("distances", "penalties", "signed_distances", "segments", "representatives", "blocks_skipped")
 
 
@@ -587,10 +592,10 @@ class PenalizedSearch:
         if plan is None:
             ia = np.zeros(PK.NA, dtype=np.int64)
             fa = np.zeros(PK.NF)
-            ia[PK.A_METHOD] = {"linear": 0, "coherent": 1, "plain": -1}[opt.method]
+            ia[PK.A_METHOD] = {"linear": 0, "coherent-approx": 1, "plain": -1}[opt.method]
             ia[PK.A_WARM] = int(bool(opt.warm_start))
             slo = shi = self._none_codes
-            if opt.method == "coherent":
+            if opt.method == "coherent-approx":
                 reps, rep_feats, lo, hi, rep_of = self.representatives(opt.adaptive)
                 ia[PK.A_DISSIM] = 0 if not opt.dissimilarity else (2 if opt.dissimilarity == "bound" else 1)
                 ia[PK.A_MAXSTRIDE] = int(opt.max_stride)
