@@ -96,7 +96,8 @@ class SteeringInput(InputSource):
         p = agent.root_xz
         while self._k < len(self.targets) - 1 and np.hypot(*(self.targets[self._k] - p)) < self.s.waypoint_radius:
             self._k += 1
-        others = np.array([a.root_xz for a in self.world.agents if a is not agent]).reshape(-1, 2)
+        pos, uids = self.world.ground_positions()
+        others = pos[uids != agent.uid]
         if self._k == len(self.targets) - 1 and np.hypot(*(self.targets[-1] - p)) < self.s.arrive_distance:
             self.arrived = True
         v = steer(p, self.targets[self._k], self.speed, others, self.s, self.side)

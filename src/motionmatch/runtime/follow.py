@@ -360,9 +360,9 @@ class PathFollower(InputSource):
     def intent(self, agent, t: float, dt: float) -> Want:
         """Revise the query at the character's root now (see :meth:`desired`); a new match
         is due at once on the first step and after a sharp corner."""
-        self._t0 = time.perf_counter()
+        t0 = time.perf_counter()
         traj, intent, force, i_d = self.desired()
-        self._last = (traj, i_d, self._t0)
+        self._last = (traj, i_d, t0)
         # the paper's root motion only, unless the follower's settings name a controller of their own
         return Want(intent, traj, force or not self._rows, root_motion_only=self.s.controller is None)
 

@@ -231,6 +231,7 @@ class AroundObstacles(InputSource):
         self.world = world
         self.clearance = float(clearance)
         self._side: tuple[int, float] | None = None
+        self._static: tuple | None = None  # (scene, [S, 4] its static obstacles' disks)
 
     def chooser(self, agent: Agent):
         return self.inner.chooser(agent)
@@ -240,11 +241,16 @@ class AroundObstacles(InputSource):
 
     def _disks(self, t: float, ahead: float) -> np.ndarray:
         """``[M, 4]`` (x, z, bounding radius, scene index) of every obstacle, moving ones
-        where they are predicted ``ahead`` seconds on."""
+        where they are predicted ``ahead`` seconds on (the static ones packed once per scene)."""
         sc = self.world.scene
-        out = [np.array([[o.center[0], o.center[1], o.bounding_radius, i]]) if not o.moving
-               else np.array([[*o.predicted(t, ahead), o.bounding_radius, i]]) for i, o in enumerate(sc.obstacles)]
-        return np.concatenate(out) if out else np.zeros((0, 4))
+        if self._static is None or self._static[0] is not sc:
+            st = [(o.center[0], o.center[1], o.bounding_radius, i) for i, o in enumerate(sc.obstacles) if not o.moving]
+            self._static = (sc, np.array(st, dtype=np.float64).reshape(-1, 4))
+        disks = self._static[1]
+        if not sc.moving_ids.size:
+            return disks
+        moving = [(*sc.obstacles[i].predicted(t, ahead), sc.obstacles[i].bounding_radius, i) for i in sc.moving_ids]
+        return np.concatenate([disks, np.array(moving, dtype=np.float64)])
 
     def intent(self, agent: Agent, t: float, dt: float) -> Want:
         want = self.inner.intent(agent, t, dt)

@@ -205,17 +205,16 @@ class LongHorizonMatcher:
         db = controller.db
         cur = int(controller.frame)
         calls = 1
+        k1 = 1 if self.levels == 1 else self.k
         if self.levels == 1 and self.node_search is None:  # plain motion matching: the searcher directly
             searcher = controller.searcher(view)
-            ok_cur = bool(searcher.valid[cur] and mask[cur])
-            idx, dist = searcher.nearest(query, mask=mask, k=1, init_index=cur if ok_cur else None)
-            self._done(t0, calls, int(idx[0]), float(dist[0]))
-            return idx[:1], (dist[:1] if self.hysteresis else np.zeros(1))
-        root = np.asarray(controller.root_pos, dtype=np.float64)[None]
-        root_yaw = np.array([float(controller.root_yaw)])
-        k1 = 1 if self.levels == 1 else self.k
-        idx, dist = nodes.nearest(controller, query[None], mask, k1, np.array([cur]), root, root_yaw, 0.0)
-        idx, dist = idx[0], dist[0]
+            idx, dist = searcher.nearest(query, mask=mask, k=1,
+                                         init_index=cur if (searcher.valid[cur] and mask[cur]) else None)
+        else:
+            root = np.asarray(controller.root_pos, dtype=np.float64)[None]
+            root_yaw = np.array([float(controller.root_yaw)])
+            idx, dist = nodes.nearest(controller, query[None], mask, k1, np.array([cur]), root, root_yaw, 0.0)
+            idx, dist = idx[0], dist[0]
         if self.levels == 1:
             self._done(t0, calls, int(idx[0]), float(dist[0]))
             # with hysteresis the controller's own rule (transition_ratio) decides, on the same costs

@@ -128,6 +128,15 @@ class EnvironmentSettings:
                    controls=build(Controls, controls), **kw)
 
 
+def evasion_factor(controls: Controls, settings: EnvironmentSettings, nearest: float) -> float:
+    """Evasion's factor on the direction weights for a character whose nearest obstacle is
+    ``nearest`` metres away (``inf``: none near; see the module docstring)."""
+    if nearest == math.inf or controls.evasion >= 1.0:
+        return 1.0
+    k = min(max((nearest - settings.body_radius) / settings.penalty.threshold, 0.0), 1.0)
+    return controls.evasion + (1.0 - controls.evasion) * k
+
+
 def environment_controller_settings(**changes) -> ControllerSettings:
     """Controller settings for environment-aware characters: searches every 10 frames at
     60 Hz (the paper's), root motion only (no pull toward the simulated root)."""
@@ -275,12 +284,7 @@ class PenalizedNodeSearch:
     def _weights(self, nearest: float) -> np.ndarray | None:
         """The controls' weights for a node whose nearest obstacle is ``nearest`` metres
         away (Evasion as :class:`EnvironmentChooser` applies it)."""
-        c, s = self.controls, self.settings
-        ev = 1.0
-        if nearest < math.inf and c.evasion < 1.0:
-            k = min(max((nearest - s.body_radius) / s.penalty.threshold, 0.0), 1.0)
-            ev = c.evasion + (1.0 - c.evasion) * k
-        return self.matcher.weights(c, ev)
+        return self.matcher.weights(self.controls, evasion_factor(self.controls, self.settings, nearest))
 
     def nearest(self, controller, queries, mask, k, seeds, positions, yaws, ahead):
         ps = self.matcher.search
@@ -486,10 +490,7 @@ class EnvironmentChooser:
             obs, cnt, nearest = self._empty(self._K)
         self.near = nearest < math.inf
         c = self.controls
-        ev = 1.0
-        if nearest < math.inf and c.evasion < 1.0:
-            k = min(max((nearest - s.body_radius) / s.penalty.threshold, 0.0), 1.0)
-            ev = c.evasion + (1.0 - c.evasion) * k
+        ev = evasion_factor(c, s, nearest)
         cur = int(ctrl.frame)
         envw = s.penalty.env_weight * (1.0 + c.anticipation * self.target_speed)
         if mask.dtype != np.bool_ or not mask.flags.c_contiguous:
@@ -664,6 +665,7 @@ class World:
         self._agent_rows: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
         self._rows_frame = -1
         self._next_uid = 0
+        self._positions: tuple[int, np.ndarray, np.ndarray] | None = None
 
     @property
     def matcher(self) -> EnvironmentMatcher:
@@ -696,13 +698,13 @@ class World:
                       path=None if path is None else np.asarray(path), goal=None if goal is None else np.asarray(goal))
         agent.uid = uid
         self.agents.append(agent)
-        self._agent_rows = None
+        self._agent_rows = self._positions = None
         return agent
 
     def remove_agent(self, agent: Agent) -> None:
         """Take ``agent`` out of the world (it is no longer stepped nor an obstacle)."""
         self.agents.remove(agent)
-        self._agent_rows = None
+        self._agent_rows = self._positions = None
 
     def set_scene(self, scene: Scene) -> None:
         """Replace the obstacles (every agent's search sees the new scene from now on)."""
@@ -719,6 +721,14 @@ class World:
             keep = owner != uid
             return rows[keep], slots[keep]
         return fn
+
+    def ground_positions(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(positions [A, 2], uids [A])``: every agent's root on the ground (x, z, m) at the
+        start of the current step (computed once per step: what inputs see of each other)."""
+        if self._positions is None or self._positions[0] != self.frame or len(self._positions[2]) != len(self.agents):
+            pos = np.array([(a.ctrl.root_pos[0], a.ctrl.root_pos[2]) for a in self.agents], dtype=np.float64)
+            self._positions = (self.frame, pos.reshape(-1, 2), np.array([a.uid for a in self.agents], dtype=np.int64))
+        return self._positions[1], self._positions[2]
 
     def agent_rows(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Every agent's future ellipses as obstacle rows, id ``-1 - agent.uid`` (computed

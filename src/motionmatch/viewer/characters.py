@@ -213,6 +213,7 @@ class MMCharacter:
         self._db_root_yaw = db_root_yaw if db_root_yaw is not None else quat.yaw_angle(
             db.rotations[:, 0].astype(np.float64))
         self.events: list[dict] = []  # for the session: e.g. path finished
+        self.announced_arrival = None  # the steering whose arrival the page was told of
 
     # ------------------------------------------------------------------ input
     @property

@@ -232,8 +232,8 @@ class Session:
     def _arrivals(self, ch: MMCharacter) -> None:
         """An ``arrived`` event, once, when a steered character reaches its goal."""
         src = ch.agent.source
-        if isinstance(src, SteeringInput) and src.arrived and not getattr(src, "announced", False):
-            src.announced = True
+        if isinstance(src, SteeringInput) and src.arrived and ch.announced_arrival is not src:
+            ch.announced_arrival = src
             ch.events.append({"type": "arrived", "id": ch.id, "goal": [round(float(x), 3) for x in src.targets[-1]]})
 
     def _stagger_searches(self) -> None:
@@ -329,13 +329,11 @@ class Session:
         driven = [c.id for c in self.chars.values() if isinstance(c, MMCharacter) and c.agent.source is src]
         self.send({"type": "pose_status", "active": src is not None, "ids": driven, **st})
 
-    def _free_world(self, scene=None) -> World:
+    def _free_world(self) -> World:
         """A world for free play: the viewer's controller defaults, the paper's penalties,
         characters avoiding each other."""
-        from motionmatch.environment.scene import Scene
-
-        return World(self.db, scene if scene is not None else Scene(), matcher=shared_matcher(self.db),
-                     controller=ControllerSettings(), stagger=False, record_poses=False, fps=TICK_HZ)
+        return World(self.db, matcher=shared_matcher(self.db), controller=ControllerSettings(), stagger=False,
+                     record_poses=False, fps=TICK_HZ)
 
     def _selected_mm(self) -> MMCharacter:
         ch = self.chars.get(self.selected) if self.selected is not None else None
