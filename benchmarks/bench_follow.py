@@ -75,7 +75,7 @@ def run_config(db, path_file: Path, smooth: bool, rev: dict, follow: dict, v_max
     path = load_path(path_file, smooth=smooth)
     settings = FollowSettings(revision=RevisionSettings(v_max=v_max, **rev), **follow)
     f = PathFollower(db, path, settings, name=path_file.stem)
-    f.ctrl.searcher("planar")  # build the search structure before timing
+    f.ctrl.searcher()  # build the search structure before timing
     t0 = time.perf_counter()
     rec = f.run()
     wall = time.perf_counter() - t0
@@ -157,7 +157,7 @@ def main() -> int:
     followers = [PathFollower(dbs["main"], load_path(f), FollowSettings(revision=RevisionSettings(v_max=v_max)),
                               position=(4.0 * i, 0.0, 0.0)) for i, f in enumerate(files[:4])]
     for f in followers:
-        f.ctrl.searcher("planar")
+        f.ctrl.searcher()
     t1 = time.perf_counter()
     multi = run_followers(followers)
     multi_wall = time.perf_counter() - t1

@@ -117,7 +117,7 @@ def test_desired_trajectory_override_and_custom_chooser(db):
 
     def chooser(c, q, mask, view):
         calls.append(q.shape)
-        return c.searcher(view).nearest(q, mask=mask, k=1)
+        return c.searcher().nearest(q, mask=mask, k=1, weights=c.view_weights(view))
 
     ctrl.chooser = chooser
     intent = Intent(velocity=[1.0, 0, 0], gait="walk")

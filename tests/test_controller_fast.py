@@ -189,7 +189,7 @@ def test_chooser_sees_whether_the_search_is_forced():
 
     def chooser(c, q, mask, view):
         seen.append(c.search_forced)
-        return c.searcher(view).nearest(q, mask=mask, k=1)
+        return c.searcher().nearest(q, mask=mask, k=1, weights=c.view_weights(view))
 
     ctrl.chooser = chooser
     intent = Intent(velocity=[0, 0, 1.0], gait="walk")

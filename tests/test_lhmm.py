@@ -32,16 +32,16 @@ def curved_path(speed=1.2, seconds=8.0):
 
 def reference_lhmm(ctrl, planner, query, mask, view, k, levels, interval):
     """Algorithm 1 as written: recursive, every query built and searched on its own."""
-    searcher = ctrl.searcher(view)
+    searcher, w = ctrl.searcher(), ctrl.view_weights(view)
     n = max(1, round(interval * ctrl.db.fps))
     calls = [0]
 
     def rec(q, frame_pos, yaw, state, level):
         calls[0] += 1
         if level == 1:
-            i, d = searcher.nearest(q, mask=mask, k=1)
+            i, d = searcher.nearest(q, mask=mask, k=1, weights=w)
             return int(i[0]), float(d[0])
-        idx, dist = searcher.nearest(q, mask=mask, k=k)
+        idx, dist = searcher.nearest(q, mask=mask, k=k, weights=w)
         best, choice = np.inf, -1
         for f, d in zip(idx, dist):
             nf, p2, y2 = advance_roots(ctrl.db, np.array([f]), frame_pos[None], np.array([yaw]), n)
@@ -64,7 +64,7 @@ class Recorder:
     def __call__(self, ctrl, q, mask, view):
         out = self.m(ctrl, q, mask, view)
         ref = reference_lhmm(ctrl, self.planner, q, mask, view, self.m.k, self.m.levels, self.m.interval)
-        direct = ctrl.searcher(view).nearest(q, mask=mask, k=1)
+        direct = ctrl.searcher().nearest(q, mask=mask, k=1, weights=ctrl.view_weights(view))
         self.rows.append((self.m.last_choice, ref, self.m.calls_per_match[-1], direct))
         return out
 
@@ -130,7 +130,7 @@ def test_hysteresis_keeps_playing_an_equally_good_clip(db):
         f.step(1 / 60)
     ctrl = f.ctrl
     cur = ctrl.frame
-    q = ctrl.searcher("planar").features[cur].copy()  # a query the playing frame answers exactly
+    q = ctrl.db.features[cur].copy()  # a query the playing frame answers exactly
     idx, cost = f.matcher(ctrl, q, ctrl.mask(ctrl.s.locomotion_tags), "planar")
     assert idx[0] == cur and cost[0] == pytest.approx(0.0, abs=1e-9)
     assert f.matcher.calls_per_match[-1] >= 13

@@ -255,9 +255,11 @@ def test_compiled_weights_columns_and_view_distance():
     pos = np.zeros(D, dtype=bool)
     direc = np.zeros(D, dtype=bool)
     pose[:4], pos[4:6], direc[6:8] = True, True, True
-    w = PK.control_weights(pose, pos, direc, 0.5, 2.0, 0.3)
+    off = np.zeros(D, dtype=bool)
+    off[5] = True  # a vertical column of the planar view
+    w = PK.control_weights(off, pose, pos, direc, 0.5, 2.0, 0.3)
     ref = np.ones(D)
-    ref[pose], ref[pos], ref[direc] = 0.5, 2.0, 0.6
+    ref[pose], ref[pos], ref[direc], ref[off] = 0.5, 2.0, 0.6, 0.0
     np.testing.assert_allclose(w, ref)
     x = rng.normal(size=20).astype(np.float32)
     cols = np.array([3, 0, 17, 5], dtype=np.int64)

@@ -56,26 +56,28 @@ _SHARED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 def _shared(db: MotionDatabase) -> dict:
     """Data derived from ``db`` alone that all its controllers share (read-only arrays,
     tag masks, searchers, gait speeds): a new controller of a database already in use
-    costs little time and memory. Rebuilt when ``db.features`` is replaced (re-weighting)."""
+    costs little time and memory. Rebuilt when ``db.features`` is replaced."""
     sh = _SHARED.get(db)
     if sh is not None and sh["features"] is db.features:
         return sh
     vcols = vertical_columns(db)
-    planar = db.features.copy()
+    planar = None  # the planar view: the vertical columns weighted 0 (None: there are none)
     if vcols.size:
-        planar[:, vcols] = 0.0
+        planar = np.ones(db.features.shape[1])
+        planar[vcols] = 0.0
     root_pos = db.translations[:, 0].astype(np.float64)
     # the root tracks as plain arrays (the root rotates about +Y only)
     root_yaw = quat.yaw_angle(db.rotations[:, 0].astype(np.float64))
     for a in (planar, root_pos, root_yaw):
-        a.setflags(write=False)
+        if a is not None:
+            a.setflags(write=False)
     masks: dict[str, np.ndarray] = {}
     takeoff = takeoff_mask(db)
     if takeoff.sum() > 10:  # jumps found in the data (flight phases): search their take-offs
         takeoff.setflags(write=False)
         masks["@takeoff"] = takeoff
     sh = {"features": db.features, "gaits": gait_speeds_from_database(db), "vcols": vcols,
-          "vtargets": vertical_targets(db), "views": {"planar": planar, "full": db.features}, "masks": masks,
+          "vtargets": vertical_targets(db), "view_weights": {"planar": planar, "full": None}, "masks": masks,
           "searchers": {}, "root_pos": root_pos, "root_yaw": root_yaw, "start_frames": {}}
     _SHARED[db] = sh
     return sh
@@ -146,7 +148,7 @@ class Controller:
         self.gaits = sh["gaits"]
         self.vcols = sh["vcols"]
         self.vtargets = sh["vtargets"]
-        self._views = sh["views"]
+        self._view_weights = sh["view_weights"]
         self._masks: dict[str, np.ndarray] = sh["masks"]
         times = db.schema.trajectory_offsets
         self.predictor = TrajectoryPredictor(times, self.s.velocity_halflife, self.s.facing_halflife,
@@ -229,15 +231,28 @@ class Controller:
             return True
         return tag in self.db.tags
 
-    def searcher(self, view: str):
-        """The nearest-frame searcher of a feature view (``"planar"``: vertical columns
-        zeroed, ``"full"``), built once per database and search method and shared by
-        every controller of that database."""
-        key = (view, self.s.search_method)
+    def searcher(self):
+        """The nearest-frame searcher of the database's features, built once per database
+        and search method and shared by every controller of that database. A feature view
+        is a weight vector passed with each query (:meth:`view_weights`)."""
+        key = self.s.search_method
         searchers = self._shared["searchers"]
         if key not in searchers:
-            searchers[key] = build_searcher(self._views[view], self.db.valid, method=self.s.search_method)
+            searchers[key] = build_searcher(self.db.features, self.db.valid, method=key)
         return searchers[key]
+
+    def view_weights(self, view: str) -> np.ndarray | None:
+        """Per-dimension weights ``[D]`` of a feature view, for the searcher's ``weights``:
+        ``"planar"`` weights the vertical columns (root heights, jumps) 0, ``"full"`` is
+        every column (``None``: all 1)."""
+        return self._view_weights[view]
+
+    def view_cost(self, query: np.ndarray, frame: int, view: str) -> float:
+        """Squared feature distance of database ``frame`` to ``query [D]`` in ``view``, as the
+        searcher measures it (float64)."""
+        d = query.astype(np.float64) - self.db.features[frame]
+        w = self._view_weights[view]
+        return float(np.dot(d * d, w) if w is not None else np.dot(d, d))
 
     def reset(self, position=(0.0, 0.0, 0.0), facing=(0.0, 0.0, 1.0), start_frame: int | None = None) -> None:
         """Put the character at ``position`` facing ``facing``, playing ``start_frame``
@@ -389,14 +404,14 @@ class Controller:
         if self.chooser is not None:
             idx, cost = self.chooser(self, q, mask, view)
         else:
-            idx, cost = self.searcher(view).nearest(q, mask=mask, k=1, init_index=cur if mask[cur] else None)
+            idx, cost = self.searcher().nearest(q, mask=mask, k=1, init_index=cur if mask[cur] else None,
+                                                weights=self._view_weights[view])
         self.searches += 1
         self._since_search = 0.0
         best, best_cost = int(idx[0]), float(cost[0])
-        F = self._views[view]
         self.last_costs = self.db.group_costs(q, best)
         if cur_ok and not force:
-            cur_cost = float(np.sum((q.astype(np.float64) - F[cur]) ** 2))
+            cur_cost = self.view_cost(q, cur, view)
             same_clip_ahead = self.db.frame_clip[best] == self.db.frame_clip[cur] and 0 <= best - cur <= self.s.same_clip_window
             if same_clip_ahead or best_cost >= self.s.transition_ratio * cur_cost:
                 return False

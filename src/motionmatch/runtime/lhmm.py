@@ -90,21 +90,22 @@ class PlainNodeSearch:
         self.batch_from = int(batch_from)
 
     def nearest(self, controller, queries, mask, k, seeds, positions, yaws, ahead):
-        searcher = controller.searcher(self.view)
+        searcher = controller.searcher()
+        w = controller.view_weights(self.view)
         M = len(queries)
         if M >= self.batch_from:
-            return searcher.nearest_batch(queries, mask=mask, k=k)
+            return searcher.nearest_batch(queries, mask=mask, k=k, weights=w)
         idx = np.empty((M, k), dtype=np.int64)
         dist = np.empty((M, k))
         valid = searcher.valid
         for m in range(M):
             s = int(seeds[m])
-            idx[m], dist[m] = searcher.nearest(queries[m], mask=mask, k=k,
+            idx[m], dist[m] = searcher.nearest(queries[m], mask=mask, k=k, weights=w,
                                                init_index=s if (0 <= s < len(valid) and valid[s] and mask[s]) else None)
         return idx, dist
 
     def cost(self, controller, query, frame):
-        return float(np.sum((query.astype(np.float64) - controller.searcher(self.view).features[frame]) ** 2))
+        return controller.view_cost(query, frame, self.view)
 
 
 class _RootTrack:
@@ -200,15 +201,15 @@ class LongHorizonMatcher:
         nodes = self.node_search
         if nodes is None:
             nodes = self._plain.get(view) or self._plain.setdefault(view, PlainNodeSearch(view))
-        controller.searcher(view)  # built on first use: not part of the match's time
+        controller.searcher()  # built on first use: not part of the match's time
         t0 = time.perf_counter()
         db = controller.db
         cur = int(controller.frame)
         calls = 1
         k1 = 1 if self.levels == 1 else self.k
         if self.levels == 1 and self.node_search is None:  # plain motion matching: the searcher directly
-            searcher = controller.searcher(view)
-            idx, dist = searcher.nearest(query, mask=mask, k=1,
+            searcher = controller.searcher()
+            idx, dist = searcher.nearest(query, mask=mask, k=1, weights=controller.view_weights(view),
                                          init_index=cur if (searcher.valid[cur] and mask[cur]) else None)
         else:
             root = np.asarray(controller.root_pos, dtype=np.float64)[None]

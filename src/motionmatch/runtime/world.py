@@ -158,11 +158,9 @@ class EnvironmentMatcher:
         self.db = db
         schema = db.schema
         self.cols = schema.query_columns()
-        feats = db.features[:, self.cols].copy()
+        feats = db.features[:, self.cols]
         vcols = vertical_columns(db)
         self.vcols = vcols
-        if vcols.size:  # the controller's planar view: vertical columns left out
-            feats[:, np.searchsorted(self.cols, vcols)] = 0.0
         self.ellipses = database_ellipses(db, heights)
         self.slots = ellipse_slots(db)
         self.search = PenalizedSearch(feats, db.valid, self.ellipses, clip_starts=db.clip_starts,
@@ -178,10 +176,12 @@ class EnvironmentMatcher:
                 pos[idx] = True
             elif t.kind == "trajectory_direction":
                 direc[idx] = True
-        self.traj_pos = pos
-        self.traj_dir = direc
-        self.pose = ~(pos | direc)
-        self.control_masks = (self.pose, pos, direc)
+        pose = ~(pos | direc)
+        vertical = np.zeros(len(self.cols), dtype=bool)  # the planar view leaves these out
+        vertical[np.searchsorted(self.cols, vcols)] = True
+        #: per feature view, the masks of the search columns' weights (:meth:`weights`):
+        #: left out by the view, pose, trajectory position, trajectory direction
+        self.view_masks = {"planar": (vertical, pose, pos, direc), "full": (np.zeros_like(vertical), pose, pos, direc)}
         K = self.ellipses.shape[1]
         if len(self.slots) != K:
             raise ValueError(f"{K} ellipse slots but offsets {self.slots}")
@@ -189,13 +189,16 @@ class EnvironmentMatcher:
         self.planar_zero[vcols] = True
         self.no_zero = np.zeros(db.features.shape[1], dtype=bool)
 
-    def weights(self, controls: Controls, evasion_factor: float = 1.0) -> np.ndarray | None:
-        """Per-dimension squared-distance multipliers for ``controls`` (``None``: all 1)."""
+    def weights(self, controls: Controls, evasion_factor: float = 1.0, view: str = "planar") -> np.ndarray | None:
+        """Per-dimension squared-distance multipliers ``[len(cols)]`` of the search columns
+        for a feature ``view`` (``"planar"``: vertical columns weighted 0) and ``controls``
+        (``None``: all 1)."""
         c = controls
-        if c.responsiveness == 1.0 and c.continuity == 1.0 and evasion_factor == 1.0:
+        off = self.view_masks[view][0]
+        if c.responsiveness == 1.0 and c.continuity == 1.0 and evasion_factor == 1.0 and not off.any():
             return None
-        return control_weights(self.pose, self.traj_pos, self.traj_dir, float(c.continuity),
-                                  float(c.responsiveness), float(evasion_factor))
+        return control_weights(*self.view_masks[view], float(c.continuity), float(c.responsiveness),
+                               float(evasion_factor))
 
     def view_row(self, frame: int, view: str) -> np.ndarray:
         """Row ``frame`` of the controller's feature view (``"planar"``: vertical columns
@@ -259,15 +262,11 @@ class PenalizedNodeSearch:
         self.env_weight = s.penalty.env_weight  # no target speed here: Anticipation does not apply
         self.options = s.search if s.enabled else s.search.with_(method="plain")
         self._origin = np.zeros((1, 2))
-        self._vpos = np.searchsorted(matcher.cols, matcher.vcols) if matcher.vcols.size else None
         self.penalised_nodes = 0
         self.plain_nodes = 0
 
     def _query(self, queries: np.ndarray) -> np.ndarray:
-        q = np.ascontiguousarray(queries[:, self.matcher.cols], dtype=np.float64)
-        if self._vpos is not None:
-            q[:, self._vpos] = 0.0
-        return q
+        return np.ascontiguousarray(queries[:, self.matcher.cols], dtype=np.float64)
 
     def _obstacles(self, position: np.ndarray, yaw: float, t: float) -> tuple[np.ndarray, np.ndarray, float]:
         """``(obstacles [K, M, ROW], counts [K], nearest)`` of a node's character at
@@ -299,9 +298,9 @@ class PenalizedNodeSearch:
             weights = self._weights(nearest)
             seed = int(seeds[m])
             init = seed if (0 <= seed < ps.n_frames and ps.valid[seed] and mask[seed]) else None
-            if not cnt.any() and weights is None:
+            if not cnt.any():
                 self.plain_nodes += 1
-                i, d = ps.plain.nearest(q[m], mask=mask, k=k, init_index=init)
+                i, d = ps.plain.nearest(q[m], mask=mask, k=k, init_index=init, weights=weights)
                 idx[m, :len(i)], cost[m, :len(d)] = i, d
                 continue
             self.penalised_nodes += 1
@@ -507,7 +506,7 @@ class EnvironmentChooser:
         prev = self.previous
         q, w = self._q, self._w
         c1 = time.thread_time()
-        idx, method, cur_plain = ps.choose_into(query, m.cols, m.control_masks, m.planar_zero if view == "planar"
+        idx, method, cur_plain = ps.choose_into(query, m.cols, m.view_masks[view], m.planar_zero if view == "planar"
                                                 else m.no_zero, m.db.features, cur,
                                                 (float(c.continuity), float(c.responsiveness), float(ev)), q, w,
                                                 obs, cnt, mask, prev, slotw, pp, opts, b)

@@ -953,13 +953,16 @@ def take_columns(x, cols, out):
 
 
 @no_refcount(inline="always")
-def control_weights_into(pose, pos, direc, continuity, responsiveness, evasion_factor, w):
-    """Write into ``w [D]`` the squared-distance weights of the high-level controls:
-    ``continuity`` on the pose columns, ``responsiveness`` on the trajectory positions and
-    ``responsiveness * evasion_factor`` on the trajectory directions (masks ``[D]``), 1
-    elsewhere."""
+def control_weights_into(off, pose, pos, direc, continuity, responsiveness, evasion_factor, w):
+    """Write into ``w [D]`` the squared-distance weights of a feature view and the high-level
+    controls: 0 on the columns the view leaves out (``off``: the planar view's vertical
+    columns), ``continuity`` on the pose columns, ``responsiveness`` on the trajectory
+    positions and ``responsiveness * evasion_factor`` on the trajectory directions (masks
+    ``[D]``), 1 elsewhere."""
     for d in range(w.shape[0]):
-        if pose[d]:
+        if off[d]:
+            w[d] = 0.0
+        elif pose[d]:
             w[d] = continuity
         elif pos[d]:
             w[d] = responsiveness
@@ -970,10 +973,10 @@ def control_weights_into(pose, pos, direc, continuity, responsiveness, evasion_f
 
 
 @numba.njit(cache=True, nogil=True)
-def control_weights(pose, pos, direc, continuity, responsiveness, evasion_factor):
-    """``[D]`` weights of the high-level controls in a new array (:func:`control_weights_into`)."""
+def control_weights(off, pose, pos, direc, continuity, responsiveness, evasion_factor):
+    """``[D]`` weights of a view and the high-level controls in a new array (:func:`control_weights_into`)."""
     w = np.empty(pose.shape[0])
-    control_weights_into(pose, pos, direc, continuity, responsiveness, evasion_factor, w)
+    control_weights_into(off, pose, pos, direc, continuity, responsiveness, evasion_factor, w)
     return w
 
 
@@ -1009,18 +1012,18 @@ def gather_static(cell_start, items, nx, nz, x0, z0, cell, rows, stamp, ids, tic
 
 
 @no_refcount
-def choose(query, cols, pose, pos, direc, zero, db_feats, cur, continuity, responsiveness, evasion_factor, q, w, ia,
+def choose(query, cols, off, pose, pos, direc, zero, db_feats, cur, continuity, responsiveness, evasion_factor, q, w, ia,
            fa, feats, valid, mask, ell, obs, counts, slotw, pp, reps, rep_feats, rep_lo, rep_hi, rep_of, blk_lo,
            blk_hi, blk_grid, blk_order, sup_lo, sup_hi, stats, clearance, out, qcodes, rep_bits, qpad, gaps):
     """The query's search columns into ``q [len(cols)]`` (:func:`take_columns`) and the
-    controls' weights into ``w [len(cols)]`` (:func:`control_weights_into`), buffers both,
+    view's and controls' weights into ``w [len(cols)]`` (:func:`control_weights_into`), buffers both,
     then :func:`run_search` with them, in one call (an environment-aware chooser's choice).
     Returns ``(index, used, plain)`` with ``plain`` the view distance to frame ``cur``;
     ``(-1, USED_CLEAR, plain)`` without searching when ``ia[A_METHOD] < 0`` (plain motion
     matching) or when nothing is near and ``ia[A_CLEAR]`` (the caller then runs the plain
     accelerated search with ``q`` and ``w``)."""
     take_columns(query, cols, q)
-    control_weights_into(pose, pos, direc, continuity, responsiveness, evasion_factor, w)
+    control_weights_into(off, pose, pos, direc, continuity, responsiveness, evasion_factor, w)
     plain = view_distance(query, db_feats, cur, zero)
     if ia[A_METHOD] < 0:
         return -1, USED_CLEAR, plain

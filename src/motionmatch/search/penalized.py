@@ -521,8 +521,8 @@ class PenalizedSearch:
                     cnt: np.ndarray, mask: np.ndarray, previous: int | None, slotw: np.ndarray, pp: np.ndarray,
                     opt: SearchOptions, buffers: SearchBuffers) -> tuple[int, str, float]:
         """A chooser's whole choice in one compiled call (:func:`PK.choose`): the query's
-        search columns ``query[cols]`` into ``q``, the high-level controls' weights into ``w``
-        (``masks``: pose, trajectory position, trajectory direction ``[D]`` bool;
+        search columns ``query[cols]`` into ``q``, the view's and the high-level controls' weights into ``w``
+        (``masks``: columns left out, pose, trajectory position, trajectory direction ``[D]`` bool;
         ``controls``: continuity, responsiveness, evasion factor; see
         :func:`PK.control_weights`), the plain view distance of the whole ``query`` to frame
         ``cur`` of ``db_features`` (columns where ``zero`` is true taken as 0), then
@@ -544,7 +544,7 @@ class PenalizedSearch:
                        b.stats, b.clearance, b.out, b.qcodes, self._mask_bits(plan[2], mask), b.qpad,
                        b.gaps_for(plan[7]))
             b._tail_key = (plan, mask, obs, cnt, slotw, pp)
-        idx, used, plain = PK.choose(query, cols, masks[0], masks[1], masks[2], zero, db_features, cur, controls[0],
+        idx, used, plain = PK.choose(query, cols, *masks, zero, db_features, cur, controls[0],
                                      controls[1], controls[2], q, w, *b._tail)
         if used == PK.USED_CLEAR:
             return self._plain_choice(q, mask, w, cur, opt, obs, cnt, slotw, pp, cur, b.stats, b.clearance, b.out), \

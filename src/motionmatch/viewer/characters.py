@@ -370,7 +370,7 @@ class MMCharacter:
         if self.ctrl.last_query is None or k <= 0:
             return []
         q, mask, view = self.ctrl.last_query
-        idx, cost = self.ctrl.searcher(view).nearest(q, mask=mask, k=k)
+        idx, cost = self.ctrl.searcher().nearest(q, mask=mask, k=k, weights=self.ctrl.view_weights(view))
         db = self.db
         out = []
         for i, c in zip(np.asarray(idx).reshape(-1), np.asarray(cost).reshape(-1)):
