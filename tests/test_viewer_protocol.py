@@ -216,6 +216,44 @@ def test_another_sites_page_cannot_connect(server):
     ok.close()
 
 
+def _raw_http(server, request: bytes) -> bytes:
+    """Send ``request`` to the server as raw bytes; the whole reply's first 4 kB."""
+    import socket
+
+    with socket.create_connection(("127.0.0.1", server.port), timeout=10) as s:
+        s.sendall(request)
+        out = b""
+        while len(out) < 4096:
+            chunk = s.recv(4096)
+            if not chunk:
+                break
+            out += chunk
+            if b"\r\n\r\n" in out and (b"421" in out.split(b"\r\n")[0] or b"101" in out.split(b"\r\n")[0]):
+                break
+        return out
+
+
+def test_a_dns_rebinding_page_gets_nothing(server):
+    """A page at evil.example whose name now points at 127.0.0.1 sends Host and Origin
+    ``evil.example:PORT``: the API, the page and the websocket handshake are refused
+    (421); the real names and IP addresses still work."""
+    evil = f"evil.example:{server.port}".encode()
+    r = _raw_http(server, b"GET /api/health HTTP/1.1\r\nHost: " + evil + b"\r\nConnection: close\r\n\r\n")
+    assert r.split(b"\r\n")[0].endswith(b"421 Misdirected Request"), r[:200]
+    assert b'"sessions"' not in r
+    before = health(server)["sessions"]
+    handshake = (b"GET /ws HTTP/1.1\r\nHost: " + evil + b"\r\nOrigin: http://" + evil + b"\r\nUpgrade: websocket\r\n"
+                 b"Connection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
+                 b"Sec-WebSocket-Version: 13\r\n\r\n")
+    r = _raw_http(server, handshake)
+    status = r.split(b"\r\n")[0]
+    assert b" 421 " in status or b" 403 " in status, status
+    assert health(server)["sessions"] == before
+    for host in (f"localhost:{server.port}", f"127.0.0.1:{server.port}", f"[::1]:{server.port}"):
+        r = _raw_http(server, f"GET /api/health HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n".encode())
+        assert r.split(b"\r\n")[0].endswith(b"200 OK"), (host, r[:200])
+
+
 def test_files_come_only_from_the_data_folders(server):
     with Client(server) as c:
         c.send("files", kind="bvh")

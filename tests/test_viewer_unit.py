@@ -288,6 +288,20 @@ def test_viewer_command_options():
         p.parse_args(["viewer", "--db", "x.npz", "--data", "d"])
 
 
+def test_host_names_the_viewer_answers_to():
+    from motionmatch.viewer.server import host_allowed
+
+    for ok in ("127.0.0.1:8765", "localhost", "LOCALHOST:1", "app.localhost:80", "[::1]:8765", "10.0.0.7",
+               "192.168.1.20:8765"):
+        assert host_allowed(ok, "127.0.0.1"), ok
+    for bad in ("evil.example:8765", "evil.example", "127.0.0.1.evil.example", "localhost.evil.example", "", None,
+                "exa mple", "[::1"):
+        assert not host_allowed(bad, "127.0.0.1"), bad
+    assert host_allowed("studio.lan:8765", "0.0.0.0", ("studio.lan",))
+    assert host_allowed("myhost:8765", "myhost")
+    assert not host_allowed("studio.lan:8765", "0.0.0.0")
+
+
 def test_loopback_detection_and_origin_check():
     from motionmatch.viewer.server import _origin_ok, is_loopback
 

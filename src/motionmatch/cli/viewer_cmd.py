@@ -11,6 +11,17 @@ DEFAULT_PORT = 8765
 _DEPS = {"starlette": "starlette", "uvicorn": "uvicorn", "websockets": "websockets"}
 
 
+def _port(text: str) -> int:
+    """A TCP port number, 0 to 65535 (argparse type: a usage error otherwise)."""
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a port number 0-65535, got {text!r}") from None
+    if not 0 <= n <= 65535:
+        raise argparse.ArgumentTypeError(f"expected a port number 0-65535, got {n}")
+    return n
+
+
 def _missing_deps() -> list[str]:
     return [pkg for mod, pkg in _DEPS.items() if importlib.util.find_spec(mod) is None]
 
@@ -56,11 +67,13 @@ def cmd_viewer(args: argparse.Namespace) -> int:
                     limits=Limits(), record_seconds=args.record_seconds, max_sessions=args.max_sessions)
     port = args.port if args.port is not None else DEFAULT_PORT
     try:
-        serve(viewer, args.host, port, open_browser=args.open, log=lambda m: print(m, flush=True))
+        serve(viewer, args.host, port, open_browser=args.open, allowed_hosts=tuple(args.allow_host or ()),
+              log=lambda m: print(m, flush=True))
     except OSError as e:
         if args.port is None:
             log(f"port {DEFAULT_PORT} is busy; using a free port")
-            serve(viewer, args.host, 0, open_browser=args.open, log=lambda m: print(m, flush=True))
+            serve(viewer, args.host, 0, open_browser=args.open, allowed_hosts=tuple(args.allow_host or ()),
+                  log=lambda m: print(m, flush=True))
         else:
             print(f"motionmatch viewer: {e}", file=err)
             return 1
@@ -87,7 +100,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     src.add_argument("--data", metavar="DIR", help="folder of BVH clips (built into a cached database)")
     v.add_argument("--host", default="127.0.0.1",
                    help="address to listen on (default 127.0.0.1: this machine only; 0.0.0.0 exposes it)")
-    v.add_argument("--port", type=int, default=None, help=f"port (default {DEFAULT_PORT}, or a free one if busy; "
+    v.add_argument("--allow-host", action="append", metavar="NAME",
+                   help="a host name the viewer answers to besides its address, IP addresses and localhost "
+                   "(a name of this machine when serving on 0.0.0.0; requests naming any other host get "
+                   "HTTP 421, which stops DNS-rebinding pages)")
+    v.add_argument("--port", type=_port, default=None, help=f"port (default {DEFAULT_PORT}, or a free one if busy; "
                    "0: a free one)")
     v.add_argument("--open", action="store_true", help="open the page in the default browser")
     v.add_argument("--schema", default="classic-3d",

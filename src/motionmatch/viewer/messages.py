@@ -116,14 +116,17 @@ class Num(_Field):
     def check(self, v, where):
         if isinstance(v, bool) or not isinstance(v, (int, float)):
             raise MessageError("invalid", f"{where} must be a number, got {type(v).__name__}")
-        if not math.isfinite(v):
+        # the range first: Python compares ints of any size with floats exactly, while
+        # converting a 400-digit int to a float overflows
+        if isinstance(v, float) and not math.isfinite(v):
             raise MessageError("invalid", f"{where} must be finite")
+        if not self.lo <= v <= self.hi:
+            shown = f"{v:g}" if isinstance(v, float) or abs(v) < 10**15 else f"an integer of {len(str(abs(v)))} digits"
+            raise MessageError("invalid", f"{where} must be between {self.lo:g} and {self.hi:g}, got {shown}")
         if self.integer:
             if float(v) != int(v):
                 raise MessageError("invalid", f"{where} must be an integer, got {v}")
             v = int(v)
-        if not self.lo <= v <= self.hi:
-            raise MessageError("invalid", f"{where} must be between {self.lo:g} and {self.hi:g}, got {v:g}")
         return v if self.integer else float(v)
 
 

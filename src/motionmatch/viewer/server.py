@@ -17,8 +17,10 @@ session's next tick. Pose frames go out through a one-slot mailbox: a page that 
 slower than 60 Hz gets the newest frame, not a growing backlog.
 
 Safety: binds to 127.0.0.1 unless told otherwise (:func:`serve` warns when the address is
-reachable from other machines); refuses websocket connections whose ``Origin`` is another
-site (a page elsewhere cannot drive a local viewer); serves files only from the bundle and
+reachable from other machines); answers any request (page, API or websocket handshake)
+whose ``Host`` is not this server's with 421 (:class:`HostCheck`: a DNS-rebinding page,
+whose Host and Origin are both its own name, gets nothing); refuses websocket connections
+whose ``Origin`` is another site (a page elsewhere cannot drive a local viewer); serves files only from the bundle and
 the download tokens; the page names data files by ids from the configured data folders
 (:class:`~motionmatch.viewer.data.FileCatalog`).
 """
@@ -48,7 +50,7 @@ from motionmatch.viewer.data import FileCatalog
 from motionmatch.viewer.messages import Limits, MessageError, RateLimiter, parse
 from motionmatch.viewer.protocol import PROTOCOL_VERSION
 
-__all__ = ["Downloads", "Viewer", "ViewerServer", "create_app", "is_loopback", "serve"]
+__all__ = ["Downloads", "HostCheck", "Viewer", "ViewerServer", "create_app", "host_allowed", "is_loopback", "serve"]
 
 
 def _json_default(o):
@@ -169,6 +171,56 @@ def is_loopback(host: str) -> bool:
         return False
 
 
+def host_allowed(host_header: str | None, bound: str, extra: tuple[str, ...] = ()) -> bool:
+    """Whether a request's ``Host`` names this server: an IP address (a rebinding page
+    cannot send one for its own name), ``localhost`` (or a name under it), the address
+    the server is bound to, or one of ``extra`` (``--allow-host``); case and port ignored."""
+    if not host_header:
+        return False
+    try:
+        name = urlsplit("//" + host_header).hostname
+    except ValueError:  # e.g. an unclosed IPv6 bracket
+        return False
+    if not name:
+        return False
+    name = name.lower().rstrip(".")
+    try:
+        ipaddress.ip_address(name)
+        return True
+    except ValueError:
+        pass
+    return (name == "localhost" or name.endswith(".localhost") or name == bound.lower()
+            or name in {h.lower().rstrip(".") for h in extra})
+
+
+class HostCheck:
+    """ASGI middleware: requests whose ``Host`` is not this server's (:func:`host_allowed`)
+    get ``421 Misdirected Request``; a websocket handshake is refused the same way (or
+    closed before it is accepted, HTTP 403, on servers without the denial extension)."""
+
+    def __init__(self, app, bound: str, extra: tuple[str, ...] = ()):
+        self.app, self.bound, self.extra = app, bound, tuple(extra)
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] not in ("http", "websocket"):
+            return await self.app(scope, receive, send)
+        host = dict(scope.get("headers") or []).get(b"host", b"").decode("latin-1")
+        if host_allowed(host, self.bound, self.extra):
+            return await self.app(scope, receive, send)
+        body = (f"421 Misdirected Request: this viewer does not answer to the host {host[:100]!r}; "
+                "start it with --allow-host NAME to serve a name of your own").encode()
+        start = {"status": 421, "headers": [(b"content-type", b"text/plain; charset=utf-8"),
+                                            (b"content-length", str(len(body)).encode())]}
+        if scope["type"] == "http":
+            await send({"type": "http.response.start", **start})
+            await send({"type": "http.response.body", "body": body})
+        elif "websocket.http.response" in (scope.get("extensions") or {}):
+            await send({"type": "websocket.http.response.start", **start})
+            await send({"type": "websocket.http.response.body", "body": body})
+        else:
+            await send({"type": "websocket.close", "code": 1008})
+
+
 def _origin_ok(origin: str | None, host_header: str | None, allowed: tuple[str, ...]) -> bool:
     """Same-origin pages only (non-browser clients send no Origin)."""
     if origin is None:
@@ -181,8 +233,9 @@ def _origin_ok(origin: str | None, host_header: str | None, allowed: tuple[str, 
     return o.netloc.lower() == host_header.lower()
 
 
-def create_app(viewer: Viewer):
-    """The Starlette application of a :class:`Viewer`."""
+def create_app(viewer: Viewer, host: str = "127.0.0.1", allowed_hosts: tuple[str, ...] = ()):
+    """The Starlette application of a :class:`Viewer` served at ``host``, behind
+    :class:`HostCheck` (``allowed_hosts``: more names it answers to)."""
     from starlette.applications import Starlette
     from starlette.responses import FileResponse, JSONResponse, PlainTextResponse, Response
     from starlette.routing import Mount, Route, WebSocketRoute
@@ -278,13 +331,13 @@ def create_app(viewer: Viewer):
               Route("/api/download/{token}", download), WebSocketRoute("/ws", ws_endpoint)]
     if static is not None and static.is_dir():
         routes.append(Mount("/static", app=StaticFiles(directory=str(static)), name="static"))
-    return Starlette(routes=routes)
+    return HostCheck(Starlette(routes=routes), host, allowed_hosts)
 
 
 class ViewerServer:
     """uvicorn running :func:`create_app` on a socket bound here (port 0: a free port)."""
 
-    def __init__(self, viewer: Viewer, host: str = "127.0.0.1", port: int = 0):
+    def __init__(self, viewer: Viewer, host: str = "127.0.0.1", port: int = 0, allowed_hosts: tuple[str, ...] = ()):
         import uvicorn
 
         self.viewer = viewer
@@ -303,7 +356,7 @@ class ViewerServer:
         from uvicorn.config import WS_PROTOCOLS
 
         ws = "websockets-sansio" if "websockets-sansio" in WS_PROTOCOLS else "auto"
-        config = uvicorn.Config(create_app(viewer), log_level="warning", ws_max_size=4 * 1024 * 1024,
+        config = uvicorn.Config(create_app(viewer, host, allowed_hosts), log_level="warning", ws_max_size=4 * 1024 * 1024,
                                 ws_ping_interval=20.0, ws_ping_timeout=20.0, lifespan="off", ws=ws)
         self.server = uvicorn.Server(config)
         self._thread: threading.Thread | None = None
@@ -344,13 +397,17 @@ class ViewerServer:
 
 
 def serve(viewer: Viewer, host: str = "127.0.0.1", port: int = 8765, *, open_browser: bool = False,
-          log=print) -> None:
+          allowed_hosts: tuple[str, ...] = (), log=print) -> None:
     """Serve until Ctrl+C, printing the URL (and a warning when reachable from elsewhere)."""
-    srv = ViewerServer(viewer, host, port)
+    srv = ViewerServer(viewer, host, port, allowed_hosts)
     if not is_loopback(host):
         log(f"WARNING: listening on {host}: anyone who can reach this machine on port {srv.port} can use the "
             "viewer (and run simulations on it). Use --host 127.0.0.1 to keep it local.")
     log(f"motionmatch viewer: {srv.url}  (Ctrl+C to stop)")
     if open_browser:
-        threading.Timer(0.5, lambda: webbrowser.open(srv.url)).start()
+        def open_page() -> None:
+            if not webbrowser.open(srv.url):
+                log(f"--open: no web browser found on this machine; open {srv.url} yourself")
+
+        threading.Timer(0.5, open_page).start()
     srv.run()
