@@ -180,6 +180,34 @@ def test_corridor_narrowing_wider(env_db):
     assert z[-1] > 9.0
 
 
+def test_a_looping_path_agent_goes_round_and_keeps_to_its_line(env_db, tmp_path):
+    """A ``path`` agent with ``loop`` walks a 10 m square at 1.3 m/s for 12 s: past its
+    end into a second round (every side passed twice), never far from the line (corners
+    cut by less than the steering's waypoint radius)."""
+    import json
+
+    from motionmatch.geometry.polyline import distance_to_path
+
+    db, m = env_db
+    square = [[0, 0], [0, 2.5], [2.5, 2.5], [2.5, 0], [0, 0]]
+    spec = {"name": "loop", "duration": 12.0, "obstacles": [],
+            "agents": [{"name": "walker", "start": [0, 0], "facing": [0, 1], "path": square, "speed": 1.3,
+                        "loop": True}]}
+    (tmp_path / "loop.json").write_text(json.dumps(spec))
+    sc = load_scenario(tmp_path / "loop.json")
+    _world, rec = run_scenario(db, sc, matcher=m)
+    xz = rec.root_positions[0][:, [0, 2]]
+    walked = float(np.sum(np.linalg.norm(np.diff(xz, axis=0), axis=1)))
+    assert walked > 11.0, walked
+    line = np.array([[x, 0.0, z] for x, z in square])
+    off = distance_to_path(rec.root_positions[0], line)
+    assert float(off.max()) < 0.8, float(off.max())
+    for mid in ([0, 1.25], [1.25, 2.5], [2.5, 1.25], [1.25, 0]):  # every side passed on both rounds
+        near = np.linalg.norm(xz - mid, axis=1) < 0.7
+        visits = int(near[0]) + int(np.sum(near[1:] & ~near[:-1]))
+        assert visits >= 2, (mid, visits)
+
+
 def test_corridors_pass(env_db):
     """Two characters walking toward each other pass each other in corridors 1.55, 1.20 and
     0.95 m wide: both get past the middle and near the far end, and rarely overlap."""

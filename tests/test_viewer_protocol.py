@@ -773,8 +773,7 @@ def test_scenario_path_loop_goes_round(server):
     assert last[0] > 0.4 and last[1] < 0.25, (walked, last)  # one goes on round, the other stopped at its end
     assert walked[0] > walked[1] + 1.0, walked
     assert np.hypot(*(tr[-1, 1] - [6.0, 0.0])) < 0.8, tr[-1, 1]
-    progress = [c.agent.source.s for c in (a, b)]  # arc length reached on the path (m)
-    assert progress[0] > 11.0 and progress[1] <= 10.0, progress  # past the end: the next round
+    assert b.agent.source.arrived and not a.agent.source.arrived  # the loop has no end to reach
 
 
 def test_scenario_tags_restrict_the_agent_clips(server):
@@ -861,5 +860,5 @@ def test_a_scenario_plays_the_same_in_the_viewer_as_on_the_command_line(server):
     assert rec.names == names
     err = np.abs(viewer_roots - cli_roots).max()
     assert err <= 1e-6, err
-    moved = np.hypot(*(cli_roots[-1] - cli_roots[0]).T)
-    assert (moved > 1.0).all(), moved  # everybody went somewhere
+    walked = np.hypot(*np.diff(cli_roots, axis=0).T).sum(axis=1)  # [A] metres (a loop may end where it began)
+    assert (walked > 3.0).all(), walked  # everybody went somewhere

@@ -360,32 +360,3 @@ def test_viewer_obstacles_move_from_where_they_were_placed():
         obstacle_from_viewer({"id": 5, "shape": "disk", "center": [0, 0]})  # no radius
 
 
-# ----------------------------------------------------------------------------- scenario paths
-def test_a_looping_scenario_path_goes_on_past_its_end():
-    """The path input of a scenario agent with ``loop``: a character walking the
-    closed path round and round keeps progressing (arc length past the path's length) and is
-    led on along the path; the desired trajectory follows the polyline after the wrap."""
-    from types import SimpleNamespace
-
-    from motionmatch.runtime.inputs import PolylineInput
-
-    square = np.array([[0, 0], [0, 2.5], [2.5, 2.5], [2.5, 0], [0, 0]], dtype=np.float64)  # 10 m
-    offsets = (1 / 3, 2 / 3, 1.0)
-    loop = PolylineInput(square, 1.3, offsets, loop=True)
-    once = PolylineInput(square, 1.3, offsets, loop=False)
-    # a character exactly on the path, 0.1 m further each update, twice round
-    s_true = np.arange(0.0, 20.0, 0.1)
-    for src in (loop, once):
-        for s in s_true:
-            # the looping one walks on round; the other stands at the end once there
-            xz = src.point(np.array(s if src.loop else min(s, 10.0)))
-            want = src.intent(SimpleNamespace(root_xz=np.asarray(xz)), 0.0, 0.1 / 1.3)
-            intent, desired = want.intent, want.desired
-        src.last = (intent, desired)
-    assert loop.s > 19.0, loop.s  # past the end: the second round
-    intent, desired = loop.last
-    assert intent.speed > 1.0 and desired is not None
-    # at s ~ 19.9 (the first side again, going +Z) the desired points lie ahead on it
-    assert np.allclose(desired.positions[:, 0], 0.0, atol=0.05) and np.all(np.diff(desired.positions[:, 2]) > 0)
-    assert once.s <= 10.0 + 1e-9  # without loop it stays at the end, where it stops
-    assert once.last[0].speed < 0.05

@@ -18,7 +18,6 @@ path follower's long-horizon matcher) says so with :meth:`InputSource.chooser`.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 from typing import TYPE_CHECKING, NamedTuple, Protocol
 
 import numpy as np
@@ -26,12 +25,12 @@ import numpy as np
 from motionmatch.control.intent import GaitSpeeds, Intent
 from motionmatch.control.keyboard import KeyboardController, normalize_key
 from motionmatch.control.script import Script, ScriptPlayback, parse_script
-from motionmatch.control.trajectory import PredictedTrajectory, yaw_rotation
+from motionmatch.control.trajectory import PredictedTrajectory
 
 if TYPE_CHECKING:  # pragma: no cover
     from motionmatch.runtime.world import Agent
 
-__all__ = ["AroundObstacles", "IdleInput", "InputSource", "KeyboardInput", "PolylineInput", "ScriptInput", "Want"]
+__all__ = ["AroundObstacles", "IdleInput", "InputSource", "KeyboardInput", "ScriptInput", "Want"]
 
 
 class Want(NamedTuple):
@@ -128,83 +127,6 @@ class KeyboardInput(InputSource):
 
     def intent(self, agent: Agent, t: float, dt: float) -> Want:
         return Want(self.keyboard.update(self.held, dt))
-
-
-class PolylineInput(InputSource):
-    """Follow a polyline ``[[x, z], ...]`` at ``speed``: the desired trajectory is the path
-    read ahead of the point nearest the character (searched near the previous one), so
-    the character is pulled back to the path after a detour; it slows to a stop at the end
-    (or, with ``loop``, goes round and round).
-
-    Args:
-        path: ``[P, 2]`` world metres; speed: m/s; offsets: the schema's trajectory offsets (s).
-    """
-
-    def __init__(self, path: np.ndarray, speed: float, offsets: Sequence[float], loop: bool = False):
-        p = np.asarray(path, dtype=np.float64)
-        self.path = p
-        seg = np.diff(p, axis=0)
-        self.seg_len = np.linalg.norm(seg, axis=1)
-        self.cum = np.r_[0.0, np.cumsum(self.seg_len)]
-        self.length = float(self.cum[-1])
-        self.speed = float(speed)
-        self.offsets = np.asarray(offsets, dtype=np.float64)
-        self.loop = loop
-        self.s = 0.0
-
-    def point(self, s: np.ndarray) -> np.ndarray:
-        s = np.mod(s, self.length) if self.loop else np.clip(s, 0.0, self.length)
-        x = np.interp(s, self.cum, self.path[:, 0])
-        z = np.interp(s, self.cum, self.path[:, 1])
-        return np.stack([x, z], axis=-1)
-
-    def tangent(self, s: np.ndarray, h: float = 0.25) -> np.ndarray:
-        s = np.asarray(s, dtype=np.float64)
-        d = self.point(s + h) - self.point(s - h)
-        n = np.linalg.norm(d, axis=-1, keepdims=True)
-        return np.where(n > 1e-9, d / np.maximum(n, 1e-9), np.array([0.0, 1.0]))
-
-    def project(self, xz: np.ndarray, lo: float, hi: float) -> float:
-        """Arc length of the point of the path within ``[lo, hi]`` nearest ``xz``.
-
-        On a looping path arc lengths keep growing round after round (the rounds before
-        and after the current one are candidates too), so ``s`` passes the path's end into
-        the next round; :meth:`point` reads it modulo the length."""
-        a = self.path[:-1]
-        ab = np.diff(self.path, axis=0)
-        l2 = np.maximum(np.einsum("ij,ij->i", ab, ab), 1e-12)
-        xz = np.asarray(xz, dtype=np.float64)
-        t = np.clip(np.einsum("ij,ij->i", xz - a, ab) / l2, 0.0, 1.0)
-        s = self.cum[:-1] + t * self.seg_len  # [S]
-        d = np.linalg.norm(a + t[:, None] * ab - xz, axis=1)
-        if self.loop and self.length > 0:
-            lap = math.floor(self.s / self.length)
-            s = (s[None, :] + (lap + np.arange(-1, 2))[:, None] * self.length).ravel()  # [3S]
-            d = np.tile(d, 3)
-        d = np.where((s >= lo) & (s <= hi), d, np.inf)
-        j = int(np.argmin(d))
-        if not np.isfinite(d[j]):
-            return float(np.clip(self.s, lo, hi))
-        return float(s[j])
-
-    def intent(self, agent: Agent, t: float, dt: float) -> Want:
-        xz = agent.root_xz
-        self.s = self.project(xz, self.s - 1.0, self.s + 2.0)
-        remaining = np.inf if self.loop else self.length - self.s
-        speed = min(self.speed, max(0.0, remaining) / 1.0)
-        if speed < 0.05:
-            return IDLE
-        ahead = self.s + self.speed * self.offsets
-        if not self.loop:
-            ahead = np.minimum(ahead, self.length)
-        pts = self.point(ahead)
-        dirs = self.tangent(ahead)
-        pos = np.stack([pts[:, 0], np.zeros(len(pts)), pts[:, 1]], axis=1)
-        d3 = np.stack([dirs[:, 0], np.zeros(len(dirs)), dirs[:, 1]], axis=1)
-        traj = PredictedTrajectory(self.offsets.copy(), pos, d3 * speed, d3, yaw_rotation(d3))
-        tan = self.tangent(np.array(self.s))
-        intent = Intent(velocity=[tan[0] * speed, 0.0, tan[1] * speed], gait="walk" if speed < 2.5 else "run")
-        return Want(intent, traj)
 
 
 class AroundObstacles(InputSource):

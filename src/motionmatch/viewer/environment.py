@@ -121,11 +121,12 @@ def warm_up(db) -> None:
     and none (compiles the search kernels before the first page connects)."""
     from motionmatch.environment.obstacles import disk
     from motionmatch.runtime.controller import ControllerSettings
-    from motionmatch.runtime.inputs import PolylineInput
+    from motionmatch.runtime.inputs import KeyboardInput
 
     world = World(db, Scene([disk(0.0, 1.0, 0.3)]), matcher=shared_matcher(db), controller=ControllerSettings(),
                   record_poses=False)
-    walk = PolylineInput(np.array([[0.0, 0.0], [0.0, 5.0]]), 1.3, db.schema.trajectory_offsets)
+    walk = KeyboardInput()
+    walk.set_keys(["w"])
     agent = world.add_agent("warm-up", (0.0, 0.0), (0.0, 1.0), walk)
     world.add_agent("other", (1.0, 2.0), (0.0, -1.0))
     world.step(0.0)
