@@ -212,22 +212,40 @@ def cache_key(root: Path, config: TrainConfig) -> str:
     return h.hexdigest()[:16]
 
 
+def _cache_paths(root: Path, cfg: TrainConfig, cache_dir: str | Path | None) -> tuple[Path, Path]:
+    key = cache_key(root, cfg)
+    d = _cache_dir(cache_dir)
+    return d / f"knn-{key}.npz", d / f"improved-{key}.npz"
+
+
+def cached_classifiers(root: str | Path | None = None, config: TrainConfig | None = None,
+                       cache_dir: str | Path | None = None) -> tuple[KNNPoseClassifier, MLPPoseClassifier] | None:
+    """The ``(knn, improved)`` pair of ``config`` if it is trained and cached already
+    (:func:`default_classifiers` caches it), else ``None``; a damaged cache is ``None``."""
+    paths = _cache_paths(resolve_root(root), config or TrainConfig(), cache_dir)
+    if not all(p.is_file() for p in paths):
+        return None
+    try:
+        knn, imp = (load_classifier(p) for p in paths)
+    except Exception:  # a damaged cache is rebuilt, not trusted
+        return None
+    if isinstance(knn, KNNPoseClassifier) and isinstance(imp, MLPPoseClassifier):
+        return knn, imp
+    return None
+
+
 def default_classifiers(root: str | Path | None = None, config: TrainConfig | None = None,
                         cache_dir: str | Path | None = None, retrain: bool = False, progress: bool = False,
                         data: PoseData | None = None) -> tuple[KNNPoseClassifier, MLPPoseClassifier]:
     """The trained ``(knn, improved)`` pair: from the cache, or trained and cached."""
     cfg = config or TrainConfig()
     r = resolve_root(root)
-    key = cache_key(r, cfg)
-    d = _cache_dir(cache_dir)
-    paths = d / f"knn-{key}.npz", d / f"improved-{key}.npz"
-    if not retrain and all(p.is_file() for p in paths):
-        try:
-            knn, imp = (load_classifier(p) for p in paths)
-            if isinstance(knn, KNNPoseClassifier) and isinstance(imp, MLPPoseClassifier):
-                return knn, imp
-        except Exception:  # a damaged cache is rebuilt, not trusted
-            pass
+    if not retrain:
+        pair = cached_classifiers(r, cfg, cache_dir)
+        if pair is not None:
+            return pair
+    paths = _cache_paths(r, cfg, cache_dir)
+    d = paths[0].parent
     data = data if data is not None and data.config == cfg else prepare(r, cfg, progress)
     knn, imp = train(data)
     d.mkdir(parents=True, exist_ok=True)
