@@ -10,6 +10,7 @@ import math
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from motionmatch import validation as V
 from motionmatch.viewer import messages as M
 
 # numbers a JSON parser can produce: small and huge integers (hundreds of digits), floats
@@ -24,25 +25,27 @@ junk = st.recursive(scalars, lambda inner: st.one_of(st.lists(inner, max_size=6)
                     max_leaves=6)
 
 
-def value_for(field: M._Field) -> st.SearchStrategy:
+def value_for(field: V.Field) -> st.SearchStrategy:
     """Values for one field: mostly of its kind (in and out of its range), sometimes anything."""
-    if isinstance(field, M.Num):
+    if isinstance(field, V.Num):
         lo, hi = field.lo, field.hi
         inside = (st.integers(math.ceil(lo), math.floor(hi)) if field.integer
                   else st.floats(lo, hi, allow_nan=False))
         kind = st.one_of(inside, inside, numbers)
-    elif isinstance(field, M.Str):
+    elif isinstance(field, V.Str):
         kind = st.one_of(st.text(max_size=field.max_len + 4),
                          st.sampled_from(field.choices) if field.choices else st.text(max_size=8))
-    elif isinstance(field, M.Bool):
+    elif isinstance(field, V.Bool):
         kind = st.booleans()
-    elif isinstance(field, M.Vec):
-        kind = st.lists(value_for(field.item), min_size=max(field.n - 1, 0), max_size=field.n + 1)
-    elif isinstance(field, M.List):
+    elif isinstance(field, V.Tuple):
+        n = len(field.items)
+        kind = st.one_of(st.tuples(*map(value_for, field.items)).map(list),
+                         st.lists(value_for(field.items[0]), min_size=max(n - 1, 0), max_size=n + 1))
+    elif isinstance(field, V.List):
         kind = st.lists(value_for(field.item), min_size=0, max_size=min(field.max_len, 6))
-    elif isinstance(field, M.Obj):
+    elif isinstance(field, V.Obj):
         kind = fields_of(field.fields)
-    else:  # Custom: obstacles, scenes, paths
+    else:  # Custom: obstacles, scenes
         kind = st.one_of(obstacles, st.fixed_dictionaries({"obstacles": st.lists(obstacles, max_size=4)}),
                          st.lists(st.lists(numbers, min_size=3, max_size=3), min_size=0, max_size=6))
     return st.one_of(kind, kind, kind, junk)
