@@ -202,16 +202,22 @@ class TimedPoints(List):
 
 
 class Obj(Field):
-    """An object with the named ``fields`` (unknown names refused): a dict of every field."""
+    """An object with the named ``fields`` (unknown names refused): a dict of every field
+    (``partial``: of the fields given, each optional), checked last by ``rule(cleaned,
+    where)`` if given (rules across fields)."""
 
-    def __init__(self, fields: Mapping[str, Field], **kw):
+    def __init__(self, fields: Mapping[str, Field], *, partial: bool = False,
+                 rule: Callable[[dict, str], None] | None = None, **kw):
         super().__init__(**kw)
-        self.fields = dict(fields)
+        self.fields, self.partial, self.rule = dict(fields), partial, rule
 
     def check(self, v, where):
         if not isinstance(v, dict):
             raise FieldError("invalid", f"{where} must be an object, got {type(v).__name__}")
-        return check_fields(v, self.fields, where)
+        out = check_fields(v, self.fields, where, partial=self.partial)
+        if self.rule is not None:
+            self.rule(out, where)
+        return out
 
 
 class Custom(Field):
@@ -225,9 +231,10 @@ class Custom(Field):
         return self.fn(v, where)
 
 
-def check_fields(d: Mapping, fields: Mapping[str, Field], where: str = "") -> dict:
-    """``d``'s values checked by ``fields`` (a dict of every field: absent or null optional
-    ones are their default); an unknown or a missing required name is refused."""
+def check_fields(d: Mapping, fields: Mapping[str, Field], where: str = "", *, partial: bool = False) -> dict:
+    """``d``'s values checked by ``fields``: a dict of every field, absent or null optional
+    ones their default (``partial``: of the fields ``d`` gives, not null); an unknown or a
+    missing required name is refused."""
     extra = sorted(set(d) - set(fields), key=str)
     if extra:
         raise FieldError("invalid", _at(where, f"unknown field(s) {', '.join(map(repr, extra))}; "
@@ -235,6 +242,8 @@ def check_fields(d: Mapping, fields: Mapping[str, Field], where: str = "") -> di
     out = {}
     for name, f in fields.items():
         if name not in d or d[name] is None:
+            if partial:
+                continue
             if not f.optional:
                 raise FieldError("invalid", _at(where, f"missing field {name!r}"))
             out[name] = f.default
