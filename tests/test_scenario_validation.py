@@ -48,6 +48,9 @@ def test_the_good_scenario_parses():
     assert [a.name for a in sc.agents[:2]] == ["a", "b"] and len(sc.agents) == 6
     assert sc.agents[0].controls == {"responsiveness": 3.0} and sc.controller["controls"] == {"evasion": 0.3}
     assert sc.penalty == {"threshold": 0.4, "slot_weights": [1.0, 0.6, 0.3]} and sc.steering == {"view_distance": 2.5}
+    script = {"events": [{"t": 0, "keys": ["w"]}, {"t": 1, "intent": {"velocity": [0, 1.5], "facing": None}}],
+              "note": "kept, unread"}
+    assert parse_scenario({**GOOD, "agents": [{"start": [0, 0], "script": script}]}).agents[0].script == script
 
 
 @pytest.mark.parametrize("path, value, says", [
@@ -69,6 +72,12 @@ def test_the_good_scenario_parses():
     ("agents.0.wings", 2, "agents[0]: unknown field(s) 'wings'"),
     ("agents.0.timed_path", {"points": [[0, 0, 0], [1, 1e9, 0]]}, "agents[0].timed_path.points[1][1] must be between"),
     ("agents.0.timed_path", {"points": [[1, 0, 0], [1, 1, 0]]}, "agents[0].timed_path.points: times must increase"),
+    ("agents.0.script", {"events": [{"t": 0, "intent": {"velocity": [1e308, 0]}}]},
+     "agents[0].script.events[0].intent.velocity[0] must be between -6 and 6, got 1e+308"),
+    ("agents.0.script", {"events": [{"t": 0, "intent": {"facing": [0, 0, math.inf]}}]},
+     "agents[0].script.events[0].intent.facing[2] must be finite"),
+    ("agents.0.script", {"events": [{"t": 10**400, "keys": ["w"]}]}, "agents[0].script.events[0].t must be between"),
+    ("agents.0.script", {"events": [], "camera_yaw": "north"}, "agents[0].script.camera_yaw must be a number"),
     ("groups.0.count", 1000, "groups[0].count must be between 1 and 100, got 1000"),
     ("groups.0.count", 2.5, "groups[0].count must be an integer"),
     ("groups.0.spacing", 0.01, "groups[0].spacing must be between 0.5 and 10"),

@@ -25,7 +25,7 @@ from typing import Any
 
 from motionmatch.errors import MotionMatchError
 
-__all__ = ["CONTROL", "CONTROL_NAMES", "DIRECTION", "FPS", "GROUP_SIZE", "HEIGHT", "OBSTACLES", "OBSTACLE_SPEED",
+__all__ = ["CAMERA_YAW", "CONTROL", "CONTROL_NAMES", "DIRECTION", "FPS", "GROUP_SIZE", "HEIGHT", "KEYS_HELD", "KEY_LEN", "OBSTACLES", "OBSTACLE_SPEED",
            "PATH_POINTS", "PATH_SCALE", "RADIUS", "SECONDS", "SEED", "SIZE", "SPACING", "SPEED", "WAYPOINTS", "WORLD",
            "YAW_DEG", "Bool", "Custom", "Field", "FieldError", "List", "Num", "Obj", "Str", "TimedPoints", "Tuple",
            "Vec", "check_fields", "controls", "point", "validate_obstacle"]
@@ -39,8 +39,14 @@ DIRECTION = (-1.0, 1.0)
 #: default Responsiveness is 2 and scenarios use 3
 CONTROL = (0.0, 4.0)
 CONTROL_NAMES = ("responsiveness", "continuity", "evasion", "anticipation")
-#: walking speed (m/s) of steered agents and groups
+#: walking speed (m/s) of steered agents and groups; the fastest is also the bound of a
+#: scripted intent's speed and velocity
 SPEED = (0.3, 6.0)
+#: a camera's heading (rad): keys are camera-relative
+CAMERA_YAW = (-1000.0, 1000.0)
+#: names of keys, and how many are held at once
+KEY_LEN = 32
+KEYS_HELD = 16
 #: seconds: a scenario's duration, an agent's start time, the times of timed points
 SECONDS = (0.0, 3600.0)
 #: frames per second of a scenario run

@@ -21,9 +21,12 @@ from __future__ import annotations
 from typing import Any
 
 from motionmatch.validation import (
+    CAMERA_YAW,
     DIRECTION,
     FPS,
     GROUP_SIZE,
+    KEY_LEN,
+    KEYS_HELD,
     NAME_LEN,
     OBSTACLES,
     PATH_POINTS,
@@ -33,6 +36,7 @@ from motionmatch.validation import (
     SPACING,
     SPEED,
     WAYPOINTS,
+    WORLD,
     YAW_DEG,
     Bool,
     Custom,
@@ -64,6 +68,8 @@ TAG_QUERY_LEN = 256
 FILE_LEN = 1024
 #: a scenario's duration (s)
 DURATION = (0.01, SECONDS[1])
+#: events of an agent's script
+SCRIPT_EVENTS = 10_000
 
 
 def section(fields: dict[str, Field]) -> Obj:
@@ -78,10 +84,37 @@ def _direction(v: Any, where: str) -> tuple[float, float]:
     return d
 
 
+def _vector(lo: float, hi: float) -> Custom:
+    """``[x, z]`` or ``[x, y, z]``, each within ``[lo, hi]``."""
+
+    def check(v: Any, where: str) -> tuple:
+        if not isinstance(v, list) or len(v) not in (2, 3):
+            raise FieldError("invalid", f"{where} must be [x, z] or [x, y, z]")
+        return Vec(len(v), lo, hi).check(v, where)
+
+    return Custom(check, optional=True)
+
+
+_SCRIPT = {
+    "duration": Num(*DURATION, optional=True),
+    "camera_yaw": Num(*CAMERA_YAW, optional=True),
+    "events": List(Obj({
+        "t": Num(*SECONDS),
+        "keys": List(Str(KEY_LEN), 0, KEYS_HELD, optional=True),
+        "intent": Obj({"velocity": _vector(-SPEED[1], SPEED[1]), "direction": _vector(*WORLD),
+                       "speed": Num(0.0, SPEED[1], optional=True), "facing": _vector(*WORLD),
+                       "gait": Str(16, optional=True), "actions": List(Str(16), 0, 8, optional=True)}, optional=True),
+    }), 0, SCRIPT_EVENTS),
+}
+
+
 def _script(v: Any, where: str) -> dict:
-    """A timeline (the ``motionmatch run`` format: its events are checked when the world is built)."""
-    if not isinstance(v, dict) or not isinstance(v.get("events"), list):
+    """A timeline (the ``motionmatch run`` format, :mod:`motionmatch.control.script`): its
+    numbers bounded here, its keys, order and times checked when the world is built;
+    other fields are kept, unread."""
+    if not isinstance(v, dict):
         raise FieldError("invalid", f"{where} must be {{\"events\": [...]}} (the 'motionmatch run' format)")
+    check_fields({k: x for k, x in v.items() if k in _SCRIPT}, _SCRIPT, where)
     return dict(v)
 
 

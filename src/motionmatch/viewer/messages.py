@@ -72,8 +72,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from motionmatch.validation import (
+    CAMERA_YAW,
     DIRECTION,
     GROUP_SIZE,
+    KEY_LEN,
+    KEYS_HELD,
     NAME_LEN,
     OBSTACLES,
     PATH_POINTS,
@@ -133,15 +136,15 @@ def _scene(v, where):
 
 
 _FILE_ID = Str(512)
-_KEY = Str(32)
+_KEY = Str(KEY_LEN)
 _ID = Num(0, 65535, integer=True)
-_YAW = Num(-1000, 1000, optional=True)
+_YAW = Num(*CAMERA_YAW, optional=True)
 
 SCHEMAS: dict[str, dict[str, Field]] = {
     "hello": {"client": Str(128, optional=True)},
     "key": {"key": _KEY, "down": Bool(), "yaw": _YAW},
-    "keys": {"held": List(_KEY, 0, 16), "yaw": _YAW},
-    "camera": {"yaw": Num(-1000, 1000)},
+    "keys": {"held": List(_KEY, 0, KEYS_HELD), "yaw": _YAW},
+    "camera": {"yaw": Num(*CAMERA_YAW)},
     "select": {"id": _ID},
     "path": {"points": TimedPoints(2, Limits.path_points), "mode": Str(16, ("local", "global"), optional=True, default="local"),
              "id": Num(0, 65535, integer=True, optional=True), "scale": Num(*PATH_SCALE, optional=True, default=1.0)},
