@@ -49,6 +49,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -286,8 +287,7 @@ def _build(data: Mapping, source: str | None, agents_required: bool) -> Scenario
         sc.agents.extend(_expand_group(g, f"groups[{i}]", i))
     if not sc.agents and agents_required:
         raise FieldError("invalid", "at least one agent is required (in 'agents' or 'groups')")
-    names = [a.name for a in sc.agents]
-    twice = sorted({n for n in names if names.count(n) > 1})
+    twice = sorted(n for n, k in Counter(a.name for a in sc.agents).items() if k > 1)
     if twice:
         raise FieldError("invalid", f"agent names must be unique: {twice[:5]} appear more than once")
     return sc
