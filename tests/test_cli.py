@@ -72,3 +72,18 @@ def test_convert_range_mirror_fps(data_dir, tmp_path, capsys):
     assert main(["convert", str(src), str(tmp_path / "x.bvh"), "--range", "500:100"]) == 1
     assert not (tmp_path / "x.bvh").exists()
     assert "selects no frames" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("agent, says", [
+    ({"start": [1e308, 0]}, "agents[0].start[0] must be between -1000 and 1000, got 1e+308"),
+    ({"start": [0, 0], "controls": {"responsiveness": 1e9}}, "agents[0].controls.responsiveness must be between 0 and 4"),
+    ({"start": [0, 0], "speed": "fast"}, "agents[0].speed must be a number, got str"),
+])
+def test_scenario_out_of_bounds_is_one_line_and_exit_1(tmp_path, capsys, agent, says):
+    """The scenario file is checked before the database is read: one line naming the file
+    and the field, exit status 1."""
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"duration": 5, "agents": [agent]}))
+    assert main(["scenario", str(bad), "--db", str(tmp_path / "none.npz"), "-o", str(tmp_path / "o.npz")]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"{bad}: {says}" in err, err

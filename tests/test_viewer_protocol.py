@@ -827,6 +827,42 @@ def test_scenario_duration_pauses_and_fields_that_cannot_apply_are_named(server)
     assert set(s.chars) == before
 
 
+def test_a_scenario_out_of_bounds_is_an_error_reply_and_the_session_lives(server):
+    """A start at 1e308 (which would break the pose stream), controls of 1e9, a 400-digit
+    number, NaN, a string for a number: each file is refused in one line that names the
+    file id and the field (not the server's folders), the session unchanged; a good
+    scenario then loads and steps."""
+    from motionmatch.viewer.server import Viewer
+    from motionmatch.viewer.session import Session
+
+    def agent(**kw):
+        return {"duration": 5, "agents": [{"name": "x", "start": [0, 0], **kw}]}
+
+    bad = {"far.json": (json.dumps(agent(start=[1e308, 0])), "agents[0].start[0] must be between -1000 and 1000"),
+           "fast.json": (json.dumps(agent(controls={"responsiveness": 1e9})),
+                         "agents[0].controls.responsiveness must be between 0 and 4"),
+           "digits.json": (json.dumps(agent(goal=[10**400, 0])), "agents[0].goal[0] must be between"),
+           "nan.json": ('{"duration": NaN, "agents": [{"start": [0, 0]}]}', "duration must be finite"),
+           "word.json": (json.dumps(agent(speed="fast")), "agents[0].speed must be a number, got str")}
+    out: list = []
+    s = Session(Viewer(server.viewer.db, catalog=server.viewer.catalog, adaptive_rate=False), out.append)
+    before = set(s.chars)
+    for seq, (name, (text, says)) in enumerate(bad.items(), 1):
+        (server.scenarios / name).write_text(text)
+        s.handle({"type": "scenario_load", "file": f"scenarios:{name}", "seq": seq})
+        err = [m for m in out if isinstance(m, dict) and m.get("seq") == seq][-1]
+        assert err["type"] == "error" and err["message"].startswith(f"scenarios:{name}: "), err
+        assert says in err["message"] and "\n" not in err["message"], err
+        assert str(server.scenarios) not in err["message"], err
+        assert set(s.chars) == before and s.scenario is None
+    s.handle({"type": "scenario_load", "file": "scenarios:two_agents.json", "seq": 99})
+    ack = [m for m in out if isinstance(m, dict) and m.get("seq") == 99][-1]
+    assert ack["type"] == "ack" and ack["agents"] == 2, ack
+    t = s.world.time
+    s.step()
+    assert s.world.time > t and len(s.chars) == 2
+
+
 def test_a_scenario_plays_the_same_in_the_viewer_as_on_the_command_line(server):
     """One engine: the same scenario file, stepped by a viewer session and by
     ``motionmatch scenario``'s :func:`~motionmatch.runtime.world.run_scenario` for 20 s,

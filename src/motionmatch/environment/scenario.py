@@ -37,55 +37,37 @@ over the penalised search, as ``motionmatch follow --scene``), ``goal`` (crowd s
 ``speed``, through the waypoints ``via`` first) or nothing (standing). ``controls`` sets its high-level controls
 (Responsiveness, Continuity, Evasion, Anticipation); ``environment: false`` makes it a
 plain motion-matching character (ignores obstacles); ``start_time`` delays its input.
+
+Every field is checked (:mod:`~motionmatch.environment.scenario_schema`) with the field
+types and bounds of the viewer's socket messages (:mod:`motionmatch.validation`: ground
+coordinates within 1000 m, controls 0..4, speeds 0.3..6 m/s, ...); a bad one is a
+one-line :class:`ScenarioError` naming the file and the field. A path file is read only
+from the scenario file's folder.
 """
 
 from __future__ import annotations
 
 import json
 import math
+from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
+from motionmatch.environment import scenario_schema as schema
 from motionmatch.environment.obstacles import Obstacle, ObstacleError
 from motionmatch.environment.scene import Scene
 from motionmatch.errors import MotionMatchError
+from motionmatch.validation import FieldError, check_fields
 
 __all__ = ["AgentSpec", "Scenario", "ScenarioError", "load_scenario", "parse_scenario"]
 
-_TOP = {"name", "description", "expect", "duration", "fps", "obstacles", "agents", "groups", "penalty", "search",
-        "controller", "database", "regions", "steering", "notes"}
-_AGENT = {"name", "start", "facing", "script", "path", "timed_path", "goal", "via", "speed", "gait", "controls",
-          "environment", "start_time", "tags", "loop"}
-_GROUP = {"name", "count", "area", "facing", "goal_offset", "goal", "via", "speed", "spacing", "seed", "controls",
-          "environment", "start_jitter"}
-CONTROL_NAMES = ("responsiveness", "continuity", "evasion", "anticipation")
-
 
 class ScenarioError(MotionMatchError, ValueError):
-    """A scenario file is malformed; the message names the field."""
-
-
-def _vec2(v, where: str) -> tuple[float, float]:
-    try:
-        a = tuple(float(x) for x in v)
-    except (TypeError, ValueError):
-        raise ScenarioError(f"{where}: expected [x, z], got {v!r}") from None
-    if len(a) != 2 or not all(map(math.isfinite, a)):
-        raise ScenarioError(f"{where}: expected [x, z], got {v!r}")
-    return a
-
-
-def _num(v, where: str, lo: float | None = None) -> float:
-    try:
-        x = float(v)
-    except (TypeError, ValueError):
-        raise ScenarioError(f"{where}: expected a number, got {v!r}") from None
-    if not math.isfinite(x) or (lo is not None and x < lo):
-        raise ScenarioError(f"{where}: expected a finite number{'' if lo is None else f' >= {lo}'}, got {v!r}")
-    return x
+    """A scenario file is malformed; the message (one line) names the file and the field:
+    ``scenario.json: agents[2].start[0] must be between -1000 and 1000, got 1e+308``."""
 
 
 @dataclass
@@ -122,6 +104,25 @@ class AgentSpec:
         if self.goal is not None:
             return "goal"
         return "idle"
+
+    def route(self, duration: float, where: str = "path") -> np.ndarray | None:
+        """The polyline walked in ``duration`` seconds: ``path``, or for a looping one the
+        loop (closed back to its first point) repeated until it is at least ``speed *
+        duration + 1`` metres long; :class:`~motionmatch.validation.FieldError` naming
+        ``where`` past :data:`~motionmatch.environment.scenario_schema.LOOP_POINTS` points."""
+        if self.path is None or not self.loop:
+            return self.path
+        pts = self.path
+        if np.linalg.norm(pts[-1] - pts[0]) > 1e-6:
+            pts = np.concatenate([pts, pts[:1]])
+        lap = float(np.linalg.norm(np.diff(pts, axis=0), axis=1).sum())
+        laps = (self.speed * duration + 1.0) / max(lap, 1e-9)
+        if not laps * (len(pts) - 1) <= schema.LOOP_POINTS:
+            raise FieldError("invalid", f"{where}: a loop of {lap:.3g} m walked for {duration:g} s at "
+                                        f"{self.speed:g} m/s is {laps:.3g} laps, more than {schema.LOOP_POINTS} "
+                                        "points; make the loop longer or the scenario shorter")
+        n = max(1, math.ceil(laps))
+        return np.concatenate([pts] + [pts[1:]] * (n - 1))
 
     def to_dict(self) -> dict:
         d: dict = {"name": self.name, "start": list(self.start), "facing": list(self.facing)}
@@ -195,172 +196,118 @@ class Scenario:
         return Path(path)
 
 
-def _timed_path(v, where: str, folder: Path | None) -> dict | str:
-    """A timed path as given (its events checked), or a path file's absolute name
-    (relative names are in the scenario file's folder)."""
-    if isinstance(v, str):
-        f = Path(v) if Path(v).is_absolute() or folder is None else folder / v
-        if not f.is_file():
-            raise ScenarioError(f"{where}: no such path file {f}")
-        return str(f)
-    if not isinstance(v, Mapping) or not isinstance(v.get("points"), list) or len(v["points"]) < 2:
-        raise ScenarioError(f"{where}: expected {{\"points\": [[t, x, z], ...]}} (at least 2) or a path file name")
-    for i, e in enumerate(v["points"]):
-        if not (isinstance(e, (list, tuple)) and len(e) == 3 and all(
-                isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) for x in e)):
-            raise ScenarioError(f"{where}.points[{i}]: expected [t, x, z] (finite numbers), got {e!r}")
-    return dict(v)
-
-
-def _parse_agent(d: Mapping, where: str, folder: Path | None = None) -> AgentSpec:
-    if not isinstance(d, Mapping):
-        raise ScenarioError(f"{where}: expected an object")
-    extra = sorted(set(d) - _AGENT)
-    if extra:
-        raise ScenarioError(f"{where}: unknown field(s) {extra}; known: {sorted(_AGENT)}")
-    inputs = [k for k in ("script", "path", "timed_path", "goal") if d.get(k) is not None]
-    if len(inputs) > 1:
-        raise ScenarioError(f"{where}: give one input of script / path / timed_path / goal, got {inputs}")
-    if "start" not in d:
-        raise ScenarioError(f"{where}: 'start' [x, z] is required")
-    a = AgentSpec(name=str(d.get("name", where)), start=_vec2(d["start"], f"{where}.start"))
-    if d.get("facing") is not None:
-        a.facing = _vec2(d["facing"], f"{where}.facing")
-        if math.hypot(*a.facing) < 1e-9:
-            raise ScenarioError(f"{where}.facing: must be a non-zero direction")
-    if d.get("script") is not None:
-        s = d["script"]
-        if not isinstance(s, Mapping) or not isinstance(s.get("events"), list):
-            raise ScenarioError(f"{where}.script: expected {{\"events\": [...]}} (the 'motionmatch run' format)")
-        a.script = dict(s)
-    if d.get("path") is not None:
-        p = np.asarray([_vec2(v, f"{where}.path[{i}]") for i, v in enumerate(d["path"])], dtype=np.float64)
-        if len(p) < 2:
-            raise ScenarioError(f"{where}.path: needs at least 2 points")
-        a.path = p
-    if d.get("timed_path") is not None:
-        a.timed_path = _timed_path(d["timed_path"], f"{where}.timed_path", folder)
-    if d.get("goal") is not None:
-        a.goal = _vec2(d["goal"], f"{where}.goal")
-    if d.get("via") is not None:
-        if a.goal is None:
-            raise ScenarioError(f"{where}.via: waypoints need a goal")
-        a.via = np.asarray([_vec2(v, f"{where}.via[{i}]") for i, v in enumerate(d["via"])], dtype=np.float64)
-    a.speed = _num(d.get("speed", a.speed), f"{where}.speed", 0.0)
-    a.gait = str(d.get("gait", "walk"))
-    c = d.get("controls", {}) or {}
-    if not isinstance(c, Mapping) or set(c) - set(CONTROL_NAMES):
-        raise ScenarioError(f"{where}.controls: expected some of {CONTROL_NAMES}")
-    a.controls = {k: _num(v, f"{where}.controls.{k}", 0.0) for k, v in c.items()}
-    a.environment = bool(d.get("environment", True))
-    a.start_time = _num(d.get("start_time", 0.0), f"{where}.start_time", 0.0)
-    a.tags = d.get("tags")
-    a.loop = bool(d.get("loop", False))
-    return a
-
-
-def _expand_group(g: Mapping, where: str, index: int) -> list[AgentSpec]:
-    """A group: ``count`` agents on a jittered grid in ``area`` ([[x0, z0], [x1, z1]]) with
-    ``spacing``, each heading to its start + ``goal_offset`` (or to ``goal`` plus its
-    offset in the group), through the waypoints ``via`` first if given (e.g. in front of and
-    behind a door), deterministic from ``seed``."""
-    if not isinstance(g, Mapping):
-        raise ScenarioError(f"{where}: expected an object")
-    extra = sorted(set(g) - _GROUP)
-    if extra:
-        raise ScenarioError(f"{where}: unknown field(s) {extra}; known: {sorted(_GROUP)}")
-    count = int(_num(g.get("count", 1), f"{where}.count", 1))
+def _path_file(name: str, where: str, folder: Path) -> str:
+    """The absolute name of path file ``name``, which must lie in ``folder`` (the scenario
+    file's): a scenario cannot make the viewer read files elsewhere."""
+    f = folder / name
     try:
-        (x0, z0), (x1, z1) = (_vec2(v, f"{where}.area") for v in g["area"])
-    except (KeyError, TypeError, ValueError):
-        raise ScenarioError(f"{where}.area: expected [[x0, z0], [x1, z1]]") from None
-    spacing = _num(g.get("spacing", 0.8), f"{where}.spacing", 0.1)
-    rng = np.random.default_rng(int(g.get("seed", index)))
-    nx = max(1, int((abs(x1 - x0)) // spacing) + 1)
-    nz = max(1, int((abs(z1 - z0)) // spacing) + 1)
-    cells = [(i, j) for j in range(nz) for i in range(nx)]
-    if count > len(cells):
-        raise ScenarioError(f"{where}: {count} agents do not fit in the area at spacing {spacing} "
-                            f"({len(cells)} places); enlarge the area or reduce the spacing")
-    pick = sorted(rng.choice(len(cells), size=count, replace=False))
-    jitter = _num(g.get("start_jitter", 0.15), f"{where}.start_jitter", 0.0)
-    facing = _vec2(g.get("facing", (0.0, 1.0)), f"{where}.facing")
-    off = _vec2(g["goal_offset"], f"{where}.goal_offset") if "goal_offset" in g else None
-    goal = _vec2(g["goal"], f"{where}.goal") if "goal" in g else None
-    if (off is None) == (goal is None):
-        raise ScenarioError(f"{where}: give one of goal_offset / goal")
-    via = None
-    if g.get("via") is not None:
-        via = np.asarray([_vec2(v, f"{where}.via[{i}]") for i, v in enumerate(g["via"])], dtype=np.float64)
-    base = str(g.get("name", f"group{index}"))
+        inside = f.resolve().is_relative_to(folder.resolve()) and f.is_file()
+    except (OSError, ValueError):  # e.g. a NUL character, a name too long
+        inside = False
+    if not inside:
+        raise FieldError("invalid", f"{where}: no path file {name!r} in the scenario's folder")
+    return str(f)
+
+
+def _agent_spec(a: dict, where: str, folder: Path) -> AgentSpec:
+    """An :class:`AgentSpec` from the cleaned fields (:data:`scenario_schema.AGENT`) of the
+    agent at ``where`` (its name when it has none)."""
+    tp = a["timed_path"]
+    return AgentSpec(
+        name=a["name"] or where, start=a["start"], facing=a["facing"], script=a["script"],
+        path=None if a["path"] is None else np.asarray(a["path"], dtype=np.float64),
+        goal=a["goal"], via=None if a["via"] is None else np.asarray(a["via"], dtype=np.float64).reshape(-1, 2),
+        speed=a["speed"], gait=a["gait"], controls=a["controls"], environment=a["environment"],
+        start_time=a["start_time"], tags=a["tags"], loop=a["loop"],
+        timed_path=_path_file(tp, f"{where}.timed_path", folder) if isinstance(tp, str) else tp)
+
+
+def _expand_group(g: dict, where: str, index: int) -> list[AgentSpec]:
+    """A group (cleaned fields, :data:`scenario_schema.GROUP`): ``count`` agents on a
+    jittered grid in ``area`` ([[x0, z0], [x1, z1]]) with ``spacing``, each heading to its
+    start + ``goal_offset`` (or to ``goal`` plus its offset in the group), through the
+    waypoints ``via`` first if given (e.g. in front of and behind a door), deterministic
+    from ``seed``."""
+    count, spacing, jitter, off, goal = g["count"], g["spacing"], g["start_jitter"], g["goal_offset"], g["goal"]
+    (x0, z0), (x1, z1) = g["area"]
+    rng = np.random.default_rng(index if g["seed"] is None else g["seed"])
+    nx = int(abs(x1 - x0) // spacing) + 1
+    nz = int(abs(z1 - z0) // spacing) + 1
+    if count > nx * nz:
+        raise FieldError("invalid", f"{where}: {count} agents do not fit in the area at spacing {spacing:g} "
+                                    f"({nx * nz} places); enlarge the area or reduce the spacing")
+    pick = sorted(rng.choice(nx * nz, size=count, replace=False))  # place c: column c % nx, row c // nx
+    base = g["name"] or f"group{index}"
     out = []
     cx, cz = 0.5 * (x0 + x1), 0.5 * (z0 + z1)
     for n, c in enumerate(pick):
-        i, j = cells[c]
+        i, j = c % nx, c // nx
         x = min(x0, x1) + i * spacing + rng.uniform(-jitter, jitter)
         z = min(z0, z1) + j * spacing + rng.uniform(-jitter, jitter)
         gx, gz = (x + off[0], z + off[1]) if off is not None else (goal[0] + x - cx, goal[1] + z - cz)
-        d = {"name": f"{base}-{n}", "start": [x, z], "facing": list(facing), "goal": [gx, gz],
-             "via": None if via is None else via.tolist(),
-             "speed": g.get("speed", 1.3), "controls": g.get("controls", {}), "environment": g.get("environment", True),
+        d = {"name": f"{base}-{n}", "start": [x, z], "facing": list(g["facing"]), "goal": [gx, gz], "via": g["via"],
+             "speed": g["speed"], "controls": g["controls"], "environment": g["environment"],
              "start_time": float(rng.uniform(0.0, 0.5))}
-        out.append(_parse_agent(d, f"{where}[{n}]"))
+        member = f"{where}[{n}]"
+        out.append(_agent_spec(schema.AGENT.check(d, member), member, Path()))
     return out
 
 
-def parse_scenario(data: Mapping, source: str | None = None, *, agents_required: bool = True) -> Scenario:
-    """A :class:`Scenario` from its JSON object; errors name the offending field.
+def parse_scenario(data: Mapping, source: str | None = None, *, agents_required: bool = True,
+                   label: str | None = None) -> Scenario:
+    """A :class:`Scenario` from its JSON object, or a one-line :class:`ScenarioError` that
+    names the file (``label``, else ``source``) and the field. Every field is checked
+    against :mod:`~motionmatch.environment.scenario_schema` (bounds of
+    :mod:`motionmatch.validation`); path files are looked for in ``source``'s folder.
     ``agents_required=False``: a scene of obstacles for other characters (``motionmatch
     follow --scene``) may have no agent."""
-    where = source or "scenario"
-    if not isinstance(data, Mapping):
-        raise ScenarioError(f"{where}: expected a JSON object")
-    extra = sorted(set(data) - _TOP)
-    if extra:
-        raise ScenarioError(f"{where}: unknown field(s) {extra}; known: {sorted(_TOP)}")
-    if "duration" not in data:
-        raise ScenarioError(f"{where}: 'duration' (seconds) is required")
-    sc = Scenario(name=str(data.get("name", Path(source).stem if source else "scenario")),
-                  duration=_num(data["duration"], f"{where}.duration", 0.0),
-                  fps=_num(data.get("fps", 60.0), f"{where}.fps", 1.0), source=source)
-    if sc.duration <= 0:
-        raise ScenarioError(f"{where}.duration: must be > 0")
-    obs = data.get("obstacles", [])
-    if not isinstance(obs, list):
-        raise ScenarioError(f"{where}.obstacles: expected a list")
     try:
-        sc.obstacles = [Obstacle.from_dict(o, f"{where}.obstacles[{i}]") for i, o in enumerate(obs)]
-    except ObstacleError as e:
-        raise ScenarioError(str(e)) from None
-    agents = data.get("agents", [])
-    if not isinstance(agents, list):
-        raise ScenarioError(f"{where}.agents: expected a list")
-    folder = Path(source).parent if source else None
-    sc.agents = [_parse_agent(a, f"{where}.agents[{i}]", folder) for i, a in enumerate(agents)]
-    for i, g in enumerate(data.get("groups", []) or []):
-        sc.agents.extend(_expand_group(g, f"{where}.groups[{i}]", i))
+        return _build(data, source, agents_required)
+    except (FieldError, ObstacleError) as e:
+        raise ScenarioError(f"{label or source or 'scenario'}: {e}") from None
+
+
+def _build(data: Mapping, source: str | None, agents_required: bool) -> Scenario:
+    if not isinstance(data, Mapping):
+        raise FieldError("invalid", f"expected a JSON object, got {type(data).__name__}")
+    d = check_fields(data, schema.TOP)
+    members = len(d["agents"]) + sum(g["count"] for g in d["groups"])
+    if members > schema.AGENTS:
+        raise FieldError("too_large", f"at most {schema.AGENTS} agents in all (agents and groups' members), "
+                                      f"got {members}")
+    sc = Scenario(name=d["name"] or (Path(source).stem if source else "scenario"), duration=d["duration"],
+                  fps=d["fps"], source=source, description=d["description"], expect=d["expect"],
+                  regions=d["regions"], **{k: d[k] for k in schema.SECTIONS})
+    sc.obstacles = [Obstacle.from_dict(o, f"obstacles[{i}]") for i, o in enumerate(d["obstacles"])]
+    folder = Path(source).parent if source else Path()
+    sc.agents = [_agent_spec(a, f"agents[{i}]", folder) for i, a in enumerate(d["agents"])]
+    for i, a in enumerate(sc.agents):
+        a.route(sc.duration, f"agents[{i}].path")  # a looping path fits in its bound
+    for i, g in enumerate(d["groups"]):
+        sc.agents.extend(_expand_group(g, f"groups[{i}]", i))
     if not sc.agents and agents_required:
-        raise ScenarioError(f"{where}: at least one agent is required (in 'agents' or 'groups')")
-    names = [a.name for a in sc.agents]
-    if len(set(names)) != len(names):
-        raise ScenarioError(f"{where}: agent names must be unique")
-    for k in ("penalty", "search", "controller", "database", "regions", "steering"):
-        v = data.get(k, {}) or {}
-        if not isinstance(v, Mapping):
-            raise ScenarioError(f"{where}.{k}: expected an object")
-        setattr(sc, k, dict(v))
-    sc.description = str(data.get("description", ""))
-    sc.expect = str(data.get("expect", ""))
+        raise FieldError("invalid", "at least one agent is required (in 'agents' or 'groups')")
+    twice = sorted(n for n, k in Counter(a.name for a in sc.agents).items() if k > 1)
+    if twice:
+        raise FieldError("invalid", f"agent names must be unique: {twice[:5]} appear more than once")
     return sc
 
 
-def load_scenario(path: str | Path, *, agents_required: bool = True) -> Scenario:
-    """Read and parse a scenario JSON file (see :func:`parse_scenario`)."""
+def load_scenario(path: str | Path, *, agents_required: bool = True, label: str | None = None) -> Scenario:
+    """Read and parse a scenario JSON file (see :func:`parse_scenario`); ``label`` names
+    the file in errors instead of its path (the viewer's file id)."""
     p = Path(path)
+    shown = label or str(p)
     try:
-        data = json.loads(p.read_text())
+        data = json.loads(p.read_text(encoding="utf-8"))
     except FileNotFoundError:
-        raise ScenarioError(f"{p}: no such scenario file") from None
+        raise ScenarioError(f"{shown}: no such scenario file") from None
+    except OSError as e:
+        raise ScenarioError(f"{shown}: cannot read it ({e.strerror or e})") from None
+    except UnicodeDecodeError:
+        raise ScenarioError(f"{shown}: not UTF-8 text") from None
     except json.JSONDecodeError as e:
-        raise ScenarioError(f"{p}: not valid JSON ({e})") from None
-    return parse_scenario(data, str(p), agents_required=agents_required)
+        raise ScenarioError(f"{shown}: not valid JSON ({e})") from None
+    except RecursionError:
+        raise ScenarioError(f"{shown}: not valid JSON (nested too deep)") from None
+    return parse_scenario(data, str(p), agents_required=agents_required, label=label)

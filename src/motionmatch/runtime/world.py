@@ -865,9 +865,7 @@ def world_from_scenario(db: MotionDatabase, scenario, *, settings: EnvironmentSe
         if kind == "script":
             src = ScriptInput(spec.script, sc.duration, gaits)
         elif kind == "path":  # steered through the polyline's points (round and round when it loops)
-            pts = np.asarray(spec.path, dtype=np.float64)
-            if spec.loop:
-                pts = _laps(pts, spec.speed * sc.duration + 1.0)
+            pts = spec.route(sc.duration, f"agent {spec.name!r}: path")
             src = SteeringInput(world, pts[-1], spec.speed, replace(steer, lateral_gain=0.0), waypoints=pts[:-1])
         elif kind == "goal":
             src = SteeringInput(world, np.asarray(spec.goal), spec.speed, steer, waypoints=spec.via)
@@ -881,16 +879,6 @@ def world_from_scenario(db: MotionDatabase, scenario, *, settings: EnvironmentSe
     if followers:
         _add_path_followers(world, sc, followers, settings)
     return world
-
-
-def _laps(points: np.ndarray, length: float) -> np.ndarray:
-    """A closed polyline ``points [P, 2]`` (closed back to its first point) repeated until
-    it is at least ``length`` metres long: ``[Q, 2]``."""
-    if np.linalg.norm(points[-1] - points[0]) > 1e-6:
-        points = np.concatenate([points, points[:1]])
-    lap = float(np.linalg.norm(np.diff(points, axis=0), axis=1).sum())
-    n = max(1, math.ceil(length / max(lap, 1e-9)))
-    return np.concatenate([points] + [points[1:]] * (n - 1))
 
 
 def _add_path_followers(world: World, sc, specs, settings: EnvironmentSettings) -> None:

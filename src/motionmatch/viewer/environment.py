@@ -17,11 +17,10 @@ from motionmatch.environment.obstacles import Obstacle
 from motionmatch.environment.scene import Scene
 from motionmatch.geometry.shapes import C_ID, C_R, C_X, C_Z, barrier, ellipse_obstacle_distances
 from motionmatch.runtime.world import EnvironmentMatcher, World
+from motionmatch.validation import CONTROL_NAMES
 
 __all__ = ["CONTROL_NAMES", "environment_debug", "obstacle_from_viewer", "scene_from_viewer", "shared_matcher",
            "warm_up"]
-
-CONTROL_NAMES = ("responsiveness", "continuity", "evasion", "anticipation")
 
 _matchers: dict[int, tuple[object, EnvironmentMatcher]] = {}
 

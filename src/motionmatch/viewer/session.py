@@ -656,10 +656,7 @@ class Session:
         from motionmatch.runtime.world import world_from_scenario
 
         path = self.viewer.catalog.resolve(m["file"], "scenario")
-        try:
-            sc = load_scenario(path)
-        except Exception as e:
-            raise Rejected(f"{m['file']}: {e}") from None
+        sc = load_scenario(path, label=m["file"])  # a ScenarioError (one line, the file id) is the reply
         obstacles = [validate_obstacle(o.to_dict(), f"obstacle {i}")
                      for i, o in enumerate(sc.obstacles)]
         if len(sc.agents) > self.limits.characters:
