@@ -58,9 +58,9 @@ Then:
   extra copies of every clip played 0.8-1.25x as fast), "Ours" on the first 30 s of the
   scenario: mean and standard deviation of the search time, with a plot
   (``OUT/environment_scaling.png``) and the linear-growth reference;
-* crowd (``--no-crowd`` skips): ``scenarios/doors.json``, 100 agents stepped by the
-  batched :class:`~motionmatch.runtime.crowd.Crowd`, mean / p95 step time against the
-  60 Hz budget (16.7 ms).
+* crowd (``--no-crowd`` skips): ``scenarios/doors.json``, 100 steering agents stepped by a
+  :class:`~motionmatch.runtime.world.World`, mean / p95 step time against the 60 Hz
+  budget (16.7 ms).
 
 Timings are from one core and depend on the machine; ratios are measured in the same run.
 """
@@ -343,21 +343,20 @@ def scaling(clips, schema, out: Path, quick: bool = False) -> list:
 
 
 def crowd(db, matcher) -> dict:
-    from motionmatch.runtime.crowd import crowd_from_scenario
-
+    """``scenarios/doors.json`` (100 steering agents) played by a World: step times and outcome."""
     sc = load_scenario(REPO / "scenarios" / "doors.json")
-    c = crowd_from_scenario(db, sc, matcher=matcher)
-    rec = c.run(sc.frames)
-    rep = scenario_report(c, rec, sc)
+    world, rec = run_scenario(db, sc, matcher=matcher, record_poses=False)
+    rep = scenario_report(world, rec, sc)
     steps = rec.step_seconds[1:] * 1e3
     start_side = np.sign([a.start[1] for a in sc.agents])
     crossed = float(np.mean(np.sign(rec.root_positions[:, -1, 2]) != start_side))
     res = {"agents": len(sc.agents), "step_ms_mean": float(steps.mean()), "step_ms_p95": float(np.percentile(steps, 95)),
            "realtime_factor": rep["realtime_factor"], "crossed": crossed,
            "agent_collision_fraction": rep["agent_collision_fraction"], "ms_per_search": rep["ms_per_search"]}
-    print(f"\ncrowd: {res['agents']} agents (scenarios/doors.json, {sc.duration:g} s): step {res['step_ms_mean']:.2f} ms "
-          f"mean, {res['step_ms_p95']:.2f} ms p95 (60 Hz budget 16.7 ms), {res['realtime_factor']:.2f}x real time; "
-          f"{crossed:.0%} crossed; agent collision fraction {res['agent_collision_fraction']:.3f}")
+    print(f"\ncrowd: {res['agents']} agents (scenarios/doors.json, {sc.duration:g} s, World): step "
+          f"{res['step_ms_mean']:.2f} ms mean, {res['step_ms_p95']:.2f} ms p95 (60 Hz budget 16.7 ms), "
+          f"{res['realtime_factor']:.2f}x real time; {crossed:.0%} crossed; agent collision fraction "
+          f"{res['agent_collision_fraction']:.3f}")
     return res
 
 
