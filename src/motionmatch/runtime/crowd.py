@@ -9,18 +9,28 @@ Sec. 6.1.5). The result is an :class:`~motionmatch.control.intent.Intent` whose 
 prediction is the agent's target trajectory; the environment-aware search then picks
 poses and root motion that follow it while avoiding the obstacles and the other agents'
 future bodies. Obstacles are left to the search: steering only spreads agents out.
+
+A crowd is a :class:`~motionmatch.runtime.world.World` whose agents have
+:class:`SteeringInput` inputs. Each world step steers all of them at once
+(:func:`steer_all`: one compiled pass, the neighbours each agent can see found through a
+uniform grid of the agents' positions, not among all pairs); the per-agent rule in
+``tests/oracles/steering.py`` is what it is checked against.
 """
 
 from __future__ import annotations
 
+import math
+import weakref
 from dataclasses import dataclass, fields
 
+import numba
 import numpy as np
 
 from motionmatch.control.intent import Intent
+from motionmatch.geometry.grid import point_grid
 from motionmatch.runtime.inputs import IDLE, InputSource, Want
 
-__all__ = ["SteeringInput", "SteeringSettings", "steer", "steer_all"]
+__all__ = ["SteeringInput", "SteeringSettings", "steer_all"]
 
 
 @dataclass(frozen=True)
@@ -44,41 +54,104 @@ class SteeringSettings:
         return cls(**{k: float(v) for k, v in d.items()})
 
 
-def steer(p: np.ndarray, goal: np.ndarray, speed: float, others: np.ndarray, s: SteeringSettings,
-          side: float = 1.0) -> np.ndarray:
-    """Desired planar velocity ``[2]`` (x, z) of an agent at ``p`` heading for ``goal`` among
-    ``others [M, 2]`` (positions of the other agents). ``side`` (+-1) breaks ties when
-    another agent is dead ahead."""
-    to_goal = np.asarray(goal, dtype=np.float64) - p
-    dist = float(np.hypot(*to_goal))
-    if dist < s.arrive_distance:
-        return np.zeros(2)
-    d = to_goal / dist
-    v = speed * min(1.0, dist / max(s.slow_distance, 1e-6))
-    if len(others):
-        rel = others - p
-        r = np.hypot(rel[:, 0], rel[:, 1])
-        cosang = (rel @ d) / np.maximum(r, 1e-9)
-        seen = (r < s.view_distance) & (r > 1e-6) & (cosang > np.cos(np.radians(s.view_angle_deg)))
-        if seen.any():
-            j = int(np.flatnonzero(seen)[np.argmin(r[seen])])
-            n = rel[j] / r[j]
-            left = np.array([-d[1], d[0]])  # the heading turned +90 degrees in the (x, z) plane
-            cross = d[0] * n[1] - d[1] * n[0]  # > 0: the other agent is on the `left` side
-            away = -np.sign(cross) if abs(cross) > 1e-3 else side
-            perp = np.array([-n[1], n[0]])  # perpendicular to the direction toward the other
-            if (perp @ left) * away < 0:
-                perp = -perp
-            f = s.lateral_gain * (1.0 - r[j] / s.view_distance)
-            lat = perp
-            dd = d + f * lat
-            d = dd / max(np.hypot(*dd), 1e-9)
-    return d * v
+def steer_all(pos: np.ndarray, idx: np.ndarray, aims: np.ndarray, speeds: np.ndarray, sides: np.ndarray,
+              s: SteeringSettings) -> np.ndarray:
+    """Desired planar velocities of many agents at once (the module docstring's rule).
+
+    Args:
+        pos: ``[N, 2]`` ground positions (x, z, m) of every agent (the ones each sees).
+        idx: ``[A]`` rows of ``pos`` that are steered.
+        aims: ``[A, 2]`` their current targets (m); speeds: ``[A]`` preferred speeds (m/s);
+        sides: ``[A]`` +-1, the side to turn to when another agent is dead ahead.
+        s: the steering settings.
+
+    Returns:
+        ``[A, 2]`` desired velocities (x, z, m/s). Each agent sees the others within
+        ``view_distance`` through a grid of ``view_distance`` cells over ``pos``.
+    """
+    pos = np.ascontiguousarray(pos, dtype=np.float64).reshape(-1, 2)
+    idx = np.ascontiguousarray(idx, dtype=np.int64).reshape(-1)
+    out = np.zeros((len(idx), 2))
+    if not len(idx):
+        return out
+    cell = max(float(s.view_distance), 1e-3)
+    start, items, nx, nz, x0, z0 = point_grid(pos, cell)
+    _steer_rows(pos, idx, np.ascontiguousarray(aims, dtype=np.float64).reshape(-1, 2),
+                np.ascontiguousarray(speeds, dtype=np.float64).reshape(-1),
+                np.ascontiguousarray(sides, dtype=np.float64).reshape(-1), math.cos(math.radians(s.view_angle_deg)),
+                float(s.view_distance), float(s.lateral_gain), float(s.arrive_distance), float(s.slow_distance),
+                start, items, nx, nz, x0, z0, cell, out)
+    return out
+
+
+@numba.njit(cache=True, nogil=True)
+def _steer_rows(pos, idx, aims, speeds, sides, view_cos, view, gain, arrive, slow, cell_start, items, nx, nz, x0, z0,
+                cell, out):
+    """:func:`steer_all`'s loop: for each steered agent, the nearest other agent in its cone
+    of vision among the grid cells within ``view`` of it, and the velocity into ``out``."""
+    for a in range(idx.shape[0]):
+        i = idx[a]
+        px = pos[i, 0]
+        pz = pos[i, 1]
+        tx = aims[a, 0] - px
+        tz = aims[a, 1] - pz
+        dist = math.hypot(tx, tz)
+        if dist < arrive:
+            out[a, 0] = 0.0
+            out[a, 1] = 0.0
+            continue
+        dx = tx / dist
+        dz = tz / dist
+        v = speeds[a] * min(1.0, dist / max(slow, 1e-6))
+        best = np.inf
+        j = -1
+        i0 = max(int(np.floor((px - view - x0) / cell)), 0)
+        i1 = min(int(np.floor((px + view - x0) / cell)), nx - 1)
+        j0 = max(int(np.floor((pz - view - z0) / cell)), 0)
+        j1 = min(int(np.floor((pz + view - z0) / cell)), nz - 1)
+        for ci in range(i0, i1 + 1):
+            for cj in range(j0, j1 + 1):
+                c = ci * nz + cj
+                for k in range(cell_start[c], cell_start[c + 1]):
+                    m = items[k]
+                    if m == i:
+                        continue
+                    rx = pos[m, 0] - px
+                    rz = pos[m, 1] - pz
+                    r = math.hypot(rx, rz)
+                    if not (r < view and r > 1e-6 and (rx * dx + rz * dz) / max(r, 1e-9) > view_cos):
+                        continue
+                    if r < best or (r == best and m < j):  # the nearest; ties: the first agent
+                        best = r
+                        j = m
+        if j >= 0:
+            nxx = (pos[j, 0] - px) / best
+            nzz = (pos[j, 1] - pz) / best
+            # the heading turned +90 degrees (left), and which side of it the other agent is on
+            cross = dx * nzz - dz * nxx
+            away = (-1.0 if cross > 0 else 1.0) if abs(cross) > 1e-3 else sides[a]
+            ppx = -nzz  # perpendicular to the direction toward the other, pointing away from it
+            ppz = nxx
+            if (ppx * -dz + ppz * dx) * away < 0:
+                ppx = -ppx
+                ppz = -ppz
+            f = gain * (1.0 - best / view)
+            ddx = dx + f * ppx
+            ddz = dz + f * ppz
+            n = max(math.hypot(ddx, ddz), 1e-9)
+            dx = ddx / n
+            dz = ddz / n
+        out[a, 0] = dx * v
+        out[a, 1] = dz * v
 
 
 class SteeringInput(InputSource):
     """An agent input (for :class:`~motionmatch.runtime.world.World`) that steers toward a
-    goal, or through ``waypoints`` then the goal, among the world's other agents."""
+    goal, or through ``waypoints`` then the goal, among the world's other agents.
+
+    Every world step, the first steering input asked steers every agent of the world
+    whose input is a :class:`SteeringInput` at once (:func:`steer_all`); the others read
+    their row."""
 
     def __init__(self, world, goal, speed: float, settings: SteeringSettings | None = None,
                  waypoints=None, side: float = 1.0):
@@ -92,60 +165,75 @@ class SteeringInput(InputSource):
         #: whether the agent reached its goal (within ``arrive_distance``, after the waypoints)
         self.arrived = False
 
+    def aim(self, p: np.ndarray) -> tuple[int, np.ndarray]:
+        """``(k, target)``: the target an agent at ``p [2]`` heads for now (the waypoints
+        within ``waypoint_radius`` passed), and its index in :attr:`targets`."""
+        k = self._k
+        while k < len(self.targets) - 1 and math.hypot(*(self.targets[k] - p)) < self.s.waypoint_radius:
+            k += 1
+        return k, self.targets[k]
+
     def intent(self, agent, t: float, dt: float) -> Want:
         p = agent.root_xz
-        while self._k < len(self.targets) - 1 and np.hypot(*(self.targets[self._k] - p)) < self.s.waypoint_radius:
-            self._k += 1
-        pos, uids = self.world.ground_positions()
-        others = pos[uids != agent.uid]
-        if self._k == len(self.targets) - 1 and np.hypot(*(self.targets[-1] - p)) < self.s.arrive_distance:
+        self._k, goal = self.aim(p)
+        if self._k == len(self.targets) - 1 and math.hypot(*(goal - p)) < self.s.arrive_distance:
             self.arrived = True
-        v = steer(p, self.targets[self._k], self.speed, others, self.s, self.side)
-        sp = float(np.hypot(*v))
+        v = _crowd(self.world).velocity(agent, self)
+        sp = math.hypot(v[0], v[1])
         if sp < 0.05:
             return IDLE
         return Want(Intent(velocity=[v[0], 0.0, v[1]], gait="walk" if sp < 2.5 else "run"))
 
 
-# ============================================================================ many agents at once
-def steer_all(pos: np.ndarray, idx: np.ndarray, aims: np.ndarray, speeds: np.ndarray, sides: np.ndarray,
-              s: SteeringSettings) -> np.ndarray:
-    """:func:`~motionmatch.runtime.crowd.steer` for many characters at once.
+class _Crowd:
+    """The steering of one world's :class:`SteeringInput` agents, all at once per step."""
 
-    Args:
-        pos: ``[N, 2]`` ground positions of every character (the ones each sees).
-        idx: ``[A]`` rows of ``pos`` that are steered.
-        aims: ``[A, 2]`` their current targets; speeds: ``[A]`` preferred speeds (m/s);
-        sides: ``[A]`` +-1 tie-breakers.
+    def __init__(self, world):
+        self._world = weakref.ref(world)
+        self._frame: int | None = None
+        self._rows: dict[int, tuple[SteeringInput, np.ndarray]] = {}
 
-    Returns:
-        ``[A, 2]`` desired velocities (m/s).
-    """
-    p = pos[idx]
-    to = aims - p
-    dist = np.hypot(to[:, 0], to[:, 1])
-    d = to / np.maximum(dist, 1e-9)[:, None]
-    v = speeds * np.minimum(1.0, dist / max(s.slow_distance, 1e-6))
-    v[dist < s.arrive_distance] = 0.0
-    rel = pos[None, :, :] - p[:, None, :]  # [A, N]: from each steered character to every character
-    r = np.hypot(rel[..., 0], rel[..., 1])
-    r[np.arange(len(idx)), idx] = np.inf
-    cosang = np.einsum("ijc,ic->ij", rel, d) / np.maximum(r, 1e-9)
-    seen = (r < s.view_distance) & (cosang > np.cos(np.radians(s.view_angle_deg)))
-    rr = np.where(seen, r, np.inf)
-    j = np.argmin(rr, axis=1) if rr.shape[1] else np.zeros(len(idx), dtype=np.int64)
-    has = np.isfinite(rr[np.arange(len(idx)), j]) if rr.shape[1] else np.zeros(len(idx), dtype=bool)
-    if has.any():
-        a = np.flatnonzero(has)
-        rj = r[a, j[a]]
-        n = rel[a, j[a]] / rj[:, None]
-        da = d[a]
-        left = np.stack([-da[:, 1], da[:, 0]], axis=1)
-        cross = da[:, 0] * n[:, 1] - da[:, 1] * n[:, 0]
-        away = np.where(np.abs(cross) > 1e-3, -np.sign(cross), sides[a])
-        perp = np.stack([-n[:, 1], n[:, 0]], axis=1)
-        perp[np.einsum("ic,ic->i", perp, left) * away < 0] *= -1.0
-        f = s.lateral_gain * (1.0 - rj / s.view_distance)
-        nd = da + f[:, None] * perp
-        d[a] = nd / np.maximum(np.hypot(nd[:, 0], nd[:, 1]), 1e-9)[:, None]
-    return d * v[:, None]
+    def velocity(self, agent, source: SteeringInput) -> np.ndarray:
+        """``[2]`` desired velocity of ``agent`` driven by ``source`` this step."""
+        world = self._world()
+        if self._frame != world.frame:
+            self._steer(world)
+        row = self._rows.get(agent.uid)
+        if row is not None and row[0] is source:
+            return row[1]
+        # an input the step did not see (e.g. inside another input): steered alone
+        pos, uids = world.ground_positions()
+        p = agent.root_xz
+        pts = np.vstack([p[None], pos[uids != agent.uid]])
+        _, aim = source.aim(p)
+        return steer_all(pts, np.zeros(1, dtype=np.int64), aim[None], np.array([source.speed]),
+                         np.array([source.side], dtype=np.float64), source.s)[0]
+
+    def _steer(self, world) -> None:
+        """Every steering agent's velocity, from where the agents stand at the step's start."""
+        pos, _uids = world.ground_positions()
+        groups: dict[int, list] = {}
+        for k, a in enumerate(world.agents):
+            src = a.source
+            if isinstance(src, SteeringInput):
+                groups.setdefault(id(src.s), []).append((k, a.uid, src))
+        self._rows = {}
+        for members in groups.values():
+            idx = np.array([k for k, _, _ in members], dtype=np.int64)
+            aims = np.array([src.aim(pos[k])[1] for k, _, src in members]).reshape(-1, 2)
+            v = steer_all(pos, idx, aims, np.array([src.speed for _, _, src in members]),
+                          np.array([src.side for _, _, src in members], dtype=np.float64), members[0][2].s)
+            for n, (_, uid, src) in enumerate(members):
+                self._rows[uid] = (src, v[n])
+        self._frame = world.frame
+
+
+_CROWDS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _crowd(world) -> _Crowd:
+    """The :class:`_Crowd` of ``world`` (made on first use, gone with the world)."""
+    c = _CROWDS.get(world)
+    if c is None:
+        c = _CROWDS[world] = _Crowd(world)
+    return c
