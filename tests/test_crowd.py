@@ -59,3 +59,78 @@ def test_grid_cells_hold_exactly_the_boxes_that_touch_them():
     for m in range(50):
         c = int((p[m, 0] - x0) // 2.0) * nz + int((p[m, 1] - z0) // 2.0)
         assert m in items[start[c]:start[c + 1]]
+
+
+# ------------------------------------------------------------------ the World's batched stepping
+@pytest.fixture(scope="module")
+def small_env_db(data_dir):
+    from motionmatch.anim import load_bvh
+    from motionmatch.database import MotionDatabase
+    from motionmatch.database.schema import environment_schema
+    from motionmatch.runtime.world import EnvironmentMatcher
+
+    names = ("walk1_subject1_walk2", "walk2_subject3_walk", "multipleActions1_subject1_run", "ground2_subject3_turn")
+    paths = [data_dir / "lafan1-60fps" / f"{n}.bvh" for n in names]
+    missing = [p.name for p in paths if not p.exists()]
+    if missing:
+        pytest.skip(f"LAFAN1 clips missing: {missing}")
+    db = MotionDatabase.build([load_bvh(p) for p in paths], mirror_copies=True, schema=environment_schema())
+    return db, EnvironmentMatcher(db)
+
+
+def _crowd_world(dbm, batched: bool):
+    """doors-small (12 steering agents among walls, each an obstacle to the others) plus a
+    scripted agent with spring inertialization and no foot locking, and one with neither."""
+    from pathlib import Path
+
+    from motionmatch.environment import load_scenario
+    from motionmatch.runtime.inputs import ScriptInput
+    from motionmatch.runtime.world import environment_controller_settings, world_from_scenario
+
+    db, m = dbm
+    sc = load_scenario(Path(__file__).resolve().parents[1] / "scenarios" / "doors-small.json")
+    world = world_from_scenario(db, sc, matcher=m, record_poses=False)
+    world.batched = batched
+    script = {"events": [{"t": 0.0, "keys": ["w"]}, {"t": 1.5, "keys": ["d", "shift"]}, {"t": 3.0, "keys": ["a"]}]}
+    for name, x, inert in (("spring", 10.0, "spring"), ("cut", 12.0, "none")):
+        cs = environment_controller_settings(inertialization=inert, foot_locking=False, adjust_halflife=0.2)
+        world.add_agent(name, (x, -6.0), (0.0, 1.0), ScriptInput(script, 6.0), controller=cs)
+    return world
+
+
+def test_world_steps_its_agents_together_as_each_would_alone(small_env_db):
+    """The batched World (one compiled playback and pose call for all agents, searches in
+    between) plays the same poses as stepping each agent's controller with its own
+    ``update``: transitions, foot locks, agents skipped (level of detail), removed and
+    added in the middle, steps of several lengths."""
+    from motionmatch.runtime.crowd import SteeringInput
+
+    worlds = [_crowd_world(small_env_db, batched) for batched in (True, False)]
+    rng = np.random.default_rng(0)
+    dts = rng.choice([1 / 60, 1 / 30, 1 / 144], size=300, p=[0.7, 0.2, 0.1])
+    worst = 0.0
+    transitions = locked = searches = 0
+    for f, dt in enumerate(dts):
+        skip = frozenset(rng.choice(14, size=3, replace=False).tolist()) if f % 7 == 3 else frozenset()
+        for w in worlds:
+            if f == 100:  # an agent leaves; a new one takes its row
+                gone = w.agents[4]
+                w.remove_agent(gone)
+                w.add_agent("late", (2.0, -7.0), (0.0, 1.0), SteeringInput(w, (2.0, 6.0), 1.4))
+                assert gone.ctrl._batch is not w._batch  # it keeps its state, apart
+            w.step(0.0 if f == 0 else float(dt), skip=skip)
+        a, b = worlds
+        for x, y in zip(a.agents, b.agents):
+            ra, rb = x.result, y.result
+            assert (ra.frame, ra.mode, ra.searched, ra.transitioned) == (rb.frame, rb.mode, rb.searched, rb.transitioned)
+            np.testing.assert_array_equal(ra.contacts, rb.contacts)
+            worst = max(worst, float(np.abs(ra.rotations - rb.rotations).max()),
+                        float(np.abs(ra.translations - rb.translations).max()))
+            transitions += ra.transitioned
+            locked += bool(ra.contacts.any())
+            searches += ra.searched
+    assert worst < 1e-9
+    assert transitions > 50 and locked > 1000 and searches > 300  # what was compared happened
+    for x, y in zip(*(w.agents for w in worlds)):
+        np.testing.assert_allclose(x.ctrl.root_pos, y.ctrl.root_pos, atol=1e-9)
+        np.testing.assert_allclose(x.ctrl.predictor.state.position, y.ctrl.predictor.state.position, atol=1e-9)
