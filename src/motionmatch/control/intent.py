@@ -171,6 +171,21 @@ class Intent:
             gait = (gaits or GaitSpeeds()).gait_for_speed(speed)
         return cls(d * speed, facing, gait, frozenset(actions))
 
+    @classmethod
+    def planar(cls, vx: float, vz: float, gait: str) -> Intent:
+        """Moving at ``(vx, 0, vz)`` m/s (finite floats) facing the direction of travel, with a
+        known ``gait``: ``Intent(velocity=[vx, 0, vz], gait=gait)`` without the constructor's
+        checks and conversions (the per-step path of inputs that steer many agents)."""
+        it = object.__new__(cls)
+        v = np.array([vx, 0.0, vz], dtype=np.float64)
+        v.setflags(write=False)
+        put = object.__setattr__
+        put(it, "velocity", v)
+        put(it, "facing", None)
+        put(it, "gait", gait)
+        put(it, "actions", frozenset())
+        return it
+
     # -- derived quantities ---------------------------------------------------------------
 
     @property

@@ -174,15 +174,15 @@ class SteeringInput(InputSource):
         return k, self.targets[k]
 
     def intent(self, agent, t: float, dt: float) -> Want:
-        p = agent.root_xz
-        self._k, goal = self.aim(p)
-        if self._k == len(self.targets) - 1 and math.hypot(*(goal - p)) < self.s.arrive_distance:
+        p, self._k, v = _crowd(self.world).steering(agent, self)
+        goal = self.targets[self._k]
+        if self._k == len(self.targets) - 1 and math.hypot(goal[0] - p[0], goal[1] - p[1]) < self.s.arrive_distance:
             self.arrived = True
-        v = _crowd(self.world).velocity(agent, self)
-        sp = math.hypot(v[0], v[1])
+        vx, vz = float(v[0]), float(v[1])
+        sp = math.hypot(vx, vz)
         if sp < 0.05:
             return IDLE
-        return Want(Intent(velocity=[v[0], 0.0, v[1]], gait="walk" if sp < 2.5 else "run"))
+        return Want(Intent.planar(vx, vz, "walk" if sp < 2.5 else "run"))
 
 
 class _Crowd:
@@ -191,40 +191,42 @@ class _Crowd:
     def __init__(self, world):
         self._world = weakref.ref(world)
         self._frame: int | None = None
-        self._rows: dict[int, tuple[SteeringInput, np.ndarray]] = {}
+        self._rows: dict[int, tuple] = {}
 
-    def velocity(self, agent, source: SteeringInput) -> np.ndarray:
-        """``[2]`` desired velocity of ``agent`` driven by ``source`` this step."""
+    def steering(self, agent, source: SteeringInput) -> tuple[np.ndarray, int, np.ndarray]:
+        """``(position [2], target index, desired velocity [2])`` of ``agent`` driven by
+        ``source`` this step (m, m/s)."""
         world = self._world()
         if self._frame != world.frame:
             self._steer(world)
         row = self._rows.get(agent.uid)
         if row is not None and row[0] is source:
-            return row[1]
+            return row[1:]
         # an input the step did not see (e.g. inside another input): steered alone
         pos, uids = world.ground_positions()
         p = agent.root_xz
         pts = np.vstack([p[None], pos[uids != agent.uid]])
-        _, aim = source.aim(p)
-        return steer_all(pts, np.zeros(1, dtype=np.int64), aim[None], np.array([source.speed]),
-                         np.array([source.side], dtype=np.float64), source.s)[0]
+        k, aim = source.aim(p)
+        v = steer_all(pts, np.zeros(1, dtype=np.int64), aim[None], np.array([source.speed]),
+                      np.array([source.side], dtype=np.float64), source.s)[0]
+        return p, k, v
 
     def _steer(self, world) -> None:
         """Every steering agent's velocity, from where the agents stand at the step's start."""
         pos, _uids = world.ground_positions()
         groups: dict[int, list] = {}
-        for k, a in enumerate(world.agents):
+        for n, a in enumerate(world.agents):
             src = a.source
             if isinstance(src, SteeringInput):
-                groups.setdefault(id(src.s), []).append((k, a.uid, src))
+                groups.setdefault(id(src.s), []).append((n, a.uid, src, *src.aim(pos[n])))
         self._rows = {}
         for members in groups.values():
-            idx = np.array([k for k, _, _ in members], dtype=np.int64)
-            aims = np.array([src.aim(pos[k])[1] for k, _, src in members]).reshape(-1, 2)
-            v = steer_all(pos, idx, aims, np.array([src.speed for _, _, src in members]),
-                          np.array([src.side for _, _, src in members], dtype=np.float64), members[0][2].s)
-            for n, (_, uid, src) in enumerate(members):
-                self._rows[uid] = (src, v[n])
+            idx = np.array([m[0] for m in members], dtype=np.int64)
+            aims = np.array([m[4] for m in members]).reshape(-1, 2)
+            v = steer_all(pos, idx, aims, np.array([m[2].speed for m in members]),
+                          np.array([m[2].side for m in members], dtype=np.float64), members[0][2].s)
+            for j, (n, uid, src, k, _aim) in enumerate(members):
+                self._rows[uid] = (src, pos[n], k, v[j])
         self._frame = world.frame
 
 
