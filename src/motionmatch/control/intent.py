@@ -190,8 +190,12 @@ class Intent:
 
     @property
     def speed(self) -> float:
-        """Planar (x, z) speed in m/s."""
-        return float(np.hypot(self.velocity[0], self.velocity[2]))
+        """Planar (x, z) speed in m/s (computed once: the intent is immutable)."""
+        sp = self.__dict__.get("_speed")
+        if sp is None:
+            sp = float(np.hypot(self.velocity[0], self.velocity[2]))
+            object.__setattr__(self, "_speed", sp)
+        return sp
 
     @property
     def direction(self) -> np.ndarray:
