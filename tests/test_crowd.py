@@ -134,3 +134,37 @@ def test_world_steps_its_agents_together_as_each_would_alone(small_env_db):
     for x, y in zip(*(w.agents for w in worlds)):
         np.testing.assert_allclose(x.ctrl.root_pos, y.ctrl.root_pos, atol=1e-9)
         np.testing.assert_allclose(x.ctrl.predictor.state.position, y.ctrl.predictor.state.position, atol=1e-9)
+
+
+def test_simulated_roots_in_batch_rows_are_the_predictors_own(small_env_db):
+    """A controller's simulated root advanced by the batch's compiled stage is the plain
+    predictor's, bit for bit: moving, strafing (a facing), standing, steps of any length,
+    and a state set from outside in between (as the root adjustment does)."""
+    from motionmatch.control.intent import Intent
+    from motionmatch.control.trajectory import TrajectoryPredictor
+    from motionmatch.runtime.batch import ControllerBatch, RowPredictor
+    from motionmatch.runtime.controller import ControllerSettings
+
+    db, _ = small_env_db
+    times = db.schema.trajectory_offsets
+    batch = ControllerBatch(db)
+    batch.add(ControllerSettings())
+    row = batch.add(ControllerSettings())  # a second row: the batch grows
+    fast, plain = RowPredictor(batch, row, times, 0.2, 0.25), TrajectoryPredictor(times, 0.2, 0.25)
+    rng = np.random.default_rng(1)
+    intent = Intent.idle()
+    for i in range(400):
+        if i % 25 == 0:
+            v = rng.normal(size=3) * 1.5
+            v[1] = 0.0
+            face = None if rng.random() < 0.6 else np.array([rng.normal(), 0.0, rng.normal()])
+            intent = Intent(velocity=v if rng.random() < 0.8 else [0.0, 0.0, 0.0], facing=face, gait="walk")
+        if i % 97 == 50:
+            for p in (fast, plain):
+                p.state = p.state.replace(position=p.state.position + [0.1, 0.0, -0.05])
+        dt = float(rng.choice([0.0, 1 / 144, 1 / 60, 1 / 20]))
+        a, b = fast.advance(dt, intent), plain.advance(dt, intent)
+        for name in ("position", "velocity", "acceleration", "rotation", "angular_velocity"):
+            np.testing.assert_array_equal(getattr(a, name), getattr(b, name))
+        assert a.yaw == b.yaw
+        np.testing.assert_array_equal(fast.predict(intent).positions, plain.predict(intent).positions)

@@ -18,6 +18,8 @@ from typing import NamedTuple
 import numba
 import numpy as np
 
+from motionmatch.control.intent import STILL_SPEED
+from motionmatch.control.springs import MIN_HALFLIFE, SPRING_HALFLIFE_FACTOR
 from motionmatch.runtime._kernels import controller_pose
 from motionmatch.runtime.inertialize import InertialArrays
 
@@ -67,6 +69,15 @@ class ControllerRows(NamedTuple):
     unlock_distance: np.ndarray    #: ``[C]`` (settings)
     foot_blend_time: np.ndarray    #: ``[C]`` (settings)
     foot_lock_in_time: np.ndarray  #: ``[C]`` (settings)
+    sim_pos: np.ndarray            #: ``[C, 3]`` the simulated root (the desired trajectory's origin, world)
+    sim_vel: np.ndarray            #: ``[C, 3]`` its velocity (m/s)
+    sim_acc: np.ndarray            #: ``[C, 3]`` its acceleration (m/s^2)
+    sim_heading: np.ndarray        #: ``[C]`` its heading as its RootState reports it (``.yaw``)
+    sim_angle: np.ndarray          #: ``[C]`` the heading angle it was last advanced to (unwrapped)
+    sim_rate: np.ndarray           #: ``[C]`` its turning rate (rad/s)
+    sim_version: np.ndarray        #: ``[C]`` int64, counts the advances (a cached RootState is stale after one)
+    velocity_halflife: np.ndarray  #: ``[C]`` of its velocity spring (s; its predictor's)
+    facing_halflife: np.ndarray    #: ``[C]`` of its heading spring (s; its predictor's)
 
 
 _ND = len(DatabaseArrays._fields)  # where each tuple's arrays start and end in the flat arguments
@@ -174,3 +185,73 @@ def pose_rows(rows, dt, *arrays):
                         st.frame[r], h, st.unlock_distance[r], st.foot_blend_time[r], st.foot_lock_in_time[r],
                         st.locked[r], st.lock_pos[r], st.release[r], st.release_t[r], st.lock_t[r], st.shown_rot[r, k],
                         st.shown_pos[r, k], st.out_rot[r], st.out_pos[r], st.contacts[r])
+
+
+@numba.njit(cache=True, inline="always")
+def _heading_of(c, s):
+    """:func:`motionmatch.control.trajectory.heading_of`."""
+    return math.atan2(c * (2.0 * s), 1.0 - s * (2.0 * s))
+
+
+@numba.njit(cache=True, inline="always")
+def _heading_of_angle(angle):
+    """:func:`motionmatch.control.trajectory.heading_of_angle`."""
+    half = 0.5 * angle
+    return _heading_of(math.cos(half), math.sin(half))
+
+
+@numba.njit(cache=True)
+def advance_sim_rows(rows, dt, goals, *arrays):
+    """Advance every row's simulated root by its ``dt`` toward its goal: the critically
+    damped velocity and heading springs in closed form, on the ground plane, as
+    :meth:`TrajectoryPredictor.advance <motionmatch.control.trajectory.TrajectoryPredictor.advance>`
+    does for an :class:`~motionmatch.control.intent.Intent` (spring mode, 2D; the same
+    operations in the same order).
+
+    ``goals [R, 5]``: the intent's velocity ``x, z`` (m/s), its facing ``x, z`` and 1 when
+    it has one (else 0): the goal heading is the facing's, else the velocity's when moving,
+    else the current heading."""
+    _db, st = _unpack2(arrays)
+    two_pi = 2.0 * math.pi
+    for n in range(rows.shape[0]):
+        r = rows[n]
+        t = dt[n]
+        gx = goals[n, 0]
+        gz = goals[n, 1]
+        if goals[n, 4] != 0.0:
+            goal = _heading_of_angle(math.atan2(goals[n, 2], goals[n, 3]))
+        elif math.hypot(gx, gz) >= STILL_SPEED:
+            goal = _heading_of_angle(math.atan2(gx, gz))
+        else:
+            goal = st.sim_heading[r]
+        # velocity spring (x and z; y is not sprung in 2D: its velocity and acceleration are 0)
+        y = SPRING_HALFLIFE_FACTOR / max(st.velocity_halflife[r], MIN_HALFLIFE)
+        yt = y * t
+        e = math.exp(-yt)
+        e1 = -math.expm1(-yt)
+        n2 = 1.0 - (1.0 + yt) * e
+        yy = y * y
+        for c in range(0, 3, 2):
+            g = gx if c == 0 else gz
+            v0 = st.sim_vel[r, c]
+            a0 = st.sim_acc[r, c]
+            j0 = v0 - g
+            j1 = a0 + j0 * y
+            st.sim_pos[r, c] = st.sim_pos[r, c] + g * t + j0 * e1 / y + j1 * n2 / yy
+            st.sim_vel[r, c] = g + e * (j0 + j1 * t)
+            st.sim_acc[r, c] = e * (a0 - j1 * yt)
+        st.sim_vel[r, 1] = 0.0
+        st.sim_acc[r, 1] = 0.0
+        # heading spring toward the goal, the shortest way round
+        off0 = (st.sim_heading[r] - goal + math.pi) % two_pi - math.pi
+        w0 = st.sim_rate[r]
+        yh = SPRING_HALFLIFE_FACTOR / max(st.facing_halflife[r], MIN_HALFLIFE)
+        eh = math.exp(-yh * t)
+        j1 = w0 + off0 * yh
+        off = eh * (off0 + j1 * t)
+        angle = goal + off
+        st.sim_angle[r] = angle
+        st.sim_rate[r] = eh * (w0 - j1 * yh * t)
+        half = 0.5 * _heading_of_angle(angle)  # the heading its RootState reports (RootState._trusted)
+        st.sim_heading[r] = _heading_of(math.cos(half), math.sin(half))
+        st.sim_version[r] += 1

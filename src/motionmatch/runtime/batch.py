@@ -26,13 +26,16 @@ import weakref
 import numpy as np
 
 from motionmatch.anim import quat
+from motionmatch.control.intent import Intent
+from motionmatch.control.trajectory import RootState, TrajectoryPredictor
 from motionmatch.database import MotionDatabase
 from motionmatch.runtime import _batch_kernels as BK
 from motionmatch.runtime._batch_kernels import ControllerRows, DatabaseArrays
 from motionmatch.runtime.inertialize import InertialArrays, inertial_rows
 from motionmatch.runtime.rows import RowArrays
 
-__all__ = ["ControllerBatch", "ControllerRows", "DatabaseArrays", "database_arrays", "leg_chains"]
+__all__ = ["ControllerBatch", "ControllerRows", "DatabaseArrays", "RowPredictor", "database_arrays", "intent_goal",
+           "leg_chains"]
 
 #: ``ControllerSettings.inertialization`` -> ``ControllerRows.inert_kind``
 INERT_KINDS = {"none": BK.NO_OFFSETS, "quintic": BK.QUINTIC, "spring": BK.SPRING}
@@ -83,7 +86,9 @@ def _controller_rows(J: int, K: int, capacity: int) -> RowArrays:
               "lock_pos": ((K, 3), f8), "release": ((K, 3), f8), "release_t": ((K,), f8), "lock_t": ((K,), f8),
               "out_rot": ((J, 4), f8), "out_pos": ((J, 3), f8), "contacts": ((K,), b), "inert_kind": ((), i8),
               "foot_locking": ((), b), "unlock_distance": ((), f8), "foot_blend_time": ((), f8),
-              "foot_lock_in_time": ((), f8)}
+              "foot_lock_in_time": ((), f8), "sim_pos": ((3,), f8), "sim_vel": ((3,), f8), "sim_acc": ((3,), f8),
+              "sim_heading": ((), f8), "sim_angle": ((), f8), "sim_rate": ((), f8), "sim_version": ((), i8),
+              "velocity_halflife": ((), f8), "facing_halflife": ((), f8)}
     return RowArrays({name: shapes[name] for name in ControllerRows._fields}, capacity)
 
 
@@ -150,8 +155,69 @@ class ControllerBatch:
         ``speed [R]`` (m/s) and ``turn_rate [R]`` (rad/s) of that root motion."""
         BK.playback_rows(rows, dt, at_end, speed, turn_rate, *self._packed()[2])
 
+    def advance_sim(self, rows: np.ndarray, dt: np.ndarray, goals: np.ndarray) -> None:
+        """Advance the simulated roots of ``rows [R]`` by ``dt [R]`` seconds toward
+        ``goals [R, 5]`` (see :func:`~motionmatch.runtime._batch_kernels.advance_sim_rows`;
+        :func:`intent_goal` packs one)."""
+        BK.advance_sim_rows(rows, dt, goals, *self._packed()[2])
+
     def pose(self, rows: np.ndarray, dt: np.ndarray) -> None:
         """The poses of ``rows [R]`` after ``dt [R]`` seconds into ``state.out_rot``,
         ``state.out_pos`` and ``state.contacts`` (spring inertialization offsets must
         have been advanced by their inertializers first)."""
         BK.pose_rows(rows, dt, *self._packed()[3])
+
+
+def intent_goal(intent: Intent, out: np.ndarray) -> None:
+    """The goal of a simulated root heading for ``intent`` into ``out [5]``: its velocity
+    ``x, z`` (m/s), its facing ``x, z`` and 1 if it has one (else zeros)."""
+    vx, _, vz = intent.velocity.tolist()
+    f = intent.facing
+    if f is None:
+        out[:] = (vx, vz, 0.0, 0.0, 0.0)
+    else:
+        fx, _, fz = f.tolist()
+        out[:] = (vx, vz, fx, fz, 1.0)
+
+
+class RowPredictor(TrajectoryPredictor):
+    """A controller's simulated root kept in its batch row (``sim_*`` of
+    :class:`ControllerRows`): :attr:`state` is built from the row when read (the same
+    :class:`~motionmatch.control.trajectory.RootState` the plain predictor would hold), and
+    the common advance (spring mode, 2D, an :class:`~motionmatch.control.intent.Intent`) is
+    the batch's compiled stage on the row, which a world runs for all its agents at once."""
+
+    def __init__(self, batch: ControllerBatch, row: int, *args, **kw):
+        self.batch, self.row = batch, row
+        self._cache: tuple[int, RootState] | None = None
+        self._goal = np.zeros((1, 5))
+        super().__init__(*args, **kw)
+        batch.state.velocity_halflife[row] = self.velocity_halflife
+        batch.state.facing_halflife[row] = self.facing_halflife
+
+    def batched(self, desired) -> bool:
+        """Whether :meth:`advance` toward ``desired`` is the batch's compiled stage."""
+        return self.mode == "spring" and not self.vertical and isinstance(desired, Intent)
+
+    @property
+    def state(self) -> RootState:
+        st, r = self.batch.state, self.row
+        version = int(st.sim_version[r])
+        if self._cache is None or self._cache[0] != version:
+            s = RootState._trusted(st.sim_pos[r].copy(), st.sim_vel[r].copy(), st.sim_acc[r].copy(),
+                                   float(st.sim_angle[r]), float(st.sim_rate[r]))
+            self._cache = (version, s)
+        return self._cache[1]
+
+    @state.setter
+    def state(self, s: RootState) -> None:
+        st, r = self.batch.state, self.row
+        st.sim_pos[r], st.sim_vel[r], st.sim_acc[r] = s.position, s.velocity, s.acceleration
+        st.sim_heading[r] = s.yaw
+        st.sim_rate[r] = s.angular_velocity[1]
+        self._cache = (int(st.sim_version[r]), s)
+
+    def _advance_planar(self, dt: float, desired: Intent) -> RootState:
+        intent_goal(desired, self._goal[0])
+        self.batch.advance_sim(np.array([self.row], dtype=np.int64), np.array([dt]), self._goal)
+        return self.state

@@ -40,11 +40,11 @@ import numpy as np
 
 from motionmatch.anim import quat
 from motionmatch.control.intent import STILL_SPEED, Intent
-from motionmatch.control.trajectory import PredictedTrajectory, RootState, TrajectoryPredictor
+from motionmatch.control.trajectory import PredictedTrajectory, RootState
 from motionmatch.database import MotionDatabase
 from motionmatch.database.tags import TagQueryError
 from motionmatch.runtime import _kernels
-from motionmatch.runtime.batch import ControllerBatch, database_arrays, leg_chains
+from motionmatch.runtime.batch import ControllerBatch, RowPredictor, database_arrays, leg_chains
 from motionmatch.runtime.inertialize import Inertializer
 from motionmatch.runtime.modes import gait_speeds_from_database, takeoff_mask, vertical_columns, vertical_targets
 from motionmatch.runtime.rows import row_field
@@ -155,21 +155,22 @@ class Controller:
 
     Its per-frame state lives in a row of a :class:`~motionmatch.runtime.batch.ControllerBatch`
     (``batch``: a world's, shared with its other characters; default one of its own).
-    :meth:`update` is four stages that a :class:`~motionmatch.runtime.world.World` runs for
-    all its agents at once, with the two numeric ones in one compiled call each over every
-    agent's row: :meth:`_begin` (checks, clocks), ``batch.playback`` (:meth:`_playback`),
-    :meth:`_decide` (root adjustment, mode, search, the simulated root), ``batch.pose``
-    (:meth:`_pose`), then :meth:`_result`. A subclass that overrides :meth:`_playback` or
-    :meth:`_pose` is stepped one by one (:attr:`batched` is false).
+    :meth:`update` is stages that a :class:`~motionmatch.runtime.world.World` runs for all
+    its agents at once, the numeric ones in one compiled call each over every agent's row:
+    :meth:`_begin` (checks, clocks), ``batch.playback`` (:meth:`_playback`: clip time, root
+    motion), :meth:`_decide` (root adjustment, mode, search), ``batch.advance_sim``
+    (:meth:`_advance_sim`: the simulated root's springs), ``batch.pose`` (:meth:`_pose`),
+    then :meth:`_result`. A subclass that redefines one of those three numeric stages is
+    stepped one by one (:attr:`batched` is false).
     """
 
-    #: whether a World may run this class's playback and pose stages for many controllers
-    #: at once (false for a subclass that redefines them, e.g. the tests' numpy reference)
+    #: whether a World may run this class's numeric stages for many controllers at once
+    #: (false for a subclass that redefines one, e.g. the tests' numpy reference)
     batched = True
 
     def __init_subclass__(cls, **kw):
         super().__init_subclass__(**kw)
-        cls.batched = cls._playback is Controller._playback and cls._pose is Controller._pose
+        cls.batched = all(getattr(cls, m) is getattr(Controller, m) for m in ("_playback", "_advance_sim", "_pose"))
 
     def __init__(self, db: MotionDatabase, settings: ControllerSettings | None = None, *,
                  position=(0.0, 0.0, 0.0), facing=(0.0, 0.0, 1.0), start_frame: int | None = None,
@@ -191,8 +192,8 @@ class Controller:
         self._views = sh["views"]
         self._masks: dict[str, np.ndarray] = sh["masks"]
         times = db.schema.trajectory_offsets
-        self.predictor = TrajectoryPredictor(times, self.s.velocity_halflife, self.s.facing_halflife,
-                                             mode=self.s.trajectory_mode)
+        self.predictor = RowPredictor(self._batch, self._row, times, self.s.velocity_halflife,
+                                      self.s.facing_halflife, mode=self.s.trajectory_mode)
         self._term_layout = [(t, db.schema.slice(t.name), [times.index(o) for o in t.offsets])
                              for t in db.schema.terms if t.is_trajectory]
         self._query_pos, self._query_dir = self._query_layout()
@@ -257,6 +258,7 @@ class Controller:
         self._batch, self._row = batch, row
         self._rows1[0] = row
         self.inert.rows, self.inert.row = batch.inert, row
+        self.predictor.batch, self.predictor.row = batch, row
 
     # ----------------------------------------------------------------- setup
     def mask(self, tags: str | None) -> np.ndarray:
@@ -524,8 +526,9 @@ class Controller:
         dt = self._begin(dt, desired)
         # 1. playback by time, with root motion
         at_end, speed, turn_rate = self._playback(dt)
-        # 2. root adjustment, mode and search, the simulated root
+        # 2. root adjustment, mode and search; the simulated root
         searched, transitioned = self._decide(dt, intent, at_end, speed, turn_rate, force_search, root_motion_only)
+        self._advance_sim(dt, intent)
         # 3. pose: database pose + inertialization offsets + foot locking
         return self._result(searched, transitioned, self._pose(dt))
 
@@ -546,7 +549,7 @@ class Controller:
                 root_motion_only: bool) -> tuple[bool, bool]:
         """After playback (``at_end``, the root motion's ``speed`` and ``turn_rate``): the
         root adjustment, the mode, the search if one is due (and the transition it may
-        start), the simulated root. Returns whether it searched and transitioned."""
+        start). Returns whether it searched and transitioned."""
         if self.s.adjust_halflife > 0 and dt > 0 and not root_motion_only:
             self._adjust_root(dt, speed, turn_rate)
         mode, force = self._choose_mode(intent)
@@ -577,7 +580,6 @@ class Controller:
                 transitioned = self._search(intent, tags, vert, force=force or at_end)
         self._prev_actions = intent.actions
         self._last_intent = intent
-        self._advance_sim(dt, intent)
         return searched, transitioned
 
     def _result(self, searched: bool, transitioned: bool, pose: tuple) -> FrameResult:

@@ -50,7 +50,7 @@ from motionmatch.environment.body import (
 from motionmatch.environment.scene import Scene
 from motionmatch.geometry.grid import build_grid, grid_query
 from motionmatch.geometry.shapes import ROW
-from motionmatch.runtime.batch import ControllerBatch
+from motionmatch.runtime.batch import ControllerBatch, intent_goal
 from motionmatch.runtime.controller import Controller, ControllerSettings
 from motionmatch.runtime.inputs import IDLE, IdleInput, InputSource, PolylineInput, ScriptInput, Want
 from motionmatch.runtime.modes import vertical_columns
@@ -883,6 +883,8 @@ class World:
         rows = np.fromiter((a.ctrl._row for a, _, _ in group), dtype=np.int64, count=n)
         dts = np.fromiter((h for _, _, h in group), dtype=np.float64, count=n)
         at_end, speed, turn = np.empty(n, dtype=bool), np.empty(n), np.empty(n)
+        goals = np.empty((n, 5))
+        sprung = np.ones(n, dtype=bool)  # simulated roots advanced by the compiled stage
         for a, _, h in group:
             a.ctrl._begin(h, a.desired)
         self._batch.playback(rows, dts, at_end, speed, turn)
@@ -892,7 +894,16 @@ class World:
             c = a.ctrl
             decided.append(c._decide(h, a.intent, bool(at_end[k]), float(speed[k]), float(turn[k]), want.search_now,
                                      root_motion_only) + (before,))
+            if c.predictor.batched(a.intent):
+                intent_goal(a.intent, goals[k])
+            else:
+                sprung[k] = False
+                c._advance_sim(h, a.intent)
             c._advance_offsets(h)
+        if sprung.all():
+            self._batch.advance_sim(rows, dts, goals)
+        else:
+            self._batch.advance_sim(rows[sprung], dts[sprung], goals[sprung])
         self._batch.pose(rows, dts)
         for (a, _, _), (searched, transitioned, before) in zip(group, decided):
             a.result = a.ctrl._result(searched, transitioned, a.ctrl._output())
