@@ -2,21 +2,22 @@
 per-frame stages over any set of them.
 
 A :class:`ControllerBatch` holds one row per controller: its playback (fractional frame,
-character root, the database root played last), its inertialization offsets
-(:func:`~motionmatch.runtime.inertialize.inertial_rows`), its foot locks, the last two
-poses it showed (a transition's source and its velocity) and the pose it outputs. Every
-:class:`~motionmatch.runtime.controller.Controller` owns a row: of a batch of its own, or
-of its :class:`~motionmatch.runtime.world.World`'s. The numeric work of a frame is two
-compiled calls over rows (:mod:`motionmatch.runtime._batch_kernels`):
+character root, the database root played last), its simulated root (:class:`RowPredictor`),
+its inertialization offsets (:func:`~motionmatch.runtime.inertialize.inertial_rows`), its
+foot locks, the last two poses it showed (a transition's source and its velocity) and
+the pose it outputs. Every :class:`~motionmatch.runtime.controller.Controller` owns a row:
+of a batch of its own, or of its :class:`~motionmatch.runtime.world.World`'s. The numeric
+work of a frame is three compiled calls over rows (:mod:`motionmatch.runtime._batch_kernels`):
 
 1. :meth:`ControllerBatch.playback`: advance the clips by time and move the character
    roots by their root motion;
-2. :meth:`ControllerBatch.pose`: sample the database, add the inertialization offsets,
+2. :meth:`ControllerBatch.advance_sim`: the simulated roots' velocity and heading springs;
+3. :meth:`ControllerBatch.pose`: sample the database, add the inertialization offsets,
    forward kinematics and foot-locking IK.
 
-A controller's own update calls both for its one row; a world calls each once per frame
-for all its agents, with the searches (per agent, in Python) between them: the same code
-on the same numbers, one row or a thousand.
+A controller's own update calls them for its one row; a world calls each once per frame
+for all its agents, with the searches (per agent, in Python) between the first and the
+second: the same code on the same numbers, one row or a thousand.
 """
 
 from __future__ import annotations
@@ -133,10 +134,6 @@ class ControllerBatch:
         """Row ``j`` := row ``i`` of ``src`` (a batch of the same database)."""
         self.state.copy_row(src.state, i, j)
         self.inert.copy_row(src.inert, i, j)
-
-    def views(self) -> tuple[ControllerRows, InertialArrays]:
-        """The arrays as named tuples (rebuilt when the batch grew)."""
-        return self._packed()[:2]
 
     def _packed(self) -> tuple:
         """``(state, inert, playback arguments, pose arguments)``: the named tuples and the

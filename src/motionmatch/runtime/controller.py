@@ -21,13 +21,14 @@ there are none, with 3D trajectory features; the jump then plays for ``jump_dura
 features). Jump and creep need a database built with a vertical (3D) schema and the
 tags; without them those actions fall back to locomotion.
 
-Cost: the per-frame numeric work runs on Python floats and in two compiled stages over
+Cost: the per-frame numeric work runs on Python floats and in three compiled stages over
 the controller's row of a :class:`~motionmatch.runtime.batch.ControllerBatch` (playback
-with root motion; pose sampling, inertialization, forward kinematics and foot-locking IK,
-:func:`motionmatch.runtime._kernels.controller_pose` per row), so a frame without a search
-costs tens of microseconds, and a :class:`~motionmatch.runtime.world.World` runs the same
-stages for all its agents in one call each; ``ReferenceController`` in the tests
-(``tests/oracles``) keeps the plain numpy formulation they compare it with.
+with root motion; the simulated root's springs; pose sampling, inertialization, forward
+kinematics and foot-locking IK, :func:`motionmatch.runtime._kernels.controller_pose` per
+row), so a frame without a search costs tens of microseconds, and a
+:class:`~motionmatch.runtime.world.World` runs the same stages for all its agents in one
+call each; ``ReferenceController`` in the tests (``tests/oracles``) keeps the plain numpy
+formulation they compare it with.
 """
 
 from __future__ import annotations

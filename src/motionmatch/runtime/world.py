@@ -810,25 +810,25 @@ class World:
         (its last penalised search found some) an agent moves by its clips' root motion
         only, as the frames were chosen for (``root_motion_only``).
 
-        The agents' controllers are stepped together (:attr:`batched`): their playback
-        and their poses in one compiled call each over the world's
+        The agents' controllers are stepped together (:attr:`batched`): their playback,
+        their simulated roots and their poses in one compiled call each over the world's
         :class:`~motionmatch.runtime.batch.ControllerBatch`, their searches one by one in
         between (each agent's search phase spreads them over frames); the numbers are
         those of each controller's own :meth:`~motionmatch.runtime.controller.Controller.update`."""
         moving = self._ask_inputs(dt, skip)
         if self.agents_as_obstacles and len(self.agents) > 1:
             self.agent_rows()  # snapshot before anyone moves
-        together = [m for m in moving if self.batched and m[0].ctrl.batched and m[0].ctrl._batch is self._batch]
+        together, alone = [], []
+        for m in moving:
+            c = m[0].ctrl
+            (together if self.batched and c.batched and c._batch is self._batch else alone).append(m)
         if together:
             self._step_together(together)
-        if len(together) < len(moving):
-            ids = {id(m[0]) for m in together}
-            for a, want, step_dt in moving:
-                if id(a) not in ids:
-                    n, root_motion_only = self._before_update(a, want)
-                    a.result = a.ctrl.update(step_dt, a.intent, desired=a.desired, force_search=want.search_now,
-                                             root_motion_only=root_motion_only)
-                    self._after_update(a, n)
+        for a, want, step_dt in alone:
+            n, root_motion_only = self._before_update(a, want)
+            a.result = a.ctrl.update(step_dt, a.intent, desired=a.desired, force_search=want.search_now,
+                                     root_motion_only=root_motion_only)
+            self._after_update(a, n)
         for a, _want, step_dt in moving:
             if a.started:
                 a.source.stepped(a, step_dt)
@@ -877,8 +877,9 @@ class World:
 
     def _step_together(self, group: list[tuple[Agent, Want, float]]) -> None:
         """Step the controllers of ``group`` (rows of the world's batch) through the stages of
-        :meth:`Controller.update <motionmatch.runtime.controller.Controller.update>`, the
-        playback and the pose of all of them in one compiled call each."""
+        :meth:`Controller.update <motionmatch.runtime.controller.Controller.update>`: the
+        playback, the simulated roots and the poses of all of them in one compiled call
+        each, the rest (mode, search) agent by agent in between."""
         n = len(group)
         rows = np.fromiter((a.ctrl._row for a, _, _ in group), dtype=np.int64, count=n)
         dts = np.fromiter((h for _, _, h in group), dtype=np.float64, count=n)
@@ -900,10 +901,7 @@ class World:
                 sprung[k] = False
                 c._advance_sim(h, a.intent)
             c._advance_offsets(h)
-        if sprung.all():
-            self._batch.advance_sim(rows, dts, goals)
-        else:
-            self._batch.advance_sim(rows[sprung], dts[sprung], goals[sprung])
+        self._batch.advance_sim(rows[sprung], dts[sprung], goals[sprung])
         self._batch.pose(rows, dts)
         for (a, _, _), (searched, transitioned, before) in zip(group, decided):
             a.result = a.ctrl._result(searched, transitioned, a.ctrl._output())
