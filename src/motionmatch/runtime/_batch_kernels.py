@@ -3,11 +3,12 @@
 controller's frame does (the per-character kernel
 :func:`~motionmatch.runtime._kernels.controller_pose` for the pose).
 
-The kernels read three named tuples of arrays: ``db`` a :class:`DatabaseArrays`, ``st`` a
-:class:`ControllerRows`, ``inert`` an :class:`~motionmatch.runtime.inertialize.InertialArrays`;
-``rows [R]`` are the rows to step and ``dt [R]`` their time steps (s). The tuples are
-passed flat (``*db, *st, *inert``) and rebuilt inside: numba takes a call with some forty
-arrays in a few microseconds, a call with tuples of them in several times that.
+Each kernel reads one named tuple of exactly the arrays it needs (:class:`PlaybackArrays`,
+:class:`SimArrays`, :class:`PoseArrays`: fields of a :class:`DatabaseArrays` and of a
+batch's :class:`ControllerRows` and inertialization rows, by name), passed flat
+(``*arrays``) and rebuilt inside: numba takes a call with some forty arrays in a few
+microseconds, a call with tuples of them in several times that. ``rows [R]`` are the rows
+to step and ``dt [R]`` their time steps (s).
 """
 
 from __future__ import annotations
@@ -21,7 +22,6 @@ import numpy as np
 from motionmatch.control.intent import STILL_SPEED
 from motionmatch.control.springs import MIN_HALFLIFE, SPRING_HALFLIFE_FACTOR
 from motionmatch.runtime._kernels import controller_pose
-from motionmatch.runtime.inertialize import InertialArrays
 
 #: ``ControllerRows.inert_kind``: how a row's inertialization offsets come
 NO_OFFSETS, QUINTIC, SPRING = 0, 1, 2
@@ -37,8 +37,8 @@ class DatabaseArrays(NamedTuple):
     legs: np.ndarray          #: ``[K, 4]`` (hip, knee, ankle, toe) of every foot; ``[0, 4]``: no foot locking
     no_legs: np.ndarray       #: ``[0, 4]``
     clip_last: np.ndarray     #: ``[N]`` the last frame of each frame's clip
-    root_pos: np.ndarray      #: ``[N, 3]`` float64 root positions (m)
-    root_yaw: np.ndarray      #: ``[N]`` float64 root headings (rad about +Y)
+    track_pos: np.ndarray     #: ``[N, 3]`` float64 root positions (m)
+    track_yaw: np.ndarray     #: ``[N]`` float64 root headings (rad about +Y)
     fps: float
 
 
@@ -63,7 +63,7 @@ class ControllerRows(NamedTuple):
     lock_t: np.ndarray             #: ``[C, K]`` since the lock
     out_rot: np.ndarray            #: ``[C, J, 4]`` the pose output (joint 0: the root, world)
     out_pos: np.ndarray            #: ``[C, J, 3]``
-    contacts: np.ndarray           #: ``[C, K]`` bool: feet locked in the output
+    out_contacts: np.ndarray       #: ``[C, K]`` bool: feet locked in the output
     inert_kind: np.ndarray         #: ``[C]`` int64 (settings): ``_batch_kernels`` NO_OFFSETS, QUINTIC, SPRING
     foot_locking: np.ndarray       #: ``[C]`` bool (settings)
     unlock_distance: np.ndarray    #: ``[C]`` (settings)
@@ -80,20 +80,80 @@ class ControllerRows(NamedTuple):
     facing_halflife: np.ndarray    #: ``[C]`` of its heading spring (s; its predictor's)
 
 
-_ND = len(DatabaseArrays._fields)  # where each tuple's arrays start and end in the flat arguments
-_NDS = _ND + len(ControllerRows._fields)
+class PlaybackArrays(NamedTuple):
+    """What :func:`playback_rows` reads and writes."""
+
+    fps: float
+    clip_last: np.ndarray
+    track_pos: np.ndarray
+    track_yaw: np.ndarray
+    frame_pos: np.ndarray
+    frame: np.ndarray
+    root_pos: np.ndarray
+    root_yaw: np.ndarray
+    db_root_pos: np.ndarray
+    db_root_yaw: np.ndarray
 
 
-@numba.njit(cache=True, inline="always")
-def _unpack(a):
-    """``(db, st, inert)`` from the flat arguments."""
-    return DatabaseArrays(*a[:_ND]), ControllerRows(*a[_ND:_NDS]), InertialArrays(*a[_NDS:])
+class SimArrays(NamedTuple):
+    """What :func:`advance_sim_rows` reads and writes."""
+
+    sim_pos: np.ndarray
+    sim_vel: np.ndarray
+    sim_acc: np.ndarray
+    sim_heading: np.ndarray
+    sim_angle: np.ndarray
+    sim_rate: np.ndarray
+    sim_version: np.ndarray
+    velocity_halflife: np.ndarray
+    facing_halflife: np.ndarray
 
 
-@numba.njit(cache=True, inline="always")
-def _unpack2(a):
-    """``(db, st)`` from the flat arguments."""
-    return DatabaseArrays(*a[:_ND]), ControllerRows(*a[_ND:])
+class PoseArrays(NamedTuple):
+    """What :func:`pose_rows` reads and writes."""
+
+    rotations: np.ndarray
+    translations: np.ndarray
+    contacts: np.ndarray
+    parents: np.ndarray
+    legs: np.ndarray
+    no_legs: np.ndarray
+    clip_last: np.ndarray
+    frame_pos: np.ndarray
+    frame: np.ndarray
+    root_pos: np.ndarray
+    root_yaw: np.ndarray
+    shown_rot: np.ndarray
+    shown_pos: np.ndarray
+    shown_slot: np.ndarray
+    last_dt: np.ndarray
+    locked: np.ndarray
+    lock_pos: np.ndarray
+    release: np.ndarray
+    release_t: np.ndarray
+    lock_t: np.ndarray
+    out_rot: np.ndarray
+    out_pos: np.ndarray
+    out_contacts: np.ndarray
+    inert_kind: np.ndarray
+    foot_locking: np.ndarray
+    unlock_distance: np.ndarray
+    foot_blend_time: np.ndarray
+    foot_lock_in_time: np.ndarray
+    elapsed: np.ndarray
+    started: np.ndarray
+    rot_offset: np.ndarray
+    pos_offset: np.ndarray
+    rot_axis: np.ndarray
+    pos_dir: np.ndarray
+    rot_coeffs: np.ndarray
+    pos_coeffs: np.ndarray
+
+
+def stage_arrays(cls, *sources) -> tuple:
+    """The fields of ``cls`` (one of the stage tuples) taken by name from the first of
+    ``sources`` that has each (a :class:`DatabaseArrays`, a batch's rows)."""
+    return cls(*(next(getattr(s, n) for s in sources if hasattr(s, n)) for n in cls._fields))
 
 
 @numba.njit(cache=True)
@@ -105,13 +165,13 @@ def playback_rows(rows, dt, at_end, speed, turn_rate, *arrays):
     Writes ``at_end [R]`` (the clip's last frame was reached), ``speed [R]`` (m/s, planar)
     and ``turn_rate [R]`` (rad/s) of the root motion over the step (0 when ``dt == 0``).
     """
-    db, st = _unpack2(arrays)
+    st = PlaybackArrays(*arrays)
     two_pi = 2.0 * math.pi
     for n in range(rows.shape[0]):
         r = rows[n]
         h = dt[n]
-        fp = st.frame_pos[r] + h * db.fps
-        last = db.clip_last[st.frame[r]]
+        fp = st.frame_pos[r] + h * st.fps
+        last = st.clip_last[st.frame[r]]
         end = fp >= last
         if end:
             fp = float(last)
@@ -119,14 +179,14 @@ def playback_rows(rows, dt, at_end, speed, turn_rate, *arrays):
         st.frame_pos[r] = fp
         st.frame[r] = i
         # the database root at the fractional frame fp
-        j = min(i + 1, db.clip_last[i])
+        j = min(i + 1, st.clip_last[i])
         a = fp - i
         b = 1 - a
-        px = b * db.root_pos[i, 0] + a * db.root_pos[j, 0]
-        py = b * db.root_pos[i, 1] + a * db.root_pos[j, 1]
-        pz = b * db.root_pos[i, 2] + a * db.root_pos[j, 2]
-        y0 = db.root_yaw[i]
-        dy = (db.root_yaw[j] - y0 + math.pi) % two_pi - math.pi
+        px = b * st.track_pos[i, 0] + a * st.track_pos[j, 0]
+        py = b * st.track_pos[i, 1] + a * st.track_pos[j, 1]
+        pz = b * st.track_pos[i, 2] + a * st.track_pos[j, 2]
+        y0 = st.track_yaw[i]
+        dy = (st.track_yaw[j] - y0 + math.pi) % two_pi - math.pi
         new_yaw = y0 + a * dy
         old_yaw = st.db_root_yaw[r]
         d0 = px - st.db_root_pos[r, 0]
@@ -156,35 +216,35 @@ def playback_rows(rows, dt, at_end, speed, turn_rate, *arrays):
 def pose_rows(rows, dt, *arrays):
     """Every row's pose this frame: the database pose at its fractional frame plus its
     inertialization offsets (quintic ones evaluated here, spring ones already current),
-    forward kinematics and foot-locking IK on its legs, into ``st.out_rot [J, 4]``,
-    ``st.out_pos [J, 3]`` (joint 0: the character root in the world) and ``st.contacts [K]``.
+    forward kinematics and foot-locking IK on its legs, into ``out_rot [J, 4]``,
+    ``out_pos [J, 3]`` (joint 0: the character root in the world) and ``out_contacts [K]``.
     The pose shown before becomes the previous one (when ``dt > 0``)."""
-    db, st, inert = _unpack(arrays)
+    p = PoseArrays(*arrays)
     for n in range(rows.shape[0]):
         r = rows[n]
         h = dt[n]
-        kind = st.inert_kind[r]
+        kind = p.inert_kind[r]
         if kind == SPRING:
             mode = 2  # offsets advanced by the caller
         else:
-            inert.elapsed[r] += h
-            mode = 1 if kind == QUINTIC and inert.started[r] else 0
-        fp = st.frame_pos[r]
+            p.elapsed[r] += h
+            mode = 1 if kind == QUINTIC and p.started[r] else 0
+        fp = p.frame_pos[r]
         i = int(fp)
-        j = min(i + 1, db.clip_last[i])
+        j = min(i + 1, p.clip_last[i])
         if h > 0:
-            st.shown_slot[r] = 1 - st.shown_slot[r]
-            st.last_dt[r] = h
-        k = st.shown_slot[r]
-        legs = db.legs if st.foot_locking[r] else db.no_legs
-        for q in range(st.contacts.shape[1]):
-            st.contacts[r, q] = False
-        controller_pose(db.rotations, db.translations, i, j, fp - i, mode, inert.elapsed[r], inert.rot_axis[r],
-                        inert.rot_coeffs[r], inert.pos_dir[r], inert.pos_coeffs[r], inert.rot_offset[r],
-                        inert.pos_offset[r], st.root_pos[r], st.root_yaw[r], db.parents, legs, db.contacts,
-                        st.frame[r], h, st.unlock_distance[r], st.foot_blend_time[r], st.foot_lock_in_time[r],
-                        st.locked[r], st.lock_pos[r], st.release[r], st.release_t[r], st.lock_t[r], st.shown_rot[r, k],
-                        st.shown_pos[r, k], st.out_rot[r], st.out_pos[r], st.contacts[r])
+            p.shown_slot[r] = 1 - p.shown_slot[r]
+            p.last_dt[r] = h
+        k = p.shown_slot[r]
+        legs = p.legs if p.foot_locking[r] else p.no_legs
+        for q in range(p.out_contacts.shape[1]):
+            p.out_contacts[r, q] = False
+        controller_pose(p.rotations, p.translations, i, j, fp - i, mode, p.elapsed[r], p.rot_axis[r],
+                        p.rot_coeffs[r], p.pos_dir[r], p.pos_coeffs[r], p.rot_offset[r], p.pos_offset[r],
+                        p.root_pos[r], p.root_yaw[r], p.parents, legs, p.contacts, p.frame[r], h,
+                        p.unlock_distance[r], p.foot_blend_time[r], p.foot_lock_in_time[r], p.locked[r],
+                        p.lock_pos[r], p.release[r], p.release_t[r], p.lock_t[r], p.shown_rot[r, k],
+                        p.shown_pos[r, k], p.out_rot[r], p.out_pos[r], p.out_contacts[r])
 
 
 @numba.njit(cache=True, inline="always")
@@ -211,7 +271,7 @@ def advance_sim_rows(rows, dt, goals, *arrays):
     ``goals [R, 5]``: the intent's velocity ``x, z`` (m/s), its facing ``x, z`` and 1 when
     it has one (else 0): the goal heading is the facing's, else the velocity's when moving,
     else the current heading."""
-    _db, st = _unpack2(arrays)
+    st = SimArrays(*arrays)
     two_pi = 2.0 * math.pi
     for n in range(rows.shape[0]):
         r = rows[n]

@@ -31,8 +31,15 @@ from motionmatch.control.intent import Intent
 from motionmatch.control.trajectory import RootState, TrajectoryPredictor
 from motionmatch.database import MotionDatabase
 from motionmatch.runtime import _batch_kernels as BK
-from motionmatch.runtime._batch_kernels import ControllerRows, DatabaseArrays
-from motionmatch.runtime.inertialize import InertialArrays, inertial_rows
+from motionmatch.runtime._batch_kernels import (
+    ControllerRows,
+    DatabaseArrays,
+    PlaybackArrays,
+    PoseArrays,
+    SimArrays,
+    stage_arrays,
+)
+from motionmatch.runtime.inertialize import inertial_rows
 from motionmatch.runtime.rows import RowArrays
 
 __all__ = ["ControllerBatch", "ControllerRows", "DatabaseArrays", "RowPredictor", "database_arrays", "intent_goal",
@@ -65,15 +72,15 @@ def database_arrays(db: MotionDatabase) -> DatabaseArrays:
     a = _ARRAYS.get(db)
     if a is not None:
         return a
-    root_pos = db.translations[:, 0].astype(np.float64)
-    root_yaw = quat.yaw_angle(db.rotations[:, 0].astype(np.float64))
+    track_pos = db.translations[:, 0].astype(np.float64)
+    track_yaw = quat.yaw_angle(db.rotations[:, 0].astype(np.float64))
     legs = np.asarray(leg_chains(db), dtype=np.int64).reshape(-1, 4)
     clip_last = (db.clip_stops[db.frame_clip] - 1).astype(np.int64)
     parents = np.ascontiguousarray(db.skeleton.parents, dtype=np.int64)
-    for x in (root_pos, root_yaw, legs, clip_last, parents):
+    for x in (track_pos, track_yaw, legs, clip_last, parents):
         x.setflags(write=False)
     a = DatabaseArrays(db.rotations, db.translations, db.contacts, parents, legs, np.zeros((0, 4), dtype=np.int64),
-                       clip_last, root_pos, root_yaw, float(db.fps))
+                       clip_last, track_pos, track_yaw, float(db.fps))
     _ARRAYS[db] = a
     return a
 
@@ -85,7 +92,7 @@ def _controller_rows(J: int, K: int, capacity: int) -> RowArrays:
               "db_root_pos": ((3,), f8), "db_root_yaw": ((), f8), "shown_rot": ((2, J1, 4), f8),
               "shown_pos": ((2, J1, 3), f8), "shown_slot": ((), i8), "last_dt": ((), f8), "locked": ((K,), b),
               "lock_pos": ((K, 3), f8), "release": ((K, 3), f8), "release_t": ((K,), f8), "lock_t": ((K,), f8),
-              "out_rot": ((J, 4), f8), "out_pos": ((J, 3), f8), "contacts": ((K,), b), "inert_kind": ((), i8),
+              "out_rot": ((J, 4), f8), "out_pos": ((J, 3), f8), "out_contacts": ((K,), b), "inert_kind": ((), i8),
               "foot_locking": ((), b), "unlock_distance": ((), f8), "foot_blend_time": ((), f8),
               "foot_lock_in_time": ((), f8), "sim_pos": ((3,), f8), "sim_vel": ((3,), f8), "sim_acc": ((3,), f8),
               "sim_heading": ((), f8), "sim_angle": ((), f8), "sim_rate": ((), f8), "sim_version": ((), i8),
@@ -136,13 +143,14 @@ class ControllerBatch:
         self.inert.copy_row(src.inert, i, j)
 
     def _packed(self) -> tuple:
-        """``(state, inert, playback arguments, pose arguments)``: the named tuples and the
-        kernels' flat argument tuples, built once per size of the batch."""
+        """The stages' flat arguments ``(playback, sim, pose)`` (:class:`PlaybackArrays`,
+        :class:`SimArrays`, :class:`PoseArrays`), built once per size of the batch."""
         v = self._views
-        if v is None or v[0].frame_pos is not self.state.frame_pos:
-            st, inert = self.state.view(ControllerRows), self.inert.view(InertialArrays)
-            v = self._views = (st, inert, (*self.arrays, *st), (*self.arrays, *st, *inert))
-        return v
+        if v is None or v[0] is not self.state.frame_pos:
+            src = (self.arrays, self.state, self.inert)
+            v = self._views = (self.state.frame_pos, *(stage_arrays(cls, *src) for cls in (PlaybackArrays, SimArrays,
+                                                                                            PoseArrays)))
+        return v[1:]
 
     # ------------------------------------------------------------------ stages
     def playback(self, rows: np.ndarray, dt: np.ndarray, at_end: np.ndarray, speed: np.ndarray,
@@ -150,19 +158,19 @@ class ControllerBatch:
         """Advance the clips of ``rows [R]`` (int64) by ``dt [R]`` seconds and move their
         roots by the root motion; writes ``at_end [R]`` (bool: clip end reached),
         ``speed [R]`` (m/s) and ``turn_rate [R]`` (rad/s) of that root motion."""
-        BK.playback_rows(rows, dt, at_end, speed, turn_rate, *self._packed()[2])
+        BK.playback_rows(rows, dt, at_end, speed, turn_rate, *self._packed()[0])
 
     def advance_sim(self, rows: np.ndarray, dt: np.ndarray, goals: np.ndarray) -> None:
         """Advance the simulated roots of ``rows [R]`` by ``dt [R]`` seconds toward
         ``goals [R, 5]`` (see :func:`~motionmatch.runtime._batch_kernels.advance_sim_rows`;
         :func:`intent_goal` packs one)."""
-        BK.advance_sim_rows(rows, dt, goals, *self._packed()[2])
+        BK.advance_sim_rows(rows, dt, goals, *self._packed()[1])
 
     def pose(self, rows: np.ndarray, dt: np.ndarray) -> None:
         """The poses of ``rows [R]`` after ``dt [R]`` seconds into ``state.out_rot``,
-        ``state.out_pos`` and ``state.contacts`` (spring inertialization offsets must
+        ``state.out_pos`` and ``state.out_contacts`` (spring inertialization offsets must
         have been advanced by their inertializers first)."""
-        BK.pose_rows(rows, dt, *self._packed()[3])
+        BK.pose_rows(rows, dt, *self._packed()[2])
 
 
 def intent_goal(intent: Intent, out: np.ndarray) -> None:
@@ -187,7 +195,7 @@ class RowPredictor(TrajectoryPredictor):
     def __init__(self, batch: ControllerBatch, row: int, *args, **kw):
         self.batch, self.row = batch, row
         self._cache: tuple[int, RootState] | None = None
-        self._goal = np.zeros((1, 5))
+        self._goal, self._row1, self._dt1 = np.zeros((1, 5)), np.zeros(1, dtype=np.int64), np.zeros(1)
         super().__init__(*args, **kw)
         batch.state.velocity_halflife[row] = self.velocity_halflife
         batch.state.facing_halflife[row] = self.facing_halflife
@@ -215,6 +223,12 @@ class RowPredictor(TrajectoryPredictor):
         self._cache = (int(st.sim_version[r]), s)
 
     def _advance_planar(self, dt: float, desired: Intent) -> RootState:
-        intent_goal(desired, self._goal[0])
-        self.batch.advance_sim(np.array([self.row], dtype=np.int64), np.array([dt]), self._goal)
+        self.advance_row(dt, desired)
         return self.state
+
+    def advance_row(self, dt: float, desired: Intent) -> None:
+        """:meth:`advance` toward an intent for which :meth:`batched` is true, the state
+        left in the row (built only when read)."""
+        self._row1[0], self._dt1[0] = self.row, dt
+        intent_goal(desired, self._goal[0])
+        self.batch.advance_sim(self._row1, self._dt1, self._goal)

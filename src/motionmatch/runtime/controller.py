@@ -78,7 +78,7 @@ def _shared(db: MotionDatabase) -> dict:
         masks["@takeoff"] = takeoff
     sh = {"features": db.features, "gaits": gait_speeds_from_database(db), "vcols": vcols,
           "vtargets": vertical_targets(db), "views": {"planar": planar, "full": db.features}, "masks": masks,
-          "searchers": {}, "root_pos": arrays.root_pos, "root_yaw": arrays.root_yaw, "start_frames": {}}
+          "searchers": {}, "root_pos": arrays.track_pos, "root_yaw": arrays.track_yaw, "start_frames": {}}
     _SHARED[db] = sh
     return sh
 
@@ -658,7 +658,11 @@ class Controller:
 
     def _advance_sim(self, dt: float, intent: Intent) -> None:
         """Step the simulated root (the desired trajectory's origin) toward ``intent``."""
-        self.predictor.advance(dt, intent)
+        p = self.predictor
+        if p.batched(intent):
+            p.advance_row(dt, intent)  # the batch's compiled stage; the RootState is built when read
+        else:
+            p.advance(dt, intent)
 
     def _pose(self, dt: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """This frame's pose: the database pose at :attr:`frame_pos` plus the
@@ -675,7 +679,7 @@ class Controller:
     def _output(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The batch's output row: pose ``[J, 4]``, ``[J, 3]`` and locked feet ``[K]`` (views)."""
         st, r = self._batch.state, self._row
-        return st.out_rot[r], st.out_pos[r], st.contacts[r]
+        return st.out_rot[r], st.out_pos[r], st.out_contacts[r]
 
     def _advance_offsets(self, dt: float) -> None:
         """Spring inertialization: its offsets advanced by ``dt`` (in numpy, before the pose
