@@ -43,8 +43,9 @@ class DatabaseArrays(NamedTuple):
 
 
 class ControllerRows(NamedTuple):
-    """A :class:`ControllerBatch`'s arrays (``C`` rows, ``J`` joints, ``K`` legs) as one
-    value for the compiled kernels. Seconds, metres, radians; quaternions ``(w, x, y, z)``."""
+    """The arrays of a :class:`~motionmatch.runtime.batch.ControllerBatch`'s state (``C``
+    rows, ``J`` joints, ``K`` legs), what they hold; the stages take some of them by name.
+    Seconds, metres, radians; quaternions ``(w, x, y, z)``."""
 
     frame_pos: np.ndarray          #: ``[C]`` fractional database frame playing
     frame: np.ndarray              #: ``[C]`` int64, its integer part

@@ -54,8 +54,8 @@ def quintic_coefficients(x0: np.ndarray, v0: np.ndarray, t1: float) -> tuple[np.
 
 
 class InertialArrays(NamedTuple):
-    """The rows of :func:`inertial_rows` as one value for compiled kernels (``C`` rows of
-    ``J`` joints)."""
+    """The arrays of :func:`inertial_rows` (``C`` rows of ``J`` joints), what they hold
+    (compiled stages take them by name)."""
 
     elapsed: np.ndarray     #: ``[C]`` seconds since the transition
     started: np.ndarray     #: ``[C]`` bool: a quintic transition happened (its coefficients are valid)
