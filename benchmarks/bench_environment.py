@@ -1,7 +1,8 @@
 """Environment-aware motion matching: the paper's Table 1 and its database-size study.
 
     python benchmarks/bench_environment.py [--data DIR] [--out DIR] [--json] [--quick] [--no-scaling] [--no-crowd]
-                                           [--repeat R]
+                                           [--repeat R] [--crowd-only] [--crowd-scale N ...] [--crowd-frames F]
+                                           [--baseline REV]
 
 Builds a mirrored LAFAN1 database with body ellipses (``lafan1-60fps``, ~108k frames at
 60 fps, schema ``environment``) and runs ``scenarios/dense-obstacles.json`` (a 90 s path
@@ -58,9 +59,16 @@ Then:
   extra copies of every clip played 0.8-1.25x as fast), "Ours" on the first 30 s of the
   scenario: mean and standard deviation of the search time, with a plot
   (``OUT/environment_scaling.png``) and the linear-growth reference;
-* crowd (``--no-crowd`` skips): ``scenarios/doors.json``, 100 agents stepped by the
-  batched :class:`~motionmatch.runtime.crowd.Crowd`, mean / p95 step time against the
-  60 Hz budget (16.7 ms).
+* crowd (``--no-crowd`` skips): ``scenarios/doors.json``, 100 steering agents stepped by a
+  :class:`~motionmatch.runtime.world.World`, mean / p95 step time against the 60 Hz
+  budget (16.7 ms);
+* crowd scale (``--crowd-scale N ...``; ``--crowd-only`` runs only the crowds, with
+  ``51 151 1000`` by default): milliseconds (thread CPU, and wall) per ``World.step`` for
+  crowds of ``N`` steering agents in ``scenarios/doors.json`` resized
+  (``benchmarks/crowd_timing.py``), with the environment-aware search and without it
+  (plain motion matching); ``--baseline REV`` first runs the same measurement on the
+  source of git revision ``REV`` (extracted to ``OUT/baseline-REV``, in a subprocess) and
+  prints the speed-ups.
 
 Timings are from one core and depend on the machine; ratios are measured in the same run.
 """
@@ -69,6 +77,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from dataclasses import replace
@@ -204,9 +213,17 @@ def main(argv=None) -> int:
     ap.add_argument("--no-scaling", action="store_true")
     ap.add_argument("--no-crowd", action="store_true")
     ap.add_argument("--repeat", type=int, default=1, help="run every configuration R times (median time)")
+    ap.add_argument("--crowd-only", action="store_true", help="only the crowd measurements (no Table 1)")
+    ap.add_argument("--crowd-scale", type=int, nargs="*", metavar="N",
+                    help="ms per World step for crowds of N steering agents (default with --crowd-only: 51 151 1000)")
+    ap.add_argument("--crowd-frames", type=int, default=120, help="steps timed per crowd (after 60 warm-up steps)")
+    ap.add_argument("--baseline", metavar="REV",
+                    help="also time the crowds with the source of git revision REV (a subprocess, same run)")
     a = ap.parse_args(argv)
     if a.repeat < 1:
         ap.error("--repeat: expected >= 1")
+    if a.crowd_scale is None and a.crowd_only:
+        a.crowd_scale = [51, 151, 1000]
     root = data_root(a.data)
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -218,6 +235,19 @@ def main(argv=None) -> int:
     print(f"database: {db.num_frames} frames ({db.valid.sum()} searchable), {db.schema.dims}-D "
           f"'{db.schema.name}', built in {time.perf_counter() - t0:.1f} s; "
           f"{len(matcher.search.representatives(True)[0])} representatives")
+    summary = {} if a.crowd_only else table1(db, matcher, clips, schema, a, out)
+    if not a.no_crowd:
+        summary["crowd"] = crowd(db, matcher)
+    if a.crowd_scale:
+        summary["crowd_scale"] = crowd_scale(db, matcher, a.crowd_scale, a.crowd_frames, a.baseline, out)
+    if a.json:
+        print(json.dumps(summary, indent=1, default=float))
+    (out / "environment_results.json").write_text(json.dumps(summary, indent=1, default=float))
+    return 0
+
+
+def table1(db, matcher, clips, schema, a, out: Path) -> dict:
+    """Table 1 and what goes with it (see the module docstring); returns the summary."""
     sc = load_scenario(SCENE)
     if a.quick:
         sc.duration = 30.0
@@ -294,12 +324,7 @@ def main(argv=None) -> int:
                                 "ours_search_ms": e_ours["search_ms_mean"], "plain_search_ms": e_plain["search_ms_mean"]}}
     if not a.no_scaling:
         summary["scaling"] = scaling(clips, schema, out, quick=a.quick)
-    if not a.no_crowd:
-        summary["crowd"] = crowd(db, matcher)
-    if a.json:
-        print(json.dumps(summary, indent=1, default=float))
-    (out / "environment_results.json").write_text(json.dumps(summary, indent=1, default=float))
-    return 0
+    return summary
 
 
 def scaling(clips, schema, out: Path, quick: bool = False) -> list:
@@ -343,22 +368,74 @@ def scaling(clips, schema, out: Path, quick: bool = False) -> list:
 
 
 def crowd(db, matcher) -> dict:
-    from motionmatch.runtime.crowd import crowd_from_scenario
-
+    """``scenarios/doors.json`` (100 steering agents) played by a World: step times and outcome."""
     sc = load_scenario(REPO / "scenarios" / "doors.json")
-    c = crowd_from_scenario(db, sc, matcher=matcher)
-    rec = c.run(sc.frames)
-    rep = scenario_report(c, rec, sc)
+    c0 = time.thread_time()
+    world, rec = run_scenario(db, sc, matcher=matcher, record_poses=False)
+    cpu_ms = (time.thread_time() - c0) * 1e3 / sc.frames  # the run's recording included
+    rep = scenario_report(world, rec, sc)
     steps = rec.step_seconds[1:] * 1e3
     start_side = np.sign([a.start[1] for a in sc.agents])
     crossed = float(np.mean(np.sign(rec.root_positions[:, -1, 2]) != start_side))
     res = {"agents": len(sc.agents), "step_ms_mean": float(steps.mean()), "step_ms_p95": float(np.percentile(steps, 95)),
+           "cpu_ms_mean": cpu_ms,
            "realtime_factor": rep["realtime_factor"], "crossed": crossed,
            "agent_collision_fraction": rep["agent_collision_fraction"], "ms_per_search": rep["ms_per_search"]}
-    print(f"\ncrowd: {res['agents']} agents (scenarios/doors.json, {sc.duration:g} s): step {res['step_ms_mean']:.2f} ms "
-          f"mean, {res['step_ms_p95']:.2f} ms p95 (60 Hz budget 16.7 ms), {res['realtime_factor']:.2f}x real time; "
-          f"{crossed:.0%} crossed; agent collision fraction {res['agent_collision_fraction']:.3f}")
+    print(f"\ncrowd: {res['agents']} agents (scenarios/doors.json, {sc.duration:g} s, World): step "
+          f"{res['step_ms_mean']:.2f} ms mean, {res['step_ms_p95']:.2f} ms p95 (60 Hz budget 16.7 ms; thread CPU "
+          f"{cpu_ms:.2f} ms), "
+          f"{res['realtime_factor']:.2f}x real time; {crossed:.0%} crossed; agent collision fraction "
+          f"{res['agent_collision_fraction']:.3f}")
     return res
+
+
+def crowd_scale(db, matcher, agents, frames: int, baseline: str | None, out: Path) -> dict:
+    """ms per World step of crowds of ``agents`` steering agents (``crowd_timing.py``), with
+    and without the environment-aware search; with ``baseline`` (a git revision) the same
+    measurement runs first on that revision's source, in a subprocess, for the speed-ups."""
+    from crowd_timing import run as time_crowds
+
+    res: dict = {"frames": frames}
+    if baseline:
+        res["baseline_rev"] = baseline
+        res["baseline"] = _baseline_crowds(db, agents, frames, baseline, out)
+    print(f"\ncrowds (scenarios/doors.json resized, {frames} steps after 60, thread CPU):", flush=True)
+    res["now"] = time_crowds(db, matcher, agents, frames, 60)
+    print(f"\n{'agents':>6s} {'search':12s}" + (f" {baseline[:10]:>12s}" if baseline else "")
+          + f" {'now':>10s}" + (f" {'speed-up':>9s}" if baseline else "") + "   (ms per World.step, CPU; wall)")
+    for k, r in enumerate(res["now"]):
+        line = f"{r['agents']:6d} {'environment' if r['environment'] else 'plain':12s}"
+        if baseline:
+            b = res["baseline"][k]
+            line += f" {b['cpu_ms_mean']:12.2f}"
+        line += f" {r['cpu_ms_mean']:10.2f}"
+        if baseline:
+            line += f" {b['cpu_ms_mean'] / max(r['cpu_ms_mean'], 1e-9):8.1f}x"
+            line += f"   (wall {b['wall_ms_mean']:.2f} -> {r['wall_ms_mean']:.2f})"
+        else:
+            line += f"   (wall {r['wall_ms_mean']:.2f})"
+        print(line)
+    return res
+
+
+def _baseline_crowds(db, agents, frames: int, rev: str, out: Path) -> list:
+    """``crowd_timing.py`` on the source of git revision ``rev`` (extracted under ``out``,
+    compiled once there: numba caches beside the files), in a subprocess."""
+    import subprocess
+
+    src = out / f"baseline-{rev}"
+    if not (src / "src" / "motionmatch").is_dir():
+        src.mkdir(parents=True, exist_ok=True)
+        archive = subprocess.run(["git", "-C", str(REPO), "archive", rev, "src"], check=True, capture_output=True)
+        subprocess.run(["tar", "-x", "-C", str(src)], input=archive.stdout, check=True)
+    dbfile = out / "crowd-db.npz"
+    db.save(dbfile)
+    print(f"\ncrowds at {rev} (a subprocess on {src / 'src'}):", flush=True)
+    env = dict(os.environ, PYTHONPATH=str(src / "src"))
+    r = subprocess.run([sys.executable, str(Path(__file__).parent / "crowd_timing.py"), "--db", str(dbfile),
+                        "--agents", *map(str, agents), "--frames", str(frames), "--json"], env=env, check=True,
+                       stdout=subprocess.PIPE, text=True)
+    return json.loads(r.stdout.strip().splitlines()[-1])
 
 
 if __name__ == "__main__":

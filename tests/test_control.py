@@ -79,6 +79,13 @@ def test_intent_validation_and_equality():
     assert a.actions == frozenset({"jump"})
 
 
+def test_planar_intent_is_the_checked_one():
+    a, b = Intent.planar(0.3, -1.2, "walk"), Intent(velocity=[0.3, 0.0, -1.2], gait="walk")
+    assert a == b and hash(a) == hash(b) and a.facing is None and a.actions == frozenset()
+    assert a.velocity.dtype == np.float64 and not a.velocity.flags.writeable
+    assert a.speed == b.speed and a.with_(gait="run") == b.with_(gait="run")
+
+
 def test_from_speed_direction():
     i = Intent.from_speed_direction(3.5, [1.0, 0.0, 1.0])
     np.testing.assert_allclose(i.velocity, 3.5 * np.array([1, 0, 1]) / math.sqrt(2))

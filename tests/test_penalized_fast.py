@@ -321,7 +321,7 @@ def test_chooser_gather_matches_scene_query_and_prepare(walker_matcher):
                 xr = _obstacle_rows(rng, 3)
                 xs = np.array([0, 1, 2], dtype=np.int64)
 
-                def fn(_chooser, xr=xr, xs=xs):
+                def fn(_chooser, _points, _radius, xr=xr, xs=xs):
                     return xr, xs
             ch = EnvironmentChooser(m, st, scene=scene, obstacles_fn=fn, clock=lambda: 0.5)
             for _ in range(4):

@@ -224,33 +224,21 @@ def test_corridors_pass(env_db):
 # ------------------------------------------------------------------------------------ crowds
 @pytest.mark.slow
 def test_doors_small_crowd(env_db):
-    """Two groups of 6 cross a wall through a 1.85 m and a 0.9 m door (steering, World of
-    controllers): nearly everybody gets through, bodies rarely overlap."""
+    """Two groups of 6 cross a wall through a 1.85 m and a 0.9 m door (crowd steering in a
+    World): nearly everybody gets through and reaches its goal, bodies rarely overlap,
+    searches are spread over frames, faster than real time."""
     sc, _world, rec, rep = _run(env_db, "doors-small")
     start_side = np.sign([a.start[1] for a in sc.agents])
     crossed = np.sign(rec.root_positions[:, -1, 2]) != start_side
     assert crossed.mean() >= 0.75
+    arrived = [np.hypot(*(rec.root_positions[i, -1, [0, 2]] - a.goal)) < 1.0 for i, a in enumerate(sc.agents)]
+    assert np.mean(arrived) >= 0.75
     assert rep["agent_collision_fraction"] < 0.05 and rep["collision_time_s"] < 0.5
-
-
-@pytest.mark.slow
-def test_doors_small_batched_crowd(env_db):
-    """The batched :class:`~motionmatch.runtime.crowd.Crowd` does the same, faster than real time."""
-    from motionmatch.runtime.crowd import crowd_from_scenario
-
-    db, m = env_db
-    sc = load_scenario(SCENARIOS / "doors-small.json")
-    crowd = crowd_from_scenario(db, sc, matcher=m)
-    rec = crowd.run(sc.frames)
-    rep = scenario_report(crowd, rec, sc)
-    start_side = np.sign([a.start[1] for a in sc.agents])
-    crossed = np.sign(rec.root_positions[:, -1, 2]) != start_side
-    assert crossed.mean() >= 0.75
-    assert rep["agent_collision_fraction"] < 0.05
     assert rep["realtime_factor"] > 1.0
-    # searches are spread over frames
+    # the periodic searches are spread over frames (12 agents, one search each per 10
+    # frames: 1.2 per frame; sharp intent changes add a few)
     per_frame = rec.searched[:, 1:].sum(axis=0)
-    assert per_frame.max() <= 4
+    assert per_frame.mean() < 1.5 and per_frame.max() <= 6
 
 
 # ------------------------------------------------------------------------------------ heights

@@ -330,23 +330,6 @@ def test_environment_is_not_required_to_import_the_viewer():
 
 
 # ------------------------------------------------------------------ plugins (no server)
-def test_batched_crowd_steering_equals_the_reference_steering():
-    from motionmatch.runtime.crowd import SteeringSettings, steer, steer_all
-
-    rng = np.random.default_rng(0)
-    s = SteeringSettings()
-    pos = rng.uniform(-3, 3, (30, 2))
-    idx = np.arange(0, 30, 2)
-    aims = rng.uniform(-8, 8, (15, 2))
-    aims[3] = pos[idx[3]] + 0.1  # arrived
-    speeds = rng.uniform(0.8, 2.0, 15)
-    sides = np.where(idx % 4 == 0, 1.0, -1.0)
-    v = steer_all(pos, idx, aims, speeds, sides, s)
-    ref = np.array([steer(pos[i], aims[k], speeds[k], np.delete(pos, i, axis=0), s, sides[k])
-                    for k, i in enumerate(idx)])
-    assert np.allclose(v, ref, atol=1e-12) and not v[3].any()
-
-
 def test_viewer_obstacles_move_from_where_they_were_placed():
     from motionmatch.viewer.environment import obstacle_from_viewer
 

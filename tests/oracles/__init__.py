@@ -9,5 +9,6 @@ Not part of the package. The tests import them as ``oracles`` (pytest puts ``tes
 * :mod:`oracles.inertialize`: the quintic inertialization in plain numpy
   (:func:`~oracles.inertialize.quintic_value`, :func:`~oracles.inertialize.update_reference`);
 * :mod:`oracles.controller`: :class:`~oracles.controller.ReferenceController`, the
-  controller with every per-frame stage in plain numpy.
+  controller with every per-frame stage in plain numpy;
+* :mod:`oracles.steering`: crowd steering agent by agent (:func:`~oracles.steering.steer`).
 """

@@ -171,12 +171,31 @@ class Intent:
             gait = (gaits or GaitSpeeds()).gait_for_speed(speed)
         return cls(d * speed, facing, gait, frozenset(actions))
 
+    @classmethod
+    def planar(cls, vx: float, vz: float, gait: str) -> Intent:
+        """Moving at ``(vx, 0, vz)`` m/s (finite floats) facing the direction of travel, with a
+        known ``gait``: ``Intent(velocity=[vx, 0, vz], gait=gait)`` without the constructor's
+        checks and conversions (the per-step path of inputs that steer many agents)."""
+        it = object.__new__(cls)
+        v = np.array([vx, 0.0, vz], dtype=np.float64)
+        v.setflags(write=False)
+        put = object.__setattr__
+        put(it, "velocity", v)
+        put(it, "facing", None)
+        put(it, "gait", gait)
+        put(it, "actions", frozenset())
+        return it
+
     # -- derived quantities ---------------------------------------------------------------
 
     @property
     def speed(self) -> float:
-        """Planar (x, z) speed in m/s."""
-        return float(np.hypot(self.velocity[0], self.velocity[2]))
+        """Planar (x, z) speed in m/s (computed once: the intent is immutable)."""
+        sp = self.__dict__.get("_speed")
+        if sp is None:
+            sp = float(np.hypot(self.velocity[0], self.velocity[2]))
+            object.__setattr__(self, "_speed", sp)
+        return sp
 
     @property
     def direction(self) -> np.ndarray:

@@ -15,33 +15,72 @@ import numpy as np
 
 from motionmatch.geometry.shapes import C_R, C_X, C_Z, point_lower_bound
 
-__all__ = ["build_grid", "grid_query"]
+__all__ = ["box_grid", "build_grid", "grid_query", "point_grid"]
 
 
 def build_grid(rows: np.ndarray, cell: float) -> tuple | None:
     """The grid over ``rows [S, ROW]``: ``(cell_start [nx*nz+1], items, nx, nz, x0, z0)``
-    (cell ``(i, j)`` holds ``items[cell_start[i*nz+j]:cell_start[i*nz+j+1]]``; ``x0, z0``
-    the grid's corner, m), or ``None`` for no rows."""
+    (cell ``(i, j)`` holds ``items[cell_start[i*nz+j]:cell_start[i*nz+j+1]]``, in
+    ascending row order; ``x0, z0`` the grid's corner, m), or ``None`` for no rows."""
     r = rows
     if len(r) == 0:
         return None
-    lo = np.array([(r[:, C_X] - r[:, C_R]).min(), (r[:, C_Z] - r[:, C_R]).min()])
-    hi = np.array([(r[:, C_X] + r[:, C_R]).max(), (r[:, C_Z] + r[:, C_R]).max()])
+    return box_grid(r[:, C_X] - r[:, C_R], r[:, C_X] + r[:, C_R], r[:, C_Z] - r[:, C_R], r[:, C_Z] + r[:, C_R], cell)
+
+
+def point_grid(points: np.ndarray, cell: float) -> tuple | None:
+    """:func:`build_grid` over points ``[N, 2]`` (x, z, m): each in the one cell it lies in."""
+    p = np.asarray(points, dtype=np.float64).reshape(-1, 2)
+    if len(p) == 0:
+        return None
+    return box_grid(p[:, 0], p[:, 0], p[:, 1], p[:, 1], cell)
+
+
+def box_grid(x_lo: np.ndarray, x_hi: np.ndarray, z_lo: np.ndarray, z_hi: np.ndarray, cell: float) -> tuple:
+    """:func:`build_grid` over ``S`` boxes ``[x_lo, x_hi] x [z_lo, z_hi]`` (``[S]`` each, m),
+    each bucketed in every cell it touches (one compiled pass)."""
+    lo = (float(x_lo.min()), float(z_lo.min()))
+    hi = (float(x_hi.max()), float(z_hi.max()))
     nx = max(1, math.ceil((hi[0] - lo[0]) / cell) + 1)
     nz = max(1, math.ceil((hi[1] - lo[1]) / cell) + 1)
-    cells: list[list[int]] = [[] for _ in range(nx * nz)]
-    for m in range(len(r)):
-        i0 = int(np.floor((r[m, C_X] - r[m, C_R] - lo[0]) / cell))
-        i1 = int(np.floor((r[m, C_X] + r[m, C_R] - lo[0]) / cell))
-        j0 = int(np.floor((r[m, C_Z] - r[m, C_R] - lo[1]) / cell))
-        j1 = int(np.floor((r[m, C_Z] + r[m, C_R] - lo[1]) / cell))
-        for i in range(max(i0, 0), min(i1, nx - 1) + 1):
-            for j in range(max(j0, 0), min(j1, nz - 1) + 1):
-                cells[i * nz + j].append(m)
+    f8 = np.float64
+    start, items = _fill_cells(np.ascontiguousarray(x_lo, f8), np.ascontiguousarray(x_hi, f8),
+                               np.ascontiguousarray(z_lo, f8), np.ascontiguousarray(z_hi, f8), lo[0], lo[1],
+                               float(cell), nx, nz)
+    return start, items, nx, nz, lo[0], lo[1]
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _cell_range(lo, hi, origin, cell, n):
+    """First and last cell (clipped to ``[0, n)``) of the interval ``[lo, hi]``."""
+    return max(int(np.floor((lo - origin) / cell)), 0), min(int(np.floor((hi - origin) / cell)), n - 1)
+
+
+@numba.njit(cache=True, nogil=True)
+def _fill_cells(x_lo, x_hi, z_lo, z_hi, x0, z0, cell, nx, nz):
+    """``(cell_start [nx*nz+1], items)`` of boxes bucketed by the cells they touch (a
+    counting sort: count, prefix sums, fill; items in ascending box order per cell)."""
+    S = x_lo.shape[0]
     start = np.zeros(nx * nz + 1, dtype=np.int64)
-    start[1:] = np.cumsum([len(c) for c in cells])
-    items = np.array([m for c in cells for m in c], dtype=np.int64)
-    return start, items, nx, nz, float(lo[0]), float(lo[1])
+    for m in range(S):
+        i0, i1 = _cell_range(x_lo[m], x_hi[m], x0, cell, nx)
+        j0, j1 = _cell_range(z_lo[m], z_hi[m], z0, cell, nz)
+        for i in range(i0, i1 + 1):
+            for j in range(j0, j1 + 1):
+                start[i * nz + j + 1] += 1
+    for c in range(nx * nz):
+        start[c + 1] += start[c]
+    fill = start[:-1].copy()
+    items = np.empty(start[nx * nz], dtype=np.int64)
+    for m in range(S):
+        i0, i1 = _cell_range(x_lo[m], x_hi[m], x0, cell, nx)
+        j0, j1 = _cell_range(z_lo[m], z_hi[m], z0, cell, nz)
+        for i in range(i0, i1 + 1):
+            for j in range(j0, j1 + 1):
+                c = i * nz + j
+                items[fill[c]] = m
+                fill[c] += 1
+    return start, items
 
 
 @numba.njit(cache=True, nogil=True)

@@ -21,11 +21,14 @@ there are none, with 3D trajectory features; the jump then plays for ``jump_dura
 features). Jump and creep need a database built with a vertical (3D) schema and the
 tags; without them those actions fall back to locomotion.
 
-Cost: the per-frame numeric work runs on Python floats and in one compiled kernel
-(:func:`motionmatch.runtime._kernels.controller_pose`: pose sampling, inertialization,
-forward kinematics and foot-locking IK on preallocated state arrays), so a frame without
-a search costs tens of microseconds; ``ReferenceController`` in the tests (``tests/oracles``)
-keeps the plain numpy formulation they compare it with.
+Cost: the per-frame numeric work runs on Python floats and in three compiled stages over
+the controller's row of a :class:`~motionmatch.runtime.batch.ControllerBatch` (playback
+with root motion; the simulated root's springs; pose sampling, inertialization, forward
+kinematics and foot-locking IK, :func:`motionmatch.runtime._kernels.controller_pose` per
+row), so a frame without a search costs tens of microseconds, and a
+:class:`~motionmatch.runtime.world.World` runs the same stages for all its agents in one
+call each; ``ReferenceController`` in the tests (``tests/oracles``) keeps the plain numpy
+formulation they compare it with.
 """
 
 from __future__ import annotations
@@ -38,12 +41,14 @@ import numpy as np
 
 from motionmatch.anim import quat
 from motionmatch.control.intent import STILL_SPEED, Intent
-from motionmatch.control.trajectory import PredictedTrajectory, RootState, TrajectoryPredictor
+from motionmatch.control.trajectory import PredictedTrajectory, RootState
 from motionmatch.database import MotionDatabase
 from motionmatch.database.tags import TagQueryError
 from motionmatch.runtime import _kernels
+from motionmatch.runtime.batch import ControllerBatch, RowPredictor, database_arrays, leg_chains
 from motionmatch.runtime.inertialize import Inertializer
 from motionmatch.runtime.modes import gait_speeds_from_database, takeoff_mask, vertical_columns, vertical_targets
+from motionmatch.runtime.rows import row_field
 from motionmatch.search import build_searcher
 
 FORWARD = np.array([0.0, 0.0, 1.0])
@@ -65,12 +70,8 @@ def _shared(db: MotionDatabase) -> dict:
     if vcols.size:
         planar = np.ones(db.features.shape[1])
         planar[vcols] = 0.0
-    root_pos = db.translations[:, 0].astype(np.float64)
-    # the root tracks as plain arrays (the root rotates about +Y only)
-    root_yaw = quat.yaw_angle(db.rotations[:, 0].astype(np.float64))
-    for a in (planar, root_pos, root_yaw):
-        if a is not None:
-            a.setflags(write=False)
+        planar.setflags(write=False)
+    arrays = database_arrays(db)  # the root tracks as plain arrays (the root rotates about +Y only)
     masks: dict[str, np.ndarray] = {}
     takeoff = takeoff_mask(db)
     if takeoff.sum() > 10:  # jumps found in the data (flight phases): search their take-offs
@@ -78,7 +79,7 @@ def _shared(db: MotionDatabase) -> dict:
         masks["@takeoff"] = takeoff
     sh = {"features": db.features, "gaits": gait_speeds_from_database(db), "vcols": vcols,
           "vtargets": vertical_targets(db), "view_weights": {"planar": planar, "full": None}, "masks": masks,
-          "searchers": {}, "root_pos": root_pos, "root_yaw": root_yaw, "start_frames": {}}
+          "searchers": {}, "root_pos": arrays.track_pos, "root_yaw": arrays.track_yaw, "start_frames": {}}
     _SHARED[db] = sh
     return sh
 
@@ -136,13 +137,55 @@ class FrameResult:
     costs: dict[str, float] = field(default_factory=dict)
 
 
+def _shown_pose(which: int) -> property:
+    """A property for one of the two local poses a controller's batch row keeps: ``0`` the
+    pose shown last, ``1`` the one before (views of the row; assigning copies in)."""
+    def get(ctrl) -> tuple[np.ndarray, np.ndarray]:
+        st, r = ctrl._batch.state, ctrl._row
+        k = st.shown_slot[r] ^ which
+        return st.shown_rot[r, k], st.shown_pos[r, k]
+
+    def put(ctrl, pose) -> None:
+        rot, pos = get(ctrl)
+        rot[...], pos[...] = pose
+
+    return property(get, put)
+
+
 class Controller:
-    """Plays one character from a :class:`MotionDatabase` under changing intents."""
+    """Plays one character from a :class:`MotionDatabase` under changing intents.
+
+    Its per-frame state lives in a row of a :class:`~motionmatch.runtime.batch.ControllerBatch`
+    (``batch``: a world's, shared with its other characters; default one of its own).
+    :meth:`update` is stages that a :class:`~motionmatch.runtime.world.World` runs for all
+    its agents at once, the numeric ones in one compiled call each over every agent's row:
+    :meth:`_begin` (checks, clocks), ``batch.playback`` (:meth:`_playback`: clip time, root
+    motion), :meth:`_decide` (root adjustment, mode, search), ``batch.advance_sim``
+    (:meth:`_advance_sim`: the simulated root's springs), ``batch.pose`` (:meth:`_pose`),
+    then :meth:`_result`. A subclass that redefines one of those three numeric stages is
+    stepped one by one (:attr:`batched` is false).
+    """
+
+    #: whether a World may run this class's numeric stages for many controllers at once
+    #: (false for a subclass that redefines one, e.g. the tests' numpy reference)
+    batched = True
+
+    def __init_subclass__(cls, **kw):
+        super().__init_subclass__(**kw)
+        cls.batched = all(getattr(cls, m) is getattr(Controller, m) for m in ("_playback", "_advance_sim", "_pose"))
 
     def __init__(self, db: MotionDatabase, settings: ControllerSettings | None = None, *,
-                 position=(0.0, 0.0, 0.0), facing=(0.0, 0.0, 1.0), start_frame: int | None = None):
+                 position=(0.0, 0.0, 0.0), facing=(0.0, 0.0, 1.0), start_frame: int | None = None,
+                 batch: ControllerBatch | None = None):
         self.db = db
         self.s = settings or ControllerSettings()
+        if batch is not None and batch.db is not db:
+            raise ValueError("the batch holds the controllers of another database")
+        self._batch = batch if batch is not None else ControllerBatch(db)
+        self._row = self._batch.add(self.s)
+        self._rows1 = np.array([self._row], dtype=np.int64)  # the stages' arguments for this row alone
+        self._dt1 = np.zeros(1)
+        self._end1, self._speed1, self._turn1 = np.zeros(1, dtype=bool), np.zeros(1), np.zeros(1)
         sh = _shared(db)  # what every controller of this database can share
         self._shared = sh
         self.gaits = sh["gaits"]
@@ -151,20 +194,16 @@ class Controller:
         self._view_weights = sh["view_weights"]
         self._masks: dict[str, np.ndarray] = sh["masks"]
         times = db.schema.trajectory_offsets
-        self.predictor = TrajectoryPredictor(times, self.s.velocity_halflife, self.s.facing_halflife,
-                                             mode=self.s.trajectory_mode)
+        self.predictor = RowPredictor(self._batch, self._row, times, self.s.velocity_halflife,
+                                      self.s.facing_halflife, mode=self.s.trajectory_mode)
         self._term_layout = [(t, db.schema.slice(t.name), [times.index(o) for o in t.offsets])
                              for t in db.schema.terms if t.is_trajectory]
         self._query_pos, self._query_dir = self._query_layout()
         self._db_root_pos, self._db_root_yaw = sh["root_pos"], sh["root_yaw"]
         J = db.skeleton.num_joints
-        self.inert = Inertializer(J - 1, self.s.inertialization, self.s.blend_time, self.s.spring_halflife)
-        self._legs = self._leg_chains()
-        self._legs_arr = np.asarray(self._legs, dtype=np.int64).reshape(-1, 4)
-        self._no_legs = np.zeros((0, 4), dtype=np.int64)
-        self._parents = np.ascontiguousarray(db.skeleton.parents, dtype=np.int64)
-        self._no_coeffs = np.zeros((7, J - 1))
-        self._fps = float(db.fps)
+        self.inert = Inertializer(J - 1, self.s.inertialization, self.s.blend_time, self.s.spring_halflife,
+                                  rows=self._batch.inert, row=self._row)
+        self._legs = leg_chains(db)
         #: whether the search in progress transitions whatever the cost of continuing
         #: (mode change, clip end, ``force_search``); a chooser may read it
         self.search_forced = False
@@ -177,20 +216,53 @@ class Controller:
         self._desired_override: PredictedTrajectory | None = None
         self.reset(position, facing, start_frame)
 
-    # ----------------------------------------------------------------- setup
-    def _leg_chains(self) -> list[tuple[int, ...]]:
-        """(upleg, knee, ankle, toe) joint chains of the contact joints, root first."""
-        p = self.db.skeleton.parents
-        out = []
-        for toe in self.db.foot_joints:
-            ankle = p[toe]
-            knee = p[ankle] if ankle > 0 else -1
-            hip = p[knee] if knee > 0 else -1
-            if min(ankle, knee, hip) <= 0:
-                return []  # not a leg we can solve: no foot locking
-            out.append((hip, knee, ankle, toe))
-        return out
+    # ----------------------------------------------------------------- state
+    # The per-frame state, in the batch row (copies or views out, values in).
+    def _in_batch(self) -> tuple:
+        return self._batch.state, self._row
 
+    frame_pos = row_field(_in_batch, "frame_pos", float, "The database frame playing, fractional.")
+    frame = row_field(_in_batch, "frame", int, "The database frame playing (``int(frame_pos)``).")
+    root_pos = row_field(_in_batch, "root_pos", np.copy, "The character root ``[3]`` (world, m; a copy).")
+    root_yaw = row_field(_in_batch, "root_yaw", float, "The character root's heading (rad about +Y, 0: +Z).")
+    _last_dt = row_field(_in_batch, "last_dt", float, "Seconds between the two poses shown last.")
+    # the foot locks (views): locked [K], where [K, 3], a released lock's offset [K, 3], times [K]
+    _locked = row_field(_in_batch, "locked")
+    _lock_pos = row_field(_in_batch, "lock_pos")
+    _release = row_field(_in_batch, "release")
+    _release_t = row_field(_in_batch, "release_t")
+    _lock_t = row_field(_in_batch, "lock_t")
+
+    @property
+    def _db_root(self) -> tuple[tuple[float, float, float], float]:
+        """The database root ``((x, y, z), yaw)`` at :attr:`frame_pos` (where root motion counts from)."""
+        st = self._batch.state
+        return tuple(st.db_root_pos[self._row].tolist()), float(st.db_root_yaw[self._row])
+
+    @_db_root.setter
+    def _db_root(self, value) -> None:
+        st = self._batch.state
+        st.db_root_pos[self._row], st.db_root_yaw[self._row] = value
+
+    # the local poses ([J-1, 4], [J-1, 3]) shown last and before it (views of the row)
+    _shown = _shown_pose(0)
+    _prev_shown = _shown_pose(1)
+
+    def move_to(self, batch: ControllerBatch) -> None:
+        """Carry this controller's state into a row of ``batch`` (its old row is freed)."""
+        if batch is self._batch:
+            return
+        if batch.db is not self.db:
+            raise ValueError("the batch holds the controllers of another database")
+        row = batch.add(self.s)
+        batch.copy_row(self._batch, self._row, row)
+        self._batch.remove(self._row)
+        self._batch, self._row = batch, row
+        self._rows1[0] = row
+        self.inert.rows, self.inert.row = batch.inert, row
+        self.predictor.batch, self.predictor.row = batch, row
+
+    # ----------------------------------------------------------------- setup
     def mask(self, tags: str | None) -> np.ndarray:
         """Valid frames matching a tag query (cached; unknown tags give all valid frames)."""
         key = tags or "*"
@@ -284,12 +356,11 @@ class Controller:
         self._shown = (rot, pos)
         self._prev_shown = (rot.copy(), pos.copy())  # distinct buffers: the fast path writes into them
         self._last_dt = 0.0
-        K = len(self._legs)
-        self._locked = np.zeros(K, dtype=bool)
-        self._lock_pos = np.zeros((K, 3))
-        self._release = np.zeros((K, 3))       # foot offset being blended out after an unlock
-        self._release_t = np.full(K, np.inf)
-        self._lock_t = np.zeros(K)
+        self._locked[:] = False
+        self._lock_pos[:] = 0.0
+        self._release[:] = 0.0     # foot offset being blended out after an unlock
+        self._release_t[:] = np.inf
+        self._lock_t[:] = 0.0
         self.last_desired: PredictedTrajectory | None = None
         self.last_costs: dict[str, float] = {}
 
@@ -467,6 +538,17 @@ class Controller:
                 ``adjust_halflife=0``; e.g. near obstacles, where the frames were chosen
                 for where the clips' own root motion takes the body).
         """
+        dt = self._begin(dt, desired)
+        # 1. playback by time, with root motion
+        at_end, speed, turn_rate = self._playback(dt)
+        # 2. root adjustment, mode and search; the simulated root
+        searched, transitioned = self._decide(dt, intent, at_end, speed, turn_rate, force_search, root_motion_only)
+        self._advance_sim(dt, intent)
+        # 3. pose: database pose + inertialization offsets + foot locking
+        return self._result(searched, transitioned, self._pose(dt))
+
+    def _begin(self, dt: float, desired: PredictedTrajectory | None) -> float:
+        """Checks ``dt`` and ``desired`` (see :meth:`update`), advances the clocks; returns ``dt``."""
         if not (dt >= 0 and math.isfinite(dt)):
             raise ValueError(f"dt must be a finite number of seconds >= 0, got {dt!r}")
         if desired is not None and len(desired.positions) != len(self.db.schema.trajectory_offsets):
@@ -476,11 +558,15 @@ class Controller:
         self._desired_override = desired
         self.time += dt
         self._since_search += dt
-        # 1. playback by time, with root motion
-        at_end, speed, turn_rate = self._playback(dt)
+        return dt
+
+    def _decide(self, dt: float, intent: Intent, at_end: bool, speed: float, turn_rate: float, force_search: bool,
+                root_motion_only: bool) -> tuple[bool, bool]:
+        """After playback (``at_end``, the root motion's ``speed`` and ``turn_rate``): the
+        root adjustment, the mode, the search if one is due (and the transition it may
+        start). Returns whether it searched and transitioned."""
         if self.s.adjust_halflife > 0 and dt > 0 and not root_motion_only:
             self._adjust_root(dt, speed, turn_rate)
-        # 2. mode and search
         mode, force = self._choose_mode(intent)
         if self.mode == "jump" and mode != "jump":
             force = True  # jump finished: back to locomotion now
@@ -509,12 +595,13 @@ class Controller:
                 transitioned = self._search(intent, tags, vert, force=force or at_end)
         self._prev_actions = intent.actions
         self._last_intent = intent
-        # 3. desired root simulation
-        self._advance_sim(dt, intent)
-        # 4. pose: database pose + inertialization offsets + foot locking
-        out_rot, out_pos, contacts = self._pose(dt)
-        return FrameResult(out_rot, out_pos, self.frame, self.mode, searched, transitioned, self.last_desired,
-                           contacts, self.last_costs if searched else {})
+        return searched, transitioned
+
+    def _result(self, searched: bool, transitioned: bool, pose: tuple) -> FrameResult:
+        """The :class:`FrameResult` of this frame, ``pose`` as :meth:`_pose` returns it (copied)."""
+        rot, pos, contacts = pose
+        return FrameResult(rot.copy(), pos.copy(), self.frame, self.mode, searched, transitioned, self.last_desired,
+                           contacts.copy(), self.last_costs if searched else {})
 
     def _changed_sharply(self, intent: Intent, last: Intent) -> bool:
         """``intent.changed_sharply(last, settings.sharp_turn_deg)``, on floats for plain
@@ -545,27 +632,12 @@ class Controller:
     # ------------------------------------------------------- per-frame stages
     def _playback(self, dt: float) -> tuple[bool, float, float]:
         """Advance playback by ``dt`` seconds and move the character by the clip's root
-        motion. Returns whether the clip's end was reached, and the root motion's planar
-        speed (m/s) and turning rate (rad/s) over this step (0 when ``dt == 0``)."""
-        fp = self.frame_pos + dt * self._fps
-        last = self._clip_last(self.frame)
-        at_end = fp >= last
-        if at_end:
-            fp = float(last)
-        self.frame_pos = fp
-        self.frame = int(fp)
-        new_pos, new_yaw = self._db_root_at(fp)
-        old_pos, old_yaw = self._db_root
-        d0, d1, d2 = new_pos[0] - old_pos[0], new_pos[1] - old_pos[1], new_pos[2] - old_pos[2]
-        turn = self.root_yaw - old_yaw  # rotates the clip's world into the character's
-        c, s_ = math.cos(turn), math.sin(turn)
-        x, y, z = self.root_pos.tolist()
-        self.root_pos = np.array([x + (c * d0 + s_ * d2), y + d1, z + (-s_ * d0 + c * d2)])
-        self.root_yaw = (self.root_yaw + (new_yaw - old_yaw) + math.pi) % (2 * math.pi) - math.pi
-        self._db_root = (new_pos, new_yaw)
-        if dt > 0:
-            return at_end, math.hypot(d0, d2) / dt, abs(new_yaw - old_yaw) / dt
-        return at_end, 0.0, 0.0
+        motion (the batch's compiled stage on this row). Returns whether the clip's end was
+        reached, and the root motion's planar speed (m/s) and turning rate (rad/s) over
+        this step (0 when ``dt == 0``)."""
+        self._dt1[0] = dt
+        self._batch.playback(self._rows1, self._dt1, self._end1, self._speed1, self._turn1)
+        return bool(self._end1[0]), float(self._speed1[0]), float(self._turn1[0])
 
     def _adjust_root(self, dt: float, speed: float, turn_rate: float) -> None:
         """Pull the character root toward the simulated root (and keep the simulated root
@@ -600,36 +672,31 @@ class Controller:
 
     def _advance_sim(self, dt: float, intent: Intent) -> None:
         """Step the simulated root (the desired trajectory's origin) toward ``intent``."""
-        self.predictor.advance(dt, intent)
+        p = self.predictor
+        if p.batched(intent):
+            p.advance_row(dt, intent)  # the batch's compiled stage; the RootState is built when read
+        else:
+            p.advance(dt, intent)
 
     def _pose(self, dt: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """This frame's pose: the database pose at :attr:`frame_pos` plus the
-        inertialization offsets, feet locked; one kernel call on preallocated state.
+        inertialization offsets, feet locked (the batch's compiled stage on this row).
 
         Returns rotations ``[J, 4]`` and translations ``[J, 3]`` (joint 0 the character
-        root in the world, the others local) and the feet locked ``[K]``."""
-        inert = self.inert
-        inert_mode = inert.advance(dt)
-        fp = self.frame_pos
-        i = int(fp)
-        j = min(i + 1, self._clip_last(i))
-        if dt > 0:  # the pose shown last becomes the previous one; its buffers take the new pose
-            self._prev_shown, self._shown = self._shown, self._prev_shown
-            self._last_dt = dt
-        sr, sp = self._shown
-        J = self._parents.shape[0]
-        out_rot = np.empty((J, 4))
-        out_pos = np.empty((J, 3))
-        contacts = np.zeros(len(self._legs), dtype=bool)
-        s = self.s
-        legs = self._legs_arr if s.foot_locking else self._no_legs
-        rc = inert._rc if inert_mode == 1 else self._no_coeffs
-        pc = inert._pc if inert_mode == 1 else self._no_coeffs
-        db = self.db
-        _kernels.controller_pose(db.rotations, db.translations, i, j, fp - i, inert_mode, inert.elapsed,
-                                 inert._rot_axis, rc, inert._pos_dir, pc, inert.rot_offset, inert.pos_offset,
-                                 self.root_pos, self.root_yaw, self._parents, legs, db.contacts, self.frame, dt,
-                                 s.foot_unlock_distance, s.foot_blend_time, s.foot_lock_in_time, self._locked,
-                                 self._lock_pos, self._release, self._release_t, self._lock_t, sr, sp, out_rot,
-                                 out_pos, contacts)
-        return out_rot, out_pos, contacts
+        root in the world, the others local) and the feet locked ``[K]``: views of the
+        batch's output row, valid until its next frame."""
+        self._advance_offsets(dt)
+        self._dt1[0] = dt
+        self._batch.pose(self._rows1, self._dt1)
+        return self._output()
+
+    def _output(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The batch's output row: pose ``[J, 4]``, ``[J, 3]`` and locked feet ``[K]`` (views)."""
+        st, r = self._batch.state, self._row
+        return st.out_rot[r], st.out_pos[r], st.out_contacts[r]
+
+    def _advance_offsets(self, dt: float) -> None:
+        """Spring inertialization: its offsets advanced by ``dt`` (in numpy, before the pose
+        stage; quintic offsets are evaluated in the pose stage itself)."""
+        if self.inert.method == "spring":
+            self.inert.update(dt)

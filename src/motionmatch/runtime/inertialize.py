@@ -23,10 +23,13 @@ and the controller fuses into its per-frame pose kernel.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
 from motionmatch.anim import quat
 from motionmatch.runtime import _kernels
+from motionmatch.runtime.rows import RowArrays, row_field
 
 METHODS = ("quintic", "spring", "none")
 
@@ -50,6 +53,31 @@ def quintic_coefficients(x0: np.ndarray, v0: np.ndarray, t1: float) -> tuple[np.
     return A, B, C, 0.5 * a0, v0, x0, t1
 
 
+class InertialArrays(NamedTuple):
+    """The arrays of :func:`inertial_rows` (``C`` rows of ``J`` joints), what they hold
+    (compiled stages take them by name)."""
+
+    elapsed: np.ndarray     #: ``[C]`` seconds since the transition
+    started: np.ndarray     #: ``[C]`` bool: a quintic transition happened (its coefficients are valid)
+    rot_offset: np.ndarray  #: ``[C, J, 4]`` rotation offsets (quaternions)
+    pos_offset: np.ndarray  #: ``[C, J, 3]`` translation offsets (m)
+    rot_axis: np.ndarray    #: ``[C, J, 3]`` unit axes of the rotation offsets
+    pos_dir: np.ndarray     #: ``[C, J, 3]`` unit directions of the translation offsets
+    rot_coeffs: np.ndarray  #: ``[C, 7, J]`` quintic coefficients of the angles
+    pos_coeffs: np.ndarray  #: ``[C, 7, J]`` quintic coefficients of the distances
+
+
+def inertial_rows(num_joints: int, capacity: int = 1) -> RowArrays:
+    """The state of ``capacity`` inertializers of ``J = num_joints`` joints as rows (the
+    fields of :class:`InertialArrays`)."""
+    J = int(num_joints)
+    f8 = np.float64
+    shapes = {"elapsed": ((), f8), "started": ((), np.bool_), "rot_offset": ((J, 4), f8),
+              "pos_offset": ((J, 3), f8), "rot_axis": ((J, 3), f8), "pos_dir": ((J, 3), f8),
+              "rot_coeffs": ((7, J), f8), "pos_coeffs": ((7, J), f8)}
+    return RowArrays({name: shapes[name] for name in InertialArrays._fields}, capacity)
+
+
 class Inertializer:
     """Offsets for ``J`` joints' local rotations and translations, decaying over time.
 
@@ -58,29 +86,64 @@ class Inertializer:
         method: ``"quintic"``, ``"spring"`` or ``"none"``.
         blend_time: quintic blend duration ``t1`` (s).
         halflife: spring half-life (s).
+        rows, row: where the state that compiled kernels read lives: row ``row`` (default:
+            a free one) of :func:`inertial_rows` arrays shared with other inertializers
+            (default: arrays of its own).
     """
 
-    def __init__(self, num_joints: int, method: str = "quintic", blend_time: float = 0.3, halflife: float = 0.1):
+    def __init__(self, num_joints: int, method: str = "quintic", blend_time: float = 0.3, halflife: float = 0.1,
+                 *, rows: RowArrays | None = None, row: int | None = None):
         if method not in METHODS:
             raise ValueError(f"inertialization method must be one of {METHODS}, got {method!r}")
         self.J = num_joints
         self.method = method
         self.blend_time = float(blend_time)
         self.halflife = float(halflife)
+        self.rows = rows if rows is not None else inertial_rows(num_joints)
+        self.row = self.rows.take() if row is None else int(row)
         self.reset()
+
+    # the state, in its row
+    def _in_rows(self) -> tuple:
+        return self.rows, self.row
+
+    elapsed = row_field(_in_rows, "elapsed", float, "Seconds since the last transition.")
+    rot_offset = row_field(_in_rows, "rot_offset", doc="``[J, 4]`` rotation offsets (a view of the row).")
+    pos_offset = row_field(_in_rows, "pos_offset", doc="``[J, 3]`` translation offsets (a view of the row).")
+    _rot_axis = row_field(_in_rows, "rot_axis")
+    _pos_dir = row_field(_in_rows, "pos_dir")
+
+    @property
+    def _rc(self) -> np.ndarray | None:
+        """``[7, J]`` quintic coefficients of the rotation offsets (``None`` before a quintic transition)."""
+        return self.rows.rot_coeffs[self.row] if self.rows.started[self.row] else None
+
+    @property
+    def _pc(self) -> np.ndarray | None:
+        return self.rows.pos_coeffs[self.row] if self.rows.started[self.row] else None
+
+    @property
+    def _rot_coeffs(self) -> tuple[np.ndarray, ...] | None:
+        """:func:`quintic_coefficients` of the rotation offsets (``None`` before a quintic transition)."""
+        rc = self._rc
+        return None if rc is None else tuple(rc)
+
+    @property
+    def _pos_coeffs(self) -> tuple[np.ndarray, ...] | None:
+        pc = self._pc
+        return None if pc is None else tuple(pc)
 
     def reset(self) -> None:
         J = self.J
         self.rot_offset = quat.identity((J,))
-        self.pos_offset = np.zeros((J, 3))
+        self.pos_offset = 0.0
         self.rot_vel = np.zeros((J, 3))   # spring: d/dt of the rotation-vector offset
         self.pos_vel = np.zeros((J, 3))
         self.elapsed = 0.0
-        self._rot_axis = np.zeros((J, 3))
-        self._pos_dir = np.zeros((J, 3))
-        self._rot_coeffs = None
-        self._pos_coeffs = None
-        self._rc = self._pc = None  # the coefficients stacked [7, J] for the kernels
+        r, i = self.rows, self.row
+        r.rot_axis[i] = 0.0
+        r.pos_dir[i] = 0.0
+        r.started[i] = False
 
     def transition(self, src_rot: np.ndarray, src_rot_vel: np.ndarray, dst_rot: np.ndarray, dst_rot_vel: np.ndarray,
                    src_pos: np.ndarray, src_pos_vel: np.ndarray, dst_pos: np.ndarray, dst_pos_vel: np.ndarray) -> None:
@@ -107,18 +170,18 @@ class Inertializer:
             self.pos_offset = dp
             self.pos_vel = dp_vel
             return
+        r, i = self.rows, self.row
         angle = np.linalg.norm(rv, axis=1)
-        self._rot_axis = np.where(angle[:, None] > 1e-9, rv / np.maximum(angle, 1e-12)[:, None], 0.0)
+        r.rot_axis[i] = np.where(angle[:, None] > 1e-9, rv / np.maximum(angle, 1e-12)[:, None], 0.0)
         v_angle = np.sum(rv_vel * self._rot_axis, axis=1)  # rate of change of the angle
-        self._rot_coeffs = quintic_coefficients(angle, v_angle, self.blend_time)
+        r.rot_coeffs[i] = np.stack(quintic_coefficients(angle, v_angle, self.blend_time))
         dist = np.linalg.norm(dp, axis=1)
-        self._pos_dir = np.where(dist[:, None] > 1e-9, dp / np.maximum(dist, 1e-12)[:, None], 0.0)
+        r.pos_dir[i] = np.where(dist[:, None] > 1e-9, dp / np.maximum(dist, 1e-12)[:, None], 0.0)
         v_dist = np.sum(dp_vel * self._pos_dir, axis=1)
-        self._pos_coeffs = quintic_coefficients(dist, v_dist, self.blend_time)
-        self._rc = np.ascontiguousarray(np.stack(self._rot_coeffs))
-        self._pc = np.ascontiguousarray(np.stack(self._pos_coeffs))
-        self.rot_offset = np.ascontiguousarray(off)
-        self.pos_offset = np.ascontiguousarray(dp)
+        r.pos_coeffs[i] = np.stack(quintic_coefficients(dist, v_dist, self.blend_time))
+        r.started[i] = True
+        self.rot_offset = off
+        self.pos_offset = dp
 
     def transition_to_frame(self, db_rot: np.ndarray, db_pos: np.ndarray, frame: int, nxt: int, fps: float,
                             src_rot: np.ndarray, src_pos: np.ndarray, prev_rot: np.ndarray, prev_pos: np.ndarray,
@@ -133,15 +196,11 @@ class Inertializer:
         The quintic method runs as one compiled kernel.
         """
         if self.method == "quintic":
-            J = self.J
-            if self._rc is None:
-                self._rc, self._pc = np.empty((7, J)), np.empty((7, J))
-            self.rot_offset, self.pos_offset = np.empty((J, 4)), np.empty((J, 3))
-            self._rot_axis, self._pos_dir = np.empty((J, 3)), np.empty((J, 3))
+            r, i = self.rows, self.row
             _kernels.quintic_transition(db_rot, db_pos, int(frame), int(nxt), float(fps), src_rot, src_pos, prev_rot,
-                                        prev_pos, float(dt), self.blend_time, self.rot_offset, self._rot_axis, self._rc,
-                                        self.pos_offset, self._pos_dir, self._pc)
-            self._rot_coeffs, self._pos_coeffs = tuple(self._rc), tuple(self._pc)
+                                        prev_pos, float(dt), self.blend_time, r.rot_offset[i], r.rot_axis[i],
+                                        r.rot_coeffs[i], r.pos_offset[i], r.pos_dir[i], r.pos_coeffs[i])
+            r.started[i] = True
             self.elapsed = 0.0
             return
         q = quat

@@ -48,9 +48,11 @@ from motionmatch.environment.body import (
     world_ellipses,
 )
 from motionmatch.environment.scene import Scene
+from motionmatch.geometry.grid import build_grid, grid_query
 from motionmatch.geometry.shapes import ROW
+from motionmatch.runtime.batch import ControllerBatch, intent_goal
 from motionmatch.runtime.controller import Controller, ControllerSettings
-from motionmatch.runtime.inputs import IDLE, IdleInput, InputSource, ScriptInput
+from motionmatch.runtime.inputs import IDLE, IdleInput, InputSource, ScriptInput, Want
 from motionmatch.runtime.modes import vertical_columns
 from motionmatch.search.penalized import (
     PenalizedSearch,
@@ -68,6 +70,10 @@ from motionmatch.search.penalized import (
 
 __all__ = ["Agent", "Controls", "EnvironmentChooser", "EnvironmentMatcher", "EnvironmentSettings",
            "PenalizedNodeSearch", "World", "WorldRecord", "environment_controller_settings", "run_scenario"]
+
+
+#: cell size (m) of the grid over the agents' future body ellipses that searches query
+AGENT_CELL = 2.0
 
 
 @dataclass(frozen=True)
@@ -345,8 +351,10 @@ class EnvironmentChooser:
         matcher: the shared :class:`EnvironmentMatcher`.
         settings: :class:`EnvironmentSettings`.
         controls: this character's controls (default: ``settings.controls``).
-        scene: the obstacles; ``obstacles_fn(chooser) -> (rows, slot_of)``, extra world rows
-            (other agents) for the current search.
+        scene: the obstacles; ``obstacles_fn(chooser, points, radius) -> (rows, slot_of)``,
+            extra world rows (other agents) for the current search: at least those within
+            ``radius`` of one of ``points [P, 2]`` (world x, z; the root and the query
+            trajectory), in a fixed order (more are filtered out).
         clock: ``() -> t`` the world time (for moving obstacles).
 
     The per-search glue is kept small (the benchmark times the whole call, and the linear
@@ -420,11 +428,6 @@ class EnvironmentChooser:
         yaw = float(ctrl.root_yaw)
         traj = ctrl.last_desired
         sc = self.scene
-        extra = None
-        if self.obstacles_fn is not None:
-            extra, extra_slots = self.obstacles_fn(self)
-            if not len(extra):
-                extra = None
         if traj is not None:
             pos = traj.positions
             P = pos.shape[0] + 1
@@ -432,23 +435,19 @@ class EnvironmentChooser:
                 self._pts_world = np.empty((P, 2))
                 self._pts_local = np.empty((P, 2))
             pts_w, local = self._pts_world, self._pts_local
-            if extra is None and not sc.moving_ids.size:
-                # static obstacles only: points, grid query and pre-selection in one compiled call
-                if self._grid is None or self._grid[0] is not sc:
-                    self._grid = (sc, sc.grid_arrays())
-                    self._fit(max(len(sc.static_rows), 1))
-                grid = self._grid[1]
-                if grid is None:  # no static obstacle
-                    return self._empty(K) + (None,)
-                M, nearest = gather_static(*grid, sc.next_tick(), float(root[0]), float(root[2]), yaw, pos,
-                                              radius, pts_w, local, self._buf, self._cnt, self._key)
-                if M == 0:
-                    return self._empty(K) + (None,)
-                return self._buf, self._cnt, nearest, local
+            if self.obstacles_fn is None and not sc.moving_ids.size:
+                return self._gather_static(root, yaw, pos, radius, pts_w, local)
             trajectory_points(float(root[0]), float(root[2]), yaw, pos, pts_w, local)
         else:
             pts_w = np.array([[root[0], root[2]]], dtype=np.float64)
             local = np.zeros((1, 2))
+        extra = None
+        if self.obstacles_fn is not None:
+            extra, extra_slots = self.obstacles_fn(self, pts_w, radius)
+            if not len(extra):
+                extra = None
+        if traj is not None and extra is None and not sc.moving_ids.size:
+            return self._gather_static(root, yaw, pos, radius, pts_w, local)
         if not sc.moving_ids.size and extra is None:  # static obstacles only: one compiled call
             ids = sc.static_near(pts_w, radius)
             M = len(ids)
@@ -470,6 +469,22 @@ class EnvironmentChooser:
         nearest = prepare_obstacles_into(rows, np.ascontiguousarray(slot_of, dtype=np.int64), float(root[0]),
                                        float(root[2]), yaw, local, radius, self._buf, self._cnt, self._key)
         return self._buf, self._cnt, float(nearest), local
+
+    def _gather_static(self, root, yaw: float, positions, radius: float, pts_w, local) -> tuple:
+        """:meth:`gather` among static obstacles only: the trajectory points, the scene's
+        grid query and the pre-selection in one compiled call."""
+        sc = self.scene
+        if self._grid is None or self._grid[0] is not sc:
+            self._grid = (sc, sc.grid_arrays())
+            self._fit(max(len(sc.static_rows), 1))
+        grid = self._grid[1]
+        if grid is None:  # no static obstacle
+            return self._empty(self._K) + (None,)
+        M, nearest = gather_static(*grid, sc.next_tick(), float(root[0]), float(root[2]), yaw, positions, radius,
+                                   pts_w, local, self._buf, self._cnt, self._key)
+        if M == 0:
+            return self._empty(self._K) + (None,)
+        return self._buf, self._cnt, nearest, local
 
     def _fit(self, M: int) -> None:
         """Grow the obstacle buffers to hold ``M`` rows per slot."""
@@ -642,13 +657,18 @@ class World:
         record_poses: keep every agent's local pose each frame (memory: ``A * F * J * 28`` bytes).
         environment: ``False``: no agent searches with obstacle penalties by default (plain
             motion matching, or its input's own chooser) and the matcher is never built.
+        batched: step the agents' controllers together (see :meth:`step`); ``False``: one
+            by one, each with its own ``update`` (the same numbers; for comparisons).
     """
 
     def __init__(self, db: MotionDatabase, scene: Scene | None = None, *,
                  settings: EnvironmentSettings | None = None, controller: ControllerSettings | None = None,
                  matcher: EnvironmentMatcher | None = None, agents_as_obstacles: bool = True,
-                 stagger: bool = True, record_poses: bool = True, fps: float = 60.0, environment: bool = True):
+                 stagger: bool = True, record_poses: bool = True, fps: float = 60.0, environment: bool = True,
+                 batched: bool = True):
         self.db = db
+        self.batched = bool(batched)
+        self._batch = ControllerBatch(db)  # every agent's controller state, one row each
         self.scene = scene or Scene()
         self.settings = settings or EnvironmentSettings()
         self.controller_settings = controller or environment_controller_settings()
@@ -662,6 +682,8 @@ class World:
         self.time = 0.0
         self.frame = 0
         self._agent_rows: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+        self._agent_grid: tuple | None = None  # over the agent rows: build_grid's arrays, visit marks, ids
+        self._grid_tick = 0
         self._rows_frame = -1
         self._next_uid = 0
         self._positions: tuple[int, np.ndarray, np.ndarray] | None = None
@@ -684,7 +706,7 @@ class World:
         cs = controller or self.controller_settings
         f = np.array([facing[0], 0.0, facing[1]], dtype=np.float64)
         f = f / np.linalg.norm(f) if np.hypot(f[0], f[2]) > 1e-9 else np.array([0.0, 0.0, 1.0])
-        ctrl = Controller(self.db, cs, position=(start[0], 0.0, start[1]), facing=f)
+        ctrl = Controller(self.db, cs, position=(start[0], 0.0, start[1]), facing=f, batch=self._batch)
         uid = self._next_uid
         self._next_uid += 1
         chooser = None
@@ -701,8 +723,10 @@ class World:
         return agent
 
     def remove_agent(self, agent: Agent) -> None:
-        """Take ``agent`` out of the world (it is no longer stepped nor an obstacle)."""
+        """Take ``agent`` out of the world (it is no longer stepped nor an obstacle; its
+        controller keeps its state, in a batch of its own)."""
         self.agents.remove(agent)
+        agent.ctrl.move_to(ControllerBatch(self.db))
         self._agent_rows = self._positions = None
 
     def set_scene(self, scene: Scene) -> None:
@@ -713,21 +737,43 @@ class World:
                 a.chooser.scene = scene
 
     def _others_fn(self, uid: int):
-        def fn(chooser: EnvironmentChooser):
+        """The obstacles of agent ``uid``'s searches among the others: their rows near the
+        search's points (:meth:`agents_near`), its own left out."""
+        def fn(chooser: EnvironmentChooser, points: np.ndarray, radius: float):
             if len(self.agents) < 2:
                 return np.zeros((0, ROW)), np.zeros(0, dtype=np.int64)
             rows, slots, owner = self.agent_rows()
-            keep = owner != uid
-            return rows[keep], slots[keep]
+            ids = self.agents_near(points, radius)
+            ids = ids[owner[ids] != uid]
+            return rows[ids], slots[ids]
         return fn
+
+    def agents_near(self, points: np.ndarray, radius: float) -> np.ndarray:
+        """Indices (ascending) into :meth:`agent_rows` of the rows whose shapes come within
+        ``radius`` (m, plus 1 um) of one of ``points [P, 2]`` (world x, z), found through a
+        uniform grid over the rows (built with them, once per step): a search among many
+        agents looks at its neighbours only."""
+        rows = self.agent_rows()[0]
+        grid = self._agent_grid
+        if grid is None:
+            return np.zeros(0, dtype=np.int64)
+        self._grid_tick += 1
+        start, items, nx, nz, x0, z0, stamp, out = grid
+        n = grid_query(start, items, nx, nz, x0, z0, AGENT_CELL, np.ascontiguousarray(points, dtype=np.float64),
+                       float(radius) + 1e-6, rows, stamp, self._grid_tick, out)
+        return np.sort(out[:n])
 
     def ground_positions(self) -> tuple[np.ndarray, np.ndarray]:
         """``(positions [A, 2], uids [A])``: every agent's root on the ground (x, z, m) at the
         start of the current step (computed once per step: what inputs see of each other)."""
         if self._positions is None or self._positions[0] != self.frame or len(self._positions[2]) != len(self.agents):
-            pos = np.array([(a.ctrl.root_pos[0], a.ctrl.root_pos[2]) for a in self.agents], dtype=np.float64)
-            self._positions = (self.frame, pos.reshape(-1, 2), np.array([a.uid for a in self.agents], dtype=np.int64))
+            pos = self._batch.state.root_pos[self._rows()][:, [0, 2]]
+            self._positions = (self.frame, pos, np.array([a.uid for a in self.agents], dtype=np.int64))
         return self._positions[1], self._positions[2]
+
+    def _rows(self) -> np.ndarray:
+        """``[A]`` every agent's row of the world's controller batch."""
+        return np.fromiter((a.ctrl._row for a in self.agents), dtype=np.int64, count=len(self.agents))
 
     def agent_rows(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Every agent's future ellipses as obstacle rows, id ``-1 - agent.uid`` (computed
@@ -736,16 +782,21 @@ class World:
             return self._agent_rows
         A = len(self.agents)
         K = len(self.matcher.slots)
+        self._agent_grid = None
         if A == 0:
             self._agent_rows = (np.zeros((0, ROW)), np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64))
             self._rows_frame = self.frame
             return self._agent_rows
-        frames = np.array([int(a.ctrl.frame) for a in self.agents])
-        pos = np.array([(a.ctrl.root_pos[0], a.ctrl.root_pos[2]) for a in self.agents], dtype=np.float64)
-        yaw = np.array([float(a.ctrl.root_yaw) for a in self.agents])
+        st, rows = self._batch.state, self._rows()
+        frames = st.frame[rows]
+        pos = st.root_pos[rows][:, [0, 2]]
+        yaw = st.root_yaw[rows]
         uids = np.array([ag.uid for ag in self.agents], dtype=np.int64)
         rows = body_obstacle_rows(self.matcher.ellipses[frames], pos, yaw, -1 - uids, self.settings.penalty.height_top)
         self._agent_rows = (rows, np.tile(np.arange(K), A), np.repeat(uids, K))
+        self._agent_grid = (*build_grid(rows, AGENT_CELL), np.zeros(len(rows), dtype=np.int64),
+                            np.empty(len(rows), dtype=np.int64))
+        self._grid_tick = 0
         self._rows_frame = self.frame
         return self._agent_rows
 
@@ -756,39 +807,28 @@ class World:
         ``skip``: uids of agents not updated this step (a level of detail for many
         agents): each is owed the time and gets it all at its next update. Near obstacles
         (its last penalised search found some) an agent moves by its clips' root motion
-        only, as the frames were chosen for (``root_motion_only``)."""
-        wants = []
-        for a in self.agents:
-            if a.uid in skip:
-                a.owed += dt
-                wants.append(None)
-                continue
-            step_dt = dt + a.owed
-            if self.time + 1e-9 >= a.start_time:
-                step = step_dt if a.started else 0.0  # the first step of an agent is at its start time
-                a.local_time += step
-                a.started = True
-                want = a.source.intent(a, a.local_time, step)
-            else:
-                want = IDLE
-            a.intent, a.desired = want.intent, want.desired
-            wants.append(want)
-            if a.chooser is not None:
-                a.chooser.target_speed = a.intent.speed
+        only, as the frames were chosen for (``root_motion_only``).
+
+        The agents' controllers are stepped together (:attr:`batched`): their playback,
+        their simulated roots and their poses in one compiled call each over the world's
+        :class:`~motionmatch.runtime.batch.ControllerBatch`, their searches one by one in
+        between (each agent's search phase spreads them over frames); the numbers are
+        those of each controller's own :meth:`~motionmatch.runtime.controller.Controller.update`."""
+        moving = self._ask_inputs(dt, skip)
         if self.agents_as_obstacles and len(self.agents) > 1:
             self.agent_rows()  # snapshot before anyone moves
-        for a, want in zip(self.agents, wants):
-            if want is None:
-                continue
-            step_dt = dt + a.owed
-            a.owed = 0.0
-            own = a.source.chooser(a)
-            a.ctrl.chooser = own if own is not None else a.chooser
-            n = len(a.chooser.log.times) if a.chooser is not None else 0
-            near = a.chooser is not None and a.chooser.near
+        together, alone = [], []
+        for m in moving:
+            c = m[0].ctrl
+            (together if self.batched and c.batched and c._batch is self._batch else alone).append(m)
+        if together:
+            self._step_together(together)
+        for a, want, step_dt in alone:
+            n, root_motion_only = self._before_update(a, want)
             a.result = a.ctrl.update(step_dt, a.intent, desired=a.desired, force_search=want.search_now,
-                                     root_motion_only=near or want.root_motion_only)
-            a.searched = a.result.searched or (a.chooser is not None and len(a.chooser.log.times) > n)
+                                     root_motion_only=root_motion_only)
+            self._after_update(a, n)
+        for a, _want, step_dt in moving:
             if a.started:
                 a.source.stepped(a, step_dt)
         if self.frame == 0 and self.stagger and len(self.agents) > 1:
@@ -798,6 +838,73 @@ class World:
                 a.ctrl.since_search = -(i % n) / self.fps
         self.time += dt
         self.frame += 1
+
+    def _ask_inputs(self, dt: float, skip: frozenset) -> list[tuple[Agent, Want, float]]:
+        """Every input's want for this step, from the state at its start: ``(agent, want,
+        its step in seconds)`` of the agents to update (the others owe the time)."""
+        moving = []
+        for a in self.agents:
+            if a.uid in skip:
+                a.owed += dt
+                continue
+            step_dt = dt + a.owed
+            a.owed = 0.0
+            if self.time + 1e-9 >= a.start_time:
+                step = step_dt if a.started else 0.0  # the first step of an agent is at its start time
+                a.local_time += step
+                a.started = True
+                want = a.source.intent(a, a.local_time, step)
+            else:
+                want = IDLE
+            a.intent, a.desired = want.intent, want.desired
+            moving.append((a, want, step_dt))
+            if a.chooser is not None:
+                a.chooser.target_speed = a.intent.speed
+        return moving
+
+    def _before_update(self, a: Agent, want: Want) -> tuple[int, bool]:
+        """The agent's frame chooser for this step (its input's, else its own); returns
+        how many searches its chooser logged so far and whether it moves by root motion only."""
+        own = a.source.chooser(a)
+        a.ctrl.chooser = own if own is not None else a.chooser
+        n = len(a.chooser.log.times) if a.chooser is not None else 0
+        near = a.chooser is not None and a.chooser.near
+        return n, near or want.root_motion_only
+
+    def _after_update(self, a: Agent, n: int) -> None:
+        a.searched = a.result.searched or (a.chooser is not None and len(a.chooser.log.times) > n)
+
+    def _step_together(self, group: list[tuple[Agent, Want, float]]) -> None:
+        """Step the controllers of ``group`` (rows of the world's batch) through the stages of
+        :meth:`Controller.update <motionmatch.runtime.controller.Controller.update>`: the
+        playback, the simulated roots and the poses of all of them in one compiled call
+        each, the rest (mode, search) agent by agent in between."""
+        n = len(group)
+        rows = np.fromiter((a.ctrl._row for a, _, _ in group), dtype=np.int64, count=n)
+        dts = np.fromiter((h for _, _, h in group), dtype=np.float64, count=n)
+        at_end, speed, turn = np.empty(n, dtype=bool), np.empty(n), np.empty(n)
+        goals = np.empty((n, 5))
+        sprung = np.ones(n, dtype=bool)  # simulated roots advanced by the compiled stage
+        for a, _, h in group:
+            a.ctrl._begin(h, a.desired)
+        self._batch.playback(rows, dts, at_end, speed, turn)
+        decided = []
+        for k, (a, want, h) in enumerate(group):
+            before, root_motion_only = self._before_update(a, want)
+            c = a.ctrl
+            decided.append(c._decide(h, a.intent, bool(at_end[k]), float(speed[k]), float(turn[k]), want.search_now,
+                                     root_motion_only) + (before,))
+            if c.predictor.batched(a.intent):
+                intent_goal(a.intent, goals[k])
+            else:
+                sprung[k] = False
+                c._advance_sim(h, a.intent)
+            c._advance_offsets(h)
+        self._batch.advance_sim(rows[sprung], dts[sprung], goals[sprung])
+        self._batch.pose(rows, dts)
+        for (a, _, _), (searched, transitioned, before) in zip(group, decided):
+            a.result = a.ctrl._result(searched, transitioned, a.ctrl._output())
+            self._after_update(a, before)
 
     def run(self, n_frames: int, *, progress: bool = False) -> WorldRecord:
         """Step ``n_frames`` frames at the world's fps and record them."""

@@ -1,0 +1,318 @@
+"""Compiled per-frame stages of many controllers at once (numba): loops over rows of
+:class:`~motionmatch.runtime.batch.ControllerBatch` state, each row doing exactly what one
+controller's frame does (the per-character kernel
+:func:`~motionmatch.runtime._kernels.controller_pose` for the pose).
+
+Each kernel reads one named tuple of exactly the arrays it needs (:class:`PlaybackArrays`,
+:class:`SimArrays`, :class:`PoseArrays`: fields of a :class:`DatabaseArrays` and of a
+batch's :class:`ControllerRows` and inertialization rows, by name), passed flat
+(``*arrays``) and rebuilt inside: numba takes a call with some forty arrays in a few
+microseconds, a call with tuples of them in several times that. ``rows [R]`` are the rows
+to step and ``dt [R]`` their time steps (s).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+import numba
+import numpy as np
+
+from motionmatch.control.intent import STILL_SPEED
+from motionmatch.control.springs import MIN_HALFLIFE, SPRING_HALFLIFE_FACTOR
+from motionmatch.runtime._kernels import controller_pose
+
+#: ``ControllerRows.inert_kind``: how a row's inertialization offsets come
+NO_OFFSETS, QUINTIC, SPRING = 0, 1, 2
+
+
+class DatabaseArrays(NamedTuple):
+    """What the per-frame kernels read of a database (``N`` frames, ``J`` joints, ``K`` feet)."""
+
+    rotations: np.ndarray     #: ``[N, J, 4]`` local rotations (joint 0 the root)
+    translations: np.ndarray  #: ``[N, J, 3]`` local translations (m)
+    contacts: np.ndarray      #: ``[N, K]`` bool foot contacts
+    parents: np.ndarray       #: ``[J]`` int64
+    legs: np.ndarray          #: ``[K, 4]`` (hip, knee, ankle, toe) of every foot; ``[0, 4]``: no foot locking
+    no_legs: np.ndarray       #: ``[0, 4]``
+    clip_last: np.ndarray     #: ``[N]`` the last frame of each frame's clip
+    track_pos: np.ndarray     #: ``[N, 3]`` float64 root positions (m)
+    track_yaw: np.ndarray     #: ``[N]`` float64 root headings (rad about +Y)
+    fps: float
+
+
+class ControllerRows(NamedTuple):
+    """The arrays of a :class:`~motionmatch.runtime.batch.ControllerBatch`'s state (``C``
+    rows, ``J`` joints, ``K`` legs), what they hold; the stages take some of them by name.
+    Seconds, metres, radians; quaternions ``(w, x, y, z)``."""
+
+    frame_pos: np.ndarray          #: ``[C]`` fractional database frame playing
+    frame: np.ndarray              #: ``[C]`` int64, its integer part
+    root_pos: np.ndarray           #: ``[C, 3]`` character root (world)
+    root_yaw: np.ndarray           #: ``[C]`` its heading
+    db_root_pos: np.ndarray        #: ``[C, 3]`` the database root at ``frame_pos`` (root motion's origin)
+    db_root_yaw: np.ndarray        #: ``[C]``
+    shown_rot: np.ndarray          #: ``[C, 2, J-1, 4]`` the last two local poses shown (joints 1..)
+    shown_pos: np.ndarray          #: ``[C, 2, J-1, 3]``
+    shown_slot: np.ndarray         #: ``[C]`` int64: which of the two is the latest
+    last_dt: np.ndarray            #: ``[C]`` the time between them
+    locked: np.ndarray             #: ``[C, K]`` bool: foot locked
+    lock_pos: np.ndarray           #: ``[C, K, 3]`` where (world)
+    release: np.ndarray            #: ``[C, K, 3]`` offset of a released lock, fading out
+    release_t: np.ndarray          #: ``[C, K]`` since the release
+    lock_t: np.ndarray             #: ``[C, K]`` since the lock
+    out_rot: np.ndarray            #: ``[C, J, 4]`` the pose output (joint 0: the root, world)
+    out_pos: np.ndarray            #: ``[C, J, 3]``
+    out_contacts: np.ndarray       #: ``[C, K]`` bool: feet locked in the output
+    inert_kind: np.ndarray         #: ``[C]`` int64 (settings): ``_batch_kernels`` NO_OFFSETS, QUINTIC, SPRING
+    foot_locking: np.ndarray       #: ``[C]`` bool (settings)
+    unlock_distance: np.ndarray    #: ``[C]`` (settings)
+    foot_blend_time: np.ndarray    #: ``[C]`` (settings)
+    foot_lock_in_time: np.ndarray  #: ``[C]`` (settings)
+    sim_pos: np.ndarray            #: ``[C, 3]`` the simulated root (the desired trajectory's origin, world)
+    sim_vel: np.ndarray            #: ``[C, 3]`` its velocity (m/s)
+    sim_acc: np.ndarray            #: ``[C, 3]`` its acceleration (m/s^2)
+    sim_heading: np.ndarray        #: ``[C]`` its heading as its RootState reports it (``.yaw``)
+    sim_angle: np.ndarray          #: ``[C]`` the heading angle it was last advanced to (unwrapped)
+    sim_rate: np.ndarray           #: ``[C]`` its turning rate (rad/s)
+    sim_version: np.ndarray        #: ``[C]`` int64, counts the advances (a cached RootState is stale after one)
+    velocity_halflife: np.ndarray  #: ``[C]`` of its velocity spring (s; its predictor's)
+    facing_halflife: np.ndarray    #: ``[C]`` of its heading spring (s; its predictor's)
+
+
+class PlaybackArrays(NamedTuple):
+    """What :func:`playback_rows` reads and writes."""
+
+    fps: float
+    clip_last: np.ndarray
+    track_pos: np.ndarray
+    track_yaw: np.ndarray
+    frame_pos: np.ndarray
+    frame: np.ndarray
+    root_pos: np.ndarray
+    root_yaw: np.ndarray
+    db_root_pos: np.ndarray
+    db_root_yaw: np.ndarray
+
+
+class SimArrays(NamedTuple):
+    """What :func:`advance_sim_rows` reads and writes."""
+
+    sim_pos: np.ndarray
+    sim_vel: np.ndarray
+    sim_acc: np.ndarray
+    sim_heading: np.ndarray
+    sim_angle: np.ndarray
+    sim_rate: np.ndarray
+    sim_version: np.ndarray
+    velocity_halflife: np.ndarray
+    facing_halflife: np.ndarray
+
+
+class PoseArrays(NamedTuple):
+    """What :func:`pose_rows` reads and writes."""
+
+    rotations: np.ndarray
+    translations: np.ndarray
+    contacts: np.ndarray
+    parents: np.ndarray
+    legs: np.ndarray
+    no_legs: np.ndarray
+    clip_last: np.ndarray
+    frame_pos: np.ndarray
+    frame: np.ndarray
+    root_pos: np.ndarray
+    root_yaw: np.ndarray
+    shown_rot: np.ndarray
+    shown_pos: np.ndarray
+    shown_slot: np.ndarray
+    last_dt: np.ndarray
+    locked: np.ndarray
+    lock_pos: np.ndarray
+    release: np.ndarray
+    release_t: np.ndarray
+    lock_t: np.ndarray
+    out_rot: np.ndarray
+    out_pos: np.ndarray
+    out_contacts: np.ndarray
+    inert_kind: np.ndarray
+    foot_locking: np.ndarray
+    unlock_distance: np.ndarray
+    foot_blend_time: np.ndarray
+    foot_lock_in_time: np.ndarray
+    elapsed: np.ndarray
+    started: np.ndarray
+    rot_offset: np.ndarray
+    pos_offset: np.ndarray
+    rot_axis: np.ndarray
+    pos_dir: np.ndarray
+    rot_coeffs: np.ndarray
+    pos_coeffs: np.ndarray
+
+
+def stage_arrays(cls, *sources) -> tuple:
+    """The fields of ``cls`` (one of the stage tuples) taken by name from the first of
+    ``sources`` that has each (a :class:`DatabaseArrays`, a batch's rows)."""
+    return cls(*(next(getattr(s, n) for s in sources if hasattr(s, n)) for n in cls._fields))
+
+
+@numba.njit(cache=True)
+def playback_rows(rows, dt, at_end, speed, turn_rate, *arrays):
+    """Advance playback of every row by its ``dt`` (clamped at its clip's last frame) and
+    move its character root by the clip's root motion between the database roots played
+    before and now (rotated into the character's heading).
+
+    Writes ``at_end [R]`` (the clip's last frame was reached), ``speed [R]`` (m/s, planar)
+    and ``turn_rate [R]`` (rad/s) of the root motion over the step (0 when ``dt == 0``).
+    """
+    st = PlaybackArrays(*arrays)
+    two_pi = 2.0 * math.pi
+    for n in range(rows.shape[0]):
+        r = rows[n]
+        h = dt[n]
+        fp = st.frame_pos[r] + h * st.fps
+        last = st.clip_last[st.frame[r]]
+        end = fp >= last
+        if end:
+            fp = float(last)
+        i = int(fp)
+        st.frame_pos[r] = fp
+        st.frame[r] = i
+        # the database root at the fractional frame fp
+        j = min(i + 1, st.clip_last[i])
+        a = fp - i
+        b = 1 - a
+        px = b * st.track_pos[i, 0] + a * st.track_pos[j, 0]
+        py = b * st.track_pos[i, 1] + a * st.track_pos[j, 1]
+        pz = b * st.track_pos[i, 2] + a * st.track_pos[j, 2]
+        y0 = st.track_yaw[i]
+        dy = (st.track_yaw[j] - y0 + math.pi) % two_pi - math.pi
+        new_yaw = y0 + a * dy
+        old_yaw = st.db_root_yaw[r]
+        d0 = px - st.db_root_pos[r, 0]
+        d1 = py - st.db_root_pos[r, 1]
+        d2 = pz - st.db_root_pos[r, 2]
+        turn = st.root_yaw[r] - old_yaw  # rotates the clip's world into the character's
+        c = math.cos(turn)
+        s = math.sin(turn)
+        st.root_pos[r, 0] = st.root_pos[r, 0] + (c * d0 + s * d2)
+        st.root_pos[r, 1] = st.root_pos[r, 1] + d1
+        st.root_pos[r, 2] = st.root_pos[r, 2] + (-s * d0 + c * d2)
+        st.root_yaw[r] = (st.root_yaw[r] + (new_yaw - old_yaw) + math.pi) % two_pi - math.pi
+        st.db_root_pos[r, 0] = px
+        st.db_root_pos[r, 1] = py
+        st.db_root_pos[r, 2] = pz
+        st.db_root_yaw[r] = new_yaw
+        at_end[n] = end
+        if h > 0:
+            speed[n] = math.hypot(d0, d2) / h
+            turn_rate[n] = abs(new_yaw - old_yaw) / h
+        else:
+            speed[n] = 0.0
+            turn_rate[n] = 0.0
+
+
+@numba.njit(cache=True)
+def pose_rows(rows, dt, *arrays):
+    """Every row's pose this frame: the database pose at its fractional frame plus its
+    inertialization offsets (quintic ones evaluated here, spring ones already current),
+    forward kinematics and foot-locking IK on its legs, into ``out_rot [J, 4]``,
+    ``out_pos [J, 3]`` (joint 0: the character root in the world) and ``out_contacts [K]``.
+    The pose shown before becomes the previous one (when ``dt > 0``)."""
+    p = PoseArrays(*arrays)
+    for n in range(rows.shape[0]):
+        r = rows[n]
+        h = dt[n]
+        kind = p.inert_kind[r]
+        if kind == SPRING:
+            mode = 2  # offsets advanced by the caller
+        else:
+            p.elapsed[r] += h
+            mode = 1 if kind == QUINTIC and p.started[r] else 0
+        fp = p.frame_pos[r]
+        i = int(fp)
+        j = min(i + 1, p.clip_last[i])
+        if h > 0:
+            p.shown_slot[r] = 1 - p.shown_slot[r]
+            p.last_dt[r] = h
+        k = p.shown_slot[r]
+        legs = p.legs if p.foot_locking[r] else p.no_legs
+        for q in range(p.out_contacts.shape[1]):
+            p.out_contacts[r, q] = False
+        controller_pose(p.rotations, p.translations, i, j, fp - i, mode, p.elapsed[r], p.rot_axis[r],
+                        p.rot_coeffs[r], p.pos_dir[r], p.pos_coeffs[r], p.rot_offset[r], p.pos_offset[r],
+                        p.root_pos[r], p.root_yaw[r], p.parents, legs, p.contacts, p.frame[r], h,
+                        p.unlock_distance[r], p.foot_blend_time[r], p.foot_lock_in_time[r], p.locked[r],
+                        p.lock_pos[r], p.release[r], p.release_t[r], p.lock_t[r], p.shown_rot[r, k],
+                        p.shown_pos[r, k], p.out_rot[r], p.out_pos[r], p.out_contacts[r])
+
+
+@numba.njit(cache=True, inline="always")
+def _heading_of(c, s):
+    """:func:`motionmatch.control.trajectory.heading_of`."""
+    return math.atan2(c * (2.0 * s), 1.0 - s * (2.0 * s))
+
+
+@numba.njit(cache=True, inline="always")
+def _heading_of_angle(angle):
+    """:func:`motionmatch.control.trajectory.heading_of_angle`."""
+    half = 0.5 * angle
+    return _heading_of(math.cos(half), math.sin(half))
+
+
+@numba.njit(cache=True)
+def advance_sim_rows(rows, dt, goals, *arrays):
+    """Advance every row's simulated root by its ``dt`` toward its goal: the critically
+    damped velocity and heading springs in closed form, on the ground plane, as
+    :meth:`TrajectoryPredictor.advance <motionmatch.control.trajectory.TrajectoryPredictor.advance>`
+    does for an :class:`~motionmatch.control.intent.Intent` (spring mode, 2D; the same
+    operations in the same order).
+
+    ``goals [R, 5]``: the intent's velocity ``x, z`` (m/s), its facing ``x, z`` and 1 when
+    it has one (else 0): the goal heading is the facing's, else the velocity's when moving,
+    else the current heading."""
+    st = SimArrays(*arrays)
+    two_pi = 2.0 * math.pi
+    for n in range(rows.shape[0]):
+        r = rows[n]
+        t = dt[n]
+        gx = goals[n, 0]
+        gz = goals[n, 1]
+        if goals[n, 4] != 0.0:
+            goal = _heading_of_angle(math.atan2(goals[n, 2], goals[n, 3]))
+        elif math.hypot(gx, gz) >= STILL_SPEED:
+            goal = _heading_of_angle(math.atan2(gx, gz))
+        else:
+            goal = st.sim_heading[r]
+        # velocity spring (x and z; y is not sprung in 2D: its velocity and acceleration are 0)
+        y = SPRING_HALFLIFE_FACTOR / max(st.velocity_halflife[r], MIN_HALFLIFE)
+        yt = y * t
+        e = math.exp(-yt)
+        e1 = -math.expm1(-yt)
+        n2 = 1.0 - (1.0 + yt) * e
+        yy = y * y
+        for c in range(0, 3, 2):
+            g = gx if c == 0 else gz
+            v0 = st.sim_vel[r, c]
+            a0 = st.sim_acc[r, c]
+            j0 = v0 - g
+            j1 = a0 + j0 * y
+            st.sim_pos[r, c] = st.sim_pos[r, c] + g * t + j0 * e1 / y + j1 * n2 / yy
+            st.sim_vel[r, c] = g + e * (j0 + j1 * t)
+            st.sim_acc[r, c] = e * (a0 - j1 * yt)
+        st.sim_vel[r, 1] = 0.0
+        st.sim_acc[r, 1] = 0.0
+        # heading spring toward the goal, the shortest way round
+        off0 = (st.sim_heading[r] - goal + math.pi) % two_pi - math.pi
+        w0 = st.sim_rate[r]
+        yh = SPRING_HALFLIFE_FACTOR / max(st.facing_halflife[r], MIN_HALFLIFE)
+        eh = math.exp(-yh * t)
+        j1 = w0 + off0 * yh
+        off = eh * (off0 + j1 * t)
+        angle = goal + off
+        st.sim_angle[r] = angle
+        st.sim_rate[r] = eh * (w0 - j1 * yh * t)
+        half = 0.5 * _heading_of_angle(angle)  # the heading its RootState reports (RootState._trusted)
+        st.sim_heading[r] = _heading_of(math.cos(half), math.sin(half))
+        st.sim_version[r] += 1

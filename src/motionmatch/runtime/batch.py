@@ -1,0 +1,234 @@
+"""The per-frame state of many controllers of one database as arrays, and their compiled
+per-frame stages over any set of them.
+
+A :class:`ControllerBatch` holds one row per controller: its playback (fractional frame,
+character root, the database root played last), its simulated root (:class:`RowPredictor`),
+its inertialization offsets (:func:`~motionmatch.runtime.inertialize.inertial_rows`), its
+foot locks, the last two poses it showed (a transition's source and its velocity) and
+the pose it outputs. Every :class:`~motionmatch.runtime.controller.Controller` owns a row:
+of a batch of its own, or of its :class:`~motionmatch.runtime.world.World`'s. The numeric
+work of a frame is three compiled calls over rows (:mod:`motionmatch.runtime._batch_kernels`):
+
+1. :meth:`ControllerBatch.playback`: advance the clips by time and move the character
+   roots by their root motion;
+2. :meth:`ControllerBatch.advance_sim`: the simulated roots' velocity and heading springs;
+3. :meth:`ControllerBatch.pose`: sample the database, add the inertialization offsets,
+   forward kinematics and foot-locking IK.
+
+A controller's own update calls them for its one row; a world calls each once per frame
+for all its agents, with the searches (per agent, in Python) between the first and the
+second: the same code on the same numbers, one row or a thousand.
+"""
+
+from __future__ import annotations
+
+import weakref
+
+import numpy as np
+
+from motionmatch.anim import quat
+from motionmatch.control.intent import Intent
+from motionmatch.control.trajectory import RootState, TrajectoryPredictor
+from motionmatch.database import MotionDatabase
+from motionmatch.runtime import _batch_kernels as BK
+from motionmatch.runtime._batch_kernels import (
+    ControllerRows,
+    DatabaseArrays,
+    PlaybackArrays,
+    PoseArrays,
+    SimArrays,
+    stage_arrays,
+)
+from motionmatch.runtime.inertialize import inertial_rows
+from motionmatch.runtime.rows import RowArrays
+
+__all__ = ["ControllerBatch", "ControllerRows", "DatabaseArrays", "RowPredictor", "database_arrays", "intent_goal",
+           "leg_chains"]
+
+#: ``ControllerSettings.inertialization`` -> ``ControllerRows.inert_kind``
+INERT_KINDS = {"none": BK.NO_OFFSETS, "quintic": BK.QUINTIC, "spring": BK.SPRING}
+
+
+def leg_chains(db: MotionDatabase) -> list[tuple[int, int, int, int]]:
+    """``(upleg, knee, ankle, toe)`` joints of every contact joint (``db.foot_joints``), or
+    ``[]`` when one of them is not at the end of a three-bone leg (no foot locking)."""
+    p = db.skeleton.parents
+    out = []
+    for toe in db.foot_joints:
+        ankle = p[toe]
+        knee = p[ankle] if ankle > 0 else -1
+        hip = p[knee] if knee > 0 else -1
+        if min(ankle, knee, hip) <= 0:
+            return []
+        out.append((int(hip), int(knee), int(ankle), int(toe)))
+    return out
+
+
+_ARRAYS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def database_arrays(db: MotionDatabase) -> DatabaseArrays:
+    """The :class:`DatabaseArrays` of ``db`` (computed once per database, read-only)."""
+    a = _ARRAYS.get(db)
+    if a is not None:
+        return a
+    track_pos = db.translations[:, 0].astype(np.float64)
+    track_yaw = quat.yaw_angle(db.rotations[:, 0].astype(np.float64))
+    legs = np.asarray(leg_chains(db), dtype=np.int64).reshape(-1, 4)
+    clip_last = (db.clip_stops[db.frame_clip] - 1).astype(np.int64)
+    parents = np.ascontiguousarray(db.skeleton.parents, dtype=np.int64)
+    for x in (track_pos, track_yaw, legs, clip_last, parents):
+        x.setflags(write=False)
+    a = DatabaseArrays(db.rotations, db.translations, db.contacts, parents, legs, np.zeros((0, 4), dtype=np.int64),
+                       clip_last, track_pos, track_yaw, float(db.fps))
+    _ARRAYS[db] = a
+    return a
+
+
+def _controller_rows(J: int, K: int, capacity: int) -> RowArrays:
+    f8, i8, b = np.float64, np.int64, np.bool_
+    J1 = J - 1
+    shapes = {"frame_pos": ((), f8), "frame": ((), i8), "root_pos": ((3,), f8), "root_yaw": ((), f8),
+              "db_root_pos": ((3,), f8), "db_root_yaw": ((), f8), "shown_rot": ((2, J1, 4), f8),
+              "shown_pos": ((2, J1, 3), f8), "shown_slot": ((), i8), "last_dt": ((), f8), "locked": ((K,), b),
+              "lock_pos": ((K, 3), f8), "release": ((K, 3), f8), "release_t": ((K,), f8), "lock_t": ((K,), f8),
+              "out_rot": ((J, 4), f8), "out_pos": ((J, 3), f8), "out_contacts": ((K,), b), "inert_kind": ((), i8),
+              "foot_locking": ((), b), "unlock_distance": ((), f8), "foot_blend_time": ((), f8),
+              "foot_lock_in_time": ((), f8), "sim_pos": ((3,), f8), "sim_vel": ((3,), f8), "sim_acc": ((3,), f8),
+              "sim_heading": ((), f8), "sim_angle": ((), f8), "sim_rate": ((), f8), "sim_version": ((), i8),
+              "velocity_halflife": ((), f8), "facing_halflife": ((), f8)}
+    return RowArrays({name: shapes[name] for name in ControllerRows._fields}, capacity)
+
+
+class ControllerBatch:
+    """The per-frame state of the controllers of ``db``, one row each (see the module docstring).
+
+    Attributes:
+        db: the database; arrays: its :class:`DatabaseArrays`.
+        state: the controllers' rows (:class:`ControllerRows` fields), inert: their
+            inertialization rows (:class:`~motionmatch.runtime.inertialize.InertialArrays`
+            fields), both :class:`~motionmatch.runtime.rows.RowArrays` with the same row
+            numbers.
+    """
+
+    def __init__(self, db: MotionDatabase, capacity: int = 1):
+        self.db = db
+        self.arrays = database_arrays(db)
+        J = db.skeleton.num_joints
+        self.state = _controller_rows(J, len(self.arrays.legs), capacity)
+        self.inert = inertial_rows(J - 1, capacity)
+        self._views: tuple | None = None
+
+    def add(self, settings) -> int:
+        """A row for a controller with ``settings`` (a
+        :class:`~motionmatch.runtime.controller.ControllerSettings`); the controller sets
+        the rest of its state."""
+        st = self.state
+        row = st.take()
+        self.inert.grow_to(st.capacity)
+        st.inert_kind[row] = INERT_KINDS[settings.inertialization]
+        st.foot_locking[row] = bool(settings.foot_locking) and len(self.arrays.legs) > 0
+        st.unlock_distance[row] = settings.foot_unlock_distance
+        st.foot_blend_time[row] = settings.foot_blend_time
+        st.foot_lock_in_time[row] = settings.foot_lock_in_time
+        return row
+
+    def remove(self, row: int) -> None:
+        """Row ``row`` is free again."""
+        self.state.give_back(row)
+
+    def copy_row(self, src: ControllerBatch, i: int, j: int) -> None:
+        """Row ``j`` := row ``i`` of ``src`` (a batch of the same database)."""
+        self.state.copy_row(src.state, i, j)
+        self.inert.copy_row(src.inert, i, j)
+
+    def _packed(self) -> tuple:
+        """The stages' flat arguments ``(playback, sim, pose)`` (:class:`PlaybackArrays`,
+        :class:`SimArrays`, :class:`PoseArrays`), built once per size of the batch."""
+        v = self._views
+        if v is None or v[0] is not self.state.frame_pos:
+            src = (self.arrays, self.state, self.inert)
+            v = self._views = (self.state.frame_pos, *(stage_arrays(cls, *src) for cls in (PlaybackArrays, SimArrays,
+                                                                                            PoseArrays)))
+        return v[1:]
+
+    # ------------------------------------------------------------------ stages
+    def playback(self, rows: np.ndarray, dt: np.ndarray, at_end: np.ndarray, speed: np.ndarray,
+                 turn_rate: np.ndarray) -> None:
+        """Advance the clips of ``rows [R]`` (int64) by ``dt [R]`` seconds and move their
+        roots by the root motion; writes ``at_end [R]`` (bool: clip end reached),
+        ``speed [R]`` (m/s) and ``turn_rate [R]`` (rad/s) of that root motion."""
+        BK.playback_rows(rows, dt, at_end, speed, turn_rate, *self._packed()[0])
+
+    def advance_sim(self, rows: np.ndarray, dt: np.ndarray, goals: np.ndarray) -> None:
+        """Advance the simulated roots of ``rows [R]`` by ``dt [R]`` seconds toward
+        ``goals [R, 5]`` (see :func:`~motionmatch.runtime._batch_kernels.advance_sim_rows`;
+        :func:`intent_goal` packs one)."""
+        BK.advance_sim_rows(rows, dt, goals, *self._packed()[1])
+
+    def pose(self, rows: np.ndarray, dt: np.ndarray) -> None:
+        """The poses of ``rows [R]`` after ``dt [R]`` seconds into ``state.out_rot``,
+        ``state.out_pos`` and ``state.out_contacts`` (spring inertialization offsets must
+        have been advanced by their inertializers first)."""
+        BK.pose_rows(rows, dt, *self._packed()[2])
+
+
+def intent_goal(intent: Intent, out: np.ndarray) -> None:
+    """The goal of a simulated root heading for ``intent`` into ``out [5]``: its velocity
+    ``x, z`` (m/s), its facing ``x, z`` and 1 if it has one (else zeros)."""
+    vx, _, vz = intent.velocity.tolist()
+    f = intent.facing
+    if f is None:
+        out[:] = (vx, vz, 0.0, 0.0, 0.0)
+    else:
+        fx, _, fz = f.tolist()
+        out[:] = (vx, vz, fx, fz, 1.0)
+
+
+class RowPredictor(TrajectoryPredictor):
+    """A controller's simulated root kept in its batch row (``sim_*`` of
+    :class:`ControllerRows`): :attr:`state` is built from the row when read (the same
+    :class:`~motionmatch.control.trajectory.RootState` the plain predictor would hold), and
+    the common advance (spring mode, 2D, an :class:`~motionmatch.control.intent.Intent`) is
+    the batch's compiled stage on the row, which a world runs for all its agents at once."""
+
+    def __init__(self, batch: ControllerBatch, row: int, *args, **kw):
+        self.batch, self.row = batch, row
+        self._cache: tuple[int, RootState] | None = None
+        self._goal, self._row1, self._dt1 = np.zeros((1, 5)), np.zeros(1, dtype=np.int64), np.zeros(1)
+        super().__init__(*args, **kw)
+        batch.state.velocity_halflife[row] = self.velocity_halflife
+        batch.state.facing_halflife[row] = self.facing_halflife
+
+    def batched(self, desired) -> bool:
+        """Whether :meth:`advance` toward ``desired`` is the batch's compiled stage."""
+        return self.mode == "spring" and not self.vertical and isinstance(desired, Intent)
+
+    @property
+    def state(self) -> RootState:
+        st, r = self.batch.state, self.row
+        version = int(st.sim_version[r])
+        if self._cache is None or self._cache[0] != version:
+            s = RootState._trusted(st.sim_pos[r].copy(), st.sim_vel[r].copy(), st.sim_acc[r].copy(),
+                                   float(st.sim_angle[r]), float(st.sim_rate[r]))
+            self._cache = (version, s)
+        return self._cache[1]
+
+    @state.setter
+    def state(self, s: RootState) -> None:
+        st, r = self.batch.state, self.row
+        st.sim_pos[r], st.sim_vel[r], st.sim_acc[r] = s.position, s.velocity, s.acceleration
+        st.sim_heading[r] = s.yaw
+        st.sim_rate[r] = s.angular_velocity[1]
+        self._cache = (int(st.sim_version[r]), s)
+
+    def _advance_planar(self, dt: float, desired: Intent) -> RootState:
+        self.advance_row(dt, desired)
+        return self.state
+
+    def advance_row(self, dt: float, desired: Intent) -> None:
+        """:meth:`advance` toward an intent for which :meth:`batched` is true, the state
+        left in the row (built only when read)."""
+        self._row1[0], self._dt1[0] = self.row, dt
+        intent_goal(desired, self._goal[0])
+        self.batch.advance_sim(self._row1, self._dt1, self._goal)

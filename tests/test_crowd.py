@@ -1,0 +1,170 @@
+"""Crowds are Worlds of steering agents: the steering of many agents at once against the
+per-agent rule (``tests/oracles/steering.py``), the grid it finds neighbours with, and the
+World's batched stepping against stepping each agent's controller on its own."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from motionmatch.geometry.grid import box_grid, point_grid
+from motionmatch.runtime.crowd import SteeringSettings, steer_all
+from oracles.steering import steer
+
+
+def _reference(pos, idx, aims, speeds, sides, s):
+    return np.array([steer(pos[i], aims[k], speeds[k], np.delete(pos, i, axis=0), s, sides[k])
+                     for k, i in enumerate(idx)]).reshape(-1, 2)
+
+
+@pytest.mark.parametrize("n, spread, seed", [(30, 3.0, 0), (400, 25.0, 1), (300, 4.0, 2)])
+def test_steering_of_many_agents_equals_the_per_agent_rule(n, spread, seed):
+    """Sparse and dense crowds (most agents see several others), some arrived, agents on
+    grid-cell borders and at equal distances from another."""
+    rng = np.random.default_rng(seed)
+    s = SteeringSettings()
+    pos = rng.uniform(-spread, spread, (n, 2))
+    pos[:10] = np.round(pos[:10] / s.view_distance) * s.view_distance  # on cell borders
+    pos[10] = pos[11] + [1.0, 0.0]  # two agents equally far ahead of a third
+    pos[12] = pos[11] + [-1.0, 0.0]
+    idx = np.arange(0, n, 2) if n > 40 else np.arange(n)
+    aims = pos[idx] + rng.uniform(-8, 8, (len(idx), 2))
+    aims[3] = pos[idx[3]] + 0.1  # arrived
+    speeds = rng.uniform(0.8, 2.0, len(idx))
+    sides = np.where(idx % 4 == 0, 1.0, -1.0)
+    v = steer_all(pos, idx, aims, speeds, sides, s)
+    ref = _reference(pos, idx, aims, speeds, sides, s)
+    np.testing.assert_allclose(v, ref, atol=1e-12)
+    assert not v[3].any()
+    to_aim = aims - pos[idx]
+    cos = np.einsum("ij,ij->i", v, to_aim) / np.maximum(np.hypot(*to_aim.T) * np.hypot(*v.T), 1e-12)
+    assert np.sum(cos < 1.0 - 1e-9) >= 3  # the lateral force bent some (the comparison covers it)
+
+
+def test_grid_cells_hold_exactly_the_boxes_that_touch_them():
+    rng = np.random.default_rng(4)
+    lo = rng.uniform(-10, 10, (200, 2))
+    hi = lo + rng.uniform(0, 3, (200, 2))
+    cell = 1.5
+    start, items, nx, nz, x0, z0 = box_grid(lo[:, 0], hi[:, 0], lo[:, 1], hi[:, 1], cell)
+    for i in range(nx):
+        for j in range(nz):
+            got = items[start[i * nz + j]:start[i * nz + j + 1]]
+            cx, cz = x0 + i * cell, z0 + j * cell
+            want = np.flatnonzero((lo[:, 0] < cx + cell) & (hi[:, 0] >= cx) & (lo[:, 1] < cz + cell) & (hi[:, 1] >= cz))
+            np.testing.assert_array_equal(got, want)  # ascending box order
+    p = rng.uniform(-5, 5, (50, 2))
+    start, items, nx, nz, x0, z0 = point_grid(p, 2.0)
+    assert len(items) == 50 and sorted(items) == list(range(50))
+    for m in range(50):
+        c = int((p[m, 0] - x0) // 2.0) * nz + int((p[m, 1] - z0) // 2.0)
+        assert m in items[start[c]:start[c + 1]]
+
+
+# ------------------------------------------------------------------ the World's batched stepping
+@pytest.fixture(scope="module")
+def small_env_db(data_dir):
+    from motionmatch.anim import load_bvh
+    from motionmatch.database import MotionDatabase
+    from motionmatch.database.schema import environment_schema
+    from motionmatch.runtime.world import EnvironmentMatcher
+
+    names = ("walk1_subject1_walk2", "walk2_subject3_walk", "multipleActions1_subject1_run", "ground2_subject3_turn")
+    paths = [data_dir / "lafan1-60fps" / f"{n}.bvh" for n in names]
+    missing = [p.name for p in paths if not p.exists()]
+    if missing:
+        pytest.skip(f"LAFAN1 clips missing: {missing}")
+    db = MotionDatabase.build([load_bvh(p) for p in paths], mirror_copies=True, schema=environment_schema())
+    return db, EnvironmentMatcher(db)
+
+
+def _crowd_world(dbm, batched: bool):
+    """doors-small (12 steering agents among walls, each an obstacle to the others) plus a
+    scripted agent with spring inertialization and no foot locking, and one with neither."""
+    from pathlib import Path
+
+    from motionmatch.environment import load_scenario
+    from motionmatch.runtime.inputs import ScriptInput
+    from motionmatch.runtime.world import environment_controller_settings, world_from_scenario
+
+    db, m = dbm
+    sc = load_scenario(Path(__file__).resolve().parents[1] / "scenarios" / "doors-small.json")
+    world = world_from_scenario(db, sc, matcher=m, record_poses=False)
+    world.batched = batched
+    script = {"events": [{"t": 0.0, "keys": ["w"]}, {"t": 1.5, "keys": ["d", "shift"]}, {"t": 3.0, "keys": ["a"]}]}
+    for name, x, inert in (("spring", 10.0, "spring"), ("cut", 12.0, "none")):
+        cs = environment_controller_settings(inertialization=inert, foot_locking=False, adjust_halflife=0.2)
+        world.add_agent(name, (x, -6.0), (0.0, 1.0), ScriptInput(script, 6.0), controller=cs)
+    return world
+
+
+def test_world_steps_its_agents_together_as_each_would_alone(small_env_db):
+    """The batched World (one compiled playback and pose call for all agents, searches in
+    between) plays the same poses as stepping each agent's controller with its own
+    ``update``: transitions, foot locks, agents skipped (level of detail), removed and
+    added in the middle, steps of several lengths."""
+    from motionmatch.runtime.crowd import SteeringInput
+
+    worlds = [_crowd_world(small_env_db, batched) for batched in (True, False)]
+    rng = np.random.default_rng(0)
+    dts = rng.choice([1 / 60, 1 / 30, 1 / 144], size=300, p=[0.7, 0.2, 0.1])
+    worst = 0.0
+    transitions = locked = searches = 0
+    for f, dt in enumerate(dts):
+        skip = frozenset(rng.choice(14, size=3, replace=False).tolist()) if f % 7 == 3 else frozenset()
+        for w in worlds:
+            if f == 100:  # an agent leaves; a new one takes its row
+                gone = w.agents[4]
+                w.remove_agent(gone)
+                w.add_agent("late", (2.0, -7.0), (0.0, 1.0), SteeringInput(w, (2.0, 6.0), 1.4))
+                assert gone.ctrl._batch is not w._batch  # it keeps its state, apart
+            w.step(0.0 if f == 0 else float(dt), skip=skip)
+        a, b = worlds
+        for x, y in zip(a.agents, b.agents):
+            ra, rb = x.result, y.result
+            assert (ra.frame, ra.mode, ra.searched, ra.transitioned) == (rb.frame, rb.mode, rb.searched, rb.transitioned)
+            np.testing.assert_array_equal(ra.contacts, rb.contacts)
+            worst = max(worst, float(np.abs(ra.rotations - rb.rotations).max()),
+                        float(np.abs(ra.translations - rb.translations).max()))
+            transitions += ra.transitioned
+            locked += bool(ra.contacts.any())
+            searches += ra.searched
+    assert worst < 1e-9
+    assert transitions > 50 and locked > 1000 and searches > 300  # what was compared happened
+    for x, y in zip(*(w.agents for w in worlds)):
+        np.testing.assert_allclose(x.ctrl.root_pos, y.ctrl.root_pos, atol=1e-9)
+        np.testing.assert_allclose(x.ctrl.predictor.state.position, y.ctrl.predictor.state.position, atol=1e-9)
+
+
+def test_simulated_roots_in_batch_rows_are_the_predictors_own(small_env_db):
+    """A controller's simulated root advanced by the batch's compiled stage is the plain
+    predictor's, bit for bit: moving, strafing (a facing), standing, steps of any length,
+    and a state set from outside in between (as the root adjustment does)."""
+    from motionmatch.control.intent import Intent
+    from motionmatch.control.trajectory import TrajectoryPredictor
+    from motionmatch.runtime.batch import ControllerBatch, RowPredictor
+    from motionmatch.runtime.controller import ControllerSettings
+
+    db, _ = small_env_db
+    times = db.schema.trajectory_offsets
+    batch = ControllerBatch(db)
+    batch.add(ControllerSettings())
+    row = batch.add(ControllerSettings())  # a second row: the batch grows
+    fast, plain = RowPredictor(batch, row, times, 0.2, 0.25), TrajectoryPredictor(times, 0.2, 0.25)
+    rng = np.random.default_rng(1)
+    intent = Intent.idle()
+    for i in range(400):
+        if i % 25 == 0:
+            v = rng.normal(size=3) * 1.5
+            v[1] = 0.0
+            face = None if rng.random() < 0.6 else np.array([rng.normal(), 0.0, rng.normal()])
+            intent = Intent(velocity=v if rng.random() < 0.8 else [0.0, 0.0, 0.0], facing=face, gait="walk")
+        if i % 97 == 50:
+            for p in (fast, plain):
+                p.state = p.state.replace(position=p.state.position + [0.1, 0.0, -0.05])
+        dt = float(rng.choice([0.0, 1 / 144, 1 / 60, 1 / 20]))
+        a, b = fast.advance(dt, intent), plain.advance(dt, intent)
+        for name in ("position", "velocity", "acceleration", "rotation", "angular_velocity"):
+            np.testing.assert_array_equal(getattr(a, name), getattr(b, name))
+        assert a.yaw == b.yaw
+        np.testing.assert_array_equal(fast.predict(intent).positions, plain.predict(intent).positions)
