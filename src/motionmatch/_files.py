@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import tempfile
 from collections.abc import Iterator
@@ -17,8 +18,13 @@ def atomic_write(path: str | Path, mode: str = "w", **open_kwargs) -> Iterator[I
     If the body raises, the temporary file is removed and ``path`` is left untouched.
     """
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    if path.is_dir():
+        raise IsADirectoryError(errno.EISDIR, "is a folder; give a file name", str(path))
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    except OSError as e:  # name the file asked for, not the temporary one
+        raise type(e)(e.errno, f"cannot write here ({e.strerror})", str(path)) from None
     umask = os.umask(0)
     os.umask(umask)
     os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes files owner-only; use the usual permissions
@@ -27,10 +33,27 @@ def atomic_write(path: str | Path, mode: str = "w", **open_kwargs) -> Iterator[I
             yield f
             f.flush()
             os.fsync(f.fileno())
-        os.replace(tmp, path)
+        try:
+            os.replace(tmp, path)
+        except OSError as e:
+            raise type(e)(e.errno, e.strerror, str(path)) from None
     except BaseException:
         try:
             os.unlink(tmp)
         except FileNotFoundError:
             pass
         raise
+
+
+def not_npz(path: Path) -> str | None:
+    """What an existing ``path`` is when it is plainly no ``.npz`` (zip) file: ``"a folder"``,
+    ``"an empty file"``, ``"a BVH file"`` or ``"corrupt or not an .npz file"``; ``None`` for a zip file."""
+    if path.is_dir():
+        return "a folder"
+    with open(path, "rb") as f:
+        head = f.read(4)
+    if head == b"PK\x03\x04":
+        return None
+    if not head:
+        return "an empty file"
+    return "a BVH file" if head == b"HIER" or path.suffix.lower() == ".bvh" else "corrupt or not an .npz file"

@@ -283,7 +283,7 @@ def load_keypoints(path: str | Path) -> KeypointStream:
     if p.suffix.lower() == ".json":
         try:
             d = json.loads(p.read_text())
-        except json.JSONDecodeError as e:
+        except (json.JSONDecodeError, UnicodeDecodeError) as e:
             raise KeypointError(f"{p}: not valid JSON ({e})") from None
         return stream_from_dict(d, str(p))
     if p.suffix.lower() == ".npz":
