@@ -46,8 +46,10 @@ def atomic_write(path: str | Path, mode: str = "w", **open_kwargs) -> Iterator[I
 
 
 def not_npz(path: Path) -> str | None:
-    """What an existing ``path`` is when it is plainly no ``.npz`` (zip) file: ``"a folder"``,
+    """What ``path`` is when it is plainly no ``.npz`` (zip) file: ``"no such file"``, ``"a folder"``,
     ``"an empty file"``, ``"a BVH file"`` or ``"corrupt or not an .npz file"``; ``None`` for a zip file."""
+    if not path.exists():
+        return "no such file"
     if path.is_dir():
         return "a folder"
     with open(path, "rb") as f:

@@ -84,6 +84,14 @@ def folder(text: str) -> str:
     return text
 
 
+def existing_folder(text: str) -> str:
+    """A folder that exists (argparse type)."""
+    if not Path(text).is_dir():
+        what = "a file" if Path(text).exists() else "no such folder"
+        raise argparse.ArgumentTypeError(f"expected a folder, got {text!r} ({what})")
+    return text
+
+
 def output_file(path: str | Path | None, suffixes: tuple[str, ...], what: str) -> Path | None:
     """``path`` as a ``Path`` if it is a file this command can write with one of ``suffixes``
     (``None`` passes through); otherwise a one-line error naming it and what to give."""

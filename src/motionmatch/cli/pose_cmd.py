@@ -271,7 +271,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                       description="Render LAFAN1 / Bandai-Namco clips through a virtual camera, train the kNN baseline "
                       "and the improved classifier, and report per-class precision/recall/F1, confusion matrices "
                       "(PNG), latency and flicker on held-out clips filmed from held-out azimuths.")
-    e.add_argument("--data", metavar="DIR", help="motion-capture root (default $MOTIONMATCH_DATA or ../shared/data)")
+    e.add_argument("--data", type=arg.existing_folder, metavar="DIR", help="motion-capture root (default $MOTIONMATCH_DATA or ../shared/data)")
     e.add_argument("--json", action="store_true", help="print the metrics as JSON (the improved classifier under 'best')")
     e.add_argument("--out", type=arg.folder, default="pose-eval", metavar="DIR",
                    help="where to write the PNGs and pose_eval.json")
@@ -289,7 +289,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     r.add_argument("--report", metavar="R.json", help="write metrics and the command timeline")
     r.add_argument("--classifier", default="improved", metavar="improved|knn|MODEL.npz",
                    help="the default improved classifier, the kNN baseline, or a trained model file")
-    r.add_argument("--data", metavar="DIR", help="motion-capture root for training the default classifier")
+    r.add_argument("--data", type=arg.existing_folder, metavar="DIR", help="motion-capture root for training the default classifier")
     r.add_argument("--fps", type=arg.fps, default=60.0, help="simulation and output frame rate (default 60)")
     r.set_defaults(func=cmd_run)
 
@@ -311,7 +311,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     t.add_argument("--members", type=arg.int_range(1, 100),
                    help="networks in the improved classifier's ensemble (default: the "
                    "default classifier's)")
-    t.add_argument("--data", metavar="DIR", help="motion-capture root")
+    t.add_argument("--data", type=arg.existing_folder, metavar="DIR", help="motion-capture root")
     t.add_argument("--quick", action="store_true", help="use the small rendered configuration")
     t.set_defaults(func=cmd_train)
 
@@ -329,7 +329,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     lv.add_argument("--camera", default=0, type=lambda v: int(v) if v.isdigit() else v)
     lv.add_argument("--complexity", type=int, default=1, choices=(0, 1, 2))
     lv.add_argument("--model", metavar="FILE.task")
-    lv.add_argument("--data", metavar="DIR")
+    lv.add_argument("--data", type=arg.existing_folder, metavar="DIR")
     lv.set_defaults(func=cmd_live)
 
     p.set_defaults(func=lambda a: (p.print_help(), 0)[1])

@@ -277,9 +277,9 @@ class DirectionNet:
 
     @classmethod
     def load(cls, path: str | Path) -> DirectionNet:
-        kind = not_npz(Path(path)) if Path(path).exists() else "no such file"
+        kind = not_npz(Path(path))
         if kind:
-            raise MotionMatchError(f"{path}: {kind}, not a DirectionNet (.npz); train one with "
+            raise MotionMatchError(f"{path}: {kind}; a DirectionNet is an .npz file from "
                                    "'motionmatch train-direction-net'")
         try:
             with np.load(path, allow_pickle=False) as z:

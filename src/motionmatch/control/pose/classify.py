@@ -478,10 +478,10 @@ class MLPPoseClassifier(PoseClassifier):
 def load_classifier(path: str | Path) -> PoseClassifier:
     """Read a classifier written by :meth:`PoseClassifier.save`."""
     p = Path(path)
-    kind = not_npz(p) if p.exists() else "no such file"
+    kind = not_npz(p)
     if kind:
-        raise ClassifierError(f"{p}: {kind}, not a pose classifier (.npz); train one with 'motionmatch pose train' "
-                              "or use improved or knn")
+        raise ClassifierError(f"{p}: {kind}; a pose classifier is an .npz file from 'motionmatch pose train' "
+                              "(or use improved or knn)")
     try:
         with np.load(p, allow_pickle=False) as z:
             d = {k: z[k] for k in z.files}
