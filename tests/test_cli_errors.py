@@ -127,6 +127,7 @@ CASES = [
     # genmm
     (2, "genmm {d}/walk.bvh -o {o}/o.bvh --frames 0"),
     (1, "genmm {d}/walk.bvh -o {o}/o.bvh --frames 3"),
+    (1, "genmm {d}/walk.bvh -o {o}/o.bvh --frames 20 --patch-size 5"),
     (2, "genmm {d}/walk.bvh -o {o}/o.bvh --duration nan"),
     (2, "genmm {d}/walk.bvh -o {o}/o.bvh --samples 0"),
     (2, "genmm {d}/walk.bvh -o {o}/o.bvh --seed -1"),

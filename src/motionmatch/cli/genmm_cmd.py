@@ -266,7 +266,10 @@ def cmd_genmm(args: argparse.Namespace) -> int:
         from motionmatch.metrics.genmm import evaluate
 
         tm = time.perf_counter()
-        metrics = evaluate(gen.examples, [r.motion for r in results])
+        try:
+            metrics = evaluate(gen.examples, [r.motion for r in results])
+        except ValueError as e:  # examples or output too short for the metrics' windows
+            raise MotionMatchError(f"cannot score the output: {e}; pass --no-metrics to skip the metrics") from None
         report.update({k: metrics[k] for k in ("coverage", "global_patch_distance", "local_patch_distance")})
         if args.samples > 1:
             report["set_diversity"] = metrics["set_diversity"]
