@@ -12,37 +12,42 @@ from typing import IO
 
 
 @contextmanager
-def atomic_write(path: str | Path, mode: str = "w", **open_kwargs) -> Iterator[IO]:
-    """Open a temporary file beside ``path``; on success rename it onto ``path``.
-
-    If the body raises, the temporary file is removed and ``path`` is left untouched.
-    """
+def atomic_path(path: str | Path) -> Iterator[Path]:
+    """A temporary path beside ``path`` (same suffix) for the body to write; renamed onto
+    ``path`` when the body succeeds, removed when it fails, so that ``path`` is either
+    complete or untouched. An OS error names ``path``, never the temporary file."""
     path = Path(path)
     if path.is_dir():
         raise IsADirectoryError(errno.EISDIR, "is a folder; give a file name", str(path))
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    except OSError as e:  # name the file asked for, not the temporary one
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=f".tmp{path.suffix}", dir=path.parent)
+    except OSError as e:
         raise type(e)(e.errno, f"cannot write here ({e.strerror})", str(path)) from None
+    os.close(fd)
     umask = os.umask(0)
     os.umask(umask)
     os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes files owner-only; use the usual permissions
     try:
-        with os.fdopen(fd, mode, **open_kwargs) as f:
-            yield f
-            f.flush()
-            os.fsync(f.fileno())
-        try:
-            os.replace(tmp, path)
-        except OSError as e:
+        yield Path(tmp)
+        os.replace(tmp, path)
+    except BaseException as e:
+        Path(tmp).unlink(missing_ok=True)
+        if isinstance(e, OSError) and e.filename in (tmp, Path(tmp)):
             raise type(e)(e.errno, e.strerror, str(path)) from None
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
         raise
+
+
+@contextmanager
+def atomic_write(path: str | Path, mode: str = "w", **open_kwargs) -> Iterator[IO]:
+    """Open a temporary file beside ``path``; on success rename it onto ``path``.
+
+    If the body raises, the temporary file is removed and ``path`` is left untouched.
+    """
+    with atomic_path(path) as tmp, open(tmp, mode, **open_kwargs) as f:
+        yield f
+        f.flush()
+        os.fsync(f.fileno())
 
 
 def not_npz(path: Path) -> str | None:
