@@ -7,6 +7,7 @@ files made here; none of them gets far enough to run a simulation or load real d
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import shlex
 import shutil
@@ -220,6 +221,14 @@ def test_the_message_says_what_to_do(files, tmp_path, capsys):
     assert main(["convert", str(files / "walk.bvh"), "/proc/o.bvh"]) == 1
     err = capsys.readouterr().err
     assert ".tmp" not in err and "/proc/o.bvh" in err and f"{files / 'adir'}: is a folder" in err
+
+
+@pytest.mark.skipif(importlib.util.find_spec("torch") is not None, reason="PyTorch is installed: the net trains")
+def test_facing_net_without_torch_is_one_line(files, tmp_path, capsys):
+    assert main(["follow", "--db", str(files / "db.npz"), "--path", str(files / "path.json"),
+                 "-o", str(tmp_path / "o.bvh"), "--facing", "net"]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "pip install torch" in err and not list(tmp_path.iterdir())
 
 
 def test_the_installed_command_prints_one_line():

@@ -29,10 +29,11 @@ min_clearance_m), as 'motionmatch scenario' does. Obstacles are in world coordin
 
 
 def _load_net(args, db):
-    from motionmatch.control.direction_net import DirectionNet, train_direction_net
+    from motionmatch.control.direction_net import DirectionNet, require_torch, train_direction_net
 
     if args.net:
         return DirectionNet.load(args.net)
+    require_torch()  # before saying that it trains
     print(f"training DirectionNet on the database's root trajectories ({args.net_epochs} epochs; "
           "save one with 'motionmatch train-direction-net' and pass --net to skip this)", file=sys.stderr)
     return train_direction_net(db, epochs=args.net_epochs, progress=sys.stderr.isatty())
