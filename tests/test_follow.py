@@ -3,7 +3,6 @@ several characters, the ablations that must hurt, DirectionNet, the CLI and the 
 
 from __future__ import annotations
 
-import argparse
 import importlib.util
 import json
 import sys
@@ -221,13 +220,9 @@ def test_training_without_torch_says_so(monkeypatch):
 
 # -------------------------------------------------------------------------------- CLI
 def cli(argv):
-    from motionmatch.cli import follow_cmd
+    from motionmatch.cli.main import main
 
-    p = argparse.ArgumentParser(prog="motionmatch")
-    sub = p.add_subparsers()
-    follow_cmd.register(sub)
-    args = p.parse_args(argv)
-    return args.func(args)
+    return main(argv)
 
 
 def test_cli_follow_writes_animation_and_report(small_db, tmp_path, capsys):

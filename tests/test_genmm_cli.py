@@ -2,22 +2,18 @@
 
 from __future__ import annotations
 
-import argparse
 import json
 
 import numpy as np
 import pytest
 
 from motionmatch.anim import Motion, Skeleton, load_bvh, save_bvh
-from motionmatch.cli import genmm_cmd
+from motionmatch.cli.main import main
 from test_genmm import dancer
 
 
 def run(*argv: str) -> int:
-    parser = argparse.ArgumentParser(prog="motionmatch")
-    genmm_cmd.register(parser.add_subparsers(dest="command"))
-    args = parser.parse_args(["genmm", *map(str, argv)])
-    return args.func(args)
+    return main(["genmm", *map(str, argv)])
 
 
 @pytest.fixture

@@ -7,7 +7,6 @@ trained once per test session (a few seconds); the module is imported by the oth
 
 from __future__ import annotations
 
-import argparse
 import functools
 from pathlib import Path
 
@@ -40,14 +39,10 @@ def e2e_database(root: str):
 
 
 def pose_cli(argv: list[str]) -> int:
-    """Run ``motionmatch pose ...`` through the pose command's own parser."""
-    from motionmatch.cli import pose_cmd
+    """Run ``motionmatch pose ...`` through the command line's entry point."""
+    from motionmatch.cli.main import main
 
-    parser = argparse.ArgumentParser(prog="motionmatch")
-    sub = parser.add_subparsers(dest="command")
-    pose_cmd.register(sub)
-    args = parser.parse_args(["pose", *argv])
-    return int(args.func(args) or 0)
+    return main(["pose", *argv])
 
 
 def standing_pose(scale: float = 100.0, centre=(320.0, 240.0)) -> np.ndarray:

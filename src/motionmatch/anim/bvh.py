@@ -164,7 +164,8 @@ def _parse_header(raw: bytes, path: str) -> _Header:
 
     tok = take("'HIERARCHY'")
     if tok.upper() != b"HIERARCHY":
-        raise error(k - 1, f"expected 'HIERARCHY' at the start of the file, found {_show(tok)}")
+        shown = _show(tok[:20]) + ("..." if len(tok) > 20 else "")
+        raise error(k - 1, f"not a BVH file: expected 'HIERARCHY' at the start of the file, found {shown}")
     tok = take("'ROOT <name>'")
     if tok != b"ROOT":
         raise error(k - 1, f"expected 'ROOT <name>' after HIERARCHY, found {_show(tok)}")

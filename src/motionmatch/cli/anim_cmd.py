@@ -12,15 +12,8 @@ from motionmatch.anim import load_bvh, save_bvh
 from motionmatch.anim.mirror import mirror
 from motionmatch.anim.resample import resample
 from motionmatch.anim.summary import summarize
-from motionmatch.cli._common import require_suffix
+from motionmatch.cli import _common as arg
 from motionmatch.errors import MotionMatchError
-
-
-def _units(text: str) -> str | float:
-    try:
-        return float(text)
-    except ValueError:
-        return text
 
 
 def expand_paths(paths: list[str]) -> list[Path]:
@@ -40,11 +33,7 @@ def expand_paths(paths: list[str]) -> list[Path]:
 
 
 def cmd_inspect(args: argparse.Namespace) -> int:
-    try:
-        files = expand_paths(args.paths)
-    except MotionMatchError as e:
-        print(f"motionmatch inspect: {e}", file=sys.stderr)
-        return 1
+    files = expand_paths(args.paths)
     failed = 0
     rows = []
     from tqdm import tqdm
@@ -55,7 +44,7 @@ def cmd_inspect(args: argparse.Namespace) -> int:
             s = summarize(load_bvh(f, units=args.units, up_axis=args.up))
         except (MotionMatchError, OSError) as e:
             failed += 1
-            print(f"motionmatch inspect: {e}", file=sys.stderr)
+            print(f"{args.prog}: error: {e}", file=sys.stderr)
             continue
         if args.json:
             d = s.to_dict()
@@ -94,7 +83,7 @@ def parse_range(text: str, fps: float, frames: int) -> slice:
             return default
         try:
             return round(float(v[:-1]) * fps) if v.endswith("s") else int(v)
-        except ValueError:
+        except (ValueError, OverflowError):
             raise MotionMatchError(f"--range: {v!r} is not a frame number or a time like 2.5s") from None
 
     start, stop = conv(a, 0), conv(b, frames)
@@ -105,19 +94,15 @@ def parse_range(text: str, fps: float, frames: int) -> slice:
 
 
 def cmd_convert(args: argparse.Namespace) -> int:
-    try:
-        out = require_suffix(args.output, (".bvh",), "output")
-        m = load_bvh(args.input, units=args.units, up_axis=args.up)
-        if args.range:
-            m = m[parse_range(args.range, m.fps, m.num_frames)]
-        if args.mirror:
-            m = mirror(m)
-        if args.fps:
-            m = resample(m, args.fps)
-        save_bvh(m, out, units=args.out_units)
-    except (MotionMatchError, OSError, ValueError) as e:
-        print(f"motionmatch convert: {e}", file=sys.stderr)
-        return 1
+    out = arg.output_file(args.output, (".bvh",), "output")
+    m = load_bvh(args.input, units=args.units, up_axis=args.up)
+    if args.range:
+        m = m[parse_range(args.range, m.fps, m.num_frames)]
+    if args.mirror:
+        m = mirror(m)
+    if args.fps:
+        m = resample(m, args.fps)
+    save_bvh(m, out, units=args.out_units)
     print(f"wrote {out}: {m.num_frames} frames at {m.fps:g} fps ({m.duration:.2f} s)")
     return 0
 
@@ -132,7 +117,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("paths", nargs="+", metavar="PATH", help="BVH files or folders")
     p.add_argument("--json", action="store_true", help="print one JSON object per file instead of a table")
-    p.add_argument("--units", type=_units, default="auto",
+    p.add_argument("--units", type=arg.units, default="auto",
                    help="length unit of the files: auto (default), m, cm, mm, in, or metres per unit")
     p.add_argument("--up", choices=("y", "z"), default="y", help="up axis of the files (converted to Y up)")
     p.set_defaults(func=cmd_inspect)
@@ -145,10 +130,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     c.add_argument("input", metavar="IN", help="input .bvh file")
     c.add_argument("output", metavar="OUT", help="output .bvh file")
-    c.add_argument("--fps", type=float, help="resample to this frame rate (slerp for rotations)")
+    c.add_argument("--fps", type=arg.fps, help="resample to this frame rate (slerp for rotations)")
     c.add_argument("--mirror", action="store_true", help="mirror left/right (joint pairs found from names)")
     c.add_argument("--range", metavar="A:B", help="keep frames A (inclusive) to B (exclusive); 2.5s:10s for seconds")
-    c.add_argument("--units", type=_units, default="auto", help="length unit of IN (default: auto)")
-    c.add_argument("--out-units", type=_units, default=None, help="length unit of OUT (default: as IN)")
+    c.add_argument("--units", type=arg.units, default="auto", help="length unit of IN (default: auto)")
+    c.add_argument("--out-units", type=arg.units, default=None, help="length unit of OUT (default: as IN)")
     c.add_argument("--up", choices=("y", "z"), default="y", help="up axis of IN; OUT is always Y up")
     c.set_defaults(func=cmd_convert)

@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from motionmatch.cli import _common as arg
 from motionmatch.datasets import catalogue, download
 from motionmatch.errors import DatasetError
 
@@ -131,7 +132,8 @@ def register(subparsers: Any) -> argparse.ArgumentParser:
     )
     p_list.add_argument("--json", action="store_true", help="print JSON (all catalogue fields) instead of a table")
     p_list.add_argument(
-        "--cache-dir", metavar="DIR", default=None, help="cache folder to inspect (default: the user cache)"
+        "--cache-dir", type=arg.folder, metavar="DIR", default=None,
+        help="cache folder to inspect (default: the user cache)",
     )
     p_list.set_defaults(func=cmd_list)
 
@@ -144,7 +146,8 @@ def register(subparsers: Any) -> argparse.ArgumentParser:
         ),
     )
     p_fetch.add_argument("name", metavar="NAME", help="dataset name, as listed by `motionmatch datasets list`")
-    p_fetch.add_argument("--cache-dir", metavar="DIR", default=None, help="cache folder (default: the user cache)")
+    p_fetch.add_argument("--cache-dir", type=arg.folder, metavar="DIR", default=None,
+                         help="cache folder (default: the user cache)")
     p_fetch.add_argument("--force", action="store_true", help="delete the cached copy and download again")
     p_fetch.add_argument("--no-progress", action="store_true", help="do not show a progress bar")
     p_fetch.set_defaults(func=cmd_fetch)

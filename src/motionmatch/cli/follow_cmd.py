@@ -7,7 +7,7 @@ import json
 import sys
 from pathlib import Path
 
-from motionmatch.cli._common import require_suffix
+from motionmatch.cli import _common as arg
 from motionmatch.errors import MotionMatchError
 
 FOLLOW_HELP = """\
@@ -29,10 +29,11 @@ min_clearance_m), as 'motionmatch scenario' does. Obstacles are in world coordin
 
 
 def _load_net(args, db):
-    from motionmatch.control.direction_net import DirectionNet, train_direction_net
+    from motionmatch.control.direction_net import DirectionNet, require_torch, train_direction_net
 
     if args.net:
         return DirectionNet.load(args.net)
+    require_torch()  # before saying that it trains
     print(f"training DirectionNet on the database's root trajectories ({args.net_epochs} epochs; "
           "save one with 'motionmatch train-direction-net' and pass --net to skip this)", file=sys.stderr)
     return train_direction_net(db, epochs=args.net_epochs, progress=sys.stderr.isatty())
@@ -51,99 +52,100 @@ def cmd_follow(args: argparse.Namespace) -> int:
     from motionmatch.metrics.follow import follow_report
     from motionmatch.runtime.follow import FollowSettings, PathFollower, run_followers
 
-    try:
-        out = require_suffix(args.output, (".bvh",), "output")
-        require_suffix(args.preview, (".mp4", ".gif"), "preview")
-        require_suffix(args.plot, (".png",), "plot")
-        if args.k < 1 or args.levels < 1:
-            raise MotionMatchError("--k and --levels must be at least 1")
-        starts = args.start or []
-        if starts and len(starts) not in (1, len(args.path)):
-            raise MotionMatchError("give --start once, or once per --path")
-        db = MotionDatabase.load(args.db)
-        smooth = not (args.no_smoothing or args.raw)
-        paths = [load_path(p, rate=args.rate, scale=args.scale, smooth=smooth) for p in args.path]
-        scene = matcher = env = None
-        if args.no_avoid and not args.scene:
-            raise MotionMatchError("--no-avoid needs --scene (the obstacles to be blind to)")
-        if args.scene:
-            from motionmatch.environment import load_scenario
-            from motionmatch.runtime.world import EnvironmentMatcher, EnvironmentSettings
+    out = arg.output_file(args.output, (".bvh",), "output")
+    arg.output_file(args.report, (".json",), "report")
+    arg.output_file(args.preview, (".mp4", ".gif"), "preview")
+    arg.output_file(args.plot, (".png",), "plot")
+    starts = args.start or []
+    if starts and len(starts) not in (1, len(args.path)):
+        raise MotionMatchError("give --start once, or once per --path")
+    if args.no_avoid and not args.scene:
+        raise MotionMatchError("--no-avoid needs --scene (the obstacles to be blind to)")
+    smooth = not (args.no_smoothing or args.raw)
+    paths = [load_path(p, rate=args.rate, scale=args.scale, smooth=smooth) for p in args.path]
+    scene = sc = matcher = env = None
+    if args.scene:
+        from motionmatch.environment import load_scenario
 
-            sc = load_scenario(args.scene, agents_required=False)
-            scene = sc.scene()
-            if not args.no_avoid:
-                env = EnvironmentSettings.from_dicts(sc.penalty, sc.search)
-                matcher = EnvironmentMatcher(db)
-        common = dict(alpha=args.alpha, beta=args.beta, v_max=args.v_max, facing=args.facing,
-                      joystick_deg=args.joystick_deg, corner_deg=args.corner_deg, corner_advance=args.corner_advance)
-        if args.raw:
-            rev = RevisionSettings.raw(**common)
-        else:
-            rev = RevisionSettings(desired=args.desired, speed_limit=not args.no_speed_limit,
-                                   sharp_corners=not args.no_corners, **common)
-        settings = FollowSettings(mode=args.mode, k=args.k, levels=args.levels, interval=args.interval, revision=rev,
-                                  hysteresis=args.hysteresis, tags=args.tags)
-        net = _load_net(args, db) if args.facing == "net" else None
-        names = _output_names(out, len(paths))
-        from motionmatch.runtime.world import World
+        sc = load_scenario(args.scene, agents_required=False)
+        scene = sc.scene()
+    common = dict(alpha=args.alpha, beta=args.beta, v_max=args.v_max, facing=args.facing,
+                  joystick_deg=args.joystick_deg, corner_deg=args.corner_deg, corner_advance=args.corner_advance)
+    if args.raw:
+        rev = RevisionSettings.raw(**common)
+    else:
+        rev = RevisionSettings(desired=args.desired, speed_limit=not args.no_speed_limit,
+                               sharp_corners=not args.no_corners, **common)
+    settings = FollowSettings(mode=args.mode, k=args.k, levels=args.levels, interval=args.interval, revision=rev,
+                              hysteresis=args.hysteresis, tags=args.tags)
+    db = MotionDatabase.load(args.db)
+    if args.tags:
+        try:
+            db.mask(args.tags)
+        except MotionMatchError as e:
+            raise MotionMatchError(f"--tags: {e}") from None
+    if sc is not None and not args.no_avoid:
+        from motionmatch.runtime.world import EnvironmentMatcher, EnvironmentSettings
 
-        # every character in one world (independent of each other), among the scene's obstacles
-        avoid = scene is not None and not args.no_avoid and len(scene) > 0
-        world = World(db, scene if avoid else None, matcher=matcher, environment=avoid, agents_as_obstacles=False,
-                      stagger=False, record_poses=False, fps=args.fps)
-        followers = []
-        for i, p in enumerate(paths):
-            pos = None
-            if starts:
-                x, z = starts[i if len(starts) > 1 else 0]
-                pos = (x, 0.0, z)
-            followers.append(PathFollower(db, p, settings, position=pos, facing_net=net, name=names[i].stem,
-                                          scene=None if args.no_avoid else scene, environment=matcher,
-                                          environment_settings=env, world=world))
-        records = run_followers(followers, fps=args.fps, progress=sys.stderr.isatty())
-        reports = []
-        for name, rec in zip(names, records):
-            save_bvh(rec.motion, name)
-            r = follow_report(rec, scene)
-            reports.append(r)
-            status = "completed" if r["completed"] else "NOT completed"
-            print(f"wrote {name}: {rec.motion.num_frames} frames at {args.fps:g} fps; {status}, mean distance "
-                  f"{r['mean_distance_m']:.3f} m, {r['knn_calls_per_match']:.1f} k-NN searches and "
-                  f"{r['ms_per_match']:.2f} ms per match")
-            if scene is not None:
-                print(f"  {'blind to' if args.no_avoid else 'avoiding'} {len(scene)} obstacle(s): collision "
-                      f"fraction {r['collision_fraction']:.3f}, {r['collisions']} collision(s), min clearance "
-                      f"{r['min_clearance_m']:.3f} m")
-        if args.report:
-            from motionmatch._files import atomic_write
+        env = EnvironmentSettings.from_dicts(sc.penalty, sc.search)
+        matcher = EnvironmentMatcher(db)
+    net = _load_net(args, db) if args.facing == "net" else None
+    names = _output_names(out, len(paths))
+    from motionmatch.runtime.world import World
 
-            doc = dict(reports[0]) if len(reports) == 1 else {"characters": reports}
-            doc["settings"] = {"mode": args.mode, "k": args.k, "levels": args.levels, "facing": args.facing,
-                               "v_max_mps": followers[0].v_max, "interval_s": args.interval,
-                               "smoothing": smooth, "desired": rev.desired, "speed_limit": rev.speed_limit,
-                               "sharp_corners": rev.sharp_corners, "scene": args.scene,
-                               "avoid": bool(args.scene) and not args.no_avoid}
-            with atomic_write(args.report, "w") as f:
-                json.dump(doc, f, indent=2)
-            print(f"wrote {args.report}")
-        if args.plot:
-            from motionmatch.io.preview import plot_trajectories
+    # every character in one world (independent of each other), among the scene's obstacles
+    avoid = scene is not None and not args.no_avoid and len(scene) > 0
+    world = World(db, scene if avoid else None, matcher=matcher, environment=avoid, agents_as_obstacles=False,
+                  stagger=False, record_poses=False, fps=args.fps)
+    followers = []
+    for i, p in enumerate(paths):
+        pos = None
+        if starts:
+            x, z = starts[i if len(starts) > 1 else 0]
+            pos = (x, 0.0, z)
+        followers.append(PathFollower(db, p, settings, position=pos, facing_net=net, name=names[i].stem,
+                                      scene=None if args.no_avoid else scene, environment=matcher,
+                                      environment_settings=env, world=world))
+    records = run_followers(followers, fps=args.fps, progress=sys.stderr.isatty())
+    reports = []
+    for name, rec in zip(names, records):
+        save_bvh(rec.motion, name)
+        r = follow_report(rec, scene)
+        reports.append(r)
+        status = "completed" if r["completed"] else "NOT completed"
+        print(f"wrote {name}: {rec.motion.num_frames} frames at {args.fps:g} fps; {status}, mean distance "
+              f"{r['mean_distance_m']:.3f} m, {r['knn_calls_per_match']:.1f} k-NN searches and "
+              f"{r['ms_per_match']:.2f} ms per match")
+        if scene is not None:
+            print(f"  {'blind to' if args.no_avoid else 'avoiding'} {len(scene)} obstacle(s): collision "
+                  f"fraction {r['collision_fraction']:.3f}, {r['collisions']} collision(s), min clearance "
+                  f"{r['min_clearance_m']:.3f} m")
+    if args.report:
+        from motionmatch._files import atomic_write
 
-            plot_trajectories(args.plot, {n.stem: r.root for n, r in zip(names, records)},
-                              paths={f"path {i}": r.path.input_points for i, r in enumerate(records)},
-                              title="path following (top view)")
-            print(f"wrote {args.plot}")
-        if args.preview:
-            from motionmatch.io.preview import render_preview
+        doc = dict(reports[0]) if len(reports) == 1 else {"characters": reports}
+        doc["settings"] = {"mode": args.mode, "k": args.k, "levels": args.levels, "facing": args.facing,
+                           "v_max_mps": followers[0].v_max, "interval_s": args.interval,
+                           "smoothing": smooth, "desired": rev.desired, "speed_limit": rev.speed_limit,
+                           "sharp_corners": rev.sharp_corners, "scene": args.scene,
+                           "avoid": bool(args.scene) and not args.no_avoid}
+        with atomic_write(args.report, "w") as f:
+            json.dump(doc, f, indent=2)
+        print(f"wrote {args.report}")
+    if args.plot:
+        from motionmatch.io.preview import plot_trajectories
 
-            rec = records[0]
-            render_preview(rec.motion, args.preview, desired_trajectory=rec.desired, actual_trajectory=rec.root,
-                           progress=sys.stderr.isatty(), title=f"LHMM({args.k}, {args.levels}), {args.mode}")
-            print(f"wrote {args.preview}")
-    except (MotionMatchError, OSError, ValueError) as e:
-        print(f"motionmatch follow: {e}", file=sys.stderr)
-        return 1
+        plot_trajectories(args.plot, {n.stem: r.root for n, r in zip(names, records)},
+                          paths={f"path {i}": r.path.input_points for i, r in enumerate(records)},
+                          title="path following (top view)")
+        print(f"wrote {args.plot}")
+    if args.preview:
+        from motionmatch.io.preview import render_preview
+
+        rec = records[0]
+        render_preview(rec.motion, args.preview, desired_trajectory=rec.desired, actual_trajectory=rec.root,
+                       progress=sys.stderr.isatty(), title=f"LHMM({args.k}, {args.levels}), {args.mode}")
+        print(f"wrote {args.preview}")
     return 0
 
 
@@ -151,23 +153,23 @@ def cmd_train_net(args: argparse.Namespace) -> int:
     from motionmatch.control.direction_net import DirectionNetConfig, train_direction_net
     from motionmatch.database import MotionDatabase
 
-    try:
-        db = MotionDatabase.load(args.db)
-        net = train_direction_net(db, config=DirectionNetConfig(hidden=args.hidden), epochs=args.epochs,
-                                  seed=args.seed, tags=args.tags, progress=sys.stderr.isatty())
-        net.save(args.output)
-    except (MotionMatchError, OSError, ValueError) as e:
-        print(f"motionmatch train-direction-net: {e}", file=sys.stderr)
-        return 1
+    arg.output_file(args.output, (".npz",), "network")
+    db = MotionDatabase.load(args.db)
+    net = train_direction_net(db, config=DirectionNetConfig(hidden=args.hidden), epochs=args.epochs,
+                              seed=args.seed, tags=args.tags, progress=sys.stderr.isatty())
+    net.save(args.output)
     print(f"wrote {args.output}: DirectionNet ({args.hidden} GRU units), L1 loss {net.history[-1]:.4f} "
           f"after {args.epochs} epochs")
     return 0
 
 
+EPOCHS = arg.int_range(1, 100_000)
+
+
 def _xz(text: str) -> tuple[float, float]:
     try:
-        x, z = (float(v) for v in text.replace(",", " ").split())
-    except ValueError:
+        x, z = (arg.finite(v) for v in text.replace(",", " ").split())
+    except (ValueError, argparse.ArgumentTypeError):
         raise argparse.ArgumentTypeError(f"expected 'X Z' or 'X,Z' in metres, got {text!r}") from None
     return x, z
 
@@ -183,28 +185,32 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="local: the path starts at the character; global: walk to where it was drawn first")
     f.add_argument("--start", type=_xz, action="append", metavar="X,Z",
                    help="where the character starts (m; default the origin); once, or once per --path")
-    f.add_argument("--k", type=int, default=3, help="LHMM candidates per level (default 3)")
-    f.add_argument("--levels", type=int, default=3, help="LHMM levels (default 3; 1 = plain motion matching)")
-    f.add_argument("--interval", type=float, default=1 / 6, help="seconds between matches (default 1/6)")
+    f.add_argument("--k", type=arg.int_range(1, 100), default=3, help="LHMM candidates per level (default 3)")
+    f.add_argument("--levels", type=arg.int_range(1, 10), default=3,
+                   help="LHMM levels (default 3; 1 = plain motion matching)")
+    f.add_argument("--interval", type=arg.seconds, default=1 / 6, help="seconds between matches (default 1/6)")
     f.add_argument("--hysteresis", action="store_true",
                    help="switch only when clearly better than continuing the clip playing now")
     f.add_argument("--facing", choices=("tangent", "joystick", "net"), default="tangent",
                    help="facing directions: path tangent, tangent + joystick angle, or DirectionNet")
-    f.add_argument("--joystick-deg", type=float, default=0.0,
+    f.add_argument("--joystick-deg", type=arg.float_range(-180, 180), default=0.0,
                    help="joystick facing offset in degrees (positive: to the right); a path file's "
                    '"joystick": [[t, deg], ...] timeline is added')
     f.add_argument("--net", metavar="NET.npz", help="trained DirectionNet (default: train one now; needs PyTorch)")
-    f.add_argument("--net-epochs", type=int, default=10, help="epochs when training DirectionNet here")
-    f.add_argument("--v-max", type=float, help="speed limit in m/s (default: from the database's speeds)")
-    f.add_argument("--rate", type=float, help="resampling rate in Hz of drawing time (default the file's, else 150)")
-    f.add_argument("--scale", type=float,
+    f.add_argument("--net-epochs", type=EPOCHS, default=10, help="epochs when training DirectionNet here")
+    f.add_argument("--v-max", type=arg.positive, help="speed limit in m/s (default: from the database's speeds)")
+    f.add_argument("--rate", type=arg.fps, help="resampling rate in Hz of drawing time (default the file's, else 150)")
+    f.add_argument("--scale", type=arg.float_range(0.001, 1000),
                    help="drawing-speed factor: world time = drawing time / scale (default the file's, else 1.0)")
     f.add_argument("--desired", choices=("window", "current", "nearest"), default="window",
                    help="desired position: windowed nearest (default), current-time point, or nearest point")
-    f.add_argument("--alpha", type=float, default=0.0, help="desired-position window back, path frames (1/30 s)")
-    f.add_argument("--beta", type=float, default=10.0, help="desired-position window ahead, path frames (1/30 s)")
-    f.add_argument("--corner-deg", type=float, default=80.0, help="sharp-corner angle (degrees)")
-    f.add_argument("--corner-advance", type=float, default=2.0, help="c: path frames a stuck desired position advances")
+    f.add_argument("--alpha", type=arg.non_negative, default=0.0,
+                   help="desired-position window back, path frames (1/30 s)")
+    f.add_argument("--beta", type=arg.non_negative, default=10.0,
+                   help="desired-position window ahead, path frames (1/30 s)")
+    f.add_argument("--corner-deg", type=arg.float_range(0, 180), default=80.0, help="sharp-corner angle (degrees)")
+    f.add_argument("--corner-advance", type=arg.non_negative, default=2.0,
+                   help="c: path frames a stuck desired position advances")
     f.add_argument("--no-smoothing", action="store_true", help="ablation: do not smooth the path")
     f.add_argument("--no-speed-limit", action="store_true", help="ablation: no speed limit on future points")
     f.add_argument("--no-corners", action="store_true", help="ablation: no sharp-corner modification")
@@ -214,7 +220,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="a scenario file whose obstacles the character avoids while following (see above)")
     f.add_argument("--no-avoid", action="store_true",
                    help="with --scene: follow blind to the obstacles, still scored against them")
-    f.add_argument("--fps", type=float, default=60.0, help="simulation and output frame rate (default 60)")
+    f.add_argument("--fps", type=arg.fps, default=60.0, help="simulation and output frame rate (default 60)")
     f.add_argument("--report", metavar="REPORT.json",
                    help="write metrics: mean_distance_m, completed, knn_calls_per_match, ms_per_match, ...")
     f.add_argument("--plot", metavar="OUT.png", help="top view of the input path(s) and the root path(s)")
@@ -227,8 +233,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                        "'motionmatch follow --facing net --net NET.npz'. Needs PyTorch (pip install torch).")
     t.add_argument("--db", required=True, metavar="DB.npz")
     t.add_argument("-o", "--output", required=True, metavar="NET.npz")
-    t.add_argument("--epochs", type=int, default=20, help="training epochs (default 20)")
-    t.add_argument("--hidden", type=int, default=30, help="GRU units (default 30)")
+    t.add_argument("--epochs", type=EPOCHS, default=20, help="training epochs (default 20)")
+    t.add_argument("--hidden", type=arg.int_range(1, 1024), default=30, help="GRU units (default 30)")
     t.add_argument("--seed", type=int, default=0)
     t.add_argument("--tags", default="!dance & !creep & !jump", help="clips to learn from (tag query)")
     t.set_defaults(func=cmd_train_net)

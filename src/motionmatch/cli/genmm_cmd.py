@@ -12,6 +12,9 @@ import sys
 import time
 from pathlib import Path
 
+from motionmatch.cli import _common as arg
+from motionmatch.errors import MotionMatchError
+
 __all__ = ["cmd_genmm", "register"]
 
 DESCRIPTION = """\
@@ -51,20 +54,26 @@ examples:
 """
 
 
+FRACTION = arg.number(float, lambda v: 0 < v < 1, "a number between 0 and 1")
+
+
 def _alpha(text: str) -> float | None:
     if text.strip().lower() in ("none", "off", "0"):
         return None
-    return float(text)
+    return arg.positive(text)
 
 
 def _fps(text: str) -> float | None:
     if text.strip().lower() in ("native", "none", "example"):
         return None
-    return float(text)
+    return arg.fps(text)
 
 
-def _floats(text: str) -> list[float]:
-    return [float(t) for t in text.replace(";", ",").split(",") if t.strip()]
+def _times(text: str) -> list[float]:
+    try:
+        return [arg.float_range(0, arg.MAX_SECONDS)(t) for t in text.replace(";", ",").split(",") if t.strip()]
+    except argparse.ArgumentTypeError:
+        raise argparse.ArgumentTypeError(f"expected times in seconds (0 or more) like 1,2.5,4, got {text!r}") from None
 
 
 def register(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
@@ -79,22 +88,27 @@ def register(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("examples", nargs="*", metavar="EXAMPLE.bvh", help="example clips (one skeleton)")
     p.add_argument("-o", "--output", required=True, metavar="OUT.bvh", help="output BVH file")
     g = p.add_argument_group("length and randomness")
-    g.add_argument("--frames", type=int, metavar="N", help="output frames (default: twice the examples' frames)")
-    g.add_argument("--duration", type=float, metavar="SECONDS", help="output length in seconds instead of --frames")
-    g.add_argument("--seed", type=int, default=0, metavar="S", help="random seed (default 0)")
-    g.add_argument("--samples", type=int, default=1, metavar="K", help="number of outputs (seeds S..S+K-1)")
+    g.add_argument("--frames", type=arg.frames, metavar="N", help="output frames (default: twice the examples' frames)")
+    g.add_argument("--duration", type=arg.seconds, metavar="SECONDS",
+                   help="output length in seconds instead of --frames")
+    g.add_argument("--seed", type=arg.int_range(0), default=0, metavar="S", help="random seed (default 0)")
+    g.add_argument("--samples", type=arg.int_range(1, 1000), default=1, metavar="K",
+                   help="number of outputs (seeds S..S+K-1)")
     g.add_argument("--fps", type=_fps, default=30.0, metavar="F",
                    help="synthesis and output frame rate (default 30; 'native' keeps the examples' rate)")
     s = p.add_argument_group("GenMM settings (defaults: the paper's)")
-    s.add_argument("--patch-size", type=int, default=11, metavar="P", help="frames per patch (11)")
+    s.add_argument("--patch-size", type=arg.int_range(1, 1000), default=11, metavar="P", help="frames per patch (11)")
     s.add_argument("--alpha", type=_alpha, default=0.01, help="completeness knob (0.01; 'none' disables)")
-    s.add_argument("--iterations", type=int, default=3, help="match-and-blend iterations per stage (3)")
-    s.add_argument("--pyramid-factor", type=float, default=0.75, help="length ratio between stages (0.75)")
-    s.add_argument("--coarse-ratio", type=float, default=5.0,
+    s.add_argument("--iterations", type=arg.int_range(1, 1000), default=3,
+                   help="match-and-blend iterations per stage (3)")
+    s.add_argument("--pyramid-factor", type=FRACTION, default=0.75,
+                   help="length ratio between stages (0.75)")
+    s.add_argument("--coarse-ratio", type=arg.positive, default=5.0,
                    help="coarsest example length in patch sizes (5)")
-    s.add_argument("--noise", type=float, default=1.0, metavar="SIGMA",
+    s.add_argument("--noise", type=arg.non_negative, default=1.0, metavar="SIGMA",
                    help="initial noise in feature standard deviations (1; 0 starts from the examples)")
-    s.add_argument("--root-weight", type=float, default=1.0, help="weight of the root velocity/height features (1)")
+    s.add_argument("--root-weight", type=arg.positive, default=1.0,
+                   help="weight of the root velocity/height features (1)")
     s.add_argument("--parts", default=None, metavar="SPEC",
                    help="skeleton-aware patches: 'auto' (trunk and limbs), a JSON file of joint lists, or "
                         "'A,B*;C,D*' (parts separated by ';', 'Name*' = joint and its subtree); default whole body")
@@ -107,8 +121,8 @@ def register(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
                    help="with --loop: close the root path too (default) or keep one cycle's travel")
     a.add_argument("--keyframes", metavar="FILE.bvh",
                    help="key poses (every frame a key) pinned in the output; joints matched by name")
-    a.add_argument("--keyframe-times", type=_floats, metavar="T1,T2,...", help="key times in seconds")
-    a.add_argument("--keyframe-spacing", type=float, metavar="SECONDS",
+    a.add_argument("--keyframe-times", type=_times, metavar="T1,T2,...", help="key times in seconds")
+    a.add_argument("--keyframe-spacing", type=arg.seconds, metavar="SECONDS",
                    help="keys every SECONDS (default: the keyframe file's Frame Time)")
     a.add_argument("--complete", metavar="PARTIAL.bvh",
                    help="motion completion: keep --given joints of this clip exactly, synthesize the rest")
@@ -129,11 +143,6 @@ def register(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     return p
 
 
-def _error(message: str) -> int:
-    print(f"motionmatch genmm: error: {message}", file=sys.stderr)
-    return 1
-
-
 def _out_paths(output: str, k: int) -> list[Path]:
     out = Path(output)
     if k == 1:
@@ -142,130 +151,151 @@ def _out_paths(output: str, k: int) -> list[Path]:
 
 
 def _sources(spec_path: str):
+    """The sources of a reassembly file, checked: ``{"sources": [{"examples": [...], "joints": [...],
+    "rename": {...}, "scale": 1.0}, ...]}`` (or the list alone); example paths relative to the file."""
     from motionmatch.genmm import ReassemblySource
 
     path = Path(spec_path)
-    spec = json.loads(path.read_text(encoding="utf-8"))
-    srcs = spec["sources"] if isinstance(spec, dict) else spec
+    try:
+        spec = json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise MotionMatchError(f"{path}: not a JSON reassembly file ({e})") from None
+    srcs = spec.get("sources") if isinstance(spec, dict) else spec
     out = []
-    for s in srcs:
-        ex = s["examples"]
+    for s in srcs if isinstance(srcs, list) and srcs else [None]:
+        ex = s.get("examples") if isinstance(s, dict) else None
         ex = [ex] if isinstance(ex, str) else ex
-        out.append(ReassemblySource([str((path.parent / e) if not Path(e).is_absolute() else Path(e)) for e in ex],
-                                    s["joints"], s.get("rename", {}), float(s.get("scale", 1.0))))
+        scale = s.get("scale", 1.0) if isinstance(s, dict) else None
+        if not (isinstance(ex, list) and ex and all(isinstance(e, str) for e in ex)
+                and isinstance(s.get("joints"), list) and isinstance(s.get("rename", {}), dict)
+                and isinstance(scale, (int, float)) and 0 < scale < float("inf")):
+            raise MotionMatchError(f'{path}: a reassembly file holds {{"sources": [{{"examples": ["a.bvh"], '
+                                   '"joints": ["Hips", "Spine*"], "rename": {}, "scale": 1.0}, ...]}')
+        out.append(ReassemblySource([str(path.parent / e) for e in ex], s["joints"], s.get("rename", {}),
+                                    float(scale)))
     return out
+
+
+def _check_arguments(args: argparse.Namespace) -> None:
+    """Refuse option combinations that cannot work, before any file is read."""
+    if args.frames is not None and args.duration is not None:
+        raise MotionMatchError("give --frames or --duration, not both")
+    if not args.examples and not args.reassemble:
+        raise MotionMatchError("give example BVH files (or --reassemble SPEC.json)")
+    if args.examples and args.reassemble:
+        raise MotionMatchError("--reassemble takes its examples from the JSON file; give no EXAMPLE.bvh with it")
+    if args.complete and not args.given:
+        raise MotionMatchError("--complete needs --given JOINTS (the joints of the partial clip to keep)")
+    if args.complete and args.loop:
+        raise MotionMatchError("--complete and --loop cannot be combined (the given clip fixes both ends)")
+    arg.output_file(args.output, (".bvh",), "output")
+    arg.output_file(args.report, (".json",), "report")
+
+
+def _synthesize(args: argparse.Namespace, cfg, parts) -> tuple[object, list]:
+    """The generator (``None`` for a reassembly) and one result per sample."""
+    from motionmatch.anim.bvh import load_bvh
+    from motionmatch.genmm import Completion, GenMM, Keyframes, fix_foot_contacts, reassemble
+    from motionmatch.genmm.synthesis import load_examples
+
+    if args.reassemble:
+        sources = _sources(args.reassemble)
+        frames = args.frames if args.duration is None else round(args.duration * (args.fps or 30.0))
+        return None, [reassemble(sources, frames, seed=args.seed + i, config=cfg) for i in range(args.samples)]
+    gen = GenMM(load_examples(args.examples), cfg, parts=parts)
+    frames = args.frames if args.duration is None else round(args.duration * gen.fps)
+    keys = None
+    if args.keyframes:
+        keys = Keyframes.from_bvh(args.keyframes, times=args.keyframe_times, spacing=args.keyframe_spacing)
+    completion = None
+    if args.complete:
+        completion = Completion(load_bvh(args.complete), [g.strip() for g in args.given.split(",") if g.strip()])
+    results = []
+    for i in range(args.samples):
+        res = gen.sample(frames, seed=args.seed + i, loop=args.loop, loop_root=args.loop_root,
+                         keyframes=keys, completion=completion)
+        if args.locomotion:
+            import numpy as np
+
+            from motionmatch.genmm.applications import turn
+
+            angle = float(np.random.default_rng([args.seed + i, 1]).uniform(-np.pi, np.pi))
+            res.motion = turn(res.motion, angle)
+            res.extra["heading_rad"] = angle
+        if (args.fix_feet or args.locomotion) and res.contacts is not None:
+            res.motion = fix_foot_contacts(res.motion, res.contacts, res.feet)
+        results.append(res)
+    return gen, results
 
 
 def cmd_genmm(args: argparse.Namespace) -> int:
     from motionmatch.anim import save_bvh
-    from motionmatch.anim.bvh import load_bvh
-    from motionmatch.errors import MotionMatchError
-    from motionmatch.genmm import Completion, GenMM, GenMMConfig, Keyframes, fix_foot_contacts, reassemble
+    from motionmatch.genmm import GenMMConfig
     from motionmatch.genmm.parts import parse_parts_arg
-    from motionmatch.genmm.synthesis import load_examples
 
     say = (lambda *a: None) if args.quiet else (lambda *a: print(*a, file=sys.stderr))
-    if args.samples < 1:
-        return _error(f"--samples must be at least 1, got {args.samples}")
-    if args.frames is not None and args.duration is not None:
-        return _error("give --frames or --duration, not both")
-    if not args.examples and not args.reassemble:
-        return _error("give example BVH files (or --reassemble SPEC.json)")
-    if args.examples and args.reassemble:
-        return _error("--reassemble takes its examples from the JSON file; give no EXAMPLE.bvh with it")
-    if args.complete and not args.given:
-        return _error("--complete needs --given JOINTS (the joints of the partial clip to keep)")
-    if args.complete and args.loop:
-        return _error("--complete and --loop cannot be combined (the given clip fixes both ends)")
+    _check_arguments(args)
     contacts = args.contacts or args.fix_feet or args.locomotion
-    try:
-        cfg = GenMMConfig(
-            patch_size=args.patch_size, alpha=args.alpha, iterations=args.iterations,
-            pyramid_factor=args.pyramid_factor, coarse_ratio=args.coarse_ratio, noise_sigma=args.noise,
-            fps=args.fps, root_weight=args.root_weight, contacts=bool(contacts and not args.reassemble),
-            feet=tuple(f.strip() for f in args.feet.split(",")) if args.feet else None,
-            device=args.device, dtype=args.dtype,
-        )
-        parts = parse_parts_arg(args.parts) if args.parts else None
-        t0 = time.perf_counter()
-        results = []
-        if args.reassemble:
-            sources = _sources(args.reassemble)
-            gen = None
-            for i in range(args.samples):
-                frames = args.frames if args.duration is None else round(args.duration * (args.fps or 30.0))
-                results.append(reassemble(sources, frames, seed=args.seed + i, config=cfg))
-        else:
-            examples = load_examples(args.examples)
-            gen = GenMM(examples, cfg, parts=parts)
-            frames = args.frames if args.duration is None else round(args.duration * gen.fps)
-            keys = None
-            if args.keyframes:
-                keys = Keyframes.from_bvh(args.keyframes, times=args.keyframe_times, spacing=args.keyframe_spacing)
-            completion = None
-            if args.complete:
-                completion = Completion(load_bvh(args.complete), [g.strip() for g in args.given.split(",") if g.strip()])
-            say(f"genmm: {len(examples)} example(s), {gen.example_frames} frames at {gen.fps:g} fps, "
-                f"{gen.skeleton.num_joints} joints, {len(gen.parts)} part(s), device {args.device}")
-            for i in range(args.samples):
-                res = gen.sample(frames, seed=args.seed + i, loop=args.loop, loop_root=args.loop_root,
-                                 keyframes=keys, completion=completion)
-                if args.locomotion:
-                    import numpy as np
+    cfg = GenMMConfig(
+        patch_size=args.patch_size, alpha=args.alpha, iterations=args.iterations,
+        pyramid_factor=args.pyramid_factor, coarse_ratio=args.coarse_ratio, noise_sigma=args.noise,
+        fps=args.fps, root_weight=args.root_weight, contacts=bool(contacts and not args.reassemble),
+        feet=tuple(f.strip() for f in args.feet.split(",")) if args.feet else None,
+        device=args.device, dtype=args.dtype,
+    )
+    parts = parse_parts_arg(args.parts) if args.parts else None
+    t0 = time.perf_counter()
+    gen, results = _synthesize(args, cfg, parts)
+    paths = _out_paths(args.output, args.samples)
+    report = {
+        "output": [str(p) for p in paths],
+        "examples": list(args.examples) if args.examples else None,
+        "frames": results[0].motion.num_frames,
+        "fps": results[0].motion.fps,
+        "samples": args.samples,
+        "seeds": [args.seed + i for i in range(args.samples)],
+        "device": args.device,
+        "synthesis_s": float(sum(r.synthesis_s for r in results) / len(results)),
+        "synthesis_s_per_sample": [r.synthesis_s for r in results],
+        "stage_lengths": results[0].info.synthesis_lengths,
+        "settings": {k: (list(v) if isinstance(v, tuple) else v) for k, v in cfg.__dict__.items()},
+        "parts": ({k: v for k, v in gen.part_names().items()} if gen is not None else None),
+        "coverage": None, "global_patch_distance": None, "local_patch_distance": None, "set_diversity": None,
+    }
+    if not args.no_metrics and not args.reassemble:
+        from motionmatch.metrics.genmm import evaluate
 
-                    from motionmatch.genmm.applications import turn
-
-                    angle = float(np.random.default_rng([args.seed + i, 1]).uniform(-np.pi, np.pi))
-                    res.motion = turn(res.motion, angle)
-                    res.extra["heading_rad"] = angle
-                if (args.fix_feet or args.locomotion) and res.contacts is not None:
-                    res.motion = fix_foot_contacts(res.motion, res.contacts, res.feet)
-                results.append(res)
-        paths = _out_paths(args.output, args.samples)
-        for res, path in zip(results, paths):
-            save_bvh(res.motion, path)
-            say(f"wrote {path} ({res.motion.num_frames} frames at {res.motion.fps:g} fps, "
-                f"synthesis {res.synthesis_s * 1000:.0f} ms)")
-        report = {
-            "output": [str(p) for p in paths],
-            "examples": list(args.examples) if args.examples else None,
-            "frames": results[0].motion.num_frames,
-            "fps": results[0].motion.fps,
-            "samples": args.samples,
-            "seeds": [args.seed + i for i in range(args.samples)],
-            "device": args.device,
-            "synthesis_s": float(sum(r.synthesis_s for r in results) / len(results)),
-            "synthesis_s_per_sample": [r.synthesis_s for r in results],
-            "stage_lengths": results[0].info.synthesis_lengths,
-            "settings": {k: (list(v) if isinstance(v, tuple) else v) for k, v in cfg.__dict__.items()},
-            "parts": ({k: v for k, v in gen.part_names().items()} if gen is not None else None),
-            "coverage": None, "global_patch_distance": None, "local_patch_distance": None, "set_diversity": None,
-        }
-        if not args.no_metrics and not args.reassemble:
-            from motionmatch.metrics.genmm import evaluate
-
-            tm = time.perf_counter()
+        tm = time.perf_counter()
+        try:
             metrics = evaluate(gen.examples, [r.motion for r in results])
-            report.update({k: metrics[k] for k in ("coverage", "global_patch_distance", "local_patch_distance")})
-            if args.samples > 1:
-                report["set_diversity"] = metrics["set_diversity"]
-            else:
-                report.pop("set_diversity")
-            report["per_sample"] = metrics["per_output"]
-            report["metric_definitions"] = metrics["definitions"]
-            report["metrics_s"] = time.perf_counter() - tm
-            say(f"coverage {100 * report['coverage']:.2f}%, global patch distance {report['global_patch_distance']:.3f}, "
-                f"local {report['local_patch_distance']:.3f}"
-                + (f", set diversity {report['set_diversity']:.3f}" if args.samples > 1 else ""))
-        elif args.reassemble:
-            report["metrics_note"] = "no metrics for reassembled skeletons (the examples have other skeletons)"
-        report["total_s"] = time.perf_counter() - t0
-        if args.report:
-            from motionmatch._files import atomic_write
+        except ValueError as e:  # examples or output too short for the metrics' windows
+            raise MotionMatchError(f"cannot score the output: {e}; pass --no-metrics to skip the metrics") from None
+        report.update({k: metrics[k] for k in ("coverage", "global_patch_distance", "local_patch_distance")})
+        if args.samples > 1:
+            report["set_diversity"] = metrics["set_diversity"]
+        else:
+            report.pop("set_diversity")
+        report["per_sample"] = metrics["per_output"]
+        report["metric_definitions"] = metrics["definitions"]
+        report["metrics_s"] = time.perf_counter() - tm
+    elif args.reassemble:
+        report["metrics_note"] = "no metrics for reassembled skeletons (the examples have other skeletons)"
+    if gen is not None:
+        say(f"genmm: {len(gen.examples)} example(s), {gen.example_frames} frames at {gen.fps:g} fps, "
+            f"{gen.skeleton.num_joints} joints, {len(gen.parts)} part(s), device {args.device}")
+    for res, path in zip(results, paths):
+        save_bvh(res.motion, path)
+        say(f"wrote {path} ({res.motion.num_frames} frames at {res.motion.fps:g} fps, "
+            f"synthesis {res.synthesis_s * 1000:.0f} ms)")
+    if report["coverage"] is not None:
+        say(f"coverage {100 * report['coverage']:.2f}%, global patch distance {report['global_patch_distance']:.3f}, "
+            f"local {report['local_patch_distance']:.3f}"
+            + (f", set diversity {report['set_diversity']:.3f}" if args.samples > 1 else ""))
+    report["total_s"] = time.perf_counter() - t0
+    if args.report:
+        from motionmatch._files import atomic_write
 
-            with atomic_write(args.report, "w", encoding="utf-8") as f:
-                json.dump(report, f, indent=2)
-                f.write("\n")
-    except (MotionMatchError, ValueError, OSError, KeyError, json.JSONDecodeError) as e:
-        return _error(str(e))
+        with atomic_write(args.report, "w", encoding="utf-8") as f:
+            json.dump(report, f, indent=2)
+            f.write("\n")
     return 0

@@ -6,6 +6,7 @@ import argparse
 import sys
 
 from motionmatch import __version__
+from motionmatch.errors import MotionMatchError
 
 DESCRIPTION = """\
 motionmatch: data-driven character animation by motion matching.
@@ -34,6 +35,26 @@ Run 'motionmatch COMMAND --help' for the options of a command.
 """
 
 
+class Parser(argparse.ArgumentParser):
+    """An argument parser whose usage errors are one line (the option, what it expects and
+    where the help is), and whose commands know their name (``args.prog``) for error messages."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
+
+    def set_defaults(self, **kwargs) -> None:
+        if "func" in kwargs:
+            kwargs.setdefault("prog", self.prog)
+        super().set_defaults(**kwargs)
+
+
+def one_line(e: BaseException) -> str:
+    """An error's message on one line; an OS error names its file and says what failed."""
+    if isinstance(e, OSError) and e.filename is not None and e.strerror:
+        return f"{e.filename}: {e.strerror}"
+    return " ".join(str(e).split()) or type(e).__name__
+
+
 def build_parser() -> argparse.ArgumentParser:
     from motionmatch.cli import (
         anim_cmd,
@@ -46,7 +67,7 @@ def build_parser() -> argparse.ArgumentParser:
         viewer_cmd,
     )
 
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="motionmatch", description=DESCRIPTION, epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -79,6 +100,11 @@ def main(argv: list[str] | None = None) -> int:
 
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 141
+    except (MotionMatchError, OSError, ValueError) as e:
+        # refused input or an unreadable/unwritable file (the library refuses bad values with
+        # ValueError or its subclasses); anything else is a bug and keeps its traceback
+        print(f"{getattr(args, 'prog', 'motionmatch')}: error: {one_line(e)}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

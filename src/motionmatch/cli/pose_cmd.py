@@ -8,10 +8,21 @@ import sys
 import time
 from pathlib import Path
 
+from motionmatch.cli import _common as arg
 from motionmatch.errors import MotionMatchError
 
+KEYPOINT_FILES = (".json", ".npz")
 COMMAND_HELP = ("creep_forward, creep_left, creep_right, dance, jump, punch, run_forward, run_left, run_right, "
                 "stand_still, walk_forward, walk_left, walk_right")
+
+
+def _label(text: str) -> str:
+    """A pose command (argparse type)."""
+    from motionmatch.control.pose.labels import COMMANDS
+
+    if text not in COMMANDS:
+        raise argparse.ArgumentTypeError(f"unknown command {text!r}; use one of {COMMAND_HELP}")
+    return text
 
 
 def _progress() -> bool:
@@ -37,45 +48,41 @@ def cmd_eval(args: argparse.Namespace) -> int:
     from motionmatch.control.pose import default as d
     from motionmatch.control.pose.evaluate import format_table, plot_confusion
 
+    out = Path(args.out)
     t_start = time.perf_counter()
-    try:
-        cfg = d.QUICK if args.quick else d.TrainConfig()
-        if args.seed:
-            cfg = d.with_seed(cfg, args.seed)
-        _say("rendering the motion capture through the virtual camera ...")
-        data = d.prepare(args.data, cfg, progress=_progress())
-        _say(f"  {len(data.train)} training, {len(data.val)} validation and {len(data.test)} test renders, "
-             f"{len(data.train_transitions)} + {len(data.val_transitions)} + {len(data.test_transitions)} two-part "
-             f"performances ({data.seconds:.1f} s)")
-        _say("training the kNN baseline and the improved classifier (settings chosen on validation, then refit) ...")
-        t_train = time.perf_counter()
-        knn, imp = d.train(data)
-        t_train = time.perf_counter() - t_train
-        _say("evaluating on the held-out test clips and camera azimuths ...")
-        ev = d.evaluate(data, knn, imp)
-        out = Path(args.out)
-        out.mkdir(parents=True, exist_ok=True)
-        pngs = {}
-        for name, res in ev.results.items():
-            title = (f"{name}: held-out clips, azimuths {', '.join(f'{a:g}' for a in cfg.data.test_azimuths)}; "
-                     f"macro-F1 {res.smoothed['macro_f1']:.3f}")
-            pngs[name] = str(plot_confusion(res.confusion, out / f"confusion_{name}.png", title))
-        result = ev.to_dict()
-        result["confusion_png"] = pngs
-        result["config"] = cfg.to_dict()
-        result["protocol"] = d.protocol(data, imp)
-        result["seconds"] = {"prepare": round(data.seconds, 1), "train": round(t_train, 1),
-                             "total": round(time.perf_counter() - t_start, 1)}
-        from motionmatch._files import atomic_write
+    cfg = d.QUICK if args.quick else d.TrainConfig()
+    if args.seed:
+        cfg = d.with_seed(cfg, args.seed)
+    _say("rendering the motion capture through the virtual camera ...")
+    data = d.prepare(args.data, cfg, progress=_progress())
+    _say(f"  {len(data.train)} training, {len(data.val)} validation and {len(data.test)} test renders, "
+         f"{len(data.train_transitions)} + {len(data.val_transitions)} + {len(data.test_transitions)} two-part "
+         f"performances ({data.seconds:.1f} s)")
+    _say("training the kNN baseline and the improved classifier (settings chosen on validation, then refit) ...")
+    t_train = time.perf_counter()
+    knn, imp = d.train(data)
+    t_train = time.perf_counter() - t_train
+    _say("evaluating on the held-out test clips and camera azimuths ...")
+    ev = d.evaluate(data, knn, imp)
+    out.mkdir(parents=True, exist_ok=True)
+    pngs = {}
+    for name, res in ev.results.items():
+        title = (f"{name}: held-out clips, azimuths {', '.join(f'{a:g}' for a in cfg.data.test_azimuths)}; "
+                 f"macro-F1 {res.smoothed['macro_f1']:.3f}")
+        pngs[name] = str(plot_confusion(res.confusion, out / f"confusion_{name}.png", title))
+    result = ev.to_dict()
+    result["confusion_png"] = pngs
+    result["config"] = cfg.to_dict()
+    result["protocol"] = d.protocol(data, imp)
+    result["seconds"] = {"prepare": round(data.seconds, 1), "train": round(t_train, 1),
+                         "total": round(time.perf_counter() - t_start, 1)}
+    from motionmatch._files import atomic_write
 
-        with atomic_write(out / "pose_eval.json", "w") as f:
-            json.dump(result, f, indent=1)
-        if args.save_models:
-            knn.save(out / "knn.npz")
-            imp.save(out / "improved.npz")
-    except (MotionMatchError, OSError, ValueError) as e:
-        print(f"motionmatch pose eval: {e}", file=sys.stderr)
-        return 1
+    with atomic_write(out / "pose_eval.json", "w") as f:
+        json.dump(result, f, indent=1)
+    if args.save_models:
+        knn.save(out / "knn.npz")
+        imp.save(out / "improved.npz")
     if args.json:
         slim = {k: ({kk: vv for kk, vv in v.items() if kk != "confusion"} if isinstance(v, dict) and "per_class" in v
                     else v) for k, v in result.items()}
@@ -122,53 +129,41 @@ def cmd_run(args: argparse.Namespace) -> int:
     from motionmatch.metrics.report import pose_run_report
     from motionmatch.runtime.pose_run import run_keypoints
 
-    try:
-        out = Path(args.output)
-        if out.suffix.lower() != ".bvh":
-            raise MotionMatchError(f"{out}: the output must be a .bvh file")
-        stream = load_keypoints(args.keypoints)
-        if len(stream) < 2:
-            raise MotionMatchError(f"{args.keypoints}: needs at least two frames")
-        db = MotionDatabase.load(args.db)
-        clf = _classifier(args.classifier, args.data)
-        run = run_keypoints(db, stream, clf, fps=args.fps, progress=_progress(), name=out.stem)
-        save_bvh(run.record.motion, out)
-        segs = run.segments()
-        print(f"wrote {out}: {run.record.motion.num_frames} frames at {args.fps:g} fps; commands: "
-              + ", ".join(f"{s['command'] or '-'} {s['start_s']:.1f}-{s['end_s']:.1f}s" for s in segs[:12])
-              + (" ..." if len(segs) > 12 else ""))
-        if args.report:
-            from motionmatch._files import atomic_write
+    out = arg.output_file(args.output, (".bvh",), "output")
+    arg.output_file(args.report, (".json",), "report")
+    stream = load_keypoints(args.keypoints)
+    if len(stream) < 2:
+        raise MotionMatchError(f"{args.keypoints}: needs at least two frames")
+    db = MotionDatabase.load(args.db)
+    clf = _classifier(args.classifier, args.data)
+    run = run_keypoints(db, stream, clf, fps=args.fps, progress=_progress(), name=out.stem)
+    save_bvh(run.record.motion, out)
+    segs = run.segments()
+    print(f"wrote {out}: {run.record.motion.num_frames} frames at {args.fps:g} fps; commands: "
+          + ", ".join(f"{s['command'] or '-'} {s['start_s']:.1f}-{s['end_s']:.1f}s" for s in segs[:12])
+          + (" ..." if len(segs) > 12 else ""))
+    if args.report:
+        from motionmatch._files import atomic_write
 
-            rep = pose_run_report(run, db)
-            with atomic_write(args.report, "w") as f:
-                json.dump(rep, f, indent=2)
-            print(f"wrote {args.report}")
-    except (MotionMatchError, OSError, ValueError) as e:
-        print(f"motionmatch pose run: {e}", file=sys.stderr)
-        return 1
+        rep = pose_run_report(run, db)
+        with atomic_write(args.report, "w") as f:
+            json.dump(rep, f, indent=2)
+        print(f"wrote {args.report}")
     return 0
 
 
 # ------------------------------------------------------------------------------- record / train / render / live
 def cmd_record(args: argparse.Namespace) -> int:
     from motionmatch.control.pose.keypoints import save_keypoints
-    from motionmatch.control.pose.labels import COMMANDS
     from motionmatch.control.pose.sources import WebcamSource, record
 
-    try:
-        if args.label not in COMMANDS:
-            raise MotionMatchError(f"unknown label {args.label!r}; use one of {COMMAND_HELP}")
-        out = Path(args.output or f"{args.label}.json")
-        _say(f"recording {args.seconds:g} s of '{args.label}' from camera {args.camera} ... (perform now)")
-        with WebcamSource(args.camera, args.complexity, args.model) as cam:
-            stream = record(cam, args.seconds, args.label)
-        stream.meta["label"] = args.label
-        save_keypoints(stream, out)
-        print(f"wrote {out}: {len(stream)} frames ({stream.fps:.1f} fps) labelled {args.label}")
-    except (MotionMatchError, OSError, ValueError) as e:
-        print(f"motionmatch pose record: {e}", file=sys.stderr)
-        return 1
+    out = arg.output_file(args.output or f"{args.label}.json", KEYPOINT_FILES, "recording")
+    _say(f"recording {args.seconds:g} s of '{args.label}' from camera {args.camera} ... (perform now)")
+    with WebcamSource(args.camera, args.complexity, args.model) as cam:
+        stream = record(cam, args.seconds, args.label)
+    stream.meta["label"] = args.label
+    save_keypoints(stream, out)
+    print(f"wrote {out}: {len(stream)} frames ({stream.fps:.1f} fps) labelled {args.label}")
     return 0
 
 
@@ -176,61 +171,57 @@ def cmd_train(args: argparse.Namespace) -> int:
     import numpy as np
 
     from motionmatch.control.pose.classify import KNNPoseClassifier, MLPPoseClassifier, resample_stream
+    from motionmatch.control.pose.default import TrainConfig
     from motionmatch.control.pose.keypoints import load_keypoints
     from motionmatch.control.pose.labels import COMMAND_INDEX
     from motionmatch.control.pose.normalize import normalize_stream
 
-    try:
-        from motionmatch.control.pose.default import TrainConfig
+    arg.output_file(args.output, (".npz",), "model")
+    dflt = TrainConfig()
+    clf = KNNPoseClassifier() if args.kind == "knn" else MLPPoseClassifier(
+        members=args.members or dflt.members, hidden=dflt.hidden, alpha=dflt.alpha, long=dflt.long,
+        mirror_average=dflt.mirror_average, tree_weight=dflt.tree_weight, tree_iter=dflt.tree_iter)
+    Xs, ys = [], []
+    for path in args.recordings:
+        s = load_keypoints(path)
+        label = args.label or s.meta.get("label")
+        if s.labels is None and not label:
+            raise MotionMatchError(f"{path}: no labels (record with --label, or pass --label)")
+        s = resample_stream(s, clf.rate)
+        lab = s.labels if s.labels is not None and not args.label else np.full(len(s), label)
+        bad = sorted({x for x in lab if x and x not in COMMAND_INDEX})
+        if bad:
+            raise MotionMatchError(f"{path}: unknown labels {bad}; use {COMMAND_HELP}")
+        norm = normalize_stream(s)
+        idx = np.flatnonzero((lab != "") & (np.arange(len(s)) >= clf.window - 1))
+        if idx.size:
+            Xs.append(clf.features(norm, idx))
+            ys.append(np.array([COMMAND_INDEX[x] for x in lab[idx]]))
+    if not args.only_recordings:
+        from motionmatch.control.pose import default as d
+        from motionmatch.control.pose.dataset import training_set
 
-        dflt = TrainConfig()
-        clf = KNNPoseClassifier() if args.kind == "knn" else MLPPoseClassifier(
-            members=args.members or dflt.members, hidden=dflt.hidden, alpha=dflt.alpha, long=dflt.long,
-            mirror_average=dflt.mirror_average, tree_weight=dflt.tree_weight, tree_iter=dflt.tree_iter)
-        Xs, ys = [], []
-        for path in args.recordings:
-            s = load_keypoints(path)
-            label = args.label or s.meta.get("label")
-            if s.labels is None and not label:
-                raise MotionMatchError(f"{path}: no labels (record with --label, or pass --label)")
-            s = resample_stream(s, clf.rate)
-            lab = s.labels if s.labels is not None and not args.label else np.full(len(s), label)
-            bad = sorted({x for x in lab if x and x not in COMMAND_INDEX})
-            if bad:
-                raise MotionMatchError(f"{path}: unknown labels {bad}; use {COMMAND_HELP}")
-            norm = normalize_stream(s)
-            idx = np.flatnonzero((lab != "") & (np.arange(len(s)) >= clf.window - 1))
-            if idx.size:
-                Xs.append(clf.features(norm, idx))
-                ys.append(np.array([COMMAND_INDEX[x] for x in lab[idx]]))
-        if not args.only_recordings:
-            from motionmatch.control.pose import default as d
-            from motionmatch.control.pose.dataset import training_set
-
-            _say("adding the rendered motion capture (pass --only-recordings to skip) ...")
-            cfg = d.QUICK if args.quick else d.TrainConfig()
-            data = d.prepare(args.data, cfg, progress=_progress())
-            renders = data.train + data.val + ([t.render for t in data.train_transitions] if args.kind != "knn" else [])
-            cap = cfg.knn_max_per_class if args.kind == "knn" else cfg.mlp_max_per_class
-            X, y = training_set(renders, clf.features, max_per_class=cap,
-                                min_per_class=0 if args.kind == "knn" else cfg.mlp_min_per_class)
-            Xs.append(X)
-            ys.append(y)
-        if not Xs:
-            raise MotionMatchError("no training windows (recordings need at least one labelled window of "
-                                   f"{clf.window} frames)")
-        X, y = np.concatenate(Xs), np.concatenate(ys)
-        if len(np.unique(y)) < 2:
-            raise MotionMatchError("the recordings hold one command only; record several (or drop "
-                                   "--only-recordings to add the rendered motion capture)")
-        clf.fit(X, y)
-        clf.meta = {"trained_on": [str(p) for p in args.recordings] + ([] if args.only_recordings else ["rendered"])}
-        clf.save(args.output)
-        print(f"wrote {args.output}: {args.kind} classifier from {len(y)} windows of "
-              f"{len(np.unique(y))} commands")
-    except (MotionMatchError, OSError, ValueError) as e:
-        print(f"motionmatch pose train: {e}", file=sys.stderr)
-        return 1
+        _say("adding the rendered motion capture (pass --only-recordings to skip) ...")
+        cfg = d.QUICK if args.quick else d.TrainConfig()
+        data = d.prepare(args.data, cfg, progress=_progress())
+        renders = data.train + data.val + ([t.render for t in data.train_transitions] if args.kind != "knn" else [])
+        cap = cfg.knn_max_per_class if args.kind == "knn" else cfg.mlp_max_per_class
+        X, y = training_set(renders, clf.features, max_per_class=cap,
+                            min_per_class=0 if args.kind == "knn" else cfg.mlp_min_per_class)
+        Xs.append(X)
+        ys.append(y)
+    if not Xs:
+        raise MotionMatchError("no training windows (recordings need at least one labelled window of "
+                               f"{clf.window} frames)")
+    X, y = np.concatenate(Xs), np.concatenate(ys)
+    if len(np.unique(y)) < 2:
+        raise MotionMatchError("the recordings hold one command only; record several (or drop "
+                               "--only-recordings to add the rendered motion capture)")
+    clf.fit(X, y)
+    clf.meta = {"trained_on": [str(p) for p in args.recordings] + ([] if args.only_recordings else ["rendered"])}
+    clf.save(args.output)
+    print(f"wrote {args.output}: {args.kind} classifier from {len(y)} windows of "
+          f"{len(np.unique(y))} commands")
     return 0
 
 
@@ -238,14 +229,11 @@ def cmd_render(args: argparse.Namespace) -> int:
     from motionmatch.control.pose.keypoints import save_keypoints
     from motionmatch.control.pose.sources import render_bvh
 
-    try:
-        s = render_bvh(args.bvh, azimuth=args.azimuth, seed=args.seed, mirrored=args.mirror)
-        save_keypoints(s, args.output)
-        print(f"wrote {args.output}: {len(s)} frames of {len(s.names)} keypoints at {s.fps:.0f} fps "
-              f"(azimuth {args.azimuth:g} deg)")
-    except (MotionMatchError, OSError, ValueError) as e:
-        print(f"motionmatch pose render: {e}", file=sys.stderr)
-        return 1
+    arg.output_file(args.output, KEYPOINT_FILES, "keypoint file")
+    s = render_bvh(args.bvh, azimuth=args.azimuth, seed=args.seed, mirrored=args.mirror)
+    save_keypoints(s, args.output)
+    print(f"wrote {args.output}: {len(s)} frames of {len(s.names)} keypoints at {s.fps:.0f} fps "
+          f"(azimuth {args.azimuth:g} deg)")
     return 0
 
 
@@ -267,9 +255,6 @@ def cmd_live(args: argparse.Namespace) -> int:
                     last = cmd
     except KeyboardInterrupt:
         return 0
-    except (MotionMatchError, OSError, ValueError) as e:
-        print(f"motionmatch pose live: {e}", file=sys.stderr)
-        return 1
     return 0
 
 
@@ -286,11 +271,12 @@ def register(sub: argparse._SubParsersAction) -> None:
                       description="Render LAFAN1 / Bandai-Namco clips through a virtual camera, train the kNN baseline "
                       "and the improved classifier, and report per-class precision/recall/F1, confusion matrices "
                       "(PNG), latency and flicker on held-out clips filmed from held-out azimuths.")
-    e.add_argument("--data", metavar="DIR", help="motion-capture root (default $MOTIONMATCH_DATA or ../shared/data)")
+    e.add_argument("--data", type=arg.existing_folder, metavar="DIR", help="motion-capture root (default $MOTIONMATCH_DATA or ../shared/data)")
     e.add_argument("--json", action="store_true", help="print the metrics as JSON (the improved classifier under 'best')")
-    e.add_argument("--out", default="pose-eval", metavar="DIR", help="where to write the PNGs and pose_eval.json")
+    e.add_argument("--out", type=arg.folder, default="pose-eval", metavar="DIR",
+                   help="where to write the PNGs and pose_eval.json")
     e.add_argument("--quick", action="store_true", help="a small, fast configuration (for smoke tests)")
-    e.add_argument("--seed", type=int, default=0, help="random seed of cameras and training")
+    e.add_argument("--seed", type=arg.int_range(0), default=0, help="random seed of cameras and training")
     e.add_argument("--save-models", action="store_true", help="also write knn.npz and improved.npz to --out")
     e.set_defaults(func=cmd_eval)
 
@@ -303,14 +289,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     r.add_argument("--report", metavar="R.json", help="write metrics and the command timeline")
     r.add_argument("--classifier", default="improved", metavar="improved|knn|MODEL.npz",
                    help="the default improved classifier, the kNN baseline, or a trained model file")
-    r.add_argument("--data", metavar="DIR", help="motion-capture root for training the default classifier")
-    r.add_argument("--fps", type=float, default=60.0, help="simulation and output frame rate (default 60)")
+    r.add_argument("--data", type=arg.existing_folder, metavar="DIR", help="motion-capture root for training the default classifier")
+    r.add_argument("--fps", type=arg.fps, default=60.0, help="simulation and output frame rate (default 60)")
     r.set_defaults(func=cmd_run)
 
     rec = ps.add_parser("record", help="record labelled keypoints from the webcam (needs motionmatch[webcam])")
-    rec.add_argument("--label", required=True, help="the command performed: " + COMMAND_HELP)
+    rec.add_argument("--label", type=_label, required=True, help="the command performed: " + COMMAND_HELP)
     rec.add_argument("-o", "--output", metavar="FILE", help="output .json/.npz (default LABEL.json)")
-    rec.add_argument("--seconds", type=float, default=10.0)
+    rec.add_argument("--seconds", type=arg.seconds, default=10.0)
     rec.add_argument("--camera", default=0, type=lambda v: int(v) if v.isdigit() else v, help="camera index or video")
     rec.add_argument("--complexity", type=int, default=1, choices=(0, 1, 2), help="MediaPipe model (2 is downloaded)")
     rec.add_argument("--model", metavar="FILE.task", help="a MediaPipe Tasks pose landmarker model file")
@@ -320,19 +306,21 @@ def register(sub: argparse._SubParsersAction) -> None:
     t.add_argument("recordings", nargs="*", metavar="FILE", help="labelled keypoint files (pose record)")
     t.add_argument("-o", "--output", required=True, metavar="MODEL.npz")
     t.add_argument("--kind", choices=("improved", "knn"), default="improved")
-    t.add_argument("--label", help="label every frame of the recordings with this command")
+    t.add_argument("--label", type=_label, help="label every frame of the recordings with this command")
     t.add_argument("--only-recordings", action="store_true", help="do not add the rendered motion capture")
-    t.add_argument("--members", type=int, help="networks in the improved classifier's ensemble (default: the "
+    t.add_argument("--members", type=arg.int_range(1, 100),
+                   help="networks in the improved classifier's ensemble (default: the "
                    "default classifier's)")
-    t.add_argument("--data", metavar="DIR", help="motion-capture root")
+    t.add_argument("--data", type=arg.existing_folder, metavar="DIR", help="motion-capture root")
     t.add_argument("--quick", action="store_true", help="use the small rendered configuration")
     t.set_defaults(func=cmd_train)
 
     rn = ps.add_parser("render", help="keypoints of a BVH clip filmed by the virtual camera (a test stream)")
     rn.add_argument("bvh", metavar="CLIP.bvh")
     rn.add_argument("-o", "--output", required=True, metavar="FILE.json|.npz")
-    rn.add_argument("--azimuth", type=float, default=0.0, help="camera azimuth from the performer's facing (deg)")
-    rn.add_argument("--seed", type=int, default=0)
+    rn.add_argument("--azimuth", type=arg.float_range(-360, 360), default=0.0,
+                    help="camera azimuth from the performer's facing (deg)")
+    rn.add_argument("--seed", type=arg.int_range(0), default=0)
     rn.add_argument("--mirror", action="store_true", help="film the mirror image")
     rn.set_defaults(func=cmd_render)
 
@@ -341,7 +329,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     lv.add_argument("--camera", default=0, type=lambda v: int(v) if v.isdigit() else v)
     lv.add_argument("--complexity", type=int, default=1, choices=(0, 1, 2))
     lv.add_argument("--model", metavar="FILE.task")
-    lv.add_argument("--data", metavar="DIR")
+    lv.add_argument("--data", type=arg.existing_folder, metavar="DIR")
     lv.set_defaults(func=cmd_live)
 
     p.set_defaults(func=lambda a: (p.print_help(), 0)[1])

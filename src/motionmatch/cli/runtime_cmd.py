@@ -7,7 +7,7 @@ import json
 import sys
 from pathlib import Path
 
-from motionmatch.cli._common import require_suffix
+from motionmatch.cli import _common as arg
 from motionmatch.errors import MotionMatchError
 
 
@@ -33,15 +33,12 @@ def _load_clips(paths: list[str], units: str | float, progress: bool):
 def cmd_build(args: argparse.Namespace) -> int:
     from motionmatch.database import MotionDatabase, schema_by_name
 
-    try:
-        progress = not args.quiet and sys.stderr.isatty()
-        clips = _load_clips(args.data, args.units, progress)
-        db = MotionDatabase.build(clips, fps=args.fps, mirror_copies=args.mirror, schema=schema_by_name(args.schema),
-                                  progress=progress)
-        db.save(args.output)
-    except (MotionMatchError, OSError) as e:
-        print(f"motionmatch build: {e}", file=sys.stderr)
-        return 1
+    arg.output_file(args.output, (".npz",), "database")
+    progress = not args.quiet and sys.stderr.isatty()
+    schema = schema_by_name(args.schema)
+    clips = _load_clips(args.data, args.units, progress)
+    db = MotionDatabase.build(clips, fps=args.fps, mirror_copies=args.mirror, schema=schema, progress=progress)
+    db.save(args.output)
     print(f"wrote {args.output}: {db.num_frames} frames ({db.valid.sum()} searchable) from {len(db.clip_names)} clips "
           f"at {db.fps:g} fps, {db.schema.dims}-D '{db.schema.name}' features; tags: {', '.join(db.tags)}")
     return 0
@@ -55,39 +52,36 @@ def cmd_run(args: argparse.Namespace) -> int:
     from motionmatch.runtime.controller import ControllerSettings
     from motionmatch.runtime.offline import run_script
 
-    try:
-        out = require_suffix(args.output, (".bvh",), "output")
-        require_suffix(args.preview, (".mp4", ".gif"), "preview")
-        db = MotionDatabase.load(args.db)
-        script = load_script(args.input)
-        settings = ControllerSettings(
-            search_interval=args.search_interval, search_method=args.search_method,
-            inertialization=args.inertialization, foot_locking=not args.no_foot_locking,
-            trajectory_mode=args.trajectory,
-        )
-        progress = sys.stderr.isatty()
-        rec = run_script(db, script, settings, fps=args.fps, progress=progress, name=out.stem)
-        save_bvh(rec.motion, out)
-        print(f"wrote {out}: {rec.motion.num_frames} frames at {args.fps:g} fps")
-        if args.report:
-            from motionmatch._files import atomic_write
+    out = arg.output_file(args.output, (".bvh",), "output")
+    arg.output_file(args.report, (".json",), "report")
+    arg.output_file(args.preview, (".mp4", ".gif"), "preview")
+    script = load_script(args.input)
+    db = MotionDatabase.load(args.db)
+    settings = ControllerSettings(
+        search_interval=args.search_interval, search_method=args.search_method,
+        inertialization=args.inertialization, foot_locking=not args.no_foot_locking,
+        trajectory_mode=args.trajectory,
+    )
+    progress = sys.stderr.isatty()
+    rec = run_script(db, script, settings, fps=args.fps, progress=progress, name=out.stem)
+    save_bvh(rec.motion, out)
+    print(f"wrote {out}: {rec.motion.num_frames} frames at {args.fps:g} fps")
+    if args.report:
+        from motionmatch._files import atomic_write
 
-            report = run_report(rec, db, script)
-            with atomic_write(args.report, "w") as f:
-                json.dump(report, f, indent=2)
-            print(f"wrote {args.report}: foot skating {report['foot_skating_mps']:.3f} m/s "
-                  f"(database playback {report['playback_foot_skating_mps']:.3f}), response time "
-                  f"{report['response_time_s'] if report['response_time_s'] is not None else 'n/a'} s, "
-                  f"{report['update_ms_mean']:.2f} ms per update")
-        if args.preview:
-            from motionmatch.io.preview import render_preview
+        report = run_report(rec, db, script)
+        with atomic_write(args.report, "w") as f:
+            json.dump(report, f, indent=2)
+        print(f"wrote {args.report}: foot skating {report['foot_skating_mps']:.3f} m/s "
+              f"(database playback {report['playback_foot_skating_mps']:.3f}), response time "
+              f"{report['response_time_s'] if report['response_time_s'] is not None else 'n/a'} s, "
+              f"{report['update_ms_mean']:.2f} ms per update")
+    if args.preview:
+        from motionmatch.io.preview import render_preview
 
-            render_preview(rec.motion, args.preview, desired_trajectory=rec.desired,
-                           actual_trajectory=rec.motion.world_positions[:, 0], progress=progress)
-            print(f"wrote {args.preview}")
-    except (MotionMatchError, OSError, ValueError) as e:
-        print(f"motionmatch run: {e}", file=sys.stderr)
-        return 1
+        render_preview(rec.motion, args.preview, desired_trajectory=rec.desired,
+                       actual_trajectory=rec.motion.world_positions[:, 0], progress=progress)
+        print(f"wrote {args.preview}")
     return 0
 
 
@@ -99,11 +93,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     b.add_argument("data", nargs="+", metavar="DATA", help="BVH files or folders")
     b.add_argument("-o", "--output", required=True, metavar="DB.npz", help="database file to write")
-    b.add_argument("--fps", type=float, default=60.0, help="frame rate of the database (default 60)")
+    b.add_argument("--fps", type=arg.fps, default=60.0, help="frame rate of the database (default 60)")
     b.add_argument("--mirror", action="store_true", help="add a mirrored copy of every clip (tagged 'mirrored')")
     b.add_argument("--schema", default="classic",
                    help="feature schema: classic (27-D), classic-3d (33-D, for jump/creep) or a .json file")
-    b.add_argument("--units", default="auto", help="length unit of the BVH files (default auto)")
+    b.add_argument("--units", type=arg.units, default="auto", help="length unit of the BVH files (default auto)")
     b.add_argument("-q", "--quiet", action="store_true", help="no progress bars")
     b.set_defaults(func=cmd_build)
 
@@ -119,8 +113,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     r.add_argument("-o", "--output", required=True, metavar="OUT.bvh", help="animation to write")
     r.add_argument("--report", metavar="REPORT.json", help="write metrics (foot skating, response time, ...)")
     r.add_argument("--preview", metavar="OUT.mp4|OUT.gif", help="render a stick-figure video with trajectories")
-    r.add_argument("--fps", type=float, default=60.0, help="simulation and output frame rate (default 60)")
-    r.add_argument("--search-interval", type=float, default=0.1, help="seconds between searches (default 0.1)")
+    r.add_argument("--fps", type=arg.fps, default=60.0, help="simulation and output frame rate (default 60)")
+    r.add_argument("--search-interval", type=arg.seconds, default=0.1, help="seconds between searches (default 0.1)")
     r.add_argument("--search-method", choices=("box", "brute"), default="box")
     r.add_argument("--inertialization", choices=("quintic", "spring", "none"), default="quintic")
     r.add_argument("--trajectory", choices=("spring", "linear"), default="spring",

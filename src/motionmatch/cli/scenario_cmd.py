@@ -12,7 +12,7 @@ import json
 import sys
 from pathlib import Path
 
-from motionmatch.errors import MotionMatchError
+from motionmatch.cli import _common as arg
 
 DESCRIPTION = """\
 Run the characters of a scenario file (obstacles, agents, their inputs, duration: see
@@ -55,62 +55,56 @@ def cmd_scenario(args: argparse.Namespace) -> int:
     from motionmatch.metrics.scenario import body_tracks, scenario_report
     from motionmatch.runtime.world import EnvironmentSettings, run_scenario
 
-    try:
-        out = Path(args.output)
-        if out.suffix.lower() != ".npz":
-            raise MotionMatchError(f"{out}: the output must be a .npz file")
-        if args.preview and Path(args.preview).suffix.lower() not in (".mp4", ".gif"):
-            raise MotionMatchError(f"{args.preview}: the preview must be a .mp4 or .gif file")
-        sc = load_scenario(args.scene)
-        if args.duration is not None:
-            sc.duration = float(args.duration)
-        db = MotionDatabase.load(args.db)
-        search = dict(sc.search)
-        if args.method:
-            search["method"] = args.method
-        settings = EnvironmentSettings.from_dicts(sc.penalty, search, sc.controller.get("controls"),
-                                                  enabled=not args.plain)
-        progress = not args.quiet and sys.stderr.isatty()
-        world, rec = run_scenario(db, sc, settings=settings, progress=progress,
-                                  record_poses=False if args.no_poses else None)
-        report = scenario_report(world, rec, sc)
-        tracks = body_tracks(world, rec)
-        _save_output(out, world, rec, report, tracks)
-        print(f"wrote {out}: {len(rec.names)} agent(s), {rec.frames.shape[1]} frames at {rec.fps:g} fps")
-        print(f"  {report['ms_per_search']:.3f} ms per search, diversity {report['diversity']}, "
-              f"error {report['error_m'] if report['error_m'] is not None else 'n/a'} m, collision time "
-              f"{report['collision_time_s']:.3f} s, collision fraction {report['collision_fraction']:.3f}, "
-              f"{report['realtime_factor']:.1f}x real time")
-        if args.report:
-            from motionmatch._files import atomic_write
+    out = arg.output_file(args.output, (".npz",), "output")
+    arg.output_file(args.report, (".json",), "report")
+    arg.output_file(args.preview, (".mp4", ".gif"), "preview")
+    sc = load_scenario(args.scene)
+    if args.duration is not None:
+        sc.duration = float(args.duration)
+    db = MotionDatabase.load(args.db)
+    search = dict(sc.search)
+    if args.method:
+        search["method"] = args.method
+    settings = EnvironmentSettings.from_dicts(sc.penalty, search, sc.controller.get("controls"),
+                                              enabled=not args.plain)
+    progress = not args.quiet and sys.stderr.isatty()
+    world, rec = run_scenario(db, sc, settings=settings, progress=progress,
+                              record_poses=False if args.no_poses else None)
+    report = scenario_report(world, rec, sc)
+    tracks = body_tracks(world, rec)
+    _save_output(out, world, rec, report, tracks)
+    print(f"wrote {out}: {len(rec.names)} agent(s), {rec.frames.shape[1]} frames at {rec.fps:g} fps")
+    print(f"  {report['ms_per_search']:.3f} ms per search, diversity {report['diversity']}, "
+          f"error {report['error_m'] if report['error_m'] is not None else 'n/a'} m, collision time "
+          f"{report['collision_time_s']:.3f} s, collision fraction {report['collision_fraction']:.3f}, "
+          f"{report['realtime_factor']:.1f}x real time")
+    if args.report:
+        from motionmatch._files import atomic_write
 
-            with atomic_write(args.report, "w") as f:
-                json.dump(report, f, indent=2)
-            print(f"wrote {args.report}")
-        if args.preview:
-            import numpy as np
+        with atomic_write(args.report, "w") as f:
+            json.dump(report, f, indent=2)
+        print(f"wrote {args.report}")
+    if args.preview:
+        import numpy as np
 
-            from motionmatch.environment.collision import body_distances
-            from motionmatch.environment.preview import render_scene
+        from motionmatch.environment.collision import body_distances
+        from motionmatch.environment.preview import render_scene
 
-            scene = world.scene
-            moving = scene.moving_ids.size > 0
-            inside = np.zeros(tracks.shape[:2], dtype=bool)
-            rows = (np.stack([scene.rows_at(f / rec.fps) for f in range(tracks.shape[1])]) if moving
-                    else scene.rows_at(0.0))
-            for i in range(tracks.shape[0]):
-                if len(scene):
-                    inside[i] = (body_distances(tracks[i], rows) < 0).any(axis=1)
-            skel = None
-            if rec.rotations is not None and len(rec.names) <= 16:
-                skel = np.stack([rec.motion(i, db.skeleton).world_positions for i in range(len(rec.names))])
-            render_scene(args.preview, scene.rows_at if moving else scene.rows_at(0.0), tracks, skeletons=skel,
-                         parents=db.skeleton.parents, fps=rec.fps, paths=[a.path for a in world.agents],
-                         inside=inside, title=sc.name, progress=progress)
-            print(f"wrote {args.preview}")
-    except (MotionMatchError, OSError, ValueError) as e:
-        print(f"motionmatch scenario: {e}", file=sys.stderr)
-        return 1
+        scene = world.scene
+        moving = scene.moving_ids.size > 0
+        inside = np.zeros(tracks.shape[:2], dtype=bool)
+        rows = (np.stack([scene.rows_at(f / rec.fps) for f in range(tracks.shape[1])]) if moving
+                else scene.rows_at(0.0))
+        for i in range(tracks.shape[0]):
+            if len(scene):
+                inside[i] = (body_distances(tracks[i], rows) < 0).any(axis=1)
+        skel = None
+        if rec.rotations is not None and len(rec.names) <= 16:
+            skel = np.stack([rec.motion(i, db.skeleton).world_positions for i in range(len(rec.names))])
+        render_scene(args.preview, scene.rows_at if moving else scene.rows_at(0.0), tracks, skeletons=skel,
+                     parents=db.skeleton.parents, fps=rec.fps, paths=[a.path for a in world.agents],
+                     inside=inside, title=sc.name, progress=progress)
+        print(f"wrote {args.preview}")
     return 0
 
 
@@ -130,18 +124,16 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="search method: coherent-approx (the paper's, approximate), linear (exact) or plain "
                         "(no environment); default: the scenario's, else coherent-approx")
     p.add_argument("--plain", action="store_true", help="ignore the environment (plain motion matching)")
-    p.add_argument("--duration", type=float, help="override the scenario's duration (s)")
+    p.add_argument("--duration", type=arg.seconds, help="override the scenario's duration (s)")
     p.add_argument("--no-poses", action="store_true", help="do not record local poses (large crowds)")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bars")
     p.set_defaults(func=cmd_scenario)
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="motionmatch scenario", description=DESCRIPTION,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    add_arguments(parser)
-    args = parser.parse_args(argv)
-    return cmd_scenario(args)
+    from motionmatch.cli.main import main as motionmatch
+
+    return motionmatch(["scenario", *(sys.argv[1:] if argv is None else argv)])
 
 
 if __name__ == "__main__":

@@ -6,6 +6,8 @@ import argparse
 import importlib.util
 import sys
 
+from motionmatch.cli import _common as arg
+
 DEFAULT_PORT = 8765
 
 _DEPS = {"starlette": "starlette", "uvicorn": "uvicorn", "websockets": "websockets"}
@@ -35,9 +37,8 @@ def cmd_viewer(args: argparse.Namespace) -> int:
     if args.db and args.data:
         print("motionmatch viewer: give --db or --data, not both", file=err)
         return 2
-    from motionmatch.errors import MotionMatchError
     from motionmatch.viewer._bundle import BundleError, ensure_bundle
-    from motionmatch.viewer.data import DataError, FileCatalog, OfflineError, default_roots, open_database
+    from motionmatch.viewer.data import FileCatalog, default_roots, open_database
     from motionmatch.viewer.messages import Limits
     from motionmatch.viewer.server import Viewer, serve
 
@@ -50,15 +51,8 @@ def cmd_viewer(args: argparse.Namespace) -> int:
         print(f"motionmatch viewer: {e}", file=err)
         return 1
     progress = err.isatty() and not args.quiet
-    try:
-        db, source = open_database(args.db, args.data, schema=args.schema, mirror=not args.no_mirror,
-                                   progress=progress, fetch_progress=not args.quiet, log=log)
-    except OfflineError as e:
-        print(f"motionmatch viewer: {e}", file=err)
-        return 1
-    except (DataError, MotionMatchError, OSError) as e:
-        print(f"motionmatch viewer: {e}", file=err)
-        return 1
+    db, source = open_database(args.db, args.data, schema=args.schema, mirror=not args.no_mirror,
+                               progress=progress, fetch_progress=not args.quiet, log=log)
     log(f"database: {db!r} ({source.description})")
     roots = default_roots(source.folder, args.allow or (), args.scenarios)
     catalog = FileCatalog(roots)
@@ -114,9 +108,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="another folder the page may load files from (BVH examples, scenarios, keypoints)")
     v.add_argument("--scenarios", metavar="DIR", help="folder of scenario files (default ./scenarios, else the "
                    "repository's scenarios/ when running from a source checkout)")
-    v.add_argument("--record-seconds", type=float, default=120.0,
+    v.add_argument("--record-seconds", type=arg.seconds, default=120.0,
                    help="seconds of each character's motion kept for BVH export (default 120)")
-    v.add_argument("--max-sessions", type=int, default=16, help="open tabs at once (default 16)")
+    v.add_argument("--max-sessions", type=arg.int_range(1, 1000), default=16, help="open tabs at once (default 16)")
     v.add_argument("--rebuild-page", action="store_true", help="rebuild the page from web/ (needs Node.js)")
     v.add_argument("-q", "--quiet", action="store_true", help="no progress bars")
     v.set_defaults(func=cmd_viewer)

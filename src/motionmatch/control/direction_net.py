@@ -31,6 +31,7 @@ from pathlib import Path
 import numba
 import numpy as np
 
+from motionmatch._files import not_npz
 from motionmatch.errors import MotionMatchError
 
 __all__ = [
@@ -276,6 +277,10 @@ class DirectionNet:
 
     @classmethod
     def load(cls, path: str | Path) -> DirectionNet:
+        kind = not_npz(Path(path))
+        if kind:
+            raise MotionMatchError(f"{path}: {kind}; a DirectionNet is an .npz file from "
+                                   "'motionmatch train-direction-net'")
         try:
             with np.load(path, allow_pickle=False) as z:
                 meta = json.loads(str(z["meta"]))

@@ -194,6 +194,8 @@ def load_path(file: str | Path, *, rate: float | None = None, scale: float | Non
         text = file.read_text()
     except OSError as e:
         raise PathError(f"{file}: cannot read the path: {e.strerror or e}") from None
+    except UnicodeDecodeError:
+        raise PathError(f"{file}: not a text file; a path is JSON or CSV") from None
     try:
         if file.suffix.lower() == ".csv":
             raw = _parse_csv(text)

@@ -324,7 +324,10 @@ def parse_script(data: Any, path: str | Path | None = None, gaits: GaitSpeeds | 
 def load_script(path: str | Path, gaits: GaitSpeeds | None = None) -> Script:
     """Read and validate a JSON timeline script (see the module docstring)."""
     path = Path(path)
-    text = path.read_text(encoding="utf-8")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise ScriptError(path, None, "not a text file; a script is JSON") from None
     return parse_script(text, path, gaits)
 
 

@@ -233,6 +233,9 @@ def schema_by_name(name: str) -> FeatureSchema:
 
     p = Path(name)
     if p.suffix == ".json" and p.exists():
-        return FeatureSchema.from_json(p.read_text())
+        try:
+            return FeatureSchema.from_json(p.read_text())
+        except (SchemaError, UnicodeDecodeError) as e:
+            raise SchemaError(f"{p}: {e}") from None
     raise SchemaError(f"unknown schema {name!r}: use 'classic', 'classic-3d', 'environment', "
                       "'environment-heights' or a .json schema file")

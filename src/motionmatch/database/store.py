@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from motionmatch._files import atomic_write
+from motionmatch._files import atomic_write, not_npz
 from motionmatch.anim.skeleton import Skeleton
 from motionmatch.database.database import FORMAT_VERSION, DatabaseError, MotionDatabase
 from motionmatch.database.schema import FeatureSchema, SchemaError
@@ -60,8 +60,12 @@ def load_database(path: str | Path, *, expect_hash: str | None = None) -> Motion
             from); a different one raises ``DatabaseError`` (stale file).
     """
     path = Path(path)
+    build = f"build one with 'motionmatch build CLIPS... -o {path.with_suffix('.npz')}'"
     if not path.exists():
-        raise DatabaseError(f"{path}: no such database file; build one with 'motionmatch build DATA... -o {path}'")
+        raise DatabaseError(f"{path}: no such database file; {build}")
+    kind = not_npz(path)
+    if kind:
+        raise DatabaseError(f"{path}: {kind}, not a motionmatch database (.npz); {build}")
     try:
         with np.load(path, allow_pickle=False) as z:
             if "meta" not in z.files:

@@ -8,13 +8,12 @@ needs imageio-ffmpeg, ``.gif`` Pillow. Files are written atomically.
 
 from __future__ import annotations
 
-import os
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 
+from motionmatch._files import atomic_path
 from motionmatch.geometry.shapes import C_P, C_Q, C_TYPE, C_UX, C_UZ, C_X, C_YMAX, C_Z, T_BOX
 
 __all__ = ["plot_scene", "render_scene"]
@@ -112,16 +111,8 @@ def plot_scene(png_path: str | Path, rows: np.ndarray, tracks: np.ndarray, *, pa
     ax.set_xlabel("x (m)")
     ax.set_ylabel("z (m)")
     path = Path(png_path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".png", dir=path.parent)
-    os.close(fd)
-    try:
+    with atomic_path(path) as tmp:
         fig.savefig(tmp)
-        _public(tmp)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
     return path
 
 
@@ -169,9 +160,6 @@ def render_scene(out_path: str | Path, rows_at, tracks: np.ndarray, *, skeletons
     if len(frames) == 0:
         frames = np.array([0])
     w, h = fig.canvas.get_width_height()
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", suffix=suffix, dir=out.parent)
-    os.close(fd)
 
     def images():
         for f in tqdm(frames, desc="rendering", unit="frame", disable=not progress):
@@ -193,11 +181,11 @@ def render_scene(out_path: str | Path, rows_at, tracks: np.ndarray, *, skeletons
             fig.canvas.draw()
             yield np.asarray(fig.canvas.buffer_rgba())[:, :, :3].copy()
 
-    try:
+    with atomic_path(out) as tmp:
         if suffix == ".mp4":
             import imageio_ffmpeg
 
-            writer = imageio_ffmpeg.write_frames(tmp, (w, h), fps=out_fps, macro_block_size=2, quality=7)
+            writer = imageio_ffmpeg.write_frames(str(tmp), (w, h), fps=out_fps, macro_block_size=2, quality=7)
             writer.send(None)
             for img in images():
                 writer.send(np.ascontiguousarray(img))
@@ -207,16 +195,4 @@ def render_scene(out_path: str | Path, rows_at, tracks: np.ndarray, *, skeletons
 
             imgs = [Image.fromarray(i) for i in images()]
             imgs[0].save(tmp, save_all=True, append_images=imgs[1:], duration=int(1000 / out_fps), loop=0)
-        _public(tmp)
-        os.replace(tmp, out)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
     return out
-
-
-def _public(path) -> None:
-    """Give a temporary file (private to its creator) a normal file's permissions."""
-    mask = os.umask(0)
-    os.umask(mask)
-    os.chmod(path, 0o666 & ~mask)

@@ -161,10 +161,7 @@ def resolve_parts(
     if isinstance(parts, str) and parts == "auto":
         return auto_parts(skeleton, positions, feet)
     if isinstance(parts, (str, Path)):
-        path = Path(parts)
-        if not path.is_file():
-            raise SkeletonError(f"parts must be 'auto', 'body', a JSON file, or joint lists; {str(parts)!r} is none of these")
-        parts = json.loads(path.read_text(encoding="utf-8"))
+        parts = _parts_file(Path(parts))
     if isinstance(parts, Mapping):
         named = {str(k): resolve_joints(skeleton, v) for k, v in parts.items()}
     else:
@@ -190,6 +187,22 @@ def resolve_parts(
             owner[j] = i
             named[keys[i]] = sorted(set(named[keys[i]]) | {j})
     return named
+
+
+def _parts_file(path: Path) -> list | dict:
+    """The joint lists of a JSON parts file, checked to be joint lists."""
+    if not path.is_file():
+        raise SkeletonError(f"parts must be 'auto', 'body', a JSON file, or joint lists; {str(path)!r} is none of "
+                            "these")
+    try:
+        parts = json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise SkeletonError(f"{path}: not a JSON parts file ({e})") from None
+    groups = parts.values() if isinstance(parts, dict) else parts if isinstance(parts, list) else None
+    if groups is None or not all(isinstance(g, list) and all(isinstance(j, (str, int)) for j in g) for g in groups):
+        raise SkeletonError(f'{path}: a parts file holds joint lists: [["Hips", "Spine*"], ...] or '
+                            '{"trunk": ["Hips", "Spine*"], ...}')
+    return parts
 
 
 def parse_parts_arg(text: str) -> PartsSpec:

@@ -23,10 +23,7 @@ from __future__ import annotations
 
 import importlib
 import math
-import os
-import tempfile
 from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
 from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
@@ -34,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from motionmatch._files import atomic_path
 from motionmatch.errors import MotionMatchError
 
 if TYPE_CHECKING:
@@ -85,27 +83,6 @@ def _check_format(path: Path) -> str:
             f"use one of {', '.join(SUPPORTED_FORMATS)}"
         )
     return suffix
-
-
-@contextmanager
-def _atomic_target(path: Path) -> Iterator[Path]:
-    """A temporary path beside ``path`` with the same suffix; renamed onto ``path`` when
-    the body succeeds, removed when it fails."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=f".tmp{path.suffix}", dir=path.parent)
-    os.close(fd)
-    mask = os.umask(0)
-    os.umask(mask)
-    os.chmod(tmp, 0o666 & ~mask)  # mkstemp makes it private; give it a normal file's permissions
-    try:
-        yield Path(tmp)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
 
 
 def output_frame_indices(num_frames: int, motion_fps: float, out_fps: float) -> NDArray[np.int64]:
@@ -550,7 +527,7 @@ def render_preview(
                 bar.update()
 
     try:
-        with _atomic_target(path) as tmp:
+        with atomic_path(path) as tmp:
             if fmt == ".gif":
                 _write_gif(frames(), tmp, out_fps)
             else:

@@ -37,7 +37,7 @@ from pathlib import Path
 
 import numpy as np
 
-from motionmatch._files import atomic_write
+from motionmatch._files import atomic_write, not_npz
 from motionmatch.control.pose.features import (
     CONTEXT,
     LONG,
@@ -478,8 +478,10 @@ class MLPPoseClassifier(PoseClassifier):
 def load_classifier(path: str | Path) -> PoseClassifier:
     """Read a classifier written by :meth:`PoseClassifier.save`."""
     p = Path(path)
-    if not p.is_file():
-        raise ClassifierError(f"{p}: no such classifier file")
+    kind = not_npz(p)
+    if kind:
+        raise ClassifierError(f"{p}: {kind}; a pose classifier is an .npz file from 'motionmatch pose train' "
+                              "(or use improved or knn)")
     try:
         with np.load(p, allow_pickle=False) as z:
             d = {k: z[k] for k in z.files}

@@ -42,7 +42,7 @@ from typing import Any
 
 import numpy as np
 
-from motionmatch._files import atomic_write
+from motionmatch._files import atomic_write, not_npz
 from motionmatch.errors import MotionMatchError
 
 #: The keypoints the pose pipeline uses (COCO order, without eyes and ears).
@@ -283,10 +283,13 @@ def load_keypoints(path: str | Path) -> KeypointStream:
     if p.suffix.lower() == ".json":
         try:
             d = json.loads(p.read_text())
-        except json.JSONDecodeError as e:
+        except (json.JSONDecodeError, UnicodeDecodeError) as e:
             raise KeypointError(f"{p}: not valid JSON ({e})") from None
         return stream_from_dict(d, str(p))
     if p.suffix.lower() == ".npz":
+        kind = not_npz(p)
+        if kind:
+            raise KeypointError(f"{p}: {kind}; a keypoint .npz file holds times, keypoints and names")
         try:
             with np.load(p, allow_pickle=False) as z:
                 d = {k: z[k] for k in z.files}
