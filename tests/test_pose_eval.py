@@ -98,8 +98,11 @@ def test_improved_beats_the_baseline(data_dir, tmp_path):
 
 
 @pytest.mark.slow
-def test_cli_eval_quick_json(data_dir, tmp_path, capsys):
+def test_cli_eval_quick_json(data_dir, tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("MOTIONMATCH_CACHE", str(tmp_path / "cache"))
+    assert d.cached_classifiers(data_dir, d.QUICK) is None
     assert pose_cli(["eval", "--quick", "--json", "--data", str(data_dir), "--out", str(tmp_path)]) == 0
+    assert d.cached_classifiers(data_dir, d.QUICK) is not None  # kept for pose run and the viewer
     res = json.loads(capsys.readouterr().out)
     for key in ("knn", "improved", "best"):
         assert 0 <= res[key]["macro_f1"] <= 1 and set(res[key]["per_class"]) == set(COMMANDS)

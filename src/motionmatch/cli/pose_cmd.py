@@ -62,6 +62,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     t_train = time.perf_counter()
     knn, imp = d.train(data)
     t_train = time.perf_counter() - t_train
+    d.cache_classifiers(knn, imp, args.data, cfg)  # pose run and the viewer use them from now on
     _say("evaluating on the held-out test clips and camera azimuths ...")
     ev = d.evaluate(data, knn, imp)
     out.mkdir(parents=True, exist_ok=True)

@@ -244,14 +244,20 @@ def default_classifiers(root: str | Path | None = None, config: TrainConfig | No
         pair = cached_classifiers(r, cfg, cache_dir)
         if pair is not None:
             return pair
-    paths = _cache_paths(r, cfg, cache_dir)
-    d = paths[0].parent
     data = data if data is not None and data.config == cfg else prepare(r, cfg, progress)
     knn, imp = train(data)
-    d.mkdir(parents=True, exist_ok=True)
-    knn.save(paths[0])
-    imp.save(paths[1])
+    cache_classifiers(knn, imp, r, cfg, cache_dir)
     return knn, imp
+
+
+def cache_classifiers(knn: KNNPoseClassifier, improved: MLPPoseClassifier, root: str | Path | None = None,
+                      config: TrainConfig | None = None, cache_dir: str | Path | None = None) -> None:
+    """Keep a trained ``(knn, improved)`` pair of ``config`` where :func:`cached_classifiers`
+    (and so `pose run` and the viewer) find it."""
+    paths = _cache_paths(resolve_root(root), config or TrainConfig(), cache_dir)
+    paths[0].parent.mkdir(parents=True, exist_ok=True)
+    knn.save(paths[0])
+    improved.save(paths[1])
 
 
 def default_classifier(kind: str = "improved", **kw) -> PoseClassifier:
