@@ -99,9 +99,17 @@ def test_improved_beats_the_baseline(data_dir, tmp_path):
 
 @pytest.mark.slow
 def test_cli_eval_quick_json(data_dir, tmp_path, capsys, monkeypatch):
+    """`pose eval --quick` end to end: the report, the PNGs, the JSON and the cache. The
+    quick renders and classifiers are the ones the tests above trained (the same calls,
+    `prepare` and `train` of the QUICK configuration), not trained a second time."""
+    data, knn, imp = quick_bundle(str(data_dir))
+    asked = []
+    monkeypatch.setattr(d, "prepare", lambda root, cfg, progress=False: asked.append(cfg) or data)
+    monkeypatch.setattr(d, "train", lambda got: (knn, imp) if got is data else pytest.fail("other data trained"))
     monkeypatch.setenv("MOTIONMATCH_CACHE", str(tmp_path / "cache"))
     assert d.cached_classifiers(data_dir, d.QUICK) is None
     assert pose_cli(["eval", "--quick", "--json", "--data", str(data_dir), "--out", str(tmp_path)]) == 0
+    assert asked == [d.QUICK]
     assert d.cached_classifiers(data_dir, d.QUICK) is not None  # kept for pose run and the viewer
     res = json.loads(capsys.readouterr().out)
     for key in ("knn", "improved", "best"):
