@@ -188,6 +188,7 @@ class EnvironmentMatcher:
         #: per feature view, the masks of the search columns' weights (:meth:`weights`):
         #: left out by the view, pose, trajectory position, trajectory direction
         self.view_masks = {"planar": (vertical, pose, pos, direc), "full": (np.zeros_like(vertical), pose, pos, direc)}
+        self._leaves_out = {view: bool(masks[0].any()) for view, masks in self.view_masks.items()}
         K = self.ellipses.shape[1]
         if len(self.slots) != K:
             raise ValueError(f"{K} ellipse slots but offsets {self.slots}")
@@ -200,8 +201,7 @@ class EnvironmentMatcher:
         for a feature ``view`` (``"planar"``: vertical columns weighted 0) and ``controls``
         (``None``: all 1)."""
         c = controls
-        off = self.view_masks[view][0]
-        if c.responsiveness == 1.0 and c.continuity == 1.0 and evasion_factor == 1.0 and not off.any():
+        if c.responsiveness == 1.0 and c.continuity == 1.0 and evasion_factor == 1.0 and not self._leaves_out[view]:
             return None
         return control_weights(*self.view_masks[view], float(c.continuity), float(c.responsiveness),
                                float(evasion_factor))
@@ -962,6 +962,7 @@ def world_from_scenario(db: MotionDatabase, scenario, *, settings: EnvironmentSe
     world = World(db, sc.scene(), settings=settings, controller=csettings, matcher=matcher,
                   record_poses=record_poses, fps=sc.fps)
     steer = SteeringSettings.from_dict(sc.steering)
+    keep_to_line = replace(steer, lateral_gain=0.0)  # path agents: one settings object, steered as one group
     from motionmatch.runtime.modes import gait_speeds_from_database
 
     gaits = gait_speeds_from_database(db)
@@ -973,7 +974,7 @@ def world_from_scenario(db: MotionDatabase, scenario, *, settings: EnvironmentSe
             src = ScriptInput(spec.script, sc.duration, gaits)
         elif kind == "path":  # steered through the polyline's points (round and round when it loops)
             pts = spec.route(sc.duration, f"agent {spec.name!r}: path")
-            src = SteeringInput(world, pts[-1], spec.speed, replace(steer, lateral_gain=0.0), waypoints=pts[:-1])
+            src = SteeringInput(world, pts[-1], spec.speed, keep_to_line, waypoints=pts[:-1])
         elif kind == "goal":
             src = SteeringInput(world, np.asarray(spec.goal), spec.speed, steer, waypoints=spec.via)
         else:
