@@ -50,7 +50,7 @@ def box_grid(x_lo: np.ndarray, x_hi: np.ndarray, z_lo: np.ndarray, z_hi: np.ndar
     return start, items, nx, nz, lo[0], lo[1]
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@numba.njit(cache=True, nogil=True)
 def _cell_range(lo, hi, origin, cell, n):
     """First and last cell (clipped to ``[0, n)``) of the interval ``[lo, hi]``."""
     return max(int(np.floor((lo - origin) / cell)), 0), min(int(np.floor((hi - origin) / cell)), n - 1)

@@ -85,7 +85,7 @@ def make_row(kind: int, x: float, z: float, ux: float = 1.0, uz: float = 0.0, p:
     return np.array([kind, x, z, ux, uz, p, q, r, ymin, ymax, ident, weight], dtype=np.float64)
 
 
-@no_refcount(inline="always")
+@no_refcount
 def _g_smooth(c, s, x, y, a2, b2, cf, sf, p2, q2):
     """g(u) for the unit direction ``u = (c, s)``: an ellipse body (``a2, b2``: squared
     semi-axes on the x/y axes) and an ellipse obstacle (``p2, q2`` along the unit axis
@@ -156,7 +156,7 @@ def _max_smooth(x, y, a, b, cf, sf, p, q):
     return best, c, s
 
 
-@no_refcount(inline="always")
+@no_refcount
 def _g_box(c, s, x, y, a2, b2, fx, fy, p, q):
     """g(u) for the unit direction ``u = (c, s)``, the ellipse body and a box centred at
     ``(x, y)`` with unit first axis ``(fx, fy)`` and half extents ``p, q``."""

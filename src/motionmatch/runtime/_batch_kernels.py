@@ -248,13 +248,13 @@ def pose_rows(rows, dt, *arrays):
                         p.shown_pos[r, k], p.out_rot[r], p.out_pos[r], p.out_contacts[r])
 
 
-@numba.njit(cache=True, inline="always")
+@numba.njit(cache=True)
 def _heading_of(c, s):
     """:func:`motionmatch.control.trajectory.heading_of`."""
     return math.atan2(c * (2.0 * s), 1.0 - s * (2.0 * s))
 
 
-@numba.njit(cache=True, inline="always")
+@numba.njit(cache=True)
 def _heading_of_angle(angle):
     """:func:`motionmatch.control.trajectory.heading_of_angle`."""
     half = 0.5 * angle

@@ -11,7 +11,7 @@ import numba
 import numpy as np
 
 
-@numba.njit(cache=True, inline="always")
+@numba.njit(cache=True)
 def qmul(a, b, out):
     aw, ax, ay, az = a[0], a[1], a[2], a[3]
     bw, bx, by, bz = b[0], b[1], b[2], b[3]
@@ -21,7 +21,7 @@ def qmul(a, b, out):
     out[3] = aw * bz + ax * by - ay * bx + az * bw
 
 
-@numba.njit(cache=True, inline="always")
+@numba.njit(cache=True)
 def qrot(q, v, out):
     w, x, y, z = q[0], q[1], q[2], q[3]
     tx = 2.0 * (y * v[2] - z * v[1])
@@ -159,7 +159,7 @@ def local_from_world(parent_world, child_world, out):
     qmul(inv, child_world, out)
 
 
-@numba.njit(cache=True, inline="always")
+@numba.njit(cache=True)
 def _quintic_at(c, j, t):
     """Bollo's quintic (coefficient rows ``A, B, C, a0/2, v0, x0, t1`` of ``c [7, J]``) of
     joint ``j`` at time ``t``; 0 from ``t1`` on."""
@@ -278,7 +278,7 @@ def _unlock(k, toe_p, lock_in_time, locked, lock_pos, release, release_t, lock_t
     release_t[k] = 0.0
 
 
-@numba.njit(cache=True, inline="always")
+@numba.njit(cache=True)
 def _frame_pair(db_rot, db_pos, i, j):
     """Local rotations ``[J, 4]`` and positions ``[J, 3]`` of joints 1.. of database frames
     ``i`` and ``j`` (of ``db_rot [N, J+1, 4]``, ``db_pos [N, J+1, 3]``), as float64 copies:
@@ -353,7 +353,7 @@ def controller_pose(db_rot, db_pos, i, j, alpha, inert_mode, inert_t, rot_axis, 
             out_pos[q + 1, c] = shown_pos[q, c]
 
 
-@numba.njit(cache=True, inline="always")
+@numba.njit(cache=True)
 def _log_into(q, out):
     """Rotation vector (axis * angle) of quaternion ``q [4]`` into ``out [3]``, as
     :func:`motionmatch.anim.quat.log` computes it (normalised, shortest way round)."""
@@ -373,7 +373,7 @@ def _log_into(q, out):
     out[2] = z * scale
 
 
-@numba.njit(cache=True, inline="always")
+@numba.njit(cache=True)
 def _mul_inv_into(a, b, out):
     """``out = a * conj(b)``."""
     cb = np.empty(4)
@@ -384,7 +384,7 @@ def _mul_inv_into(a, b, out):
     qmul(a, cb, out)
 
 
-@numba.njit(cache=True, inline="always")
+@numba.njit(cache=True)
 def _quintic_coeffs_into(x0, v0, t1, c, j):
     """Bollo's overshoot-free quintic of one offset norm ``x0`` (rate ``v0``, blend ``t1``
     s) into column ``j`` of ``c [7, J]`` (see :func:`motionmatch.runtime.inertialize.quintic_coefficients`)."""

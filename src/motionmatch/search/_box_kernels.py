@@ -70,7 +70,7 @@ GROUP = 16  # top boxes per vector group in ``tops``
 PREFETCH_AHEAD = 8  # candidate top boxes whose leaf bounds are prefetched ahead
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@numba.njit(cache=True, nogil=True)
 def _threshold(best, slack_mul, slack_add):
     """float32 rejection threshold for a current k-th best float64 distance ``best``.
 
@@ -93,7 +93,7 @@ def _threshold(best, slack_mul, slack_add):
     return np.float32((best + slack_add) * slack_mul)
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@numba.njit(cache=True, nogil=True)
 def _insert(out_i, out_d, k, i, d):
     """Insert frame ``i`` of float64 distance ``d`` (``d < out_d[k-1]``) into the sorted k best."""
     p = k - 1
@@ -105,7 +105,7 @@ def _insert(out_i, out_d, k, i, d):
     out_i[p] = i
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@numba.njit(cache=True, nogil=True)
 def _kept(out_i, k, i):
     """Whether frame ``i`` is already among the k best (rare path: candidates only)."""
     for j in range(k):
@@ -114,7 +114,7 @@ def _kept(out_i, k, i):
     return False
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@numba.njit(cache=True, nogil=True)
 def _dist64(feats, i, q64):
     d = feats.shape[1]
     s = 0.0
@@ -124,7 +124,7 @@ def _dist64(feats, i, q64):
     return s
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@numba.njit(cache=True, nogil=True)
 def _wdist64(feats, i, q64, w64):
     """``Σ_j w64[j] (feats[i, j] - q64[j])²`` in float64 (``t * t * 1.0`` is ``t * t``: unit
     weights give :func:`_dist64`'s value bit for bit)."""
@@ -136,7 +136,7 @@ def _wdist64(feats, i, q64, w64):
     return s
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@numba.njit(cache=True, nogil=True)
 def _down32(x):
     """``x >= 0`` (float64) as the largest float32 not above it (a scale that only lowers bounds)."""
     y = np.float32(x)

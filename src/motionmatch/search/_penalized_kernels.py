@@ -78,7 +78,7 @@ NS = 6
 FM = {"reassoc", "contract", "arcp", "nsz"}
 
 
-@no_refcount(inline="always", fastmath=FM)
+@no_refcount(fastmath=FM)
 def _dist(feats, i, q, w):
     """Weighted squared distance of frame ``i`` (float64 accumulation, vectorised)."""
     s = 0.0
@@ -88,14 +88,14 @@ def _dist(feats, i, q, w):
     return s
 
 
-@no_refcount(inline="always")
+@no_refcount
 def _copy_row(feats, i, out):
     """``out[:D] = feats[i]`` as float64 (``D = feats.shape[1]``; the rest of ``out`` kept)."""
     for d in range(feats.shape[1]):
         out[d] = feats[i, d]
 
 
-@no_refcount(inline="always", fastmath=FM)
+@no_refcount(fastmath=FM)
 def _dist_rows(feats, i, j, w):
     """Weighted squared distance between frames ``i`` and ``j``."""
     s = 0.0
@@ -105,7 +105,7 @@ def _dist_rows(feats, i, j, w):
     return s
 
 
-@no_refcount(inline="always")
+@no_refcount
 def _point_lb(px, pz, obs, k, m):
     """:func:`~motionmatch.geometry.shapes.point_lower_bound` of row ``obs[k, m]``, read
     element by element (no array view: views cost reference counting in a hot loop)."""
@@ -124,7 +124,7 @@ def _point_lb(px, pz, obs, k, m):
     return math.sqrt(lx * lx + lz * lz)
 
 
-@no_refcount(inline="always")
+@no_refcount
 def _point_ub(px, pz, obs, k, m):
     """:func:`~motionmatch.geometry.shapes.point_upper_bound` of row ``obs[k, m]``
     (element by element, as :func:`_point_lb`)."""
@@ -137,7 +137,7 @@ def _point_ub(px, pz, obs, k, m):
     return math.sqrt(dx * dx + dz * dz) - r
 
 
-@no_refcount(inline="always")
+@no_refcount
 def _slot_ellipse(ell, i, k, pp, disk):
     """Frame ``i``'s ellipse in slot ``k`` of ``ell [N, K, 8]`` as float64 ``(cx, cz, ux,
     uz, a, b, R, lo, hi)``: centre, unit axis, semi-axes (both ``R = max(a, b)`` when
@@ -157,7 +157,7 @@ def _slot_ellipse(ell, i, k, pp, disk):
     return cx, cz, ux, uz, a, b, R, lo, hi
 
 
-@no_refcount(inline="always")
+@no_refcount
 def _out_of_reach(cx, cz, reach, obs, k, m):
     """Whether obstacle ``m`` of slot ``k`` is surely farther than ``reach`` (m) from the
     point ``(cx, cz)`` (bounding circle for disks and ellipses, box distance for boxes)."""
@@ -169,7 +169,7 @@ def _out_of_reach(cx, cz, reach, obs, k, m):
     return _point_lb(cx, cz, obs, k, m) >= reach
 
 
-@no_refcount(inline="always")
+@no_refcount
 def frame_penalty(i, ell, obs, counts, slotw, pp, budget, early, stats):
     """Weighted penalty sum of frame ``i`` (without W_env); stops once it reaches ``budget``."""
     dhat = pp[P_DHAT]
@@ -250,7 +250,7 @@ def frame_clearance(i, ell, obs, counts, pp, out):
         out[k] = best
 
 
-@no_refcount(inline="always")
+@no_refcount
 def _penalised(i, d, ell, obs, counts, slotw, pp, best, early, stats):
     """``d`` plus the weighted penalties of frame ``i`` (stops once it reaches ``best``)."""
     envw = pp[P_ENVW]
@@ -259,7 +259,7 @@ def _penalised(i, d, ell, obs, counts, slotw, pp, best, early, stats):
     return d + envw * frame_penalty(i, ell, obs, counts, slotw, pp, budget, early, stats)
 
 
-@no_refcount(inline="always")
+@no_refcount
 def _score(i, feats, q, w, ell, obs, counts, slotw, pp, best, early, stats):
     d = _dist(feats, i, q, w)
     if early and d >= best:
@@ -568,7 +568,7 @@ def summarise(idx, feats, q, w, ell, obs, counts, slotw, pp, cur, clearance, out
     _write_summary(idx, feats, q, w, ell, obs, counts, slotw, pp, cur, pen, clearance, out, stats, init, s_init)
 
 
-@no_refcount(inline="always")
+@no_refcount
 def _write_summary(idx, feats, q, w, ell, obs, counts, slotw, pp, cur, pen, clearance, out, stats, init, s_init):
     """``out`` of result ``idx`` from its penalty ``pen`` and ``clearance`` already computed
     (``idx`` -1: no result); ``out[2]``: the score of ``cur`` (``s_init`` when it is
@@ -686,7 +686,7 @@ def run_search(ia, fa, feats, q, w, valid, mask, ell, obs, counts, slotw, pp, re
     return idx, used
 
 
-@no_refcount(inline="always", fastmath=FM)
+@no_refcount(fastmath=FM)
 def box_codes_gap(lo, hi, b, ql, qh, wc):
     """Lower bound of the weighted squared distance from a query to the coded box ``b``
     (uint8 ``lo, hi [B, Dp]``, ``Dp`` a multiple of 8), all in grid units: ``ql, qh [Dp]``
@@ -780,7 +780,7 @@ def mask_bits(reps, mask, out):
             out[j >> 3] |= np.uint8(1 << (j & 7))
 
 
-@no_refcount(inline="always")
+@no_refcount
 def stride_for(delta2, inv_best, v2, max_stride):
     """The dissimilarity-based stride (the paper's Eq. 7 is lost; this is our form):
     ``1 + floor(v * δ / sqrt(S))`` with ``δ`` the (weighted Euclidean) distance between the
@@ -952,7 +952,7 @@ def take_columns(x, cols, out):
         out[j] = x[cols[j]]
 
 
-@no_refcount(inline="always")
+@no_refcount
 def control_weights_into(off, pose, pos, direc, continuity, responsiveness, evasion_factor, w):
     """Write into ``w [D]`` the squared-distance weights of a feature view and the high-level
     controls: 0 on the columns the view leaves out (``off``: the planar view's vertical
