@@ -348,7 +348,6 @@ def test_viewer_obstacles_move_from_where_they_were_placed():
 # ------------------------------------------------------------------ modes the database can play
 def _lafan1_clip(name: str, frames: slice, tags: tuple[str, ...]):
     from conftest import data_root
-
     from motionmatch.anim import load_bvh
 
     path = data_root() / "lafan1" / f"{name}.bvh"
