@@ -898,3 +898,33 @@ def test_a_scenario_plays_the_same_in_the_viewer_as_on_the_command_line(server):
     assert err <= 1e-6, err
     walked = np.hypot(*np.diff(cli_roots, axis=0).T).sum(axis=1)  # [A] metres (a loop may end where it began)
     assert (walked > 3.0).all(), walked  # everybody went somewhere
+
+
+def test_a_mode_the_database_cannot_play_is_refused_with_a_reason(server):
+    """The test database has no crawling (nor dance) clip: C is answered with
+    ``mode_unavailable`` and a one-line reason, and the character walks on without ever
+    claiming the creep mode; the welcome names every mode with its availability."""
+    with Client(server) as c:
+        modes = c.welcome["modes"]
+        assert modes["locomotion"]["available"] and modes["idle"]["available"]
+        assert not modes["creep"]["available"] and "crawling" in modes["creep"]["reason"]
+        assert not modes["dance"]["available"]
+        assert c.welcome["mode_keys"] == {"j": "jump", "p": "dance", "c": "creep"}
+        c.pump(0.3)
+        p0 = c.root()
+        c.send("key", key="KeyW", down=True, yaw=0.0)
+        c.send("key", key="KeyC", down=True, yaw=0.0)
+        m = c.wait_type("mode_unavailable")
+        assert m["mode"] == "creep" and m["key"] == "c" and m["message"] == f"creep: {m['reason']}"
+        assert "\n" not in m["message"]
+        start = len(c.frames)
+        c.pump(1.5)
+        shown = {f.by_id(c.welcome["selected"]).mode for f in c.frames[start:]}
+        assert "creep" not in shown and "locomotion" in shown, shown
+        assert c.root()[2] - p0[2] > 0.5  # it walks (at the walking speed, not the creep speed)
+        c.send("keys", held=["w", "p"], yaw=0.0)
+        assert c.wait_type("mode_unavailable")["mode"] == "dance"
+        c.send("key", key="KeyC", down=False, yaw=0.0)
+        c.send("key", key="KeyW", down=False, yaw=0.0)
+        r = c.request("hello")
+        assert r["type"] == "ack"  # the session lives

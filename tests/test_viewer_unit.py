@@ -343,3 +343,45 @@ def test_viewer_obstacles_move_from_where_they_were_placed():
         obstacle_from_viewer({"id": 5, "shape": "disk", "center": [0, 0]})  # no radius
 
 
+
+
+# ------------------------------------------------------------------ modes the database can play
+def _lafan1_clip(name: str, frames: slice, tags: tuple[str, ...]):
+    from conftest import data_root
+    from motionmatch.anim import load_bvh
+
+    path = data_root() / "lafan1" / f"{name}.bvh"
+    if not path.is_file():
+        pytest.skip(f"{path} not found; set MOTIONMATCH_DATA to the shared data folder")
+    m = load_bvh(path)[frames]
+    m.name, m.tags = f"{name}-{frames.start}", tags
+    return m
+
+
+def test_a_creep_clip_walked_upright_does_not_make_creep_playable():
+    """The issue's case: clips tagged creep (LAFAN1's "ground" segments) in which the
+    figure walks upright. C must be refused with a reason, not shown as creep."""
+    from motionmatch.database import MotionDatabase
+    from motionmatch.viewer.session import database_modes
+
+    walk = _lafan1_clip("obstacles1_subject1", slice(0, 1200), ("walk", "creep"))  # walks, jogs, jumps
+    modes = database_modes(MotionDatabase.build([walk]))
+    assert set(modes) == {"idle", "locomotion", "jump", "dance", "creep"}
+    assert modes["locomotion"]["available"] and modes["locomotion"]["reason"] is None
+    assert not modes["creep"]["available"] and "no crawling clip" in modes["creep"]["reason"]
+    assert "upright" in modes["creep"]["reason"] and modes["creep"]["seconds"] == 0.0
+    assert not modes["dance"]["available"] and "dance" in modes["dance"]["reason"]
+    assert modes["jump"]["available"] and modes["jump"]["seconds"] > 0  # its jumps' take-offs
+
+
+def test_a_crawling_clip_makes_creep_playable():
+    from motionmatch.database import MotionDatabase
+    from motionmatch.viewer.session import database_modes
+
+    walk = _lafan1_clip("obstacles1_subject1", slice(0, 1200), ("walk",))
+    crawl = _lafan1_clip("ground1_subject4", slice(600, 1200), ("creep",))  # on hands and knees
+    modes = database_modes(MotionDatabase.build([walk, crawl]))
+    assert modes["creep"]["available"] and modes["creep"]["reason"] is None
+    assert modes["creep"]["seconds"] > 5.0
+    plain = database_modes(MotionDatabase.build([walk]))
+    assert not plain["creep"]["available"] and "none is tagged creep" in plain["creep"]["reason"]

@@ -1,5 +1,12 @@
 // Input: real key-down/key-up events for the selected character, and the mouse tools
 // (orbit, draw a path, place/drag obstacles, add characters).
+//
+// Where the keys go: W/A/S/D, Shift, J/Space, P, C and the arrows drive the selected
+// character whenever the keyboard focus is not in a text field (text, search and number
+// inputs, text areas, selects, editable text). A slider, checkbox, button or panel title
+// does not swallow them; reached with Tab, such a control keeps only its own keys (a
+// slider its arrows, a button or checkbox Space/Enter), and used with the mouse it gives
+// the focus back to the 3D view at once (returnFocusAfterPointer).
 
 /** Browser KeyboardEvent.code -> what the server's keyboard mapping understands. */
 export const KEY_CODES = {
@@ -9,9 +16,55 @@ export const KEY_CODES = {
   KeyJ: 'j', Space: 'j', KeyP: 'p', KeyC: 'c',
 };
 
+/** Input types that take typed text: keys pressed there are the field's. */
+const TEXT_INPUTS = new Set(['text', 'search', 'number', 'email', 'password', 'url', 'tel', 'date', 'time',
+  'datetime-local', 'month', 'week']);
+
+/** Whether an element is a text field (keys typed there are text, never commands). */
+export function isTextField(el) {
+  if (!el || el.nodeType !== 1) return false;
+  if (el.isContentEditable || el.tagName === 'TEXTAREA' || el.tagName === 'SELECT') return true;
+  return el.tagName === 'INPUT' && TEXT_INPUTS.has((el.getAttribute('type') || 'text').toLowerCase());
+}
+
+/** Keys a focused control keeps for itself (reached with Tab, it works as usual): a slider
+ * its arrows, a button, checkbox or radio button (and a panel's title) Space and Enter.
+ * Every other key of the keyboard mapping drives the character from any such control. */
+const NATIVE_KEYS = {
+  range: new Set(['ArrowUp', 'ArrowDown', 'ArrowLeft', 'ArrowRight', 'PageUp', 'PageDown', 'Home', 'End']),
+  press: new Set(['Space', 'Enter', 'NumpadEnter']),
+};
+
+/** Whether the focused element ``el`` keeps key ``code`` (see NATIVE_KEYS). */
+export function controlKeepsKey(el, code) {
+  if (!el || el.nodeType !== 1) return false;
+  if (el.tagName === 'INPUT' && el.type === 'range') return NATIVE_KEYS.range.has(code);
+  const pressable = el.tagName === 'BUTTON' || el.tagName === 'SUMMARY' || el.tagName === 'A'
+    || (el.tagName === 'INPUT' && ['checkbox', 'radio', 'button', 'submit', 'reset', 'file'].includes(el.type));
+  return pressable && NATIVE_KEYS.press.has(code);
+}
+
+/** Whether a key event belongs to the focused element rather than to the character. */
 function typing(e) {
-  const t = e.target;
-  return t && (t.tagName === 'INPUT' || t.tagName === 'TEXTAREA' || t.tagName === 'SELECT' || t.isContentEditable);
+  return isTextField(e.target) || controlKeepsKey(e.target, e.code);
+}
+
+/** The controls that give the keyboard back to the 3D view after the mouse used them. */
+const POINTER_CONTROLS = 'button, summary, input[type=checkbox], input[type=radio], input[type=range]';
+
+/**
+ * After a button, checkbox, slider or panel title is used with the mouse, the keyboard
+ * goes back to the 3D view: Space then jumps (instead of pressing the button again) and
+ * the arrows set the speed (instead of moving the slider). Controls reached with Tab keep
+ * the focus (and their own Space/Enter/arrows, see NATIVE_KEYS); W/A/S/D act either way.
+ */
+export function returnFocusAfterPointer(canvas) {
+  document.addEventListener('pointerup', (e) => {
+    const el = e.target instanceof Element ? e.target.closest(POINTER_CONTROLS) : null;
+    if (!el || isTextField(el)) return;
+    // after the click/change that this pointerup ends
+    setTimeout(() => { if (document.activeElement === el || document.activeElement === document.body) canvas.focus({ preventScroll: true }); }, 0);
+  }, true);
 }
 
 export class Keyboard {

@@ -3,8 +3,9 @@
 import './style.css';
 import { Connection } from './net.js';
 import { View } from './view.js';
-import { Keyboard, Pointer } from './input.js';
+import { Keyboard, Pointer, returnFocusAfterPointer } from './input.js';
 import { VideoRecorder } from './recorder.js';
+import { FilePicker, fillGrouped, groupFiles } from './picker.js';
 import { FLAG_PAUSED, FLAG_HISTORY } from './protocol.js';
 
 // ------------------------------------------------------------------ tiny DOM helpers
@@ -265,36 +266,31 @@ function renderScenarioNote() {
 sceneSection.addEventListener('toggle', () => { if (sceneSection.open) conn.send('files', { kind: 'scenario' }); });
 
 // GenMM
-const gmExamples = h('select', { id: 'genmm-examples', multiple: true, size: 6 });
-const gmFilter = h('input', { type: 'search', placeholder: 'filter BVH files', oninput: () => fillExamples() });
+const GENMM_EXAMPLES = 8; // messages.py: Limits.examples
+const gmPicker = new FilePicker({ id: 'genmm', label: 'example clips', max: GENMM_EXAMPLES, onLimit: (t) => toast(t) });
 const [gmSecL, gmSec] = num('seconds', { value: 8, min: 1, max: 120, step: 1 });
 const [gmSeedL, gmSeed] = num('seed', { value: 0, min: 0, step: 1 });
 const [gmVarL, gmVar] = num('variants', { value: 3, min: 1, max: 8, step: 1 });
 const gmLoop = h('input', { type: 'checkbox' });
 const gmKeys = h('select', { id: 'genmm-keys' }, h('option', { value: '' }, '(no keyframes)'));
 const gmStatus = h('div', { class: 'note', id: 'genmm-status' });
+/** The GenMM lists from the data folders' BVH files: the examples, and the keyframe files. */
 function fillExamples() {
   const files = state.files.bvh || [];
-  const q = gmFilter.value.toLowerCase();
-  const chosen = new Set([...gmExamples.selectedOptions].map((o) => o.value));
-  gmExamples.textContent = '';
-  for (const f of files) {
-    if (q && !f.id.toLowerCase().includes(q)) continue;
-    gmExamples.append(h('option', { value: f.id, selected: chosen.has(f.id) }, f.id));
-  }
-  gmKeys.textContent = '';
-  gmKeys.append(h('option', { value: '' }, '(no keyframes)'));
-  for (const f of files) if (/key/i.test(f.id)) gmKeys.append(h('option', { value: f.id }, f.id));
+  gmPicker.setFiles(files);
+  const keep = gmKeys.value;
+  fillGrouped(gmKeys, groupFiles(files.filter((f) => /key/i.test(f.id)), []), (id) => id === keep);
+  gmKeys.prepend(h('option', { value: '', selected: !keep }, '(no keyframes)'));
 }
 panel.append(section('GenMM', false,
-  gmFilter, gmExamples,
+  gmPicker.element,
   h('div', { class: 'grid' }, gmSecL, gmSeedL, gmVarL, h('label', {}, gmLoop, 'loop')),
   h('label', {}, 'keyframes ', gmKeys),
   h('div', { class: 'row' },
     h('button', {
       id: 'genmm-run',
       onclick: () => {
-        const examples = [...gmExamples.selectedOptions].map((o) => o.value);
+        const examples = gmPicker.values();
         if (!examples.length) { toast('choose one or more example clips (same skeleton)'); return; }
         conn.send('genmm', {
           examples, seconds: Number(gmSec.value), seed: Number(gmSeed.value), loop: gmLoop.checked,
@@ -335,9 +331,41 @@ panel.append(section('Record', false,
   h('div', { class: 'note', text: 'BVH: the selected character\'s motion this session (last minutes). Video: the view, as WebM.' })));
 
 // help
-panel.append(section('Keys', false, h('div', { class: 'keys' },
-  ...[['W A S D', 'move (relative to the camera)'], ['Shift', 'sprint'], ['↑ ↓', 'target speed'], ['J / Space', 'jump'],
-    ['P', 'dance'], ['C', 'creep'], ['Delete', 'remove the selected obstacle']].map(([k, d]) => h('div', {}, h('kbd', { text: k }), ' ', d)))));
+const KEY_HELP = [['W A S D', 'move (relative to the camera)'], ['Shift', 'sprint'], ['↑ ↓', 'target speed'],
+  ['J / Space', 'jump', 'jump'], ['P', 'dance', 'dance'], ['C', 'creep', 'creep'], ['Delete', 'remove the selected obstacle']];
+const keysEl = h('div', { class: 'keys' });
+panel.append(section('Keys', false, keysEl, h('div', {
+  class: 'note',
+  text: 'The keys drive the selected character unless you are typing in a text field. A slider or button reached '
+    + 'with Tab keeps its own keys (a slider its arrows, a button or checkbox Space); one used with the mouse hands '
+    + 'the keyboard back to the view.',
+})));
+
+/** The Keys panel: each key, and for a mode key whether the database can play the mode (and why not). */
+function renderKeys() {
+  const modes = state.welcome?.modes || {};
+  keysEl.textContent = '';
+  for (const [k, d, mode] of KEY_HELP) {
+    const m = mode && modes[mode];
+    const off = m && !m.available;
+    keysEl.append(h('div', { class: off ? 'unavailable' : null, 'data-mode': mode || null, title: off ? m.reason : null },
+      h('kbd', { text: k }), ' ', d, off ? ` — unavailable: ${m.reason}` : ''));
+  }
+}
+renderKeys();
+
+// the selected character's mode as played (from the pose frames), and a mode asked for that
+// the database cannot play (a mode_unavailable reply), for a few seconds
+const modeEl = $('mode');
+const modeNote = { text: '', until: 0 };
+function renderMode(now) {
+  const c = state.frame?.characters.find((x) => x.id === state.selected);
+  const note = now < modeNote.until ? modeNote.text : '';
+  const text = (c ? `mode: ${c.mode}` : '') + (note ? ` · ${note}` : '');
+  if (modeEl.textContent !== text) modeEl.textContent = text;
+  modeEl.classList.toggle('warn', Boolean(note));
+}
+renderMode.at = -Infinity;
 
 // timeline
 const playBtn = h('button', { id: 'play', onclick: () => conn.send('pause', { paused: !state.paused }) }, 'Pause');
@@ -387,6 +415,31 @@ function renderCharacters() {
     : 'Evasion and Anticipation act once environment-aware matching is installed; they are stored now.';
 }
 
+/**
+ * A table that fits the panel: fixed column widths (``cols``: one class per column, see
+ * style.css: ``c-idx``, ``c-num``, ``c-bar``, ``c-name``), long names shortened with an
+ * ellipsis and their full text as the cell's title.
+ */
+function table(attrs, cols, head, rows) {
+  const t = h('table', attrs, h('colgroup', {}, ...cols.map((c) => h('col', { class: c }))));
+  if (head) t.append(h('tr', {}, ...head.map((text, i) => h('th', { class: cols[i], text }))));
+  t.append(...rows);
+  return t;
+}
+
+/** A table cell; a name cell carries its full text as its title (it may be shortened). */
+function cell(cls, text) {
+  return h('td', { class: cls, text, title: cls.split(' ').includes('c-name') ? String(text) : null });
+}
+
+/** Rows of ``[name, value]`` with a bar scaled to the largest value. */
+function barRows(entries, digits) {
+  const max = Math.max(1e-9, ...entries.map(([, v]) => v));
+  return entries.map(([name, v]) => h('tr', {}, cell('c-name', name), h('td', { class: 'c-bar' }, bar(v, max)),
+    cell('c-num num', v.toFixed(digits))));
+}
+const BAR_COLS = ['c-name', 'c-bar', 'c-num'];
+
 function bar(value, max) {
   const w = max > 0 ? Math.min(100, (100 * value) / max) : 0;
   return h('span', { class: 'bar' }, h('span', { style: `width:${w.toFixed(1)}%` }));
@@ -398,19 +451,17 @@ function renderDebug() {
   if (!debugBox.checked) return;
   if (!d) { debugEl.append(h('div', { class: 'note', text: 'select a motion-matching character' })); return; }
   const groups = Object.entries(d.costs || {});
-  const max = Math.max(1e-9, ...groups.map(([, v]) => v));
   debugEl.append(
-    h('div', { class: 'kv' }, h('b', { text: d.mode }), ` · ${d.frame.clip} #${d.frame.clip_frame}`),
+    h('div', { class: 'kv clip-line', title: `${d.frame.clip} #${d.frame.clip_frame}` }, h('b', { text: d.mode }), ` · ${d.frame.clip} #${d.frame.clip_frame}`),
     h('div', { class: 'kv' }, `target ${d.target_speed} m/s · ${d.searches} searches · ${d.transitions} transitions${d.following ? ' · following a path' : ''}`),
     h('div', { class: 'sub' }, `Current match: cost ${Number(d.total).toFixed(3)}`),
-    h('table', { class: 'costs', id: 'cost-table' }, ...groups.map(([g, v]) => h('tr', {}, h('td', { text: g }), h('td', {}, bar(v, max)), h('td', { class: 'num', text: v.toFixed(3) })))),
+    table({ class: 'costs', id: 'cost-table' }, BAR_COLS, null, barRows(groups, 3)),
   );
   if (d.candidates && d.candidates.length) {
     debugEl.append(h('div', { class: 'sub' }, 'Nearest candidates'),
-      h('table', { class: 'cands', id: 'cand-table' },
-        h('tr', {}, h('th', { text: '#' }), h('th', { text: 'clip' }), h('th', { text: 'frame' }), h('th', { text: 'cost' })),
-        ...d.candidates.map((c, i) => h('tr', { title: Object.entries(c.groups).map(([g, v]) => `${g}: ${v.toFixed(3)}`).join('\n') },
-          h('td', { text: i + 1 }), h('td', { text: c.clip }), h('td', { class: 'num', text: c.clip_frame }), h('td', { class: 'num', text: c.cost.toFixed(3) })))));
+      table({ class: 'cands', id: 'cand-table' }, ['c-idx num', 'c-name clip', 'c-frame num', 'c-num num'], ['#', 'clip', 'frame', 'cost'],
+        d.candidates.map((c, i) => h('tr', { title: Object.entries(c.groups).map(([g, v]) => `${g}: ${v.toFixed(3)}`).join('\n') },
+          cell('c-idx num', i + 1), cell('c-name clip', c.clip), cell('c-frame num', c.clip_frame), cell('c-num num', c.cost.toFixed(3))))));
   }
   if (d.environment) debugEl.append(...renderEnvironment(d.environment));
 }
@@ -424,10 +475,7 @@ function renderPose() {
     h('div', { class: 'kv' }, h('span', { class: `badge ${p.state}`, text: p.state }), ' ', h('b', { id: 'pose-command', text: p.command || '—' }), prog),
     h('div', { class: 'note', text: `${p.kind === 'file' ? p.file : 'webcam'} · ${p.frames} frames · ${p.classifier}` }),
   );
-  if (p.top && p.top.length) {
-    const max = Math.max(...p.top.map(([, v]) => v), 1e-9);
-    poseStatusEl.append(h('table', { class: 'costs' }, ...p.top.map(([c, v]) => h('tr', {}, h('td', { text: c }), h('td', {}, bar(v, max)), h('td', { class: 'num', text: v.toFixed(2) })))));
-  }
+  if (p.top && p.top.length) poseStatusEl.append(table({ class: 'costs', id: 'pose-table' }, BAR_COLS, null, barRows(p.top, 2)));
   if (p.history && p.history.length) poseStatusEl.append(h('div', { class: 'note', text: 'commands: ' + p.history.map(([t, c]) => `${c || '—'} @${t.toFixed(1)}s`).join(' → ') }));
   if (p.message) poseStatusEl.append(h('div', { class: 'note warn', text: p.message }));
 }
@@ -441,9 +489,8 @@ function renderEnvironment(env) {
   out.push(h('div', { class: 'kv', id: 'env-summary' }, `clearance ${cl} · penalty ${Number(pen.total || 0).toFixed(3)}${srch}`));
   const obs = pen.obstacles || [];
   if (obs.length) {
-    const max = Math.max(...obs.map(([, v]) => v), 1e-9);
-    out.push(h('table', { class: 'costs', id: 'penalty-table' }, ...obs.map(([id, v]) => h('tr', {},
-      h('td', { text: typeof id === 'number' ? `obstacle ${id}` : id }), h('td', {}, bar(v, max)), h('td', { class: 'num', text: v.toFixed(3) })))));
+    const named = obs.map(([id, v]) => [typeof id === 'number' ? `obstacle ${id}` : id, v]);
+    out.push(table({ class: 'costs', id: 'penalty-table' }, BAR_COLS, null, barRows(named, 3)));
   } else out.push(h('div', { class: 'note', text: 'no obstacle penalties on the future body ellipses' }));
   out.push(h('div', { class: 'legend' }, h('span', { class: 'sw ellipse' }), 'future body ellipses', h('span', { class: 'sw penalty' }), 'penalised obstacles'));
   return out;
@@ -478,6 +525,7 @@ conn.on('welcome', (m) => {
   $('status').textContent = `connected · ${m.db.description} · ${m.db.frames} frames`;
   renderCharacters();
   renderTime();
+  renderKeys();
   poseNote.textContent = m.capabilities.pose ? '' : 'Pose control is not available in this installation yet.';
   crowdNote.textContent = m.capabilities.crowd ? 'Members steer to their goals (cone of vision) and avoid each other.' : 'Without crowd steering, members walk straight to their targets.';
   poseKind.disabled = !m.capabilities.pose;
@@ -553,6 +601,11 @@ conn.on('scene', (m) => {
 });
 conn.on('error', (m) => { state.lastError = m; if (m.seq == null) toast(m.message); });
 conn.on('warning', (m) => toast(m.message));
+conn.on('mode_unavailable', (m) => {
+  toast(m.message, 5000);
+  Object.assign(modeNote, { text: `${m.mode} unavailable: ${m.reason}`, until: performance.now() + 5000 });
+  renderMode(performance.now());
+});
 conn.on('pose_status', (m) => { state.pose = m; renderPose(); });
 conn.on('arrived', (m) => { state.arrived.push(m.id); });
 conn.on('scenario_end', () => { if (state.scenario) { state.scenario.ended = true; renderScenarioNote(); } });
@@ -566,8 +619,7 @@ conn.onFrame = (f) => {
 };
 
 new Keyboard(conn, view, () => {});
-// After a click on a button, give the keyboard back to the view (Space would press the button again).
-document.addEventListener('click', (e) => { if (e.target.closest('button')) view.canvas.focus({ preventScroll: true }); });
+returnFocusAfterPointer(view.canvas);
 new Pointer({
   conn, view, tool: () => tool, pathMode: () => pathMode.value, pathScale: () => Number(pathScale.value) || 1,
   obstacleTemplate, onObstacleSelect, toast,
@@ -578,6 +630,7 @@ let lastTimeUpdate = 0;
 function loop(now) {
   view.render();
   if (renderTime.pending && now - lastTimeUpdate > 100) { renderTime.pending = false; lastTimeUpdate = now; renderTime(); }
+  if (now - renderMode.at > 100) { renderMode.at = now; renderMode(now); }
   requestAnimationFrame(loop);
 }
 requestAnimationFrame(loop);

@@ -20,9 +20,11 @@ Message types (client -> server); vectors on the ground are ``[x, z]`` metres:
 hello              ``client`` (str): optional greeting.
 key                ``key`` (str: w a s d up down shift j p c, browser codes accepted),
                    ``down`` (bool), ``yaw`` (camera heading, rad, optional). Real key-down
-                   and key-up events drive the selected character.
+                   and key-up events drive the selected character. A mode key (j p c)
+                   for a mode the database cannot play is not passed on; its key-down
+                   is answered with ``mode_unavailable`` (below).
 keys               ``held`` (list of keys), ``yaw``: the full set of held keys (e.g. []
-                   when the page loses focus).
+                   when the page loses focus); mode keys as for ``key``.
 camera             ``yaw``: camera heading (rad): keys are camera-relative.
 select             ``id``: the character the keyboard steers and the camera follows.
 path               ``points`` ([[t, x, z], ...], 2..4096, drawing seconds and metres),
@@ -56,6 +58,13 @@ debug              ``enabled`` (bool), ``candidates`` (0..16, optional).
 pose_source        ``kind`` (``off``/``webcam``/``file``), ``file`` (optional).
 pose_keypoints     ``keypoints`` ([[x, y, score], ...], up to 64): one webcam frame.
 =================  ======================================================================
+
+Which modes the database can play: the ``welcome`` message's ``modes`` (``{mode:
+{"available": bool, "reason": one line or null, "seconds": float}}`` for ``idle``,
+``locomotion``, ``jump``, ``dance``, ``creep``) and ``mode_keys`` (``{"j": "jump", "p":
+"dance", "c": "creep"}``); a key-down of a mode key the database cannot play gets
+``{"type": "mode_unavailable", "mode", "key", "reason", "message"}`` (e.g. ``"creep: this
+database has no crawling clip ..."``), and the character is not put in that mode.
 
 Obstacles use the scenario file's format (:mod:`motionmatch.environment.scenario`):
 ``{"shape": "disk" | "box" | "ellipse", "center": [x, z], "radius": r, "size": [along,

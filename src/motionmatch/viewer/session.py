@@ -31,6 +31,7 @@ import secrets
 import threading
 import time
 import traceback
+import weakref
 from collections import deque
 from collections.abc import Callable
 from typing import Any
@@ -38,7 +39,7 @@ from typing import Any
 import numpy as np
 
 from motionmatch.control.intent import Intent
-from motionmatch.control.keyboard import KEYS
+from motionmatch.control.keyboard import KEYS, normalize_key
 from motionmatch.errors import MotionMatchError
 from motionmatch.runtime.controller import ControllerSettings
 from motionmatch.runtime.crowd import SteeringInput, SteeringSettings
@@ -66,6 +67,77 @@ class Rejected(MotionMatchError):
     """A valid message that cannot be carried out now (unknown id, nothing recorded...)."""
 
 
+#: The keys that ask for a mode (canonical key name -> mode), as the controller reads them.
+MODE_KEYS = {"j": "jump", "p": "dance", "c": "creep"}
+
+#: Seconds of matching frames a database needs for a mode to count as playable.
+MODE_MIN_SECONDS = 0.5
+
+_MODES_CACHE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _seconds(db, mask: np.ndarray) -> float:
+    """Seconds of the database's valid frames in ``mask``."""
+    return float(np.count_nonzero(mask & db.valid)) / float(db.fps)
+
+
+def _tag_frames(db, tag: str) -> np.ndarray:
+    """``[N]`` frames of clips tagged ``tag`` (none if no clip has the tag)."""
+    if tag not in db.tags:
+        return np.zeros(db.num_frames, dtype=bool)
+    return db.mask(tag)
+
+
+def _mode(available: bool, reason: str, frames: np.ndarray, db) -> dict:
+    """One entry of :func:`database_modes`."""
+    return {"available": bool(available), "reason": None if available else reason,
+            "seconds": round(_seconds(db, frames), 2)}
+
+
+def database_modes(db) -> dict[str, dict]:
+    """Which modes the database can play, as the page shows them: ``{mode: {"available",
+    "reason" (one line, None when available), "seconds" (of frames for it)}}``.
+
+    The controller enters ``jump``, ``dance`` and ``creep`` only with frames for them (the
+    take-offs it finds or ``jump`` clips; ``dance`` clips; ``creep`` clips, see
+    :mod:`motionmatch.runtime.controller`); a ``creep`` clip counts only where the hips
+    are low (below 60% of their median height: crawling, not walking upright, as
+    :func:`motionmatch.runtime.modes.vertical_targets` asks for), else C would show
+    "creep" while the figure walks. ``idle`` needs standing frames (root below 0.2 m/s),
+    ``locomotion`` moving ones. Computed once per database."""
+    cached = _MODES_CACHE.get(db)
+    if cached is not None:
+        return cached
+    from motionmatch.runtime.modes import takeoff_mask
+
+    need = MODE_MIN_SECONDS
+    speed = db.root_speeds()
+    hips = db.translations[:, 1, 1].astype(np.float64)  # joint 1's height above the ground root
+    low = hips < 0.6 * float(np.median(hips[db.valid])) if db.valid.any() else np.zeros(db.num_frames, bool)
+    creep_tagged = _tag_frames(db, "creep")
+    crawling = creep_tagged & low
+    jumps = takeoff_mask(db)
+    if jumps.sum() <= 10:  # no flight phases found: the controller searches jump clips
+        jumps = _tag_frames(db, "jump")
+    dance = _tag_frames(db, "dance")
+    standing = speed < 0.2
+    moving = speed > 0.5
+    if not creep_tagged.any():
+        creep_reason = "this database has no crawling clip (none is tagged creep)"
+    else:
+        creep_reason = (f"this database has no crawling clip (its creep clips, {_seconds(db, creep_tagged):.1f} s, "
+                        "are upright)")
+    modes = {
+        "idle": _mode(_seconds(db, standing) >= need, "this database has no standing clip", standing, db),
+        "locomotion": _mode(_seconds(db, moving) >= need, "this database has no walking clip", moving, db),
+        "jump": _mode(jumps.any(), "this database has no jump (no flight phase, no jump clip)", jumps, db),
+        "dance": _mode(_seconds(db, dance) >= need, "this database has no dance clip", dance, db),
+        "creep": _mode(_seconds(db, crawling) >= need, creep_reason, crawling, db),
+    }
+    _MODES_CACHE[db] = modes
+    return modes
+
+
 class Session:
     """The simulation of one page (see the module doc).
 
@@ -81,6 +153,8 @@ class Session:
         self.send = send
         self.db = viewer.db
         self.limits: Limits = viewer.limits
+        #: which modes the database can play (see :func:`database_modes`)
+        self.modes = database_modes(viewer.db)
         db = self.db
         from motionmatch.anim import quat
 
@@ -390,6 +464,7 @@ class Session:
             "characters": self.describe_characters(), "selected": self.selected,
             "obstacles": self.obstacle_list(), "capabilities": dict(CAPABILITIES),
             "history_frames": self.history.maxlen, "keys": list(KEYS),
+            "modes": self.modes, "mode_keys": dict(MODE_KEYS),
             "limits": {"path_points": self.limits.path_points, "obstacles": self.limits.obstacles,
                        "characters": self.limits.characters, "max_bytes": self.limits.max_bytes,
                        "rate": self.limits.rate},
@@ -475,17 +550,49 @@ class Session:
                 if isinstance(ch, MMCharacter):
                     ch.kb.camera_yaw = self.camera_yaw
 
+    def _unavailable_mode(self, key: str) -> str | None:
+        """The mode key ``key`` asks for when the database cannot play it (else None)."""
+        mode = MODE_KEYS.get(normalize_key(key))
+        if mode is None or self.modes[mode]["available"]:
+            return None
+        return mode
+
+    def _refuse_mode(self, mode: str, key: str) -> None:
+        """Tell the page that ``mode`` cannot be played here, and why (one line)."""
+        reason = self.modes[mode]["reason"]
+        self.send({"type": "mode_unavailable", "mode": mode, "key": key, "reason": reason,
+                   "message": f"{mode}: {reason}"})
+
     def _on_key(self, m):
+        """A key-down or key-up of the selected character. A key asking for a mode the
+        database cannot play is not passed on (so the character neither enters the mode
+        nor claims it); its key-down is answered with ``mode_unavailable``."""
         self._set_yaw(m["yaw"])
         ch = self.chars.get(self.selected) if self.selected is not None else None
-        if isinstance(ch, MMCharacter):
-            ch.set_key(m["key"], m["down"])
+        if not isinstance(ch, MMCharacter):
+            return
+        mode = self._unavailable_mode(m["key"])
+        if mode is not None:
+            if m["down"]:
+                self._refuse_mode(mode, normalize_key(m["key"]))
+            return
+        ch.set_key(m["key"], m["down"])
 
     def _on_keys(self, m):
+        """The full set of held keys; keys of modes the database cannot play are dropped
+        (and named in a ``mode_unavailable`` message)."""
         self._set_yaw(m["yaw"])
         ch = self.chars.get(self.selected) if self.selected is not None else None
-        if isinstance(ch, MMCharacter):
-            ch.set_keys(m["held"])
+        if not isinstance(ch, MMCharacter):
+            return
+        held = []
+        for k in m["held"]:
+            mode = self._unavailable_mode(k)
+            if mode is None:
+                held.append(k)
+            else:
+                self._refuse_mode(mode, normalize_key(k))
+        ch.set_keys(held)
 
     def _on_camera(self, m):
         self._set_yaw(m["yaw"])
