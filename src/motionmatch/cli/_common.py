@@ -219,3 +219,37 @@ class Progress:
             self.stream.write(text + "\n")
         self.stream.flush()
         self.shown = True
+
+
+def missing_command(parser: argparse.ArgumentParser,
+                    subparsers: argparse._SubParsersAction) -> Callable[[argparse.Namespace], int]:
+    """The ``func`` of a group command (``datasets``, ``pose``) run without a subcommand:
+    a one-line usage error on stderr listing the subcommands; returns exit code 2, as
+    argparse's usage errors."""
+
+    def missing(args: argparse.Namespace) -> int:
+        print(f"{parser.prog}: error: give a command: {', '.join(subparsers.choices)} "
+              f"(see '{parser.prog} --help')", file=sys.stderr)
+        return 2
+
+    return missing
+
+
+PREVIEW_WRITERS = {".mp4": ("imageio_ffmpeg", "imageio-ffmpeg"), ".gif": ("PIL", "Pillow")}
+"""The module (and package) that writes each kind of preview video; all need matplotlib."""
+
+
+def preview_file(path: str | Path | None) -> Path | None:
+    """``path`` checked as a preview video to write (``.mp4`` or ``.gif``, see
+    :func:`output_file`) whose optional packages (``motionmatch[viz]``) are installed,
+    before any work is done; ``None`` passes through."""
+    p = output_file(path, tuple(PREVIEW_WRITERS), "preview")
+    if p is None:
+        return None
+    import importlib.util
+
+    for module, package in (("matplotlib", "matplotlib"), PREVIEW_WRITERS[p.suffix.lower()]):
+        if importlib.util.find_spec(module) is None:
+            raise MotionMatchError(f"{p}: writing a {p.suffix.lower()} preview needs the {package!r} package, which "
+                                   f"is not installed; pip install 'motionmatch[viz]' (or leave out --preview)")
+    return p
