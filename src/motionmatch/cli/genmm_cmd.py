@@ -203,14 +203,16 @@ def _check_arguments(args: argparse.Namespace) -> None:
 
 @contextlib.contextmanager
 def _warnings_as_lines(prog: str) -> Iterator[None]:
-    """Show the library's warnings (e.g. an implausible frame rate) as one line each on
-    stderr, ``PROG: warning: MESSAGE``, as they happen."""
+    """Show warnings as one line each on stderr, ``PROG: warning: MESSAGE``, as they
+    happen; every frame-rate warning (:class:`~motionmatch.genmm.FrameRateWarning`) is
+    shown, others as Python's filters say (once per place)."""
+    from motionmatch.genmm import FrameRateWarning
 
     def show(message, category, filename, lineno, file=None, line=None) -> None:
         print(f"{prog}: warning: {' '.join(str(message).split())}", file=sys.stderr, flush=True)
 
     with warnings.catch_warnings():
-        warnings.simplefilter("always")
+        warnings.simplefilter("always", FrameRateWarning)
         warnings.showwarning = show
         yield
 
