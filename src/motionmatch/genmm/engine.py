@@ -101,8 +101,9 @@ class SynthesisProgress:
         elapsed_s: seconds since the synthesis started.
         eta_s: estimated seconds left, ``elapsed_s * (1 - fraction) / fraction``. Too
             high in the first, coarse stages, whose fixed costs are large next to their
-            patch work (after one iteration of a 4,000-frame synthesis taking 12 s it says
-            10 minutes); from the second half of the stages on it is within about 20%.
+            patch work; it settles once the long stages begin. Measured on a 12 s synthesis
+            of 4,000 frames: 10 min after the first iteration, 29 s (12 s true) after
+            0.25 s, within 15% from 0.5 s on.
     """
 
     stage: int
