@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import io
+import itertools
 import json
 import subprocess
 import sys
@@ -87,3 +89,66 @@ def test_scenario_out_of_bounds_is_one_line_and_exit_1(tmp_path, capsys, agent, 
     assert main(["scenario", str(bad), "--db", str(tmp_path / "none.npz"), "-o", str(tmp_path / "o.npz")]) == 1
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and f"{bad}: {says}" in err, err
+
+
+class _Clock:
+    """A settable clock (seconds)."""
+
+    def __init__(self) -> None:
+        self.t = 0.0
+
+    def __call__(self) -> float:
+        return self.t
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_progress_waits_then_estimates_the_time_left():
+    from motionmatch.cli._common import PROGRESS_DELAY_S, PROGRESS_INTERVAL_S, Progress
+
+    clock, log = _Clock(), io.StringIO()
+    bar = Progress("motionmatch x", stream=log, clock=clock)
+    clock.t = PROGRESS_DELAY_S - 0.5
+    bar.update("stage 1/4", done=0.1)
+    assert log.getvalue() == ""  # quick steps print nothing
+    clock.t = 20.0
+    bar.update("stage 2/4", done=0.25)
+    assert log.getvalue() == "motionmatch x: stage 2/4: 25% done, 20 s elapsed, about 1 min 00 s left\n"
+    clock.t += PROGRESS_INTERVAL_S / 2
+    bar.update("stage 3/4", done=0.5)  # a log gets a line at most every PROGRESS_INTERVAL_S
+    clock.t += PROGRESS_INTERVAL_S / 2
+    bar.update("stage 3/4", done=0.6, eta_s=4000)
+    bar.update("scoring", phase=True)  # a new phase shows at once
+    bar.close()
+    assert log.getvalue().splitlines()[1:] == [
+        "motionmatch x: stage 3/4: 60% done, 30 s elapsed, about 1 h 06 min left",
+        "motionmatch x: scoring: 30 s elapsed",
+        "motionmatch x: scoring: done in 30 s",
+    ]
+
+
+def test_progress_on_a_terminal_rewrites_one_line_and_stays_silent_when_disabled():
+    from motionmatch.cli._common import Progress
+
+    clock, tty = _Clock(), _Terminal()
+    clock.t = 100.0
+    with Progress("mm", stream=tty, clock=clock) as bar:
+        clock.t = 110.0
+        bar.update("a long stage name", done=0.5)
+        clock.t = 111.0
+        bar.update("short", done=0.9)
+    out = tty.getvalue()
+    assert out.startswith("\r") and out.endswith("\n") and out.count("\n") == 1
+    lines = out[1:-1].split("\r")
+    assert [x.rstrip() for x in lines] == ["mm: a long stage name: 50% done, 10 s elapsed, about 10 s left",
+                                           "mm: short: 90% done, 11 s elapsed, about 1 s left",
+                                           "mm: short: done in 11 s"]
+    assert all(len(b) >= len(a.rstrip()) for a, b in itertools.pairwise(lines))  # each covers the one before
+    quiet = _Terminal()
+    with Progress("mm", stream=quiet, clock=clock, enabled=False) as bar:
+        clock.t = 500.0
+        bar.update("x", done=0.5)
+    assert quiet.getvalue() == ""

@@ -30,15 +30,18 @@ REPO = Path(__file__).resolve().parents[1]
 
 @pytest.fixture(scope="module")
 def files(tmp_path_factory) -> Path:
-    """A folder of good and bad inputs: ``walk.bvh``, ``db.npz`` (a tiny database),
+    """A folder of good and bad inputs: ``walk.bvh``, ``slow.bvh`` (one frame a second),
+    ``db.npz`` (a tiny database),
     ``path.json``, ``scene.json``, ``script.json``, ``kp.json`` and files of the wrong kind."""
     d = tmp_path_factory.mktemp("inputs")
     save_bvh(walker(n=120), d / "walk.bvh")
+    save_bvh(walker(n=300, fps=1.0), d / "slow.bvh")  # Frame Time 1 s: 8,971 frames at 30 fps
     MotionDatabase.build([walker(n=240), walker(n=240, speed=0.0, name="idle")], mirror_copies=False).save(d / "db.npz")
     shutil.copy(REPO / "paths" / "square.json", d / "path.json")
     shutil.copy(REPO / "scenarios" / "doors.json", d / "scene.json")
     (d / "script.json").write_text(json.dumps({"duration": 1.0, "events": [{"t": 0.0, "keys": ["w"]}]}))
     save_keypoints(KeypointStream(np.arange(10) / 30, np.tile(standing_pose(), (10, 1, 1))), d / "kp.json")
+    (d / "slow_spec.json").write_text(json.dumps({"sources": [{"examples": ["slow.bvh"], "joints": ["Hips*"]}]}))
     (d / "other.json").write_text('{"foo": 1}')
     (d / "list.json").write_text("[1, 2, 3]")
     (d / "bad.json").write_text("not json {")
@@ -76,6 +79,7 @@ CASES = [
     (1, "convert {d}/walk.bvh {d}/adir"),
     (1, "convert {d}/walk.bvh {d}/afile/o.bvh"),
     # datasets
+    (2, "datasets"),
     (1, "datasets fetch no-such-dataset"),
     (2, "datasets fetch lafan1 --cache-dir {d}/afile"),
     # build / run
@@ -149,7 +153,14 @@ CASES = [
     (1, "genmm {d}/walk.bvh -o {o}/o.txt"),
     (1, "genmm {d}/walk.bvh -o {o}/o.bvh --report {d}/adir"),
     (1, "genmm {d}/walk.bvh -o {d}/afile/o.bvh"),
+    (1, "genmm {d}/slow.bvh -o {o}/o.bvh --report {o}/r.json"),
+    (1, "genmm --reassemble {d}/slow_spec.json -o {o}/o.bvh"),
     # pose
+    (2, "pose"),
+    (1, "pose eval --data {d}/adir"),
+    (1, "pose eval --quick --json --data {d}/adir"),
+    (1, "pose train {d}/kp.json -o {o}/m.npz --label walk_forward --data {d}/adir"),
+    (1, "pose run --db {d}/db.npz --keypoints {d}/kp.json -o {o}/o.bvh --data {d}/adir"),
     (1, "pose run --db {d}/db.npz --keypoints {d}/walk.bvh -o {o}/o.bvh"),
     (1, "pose run --db {d}/db.npz --keypoints {d}/other.json -o {o}/o.bvh"),
     (1, "pose run --db {d}/db.npz --keypoints {d}/bin.dat -o {o}/o.bvh"),
@@ -221,6 +232,40 @@ def test_the_message_says_what_to_do(files, tmp_path, capsys):
     assert main(["convert", str(files / "walk.bvh"), "/proc/o.bvh"]) == 1
     err = capsys.readouterr().err
     assert ".tmp" not in err and "/proc/o.bvh" in err and f"{files / 'adir'}: is a folder" in err
+
+
+def test_missing_pose_data_is_one_line_before_any_progress(files, tmp_path, capsys, monkeypatch):
+    """No --data and no data where $MOTIONMATCH_DATA points: the one line says where it looked."""
+    monkeypatch.setenv("MOTIONMATCH_DATA", str(files / "adir"))
+    for argv in (["pose", "eval", "--quick", "--out", str(tmp_path / "ev")],
+                 ["pose", "train", str(files / "kp.json"), "-o", str(tmp_path / "m.npz"), "--label", "jump"]):
+        assert main(argv) == 1
+        cap = capsys.readouterr()
+        assert cap.out == "" and cap.err.count("\n") == 1, cap.err
+        assert f"error: {files / 'adir'}/" in cap.err and ": not found" in cap.err and "MOTIONMATCH_DATA" in cap.err
+    assert not list(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize("suffix, module, package", [(".mp4", "imageio_ffmpeg", "imageio-ffmpeg"),
+                                                     (".gif", "PIL", "Pillow"),
+                                                     (".mp4", "matplotlib", "matplotlib")])
+def test_a_preview_without_its_package_is_refused_before_the_run(files, tmp_path, capsys, monkeypatch,
+                                                                  suffix, module, package):
+    monkeypatch.setitem(sys.modules, module, None)  # as if not installed
+    assert main(["run", "--db", str(files / "db.npz"), "--input", str(files / "script.json"),
+                 "-o", str(tmp_path / "o.bvh"), "--preview", str(tmp_path / f"p{suffix}")]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"needs the '{package}' package" in err and "motionmatch[viz]" in err, err
+    assert not list(tmp_path.iterdir()), "the run went ahead"
+
+
+def test_a_group_command_without_its_command_lists_them(capsys):
+    assert main(["datasets"]) == 2
+    assert capsys.readouterr().err == ("motionmatch datasets: error: give a command: list, fetch "
+                                       "(see 'motionmatch datasets --help')\n")
+    assert main(["pose"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("motionmatch pose: error: give a command: eval, run, record, train, render, live")
 
 
 @pytest.mark.skipif(importlib.util.find_spec("torch") is not None, reason="PyTorch is installed: the net trains")

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from motionmatch.anim import Motion, Skeleton, load_bvh, save_bvh
+from motionmatch.cli import _common as arg
 from motionmatch.cli.main import main
 from test_genmm import dancer
 
@@ -44,7 +45,7 @@ def test_single_sample_report_has_no_set_diversity(tmp_path, example):
     assert "set_diversity" not in r and r["fps"] == 60.0 and r["frames"] == 480
 
 
-def test_loop_keyframes_parts_completion(tmp_path, example):
+def test_loop_keyframes_parts_completion(tmp_path, example, capsys):
     assert run(example, "-o", tmp_path / "loop.bvh", "--loop", "--frames", "120", "--quiet") == 0
     m = load_bvh(tmp_path / "loop.bvh")
     np.testing.assert_allclose(m.world_positions[0], m.world_positions[-1], atol=1e-5)
@@ -54,6 +55,7 @@ def test_loop_keyframes_parts_completion(tmp_path, example):
     kpath = save_bvh(keys, tmp_path / "keys.bvh")
     assert run(example, "-o", tmp_path / "kf.bvh", "--keyframes", kpath, "--keyframe-times", "1,3", "--quiet") == 0
     assert load_bvh(tmp_path / "kf.bvh").num_frames == 240
+    assert "warning" not in capsys.readouterr().err  # keys one second apart are not a frame rate
 
     assert run(example, "-o", tmp_path / "parts.bvh", "--parts", "Hips,LeftUpLeg*,RightUpLeg*;Hips,Spine*",
                "--frames", "100", "--quiet") == 0
@@ -90,3 +92,40 @@ def test_errors_are_reported_not_raised(tmp_path, example, capsys):
     assert run(example, "-o", tmp_path / "o.bvh", "--device", "cuda:7") == 1
     assert run(example, "-o", tmp_path / "o.bvh", "--complete", example) == 1
     assert not (tmp_path / "o.bvh").exists()
+
+
+def test_an_implausible_frame_rate_is_one_warning_line_naming_the_fix(tmp_path, capsys):
+    keys = save_bvh(dancer(21, fps=1.0), tmp_path / "keys.bvh")  # Frame Time 1.0, as a keyframe file
+    assert run(keys, "-o", tmp_path / "o.bvh", "--no-metrics", "--quiet") == 0
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith(f"motionmatch genmm: warning: {keys}: example at 1 fps"), err
+    assert "--fps native" in err and load_bvh(tmp_path / "o.bvh").num_frames == 1202
+    assert run(keys, "-o", tmp_path / "n.bvh", "--no-metrics", "--quiet", "--fps", "native") == 0
+    assert capsys.readouterr().err == ""
+    assert load_bvh(tmp_path / "n.bvh").fps == 1.0
+
+
+def test_a_frame_count_blow_up_is_refused_in_one_line(tmp_path, capsys):
+    slow = save_bvh(dancer(300, fps=1.0), tmp_path / "slow.bvh")
+    assert run(slow, "-o", tmp_path / "o.bvh", "--report", tmp_path / "r.json") == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith(f"motionmatch genmm: error: {slow}: example at 1 fps"), err
+    assert "8,971" in err and "--fps native" in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["slow.bvh"]
+
+
+def test_long_syntheses_show_progress(tmp_path, example, capsys, monkeypatch):
+    assert run(example, "-o", tmp_path / "quick.bvh", "--samples", "2") == 0
+    assert "% done" not in capsys.readouterr().err  # quicker than the delay: no progress lines
+    monkeypatch.setattr(arg, "PROGRESS_DELAY_S", 0.0)
+    monkeypatch.setattr(arg, "PROGRESS_INTERVAL_S", 0.0)
+    assert run(example, "-o", tmp_path / "slow.bvh", "--samples", "2") == 0
+    lines = capsys.readouterr().err.splitlines()
+    steps = [x for x in lines if "% done" in x]
+    assert steps[0].startswith("motionmatch genmm: sample 1/2, stage 1/") and "iteration 1/3" in steps[0]
+    assert steps[-1].startswith("motionmatch genmm: sample 2/2, stage ") and ": 100% done" in steps[-1]
+    assert all(" elapsed, about " in x and x.endswith(" left") for x in steps)
+    assert any(x.startswith("motionmatch genmm: scoring the output") for x in lines)
+    assert lines.index(steps[-1]) < next(i for i, x in enumerate(lines) if x.startswith("wrote "))
+    assert run(example, "-o", tmp_path / "q.bvh", "--quiet") == 0
+    assert capsys.readouterr().err == ""

@@ -6,12 +6,17 @@ skeletons: a human (65 joints), a crab (56), an elephant (40).
 
 from __future__ import annotations
 
+import re
+import time
+
 import numpy as np
 import pytest
 
 from motionmatch.anim import load_bvh, quat, save_bvh
+from motionmatch.errors import MotionError
 from motionmatch.genmm import (
     Completion,
+    FrameRateWarning,
     GenMM,
     Keyframes,
     ReassemblySource,
@@ -98,6 +103,20 @@ def test_keyframe_file_is_hit(examples):
         err = np.abs(quat.to_6d(o.rotations[frames, j]) - quat.to_6d(km.rotations[:, kj])).max()
         assert err < 1e-6, name
     np.testing.assert_allclose(o.translations[frames, 0, 1], km.translations[:, 0, 1], atol=1e-9)
+
+
+def test_the_keyframe_file_as_an_example_is_warned_about_and_a_relabelled_take_refused(examples, tmp_path):
+    """The issue's case: a take whose Frame Time says 1 s was resampled to 30 fps and ran
+    for 14 minutes without a line; now it is refused as soon as it is read."""
+    with pytest.warns(FrameRateWarning, match=f"{KEYS}: example at 1 fps"):
+        gen = GenMM(examples / KEYS)
+    assert gen.example_frames == 601  # 21 key poses, 20 s at 30 fps
+    slow = tmp_path / "salsa_1s.bvh"
+    slow.write_text(re.sub(r"Frame Time:.*", "Frame Time: 1.0", (examples / SALSA).read_text()))
+    t = time.perf_counter()
+    with pytest.raises(MotionError, match="its 1,295 frames into 38,821"):
+        GenMM(slow)
+    assert time.perf_counter() - t < 30  # reading the file only
 
 
 def test_completion_leaves_the_given_joints_unchanged(examples):

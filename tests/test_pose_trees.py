@@ -1,4 +1,11 @@
-"""Boosted trees as arrays: the same probabilities as scikit-learn, saved without pickle."""
+"""Boosted trees as arrays: the same probabilities as scikit-learn, saved without pickle.
+
+The fits are small (600 rows, 6 features), so scikit-learn runs them on one thread here:
+with its default OpenMP pool, every one of the many parallel regions of a fit ends in a
+barrier, and on a shared 2-core machine a busy core turns each barrier into a wait for a
+time slice (these three tests took 59, 51 and 31 s under load, about 1 s on one thread).
+Each model is fitted once per module and shared by the tests that read it.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +15,17 @@ import pytest
 from motionmatch.control.pose.trees import BoostedTrees
 
 pytest.importorskip("sklearn")
+threadpoolctl = pytest.importorskip("threadpoolctl")
+
+ITERATIONS = 40
+"""Boosting iterations of the scikit-learn models compared against."""
+
+
+@pytest.fixture(scope="module", autouse=True)
+def one_thread():
+    """scikit-learn's OpenMP pool limited to one thread for the module (see the docstring)."""
+    with threadpoolctl.threadpool_limits(limits=1, user_api="openmp"):
+        yield
 
 
 def _data(n=600, classes=(0, 2, 3), seed=0):
@@ -18,12 +36,19 @@ def _data(n=600, classes=(0, 2, 3), seed=0):
     return X, y
 
 
+@pytest.fixture(scope="module")
+def fitted() -> tuple[np.ndarray, np.ndarray, BoostedTrees]:
+    """Rows, labels (4 commands, 3 present) and the trees ``BoostedTrees.fit`` made of them."""
+    X, y = _data()
+    return X, y, BoostedTrees.fit(X, y, num_classes=4, max_iter=30)
+
+
 @pytest.mark.parametrize("classes", [(0, 2, 3), (1, 4)])
 def test_exported_trees_give_sklearns_probabilities(classes):
     from sklearn.ensemble import HistGradientBoostingClassifier
 
     X, y = _data(classes=classes)
-    model = HistGradientBoostingClassifier(max_iter=40, random_state=0).fit(X, y)
+    model = HistGradientBoostingClassifier(max_iter=ITERATIONS, random_state=0).fit(X, y)
     trees = BoostedTrees.from_sklearn(model, num_classes=5)
     Xq, _ = _data(200, classes, seed=1)
     P = trees.proba(Xq)
@@ -31,12 +56,11 @@ def test_exported_trees_give_sklearns_probabilities(classes):
     expected[:, model.classes_] = model.predict_proba(Xq)
     np.testing.assert_allclose(P, expected, atol=1e-9)
     assert np.all(P[:, [c for c in range(5) if c not in classes]] < 1e-9)   # absent commands: never
-    assert trees.num_trees == 40 * (len(classes) if len(classes) > 2 else 1)
+    assert trees.num_trees == ITERATIONS * (len(classes) if len(classes) > 2 else 1)
 
 
-def test_fit_save_and_load_round_trip():
-    X, y = _data()
-    trees = BoostedTrees.fit(X, y, num_classes=4, max_iter=30)
+def test_fit_save_and_load_round_trip(fitted):
+    X, y, trees = fitted
     arrays = trees.to_arrays()
     back = BoostedTrees.from_arrays(arrays)
     np.testing.assert_array_equal(back.raw(X), trees.raw(X))
@@ -45,9 +69,8 @@ def test_fit_save_and_load_round_trip():
     assert acc > 0.8
 
 
-def test_corrupt_tree_arrays_are_refused():
-    X, y = _data()
-    arrays = BoostedTrees.fit(X, y, num_classes=4, max_iter=5).to_arrays()
+def test_corrupt_tree_arrays_are_refused(fitted):
+    arrays = fitted[2].to_arrays()
     broken = dict(arrays)
     del broken["tree_left"]
     with pytest.raises(ValueError, match="missing"):

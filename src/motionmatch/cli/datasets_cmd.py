@@ -122,8 +122,8 @@ def register(subparsers: Any) -> argparse.ArgumentParser:
             f"${download.ENV_DATA} are used in preference to downloads by the library."
         ),
     )
-    parser.set_defaults(func=lambda args: _print_help(parser))
     sub = parser.add_subparsers(dest="datasets_command", metavar="COMMAND")
+    parser.set_defaults(func=arg.missing_command(parser, sub))
 
     p_list = sub.add_parser(
         "list",
@@ -152,8 +152,3 @@ def register(subparsers: Any) -> argparse.ArgumentParser:
     p_fetch.add_argument("--no-progress", action="store_true", help="do not show a progress bar")
     p_fetch.set_defaults(func=cmd_fetch)
     return parser
-
-
-def _print_help(parser: argparse.ArgumentParser) -> int:
-    parser.print_help(sys.stderr)
-    return 2

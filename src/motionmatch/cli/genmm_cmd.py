@@ -7,9 +7,12 @@ added here sets ``func``, a function of the parsed arguments returning the exit 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
 import time
+import warnings
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from motionmatch.cli import _common as arg
@@ -37,6 +40,12 @@ output with a mean frame distance under 2.0), global_patch_distance,
 local_patch_distance (means over the samples), set_diversity (when --samples > 1),
 synthesis_s (seconds of synthesis per sample, no file I/O), per-sample values, the
 settings and the metric definitions.
+
+Frame rates: an example whose rate is outside 10-480 fps (a keyframe-like file with
+Frame Time 1.0, or a wrong header) is warned about when it is resampled to --fps, and
+refused when resampling would grow it to over 1,000 frames (a synthesis of minutes);
+--fps native keeps the examples' frames as they are. A synthesis running for more than
+a few seconds shows its progress (stage, share done, elapsed, time left) on stderr.
 """
 
 EPILOG = """\
@@ -138,7 +147,7 @@ def register(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     r = p.add_argument_group("report")
     r.add_argument("--report", metavar="REPORT.json", help="write metrics and timings as JSON")
     r.add_argument("--no-metrics", action="store_true", help="skip the metrics (quick for very long outputs)")
-    r.add_argument("--quiet", action="store_true", help="print nothing but errors")
+    r.add_argument("--quiet", action="store_true", help="print nothing but warnings and errors (no progress)")
     p.set_defaults(func=cmd_genmm)
     return p
 
@@ -192,16 +201,48 @@ def _check_arguments(args: argparse.Namespace) -> None:
     arg.output_file(args.report, (".json",), "report")
 
 
-def _synthesize(args: argparse.Namespace, cfg, parts) -> tuple[object, list]:
-    """The generator (``None`` for a reassembly) and one result per sample."""
+@contextlib.contextmanager
+def _warnings_as_lines(prog: str) -> Iterator[None]:
+    """Show warnings as one line each on stderr, ``PROG: warning: MESSAGE``, as they
+    happen; every frame-rate warning (:class:`~motionmatch.genmm.FrameRateWarning`) is
+    shown, others as Python's filters say (once per place)."""
+    from motionmatch.genmm import FrameRateWarning
+
+    def show(message, category, filename, lineno, file=None, line=None) -> None:
+        print(f"{prog}: warning: {' '.join(str(message).split())}", file=sys.stderr, flush=True)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("always", FrameRateWarning)
+        warnings.showwarning = show
+        yield
+
+
+def _sample_progress(bar: arg.Progress, i: int, k: int) -> Callable:
+    """A GenMM progress callback that shows sample ``i`` of ``k`` on ``bar``; the time left
+    is the synthesis's own estimate for this sample plus as long again per sample to come."""
+    head = f"sample {i + 1}/{k}, " if k > 1 else ""
+
+    def report(p) -> None:
+        per_sample = p.elapsed_s / p.fraction if p.fraction > 0 else float("inf")
+        bar.update(f"{head}stage {p.stage}/{p.stages} ({p.frames} frames), iteration {p.iteration}/{p.iterations}",
+                   done=(i + p.fraction) / k, eta_s=p.eta_s + (k - 1 - i) * per_sample)
+
+    return report
+
+
+def _synthesize(args: argparse.Namespace, cfg, parts, bar: arg.Progress) -> tuple[object, list]:
+    """The generator (``None`` for a reassembly) and one result per sample; ``bar`` shows
+    the progress."""
     from motionmatch.anim.bvh import load_bvh
     from motionmatch.genmm import Completion, GenMM, Keyframes, fix_foot_contacts, reassemble
     from motionmatch.genmm.synthesis import load_examples
 
+    k = args.samples
     if args.reassemble:
         sources = _sources(args.reassemble)
         frames = args.frames if args.duration is None else round(args.duration * (args.fps or 30.0))
-        return None, [reassemble(sources, frames, seed=args.seed + i, config=cfg) for i in range(args.samples)]
+        return None, [reassemble(sources, frames, seed=args.seed + i, config=cfg, progress=_sample_progress(bar, i, k))
+                      for i in range(k)]
     gen = GenMM(load_examples(args.examples), cfg, parts=parts)
     frames = args.frames if args.duration is None else round(args.duration * gen.fps)
     keys = None
@@ -211,9 +252,9 @@ def _synthesize(args: argparse.Namespace, cfg, parts) -> tuple[object, list]:
     if args.complete:
         completion = Completion(load_bvh(args.complete), [g.strip() for g in args.given.split(",") if g.strip()])
     results = []
-    for i in range(args.samples):
+    for i in range(k):
         res = gen.sample(frames, seed=args.seed + i, loop=args.loop, loop_root=args.loop_root,
-                         keyframes=keys, completion=completion)
+                         keyframes=keys, completion=completion, progress=_sample_progress(bar, i, k))
         if args.locomotion:
             import numpy as np
 
@@ -245,45 +286,19 @@ def cmd_genmm(args: argparse.Namespace) -> int:
     )
     parts = parse_parts_arg(args.parts) if args.parts else None
     t0 = time.perf_counter()
-    gen, results = _synthesize(args, cfg, parts)
-    paths = _out_paths(args.output, args.samples)
-    report = {
-        "output": [str(p) for p in paths],
-        "examples": list(args.examples) if args.examples else None,
-        "frames": results[0].motion.num_frames,
-        "fps": results[0].motion.fps,
-        "samples": args.samples,
-        "seeds": [args.seed + i for i in range(args.samples)],
-        "device": args.device,
-        "synthesis_s": float(sum(r.synthesis_s for r in results) / len(results)),
-        "synthesis_s_per_sample": [r.synthesis_s for r in results],
-        "stage_lengths": results[0].info.synthesis_lengths,
-        "settings": {k: (list(v) if isinstance(v, tuple) else v) for k, v in cfg.__dict__.items()},
-        "parts": ({k: v for k, v in gen.part_names().items()} if gen is not None else None),
-        "coverage": None, "global_patch_distance": None, "local_patch_distance": None, "set_diversity": None,
-    }
-    if not args.no_metrics and not args.reassemble:
-        from motionmatch.metrics.genmm import evaluate
-
-        tm = time.perf_counter()
-        try:
-            metrics = evaluate(gen.examples, [r.motion for r in results])
-        except ValueError as e:  # examples or output too short for the metrics' windows
-            raise MotionMatchError(f"cannot score the output: {e}; pass --no-metrics to skip the metrics") from None
-        report.update({k: metrics[k] for k in ("coverage", "global_patch_distance", "local_patch_distance")})
-        if args.samples > 1:
-            report["set_diversity"] = metrics["set_diversity"]
-        else:
-            report.pop("set_diversity")
-        report["per_sample"] = metrics["per_output"]
-        report["metric_definitions"] = metrics["definitions"]
-        report["metrics_s"] = time.perf_counter() - tm
-    elif args.reassemble:
+    prog = getattr(args, "prog", "motionmatch genmm")
+    with _warnings_as_lines(prog), arg.Progress(prog, enabled=not args.quiet) as bar:
+        gen, results = _synthesize(args, cfg, parts, bar)
+        report = _report(args, cfg, gen, results)
+        if not args.no_metrics and not args.reassemble:
+            bar.update("scoring the output (coverage, patch distances)", phase=True)
+            _score(args, gen, results, report)
+    if args.reassemble:
         report["metrics_note"] = "no metrics for reassembled skeletons (the examples have other skeletons)"
     if gen is not None:
         say(f"genmm: {len(gen.examples)} example(s), {gen.example_frames} frames at {gen.fps:g} fps, "
             f"{gen.skeleton.num_joints} joints, {len(gen.parts)} part(s), device {args.device}")
-    for res, path in zip(results, paths):
+    for res, path in zip(results, report["output"]):
         save_bvh(res.motion, path)
         say(f"wrote {path} ({res.motion.num_frames} frames at {res.motion.fps:g} fps, "
             f"synthesis {res.synthesis_s * 1000:.0f} ms)")
@@ -299,3 +314,42 @@ def cmd_genmm(args: argparse.Namespace) -> int:
             json.dump(report, f, indent=2)
             f.write("\n")
     return 0
+
+
+def _report(args: argparse.Namespace, cfg, gen, results: list) -> dict:
+    """The report of a run, its metrics still ``None``."""
+    paths = _out_paths(args.output, args.samples)
+    return {
+        "output": [str(p) for p in paths],
+        "examples": list(args.examples) if args.examples else None,
+        "frames": results[0].motion.num_frames,
+        "fps": results[0].motion.fps,
+        "samples": args.samples,
+        "seeds": [args.seed + i for i in range(args.samples)],
+        "device": args.device,
+        "synthesis_s": float(sum(r.synthesis_s for r in results) / len(results)),
+        "synthesis_s_per_sample": [r.synthesis_s for r in results],
+        "stage_lengths": results[0].info.synthesis_lengths,
+        "settings": {k: (list(v) if isinstance(v, tuple) else v) for k, v in cfg.__dict__.items()},
+        "parts": ({k: v for k, v in gen.part_names().items()} if gen is not None else None),
+        "coverage": None, "global_patch_distance": None, "local_patch_distance": None, "set_diversity": None,
+    }
+
+
+def _score(args: argparse.Namespace, gen, results: list, report: dict) -> None:
+    """Add the metrics of the outputs (coverage, patch distances, set diversity) to ``report``."""
+    from motionmatch.metrics.genmm import evaluate
+
+    tm = time.perf_counter()
+    try:
+        metrics = evaluate(gen.examples, [r.motion for r in results])
+    except ValueError as e:  # examples or output too short for the metrics' windows
+        raise MotionMatchError(f"cannot score the output: {e}; pass --no-metrics to skip the metrics") from None
+    report.update({k: metrics[k] for k in ("coverage", "global_patch_distance", "local_patch_distance")})
+    if args.samples > 1:
+        report["set_diversity"] = metrics["set_diversity"]
+    else:
+        report.pop("set_diversity")
+    report["per_sample"] = metrics["per_output"]
+    report["metric_definitions"] = metrics["definitions"]
+    report["metrics_s"] = time.perf_counter() - tm

@@ -33,13 +33,27 @@ def _say(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
 
 
+def _check_data(data: str | None, config) -> Path:
+    """The motion-capture root (``--data``, else ``$MOTIONMATCH_DATA`` or ../shared/data),
+    checked to hold the folders ``config`` renders before anything is printed: a missing
+    root or folder is a one-line error, not progress lines and then the error."""
+    from motionmatch.control.pose.dataset import data_files
+    from motionmatch.control.pose.default import resolve_root
+
+    root = resolve_root(data)
+    data_files(root, config.data)
+    return root
+
+
 def _classifier(spec: str, data: str | None, quick: bool = False):
     from motionmatch.control.pose.classify import load_classifier
     from motionmatch.control.pose.default import QUICK, TrainConfig, default_classifier
 
     if spec in ("improved", "best", "knn"):
+        cfg = QUICK if quick else TrainConfig()
+        root = _check_data(data, cfg)  # its cache is keyed by the data too
         _say(f"loading the default {spec} classifier (trained from the motion capture on first use; cached)")
-        return default_classifier(spec, root=data, config=QUICK if quick else TrainConfig(), progress=_progress())
+        return default_classifier(spec, root=root, config=cfg, progress=_progress())
     return load_classifier(spec)
 
 
@@ -53,8 +67,9 @@ def cmd_eval(args: argparse.Namespace) -> int:
     cfg = d.QUICK if args.quick else d.TrainConfig()
     if args.seed:
         cfg = d.with_seed(cfg, args.seed)
+    root = _check_data(args.data, cfg)
     _say("rendering the motion capture through the virtual camera ...")
-    data = d.prepare(args.data, cfg, progress=_progress())
+    data = d.prepare(root, cfg, progress=_progress())
     _say(f"  {len(data.train)} training, {len(data.val)} validation and {len(data.test)} test renders, "
          f"{len(data.train_transitions)} + {len(data.val_transitions)} + {len(data.test_transitions)} two-part "
          f"performances ({data.seconds:.1f} s)")
@@ -62,7 +77,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     t_train = time.perf_counter()
     knn, imp = d.train(data)
     t_train = time.perf_counter() - t_train
-    d.cache_classifiers(knn, imp, args.data, cfg)  # pose run and the viewer use them from now on
+    d.cache_classifiers(knn, imp, root, cfg)  # pose run and the viewer use them from now on
     _say("evaluating on the held-out test clips and camera azimuths ...")
     ev = d.evaluate(data, knn, imp)
     out.mkdir(parents=True, exist_ok=True)
@@ -172,12 +187,14 @@ def cmd_train(args: argparse.Namespace) -> int:
     import numpy as np
 
     from motionmatch.control.pose.classify import KNNPoseClassifier, MLPPoseClassifier, resample_stream
-    from motionmatch.control.pose.default import TrainConfig
+    from motionmatch.control.pose.default import QUICK, TrainConfig
     from motionmatch.control.pose.keypoints import load_keypoints
     from motionmatch.control.pose.labels import COMMAND_INDEX
     from motionmatch.control.pose.normalize import normalize_stream
 
     arg.output_file(args.output, (".npz",), "model")
+    cfg = QUICK if args.quick else TrainConfig()
+    root = None if args.only_recordings else _check_data(args.data, cfg)
     dflt = TrainConfig()
     clf = KNNPoseClassifier() if args.kind == "knn" else MLPPoseClassifier(
         members=args.members or dflt.members, hidden=dflt.hidden, alpha=dflt.alpha, long=dflt.long,
@@ -203,8 +220,7 @@ def cmd_train(args: argparse.Namespace) -> int:
         from motionmatch.control.pose.dataset import training_set
 
         _say("adding the rendered motion capture (pass --only-recordings to skip) ...")
-        cfg = d.QUICK if args.quick else d.TrainConfig()
-        data = d.prepare(args.data, cfg, progress=_progress())
+        data = d.prepare(root, cfg, progress=_progress())
         renders = data.train + data.val + ([t.render for t in data.train_transitions] if args.kind != "knn" else [])
         cap = cfg.knn_max_per_class if args.kind == "knn" else cfg.mlp_max_per_class
         X, y = training_set(renders, clf.features, max_per_class=cap,
@@ -333,4 +349,4 @@ def register(sub: argparse._SubParsersAction) -> None:
     lv.add_argument("--data", type=arg.existing_folder, metavar="DIR")
     lv.set_defaults(func=cmd_live)
 
-    p.set_defaults(func=lambda a: (p.print_help(), 0)[1])
+    p.set_defaults(func=arg.missing_command(p, ps))

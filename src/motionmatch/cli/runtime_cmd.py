@@ -54,7 +54,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     out = arg.output_file(args.output, (".bvh",), "output")
     arg.output_file(args.report, (".json",), "report")
-    arg.output_file(args.preview, (".mp4", ".gif"), "preview")
+    arg.preview_file(args.preview)  # its packages too, before the run
     script = load_script(args.input)
     db = MotionDatabase.load(args.db)
     settings = ControllerSettings(

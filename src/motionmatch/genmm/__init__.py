@@ -13,6 +13,12 @@ setting are documented in the modules:
 * :mod:`~motionmatch.genmm.parts`: skeleton-aware parts (automatic or given).
 * :mod:`~motionmatch.genmm.applications`: reassembly, random locomotion.
 * :mod:`~motionmatch.genmm.footik`: contact-aware foot clean-up.
+* :mod:`~motionmatch.genmm.rates`: which example frame rates are taken at face value
+  (10-480 fps), and the warning or refusal for the others.
+
+Syntheses are quiet; pass ``progress=`` to :meth:`GenMM.sample` for a
+:class:`SynthesisProgress` (stage, fraction done, estimated seconds left) after every
+iteration.
 """
 
 from motionmatch.genmm.applications import (
@@ -24,8 +30,10 @@ from motionmatch.genmm.applications import (
     reassemble,
     turn,
 )
+from motionmatch.genmm.engine import SynthesisProgress
 from motionmatch.genmm.footik import fix_foot_contacts
 from motionmatch.genmm.parts import auto_parts, resolve_parts
+from motionmatch.genmm.rates import PLAUSIBLE_FPS, FrameRateWarning
 from motionmatch.genmm.representation import FeatureLayout, body_scale, decode, detect_feet, encode
 from motionmatch.genmm.synthesis import (
     Completion,
@@ -38,13 +46,16 @@ from motionmatch.genmm.synthesis import (
 )
 
 __all__ = [
+    "PLAUSIBLE_FPS",
     "Completion",
     "FeatureLayout",
+    "FrameRateWarning",
     "GenMM",
     "GenMMConfig",
     "GenMMResult",
     "Keyframes",
     "ReassemblySource",
+    "SynthesisProgress",
     "auto_parts",
     "body_scale",
     "complete",

@@ -23,7 +23,7 @@ from motionmatch.anim import quat
 from motionmatch.anim.motion import Motion
 from motionmatch.anim.skeleton import Skeleton
 from motionmatch.errors import SkeletonError
-from motionmatch.genmm.engine import PartData
+from motionmatch.genmm.engine import PartData, ProgressCallback
 from motionmatch.genmm.footik import fix_foot_contacts
 from motionmatch.genmm.parts import PartsSpec, resolve_joints
 from motionmatch.genmm.representation import FeatureLayout, body_scale, encode
@@ -197,7 +197,8 @@ def _assemble(sources: list[tuple[list[Motion], list[int], list[str], float]]
 
 
 def reassemble(sources: Sequence[ReassemblySource], frames: int | None = None, *, seed: int | None = None,
-               config: GenMMConfig | None = None, **settings) -> GenMMResult:
+               config: GenMMConfig | None = None, progress: ProgressCallback | None = None,
+               **settings) -> GenMMResult:
     """Synthesize a creature assembled from parts of different skeletons (motion reassembly).
 
     Each source gives some joints of the new skeleton and example clips of its own
@@ -209,7 +210,8 @@ def reassemble(sources: Sequence[ReassemblySource], frames: int | None = None, *
     Mixamo characters; a human and a quadruped share a hips joint only loosely).
 
     Returns a :class:`GenMMResult` whose motion is on the new skeleton (BVH-writable).
-    Foot contacts are not used here (``contacts`` is ignored).
+    Foot contacts are not used here (``contacts`` is ignored). ``progress`` is called as
+    in :meth:`GenMM.sample`.
     """
     cfg = _config(config, dict(settings))
     if cfg.contacts:
@@ -277,6 +279,6 @@ def reassemble(sources: Sequence[ReassemblySource], frames: int | None = None, *
     )
     if frames is None:
         frames = 2 * max(sum(m.num_frames for m in p[0]) for p in prepared)
-    res = gen.sample(frames, seed=seed)
+    res = gen.sample(frames, seed=seed, progress=progress)
     res.extra["skeleton_sources"] = [[skeleton.names[nj] for _, nj in pr] for pr in pairs]
     return res

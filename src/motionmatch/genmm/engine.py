@@ -27,7 +27,7 @@ and every iteration. A loop is a circle: patches, voting and resampling wrap aro
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -87,6 +87,41 @@ class RunInfo:
 
 
 @dataclass(frozen=True)
+class SynthesisProgress:
+    """How far a synthesis is, reported after every match-and-blend iteration.
+
+    Attributes:
+        stage: the pyramid stage just worked on, 1 (coarsest) to ``stages`` (full length).
+        stages: stages of this synthesis.
+        iteration: the iteration of the stage just finished, 1 to ``iterations``.
+        iterations: iterations per stage.
+        frames: synthesis frames at this stage.
+        fraction: estimated share of the work done, 0-1 (the patch-distance work: synthesis
+            frames times example frames times feature columns plus patch size, per part).
+        elapsed_s: seconds since the synthesis started.
+        eta_s: estimated seconds left, ``elapsed_s * (1 - fraction) / fraction``. Too
+            high in the first, coarse stages, whose fixed costs are large next to their
+            patch work; it settles once the long stages begin. Measured on a 12 s synthesis
+            of 4,000 frames: 10 min after the first iteration, 29 s (12 s true) after
+            0.25 s, within 15% from 0.5 s on.
+    """
+
+    stage: int
+    stages: int
+    iteration: int
+    iterations: int
+    frames: int
+    fraction: float
+    elapsed_s: float
+    eta_s: float
+
+
+ProgressCallback = Callable[[SynthesisProgress], None]
+"""What :meth:`Engine.run` (and :meth:`~motionmatch.genmm.GenMM.sample`) call with a
+:class:`SynthesisProgress` after every iteration."""
+
+
+@dataclass(frozen=True)
 class EngineSettings:
     patch_size: int = 11
     alpha: float | None = 0.01
@@ -94,6 +129,14 @@ class EngineSettings:
     pyramid_factor: float = 0.75
     coarse_ratio: float = 5.0
     block_bytes: int = 64 << 20
+
+
+def _progress(k: int, stages: int, it: int, iterations: int, frames: int, fraction: float,
+              elapsed_s: float) -> SynthesisProgress:
+    """The report after iteration ``it`` of stage ``k`` (both counted from 0 here)."""
+    fraction = min(max(float(fraction), 0.0), 1.0)
+    eta = elapsed_s * (1.0 - fraction) / fraction if fraction > 0 else float("inf")
+    return SynthesisProgress(k + 1, stages, it + 1, iterations, int(frames), fraction, float(elapsed_s), float(eta))
 
 
 class Engine:
@@ -169,6 +212,17 @@ class Engine:
             self._banks[key] = _core.make_bank(self.be, clips, self.means[part_index], self.settings.patch_size)
         return self._banks[key]
 
+    def stage_work(self, lengths: Sequence[int]) -> np.ndarray:
+        """``[stages]`` relative cost of one iteration at each stage for synthesis
+        ``lengths``: per part, synthesis frames times example frames times (columns + patch
+        size), the multiply-adds of its patch distances (see :mod:`~motionmatch.genmm._core`)."""
+        p = self.settings.patch_size
+        work = np.zeros(len(lengths))
+        for k, nk in enumerate(lengths):
+            for part, ls in zip(self.parts, self.example_lengths(k)):
+                work[k] += float(nk) * float(sum(ls)) * (len(part.columns) + p)
+        return work
+
     # ---------------------------------------------------------------------- run
     def initial_guess(self, n0: int, rng: np.random.Generator, noise_sigma: float, periodic: bool) -> np.ndarray:
         """Stage-0 start: the coarsest examples (end to end) stretched to ``n0`` frames, plus
@@ -194,6 +248,7 @@ class Engine:
         periodic: bool = False,
         frames: Sequence[FrameConstraint] = (),
         columns: Sequence[ColumnConstraint] = (),
+        progress: ProgressCallback | None = None,
     ) -> tuple[np.ndarray, RunInfo]:
         """Synthesize ``n`` frames of features ``[n, D]`` (float64 numpy).
 
@@ -204,6 +259,8 @@ class Engine:
             noise_sigma: noise at the coarsest stage, in standard deviations of each column.
             frames: keyframes pinned at output frames (mapped to the nearest frame of every stage).
             columns: columns pinned over the whole output (resampled to every stage).
+            progress: called with a :class:`SynthesisProgress` after every iteration
+                (``None``: nothing is reported).
         """
         t0 = time.perf_counter()
         be = self.be
@@ -217,15 +274,21 @@ class Engine:
                 raise ValueError(f"a column constraint must have values [{n}, {len(c.columns)}], got {list(c.values.shape)}")
         X = be.asarray(self.initial_guess(lengths[0], rng, noise_sigma, periodic), dtype=be.float64)
         stage_s = []
+        work = self.stage_work(lengths)
+        bounds = np.concatenate([[0.0], np.cumsum(work)]) / work.sum()  # share of the work before each stage
         for k, nk in enumerate(lengths):
             ts = time.perf_counter()
             if k > 0:
                 X = _core.resample(be, X, nk, periodic=periodic)
             pins = self._stage_pins(n, nk, periodic, frames, columns)
             X = self._apply(X, pins)
-            for _ in range(st.iterations):
+            for it in range(st.iterations):
                 X = self._iterate(X, k, periodic)
                 X = self._apply(X, pins)
+                if progress is not None:
+                    be.synchronize()
+                    fraction = bounds[k] + (bounds[k + 1] - bounds[k]) * (it + 1) / st.iterations
+                    progress(_progress(k, len(lengths), it, st.iterations, nk, fraction, time.perf_counter() - t0))
             be.synchronize()
             stage_s.append(time.perf_counter() - ts)
         out = np.asarray(be.to_numpy(X), dtype=np.float64)

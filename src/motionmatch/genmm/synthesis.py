@@ -15,8 +15,17 @@ from motionmatch.anim.motion import Motion
 from motionmatch.anim.resample import resample
 from motionmatch.errors import MotionError, SkeletonError
 from motionmatch.genmm._backend import get_backend
-from motionmatch.genmm.engine import ColumnConstraint, Engine, EngineSettings, FrameConstraint, PartData, RunInfo
+from motionmatch.genmm.engine import (
+    ColumnConstraint,
+    Engine,
+    EngineSettings,
+    FrameConstraint,
+    PartData,
+    ProgressCallback,
+    RunInfo,
+)
 from motionmatch.genmm.parts import PartsSpec, find_joint, resolve_joints, resolve_parts
+from motionmatch.genmm.rates import check_rate
 from motionmatch.genmm.representation import (
     FeatureLayout,
     contact_labels,
@@ -46,8 +55,11 @@ class GenMMConfig:
             of ``noise_sigma`` standard deviations per feature (each feature's own spread
             in the examples). 0 starts from the examples themselves.
         fps: frame rate of synthesis and output (30, the rate the defaults were tuned for;
-            examples at other rates are resampled by slerp). ``None``: the examples' own
-            rate (they must agree).
+            examples at other rates are resampled by slerp; one at an implausible rate,
+            outside :data:`~motionmatch.genmm.rates.PLAUSIBLE_FPS`, is warned about, or
+            refused when resampling would blow up its frame count: see
+            :mod:`~motionmatch.genmm.rates`). ``None``: the examples' own rate (they must
+            agree), no resampling.
         root_weight: weight of the root's velocity and height features (see
             :mod:`motionmatch.genmm.representation`).
         contacts: add foot-contact labels to the features (feet found by
@@ -119,12 +131,17 @@ def load_examples(examples: Motion | str | Path | Sequence[Motion | str | Path])
 
 
 def _at_fps(motions: list[Motion], fps: float | None) -> tuple[list[Motion], float]:
+    """The clips at ``fps`` frames per second (resampled; a clip at an implausible rate is
+    warned about or refused first, see :mod:`.rates`) and that rate; ``None``: the clips'
+    own rate, which must be the same for all."""
     if fps is None:
         rates = sorted({m.fps for m in motions})
         if max(rates) - min(rates) > 1e-6:
             raise MotionError(f"the examples have different frame rates ({', '.join(f'{r:g}' for r in rates)}); "
                               "pass fps=... to resample them to one")
         return motions, motions[0].fps
+    for m in motions:
+        check_rate(m, fps)
     return [m if abs(m.fps - fps) < 1e-9 else resample(m, fps) for m in motions], float(fps)
 
 
@@ -325,6 +342,7 @@ class GenMM:
         completion: Completion | None = None,
         noise_sigma: float | None = None,
         start: Sequence[float] | None = None,
+        progress: ProgressCallback | None = None,
     ) -> GenMMResult:
         """Synthesize one motion.
 
@@ -345,6 +363,9 @@ class GenMM:
             noise_sigma: overrides the config's initial noise (0: start from the examples).
             start: root ground position ``[x, z]`` of the first frame (default the first
                 example's).
+            progress: called after every match-and-blend iteration with a
+                :class:`~motionmatch.genmm.engine.SynthesisProgress` (stage, fraction done,
+                seconds elapsed and estimated left); ``None`` (default): silent.
         """
         if rng is None:
             seed = 0 if seed is None else int(seed)
@@ -363,6 +384,7 @@ class GenMM:
         exact_root = None
         partial = None
         if completion is not None:
+            check_rate(completion.motion, fps, "completion clip")
             partial = completion.motion if abs(completion.motion.fps - fps) < 1e-9 else resample(completion.motion, fps)
             if n is not None and n != partial.num_frames:
                 raise ValueError(f"frames={n} but the completion motion has {partial.num_frames} frames at {fps:g} fps")
@@ -390,7 +412,8 @@ class GenMM:
                 exact_rot.append((rows, joints, np.broadcast_to(rots, (len(rows),) + rots.shape)))
         sigma = self.config.noise_sigma if noise_sigma is None else float(noise_sigma)
         n_run = n - 1 if loop else n
-        X, info = self.engine.run(n_run, rng, noise_sigma=sigma, periodic=loop, frames=cons_frames, columns=cons_cols)
+        X, info = self.engine.run(n_run, rng, noise_sigma=sigma, periodic=loop, frames=cons_frames, columns=cons_cols,
+                                  progress=progress)
         if loop:
             X = np.concatenate([X, X[:1]], axis=0)
         if start is None:
