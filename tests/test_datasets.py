@@ -326,7 +326,9 @@ def test_cli_fetch_unknown_name_fails_cleanly(parser: argparse.ArgumentParser, t
     assert err.count("\n") == 1 and "unknown dataset 'nope'" in err and "lafan1" in err
 
 
-def test_cli_datasets_without_subcommand_prints_help(parser: argparse.ArgumentParser, capsys) -> None:
+def test_cli_datasets_without_subcommand_names_the_subcommands_in_one_line(parser: argparse.ArgumentParser,
+                                                                         capsys) -> None:
     args = parser.parse_args(["datasets"])
     assert args.func(args) == 2
-    assert "fetch" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "fetch" in err and "list" in err

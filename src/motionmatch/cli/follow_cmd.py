@@ -54,7 +54,7 @@ def cmd_follow(args: argparse.Namespace) -> int:
 
     out = arg.output_file(args.output, (".bvh",), "output")
     arg.output_file(args.report, (".json",), "report")
-    arg.output_file(args.preview, (".mp4", ".gif"), "preview")
+    arg.preview_file(args.preview)
     arg.output_file(args.plot, (".png",), "plot")
     starts = args.start or []
     if starts and len(starts) not in (1, len(args.path)):

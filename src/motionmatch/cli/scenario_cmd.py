@@ -57,7 +57,7 @@ def cmd_scenario(args: argparse.Namespace) -> int:
 
     out = arg.output_file(args.output, (".npz",), "output")
     arg.output_file(args.report, (".json",), "report")
-    arg.output_file(args.preview, (".mp4", ".gif"), "preview")
+    arg.preview_file(args.preview)
     sc = load_scenario(args.scene)
     if args.duration is not None:
         sc.duration = float(args.duration)
