@@ -163,3 +163,27 @@ def test_corridor_widths_explain_the_narrow_corridor(env_db):
     assert fits[0.6] > 10 * fits[0.45]  # measured: 12,020
     # those that fit 0.45 m are side-steps (travel more than 45 degrees from the facing)
     assert np.mean(sideways[moving & (width <= 0.45)] > 45) > 0.9
+
+
+def test_searches_that_paid_a_compilation_are_kept_apart_from_the_search_times(env_db):
+    from motionmatch.environment import load_scenario
+    from motionmatch.metrics.scenario import scenario_report
+    from motionmatch.runtime.world import run_scenario
+
+    db, m = env_db
+    sc = load_scenario(SCENARIOS / "cubes-approach.json")
+    sc.duration = 2.0
+    world, rec = run_scenario(db, sc, matcher=m)
+    lg = rec.logs[0]
+    assert len(lg.starts) == len(lg.times) > 3
+    plain = scenario_report(world, rec, sc)
+    assert plain["warm_up"]["searches"] == 0 and plain["warm_up"]["compile_s"] == 0.0
+    # a (pretend) compilation during the first search: it is left out, and said so
+    t0 = lg.starts[0]
+    lg.times[0] = 5.0  # a first search that waited for a 5 s compile
+    both = scenario_report(world, rec, sc)
+    assert lg.starts[1] > t0 + 1e-4  # (the next search began later)
+    rep = scenario_report(world, rec, sc, compiles=[(t0 + 1e-6, t0 + 2e-6)])
+    assert rep["warm_up"]["searches"] == 1 and rep["warm_up"]["ms_per_search"] == 5000.0
+    assert rep["searches"] == both["searches"]
+    assert rep["ms_per_search"] < 10.0 < both["ms_per_search"]  # the mean with the warm-up is wrong by far

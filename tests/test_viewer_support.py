@@ -44,6 +44,7 @@ def start_server(db, roots: dict, static_dir=None, **kw):
     from motionmatch.viewer.server import Viewer, ViewerServer
 
     viewer = Viewer(db, catalog=FileCatalog(roots), source_description="test database", static_dir=static_dir, **kw)
+    viewer.prepare(background=False)  # as `motionmatch viewer` does, all before serving
     return ViewerServer(viewer, "127.0.0.1", 0).start()
 
 

@@ -20,7 +20,78 @@ from __future__ import annotations
 import functools
 
 import numba
+import numpy as np
 
 #: ``@no_refcount`` or ``@no_refcount(fastmath=...)``: ``numba.njit`` with
 #: ``cache=True, nogil=True`` and no reference counting (see the module docstring).
 no_refcount = functools.partial(numba.njit, cache=True, nogil=True, _nrt=False)
+
+
+def readonly(a):
+    """``a`` as a read-only array: ``a`` itself when it is one, else a read-only view.
+
+    Numba compiles a kernel once per argument types, and whether an array is read-only is
+    part of its type. A kernel that gets a writable array from one caller and a read-only
+    one from another is compiled twice (the penalised search: 20 s of CPU each time, in the
+    middle of a session). Entry points pass arrays that may be either through this."""
+    if not a.flags.writeable:
+        return a
+    v = a.view()
+    v.flags.writeable = False
+    return v
+
+
+class compile_intervals:
+    """Record Numba's compilations (and loads from its disk cache) while in the ``with``
+    block: ``intervals``, a list of ``(start, end)`` in :func:`time.perf_counter` seconds,
+    one per outermost compilation (a kernel's callees compile inside it).
+
+    Reports use it to keep one-off warm-up apart from steady-state timings: a search that
+    overlaps an interval paid for a compilation."""
+
+    def __init__(self) -> None:
+        self.intervals: list[tuple[float, float]] = []
+
+    @property
+    def seconds(self) -> float:
+        """Total time spent compiling."""
+        return float(sum(b - a for a, b in self.intervals))
+
+    def __enter__(self) -> compile_intervals:
+        import time
+
+        from numba.core import event
+
+        intervals = self.intervals
+        depth = [0, 0.0]
+
+        class _Listener(event.Listener):
+            def on_start(self, ev) -> None:
+                if depth[0] == 0:
+                    depth[1] = time.perf_counter()
+                depth[0] += 1
+
+            def on_end(self, ev) -> None:
+                depth[0] -= 1
+                if depth[0] == 0:
+                    intervals.append((depth[1], time.perf_counter()))
+
+        self._listener = _Listener()
+        event.register("numba:compile", self._listener)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        from numba.core import event
+
+        event.unregister("numba:compile", self._listener)
+
+
+def overlapping(starts, durations, intervals) -> np.ndarray:
+    """``[N]`` bool: which of the timed calls ``[starts, starts + durations]`` (seconds,
+    :func:`time.perf_counter`) overlap one of ``intervals`` (:class:`compile_intervals`)."""
+    s = np.asarray(starts, dtype=np.float64)
+    e = s + np.asarray(durations, dtype=np.float64)
+    out = np.zeros(s.shape, dtype=bool)
+    for a, b in intervals:
+        out |= (s < b) & (e > a)
+    return out

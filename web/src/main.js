@@ -511,8 +511,30 @@ function renderTime() {
 
 // ------------------------------------------------------------------ messages
 conn.onStatus = (s) => { $('status').textContent = s; state.status = s; };
+// the viewer's warm-up (first run only): what is still compiling, the time left, and how
+// many of this page's requests wait for it
+const warmEl = $('warmup');
+const warm = { status: null, at: 0 };
+function renderWarmup() {
+  const m = warm.status;
+  if (!m || m.ready) { warmEl.hidden = true; warmEl.textContent = ''; return; }
+  const left = Math.max(Math.round(m.eta_s - (performance.now() - warm.at) / 1000), 1);
+  const held = m.held ? ` · ${m.held} request${m.held > 1 ? 's' : ''} waiting for it` : '';
+  warmEl.textContent = `preparing ${m.what}: compiling (first run only), about ${left} s left${held}`;
+  warmEl.hidden = false;
+}
+function setWarmup(m) {
+  const was = warm.status;
+  Object.assign(warm, { status: m, at: performance.now() });
+  renderWarmup();
+  if (m?.ready && was && !was.ready) toast(m.released ? `ready: ${m.released} waiting request${m.released > 1 ? 's' : ''} carried out` : 'ready');
+}
+setInterval(renderWarmup, 1000);
+conn.on('warmup', setWarmup);
+
 conn.on('welcome', (m) => {
   state.welcome = m;
+  setWarmup(m.warmup);
   state.capabilities = m.capabilities;
   state.skeletons = m.skeletons;
   state.characters = m.characters;

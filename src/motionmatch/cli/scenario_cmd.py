@@ -50,6 +50,7 @@ def _save_output(path: Path, world, rec, report: dict, tracks) -> None:
 
 
 def cmd_scenario(args: argparse.Namespace) -> int:
+    from motionmatch._jit import compile_intervals
     from motionmatch.database import MotionDatabase
     from motionmatch.environment import load_scenario
     from motionmatch.metrics.scenario import body_tracks, scenario_report
@@ -68,13 +69,17 @@ def cmd_scenario(args: argparse.Namespace) -> int:
     settings = EnvironmentSettings.from_dicts(sc.penalty, search, sc.controller.get("controls"),
                                               enabled=not args.plain)
     progress = not args.quiet and sys.stderr.isatty()
-    world, rec = run_scenario(db, sc, settings=settings, progress=progress,
-                              record_poses=False if args.no_poses else None)
-    report = scenario_report(world, rec, sc)
+    with compile_intervals() as warm:  # (a first run compiles: kept apart from the search times)
+        world, rec = run_scenario(db, sc, settings=settings, progress=progress,
+                                  record_poses=False if args.no_poses else None)
+    report = scenario_report(world, rec, sc, compiles=warm.intervals)
     tracks = body_tracks(world, rec)
     _save_output(out, world, rec, report, tracks)
     print(f"wrote {out}: {len(rec.names)} agent(s), {rec.frames.shape[1]} frames at {rec.fps:g} fps")
-    print(f"  {report['ms_per_search']:.3f} ms per search, diversity {report['diversity']}, "
+    wu = report["warm_up"]
+    warm_note = (f" (median {report['ms_per_search_median']:.3f}; warm-up left out: {wu['searches']} searches "
+                 f"during {wu['compile_s']:.1f} s of first-run compilation)" if wu["searches"] else "")
+    print(f"  {report['ms_per_search']:.3f} ms per search{warm_note}, diversity {report['diversity']}, "
           f"error {report['error_m'] if report['error_m'] is not None else 'n/a'} m, collision time "
           f"{report['collision_time_s']:.3f} s, collision fraction {report['collision_fraction']:.3f}, "
           f"{report['realtime_factor']:.1f}x real time")

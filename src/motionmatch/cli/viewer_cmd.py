@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import sys
+from pathlib import Path
 
 from motionmatch.cli import _common as arg
 
@@ -45,6 +46,11 @@ def cmd_viewer(args: argparse.Namespace) -> int:
     def log(msg: str) -> None:
         print(msg, file=err, flush=True)
 
+    for given, check, what in ((args.db, Path.is_file, "no such database file"),
+                               (args.data, Path.is_dir, "not a folder of BVH files")):
+        if given is not None and not check(Path(given).expanduser()):  # before building the page
+            print(f"motionmatch viewer: {Path(given).expanduser()}: {what}", file=err)
+            return 1
     try:
         static = ensure_bundle(log=log, rebuild=args.rebuild_page)
     except BundleError as e:
@@ -59,6 +65,7 @@ def cmd_viewer(args: argparse.Namespace) -> int:
     log("data folders the page may read: " + (", ".join(f"{k}={v}" for k, v in catalog.roots.items()) or "none"))
     viewer = Viewer(db, catalog=catalog, source_description=source.description, static_dir=static,
                     limits=Limits(), record_seconds=args.record_seconds, max_sessions=args.max_sessions)
+    viewer.prepare(source.db_path, log=log)  # compile what a moving character needs; the rest meanwhile
     port = args.port if args.port is not None else DEFAULT_PORT
     try:
         serve(viewer, args.host, port, open_browser=args.open, allowed_hosts=tuple(args.allow_host or ()),

@@ -4,8 +4,11 @@ measured on."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
+from motionmatch._jit import overlapping
 from motionmatch.environment.body import motion_ellipses
 from motionmatch.environment.collision import body_distances, collision_summary, intersection_runs, pair_distances
 from motionmatch.geometry.polyline import distance_to_path
@@ -37,11 +40,16 @@ def body_tracks(world: World, rec: WorldRecord) -> np.ndarray:
     return out
 
 
-def scenario_report(world: World, rec: WorldRecord, scenario=None) -> dict:
+def scenario_report(world: World, rec: WorldRecord, scenario=None,
+                    compiles: Sequence[tuple[float, float]] = ()) -> dict:
     """Numbers of a run: search time, diversity, path error, collisions (per agent and overall).
 
-    Keys: ``ms_per_search`` (mean chooser time over every search of every agent),
-    ``ms_per_search_median``, ``search_call_ms`` (mean thread CPU time of the search call
+    ``compiles``: the run's Numba compilations (:class:`motionmatch._jit.compile_intervals`);
+    a search that overlaps one paid a one-off warm-up and is left out of the search times.
+
+    Keys: ``ms_per_search`` (mean chooser time over every search of every agent, warm-up
+    left out), ``ms_per_search_median``, ``warm_up`` (``searches`` left out, their
+    ``ms_per_search``, and ``compile_s``: the time spent compiling during the run), ``search_call_ms`` (mean thread CPU time of the search call
     alone, without obstacle gathering and bookkeeping; ``null`` when not logged), ``searches``, ``diversity`` (distinct database frames
     played, all agents), ``error_m`` (mean distance from the root to the agent's target
     path, over path-following agents; ``null`` without any), ``collision_time_s`` (mean
@@ -63,6 +71,7 @@ def scenario_report(world: World, rec: WorldRecord, scenario=None) -> dict:
     per = []
     all_times = []
     call_times = []
+    warm_times: list[float] = []
     errors = []
     inside_any = np.zeros((A, F), dtype=bool)
     obstacle_in = np.zeros((A, F), dtype=bool)
@@ -90,10 +99,13 @@ def scenario_report(world: World, rec: WorldRecord, scenario=None) -> dict:
             entry["goal_distance_m"] = float(np.hypot(*(rec.root_positions[i, -1, [0, 2]] - a.goal)))
         lg = rec.logs[i]
         if lg is not None and lg.times:
-            entry["ms_per_search"] = float(np.mean(lg.times) * 1e3)
+            warm = overlapping(lg.starts, lg.times, compiles)
+            steady = np.asarray(lg.times)[~warm]
+            entry["ms_per_search"] = float(np.mean(steady) * 1e3) if steady.size else None
             entry["searches"] = len(lg.times)
-            all_times.extend(lg.times)
-            call_times.extend(lg.search_cpu_times)
+            all_times.extend(steady.tolist())
+            warm_times.extend(np.asarray(lg.times)[warm].tolist())
+            call_times.extend(np.asarray(lg.search_cpu_times)[~warm].tolist())
         per.append(entry)
     report = {
         "scenario": getattr(scenario, "name", None),
@@ -103,7 +115,10 @@ def scenario_report(world: World, rec: WorldRecord, scenario=None) -> dict:
         "ms_per_search": float(np.mean(all_times) * 1e3) if all_times else 0.0,
         "ms_per_search_median": float(np.median(all_times) * 1e3) if all_times else 0.0,
         "search_call_ms": float(np.mean(call_times) * 1e3) if call_times else None,
-        "searches": len(all_times),
+        "searches": len(all_times) + len(warm_times),
+        "warm_up": {"searches": len(warm_times),
+                    "ms_per_search": float(np.mean(warm_times) * 1e3) if warm_times else None,
+                    "compile_s": round(float(sum(b - a for a, b in compiles)), 3)},
         "diversity": int(np.unique(rec.frames).size),
         "error_m": float(np.concatenate(errors).mean()) if errors else None,
         "collision_time_s": float(np.mean(run_lengths) / fps) if run_lengths else 0.0,

@@ -78,8 +78,10 @@ def forward_kinematics(parents, root_pos, root_rot, rot, pos, world_pos, world_r
     """World transforms ``[J, 3]``, ``[J, 4]`` of a pose whose joint 0 is the root and
     whose other joints' local transforms are ``rot[j - 1]``, ``pos[j - 1]``."""
     tmp = np.empty(3)
-    world_pos[0] = root_pos
-    world_rot[0] = root_rot
+    for c in range(3):
+        world_pos[0, c] = root_pos[c]
+    for c in range(4):
+        world_rot[0, c] = root_rot[c]
     for j in range(1, parents.shape[0]):
         p = parents[j]
         qrot(world_rot[p], pos[j - 1], tmp)
@@ -109,39 +111,58 @@ def _between(u, v, out):
 
 
 @numba.njit(cache=True)
+def _norm3(v):
+    return np.sqrt(v[0] * v[0] + v[1] * v[1] + v[2] * v[2])
+
+
+@numba.njit(cache=True)
 def two_bone_ik(a, b, c, target, a_rot, b_rot, new_a, new_b):
     """New world rotations of ``a`` (hip) and ``b`` (knee) so the chain's end ``c`` reaches
     ``target`` (see :func:`motionmatch.runtime.ik.two_bone_ik`). Returns False when the
-    chain is degenerate (rotations copied unchanged)."""
+    chain is degenerate (rotations copied unchanged). Written element by element (no
+    array expressions), which keeps its compilation short."""
     eps = 1e-6
-    new_a[:] = a_rot
-    new_b[:] = b_rot
-    lab = np.sqrt(np.sum((b - a) ** 2))
-    lbc = np.sqrt(np.sum((c - b) ** 2))
-    to_t = target - a
-    dist = np.sqrt(np.sum(to_t ** 2))
+    for k in range(4):
+        new_a[k] = a_rot[k]
+        new_b[k] = b_rot[k]
+    v = np.empty((9, 3))
+    ab, bc, to_t, u, w, knee_a, cm, cm_k, end_k = v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8]
+    for i in range(3):
+        ab[i] = b[i] - a[i]
+        bc[i] = c[i] - b[i]
+        to_t[i] = target[i] - a[i]
+    lab = _norm3(ab)
+    lbc = _norm3(bc)
+    dist = _norm3(to_t)
     if lab < eps or lbc < eps or dist < eps:
         return False
     d = min(max(dist, abs(lab - lbc) + eps), lab + lbc - eps)
-    u = to_t / dist
-    ab = b - a
-    pole = ab - np.dot(ab, u) * u
-    npole = np.sqrt(np.sum(pole ** 2))
+    for i in range(3):
+        u[i] = to_t[i] / dist
+    along = ab[0] * u[0] + ab[1] * u[1] + ab[2] * u[2]
+    for i in range(3):
+        w[i] = ab[i] - along * u[i]
+    npole = _norm3(w)
     if npole < eps:
         return False
-    w = pole / npole
+    for i in range(3):
+        w[i] /= npole
     x = (lab * lab - lbc * lbc + d * d) / (2.0 * d)
     h = np.sqrt(max(lab * lab - x * x, 0.0))
-    knee = a + x * u + h * w
-    end = a + d * u
+    for i in range(3):
+        knee_a[i] = x * u[i] + h * w[i]  # knee - a
     qa = np.empty(4)
-    _between(ab, knee - a, qa)
+    _between(ab, knee_a, qa)
     qmul(qa, a_rot, new_a)
-    cm = np.empty(3)
-    qrot(qa, c - a, cm)
-    cm += a
+    for i in range(3):
+        bc[i] = c[i] - a[i]  # (reused: c - a)
+    qrot(qa, bc, cm)
+    for i in range(3):
+        knee = a[i] + knee_a[i]
+        cm_k[i] = cm[i] + a[i] - knee
+        end_k[i] = a[i] + d * u[i] - knee
     qb = np.empty(4)
-    _between(cm - knee, end - knee, qb)
+    _between(cm_k, end_k, qb)
     tmp = np.empty(4)
     qmul(qa, b_rot, tmp)
     qmul(qb, tmp, new_b)

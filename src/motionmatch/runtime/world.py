@@ -334,6 +334,7 @@ class SearchLog:
     """What the searches of one character did."""
 
     times: list = field(default_factory=list)        # chooser wall time (s)
+    starts: list = field(default_factory=list)       # when each began (time.perf_counter, s)
     cpu_times: list = field(default_factory=list)    # chooser thread CPU time (s): robust to a busy machine
     #: thread CPU time (s) of the search call alone (query columns, control weights, penalised
     #: search, collision fallback, summary), without obstacle gathering and Python bookkeeping
@@ -542,6 +543,7 @@ class EnvironmentChooser:
         cost = out[0] - ratio * out[2] + ratio * cur_plain
         lg = self.log
         lg.times.append(time.perf_counter() - t0)
+        lg.starts.append(t0)
         lg.cpu_times.append(time.thread_time() - c0)
         lg.search_cpu_times.append(c2 - c1)
         lg.methods.append(method)

@@ -564,8 +564,26 @@ def summarise(idx, feats, q, w, ell, obs, counts, slotw, pp, cur, clearance, out
         pen = penalty_clearance(idx, ell, obs, counts, slotw, pp, clearance)
     else:
         pen = np.inf
-        clearance[:] = np.inf
+        for k in range(clearance.shape[0]):
+            clearance[k] = np.inf
     _write_summary(idx, feats, q, w, ell, obs, counts, slotw, pp, cur, pen, clearance, out, stats, init, s_init)
+
+
+@no_refcount
+def plain_summary(idx, feats, q, w, cur, clearance, out):
+    """:func:`summarise` when no obstacle is near (every count 0), the same values without
+    the penalty kernels: no penalty, ``clearance`` inf, scores the weighted distances."""
+    for k in range(clearance.shape[0]):
+        clearance[k] = np.inf
+    if idx >= 0:
+        d = _dist(feats, idx, q, w)
+        out[0] = d
+        out[1] = d
+    else:
+        out[0] = np.inf
+        out[1] = np.inf
+    out[3] = 0.0
+    out[2] = _dist(feats, cur, q, w) if cur >= 0 else np.nan
 
 
 @no_refcount
@@ -1009,6 +1027,18 @@ def gather_static(cell_start, items, nx, nz, x0, z0, cell, rows, stamp, ids, tic
             counts[k] = 0
         return 0, np.inf
     return M, prepare_static(rows, ids[:M], root_x, root_z, yaw, local, radius, out, counts, order_key)
+
+
+@no_refcount
+def plain_choice(query, cols, off, pose, pos, direc, zero, db_feats, cur, continuity, responsiveness, evasion_factor, q,
+                 w):
+    """The first half of :func:`choose` alone, for a choice with nothing near (the caller
+    runs the plain accelerated search): ``q``, ``w`` written as there; returns the view
+    distance to frame ``cur``. A character with no obstacle near needs only this small
+    kernel, so its first search does not wait for the penalised search's compilation."""
+    take_columns(query, cols, q)
+    control_weights_into(off, pose, pos, direc, continuity, responsiveness, evasion_factor, w)
+    return view_distance(query, db_feats, cur, zero)
 
 
 @no_refcount

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from motionmatch._jit import readonly
 from motionmatch.search import _box_kernels as K
 from motionmatch.search._validate import (
     SearchError,
@@ -235,8 +236,9 @@ class BoxSearch:
                 init = -1
         out_i = np.empty(k, dtype=np.int64)
         out_d = np.empty(k, dtype=np.float64)
-        ok = K.search_one(q, self.perm, k, init, m, self.valid, leaf_ok, top_pen, self._tops, self._grid, self._rep_idx,
-                          self._leafb, self.features, out_i, out_d, self.early_dims, w)
+        ok = K.search_one(q, self.perm, k, init, readonly(m), self.valid, leaf_ok, top_pen, self._tops, self._grid,
+                          self._rep_idx, self._leafb, self.features, out_i, out_d, self.early_dims,
+                          None if w is None else readonly(w))
         if not ok:
             check_query(q, self.dim)  # raises the precise error
             check_weights(w, self.dim)

@@ -43,6 +43,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from motionmatch._jit import readonly
 from motionmatch.geometry.shapes import ROW
 from motionmatch.search import _penalized_kernels as PK
 from motionmatch.search._validate import SearchError, check_features
@@ -495,7 +496,8 @@ class PenalizedSearch:
         if ia[PK.A_METHOD] < 0 or (ia[PK.A_CLEAR] and not any(cnt.tolist())):  # plain, or nothing near
             used = PK.USED_CLEAR
         else:
-            idx, used = PK.run_search(ia, plan[1], self.features, q, w, self.valid, mask, self.ellipses, obs, cnt,
+            idx, used = PK.run_search(ia, plan[1], self.features, q, w, self.valid, readonly(mask), self.ellipses, obs,
+                                      cnt,
                                       slotw, pp, *plan[2:], stats, clearance, out, qcodes,
                                       self._mask_bits(plan[2], mask), qpad,
                                       buffers.gaps_for(plan[7]) if buffers is not None else self.new_gaps(plan[7]))
@@ -513,7 +515,10 @@ class PenalizedSearch:
             init = int(init_index)
         stats[:] = 0
         idx, _ = self._plain(q, mask, w, init)
-        PK.summarise(idx, self.features, q, w, self.ellipses, obs, cnt, slotw, pp, cur, clearance, out, stats)
+        if cnt.any():
+            PK.summarise(idx, self.features, q, w, self.ellipses, obs, cnt, slotw, pp, cur, clearance, out, stats)
+        else:  # (the same values; a character alone needs no penalty kernel compiled)
+            PK.plain_summary(idx, self.features, q, w, cur, clearance, out)
         return idx
 
     def choose_into(self, query: np.ndarray, cols: np.ndarray, masks: tuple, zero: np.ndarray, db_features: np.ndarray,
@@ -537,10 +542,15 @@ class PenalizedSearch:
         plan = self._plan if opt is self._plan_opt else self._plan_for(opt)
         b = buffers
         ia = b.packed_ints(plan[0], cur, previous, cur)
+        if ia[PK.A_METHOD] < 0 or (ia[PK.A_METHOD] == 1 and ia[PK.A_CLEAR] and not cnt.any()):  # plain, or nothing near
+            plain = PK.plain_choice(query, cols, *masks, zero, db_features, cur, controls[0], controls[1], controls[2],
+                                    q, w)
+            return self._plain_choice(q, mask, w, cur, opt, obs, cnt, slotw, pp, cur, b.stats, b.clearance, b.out), \
+                "plain", plain
         key = b._tail_key
         if key is None or key[0] is not plan or key[1] is not mask or key[2] is not obs or key[3] is not cnt \
                 or key[4] is not slotw or key[5] is not pp or mask.flags.writeable:
-            b._tail = (ia, plan[1], self.features, self.valid, mask, self.ellipses, obs, cnt, slotw, pp, *plan[2:],
+            b._tail = (ia, plan[1], self.features, self.valid, readonly(mask), self.ellipses, obs, cnt, slotw, pp, *plan[2:],
                        b.stats, b.clearance, b.out, b.qcodes, self._mask_bits(plan[2], mask), b.qpad,
                        b.gaps_for(plan[7]))
             b._tail_key = (plan, mask, obs, cnt, slotw, pp)

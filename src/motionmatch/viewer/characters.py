@@ -37,8 +37,10 @@ def _world_positions(parents, rot, pos, out):  # pragma: no cover - compiled
     """World positions ``out [J, 3]`` of a pose whose joint 0 transform is already world."""
     J = parents.shape[0]
     wr = np.empty((J, 4))
-    wr[0] = rot[0]
-    out[0] = pos[0]
+    for c in range(4):  # (element by element: a row assignment compiles a shape check)
+        wr[0, c] = rot[0, c]
+    for c in range(3):
+        out[0, c] = pos[0, c]
     for j in range(1, J):
         p = parents[j]
         aw, ax, ay, az = wr[p, 0], wr[p, 1], wr[p, 2], wr[p, 3]

@@ -120,13 +120,38 @@ class Viewer:
 
         self.db_extent = _db_extent(self.db)
         self._lock = threading.Lock()
-        from motionmatch.viewer.environment import warm_up
+        self.warmup = None  # set by prepare()
 
-        warm_up(self.db)  # compile the penalised search's kernels now, not while the first tab waits
+    def prepare(self, db_path: Path | None = None, *, background: bool = True, log=lambda m: None) -> None:
+        """Compile the sessions' kernels before serving (:mod:`motionmatch.viewer.warmup`):
+        what a moving character needs now; with ``background``, the rest in a worker
+        process loading ``db_path`` (the database's file) and then a thread, while pages
+        connect (a session holds the requests that need it until it is ready); without,
+        everything now. A viewer never prepared compiles on first use."""
+        from motionmatch.viewer.warmup import Warmup
+
+        self.warmup = Warmup(self, db_path=db_path if background else None, log=log)
+        self.warmup.on_ready(self._warmup_done)
+        if background:
+            self.warmup.run_first()
+            self.warmup.start_rest()
+        else:
+            self.warmup.run_all()
+
+    def waiting_for(self, stage: str) -> bool:
+        """Whether a session must hold a request that uses ``stage``'s kernels (its warm-up
+        is still running)."""
+        return self.warmup is not None and not self.warmup.ready(stage)
+
+    def _warmup_done(self) -> None:
+        for s in list(self.sessions.values()):
+            s.submit({"type": "_warmup_ready", "seq": None})
 
     def close(self) -> None:
         for s in list(self.sessions.values()):
             s.close()
+        if self.warmup is not None:
+            self.warmup.close()
         self.pool.shutdown(wait=False, cancel_futures=True)
 
 

@@ -56,6 +56,13 @@ __all__ = ["DT", "TICK_HZ", "Session"]
 
 TICK_HZ = 60
 DT = 1.0 / TICK_HZ
+#: requests that use the kernels of the warm-up's ``environment`` stage (paths, obstacles,
+#: other characters, crowds, scenarios)
+NEEDS_ENVIRONMENT = frozenset({"path", "obstacle_add", "obstacle_update", "scene_set", "scenario_load", "spawn_group",
+                               "add_character"})
+#: requests carried out at once even while others are held
+NEVER_HELD = frozenset({"hello", "key", "keys", "camera", "files", "pose_keypoints", "debug", "_warmup_ready",
+                        "_genmm_done"})
 
 
 #: Which panels of the page work (every capability ships with the viewer).
@@ -145,10 +152,13 @@ class Session:
         viewer: the shared :class:`~motionmatch.viewer.server.Viewer` (database, data
             folders, limits, worker pool, downloads).
         send: called from the loop's thread with a ``dict`` (JSON) or ``bytes`` (pose frame).
+        holds: hold requests while the viewer's warm-up prepares their kernels (see
+            :meth:`handle`); the warm-up's own scripted sessions do not.
     """
 
-    def __init__(self, viewer, send: Callable[[Any], None]):
+    def __init__(self, viewer, send: Callable[[Any], None], *, holds: bool = True):
         self.viewer = viewer
+        self.holds = holds
         self.id = secrets.token_hex(6)
         self.send = send
         self.db = viewer.db
@@ -189,6 +199,10 @@ class Session:
         self.steering = SteeringSettings()  # spawned groups' crowd steering
         self.pose_source = None
         self._pose_status_at = 0
+        self._tick_max = 0.0  # the longest whole tick (messages, step, sending) since the last stats
+        #: requests held while the viewer's warm-up prepares the kernels they need
+        self._held: deque[dict] = deque()
+        self._released = 0
         #: the loaded scenario: name, t0 (session time at its start), duration (s), ended
         self.scenario: dict | None = None
         # stats
@@ -235,6 +249,7 @@ class Session:
             now = time.perf_counter()
             if next_t > now and self._stop.wait(next_t - now):
                 break
+            t_tick = time.perf_counter()
             self._drain_inbox()
             stepped = False
             if not self.paused:
@@ -256,6 +271,7 @@ class Session:
                     self._emit_debug()
                 if self.pose_source is not None and self.tick >= self._pose_status_at:
                     self._emit_pose_status()
+            self._tick_max = max(self._tick_max, time.perf_counter() - t_tick)
             if time.perf_counter() >= self._next_stats:
                 self._next_stats = max(self._next_stats + 1.0, time.perf_counter() + 0.5)
                 self._emit_stats()
@@ -337,6 +353,8 @@ class Session:
             self._adapt_after = self.tick + 60
 
     def _drain_inbox(self) -> None:
+        if self._held and not self.viewer.waiting_for("environment"):
+            self._release_one()
         while True:
             try:
                 msg = self.inbox.get_nowait()
@@ -345,7 +363,30 @@ class Session:
             self.handle(msg)
 
     def handle(self, msg: dict) -> None:
-        """Carry out one message; a refusal is answered with an error, never raised."""
+        """Carry out one message; a refusal is answered with an error, never raised.
+
+        While the viewer's warm-up still prepares the kernels of paths, obstacles and
+        crowds, a request that needs them is held (with every later request but keys and
+        the camera, to keep their order) and carried out when they are ready; the page is
+        told with a ``warmup`` message."""
+        kind = msg["type"]
+        if (self._held and kind not in NEVER_HELD) or (self.holds and kind in NEEDS_ENVIRONMENT
+                                                         and self.viewer.waiting_for("environment")):
+            self._held.append(msg)
+            self.send({"type": "warmup", **self._warmup_status()})
+            return
+        self._dispatch(msg)
+
+    def _release_one(self) -> None:
+        """Carry out the oldest held request (one a tick: a burst of them, a scenario and a
+        crowd say, would make one long tick)."""
+        self._dispatch(self._held.popleft())
+        self._released += 1
+        if not self._held:
+            self.send({"type": "warmup", **self._warmup_status(), "released": self._released})
+            self._released = 0
+
+    def _dispatch(self, msg: dict) -> None:
         kind = msg["type"]
         seq = msg.get("seq")
         try:
@@ -383,13 +424,15 @@ class Session:
         now = time.perf_counter()
         st = np.asarray(self._step_times) * 1e3 if self._step_times else np.zeros(1)
         self._step_times = []
+        tick_max, self._tick_max = self._tick_max, 0.0
         stamps = self._tick_stamps
         hz = (len(stamps) - 1) / (stamps[-1] - stamps[0]) if len(stamps) > 2 and stamps[-1] > stamps[0] else 0.0
         t0, b0 = self._last_stats
         bps = (self.bytes_sent - b0) / max(now - t0, 1e-6)
         self._last_stats = (now, self.bytes_sent)
         self.send({"type": "stats", "tick_hz": round(hz, 1), "step_ms_mean": round(float(st.mean()), 3),
-                   "step_ms_max": round(float(st.max()), 3), "characters": len(self.chars),
+                   "step_ms_max": round(float(st.max()), 3), "tick_ms_max": round(tick_max * 1e3, 3),
+                   "characters": len(self.chars),
                    "bytes_per_s": round(bps), "late_ticks": self.late_ticks, "dropped_ticks": self.dropped_ticks,
                    "tick": self.tick, "agent_hz": round(TICK_HZ / self.divisor, 1)})
 
@@ -469,7 +512,13 @@ class Session:
                        "characters": self.limits.characters, "max_bytes": self.limits.max_bytes,
                        "rate": self.limits.rate},
             "time": self.time_state(),
+            "warmup": self._warmup_status(),
         }
+
+    def _warmup_status(self) -> dict:
+        w = self.viewer.warmup
+        st = w.status() if w is not None else {"ready": True}
+        return {**st, "held": len(self._held)}
 
     def time_state(self) -> dict:
         return {"type": "time", "paused": self.paused, "tick": self.tick, "time": round(self.time, 4),
@@ -562,6 +611,10 @@ class Session:
         reason = self.modes[mode]["reason"]
         self.send({"type": "mode_unavailable", "mode": mode, "key": key, "reason": reason,
                    "message": f"{mode}: {reason}"})
+
+    def _on_warmup_ready(self, m):
+        """The viewer's warm-up is over: held requests are carried out, one a tick."""
+        self.send({"type": "warmup", **self._warmup_status()})
 
     def _on_key(self, m):
         """A key-down or key-up of the selected character. A key asking for a mode the

@@ -1,0 +1,7 @@
+"""``python -m motionmatch``: the ``motionmatch`` command."""
+
+import sys
+
+from motionmatch.cli.main import main
+
+sys.exit(main())
