@@ -216,3 +216,21 @@ def test_foot_skating_motion_sees_added_sliding(walk):
     slid.translations[:, 0, 0] += 0.5 * np.arange(walk.num_frames) / walk.fps  # the body drifts at 0.5 m/s
     base = M.foot_skating_motion(walk, contacts)
     assert M.foot_skating_motion(slid, contacts) == pytest.approx(base + 0.5, abs=0.1)
+
+
+def test_update_timing_leaves_the_warm_up_out():
+    from types import SimpleNamespace
+
+    from motionmatch._jit import overlapping
+    from motionmatch.metrics.report import update_timing
+
+    secs = np.full(100, 0.001)
+    secs[0] = 4.0  # the first update waited for a compilation
+    starts = np.cumsum(np.r_[0.0, secs[:-1]])
+    warm = overlapping(starts, secs, [(0.5, 3.5)])
+    assert warm.tolist() == [True] + [False] * 99
+    t = update_timing(SimpleNamespace(update_seconds=secs, warm_up=warm, compile_seconds=3.0))
+    assert t["update_ms_mean"] == pytest.approx(1.0) and t["update_ms_median"] == pytest.approx(1.0)
+    assert t["warm_up"] == {"frames": 1, "ms": 4000.0, "compile_s": 3.0}
+    naive = update_timing(SimpleNamespace(update_seconds=secs))  # not known: nothing left out
+    assert naive["update_ms_mean"] > 40.0 and naive["warm_up"]["frames"] == 0

@@ -75,7 +75,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         print(f"wrote {args.report}: foot skating {report['foot_skating_mps']:.3f} m/s "
               f"(database playback {report['playback_foot_skating_mps']:.3f}), response time "
               f"{report['response_time_s'] if report['response_time_s'] is not None else 'n/a'} s, "
-              f"{report['update_ms_mean']:.2f} ms per update")
+              f"{report['update_ms_mean']:.2f} ms per update"
+              + (f" (first-run compilation, {report['warm_up']['compile_s']:.1f} s in {report['warm_up']['frames']} "
+                 "updates, left out)" if report["warm_up"]["frames"] else ""))
     if args.preview:
         from motionmatch.io.preview import render_preview
 

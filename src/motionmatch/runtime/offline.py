@@ -10,6 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 from tqdm import tqdm
 
+from motionmatch._jit import compile_intervals, overlapping
 from motionmatch.anim import Motion, quat
 from motionmatch.control.script import Script
 from motionmatch.database import MotionDatabase
@@ -32,6 +33,8 @@ class RunRecord:
         contacts: ``[F, 2]`` feet locked.
         update_seconds: ``[F]`` wall time of each ``update`` call.
         desired_times: ``[K]`` the seconds ahead of the ``desired`` samples.
+        warm_up: ``[F]`` bool, the frames whose update paid a one-off Numba compilation (a
+            first run; ``None``: not known); ``compile_seconds`` their total.
     """
 
     motion: Motion
@@ -44,6 +47,8 @@ class RunRecord:
     contacts: np.ndarray
     update_seconds: np.ndarray
     desired_times: np.ndarray | None = None
+    warm_up: np.ndarray | None = None
+    compile_seconds: float = 0.0
 
 
 def run_script(db: MotionDatabase, script: Script, settings: ControllerSettings | None = None, *,
@@ -72,13 +77,18 @@ def run_input(db: MotionDatabase, make_input: Callable[[Agent], InputSource], n_
     results = []
     velocities = np.zeros((n_frames, 3))
     secs = np.empty(n_frames)
-    for i in tqdm(range(n_frames), desc="simulating", unit="frame", disable=not progress):
-        t0 = time.perf_counter()
-        world.step(0.0 if i == 0 else dt)
-        secs[i] = time.perf_counter() - t0
-        results.append(agent.result)
-        velocities[i] = agent.intent.velocity
-    return record_run(agent.ctrl, results, velocities, secs, fps, name)
+    starts = np.empty(n_frames)
+    with compile_intervals() as compiles:
+        for i in tqdm(range(n_frames), desc="simulating", unit="frame", disable=not progress):
+            t0 = starts[i] = time.perf_counter()
+            world.step(0.0 if i == 0 else dt)
+            secs[i] = time.perf_counter() - t0
+            results.append(agent.result)
+            velocities[i] = agent.intent.velocity
+    rec = record_run(agent.ctrl, results, velocities, secs, fps, name)
+    rec.warm_up = overlapping(starts, secs, compiles.intervals)
+    rec.compile_seconds = compiles.seconds
+    return rec
 
 
 def record_run(ctrl: Controller, results: list[FrameResult], velocities: np.ndarray, seconds: np.ndarray, fps: float,
