@@ -18,24 +18,28 @@ from motionmatch.control.pose.keypoints import KEYPOINTS, KP, KeypointStream
 @functools.lru_cache(maxsize=1)
 def quick_bundle(root: str):
     """``(data, knn, improved)`` of the quick configuration."""
+    from conftest import long_step
     from motionmatch.control.pose import default as d
 
-    data = d.prepare(root, d.QUICK)
-    knn, imp = d.train(data)
+    with long_step("pose tests: rendering and training the quick classifiers", 90):
+        data = d.prepare(root, d.QUICK)
+        knn, imp = d.train(data)
     return data, knn, imp
 
 
 @functools.lru_cache(maxsize=1)
 def e2e_database(root: str):
     """LAFAN1 60 fps (mirrored) plus the creeping take, 3D schema: jumps and creeps work."""
+    from conftest import long_step
     from motionmatch.anim import load_bvh
     from motionmatch.database import MotionDatabase, default_schema
     from motionmatch.datasets import load_folder
 
-    clips = load_folder(Path(root) / "lafan1-60fps")
-    ground = load_bvh(Path(root) / "lafan1" / "ground1_subject4.bvh")
-    ground.tags = ("creep",)
-    return MotionDatabase.build([*clips, ground], mirror_copies=True, schema=default_schema(vertical=True))
+    with long_step("pose tests: building the LAFAN1 database", 20):
+        clips = load_folder(Path(root) / "lafan1-60fps")
+        ground = load_bvh(Path(root) / "lafan1" / "ground1_subject4.bvh")
+        ground.tags = ("creep",)
+        return MotionDatabase.build([*clips, ground], mirror_copies=True, schema=default_schema(vertical=True))
 
 
 def pose_cli(argv: list[str]) -> int:

@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from conftest import REPO, data_root
+from conftest import REPO, data_root, long_step
 from test_viewer_support import small_database
 
 pytest.importorskip("starlette", reason="the viewer's packages are not installed: pip install 'motionmatch[viewer]'")
@@ -31,7 +31,8 @@ def prepared(db_path):
 
     viewer = Viewer(MotionDatabase.load(db_path),
                     catalog=FileCatalog({"data": data_root(), "scenarios": REPO / "scenarios"}))
-    viewer.prepare(background=False)
+    with long_step("viewer warm-up: compiling every session kernel (first test run only)", 45):
+        viewer.prepare(background=False)
     yield viewer
     viewer.close()
 
