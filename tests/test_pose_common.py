@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-from motionmatch.control.pose.keypoints import KEYPOINTS, KP, KeypointStream
+from motionmatch.control.pose.keypoints import KEYPOINTS, KP, KeypointStream, standing_pose
 
 
 @functools.lru_cache(maxsize=1)
@@ -47,20 +47,6 @@ def pose_cli(argv: list[str]) -> int:
     from motionmatch.cli.main import main
 
     return main(["pose", *argv])
-
-
-def standing_pose(scale: float = 100.0, centre=(320.0, 240.0)) -> np.ndarray:
-    """``[13, 2]`` image keypoints (y down) of a person facing the camera."""
-    p = np.zeros((len(KEYPOINTS), 2))
-    # performer facing the camera: their left appears on the image's right (+x)
-    table = {"nose": (0.0, -1.35), "left_shoulder": (0.4, -1.0), "right_shoulder": (-0.4, -1.0),
-             "left_elbow": (0.5, -0.45), "right_elbow": (-0.5, -0.45), "left_wrist": (0.55, 0.05),
-             "right_wrist": (-0.55, 0.05), "left_hip": (0.2, 0.0), "right_hip": (-0.2, 0.0),
-             "left_knee": (0.22, 0.85), "right_knee": (-0.22, 0.85), "left_ankle": (0.22, 1.7),
-             "right_ankle": (-0.22, 1.7)}
-    for k, (x, y) in table.items():
-        p[KP[k]] = (centre[0] + scale * x, centre[1] + scale * y)
-    return p
 
 
 def synthetic_stream(frames: int = 60, fps: float = 30.0, vx: float = 0.0, scale: float = 100.0,

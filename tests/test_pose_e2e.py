@@ -143,3 +143,38 @@ def test_cli_pose_render_and_train(data_dir, tmp_path):
     from motionmatch.control.pose.classify import load_classifier
 
     assert load_classifier(model).kind == "knn"
+
+
+def test_the_viewer_warms_the_classifier_up_before_a_session_uses_it(data_dir, tmp_path):
+    """The viewer's classifier loader classifies a standing figure on its own thread, so the
+    first webcam frame in a session compiles nothing (a fresh process, empty Numba cache;
+    a classifier with boosted trees, as the default one, whose kernel is compiled)."""
+    import subprocess
+    import sys
+    from dataclasses import replace
+
+    from motionmatch.control.pose import default as d
+
+    data = quick_bundle(str(data_dir))[0]
+    with_trees = d._fit_mlp(replace(d.QUICK, tree_weight=0.5, tree_iter=5), data.train)
+    path = with_trees.save(tmp_path / "imp.npz")
+    code = f"""
+import numpy as np
+from motionmatch._jit import compile_intervals
+from motionmatch.control.pose.classify import StreamingClassifier, load_classifier
+from motionmatch.control.pose.keypoints import KEYPOINTS, standing_pose
+from motionmatch.viewer.pose import _warm_up
+clf = load_classifier({str(path)!r})
+with compile_intervals() as first:
+    _warm_up(clf)
+s = StreamingClassifier(clf, KEYPOINTS, True)
+with compile_intervals() as later:
+    for i in range(40):
+        s.push(i / 30.0, standing_pose(90.0, (300.0 + i, 250.0)), None)
+print(len(first.intervals), len(later.intervals), s.command_name)
+"""
+    env = {**__import__("os").environ, "NUMBA_CACHE_DIR": str(tmp_path / "numba")}
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=600)
+    assert p.returncode == 0, p.stderr
+    first, later = (int(x) for x in p.stdout.split()[:2])
+    assert first > 0 and later == 0, p.stdout

@@ -29,7 +29,7 @@ import numpy as np
 
 from motionmatch.control.pose.classify import PoseClassifier, StreamingClassifier
 from motionmatch.control.pose.commands import CommandMapper
-from motionmatch.control.pose.keypoints import KEYPOINTS, KeypointError, KeypointStream, load_keypoints
+from motionmatch.control.pose.keypoints import KEYPOINTS, KeypointError, KeypointStream, load_keypoints, standing_pose
 from motionmatch.runtime.inputs import IDLE, InputSource, KeyboardInput, Want
 
 __all__ = ["ClassifierLoader", "ViewerPoseSource", "set_classifier"]
@@ -59,6 +59,7 @@ class ClassifierLoader:
             from motionmatch.control.pose.default import default_classifier
 
             clf = default_classifier("improved")
+            _warm_up(clf)
             with self._lock:
                 if self._clf is None:
                     self._clf = clf
@@ -79,6 +80,16 @@ class ClassifierLoader:
 
 
 _loader = ClassifierLoader()
+
+
+def _warm_up(clf: PoseClassifier) -> None:
+    """Classify a second of a standing figure, here on the loader's thread: the first
+    classification compiles the classifier's kernels (Numba), which must not happen in a
+    session's 60 Hz loop."""
+    stream = StreamingClassifier(clf, KEYPOINTS, True)
+    pose = standing_pose()
+    for i in range(30):
+        stream.push(i / 30.0, pose + np.array([0.5 * np.sin(i / 5.0), 0.0]), None)
 
 
 def set_classifier(classifier: PoseClassifier | None, description: str = "custom classifier") -> None:

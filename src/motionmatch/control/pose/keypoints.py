@@ -60,6 +60,24 @@ KP = {name: i for i, name in enumerate(KEYPOINTS)}
 #: The left/right partner of each keypoint (index permutation used for mirroring).
 MIRROR = np.array([KP[n.replace("left", "@").replace("right", "left").replace("@", "right")] for n in KEYPOINTS])
 
+
+
+def standing_pose(scale: float = 100.0, centre=(320.0, 240.0)) -> np.ndarray:
+    """``[13, 2]`` image keypoints (pixels, y down) of a person standing, facing the
+    camera, about ``3 * scale`` pixels tall around ``centre`` (tests, and warming up a
+    classifier before the first real frame)."""
+    p = np.zeros((len(KEYPOINTS), 2))
+    # performer facing the camera: their left appears on the image's right (+x)
+    table = {"nose": (0.0, -1.35), "left_shoulder": (0.4, -1.0), "right_shoulder": (-0.4, -1.0),
+             "left_elbow": (0.5, -0.45), "right_elbow": (-0.5, -0.45), "left_wrist": (0.55, 0.05),
+             "right_wrist": (-0.55, 0.05), "left_hip": (0.2, 0.0), "right_hip": (-0.2, 0.0),
+             "left_knee": (0.22, 0.85), "right_knee": (-0.22, 0.85), "left_ankle": (0.22, 1.7),
+             "right_ankle": (-0.22, 1.7)}
+    for k, (x, y) in table.items():
+        p[KP[k]] = (centre[0] + scale * x, centre[1] + scale * y)
+    return p
+
+
 #: COCO's 17 keypoint names (for writing COCO-ordered data).
 COCO17: tuple[str, ...] = (
     "nose", "left_eye", "right_eye", "left_ear", "right_ear", "left_shoulder", "right_shoulder",
