@@ -479,6 +479,13 @@ def _gather(checks: FrameChecks, agents) -> None:
     checks.add(rot, trs, locks, root, yaw)
 
 
+def _searches(agents) -> int:
+    """Searches logged by the agents' choosers (``len(log.times)`` where a log has no
+    ``count``: a source tree from before the logs were bounded, for a before/after run)."""
+    logs = [a.chooser.log for a in agents if a.chooser is not None]
+    return int(sum(getattr(lg, "count", None) or len(lg.times) for lg in logs))
+
+
 def _finish(label: str, checks: FrameChecks, rss: RssSampler, sim: float, frames: int, wall: float,
             warmup: float, extra: dict) -> dict:
     checks.flush()
@@ -527,7 +534,7 @@ def soak_single(db, seconds: float, *, seed: int = 0, arena: float = 12.0, obsta
     bar.line(n / FPS)
     return _finish("single", checks, rss, n / FPS, n, wall, warmup,
                    {"agents": 1, "mode_frames": modes, "holds": dict(driver.counts),
-                    "searches": int(agent.chooser.log.count) if agent.chooser is not None else None,
+                    "searches": _searches([agent]),
                     "final_root": [float(x) for x in agent.ctrl.root_pos]})
 
 
@@ -575,7 +582,7 @@ def soak_crowd(db, seconds: float, agents: int = 50, *, seed: int = 1, arena: fl
     bar.line(n / FPS, f"  arrivals {arrivals}")
     return _finish("crowd", checks, rss, n / FPS, n, wall, warmup,
                    {"agents": agents, "arrivals": arrivals,
-                    "searches": int(sum(a.chooser.log.count for a in world.agents if a.chooser is not None))})
+                    "searches": _searches(world.agents)})
 
 
 # ---------------------------------------------------------------------------- main
@@ -605,10 +612,11 @@ def machine() -> dict:
 
 
 def parse_args(argv=None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="soak.py", description=__doc__.split("\n\n")[0],
-                                epilog="Exit status: 0 every check passed, 1 a check failed (each printed), "
-                                       "2 usage. See the module docstring (benchmarks/soak.py) for the checks.",
-                                formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    class Help(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefaultsHelpFormatter):
+        pass
+
+    p = argparse.ArgumentParser(prog="soak.py", description=__doc__, formatter_class=Help,
+                                epilog="Exit status: 0 every check passed, 1 a check failed (each printed), 2 usage.")
     p.add_argument("--data", help="folder of BVH files (default $MOTIONMATCH_DATA/lafan1-60fps)")
     p.add_argument("--db", help="a database .npz (motionmatch build) instead of --data")
     p.add_argument("--single-minutes", type=float, default=60.0, help="simulated minutes of the keyboard character "
@@ -639,7 +647,13 @@ def parse_args(argv=None) -> argparse.Namespace:
 def main(argv=None) -> int:
     a = parse_args(argv)
     say = (lambda *m: None) if a.quiet else (lambda *m: print(*m, file=sys.stderr, flush=True))
-    db, desc, load_s = load_database(a.data, a.db, log=say)
+    from motionmatch.errors import MotionMatchError
+
+    try:
+        db, desc, load_s = load_database(a.data, a.db, log=say)
+    except MotionMatchError as e:
+        print(f"soak.py: error: {e}", file=sys.stderr)
+        return 2
     say(f"database: {desc}, {db.num_frames} frames ({load_s:.1f} s)")
     bands = database_bands(db, a.height_margin, a.foot_tolerance)
     limits = Limits(max_slope_mb_per_hour=a.max_slope, max_lock_travel_m=a.max_lock_travel,
