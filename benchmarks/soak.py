@@ -192,7 +192,8 @@ class FrameChecks:
 
     Per frame, :meth:`add` takes every agent's local pose (``[A, J, 4]`` rotations,
     ``[A, J, 3]`` translations: joint 0 is the character root in the world), foot locks
-    ``[A, K]``, root positions ``[A, 3]`` and yaws ``[A]``. Lock runs carry across chunks:
+    ``[A, K]``, root positions ``[A, 3]``, yaws ``[A]`` and the database frames played
+    ``[A]`` (for :attr:`worst_below`, where the longest stay below the floor ended). Lock runs carry across chunks:
     the root's horizontal travel (m) while a foot stays locked, and the run's length.
     """
 
@@ -208,6 +209,9 @@ class FrameChecks:
         self.locks = np.empty((chunk, agents, K), dtype=bool)
         self.root = np.empty((chunk, agents, 3))
         self.yaw = np.empty((chunk, agents))
+        self.db_frame = np.zeros((chunk, agents), dtype=np.int64)
+        self.clip_of = lambda f: int(db.frame_clip[f])
+        self.clip_names = db.clip_names
         self.n = 0
         self.frames = 0  # agent frames checked
         self.nan_frames = 0
@@ -216,6 +220,8 @@ class FrameChecks:
         self.feet_below = 0
         self._below_run = np.zeros((agents, K), dtype=np.int64)  # frames below the floor so far, per foot
         self.max_below_frames = 0
+        #: where the longest stay of a foot below the floor ended (agent, foot, time, clip, ...)
+        self.worst_below: dict | None = None
         # lock runs: per agent and foot
         self._prev_root: np.ndarray | None = None
         self._travel = np.zeros(agents)  # cumulative horizontal root travel (m)
@@ -229,11 +235,11 @@ class FrameChecks:
         self.max_lock_travel = 0.0
         self.max_lock_seconds = 0.0
 
-    def add(self, rotations, translations, locks, root, yaw) -> None:
+    def add(self, rotations, translations, locks, root, yaw, db_frames=0) -> None:
         """One frame of every agent (see the class docstring for the shapes)."""
         n = self.n
         self.rot[n], self.trs[n], self.locks[n] = rotations, translations, locks
-        self.root[n], self.yaw[n] = root, yaw
+        self.root[n], self.yaw[n], self.db_frame[n] = root, yaw, db_frames
         self.n = n + 1
         if self.n == self.chunk:
             self.flush()
@@ -269,7 +275,14 @@ class FrameChecks:
         below = (feet < b.foot_floor) & finite[..., None]
         self.feet_below += int(np.count_nonzero(below.any(axis=2)))
         runs, self._below_run = run_lengths(below, self._below_run)
-        self.max_below_frames = max(self.max_below_frames, int(runs.max()) if runs.size else 0)
+        if runs.size and runs.max() > self.max_below_frames:
+            t, a, k = np.unravel_index(int(np.argmax(runs)), runs.shape)
+            self.max_below_frames = int(runs[t, a, k])
+            f = int(self.db_frame[t, a])
+            self.worst_below = {"agent": int(a), "foot": int(k), "end_s": (self.frames // self.A - len(runs) + t + 1)
+                                / self.fps, "seconds": self.max_below_frames / self.fps,
+                                "foot_height_m": float(feet[t, a, k]), "locked": bool(self.locks[t, a, k]),
+                                "db_frame": f, "clip": str(self.clip_names[self.clip_of(f)])}
 
     def _lock_runs(self, locks: np.ndarray, root: np.ndarray) -> None:
         """Lock statistics of ``locks [n, A, K]`` with roots ``root [n, A, 3]``, carrying
@@ -310,7 +323,7 @@ class FrameChecks:
             "root_height": self.root_h.as_dict(b.root), "hip_height": self.hip_h.as_dict(b.hips),
             "foot_min_m": self.foot_min, "foot_floor_m": b.foot_floor, "feet_below_frames": int(self.feet_below),
             "feet_below_fraction": round(self.feet_below / per, 6),
-            "longest_below_floor_s": self.max_below_frames / self.fps,
+            "longest_below_floor_s": self.max_below_frames / self.fps, "longest_below_floor": self.worst_below,
             "contacts": {
                 "locked_fraction": (self.lock_frames / per).round(4).tolist(),
                 "locks_started": self.lock_starts.tolist(),
@@ -472,11 +485,12 @@ def _gather(checks: FrameChecks, agents) -> None:
     A, J = len(agents), checks.rot.shape[2]
     rot, trs = np.empty((A, J, 4)), np.empty((A, J, 3))
     locks, root, yaw = np.empty((A, checks.K), dtype=bool), np.empty((A, 3)), np.empty(A)
+    frames = np.empty(A, dtype=np.int64)
     for i, a in enumerate(agents):
         r = a.result
-        rot[i], trs[i], locks[i] = r.rotations, r.translations, r.contacts
+        rot[i], trs[i], locks[i], frames[i] = r.rotations, r.translations, r.contacts, r.frame
         root[i], yaw[i] = a.ctrl.root_pos, a.ctrl.root_yaw
-    checks.add(rot, trs, locks, root, yaw)
+    checks.add(rot, trs, locks, root, yaw, frames)
 
 
 def _searches(agents) -> int:
