@@ -75,7 +75,7 @@ __all__ = [
 
 MODES = ("local", "global")
 
-#: frames of a follower's run kept in full for its record (5 minutes at 60 Hz, about 25 MB);
+#: frames of a follower's run kept in full for its record (5 minutes at 60 Hz, at most 28 MB);
 #: older frames count in the record's totals only (see :class:`FollowRecord`)
 FOLLOW_KEEP_FRAMES = 18_000
 
