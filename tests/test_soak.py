@@ -69,7 +69,7 @@ def test_a_search_log_keeps_the_recent_searches_and_exact_totals():
     log = SearchLog(keep=64)
     n = 1000
     for i in range(n):
-        log.add(0.001 * i, 0.002, 0.0005, "box" if i % 3 else "plain", i % 7 == 0, i % 5, i)
+        log.add(0.001 * i, 0.002, 0.0005, "box" if i % 3 else "plain", i % 7 == 0, i % 5, i, 10.0 + i)
     assert log.count == n and 64 <= log.kept <= 64 + 8
     assert log.time_total == pytest.approx(0.001 * sum(range(n)))
     assert log.cpu_total == pytest.approx(0.002 * n) and log.search_cpu_total == pytest.approx(0.0005 * n)
@@ -79,7 +79,7 @@ def test_a_search_log_keeps_the_recent_searches_and_exact_totals():
     assert log.frames == list(range(n - k, n)) and log.times == pytest.approx([0.001 * i for i in range(n - k, n)])
     assert log.methods == ["box" if i % 3 else "plain" for i in range(n - k, n)]
     assert log.collides == [i % 7 == 0 for i in range(n - k, n)] and log.obstacles == [i % 5 for i in range(n - k, n)]
-    assert len(log.cpu_times) == len(log.search_cpu_times) == k
+    assert len(log.cpu_times) == len(log.search_cpu_times) == k and log.starts == [10.0 + i for i in range(n - k, n)]
 
 
 def test_a_world_still_sees_searches_once_its_agents_logs_are_full(small_db, monkeypatch):
