@@ -12,7 +12,7 @@ import sys
 import numpy as np
 import pytest
 
-from conftest import REPO
+from conftest import REPO, long_step
 from motionmatch.control.path import TimedPath
 from motionmatch.database import MotionDatabase
 from motionmatch.runtime.follow import FollowSettings, PathFollower
@@ -271,12 +271,14 @@ def test_a_shortened_soak_passes_its_checks(soak, data_dir):
         pytest.skip(f"{folder} not found")
     db, _desc, _s = soak.load_database(str(folder), None, log=lambda *a: None)
     bands, matcher = soak.database_bands(db), EnvironmentMatcher(db)
-    single = soak.soak_single(db, 120.0, seed=5, rss_every=5.0, progress=False, bands=bands, matcher=matcher)
+    with long_step("soak: 2 simulated minutes of a keyboard character", 10):
+        single = soak.soak_single(db, 120.0, seed=5, rss_every=5.0, progress=False, bands=bands, matcher=matcher)
     assert single["frames"] == 7200 and single["checks"]["agent_frames"] == 7200
     assert set(single["mode_frames"]) >= {"locomotion", "idle", "jump", "dance", "creep"}
     below = {"max_below_floor_s": np.inf}
     assert soak.failures(single, soak.Limits(max_slope_mb_per_hour=200.0, **below)) == []
-    crowd = soak.soak_crowd(db, 30.0, 50, seed=6, progress=False, bands=bands, matcher=matcher)
+    with long_step("soak: 30 simulated seconds of a 50-agent crowd", 20):
+        crowd = soak.soak_crowd(db, 30.0, 50, seed=6, progress=False, bands=bands, matcher=matcher)
     assert crowd["checks"]["agent_frames"] == 50 * 1800 and crowd["arrivals"] > 0
     assert soak.failures(crowd, soak.Limits(max_slope_mb_per_hour=np.inf, **below)) == []
     for run in (single, crowd):
