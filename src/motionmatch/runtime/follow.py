@@ -52,6 +52,7 @@ from motionmatch.runtime.controller import ControllerSettings, FrameResult
 from motionmatch.runtime.inputs import InputSource, Want
 from motionmatch.runtime.lhmm import LongHorizonMatcher
 from motionmatch.runtime.modes import vertical_columns
+from motionmatch.runtime.recent import RecentRows
 from motionmatch.runtime.world import (
     FOLLOW_CONTROLS,
     Controls,
@@ -73,6 +74,10 @@ __all__ = [
 ]
 
 MODES = ("local", "global")
+
+#: frames of a follower's run kept in full for its record (5 minutes at 60 Hz, at most 28 MB);
+#: older frames count in the record's totals only (see :class:`FollowRecord`)
+FOLLOW_KEEP_FRAMES = 18_000
 
 
 def default_v_max(db: MotionDatabase, tags: str | None = "!dance & !creep & !jump", percentile: float = 95.0) -> float:
@@ -126,6 +131,10 @@ class FollowSettings:
             around it with this clearance (m) around its bounding circle
             (:meth:`~motionmatch.control.path.TimedPath.routed_around`; distances are then
             measured to the routed path); ``None``: followed as drawn.
+        keep_frames: the last frames kept in full for the :class:`FollowRecord` (the
+            motion, the per-frame arrays); older frames of a longer run are folded into
+            the record's totals (mean and largest distance, coverage, transitions), so a
+            follower's memory stays bounded however long it runs.
     """
 
     mode: str = "local"
@@ -144,10 +153,13 @@ class FollowSettings:
     tags: str | None = None
     controller: ControllerSettings | None = None
     route_clearance: float | None = 0.6
+    keep_frames: int = FOLLOW_KEEP_FRAMES
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, got {self.mode!r}")
+        if int(self.keep_frames) != self.keep_frames or self.keep_frames < 1:
+            raise ValueError(f"keep_frames must be an integer >= 1, got {self.keep_frames!r}")
 
 
 class PathPlanner:
@@ -213,7 +225,9 @@ class PathPlanner:
 
 @dataclass
 class FollowRecord:
-    """One character's path-following run (``F`` frames at ``fps``).
+    """One character's path-following run: its last ``F`` frames at ``fps`` in full (the
+    whole run unless it was longer than ``FollowSettings.keep_frames``), the
+    ``dropped_frames`` before them in totals only.
 
     Attributes:
         motion: the animation (joint 0 is the character root).
@@ -223,11 +237,19 @@ class FollowRecord:
         frames, searched, transitioned: ``[F]`` per-frame controller output.
         path: the path followed (moved for local mode, with the approach in global mode).
         completed: whether the character completed the path (see the module doc).
-        completion_frame: the frame it reached the end (``-1``: never).
-        coverage: fraction of the path's samples the root passed within ``end_radius`` of.
-        match_seconds: ``[matches]`` wall time of each LHMM call.
+        completion_frame: the frame of the run it reached the end (``-1``: never); row
+            ``completion_frame - dropped_frames`` of the arrays.
+        coverage: fraction of the path's samples the root passed within ``end_radius`` of
+            (over the whole run).
+        match_seconds: ``[M]`` wall time of each of the last LHMM calls (at most the
+            matcher's ``keep``; :attr:`matches` counts them all).
         knn_calls: total k-NN searches.
         update_seconds: ``[F]`` wall time of each frame (revision + controller update).
+        dropped_frames: frames of the run before the arrays' first row.
+        dropped_distance_sum, dropped_distance_max: sum and largest of the root's
+            distance to the input path (m) over the dropped frames (up to completion).
+        dropped_transitions: transitions in the dropped frames.
+        matches: LHMM calls of the whole run (``-1``: unknown, ``len(match_seconds)``).
     """
 
     motion: Motion
@@ -246,19 +268,46 @@ class FollowRecord:
     update_seconds: np.ndarray
     name: str = "follow"
     feet: tuple[int, ...] = ()
+    dropped_frames: int = 0
+    dropped_distance_sum: float = 0.0
+    dropped_distance_max: float = 0.0
+    dropped_transitions: int = 0
+    matches: int = -1
 
     @property
     def fps(self) -> float:
         return self.motion.fps
 
+    @property
+    def total_frames(self) -> int:
+        """Frames of the whole run (dropped and kept)."""
+        return self.dropped_frames + len(self.root)
+
     def distances(self) -> np.ndarray:
-        """``[F']`` per-frame distance (m) from the root to the input path, up to completion."""
-        end = self.completion_frame + 1 if self.completion_frame >= 0 else len(self.root)
-        return distance_to_path(self.root[:end], self.path.input_points)
+        """``[F']`` per-frame distance (m) from the root to the input path, up to completion
+        (the kept frames only: :attr:`mean_distance` and :attr:`max_distance` cover the run)."""
+        end = self.completion_frame + 1 - self.dropped_frames if self.completion_frame >= 0 else len(self.root)
+        return distance_to_path(self.root[:max(end, 0)], self.path.input_points)
+
+    def _dropped_counted(self) -> int:
+        """Dropped frames whose distance is in the totals (those up to completion)."""
+        if self.completion_frame >= 0:
+            return min(self.dropped_frames, self.completion_frame + 1)
+        return self.dropped_frames
 
     @property
     def mean_distance(self) -> float:
-        return float(self.distances().mean())
+        """Mean distance (m) from the root to the input path over the run, up to completion."""
+        d = self.distances()
+        n = self._dropped_counted() + len(d)
+        return float((self.dropped_distance_sum + d.sum()) / n) if n else float("nan")
+
+    @property
+    def max_distance(self) -> float:
+        """Largest distance (m) from the root to the input path over the run, up to completion."""
+        d = self.distances()
+        kept = float(d.max()) if len(d) else -np.inf
+        return max(kept, self.dropped_distance_max if self._dropped_counted() else -np.inf)
 
 
 class PathFollower(InputSource):
@@ -343,7 +392,12 @@ class PathFollower(InputSource):
         length_time = path.length / max(self.v_max, 0.1)
         self.time_limit = s.time_limit if s.time_limit is not None else 2 * path.duration + length_time + 5.0
         self.name = name
-        self._rows: list = []
+        #: the last frames in full (``settings.keep_frames``); older ones folded into totals
+        self._rows = RecentRows(s.keep_frames, block=max(s.keep_frames // 8, 1), on_drop=self._fold)
+        self._near = np.zeros(len(self._coverage_samples()), dtype=bool)  # path samples passed (dropped frames)
+        self._dropped_distance = [0.0, 0.0]  # sum, max of the dropped frames' distances (up to completion)
+        self._dropped_transitions = 0
+        self._last_dropped_root: np.ndarray | None = None
         self._last: tuple[PredictedTrajectory, int, float] | None = None
         if agent is None:
             agent = world.add_agent(name, (start[0], start[2]), (facing[0], facing[2]), self, environment=False,
@@ -364,7 +418,7 @@ class PathFollower(InputSource):
         traj, intent, force, i_d = self.desired()
         self._last = (traj, i_d, t0)
         # the paper's root motion only, unless the follower's settings name a controller of their own
-        return Want(intent, traj, force or not self._rows, root_motion_only=self.s.controller is None)
+        return Want(intent, traj, force or self._rows.total == 0, root_motion_only=self.s.controller is None)
 
     def stepped(self, agent, dt: float) -> None:
         """After the world step: the clock, the revision state, completion and the record."""
@@ -377,12 +431,40 @@ class PathFollower(InputSource):
         if self.completion_time is None and self.at_end(i_d):
             if np.hypot(*(self.ctrl.root_pos - path.points[-1])[[0, 2]]) <= self.s.end_radius:
                 self.completion_time = self.time
-                self.completion_index = len(self._rows)
+                self.completion_index = self._rows.total
         if self.completion_time is not None and self.time >= self.completion_time + self.s.settle_time:
             self.done = True
         if self.time >= self.time_limit:
             self.done = True
-        self._rows.append((agent.result, traj.positions, i_d, time.perf_counter() - t0))
+        r = agent.result
+        self._rows.append(rotations=r.rotations, translations=r.translations, desired=traj.positions,
+                          desired_index=np.int64(i_d), frame=np.int64(r.frame), searched=np.bool_(r.searched),
+                          transitioned=np.bool_(r.transitioned), seconds=np.float64(time.perf_counter() - t0))
+
+    # ------------------------------------------------------------------ bounded record
+    def _coverage_samples(self) -> np.ndarray:
+        """``[S, 3]`` the path samples that coverage counts (about 30 per second of path)."""
+        step = max(1, round(self.path.fps / 30))
+        return self.path.points[::step]
+
+    def _fold(self, cols: dict) -> None:
+        """Fold the oldest frames (``cols``: :class:`RecentRows` columns, ``[B, ...]``) into
+        the totals before they are dropped: distances to the input path and path samples
+        passed (frames up to completion), transitions."""
+        start = self._rows.dropped  # the run's frame number of cols' first row
+        roots = cols["translations"][:, 0].copy()
+        roots[:, 1] = 0.0
+        self._dropped_transitions += int(np.count_nonzero(cols["transitioned"]))
+        if self.completion_index >= 0:
+            roots = roots[: max(self.completion_index + 1 - start, 0)]
+        if not len(roots):
+            return
+        d = distance_to_path(roots, self.path.input_points)
+        self._dropped_distance[0] += float(d.sum())
+        self._dropped_distance[1] = max(self._dropped_distance[1], float(d.max()))
+        track = roots if self._last_dropped_root is None else np.vstack([self._last_dropped_root[None], roots])
+        self._near |= distance_to_path(self._coverage_samples(), track) <= self.s.end_radius
+        self._last_dropped_root = roots[-1].copy()
 
     # ------------------------------------------------------------------ per frame
     def desired(self) -> tuple[PredictedTrajectory, Intent, bool, int]:
@@ -446,39 +528,51 @@ class PathFollower(InputSource):
         return run_followers([self], fps=fps, progress=progress)[0]
 
     def record(self, fps: float) -> FollowRecord:
-        """The :class:`FollowRecord` of the frames stepped so far."""
+        """The :class:`FollowRecord` of the frames stepped so far (the last
+        ``settings.keep_frames`` in full, the run's totals over all of them)."""
         rows = self._rows
         F = len(rows)
         db = self.db
         J = db.skeleton.num_joints
-        rots = np.empty((F, J, 4))
-        trs = np.empty((F, J, 3))
-        for i, (r, *_rest) in enumerate(rows):
-            rots[i], trs[i] = r.rotations, r.translations
-        rots = quat.unroll(rots, axis=0)
+        if F:
+            rots = quat.unroll(rows.column("rotations").astype(np.float64), axis=0)
+            trs = rows.column("translations").astype(np.float64)
+        else:
+            rots, trs = np.empty((0, J, 4)), np.empty((0, J, 3))
+        root = trs[:, 0].copy()
+        root[:, 1] = 0.0
         fixed = ~db.skeleton.has_position_channels
         trs[:, fixed] = db.skeleton.offsets[fixed]
         motion = Motion(db.skeleton, rots, trs, fps, name=self.name, file_scale=db.file_scale)
-        root = np.array([r.translations[0] for r, *_ in rows]).reshape(F, 3)
-        root[:, 1] = 0.0
-        comp = min(self.completion_index, F - 1)
-        upto = root[: comp + 1] if comp >= 0 else root
-        step = max(1, round(self.path.fps / 30))
-        near = distance_to_path(self.path.points[::step], upto) <= self.s.end_radius
-        coverage = float(near.mean())
-        rec = FollowRecord(
+        comp = min(self.completion_index, rows.total - 1)
+        coverage = self._coverage(root, comp)
+        col = (lambda name: rows.column(name).copy()) if F else (lambda name: np.zeros(0))
+        return FollowRecord(
             motion=motion, root=root,
-            desired=np.array([d for _, d, _, _ in rows]).reshape(F, -1, 3),
-            desired_index=np.array([i for *_, i, _ in rows], dtype=np.int64),
-            frames=np.array([r.frame for r, *_ in rows], dtype=np.int64),
-            searched=np.array([r.searched for r, *_ in rows], dtype=bool),
-            transitioned=np.array([r.transitioned for r, *_ in rows], dtype=bool),
+            desired=rows.column("desired").copy() if F else np.zeros((0, len(self.offsets), 3)),
+            desired_index=col("desired_index").astype(np.int64), frames=col("frame").astype(np.int64),
+            searched=col("searched").astype(bool), transitioned=col("transitioned").astype(bool),
             path=self.path, completed=bool(comp >= 0 and coverage >= self.s.min_coverage), completion_frame=comp,
             coverage=coverage,
-            match_seconds=np.asarray(self.matcher.seconds), knn_calls=int(self.matcher.knn_calls),
-            update_seconds=np.array([s for *_, s in rows]), name=self.name, feet=tuple(db.foot_joints),
+            match_seconds=np.asarray(self.matcher.seconds, dtype=np.float64), knn_calls=int(self.matcher.knn_calls),
+            update_seconds=col("seconds").astype(np.float64), name=self.name, feet=tuple(db.foot_joints),
+            dropped_frames=rows.dropped, dropped_distance_sum=self._dropped_distance[0],
+            dropped_distance_max=self._dropped_distance[1], dropped_transitions=self._dropped_transitions,
+            matches=int(self.matcher.matches),
         )
-        return rec
+
+    def _coverage(self, root: np.ndarray, comp: int) -> float:
+        """Fraction of the path's samples the root passed within ``end_radius`` of, up to
+        the completion frame ``comp`` (the run's frame number; ``-1``: all frames):
+        ``root [F, 3]`` the kept frames, the dropped ones through :meth:`_fold`'s mask."""
+        start = self._rows.dropped
+        upto = root[: comp + 1 - start] if comp >= 0 else root
+        if self._last_dropped_root is not None and (comp < 0 or comp >= start):
+            upto = np.vstack([self._last_dropped_root[None], upto])  # the segment across the drop
+        near = self._near.copy()
+        if len(upto):
+            near |= distance_to_path(self._coverage_samples(), upto) <= self.s.end_radius
+        return float(near.mean())
 
 
 def follow_controller_settings(settings: FollowSettings) -> ControllerSettings:

@@ -35,6 +35,7 @@ penalty seen from the node's root, so a path follower plans ahead *and* avoids o
 from __future__ import annotations
 
 import time
+from collections import deque
 from typing import Any, Protocol
 
 import numpy as np
@@ -148,6 +149,12 @@ def advance_roots(db, frames: np.ndarray, positions: np.ndarray, yaws: np.ndarra
     return nf, out, (ny + np.pi) % (2 * np.pi) - np.pi
 
 
+#: matches whose time and k-NN calls a :class:`LongHorizonMatcher` keeps (at six matches a
+#: second, about 11 minutes); :attr:`~LongHorizonMatcher.matches` and
+#: :attr:`~LongHorizonMatcher.knn_calls` count them all
+MATCH_LOG_KEEP = 4096
+
+
 class LongHorizonMatcher:
     """LHMM(k, l) as a :class:`~motionmatch.runtime.controller.Controller` chooser.
 
@@ -163,12 +170,14 @@ class LongHorizonMatcher:
         node_search: where each node's k nearest frames come from (default
             :class:`PlainNodeSearch` of the view the controller searches).
 
-    Statistics: :attr:`matches`, :attr:`knn_calls`, :attr:`seconds` (wall time of each
-    call, seconds), :attr:`calls_per_match`, :attr:`last_choice` (chosen frame, its total).
+    Statistics: :attr:`matches`, :attr:`knn_calls` (totals), :attr:`seconds` (wall time of
+    each of the last ``keep`` calls, seconds), :attr:`calls_per_match` (of the same calls),
+    :attr:`last_choice` (chosen frame, its total). ``keep`` (default :data:`MATCH_LOG_KEEP`)
+    bounds the memory of a matcher that runs for hours.
     """
 
     def __init__(self, k: int = 3, levels: int = 3, interval: float = 1 / 6, planner: Planner | None = None, *,
-                 hysteresis: bool = False, node_search: NodeSearch | None = None):
+                 hysteresis: bool = False, node_search: NodeSearch | None = None, keep: int | None = None):
         if int(k) != k or k < 1 or int(levels) != levels or levels < 1:
             raise ValueError(f"LHMM needs integers k >= 1 and levels >= 1, got k={k!r}, levels={levels!r}")
         if not interval > 0:
@@ -182,13 +191,14 @@ class LongHorizonMatcher:
         self.hysteresis = bool(hysteresis)
         self.node_search = node_search
         self._plain: dict[str, PlainNodeSearch] = {}
+        self.keep = MATCH_LOG_KEEP if keep is None else int(keep)
         self.reset_stats()
 
     def reset_stats(self) -> None:
         self.matches = 0
         self.knn_calls = 0
-        self.seconds: list[float] = []
-        self.calls_per_match: list[int] = []
+        self.seconds: deque[float] = deque(maxlen=self.keep)
+        self.calls_per_match: deque[int] = deque(maxlen=self.keep)
         self.last_choice: tuple[int, float] | None = None
 
     @property

@@ -54,6 +54,7 @@ from motionmatch.runtime.batch import ControllerBatch, intent_goal
 from motionmatch.runtime.controller import Controller, ControllerSettings
 from motionmatch.runtime.inputs import IDLE, IdleInput, InputSource, ScriptInput, Want
 from motionmatch.runtime.modes import vertical_columns
+from motionmatch.runtime.recent import RecentRows
 from motionmatch.search.penalized import (
     PenalizedSearch,
     PenaltyParams,
@@ -329,20 +330,93 @@ class PenalizedNodeSearch:
                                                penalty=self.settings.penalty, env_weight=self.env_weight)[0])
 
 
-@dataclass
-class SearchLog:
-    """What the searches of one character did."""
+#: searches a :class:`SearchLog` keeps in full (about three minutes of a character searching
+#: six times a second); older ones count in its totals only
+SEARCH_LOG_KEEP = 1024
 
-    times: list = field(default_factory=list)        # chooser wall time (s)
-    starts: list = field(default_factory=list)       # when each began (time.perf_counter, s)
-    cpu_times: list = field(default_factory=list)    # chooser thread CPU time (s): robust to a busy machine
-    #: thread CPU time (s) of the search call alone (query columns, control weights, penalised
-    #: search, collision fallback, summary), without obstacle gathering and Python bookkeeping
-    search_cpu_times: list = field(default_factory=list)
-    methods: list = field(default_factory=list)
-    collides: list = field(default_factory=list)
-    obstacles: list = field(default_factory=list)    # obstacle rows considered
-    frames: list = field(default_factory=list)
+
+class SearchLog:
+    """What the searches of one character did, in bounded memory: totals over every search
+    and the last ``keep`` (to ``keep + keep // 8``) searches in full.
+
+    Totals: :attr:`count` (searches), :attr:`time_total`, :attr:`cpu_total`,
+    :attr:`search_cpu_total` (seconds), :attr:`collisions` (searches whose choice
+    collides), :attr:`method_counts` (``{method: searches}``).
+
+    Recent searches, oldest first, as lists (one item per search): :attr:`times` (the
+    chooser's wall time, s), :attr:`starts` (when each began: ``time.perf_counter``, s),
+    :attr:`cpu_times` (its thread CPU time, s: robust to a busy
+    machine), :attr:`search_cpu_times` (thread CPU time of the search call alone: query
+    columns, control weights, penalised search, collision fallback, summary; without
+    obstacle gathering and Python bookkeeping), :attr:`methods`, :attr:`collides`,
+    :attr:`obstacles` (obstacle rows considered), :attr:`frames` (the frame chosen).
+    """
+
+    def __init__(self, keep: int | None = None):
+        self._recent = RecentRows(SEARCH_LOG_KEEP if keep is None else keep, initial=None)  # fixed memory, allocated at the first search
+        self._method_names: list[str] = []
+        self.count = 0
+        self.time_total = 0.0
+        self.cpu_total = 0.0
+        self.search_cpu_total = 0.0
+        self.collisions = 0
+        self.method_counts: dict[str, int] = {}
+
+    def add(self, seconds: float, cpu: float, search_cpu: float, method: str, collides: bool, obstacles: int,
+            frame: int, start: float = float("nan")) -> None:
+        """Log one search (times in seconds; ``start``: when it began, ``time.perf_counter``)."""
+        if method not in self.method_counts:
+            self.method_counts[method] = 0
+            self._method_names.append(method)
+        self.method_counts[method] += 1
+        self.count += 1
+        self.time_total += seconds
+        self.cpu_total += cpu
+        self.search_cpu_total += search_cpu
+        self.collisions += bool(collides)
+        self._recent.append(time=np.float64(seconds), start=np.float64(start), cpu=np.float64(cpu),
+                            search_cpu=np.float64(search_cpu), method=np.int16(self._method_names.index(method)),
+                            collides=np.bool_(collides), obstacles=np.int32(obstacles), frame=np.int32(frame))
+
+    def _recent_list(self, name: str) -> list:
+        return self._recent.column(name).tolist() if len(self._recent) else []
+
+    @property
+    def times(self) -> list[float]:
+        return self._recent_list("time")
+
+    @property
+    def starts(self) -> list[float]:
+        return self._recent_list("start")
+
+    @property
+    def cpu_times(self) -> list[float]:
+        return self._recent_list("cpu")
+
+    @property
+    def search_cpu_times(self) -> list[float]:
+        return self._recent_list("search_cpu")
+
+    @property
+    def methods(self) -> list[str]:
+        return [self._method_names[i] for i in self._recent_list("method")]
+
+    @property
+    def collides(self) -> list[bool]:
+        return self._recent_list("collides")
+
+    @property
+    def obstacles(self) -> list[int]:
+        return self._recent_list("obstacles")
+
+    @property
+    def frames(self) -> list[int]:
+        return self._recent_list("frame")
+
+    @property
+    def kept(self) -> int:
+        """Searches held in full now."""
+        return len(self._recent)
 
 
 class EnvironmentChooser:
@@ -541,15 +615,8 @@ class EnvironmentChooser:
         # cost' < ratio * plain(cur)  <=>  score(best) < ratio * score(cur).
         ratio = ctrl.s.transition_ratio
         cost = out[0] - ratio * out[2] + ratio * cur_plain
-        lg = self.log
-        lg.times.append(time.perf_counter() - t0)
-        lg.starts.append(t0)
-        lg.cpu_times.append(time.thread_time() - c0)
-        lg.search_cpu_times.append(c2 - c1)
-        lg.methods.append(method)
-        lg.collides.append(bool(out[3] > 0.0))
-        lg.obstacles.append(sum(cnt.tolist()))
-        lg.frames.append(idx)
+        self.log.add(time.perf_counter() - t0, time.thread_time() - c0, c2 - c1, method, bool(out[3] > 0.0),
+                     sum(cnt.tolist()), idx, t0)
         return np.array([idx], dtype=np.int64), np.array([cost])
 
     @property
@@ -869,12 +936,12 @@ class World:
         how many searches its chooser logged so far and whether it moves by root motion only."""
         own = a.source.chooser(a)
         a.ctrl.chooser = own if own is not None else a.chooser
-        n = len(a.chooser.log.times) if a.chooser is not None else 0
+        n = a.chooser.log.count if a.chooser is not None else 0
         near = a.chooser is not None and a.chooser.near
         return n, near or want.root_motion_only
 
     def _after_update(self, a: Agent, n: int) -> None:
-        a.searched = a.result.searched or (a.chooser is not None and len(a.chooser.log.times) > n)
+        a.searched = a.result.searched or (a.chooser is not None and a.chooser.log.count > n)
 
     def _step_together(self, group: list[tuple[Agent, Want, float]]) -> None:
         """Step the controllers of ``group`` (rows of the world's batch) through the stages of
