@@ -65,55 +65,61 @@ def _send(s, kind: str, **fields) -> None:
     s.handle(parse(json.dumps({"type": kind, **fields})))
 
 
-def _script_character(s) -> None:
+def _script_character(s, ticks: Callable[[int], None]) -> None:
     """Every locomotion mode the keyboard reaches, with the turns and speed changes."""
     steps = [([], 20), (["w"], 40), (["w", "d"], 20), (["w", "shift"], 30), (["w", "a"], 20), (["s"], 20),
              (["w", "j"], 30), (["c", "w"], 30), (["p"], 30), (["up"], 5), (["down"], 5), ([], 30)]
-    for held, ticks in steps:
+    for held, n in steps:
         _send(s, "keys", held=held, yaw=0.0)
-        _ticks(s, ticks)
+        ticks(n)
 
 
-def _script_environment(s) -> None:
+def _script_environment(s, ticks: Callable[[int], None]) -> None:
     """Drawn paths; walking among static obstacles (a few, then a scene of many), a moving
     one, a second character near the first; spawned groups walking to goals through them."""
     cid = s.selected
     _send(s, "path", id=cid, points=[[0, 0, 0], [1, 1, 1], [2, 2, 3]], mode="local", scale=1.0)
-    _ticks(s, 30)
+    ticks(30)
     _send(s, "obstacle_add", obstacle={"shape": "disk", "center": [0.2, 1.5], "radius": 0.4})
     _send(s, "path", id=cid, points=[[0, 0, 0], [3, 0, 4]], mode="global", scale=1.0)
-    _ticks(s, 30)
+    ticks(30)
     _send(s, "path_cancel", id=cid)
     _send(s, "keys", held=["w"], yaw=0.0)
-    _ticks(s, 30)
+    ticks(30)
     _send(s, "spawn_group", count=4, center=[4.0, 4.0], target=[0.0, 5.0], spacing=1.0, speed=1.3)
-    _ticks(s, 40)
+    ticks(40)
     _send(s, "obstacle_add", obstacle={"shape": "box", "center": [-1.0, 2.0], "size": [1.0, 0.5], "yaw_deg": 30.0,
                                        "velocity": [0.5, 0.0]})
     _send(s, "add_character", name="other", position=[0.5, 3.0], facing=[0.0, -1.0])
     _send(s, "keys", held=["w"], yaw=0.0)
-    _ticks(s, 30)
+    ticks(30)
     many = [{"shape": "disk", "center": [1.5 * (i % 5) - 3.0, 1.5 * (i // 5) + 1.0], "radius": 0.3} for i in range(20)]
     _send(s, "scene_set", scene={"obstacles": many})
     _send(s, "spawn_group", count=6, center=[0.0, -3.0], target=[0.0, 12.0], spacing=1.0, speed=1.3)
-    _ticks(s, 60)
+    ticks(60)
     _send(s, "scene_clear")
-    _ticks(s, 10)
+    ticks(10)
 
 
 SCRIPTS: dict[str, Callable] = {"character": _script_character, "environment": _script_environment}
 
 
-def _ticks(s, n: int) -> None:
+def _ticks(s, n: int, pause: float = 0.0) -> None:
+    """``n`` ticks of session ``s`` (its messages, a step, a pose frame), sleeping ``pause``
+    seconds after each."""
     for _ in range(n):
         s._drain_inbox()
         s.step()
         s._emit_pose(stepped=True)
+        if pause:
+            time.sleep(pause)
 
 
-def run_stage(viewer, stage: str) -> StageReport:
+def run_stage(viewer, stage: str, pause: float = 0.0) -> StageReport:
     """Run ``stage``'s script on a headless session of ``viewer`` (its database, limits
-    and catalog; the session is not registered with the server and sends nowhere)."""
+    and catalog; the session is not registered with the server and sends nowhere).
+    ``pause``: seconds to sleep after each tick (a run beside live sessions leaves them the
+    interpreter between its ticks)."""
     from motionmatch.viewer.session import Session
 
     t0 = time.perf_counter()
@@ -125,7 +131,7 @@ def run_stage(viewer, stage: str) -> StageReport:
 
     with compile_intervals() as counter:
         s = Session(viewer, send, holds=False)
-        SCRIPTS[stage](s)
+        SCRIPTS[stage](s, lambda n: _ticks(s, n, pause))
     if errors:  # a script that no longer matches the messages would warm up nothing
         raise RuntimeError(f"the {stage} warm-up's {errors[0].get('for')!r} request was refused: "
                            f"{errors[0].get('message')}")
@@ -218,7 +224,7 @@ class Warmup:
                 last = (err or "").strip().splitlines()[-1:] or ["no output"]
                 self.log(f"warm-up worker failed ({last[0]}); compiling here")
         try:
-            self._run("environment")
+            self._run("environment", pause=0.002)  # beside live sessions: they get the interpreter between ticks
         except Exception as e:  # pragma: no cover - a bug in a script: sessions then compile on first use
             self.error = f"{type(e).__name__}: {e}"
             self.log(f"warm-up of the environment stage failed: {self.error}")
@@ -226,12 +232,12 @@ class Warmup:
         for fn in self._listeners:
             fn()
 
-    def _run(self, stage: str) -> StageReport:
+    def _run(self, stage: str, pause: float = 0.0) -> StageReport:
         self._started.setdefault(stage, time.perf_counter())
         done = threading.Event()
         threading.Thread(target=self._progress, args=(stage, done), daemon=True).start()
         try:
-            rep = run_stage(self.viewer, stage)
+            rep = run_stage(self.viewer, stage, pause=pause)
         finally:
             done.set()
         self.reports.append(rep)
