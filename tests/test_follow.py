@@ -404,7 +404,7 @@ def test_a_scenario_agent_follows_a_timed_path_as_motionmatch_follow_does(lafan)
     f = PathFollower(lafan, path, FollowSettings(mode="global", time_limit=None), scene=scene)
     for _ in range(rec.frames.shape[1]):
         f.step(0.0 if f.world.frame == 0 else 1 / 60)
-    follow_roots = np.array([r.translations[0] for r, *_ in f._rows])[:, [0, 2]]
+    follow_roots = f._rows.column("translations")[:, 0][:, [0, 2]]
     n = min(len(follow_roots), rec.frames.shape[1])
     np.testing.assert_allclose(rec.root_positions[0, :n][:, [0, 2]], follow_roots[:n], atol=1e-9)
     rep = scenario_report(world, rec, sc)["agents"][0]
