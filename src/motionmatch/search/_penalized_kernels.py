@@ -439,46 +439,72 @@ def coherent_search(fr, qr, env, co, opt, scr, start, init, init_score, init_seg
     here: see :mod:`motionmatch._jit`): ``qcodes`` (the query's codes), ``qpad`` (the query,
     the weights and the best frame's features padded with zeros to the width of
     ``rep_feats``' rows), ``gaps`` (every block's bound). Returns (index, score)."""
-    D = qr.q.shape[0]
+    feats = fr.feats  # (the fields once, as locals: fewer operations for Numba to type in the loops)
+    valid = fr.valid
+    q = qr.q
+    w = qr.w
+    mask = qr.mask
+    rep_bits = qr.rep_bits
+    reps = co.reps
+    rep_feats = co.rep_feats
+    rep_lo = co.rep_lo
+    rep_hi = co.rep_hi
+    blk_lo = co.blk_lo
+    blk_hi = co.blk_hi
+    blk_grid = co.blk_grid
+    blk_order = co.blk_order
+    sup_lo = co.sup_lo
+    sup_hi = co.sup_hi
+    dissim = opt.dissim
+    v = opt.v
+    max_stride = opt.max_stride
+    slack = opt.slack
+    blk_size = opt.block
+    sup_size = opt.super_block
+    stats = scr.stats
+    qcodes = scr.qcodes
+    qpad = scr.qpad
+    gaps = scr.gaps
+    D = q.shape[0]
     best = np.inf
     bi = -1
     db_best = 0.0  # the best frame's query distance (its features: feats[bi])
-    Dp = co.blk_lo.shape[1]  # the query's codes and the weights in grid units of the block bounds
-    ql = scr.qcodes[0, :Dp]  # whole numbers of steps, as float32 (exact)
-    qh = scr.qcodes[1, :Dp]
-    wc = scr.qcodes[2, :Dp]
+    Dp = blk_lo.shape[1]  # the query's codes and the weights in grid units of the block bounds
+    ql = qcodes[0, :Dp]  # whole numbers of steps, as float32 (exact)
+    qh = qcodes[1, :Dp]
+    wc = qcodes[2, :Dp]
     for d in range(Dp):
         ql[d] = 0.0
         qh[d] = 0.0
         wc[d] = 0.0
-    if opt.block > 0:
+    if blk_size > 0:
         for d in range(D):
-            o = co.blk_order[d]
-            x = (qr.q[o] - co.blk_grid[0, d]) / co.blk_grid[1, d]
+            o = blk_order[d]
+            x = (q[o] - blk_grid[0, d]) / blk_grid[1, d]
             x = min(max(x, -10000.0), 10255.0)  # far beyond the grid: gaps stay exact to 10^4 steps, no overflow
             ql[d] = np.float32(math.floor(x))
             qh[d] = np.float32(math.ceil(x))
-            wc[d] = np.float32(qr.w[o] * co.blk_grid[1, d] * co.blk_grid[1, d] * (1.0 - 1e-5))  # float32: round down
+            wc[d] = np.float32(w[o] * blk_grid[1, d] * blk_grid[1, d] * (1.0 - 1e-5))  # float32: round down
         # every block's bound in one pass (independent iterations that pipeline; the scan
         # then compares a number where it would compute a bound on the way)
-        for b in range(co.blk_lo.shape[0]):
-            scr.gaps[b] = box_codes_gap(co.blk_lo, co.blk_hi, b, ql, qh, wc)
+        for b in range(blk_lo.shape[0]):
+            gaps[b] = box_codes_gap(blk_lo, blk_hi, b, ql, qh, wc)
     # the query, the weights and the best frame's features over the representatives' whole
     # row width (zeros past D: the distance loops below then have no remainder)
-    Dr = co.rep_feats.shape[1]
-    qv = scr.qpad[0]
-    wv = scr.qpad[1]
-    fbv = scr.qpad[2]
+    Dr = rep_feats.shape[1]
+    qv = qpad[0]
+    wv = qpad[1]
+    fbv = qpad[2]
     for d in range(Dr):
-        qv[d] = qr.q[d] if d < D else 0.0
-        wv[d] = qr.w[d] if d < D else 0.0
+        qv[d] = q[d] if d < D else 0.0
+        wv[d] = w[d] if d < D else 0.0
         fbv[d] = 0.0
     if init >= 0:
-        db_best = _dist(fr.feats, init, qr.q, qr.w)
+        db_best = _dist(feats, init, q, w)
         best = init_score
         bi = init
-        _copy_row(fr.feats, bi, fbv)
-    n = co.reps.shape[0]
+        _copy_row(feats, bi, fbv)
+    n = reps.shape[0]
     if n == 0:
         return bi, best
     nd = 0
@@ -486,112 +512,112 @@ def coherent_search(fr, qr, env, co, opt, scr, start, init, init_score, init_seg
     nf = 0
     if init >= 0 and init_seg >= 0:
         # the segment of the frame playing now: its continuation is the likeliest match
-        for i in range(co.rep_lo[init_seg], co.rep_hi[init_seg]):
-            if i == init or not (fr.valid[i] and qr.mask[i]):
+        for i in range(rep_lo[init_seg], rep_hi[init_seg]):
+            if i == init or not (valid[i] and mask[i]):
                 continue
             nd += 1
-            d2 = _dist(fr.feats, i, qr.q, qr.w)
+            d2 = _dist(feats, i, q, w)
             if d2 < best:
-                s2 = _penalised(i, d2, env, best, True, scr.stats)
+                s2 = _penalised(i, d2, env, best, True, stats)
                 if s2 < best:
                     best = s2
                     bi = i
-        db_best = _dist(fr.feats, bi, qr.q, qr.w)
-        _copy_row(fr.feats, bi, fbv)
+        db_best = _dist(feats, bi, q, w)
+        _copy_row(feats, bi, fbv)
     j = start % n
     seen = 0
     cur_blk = -1
     cur_sup = -1
-    v2 = opt.v * opt.v
+    v2 = v * v
     inv_best = 0.0  # 1 / best, updated when the best changes
     inv_of = -1.0
-    n_blk = (n + opt.block - 1) // opt.block if opt.block > 0 else 0
+    n_blk = (n + blk_size - 1) // blk_size if blk_size > 0 else 0
     blk_begin = 0  # representatives [blk_begin, blk_end) form the current block
     blk_end = 0
     while seen < n:
-        # (a range test, not ``j // opt.block`` on every step: an integer division is
+        # (a range test, not ``j // blk_size`` on every step: an integer division is
         # slow and would sit on the chain from one step to the next)
-        if opt.block > 0 and (j >= blk_end or j < blk_begin):
-            b = j // opt.block
-            blk_begin = b * opt.block
-            blk_end = blk_begin + opt.block
+        if blk_size > 0 and (j >= blk_end or j < blk_begin):
+            b = j // blk_size
+            blk_begin = b * blk_size
+            blk_end = blk_begin + blk_size
             if b != cur_blk:
                 cur_blk = b
-                if opt.super_block > 0 and b // opt.super_block != cur_sup:
-                    # a new super-block: the box of its ``opt.super_block`` blocks first
-                    cur_sup = b // opt.super_block
-                    if best < np.inf and box_codes_gap(co.sup_lo, co.sup_hi, cur_sup, ql, qh, wc) >= best:
-                        nxt = (cur_sup + 1) * opt.super_block * opt.block
+                if sup_size > 0 and b // sup_size != cur_sup:
+                    # a new super-block: the box of its ``sup_size`` blocks first
+                    cur_sup = b // sup_size
+                    if best < np.inf and box_codes_gap(sup_lo, sup_hi, cur_sup, ql, qh, wc) >= best:
+                        nxt = (cur_sup + 1) * sup_size * blk_size
                         if nxt > n:
                             nxt = n
-                        scr.stats[S_BLK] += (nxt - 1) // opt.block - b + 1
+                        stats[S_BLK] += (nxt - 1) // blk_size - b + 1
                         seen += nxt - j
                         j = nxt if nxt < n else 0
                         continue
-                if best < np.inf and scr.gaps[b] >= best:
+                if best < np.inf and gaps[b] >= best:
                     # this block cannot win, nor the ones after it with bounds as high
                     e = b + 1
-                    while e < n_blk and scr.gaps[e] >= best:
+                    while e < n_blk and gaps[e] >= best:
                         e += 1
-                    nxt = e * opt.block
+                    nxt = e * blk_size
                     if nxt > n:
                         nxt = n
                     seen += nxt - j
                     j = nxt if nxt < n else 0
-                    scr.stats[S_BLK] += e - b
+                    stats[S_BLK] += e - b
                     continue
         nr += 1
         step = 1
-        if (qr.rep_bits[j >> 3] >> (j & 7)) & 1:  # mask[reps[j]], from a few hundred bytes
+        if (rep_bits[j >> 3] >> (j & 7)) & 1:  # mask[reps[j]], from a few hundred bytes
             nd += 1
-            fused = opt.dissim == 1 and bi >= 0
+            fused = dissim == 1 and bi >= 0
             if fused:
                 # the query distance and the dissimilarity to the best frame in one pass
                 dr = 0.0
                 dd = 0.0
                 for d in range(Dr):
-                    t = np.float64(co.rep_feats[j, d])
+                    t = np.float64(rep_feats[j, d])
                     a = t - qv[d]
                     c = t - fbv[d]
                     dr += wv[d] * a * a
                     dd += wv[d] * c * c
             else:
-                dr = _dist(co.rep_feats, j, qv, wv)
+                dr = _dist(rep_feats, j, qv, wv)
                 dd = 0.0
             improved = False
             r = -1
-            if dr < best * opt.slack:
-                r = co.reps[j]
+            if dr < best * slack:
+                r = reps[j]
             if r >= 0 and r != bi:  # (the best frame's own representative: nothing to gain;
                 # its dissimilarity to the best is 0, so the stride below is 1)
                 if dr < best:
-                    s = _penalised(r, dr, env, best, True, scr.stats)
+                    s = _penalised(r, dr, env, best, True, stats)
                     if s < best:
                         best = s
                         bi = r
                         improved = True
-                if improved or opt.slack > 1.0:
+                if improved or slack > 1.0:
                     nf += 1
-                    for i in range(co.rep_lo[j], co.rep_hi[j]):
-                        if i == r or not (fr.valid[i] and qr.mask[i]):
+                    for i in range(rep_lo[j], rep_hi[j]):
+                        if i == r or not (valid[i] and mask[i]):
                             continue
                         nd += 1
-                        d2 = _dist(fr.feats, i, qr.q, qr.w)
+                        d2 = _dist(feats, i, q, w)
                         if d2 < best:
-                            s2 = _penalised(i, d2, env, best, True, scr.stats)
+                            s2 = _penalised(i, d2, env, best, True, stats)
                             if s2 < best:
                                 best = s2
                                 bi = i
                                 improved = True
                 if improved:
-                    db_best = _dist(fr.feats, bi, qr.q, qr.w)
-                    _copy_row(fr.feats, bi, fbv)
-            if opt.dissim > 0 and bi >= 0 and best > 0.0 and best < np.inf:
-                if opt.dissim == 1:
+                    db_best = _dist(feats, bi, q, w)
+                    _copy_row(feats, bi, fbv)
+            if dissim > 0 and bi >= 0 and best > 0.0 and best < np.inf:
+                if dissim == 1:
                     if improved or not fused:  # the best changed: its dissimilarity anew
                         dd = 0.0
                         for d in range(Dr):
-                            t = np.float64(co.rep_feats[j, d]) - fbv[d]
+                            t = np.float64(rep_feats[j, d]) - fbv[d]
                             dd += wv[d] * t * t
                 else:
                     # triangle-inequality lower bound of the dissimilarity, from distances
@@ -601,14 +627,14 @@ def coherent_search(fr, qr, env, co, opt, scr, start, init, init_score, init_seg
                 if best != inv_of:
                     inv_best = 1.0 / best
                     inv_of = best
-                step = stride_for(dd, inv_best, v2, opt.max_stride)
+                step = stride_for(dd, inv_best, v2, max_stride)
         j += step
         if j >= n:
             j -= n
         seen += step
-    scr.stats[S_DIST] += nd
-    scr.stats[S_REPS] += nr
-    scr.stats[S_FINE] += nf
+    stats[S_DIST] += nd
+    stats[S_REPS] += nr
+    stats[S_FINE] += nf
     return bi, best
 
 
