@@ -178,17 +178,16 @@ def test_penalty_clearance_equals_penalty_and_clearance():
     """The summary's fused pass gives frame_penalty's value (no rejection) and
     frame_clearance's distances."""
     ps, rng = _problem(6)
-    pp = PenaltyParams(threshold=0.5).packed(None, ps.has_heights)
-    slotw = PenaltyParams().slot_weight_array(ps.n_slots)
+    params = PenaltyParams(threshold=0.5).packed(ps.n_slots, ps.has_heights)
     stats = np.zeros(PK.NS, dtype=np.int64)
     for _ in range(40):
         obs, cnt, _ = _obstacles(rng)
+        env = PK.Env(ps.ellipses, obs, cnt, params, 1.0)
         i = int(rng.integers(ps.n_frames))
-        ref_pen = PK.frame_penalty(i, ps.ellipses, obs, cnt, slotw, pp, np.inf, False, stats)
-        ref_cl = np.empty(ps.n_slots)
-        PK.frame_clearance(i, ps.ellipses, obs, cnt, pp, ref_cl)
+        ref_pen = PK.frame_penalty(i, env, np.inf, False, stats)
+        ref_cl = ps.clearance(i, obs, cnt, PenaltyParams(threshold=0.5))
         cl = np.empty(ps.n_slots)
-        pen = PK.penalty_clearance(i, ps.ellipses, obs, cnt, slotw, pp, cl)
+        pen = PK.penalty_clearance(i, env, cl)
         assert pen == pytest.approx(ref_pen, rel=1e-12, abs=1e-300)
         np.testing.assert_allclose(cl, ref_cl, rtol=1e-12, atol=1e-12)
 

@@ -13,6 +13,14 @@ Numba-level inlining re-typed every helper at every call site, which made the pe
 search's first compile 2.3 times as long (50 s of CPU against 22 s on a 2-core machine)
 for no measurable speed (``benchmarks/bench_environment.py --quick``: search 0.131 against
 0.127 ms, same run conditions).
+
+Kernels take their arguments in named tuples (``typing.NamedTuple`` classes defined at
+module level, so that ``cache=True`` works), grouped by what travels together. An entry
+point called from Python takes each group as a plain tuple, ``tuple(named)`` built once
+where the arrays are long-lived, and names it again on entry (``Frames(*fr)``, free in
+compiled code): to type a named tuple argument, Numba's dispatcher encodes its class and
+field names on every call (about 0.2 us a field, several microseconds for a search's
+arguments), a plain tuple costs it a few nanoseconds.
 """
 
 from __future__ import annotations

@@ -3,12 +3,57 @@
 Per frame the controller works on ~20-70 joints: at that size numpy's per-call overhead
 dominates, so the pose pipeline (sampling between database frames, inertialization
 offsets, forward kinematics, leg IK) runs here. Quaternions are ``(w, x, y, z)``.
+
+:func:`controller_pose` and :func:`lock_feet` take their arrays in named tuples
+(:class:`PoseData`, :class:`Quintic`, :class:`FootLocks`, :class:`Pose`), built by their
+compiled caller (:func:`motionmatch.runtime._batch_kernels.pose_rows`) from a batch's row.
 """
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numba
 import numpy as np
+
+
+class Pose(NamedTuple):
+    """Local joint transforms (a pose, or offsets added to one)."""
+
+    rot: np.ndarray  #: ``[J, 4]`` float64 rotations (w, x, y, z)
+    pos: np.ndarray  #: ``[J, 3]`` float64 translations (m)
+
+
+class PoseData(NamedTuple):
+    """What a character's poses are sampled from (a database's arrays)."""
+
+    rot: np.ndarray       #: ``[N, J, 4]`` the database's local rotations (any float type); joint 0 the root
+    pos: np.ndarray       #: ``[N, J, 3]`` its local translations (m)
+    parents: np.ndarray   #: ``[J]`` int64 parent joints (-1: the root)
+    legs: np.ndarray      #: ``[K, 4]`` int64 leg chains: hip, knee, ankle, toe joints (``K = 0``: no foot locking)
+    contacts: np.ndarray  #: ``[N, K]`` bool the database's foot contacts
+
+
+class FootLocks(NamedTuple):
+    """A character's foot locks: settings, and state updated in place (``K`` feet)."""
+
+    unlock_distance: float  #: a locked foot farther than this (m) from its lock is released
+    blend_time: float       #: fade-out (s) of a released lock's correction
+    lock_in_time: float     #: fade-in (s) of a new lock's correction
+    locked: np.ndarray      #: ``[K]`` bool feet locked now
+    lock_pos: np.ndarray    #: ``[K, 3]`` where each locked foot is held (m, world)
+    release: np.ndarray     #: ``[K, 3]`` the correction of a released lock, being faded out (m)
+    release_t: np.ndarray   #: ``[K]`` seconds since the release (``inf``: none)
+    lock_t: np.ndarray      #: ``[K]`` seconds since the lock
+
+
+class Quintic(NamedTuple):
+    """The decay of a quintic inertialization's offsets (``J`` joints, set at each transition)."""
+
+    rot_axis: np.ndarray    #: ``[J, 3]`` unit axes of the rotation offsets
+    rot_coeffs: np.ndarray  #: ``[7, J]`` quintics of their angles (rad; see :func:`_quintic_at`)
+    pos_dir: np.ndarray     #: ``[J, 3]`` unit directions of the translation offsets
+    pos_coeffs: np.ndarray  #: ``[7, J]`` quintics of their lengths (m)
 
 
 @numba.njit(cache=True)
@@ -216,19 +261,28 @@ def quintic_offsets(rot_axis, rot_coeffs, pos_dir, pos_coeffs, t, rot_off, pos_o
 
 
 @numba.njit(cache=True)
-def lock_feet(parents, legs, contact_row, root_pos, root_rot, rot, pos, dt, unlock_distance, blend_time, lock_in_time,
-              locked, lock_pos, release, release_t, lock_t, shown):
+def lock_feet(data, frame, root_pos, root_rot, pose, dt, locks, shown):
     """Foot locking on a pose (in place): keep feet where they touched down with two-bone
     IK on the legs, fade a released lock's correction out.
 
-    ``parents [J]``; ``legs [K, 4]`` (hip, knee, ankle, toe) joints; ``contact_row [K]``
-    the database's contacts at the played frame; ``rot [J-1, 4]``, ``pos [J-1, 3]`` the
-    local pose of joints 1.. (``rot`` is corrected in place); ``root_pos [3]``,
-    ``root_rot [4]`` the character root. Lock state (updated in place): ``locked [K]``,
-    ``lock_pos [K, 3]`` (m, world), ``release [K, 3]`` (offset being faded out),
-    ``release_t [K]``, ``lock_t [K]`` (s). ``shown [K]`` receives the feet locked now.
-    Times in seconds, distances in metres.
+    ``data`` a :class:`PoseData` (its ``legs``, ``parents`` and the contacts of the played
+    ``frame``); ``pose`` a :class:`Pose` of joints 1.. (its ``rot`` corrected in place);
+    ``root_pos [3]``, ``root_rot [4]`` the character root; ``locks`` the
+    :class:`FootLocks` (state updated in place). ``shown [K]`` receives the feet locked
+    now. Times in seconds, distances in metres.
     """
+    parents = data.parents
+    legs = data.legs
+    rot = pose.rot
+    pos = pose.pos
+    unlock_distance = locks.unlock_distance
+    blend_time = locks.blend_time
+    lock_in_time = locks.lock_in_time
+    locked = locks.locked
+    lock_pos = locks.lock_pos
+    release = locks.release
+    release_t = locks.release_t
+    lock_t = locks.lock_t
     J = parents.shape[0]
     wp = np.empty((J, 3))
     wr = np.empty((J, 4))
@@ -240,7 +294,7 @@ def lock_feet(parents, legs, contact_row, root_pos, root_rot, rot, pos, dt, unlo
     for k in range(legs.shape[0]):
         hip, knee, ankle, toe = legs[k, 0], legs[k, 1], legs[k, 2], legs[k, 3]
         shown[k] = False
-        if contact_row[k]:
+        if data.contacts[frame, k]:
             if not locked[k]:
                 locked[k] = True
                 for c in range(3):
@@ -259,9 +313,9 @@ def lock_feet(parents, legs, contact_row, root_pos, root_rot, rot, pos, dt, unlo
                 for c in range(3):
                     d2 += (lock_pos[k, c] - wp[toe, c]) ** 2
                 if np.sqrt(d2) > unlock_distance:
-                    _unlock(k, wp[toe], lock_in_time, locked, lock_pos, release, release_t, lock_t)
+                    _unlock(k, wp[toe], locks)
         elif locked[k]:
-            _unlock(k, wp[toe], lock_in_time, locked, lock_pos, release, release_t, lock_t)
+            _unlock(k, wp[toe], locks)
         if locked[k]:
             lock_t[k] += dt
             a = min(lock_t[k] / lock_in_time, 1.0) if lock_in_time > 0 else 1.0
@@ -289,14 +343,15 @@ def lock_feet(parents, legs, contact_row, root_pos, root_rot, rot, pos, dt, unlo
 
 
 @numba.njit(cache=True)
-def _unlock(k, toe_p, lock_in_time, locked, lock_pos, release, release_t, lock_t):
-    """Release foot ``k``: fade out the correction it had (as shown)."""
-    a = min(lock_t[k] / lock_in_time, 1.0) if lock_in_time > 0 else 1.0
+def _unlock(k, toe_p, locks):
+    """Release foot ``k`` of :class:`FootLocks` ``locks``: fade out the correction it had
+    (as shown)."""
+    a = min(locks.lock_t[k] / locks.lock_in_time, 1.0) if locks.lock_in_time > 0 else 1.0
     w = a * a * (3 - 2 * a)
-    locked[k] = False
+    locks.locked[k] = False
     for c in range(3):
-        release[k, c] = (lock_pos[k, c] - toe_p[c]) * w
-    release_t[k] = 0.0
+        locks.release[k, c] = (locks.lock_pos[k, c] - toe_p[c]) * w
+    locks.release_t[k] = 0.0
 
 
 @numba.njit(cache=True)
@@ -320,32 +375,34 @@ def _frame_pair(db_rot, db_pos, i, j):
 
 
 @numba.njit(cache=True)
-def controller_pose(db_rot, db_pos, i, j, alpha, inert_mode, inert_t, rot_axis, rot_coeffs, pos_dir, pos_coeffs,
-                    rot_off, pos_off, root_pos, root_yaw, parents, legs, contacts, frame, dt, unlock_distance,
-                    blend_time, lock_in_time, locked, lock_pos, release, release_t, lock_t,
-                    shown_rot, shown_pos, out_rot, out_pos, shown_contacts):
+def controller_pose(data, quintic, offsets, locks, shown, out, shown_contacts, i, j, alpha, inert_mode, inert_t,
+                    root_pos, root_yaw, frame, dt):
     """One controller frame's pose in one call: sample the database between frames ``i``
     and ``j`` (``alpha`` in [0, 1]), add the inertialization offsets, lock the feet, and
     write the character's pose.
 
     Args:
-        db_rot, db_pos: ``[N, J, 4]``, ``[N, J, 3]`` database local rotations/translations
-            (any float type).
-        inert_mode: 0 no offsets, 1 quintic offsets evaluated at ``inert_t`` seconds from
-            ``rot_axis``/``rot_coeffs``/``pos_dir``/``pos_coeffs`` into ``rot_off [J-1, 4]``
-            and ``pos_off [J-1, 3]``, 2 offsets already in ``rot_off``/``pos_off``.
-        root_pos, root_yaw: character root ``[3]`` (m) and heading (rad about +Y).
-        legs: ``[K, 4]`` leg chains (``K = 0``: no foot locking); ``contacts [N, K]``;
-            ``frame`` the played frame; lock state as in :func:`lock_feet`.
-        shown_rot, shown_pos: ``[J-1, 4]``, ``[J-1, 3]`` receive the local pose shown.
-        out_rot, out_pos: ``[J, 4]``, ``[J, 3]`` receive the pose with joint 0 the root.
+        data: a :class:`PoseData` (``legs`` with no rows: no foot locking).
+        quintic, offsets: the inertialization: ``inert_mode`` 0 no offsets, 1 the
+            :class:`Quintic` decay evaluated at ``inert_t`` seconds into ``offsets`` (a
+            :class:`Pose` ``[J-1]``), 2 offsets already in ``offsets``.
+        locks: the :class:`FootLocks` (as :func:`lock_feet`).
+        shown: a :class:`Pose` ``[J-1]`` that receives the local pose shown.
+        out: a :class:`Pose` ``[J]`` that receives the pose with joint 0 the root.
         shown_contacts: ``[K]`` receives the feet locked this frame.
+        root_pos, root_yaw: character root ``[3]`` (m) and heading (rad about +Y);
+            ``frame`` the played frame.
     """
+    shown_rot = shown.rot
+    shown_pos = shown.pos
+    rot_off = offsets.rot
+    pos_off = offsets.pos
     J1 = shown_rot.shape[0]
-    ra, rb, pa, pb = _frame_pair(db_rot, db_pos, i, j)
+    ra, rb, pa, pb = _frame_pair(data.rot, data.pos, i, j)
     sample_pose(ra, rb, pa, pb, alpha, shown_rot, shown_pos)
     if inert_mode == 1:
-        quintic_offsets(rot_axis, rot_coeffs, pos_dir, pos_coeffs, inert_t, rot_off, pos_off)
+        quintic_offsets(quintic.rot_axis, quintic.rot_coeffs, quintic.pos_dir, quintic.pos_coeffs, inert_t, rot_off,
+                        pos_off)
     if inert_mode != 0:
         tmp = np.empty(4)
         for q in range(J1):
@@ -360,18 +417,17 @@ def controller_pose(db_rot, db_pos, i, j, alpha, inert_mode, inert_t, rot_axis, 
     root_rot[1] = 0.0
     root_rot[2] = np.sin(half)
     root_rot[3] = 0.0
-    if legs.shape[0] > 0:
-        lock_feet(parents, legs, contacts[frame], root_pos, root_rot, shown_rot, shown_pos, dt, unlock_distance,
-                  blend_time, lock_in_time, locked, lock_pos, release, release_t, lock_t, shown_contacts)
+    if data.legs.shape[0] > 0:
+        lock_feet(data, frame, root_pos, root_rot, shown, dt, locks, shown_contacts)
     for c in range(4):
-        out_rot[0, c] = root_rot[c]
+        out.rot[0, c] = root_rot[c]
     for c in range(3):
-        out_pos[0, c] = root_pos[c]
+        out.pos[0, c] = root_pos[c]
     for q in range(J1):
         for c in range(4):
-            out_rot[q + 1, c] = shown_rot[q, c]
+            out.rot[q + 1, c] = shown_rot[q, c]
         for c in range(3):
-            out_pos[q + 1, c] = shown_pos[q, c]
+            out.pos[q + 1, c] = shown_pos[q, c]
 
 
 @numba.njit(cache=True)

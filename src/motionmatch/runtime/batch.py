@@ -23,6 +23,7 @@ second: the same code on the same numbers, one row or a thousand.
 from __future__ import annotations
 
 import weakref
+from typing import NamedTuple
 
 import numpy as np
 
@@ -100,6 +101,16 @@ def _controller_rows(J: int, K: int, capacity: int) -> RowArrays:
     return RowArrays({name: shapes[name] for name in ControllerRows._fields}, capacity)
 
 
+class _StageArgs(NamedTuple):
+    """A batch's stage arguments, as the kernels take them (plain tuples), for the arrays
+    of one size of the batch (``frame_pos``: its state's array then)."""
+
+    frame_pos: np.ndarray
+    playback: tuple
+    sim: tuple
+    pose: tuple
+
+
 class ControllerBatch:
     """The per-frame state of the controllers of ``db``, one row each (see the module docstring).
 
@@ -117,7 +128,7 @@ class ControllerBatch:
         J = db.skeleton.num_joints
         self.state = _controller_rows(J, len(self.arrays.legs), capacity)
         self.inert = inertial_rows(J - 1, capacity)
-        self._views: tuple | None = None
+        self._views: _StageArgs | None = None
 
     def add(self, settings) -> int:
         """A row for a controller with ``settings`` (a
@@ -142,15 +153,15 @@ class ControllerBatch:
         self.state.copy_row(src.state, i, j)
         self.inert.copy_row(src.inert, i, j)
 
-    def _packed(self) -> tuple:
-        """The stages' flat arguments ``(playback, sim, pose)`` (:class:`PlaybackArrays`,
-        :class:`SimArrays`, :class:`PoseArrays`), built once per size of the batch."""
+    def _packed(self) -> _StageArgs:
+        """The stages' arguments (:class:`PlaybackArrays`, :class:`SimArrays`,
+        :class:`PoseArrays` as the kernels take them), built once per size of the batch."""
         v = self._views
-        if v is None or v[0] is not self.state.frame_pos:
+        if v is None or v.frame_pos is not self.state.frame_pos:
             src = (self.arrays, self.state, self.inert)
-            v = self._views = (self.state.frame_pos, *(stage_arrays(cls, *src) for cls in (PlaybackArrays, SimArrays,
-                                                                                            PoseArrays)))
-        return v[1:]
+            v = self._views = _StageArgs(self.state.frame_pos, stage_arrays(PlaybackArrays, *src),
+                                         stage_arrays(SimArrays, *src), stage_arrays(PoseArrays, *src))
+        return v
 
     # ------------------------------------------------------------------ stages
     def playback(self, rows: np.ndarray, dt: np.ndarray, at_end: np.ndarray, speed: np.ndarray,
@@ -158,19 +169,19 @@ class ControllerBatch:
         """Advance the clips of ``rows [R]`` (int64) by ``dt [R]`` seconds and move their
         roots by the root motion; writes ``at_end [R]`` (bool: clip end reached),
         ``speed [R]`` (m/s) and ``turn_rate [R]`` (rad/s) of that root motion."""
-        BK.playback_rows(rows, dt, at_end, speed, turn_rate, *self._packed()[0])
+        BK.playback_rows(rows, dt, at_end, speed, turn_rate, self._packed().playback)
 
     def advance_sim(self, rows: np.ndarray, dt: np.ndarray, goals: np.ndarray) -> None:
         """Advance the simulated roots of ``rows [R]`` by ``dt [R]`` seconds toward
         ``goals [R, 5]`` (see :func:`~motionmatch.runtime._batch_kernels.advance_sim_rows`;
         :func:`intent_goal` packs one)."""
-        BK.advance_sim_rows(rows, dt, goals, *self._packed()[1])
+        BK.advance_sim_rows(rows, dt, goals, self._packed().sim)
 
     def pose(self, rows: np.ndarray, dt: np.ndarray) -> None:
         """The poses of ``rows [R]`` after ``dt [R]`` seconds into ``state.out_rot``,
         ``state.out_pos`` and ``state.out_contacts`` (spring inertialization offsets must
         have been advanced by their inertializers first)."""
-        BK.pose_rows(rows, dt, *self._packed()[2])
+        BK.pose_rows(rows, dt, self._packed().pose)
 
 
 def intent_goal(intent: Intent, out: np.ndarray) -> None:

@@ -61,6 +61,7 @@ from motionmatch.search.penalized import (
     SearchBuffers,
     SearchOptions,
     SearchResult,
+    chooser_view,
     control_weights,
     gather_static,
     prepare_obstacles,
@@ -196,6 +197,19 @@ class EnvironmentMatcher:
         self.planar_zero = np.zeros(db.features.shape[1], dtype=bool)  # the planar view's zeroed columns
         self.planar_zero[vcols] = True
         self.no_zero = np.zeros(db.features.shape[1], dtype=bool)
+        self._views: tuple = (None, {})  # (db.features, chooser views built for it): see search_view
+
+    def search_view(self, view: str) -> tuple:
+        """The :func:`~motionmatch.search.penalized.chooser_view` of a controller's feature
+        view (``"planar"``: vertical columns taken as 0, else all), built once per
+        ``db.features`` array."""
+        feats, views = self._views
+        if feats is not self.db.features:
+            feats = self.db.features
+            views = {"planar": chooser_view(self.cols, self.view_masks["planar"], self.planar_zero, feats),
+                     "full": chooser_view(self.cols, self.view_masks["full"], self.no_zero, feats)}
+            self._views = (feats, views)
+        return views["planar" if view == "planar" else "full"]
 
     def weights(self, controls: Controls, evasion_factor: float = 1.0, view: str = "planar") -> np.ndarray | None:
         """Per-dimension squared-distance multipliers ``[len(cols)]`` of the search columns
@@ -592,14 +606,14 @@ class EnvironmentChooser:
         # chooser's buffers), the plain distance to the frame playing now, and the search
         # (PenalizedSearch.search_into without its checks: every array is built here,
         # contiguous and of the right type), without building a SearchResult (see last)
-        slotw, pp = b.packed(s.penalty, envw)
+        pen = b.penalty(s.penalty)
+        sview = m.search_view(view)
         prev = self.previous
         q, w = self._q, self._w
         c1 = time.thread_time()
-        idx, method, cur_plain = ps.choose_into(query, m.cols, m.view_masks[view], m.planar_zero if view == "planar"
-                                                else m.no_zero, m.db.features, cur,
+        idx, method, cur_plain = ps.choose_into(sview, query, cur,
                                                 (float(c.continuity), float(c.responsiveness), float(ev)), q, w,
-                                                obs, cnt, mask, prev, slotw, pp, opts, b)
+                                                obs, cnt, mask, prev, pen, envw, opts, b)
         c2 = time.thread_time()
         self._last = (idx, method)
         self.previous = idx

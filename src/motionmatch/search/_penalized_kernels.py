@@ -18,15 +18,18 @@ first, disks first), rejected as soon as the running score reaches the best; a c
 circle/box lower bound skips pairs farther apart than the threshold before the exact
 signed distance is computed.
 
-Arrays: ``feats [N, D]`` float32; ``w [D]`` float64; ``ell [N, K, 8]`` float32 (centre x,
-z, unit axis x, z, semi-axis along, semi-axis across, lowest and highest joint height);
-``obs [K, M, ROW]`` float64 and ``counts [K]`` int64; ``slotw [K]`` float64;
-``pp [8]`` float64 penalty parameters (see ``P_*``).
+Arguments travel in named tuples (:class:`Frames`, :class:`Query`, :class:`Env` with its
+:class:`Penalty`, :class:`Options`, :class:`Coarse`, :class:`Scratch`, :class:`View`);
+the entry points called from Python take them as plain tuples and name them on entry (see
+:mod:`motionmatch._jit`). Arrays: ``feats [N, D]`` float32; ``w [D]`` float64; ``ell
+[N, K, 8]`` float32 (centre x, z, unit axis x, z, semi-axis along, semi-axis across,
+lowest and highest joint height); ``obs [K, M, ROW]`` float64 and ``counts [K]`` int64.
 """
 
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import numba
 import numpy as np
@@ -52,17 +55,6 @@ from motionmatch.geometry.shapes import (
     signed_distance,
 )
 
-# penalty parameters
-P_DHAT = 0       # threshold d̂ (m)
-P_KAPPA = 1      # exponent κ
-P_MARGIN = 2     # clearance kept around the body (m), subtracted from distances
-P_HLOW = 3       # margin below the body's lowest joint (m)
-P_HTOP = 4       # margin above its highest joint (m): the head's top is above the head joint
-P_HEIGHTS = 5    # 1: gate obstacles with a height range by the body's vertical extent
-P_DISK = 6       # 1: the body is a disk (circumscribed circle of the ellipse): ablation
-P_ENVW = 7       # environment weight W_env
-NP = 8
-
 # statistics counters
 S_DIST = 0       # query distances started
 S_PEN = 1        # frames whose penalties were evaluated
@@ -71,6 +63,107 @@ S_FINE = 3       # fine (segment) searches opened
 S_REPS = 4       # representatives visited
 S_BLK = 5        # blocks of representatives skipped by their bounds
 NS = 6
+
+# what a search used (run_search's second result)
+USED_LINEAR = 0
+USED_COHERENT = 1
+USED_FALLBACK = 2
+USED_CLEAR = 3
+
+
+class Frames(NamedTuple):
+    """The frames a search chooses from (built once per searcher)."""
+
+    feats: np.ndarray  #: ``[N, D]`` float32 normalised, weighted query features
+    valid: np.ndarray  #: ``[N]`` bool frames that may be returned
+    ell: np.ndarray    #: ``[N, K, 8]`` float32 body ellipses (see the module docstring)
+
+
+class Penalty(NamedTuple):
+    """The obstacle penalties' parameters (:meth:`.penalized.PenaltyParams.packed`)."""
+
+    threshold: float          #: d̂ (m): a pair's penalty starts below this distance
+    exponent: float           #: κ, the barrier's exponent
+    margin: float             #: clearance kept around the body (m), subtracted from distances
+    height_low: float         #: margin below the body's lowest joint (m)
+    height_top: float         #: margin above its highest joint (m): the head's top is above the head joint
+    heights: bool             #: gate obstacles with a height range by the body's vertical extent
+    disk: bool                #: the body is a disk (circumscribed circle of the ellipse): ablation
+    slot_weights: np.ndarray  #: ``[K]`` float64 per-ellipse weights W_k
+
+
+class Env(NamedTuple):
+    """What the penalties of one search's frames are computed from."""
+
+    ell: np.ndarray     #: ``[N, K, 8]`` float32 the frames' body ellipses (:attr:`Frames.ell`)
+    obs: np.ndarray     #: ``[K, M, ROW]`` float64 obstacle rows per slot, in the query's character frame
+    counts: np.ndarray  #: ``[K]`` int64 rows of each slot in use
+    pen: Penalty
+    env_weight: float   #: W_env, the weight of all penalties
+
+
+class Query(NamedTuple):
+    """One search's query."""
+
+    q: np.ndarray         #: ``[D]`` float64 the query features
+    w: np.ndarray         #: ``[D]`` float64 per-dimension weights of the squared distance
+    mask: np.ndarray      #: ``[N]`` bool frames allowed (with :attr:`Frames.valid`)
+    rep_bits: np.ndarray  #: ``[ceil(R / 8)]`` uint8 ``mask`` at the representatives, packed (:func:`mask_bits`)
+
+
+class Options(NamedTuple):
+    """A search's options (:class:`.penalized.SearchOptions` packed once)."""
+
+    method: int       #: 0: linear, 1: coherent, -1: plain (no penalised search)
+    warm: bool        #: warm start: seed with the frame playing now, start near the previous best match
+    dissim: int       #: stride: 0 stride 1, 1 dissimilarity to the best frame, 2 its triangle bound
+    max_stride: int   #: stride cap (representatives)
+    v: float          #: stride aggressiveness
+    slack: float      #: segment slack (see :func:`coherent_search`)
+    fallback: bool    #: collision fallback to the linear search
+    clear: bool       #: report "clear" (no obstacle) instead of searching: the caller runs the plain search
+    back: int         #: how many representatives before the previous best's to start
+    block: int        #: representatives per block (0: no block bounds)
+    super_block: int  #: blocks per super-block (0: none)
+
+
+class Coarse(NamedTuple):
+    """The coherent search's representatives and bounds (one row placeholders for other methods)."""
+
+    reps: np.ndarray       #: ``[R]`` int64 representative frames
+    rep_feats: np.ndarray  #: ``[R, Dr]`` float32 their features, rows padded to whole cache lines
+    rep_lo: np.ndarray     #: ``[R]`` int64 first frame of each representative's segment
+    rep_hi: np.ndarray     #: ``[R]`` int64 its end (exclusive)
+    rep_of: np.ndarray     #: ``[N]`` int64 each frame's representative
+    blk_lo: np.ndarray     #: ``[B, Dp]`` uint8 per-block lower bound codes (see :func:`coherent_search`)
+    blk_hi: np.ndarray     #: ``[B, Dp]`` uint8 upper bound codes
+    blk_grid: np.ndarray   #: ``[2, D]`` float64 the codes' grid: base and step per column
+    blk_order: np.ndarray  #: ``[D]`` int64 feature dimension of each coded column
+    sup_lo: np.ndarray     #: ``[S, Dp]`` uint8 super-block lower bound codes
+    sup_hi: np.ndarray     #: ``[S, Dp]`` uint8 upper bound codes
+
+
+class Scratch(NamedTuple):
+    """A search's outputs and scratch (kept by a caller that searches often)."""
+
+    stats: np.ndarray      #: ``[NS]`` int64 counters (``S_*``), zeroed by each search
+    clearance: np.ndarray  #: ``[K]`` float64 the result's smallest signed distance per ellipse (m)
+    out: np.ndarray        #: ``[4]`` float64: score, distance, score of the frame ``cur``, collides (0/1)
+    qcodes: np.ndarray     #: ``[3, Dp]`` float32: the query's block-bound codes
+    qpad: np.ndarray       #: ``[3, Dr]`` float64: query, weights, best frame, padded to ``Dr``
+    gaps: np.ndarray       #: ``[>= B]`` float32: every block's bound
+
+
+class View(NamedTuple):
+    """What an environment-aware chooser searches with (per feature view, built once)."""
+
+    cols: np.ndarray      #: ``[D]`` int64 the query columns the search uses
+    off: np.ndarray       #: ``[D]`` bool columns the view leaves out (weight 0: the planar view's vertical ones)
+    pose: np.ndarray      #: ``[D]`` bool columns weighted by continuity
+    pos: np.ndarray       #: ``[D]`` bool trajectory positions, weighted by responsiveness
+    direc: np.ndarray     #: ``[D]`` bool trajectory directions, weighted by responsiveness x evasion
+    zero: np.ndarray      #: ``[Dq]`` bool query columns taken as 0 in the plain view distance
+    db_feats: np.ndarray  #: ``[N, Dq]`` the database's features (the controller's distance)
 
 
 #: fast-math flags for the distance loops: reassociation lets LLVM vectorise the sums
@@ -138,10 +231,10 @@ def _point_ub(px, pz, obs, k, m):
 
 
 @no_refcount
-def _slot_ellipse(ell, i, k, pp, disk):
+def _slot_ellipse(ell, i, k, pen):
     """Frame ``i``'s ellipse in slot ``k`` of ``ell [N, K, 8]`` as float64 ``(cx, cz, ux,
-    uz, a, b, R, lo, hi)``: centre, unit axis, semi-axes (both ``R = max(a, b)`` when
-    ``disk``), and the height range widened by the penalty's height margins."""
+    uz, a, b, R, lo, hi)``: centre, unit axis, semi-axes (both ``R = max(a, b)`` with a
+    disk body), and the height range widened by the penalty's (:class:`Penalty`) height margins."""
     cx = np.float64(ell[i, k, 0])
     cz = np.float64(ell[i, k, 1])
     ux = np.float64(ell[i, k, 2])
@@ -149,11 +242,11 @@ def _slot_ellipse(ell, i, k, pp, disk):
     a = np.float64(ell[i, k, 4])
     b = np.float64(ell[i, k, 5])
     R = a if a > b else b
-    if disk:
+    if pen.disk:
         a = R
         b = R
-    lo = np.float64(ell[i, k, 6]) - pp[P_HLOW]
-    hi = np.float64(ell[i, k, 7]) + pp[P_HTOP]
+    lo = np.float64(ell[i, k, 6]) - pen.height_low
+    hi = np.float64(ell[i, k, 7]) + pen.height_top
     return cx, cz, ux, uz, a, b, R, lo, hi
 
 
@@ -170,13 +263,19 @@ def _out_of_reach(cx, cz, reach, obs, k, m):
 
 
 @no_refcount
-def frame_penalty(i, ell, obs, counts, slotw, pp, budget, early, stats):
-    """Weighted penalty sum of frame ``i`` (without W_env); stops once it reaches ``budget``."""
-    dhat = pp[P_DHAT]
-    kappa = pp[P_KAPPA]
-    margin = pp[P_MARGIN]
-    use_h = pp[P_HEIGHTS] > 0.5
-    disk = pp[P_DISK] > 0.5
+def frame_penalty(i, env, budget, early, stats):
+    """Weighted penalty sum of frame ``i`` (without W_env) in :class:`Env` ``env``; stops
+    once it reaches ``budget``."""
+    ell = env.ell
+    obs = env.obs
+    counts = env.counts
+    pen = env.pen
+    dhat = pen.threshold
+    kappa = pen.exponent
+    margin = pen.margin
+    use_h = pen.heights
+    disk = pen.disk
+    slotw = pen.slot_weights
     K = counts.shape[0]
     if early:
         # a cheap lower bound first: the ellipse contains the disk of its smaller semi-axis
@@ -192,8 +291,8 @@ def frame_penalty(i, ell, obs, counts, slotw, pp, budget, early, stats):
             a = np.float64(ell[i, k, 4])
             b = np.float64(ell[i, k, 5])
             inner = max(a, b) if disk else min(a, b)  # radius of a disk inside the body
-            lo = np.float64(ell[i, k, 6]) - pp[P_HLOW]
-            hi = np.float64(ell[i, k, 7]) + pp[P_HTOP]
+            lo = np.float64(ell[i, k, 6]) - pen.height_low
+            hi = np.float64(ell[i, k, 7]) + pen.height_top
             for m in range(n):
                 if use_h and (hi <= obs[k, m, C_YMIN] or lo >= obs[k, m, C_YMAX]):
                     continue
@@ -202,12 +301,12 @@ def frame_penalty(i, ell, obs, counts, slotw, pp, budget, early, stats):
                     low += slotw[k] * obs[k, m, C_W] * barrier(ub, dhat, kappa)
         if low >= budget:
             return low
-    pen = 0.0
+    total = 0.0
     for k in range(K):
         n = counts[k]
         if n == 0:
             continue
-        cx, cz, ux, uz, a, b, R, lo, hi = _slot_ellipse(ell, i, k, pp, disk)
+        cx, cz, ux, uz, a, b, R, lo, hi = _slot_ellipse(ell, i, k, pen)
         wk = slotw[k]
         reach = dhat + margin + R
         for m in range(n):
@@ -218,75 +317,76 @@ def frame_penalty(i, ell, obs, counts, slotw, pp, budget, early, stats):
             stats[S_SD] += 1
             d = signed_distance(cx, cz, ux, uz, a, b, obs[k, m]) - margin
             if d < dhat:
-                pen += wk * obs[k, m, C_W] * barrier(d, dhat, kappa)
-                if early and pen >= budget:
-                    return pen
-    return pen
+                total += wk * obs[k, m, C_W] * barrier(d, dhat, kappa)
+                if early and total >= budget:
+                    return total
+    return total
 
 
 @no_refcount
-def frame_clearance(i, ell, obs, counts, pp, out):
+def frame_clearance(i, fr, pen, obs, counts, out):
     """``out[k]``: smallest signed distance (m, margin subtracted) of frame ``i``'s slot-k
-    ellipse to the obstacles that count (height gating applied); ``+inf`` without any."""
-    margin = pp[P_MARGIN]
-    use_h = pp[P_HEIGHTS] > 0.5
-    disk = pp[P_DISK] > 0.5
+    ellipse to the obstacles that count (height gating applied); ``+inf`` without any.
+    ``fr`` :class:`Frames` and ``pen`` :class:`Penalty` as plain tuples (see
+    :mod:`motionmatch._jit`)."""
+    ell = Frames(*fr).ell
+    pen = Penalty(*pen)
     for k in range(counts.shape[0]):
         best = np.inf
         a = np.float64(ell[i, k, 4])
         b = np.float64(ell[i, k, 5])
-        if disk:
+        if pen.disk:
             a = max(a, b)
             b = a
-        lo = np.float64(ell[i, k, 6]) - pp[P_HLOW]
-        hi = np.float64(ell[i, k, 7]) + pp[P_HTOP]
+        lo = np.float64(ell[i, k, 6]) - pen.height_low
+        hi = np.float64(ell[i, k, 7]) + pen.height_top
         for m in range(counts[k]):
-            if use_h and (hi <= obs[k, m, C_YMIN] or lo >= obs[k, m, C_YMAX]):
+            if pen.heights and (hi <= obs[k, m, C_YMIN] or lo >= obs[k, m, C_YMAX]):
                 continue
             d = signed_distance(np.float64(ell[i, k, 0]), np.float64(ell[i, k, 1]), np.float64(ell[i, k, 2]),
-                                np.float64(ell[i, k, 3]), a, b, obs[k, m]) - margin
+                                np.float64(ell[i, k, 3]), a, b, obs[k, m]) - pen.margin
             if d < best:
                 best = d
         out[k] = best
 
 
 @no_refcount
-def _penalised(i, d, ell, obs, counts, slotw, pp, best, early, stats):
+def _penalised(i, d, env, best, early, stats):
     """``d`` plus the weighted penalties of frame ``i`` (stops once it reaches ``best``)."""
-    envw = pp[P_ENVW]
+    envw = env.env_weight
     budget = (best - d) / envw if envw > 0 else np.inf
     stats[S_PEN] += 1
-    return d + envw * frame_penalty(i, ell, obs, counts, slotw, pp, budget, early, stats)
-
-
-@no_refcount
-def _score(i, feats, q, w, ell, obs, counts, slotw, pp, best, early, stats):
-    d = _dist(feats, i, q, w)
-    if early and d >= best:
-        return d
-    return _penalised(i, d, ell, obs, counts, slotw, pp, best, early, stats)
+    return d + envw * frame_penalty(i, env, budget, early, stats)
 
 
 @numba.njit(cache=True, nogil=True)
-def score_frames(idx, feats, q, w, ell, obs, counts, slotw, pp, out):
-    """Full scores (no rejection) of frames ``idx`` into ``out``."""
+def score_frames(idx, fr, pen, q, w, obs, counts, env_weight, out):
+    """Full scores (no rejection) of frames ``idx`` into ``out`` (``fr``, ``pen``: as
+    :func:`frame_clearance`)."""
+    feats = Frames(*fr).feats
+    env = Env(Frames(*fr).ell, obs, counts, Penalty(*pen), env_weight)
     stats = np.zeros(NS, dtype=np.int64)
     for j in range(idx.shape[0]):
-        out[j] = _score(idx[j], feats, q, w, ell, obs, counts, slotw, pp, np.inf, False, stats)
+        out[j] = _penalised(idx[j], _dist(feats, idx[j], q, w), env, np.inf, False, stats)
 
 
 @no_refcount
-def init_score(init, feats, q, w, ell, obs, counts, slotw, pp, stats):
+def init_score(init, fr, qr, env, stats):
     """The full score of frame ``init`` that seeds a search (``inf`` for -1)."""
     if init < 0:
         return np.inf
-    return _penalised(init, _dist(feats, init, q, w), ell, obs, counts, slotw, pp, np.inf, True, stats)
+    return _penalised(init, _dist(fr.feats, init, qr.q, qr.w), env, np.inf, True, stats)
 
 
 @no_refcount(fastmath=FM)
-def linear_search(feats, q, w, valid, mask, ell, obs, counts, slotw, pp, init, init_score, early, stats):
+def linear_search(fr, qr, env, init, init_score, early, stats):
     """Exact: every valid frame in the mask, with early rejection, seeded with frame ``init``
     (-1: none) of full score ``init_score`` (:func:`init_score`). Returns (index, score)."""
+    feats = fr.feats
+    valid = fr.valid
+    q = qr.q
+    w = qr.w
+    mask = qr.mask
     best = np.inf
     bi = -1
     if init >= 0:
@@ -300,7 +400,7 @@ def linear_search(feats, q, w, valid, mask, ell, obs, counts, slotw, pp, init, i
         d = _dist(feats, i, q, w)
         if early and d >= best:
             continue
-        s = _penalised(i, d, ell, obs, counts, slotw, pp, best, early, stats)
+        s = _penalised(i, d, env, best, early, stats)
         if s < best:
             best = s
             bi = i
@@ -309,37 +409,62 @@ def linear_search(feats, q, w, valid, mask, ell, obs, counts, slotw, pp, init, i
 
 
 @no_refcount(fastmath=FM)
-def coherent_search(feats, q, w, valid, mask, ell, obs, counts, slotw, pp, reps, rep_feats, rep_lo, rep_hi, start,
-                    init, init_score, init_seg, dissim, v, max_stride, slack, stats, blk_lo, blk_hi, blk_grid, blk_order,
-                    blk_size, sup_lo, sup_hi, sup_size, qcodes, rep_bits, qpad, gaps):
-    """Temporal-coherence search (paper Sec. 5.4.2): representatives from ``start`` (wrapping
-    around), each scored against the best so far; a representative that beats it opens its
-    segment ``[rep_lo, rep_hi)`` (so does one whose query distance alone is below ``slack``
-    times the best score, ``slack > 1``); with ``dissim`` the stride over representatives grows with
-    the dissimilarity between the representative and the best frame (see
-    :func:`stride_for`). The frame playing now (``init``, full score ``init_score``) seeds the best score, and its
-    segment (``init_seg``, -1: none) is searched first. ``rep_feats`` holds the representatives' features contiguously
-    (the coarse pass then reads memory in order).
+def coherent_search(fr, qr, env, co, opt, scr, start, init, init_score, init_seg):
+    """Temporal-coherence search (paper Sec. 5.4.2) of :class:`Query` ``qr`` over
+    :class:`Frames` ``fr`` with the penalties of :class:`Env` ``env``: representatives
+    (:class:`Coarse` ``co``) from ``start`` (wrapping around), each scored against the best
+    so far; a representative that beats it opens its segment ``[rep_lo, rep_hi)`` (so does
+    one whose query distance alone is below ``opt.slack`` times the best score, ``slack >
+    1``); with ``opt.dissim`` the stride over representatives grows with the dissimilarity
+    between the representative and the best frame (see :func:`stride_for`). The frame
+    playing now (``init``, full score ``init_score``) seeds the best score, and its segment
+    (``init_seg``, -1: none) is searched first. ``co.rep_feats`` holds the representatives'
+    features contiguously (the coarse pass then reads memory in order).
 
-    Block bounds (``blk_size > 0``): ``blk_lo, blk_hi [ceil(n / blk_size), D]`` (uint8 codes
-    on the grid ``blk_grid [2, D]``: value = base + code * step, see
-    :func:`encode_block_bounds`; column ``j`` is feature dimension ``blk_order[j]``) bound,
-    per dimension, every valid frame in the segments of each run of ``blk_size`` consecutive
-    representatives (a quarter of the memory of float32 bounds: the pass over them is what a
-    cold cache makes costly); on entering a block, its weighted box distance to the query (a
-    lower bound of every score in it: penalties are >= 0) is compared with the best score
-    and the whole block is skipped when it cannot win (it never skips a frame that could beat
-    the best so far; the stride then restarts at the next block). Super-blocks
-    (``sup_size > 0``): ``sup_lo, sup_hi [ceil(n_blocks / sup_size), Dp]``, the same codes
-    bounding runs of ``sup_size`` blocks, checked first on entering one of them (then
-    skipped whole, with the same guarantee): small blocks give tight bounds, and the
-    super-blocks keep their checks few. ``qcodes [3, >= Dp]`` float32 is scratch (``Dp =
-    blk_lo.shape[1]``; no allocation here: see :mod:`motionmatch._jit`). ``rep_bits
-    [ceil(n / 8)]`` uint8: bit ``t`` of byte ``b`` is ``mask[reps[8 b + t]]`` (see
-    :func:`mask_bits`; a visit then reads neither ``reps`` nor ``mask``). ``qpad [3, >=
-    rep_feats.shape[1]]`` float64 is scratch (the query, the weights and the best frame's
-    features padded with zeros to the width of ``rep_feats``' rows); ``gaps [>= n_blocks]``
-    float32 too (every block's bound). Returns (index, score)."""
+    Block bounds (``opt.block > 0``): ``co.blk_lo, co.blk_hi [ceil(R / block), Dp]`` (uint8
+    codes on the grid ``co.blk_grid [2, D]``: value = base + code * step, see
+    :func:`encode_block_bounds`; column ``j`` is feature dimension ``co.blk_order[j]``)
+    bound, per dimension, every valid frame in the segments of each run of ``opt.block``
+    consecutive representatives (a quarter of the memory of float32 bounds: the pass over
+    them is what a cold cache makes costly); on entering a block, its weighted box distance
+    to the query (a lower bound of every score in it: penalties are >= 0) is compared with
+    the best score and the whole block is skipped when it cannot win (it never skips a frame
+    that could beat the best so far; the stride then restarts at the next block).
+    Super-blocks (``opt.super_block > 0``): ``co.sup_lo, co.sup_hi [ceil(B /
+    super_block), Dp]``, the same codes bounding runs of ``super_block`` blocks, checked
+    first on entering one of them (then skipped whole, with the same guarantee): small
+    blocks give tight bounds, and the super-blocks keep their checks few. ``qr.rep_bits``:
+    bit ``t`` of byte ``b`` is ``mask[reps[8 b + t]]`` (see :func:`mask_bits`; a visit then
+    reads neither ``reps`` nor ``mask``). Scratch (:class:`Scratch` ``scr``, no allocation
+    here: see :mod:`motionmatch._jit`): ``qcodes`` (the query's codes), ``qpad`` (the query,
+    the weights and the best frame's features padded with zeros to the width of
+    ``rep_feats``' rows), ``gaps`` (every block's bound). Returns (index, score)."""
+    feats = fr.feats  # (the fields once, as locals: fewer operations for Numba to type in the loops)
+    valid = fr.valid
+    q = qr.q
+    w = qr.w
+    mask = qr.mask
+    rep_bits = qr.rep_bits
+    reps = co.reps
+    rep_feats = co.rep_feats
+    rep_lo = co.rep_lo
+    rep_hi = co.rep_hi
+    blk_lo = co.blk_lo
+    blk_hi = co.blk_hi
+    blk_grid = co.blk_grid
+    blk_order = co.blk_order
+    sup_lo = co.sup_lo
+    sup_hi = co.sup_hi
+    dissim = opt.dissim
+    v = opt.v
+    max_stride = opt.max_stride
+    slack = opt.slack
+    blk_size = opt.block
+    sup_size = opt.super_block
+    stats = scr.stats
+    qcodes = scr.qcodes
+    qpad = scr.qpad
+    gaps = scr.gaps
     D = q.shape[0]
     best = np.inf
     bi = -1
@@ -393,7 +518,7 @@ def coherent_search(feats, q, w, valid, mask, ell, obs, counts, slotw, pp, reps,
             nd += 1
             d2 = _dist(feats, i, q, w)
             if d2 < best:
-                s2 = _penalised(i, d2, ell, obs, counts, slotw, pp, best, True, stats)
+                s2 = _penalised(i, d2, env, best, True, stats)
                 if s2 < best:
                     best = s2
                     bi = i
@@ -466,7 +591,7 @@ def coherent_search(feats, q, w, valid, mask, ell, obs, counts, slotw, pp, reps,
             if r >= 0 and r != bi:  # (the best frame's own representative: nothing to gain;
                 # its dissimilarity to the best is 0, so the stride below is 1)
                 if dr < best:
-                    s = _penalised(r, dr, ell, obs, counts, slotw, pp, best, True, stats)
+                    s = _penalised(r, dr, env, best, True, stats)
                     if s < best:
                         best = s
                         bi = r
@@ -479,7 +604,7 @@ def coherent_search(feats, q, w, valid, mask, ell, obs, counts, slotw, pp, reps,
                         nd += 1
                         d2 = _dist(feats, i, q, w)
                         if d2 < best:
-                            s2 = _penalised(i, d2, ell, obs, counts, slotw, pp, best, True, stats)
+                            s2 = _penalised(i, d2, env, best, True, stats)
                             if s2 < best:
                                 best = s2
                                 bi = i
@@ -514,36 +639,37 @@ def coherent_search(feats, q, w, valid, mask, ell, obs, counts, slotw, pp, reps,
 
 
 @no_refcount
-def _full_score(i, feats, q, w, ell, obs, counts, slotw, pp, stats):
+def _full_score(i, fr, q, w, env, stats):
     """The full score of frame ``i`` (no rejection; ``stats`` left as they were: this is
     not search work)."""
     pen0 = stats[S_PEN]
     sd0 = stats[S_SD]
-    s = _penalised(i, _dist(feats, i, q, w), ell, obs, counts, slotw, pp, np.inf, False, stats)
+    s = _penalised(i, _dist(fr.feats, i, q, w), env, np.inf, False, stats)
     stats[S_PEN] = pen0
     stats[S_SD] = sd0
     return s
 
 
 @no_refcount
-def penalty_clearance(i, ell, obs, counts, slotw, pp, clearance):
+def penalty_clearance(i, env, clearance):
     """Frame ``i``'s weighted penalty sum (without W_env; :func:`frame_penalty` without
     rejection, the same terms in the same order: the same value) and, into ``clearance [K]``,
     its smallest signed distance per ellipse (:func:`frame_clearance`), each exact signed
     distance computed once for both."""
-    dhat = pp[P_DHAT]
-    kappa = pp[P_KAPPA]
-    margin = pp[P_MARGIN]
-    use_h = pp[P_HEIGHTS] > 0.5
-    disk = pp[P_DISK] > 0.5
-    pen = 0.0
-    for k in range(counts.shape[0]):
+    ell = env.ell
+    obs = env.obs
+    pen = env.pen
+    dhat = pen.threshold
+    kappa = pen.exponent
+    margin = pen.margin
+    total = 0.0
+    for k in range(env.counts.shape[0]):
         best = np.inf
-        cx, cz, ux, uz, a, b, R, lo, hi = _slot_ellipse(ell, i, k, pp, disk)
-        wk = slotw[k]
+        cx, cz, ux, uz, a, b, R, lo, hi = _slot_ellipse(ell, i, k, pen)
+        wk = pen.slot_weights[k]
         reach = dhat + margin + R
-        for m in range(counts[k]):
-            if use_h and (hi <= obs[k, m, C_YMIN] or lo >= obs[k, m, C_YMAX]):
+        for m in range(env.counts[k]):
+            if pen.heights and (hi <= obs[k, m, C_YMIN] or lo >= obs[k, m, C_YMAX]):
                 continue
             d = signed_distance(cx, cz, ux, uz, a, b, obs[k, m]) - margin
             if d < best:
@@ -551,30 +677,30 @@ def penalty_clearance(i, ell, obs, counts, slotw, pp, clearance):
             if _out_of_reach(cx, cz, reach, obs, k, m):
                 continue
             if d < dhat:
-                pen += wk * obs[k, m, C_W] * barrier(d, dhat, kappa)
+                total += wk * obs[k, m, C_W] * barrier(d, dhat, kappa)
         clearance[k] = best
-    return pen
+    return total
 
 
 @no_refcount
-def summarise(idx, feats, q, w, ell, obs, counts, slotw, pp, cur, clearance, out, stats, init=-1, s_init=np.inf):
-    """Summary of a search's result ``idx`` (see :func:`run_search` for ``out`` and
-    ``clearance``); the score of ``cur`` is ``s_init`` when it is ``init``."""
-    if idx >= 0:
-        pen = penalty_clearance(idx, ell, obs, counts, slotw, pp, clearance)
-    else:
-        pen = np.inf
-        for k in range(clearance.shape[0]):
-            clearance[k] = np.inf
-    _write_summary(idx, feats, q, w, ell, obs, counts, slotw, pp, cur, pen, clearance, out, stats, init, s_init)
+def summarise(idx, fr, pen, scr, q, w, obs, counts, env_weight, cur):
+    """The summary of result ``idx`` of a search done elsewhere (the plain search) into
+    ``scr`` (:class:`Scratch`: ``out``, ``clearance``, see :func:`run_search`), with no
+    frame seeding it; ``fr``, ``pen``, ``scr``: plain tuples (see :mod:`motionmatch._jit`)."""
+    fr = Frames(*fr)
+    _summarise(idx, fr, q, w, Env(fr.ell, obs, counts, Penalty(*pen), env_weight), cur, Scratch(*scr), -1, np.inf)
 
 
 @no_refcount
-def plain_summary(idx, feats, q, w, cur, clearance, out):
+def plain_summary(idx, fr, scr, q, w, cur):
     """:func:`summarise` when no obstacle is near (every count 0), the same values without
-    the penalty kernels: no penalty, ``clearance`` inf, scores the weighted distances."""
-    for k in range(clearance.shape[0]):
-        clearance[k] = np.inf
+    the penalty kernels: no penalty, ``clearance`` inf, scores the weighted distances
+    (``fr``, ``scr``: plain tuples)."""
+    feats = Frames(*fr).feats
+    scr = Scratch(*scr)
+    out = scr.out
+    for k in range(scr.clearance.shape[0]):
+        scr.clearance[k] = np.inf
     if idx >= 0:
         d = _dist(feats, idx, q, w)
         out[0] = d
@@ -587,17 +713,31 @@ def plain_summary(idx, feats, q, w, cur, clearance, out):
 
 
 @no_refcount
-def _write_summary(idx, feats, q, w, ell, obs, counts, slotw, pp, cur, pen, clearance, out, stats, init, s_init):
-    """``out`` of result ``idx`` from its penalty ``pen`` and ``clearance`` already computed
-    (``idx`` -1: no result); ``out[2]``: the score of ``cur`` (``s_init`` when it is
-    ``init``; ``nan`` for -1)."""
+def _summarise(idx, fr, q, w, env, cur, scr, init, s_init):
+    """Summary of a search's result ``idx`` (see :func:`run_search` for ``scr.out`` and
+    ``scr.clearance``); the score of ``cur`` is ``s_init`` when it is ``init``."""
     if idx >= 0:
-        d = _dist(feats, idx, q, w)
-        out[0] = d + pp[P_ENVW] * pen
+        total = penalty_clearance(idx, env, scr.clearance)
+    else:
+        total = np.inf
+        for k in range(scr.clearance.shape[0]):
+            scr.clearance[k] = np.inf
+    _write_summary(idx, fr, q, w, env, cur, total, scr, init, s_init)
+
+
+@no_refcount
+def _write_summary(idx, fr, q, w, env, cur, total, scr, init, s_init):
+    """``scr.out`` of result ``idx`` from its penalty ``total`` and ``scr.clearance``
+    already computed (``idx`` -1: no result); ``out[2]``: the score of ``cur`` (``s_init``
+    when it is ``init``; ``nan`` for -1)."""
+    out = scr.out
+    if idx >= 0:
+        d = _dist(fr.feats, idx, q, w)
+        out[0] = d + env.env_weight * total
         out[1] = d
         hit = 0.0
-        for k in range(clearance.shape[0]):
-            if clearance[k] < 0.0:
+        for k in range(scr.clearance.shape[0]):
+            if scr.clearance[k] < 0.0:
                 hit = 1.0
         out[3] = hit
     else:
@@ -605,102 +745,82 @@ def _write_summary(idx, feats, q, w, ell, obs, counts, slotw, pp, cur, pen, clea
         out[1] = np.inf
         out[3] = 0.0
     if cur >= 0:
-        out[2] = s_init if (cur == init and init >= 0) else _full_score(cur, feats, q, w, ell, obs, counts, slotw, pp,
-                                                                      stats)
+        out[2] = s_init if (cur == init and init >= 0) else _full_score(cur, fr, q, w, env, scr.stats)
     else:
         out[2] = np.nan
 
 
-# integer arguments of run_search
-A_METHOD = 0     # 0: linear, 1: coherent
-A_INIT = 1       # the frame playing now (-1: none)
-A_PREV = 2       # the previous best match (-1: none)
-A_DISSIM = 3     # 0: stride 1, 1: dissimilarity to the best frame, 2: its triangle bound
-A_MAXSTRIDE = 4  # stride cap (representatives)
-A_FALLBACK = 5   # 1: collision fallback to the linear search
-A_BLOCK = 6      # block size (representatives; 0: no block bounds)
-A_CUR = 7        # frame whose full score goes to out[2] (-1: none)
-A_CLEAR = 8      # 1: report "clear" (no obstacle) instead of searching (the caller runs the plain search)
-A_WARM = 9       # 1: warm start (seed with A_INIT, start near A_PREV)
-A_BACK = 10      # how many representatives before the previous best's to start
-A_SUPER = 11     # blocks per super-block (0: no super-blocks)
-NA = 12
-# float arguments
-F_V = 0          # stride aggressiveness v
-F_SLACK = 1      # segment slack
-NF = 2
-USED_LINEAR = 0
-USED_COHERENT = 1
-USED_FALLBACK = 2
-USED_CLEAR = 3
-
-
 @no_refcount
-def run_search(ia, fa, feats, q, w, valid, mask, ell, obs, counts, slotw, pp, reps, rep_feats, rep_lo, rep_hi, rep_of,
-               blk_lo, blk_hi, blk_grid, blk_order, sup_lo, sup_hi, stats, clearance, out, qcodes, rep_bits,
-               qpad, gaps):
-    """One penalised search in a single call (the per-search glue of :mod:`.penalized` fused;
-    scalar arguments packed in ``ia [NA]`` int64 and ``fa [NF]`` float64, see ``A_*`` and
-    ``F_*``). ``stats`` is zeroed first. The frame playing now seeds the search when it is
-    valid and in the mask (and ``ia[A_WARM]``). Method 0 runs :func:`linear_search`;
-    method 1 returns ``(-1, USED_CLEAR)`` at once when ``ia[A_CLEAR]`` and no slot has an
-    obstacle, else runs :func:`coherent_search` (from ``ia[A_BACK]`` representatives before
-    the previous best's, ``rep_of [N]``) and then, with ``ia[A_FALLBACK]`` and a colliding
-    result, :func:`linear_search`. Then the summary of the best frame
-    (:func:`summarise`): ``out[0]`` its score, ``out[1]`` its weighted query distance,
-    ``out[3]`` 1 if one of its ellipses overlaps an obstacle (``clearance [K]`` per
-    ellipse, see :func:`frame_clearance`), and ``out[2]`` the full score of frame
-    ``ia[A_CUR]`` (for the controller's comparison; ``nan`` for -1). Returns
-    ``(index, used)`` with ``used`` one of ``USED_*``."""
+def run_search(fr, co, opt, pen, scr, q, w, mask, rep_bits, obs, counts, env_weight, init, prev, cur):
+    """One penalised search in a single call (the per-search glue of :mod:`.penalized`
+    fused), over :class:`Frames` ``fr`` with :class:`Coarse` ``co``, :class:`Options`
+    ``opt``, :class:`Penalty` ``pen`` and :class:`Scratch` ``scr``, all plain tuples (see
+    :mod:`motionmatch._jit`), the query ``q, w, mask, rep_bits`` (see :class:`Query`) and
+    the obstacles ``obs, counts`` weighing ``env_weight`` (see :class:`Env`).
+
+    ``scr.stats`` is zeroed first. The frame playing now (``init``, -1: none) seeds the
+    search when it is valid and in the mask (and ``opt.warm``). Method 0 runs
+    :func:`linear_search`; method 1 returns ``(-1, USED_CLEAR)`` at once when ``opt.clear``
+    and no slot has an obstacle, else runs :func:`coherent_search` (from ``opt.back``
+    representatives before that of the previous best match ``prev``) and then, with
+    ``opt.fallback`` and a colliding result, :func:`linear_search`. Then the summary of the
+    best frame (:func:`_summarise`): ``scr.out[0]`` its score, ``out[1]`` its weighted query
+    distance, ``out[3]`` 1 if one of its ellipses overlaps an obstacle (``scr.clearance
+    [K]`` per ellipse, see :func:`frame_clearance`), and ``out[2]`` the full score of frame
+    ``cur`` (for the controller's comparison; ``nan`` for -1). Returns ``(index, used)``
+    with ``used`` one of ``USED_*``.
+
+    (One function, not a wrapper that names the tuples around another: Numba optimises a
+    kernel's whole call tree again for every compiled caller, about 2 s of CPU here.)"""
+    fr = Frames(*fr)
+    co = Coarse(*co)
+    opt = Options(*opt)
+    scr = Scratch(*scr)
+    qr = Query(q, w, mask, rep_bits)
+    env = Env(fr.ell, obs, counts, Penalty(*pen), env_weight)
+    stats = scr.stats
     for k in range(stats.shape[0]):
         stats[k] = 0
-    N = feats.shape[0]
-    cur = ia[A_CUR]
-    method = ia[A_METHOD]
-    if method == 1 and ia[A_CLEAR] != 0:
+    N = fr.feats.shape[0]
+    if opt.method == 1 and opt.clear:
         clear = True
-        for k in range(counts.shape[0]):
-            if counts[k] > 0:
+        for k in range(env.counts.shape[0]):
+            if env.counts[k] > 0:
                 clear = False
         if clear:
             return -1, USED_CLEAR
+    i0 = init
     init = -1
-    i0 = ia[A_INIT]
-    if ia[A_WARM] != 0 and 0 <= i0 < N and valid[i0] and mask[i0]:
+    if opt.warm and 0 <= i0 < N and fr.valid[i0] and qr.mask[i0]:
         init = i0
-    s_init = init_score(init, feats, q, w, ell, obs, counts, slotw, pp, stats)
+    s_init = init_score(init, fr, qr, env, stats)
     have_clearance = False
-    if method == 0:
-        idx, _ = linear_search(feats, q, w, valid, mask, ell, obs, counts, slotw, pp, init, s_init, True, stats)
+    if opt.method == 0:
+        idx, _ = linear_search(fr, qr, env, init, s_init, True, stats)
         used = USED_LINEAR
     else:
-        n = reps.shape[0]
+        n = co.reps.shape[0]
         start = 0
-        prev = ia[A_PREV]
-        if ia[A_WARM] != 0 and 0 <= prev < N and n > 0:
-            start = (rep_of[prev] - ia[A_BACK]) % n
-        init_seg = rep_of[init] if init >= 0 else -1
-        idx, _ = coherent_search(feats, q, w, valid, mask, ell, obs, counts, slotw, pp, reps, rep_feats, rep_lo,
-                                 rep_hi, start, init, s_init, init_seg, ia[A_DISSIM], fa[F_V], ia[A_MAXSTRIDE], fa[F_SLACK],
-                                 stats, blk_lo, blk_hi, blk_grid, blk_order, ia[A_BLOCK], sup_lo, sup_hi,
-                                 ia[A_SUPER], qcodes, rep_bits, qpad, gaps)
+        if opt.warm and 0 <= prev < N and n > 0:
+            start = (co.rep_of[prev] - opt.back) % n
+        init_seg = co.rep_of[init] if init >= 0 else -1
+        idx, _ = coherent_search(fr, qr, env, co, opt, scr, start, init, s_init, init_seg)
         used = USED_COHERENT
-        if ia[A_FALLBACK] != 0 and idx >= 0:
-            pen = penalty_clearance(idx, ell, obs, counts, slotw, pp, clearance)
+        if opt.fallback and idx >= 0:
+            total = penalty_clearance(idx, env, scr.clearance)
             have_clearance = True
             hit = False
-            for k in range(clearance.shape[0]):
-                if clearance[k] < 0.0:
+            for k in range(scr.clearance.shape[0]):
+                if scr.clearance[k] < 0.0:
                     hit = True
             if hit:
-                idx, _ = linear_search(feats, q, w, valid, mask, ell, obs, counts, slotw, pp, init, s_init, True,
-                                       stats)
+                idx, _ = linear_search(fr, qr, env, init, s_init, True, stats)
                 used = USED_FALLBACK
                 have_clearance = False
     if have_clearance:  # the summary of idx from its penalty and clearance already computed
-        _write_summary(idx, feats, q, w, ell, obs, counts, slotw, pp, cur, pen, clearance, out, stats, init, s_init)
+        _write_summary(idx, fr, qr.q, qr.w, env, cur, total, scr, init, s_init)
     else:
-        summarise(idx, feats, q, w, ell, obs, counts, slotw, pp, cur, clearance, out, stats, init, s_init)
+        _summarise(idx, fr, qr.q, qr.w, env, cur, scr, init, s_init)
     return idx, used
 
 
@@ -1030,34 +1150,36 @@ def gather_static(cell_start, items, nx, nz, x0, z0, cell, rows, stamp, ids, tic
 
 
 @no_refcount
-def plain_choice(query, cols, off, pose, pos, direc, zero, db_feats, cur, continuity, responsiveness, evasion_factor, q,
-                 w):
+def plain_choice(view, controls, query, cur, q, w):
     """The first half of :func:`choose` alone, for a choice with nothing near (the caller
     runs the plain accelerated search): ``q``, ``w`` written as there; returns the view
     distance to frame ``cur``. A character with no obstacle near needs only this small
     kernel, so its first search does not wait for the penalised search's compilation."""
-    take_columns(query, cols, q)
-    control_weights_into(off, pose, pos, direc, continuity, responsiveness, evasion_factor, w)
-    return view_distance(query, db_feats, cur, zero)
+    v = View(*view)
+    continuity, responsiveness, evasion_factor = controls
+    take_columns(query, v.cols, q)
+    control_weights_into(v.off, v.pose, v.pos, v.direc, continuity, responsiveness, evasion_factor, w)
+    return view_distance(query, v.db_feats, cur, v.zero)
 
 
 @no_refcount
-def choose(query, cols, off, pose, pos, direc, zero, db_feats, cur, continuity, responsiveness, evasion_factor, q, w, ia,
-           fa, feats, valid, mask, ell, obs, counts, slotw, pp, reps, rep_feats, rep_lo, rep_hi, rep_of, blk_lo,
-           blk_hi, blk_grid, blk_order, sup_lo, sup_hi, stats, clearance, out, qcodes, rep_bits, qpad, gaps):
-    """The query's search columns into ``q [len(cols)]`` (:func:`take_columns`) and the
-    view's and controls' weights into ``w [len(cols)]`` (:func:`control_weights_into`), buffers both,
-    then :func:`run_search` with them, in one call (an environment-aware chooser's choice).
-    Returns ``(index, used, plain)`` with ``plain`` the view distance to frame ``cur``;
-    ``(-1, USED_CLEAR, plain)`` without searching when ``ia[A_METHOD] < 0`` (plain motion
-    matching) or when nothing is near and ``ia[A_CLEAR]`` (the caller then runs the plain
-    accelerated search with ``q`` and ``w``)."""
-    take_columns(query, cols, q)
-    control_weights_into(off, pose, pos, direc, continuity, responsiveness, evasion_factor, w)
-    plain = view_distance(query, db_feats, cur, zero)
-    if ia[A_METHOD] < 0:
+def choose(view, controls, query, cur, fr, co, opt, pen, scr, q, w, mask, rep_bits, obs, counts, env_weight, prev):
+    """An environment-aware chooser's choice in one call: the search columns of ``query``
+    into ``q`` (:func:`take_columns`) and the weights of ``controls`` (continuity,
+    responsiveness, evasion factor) into ``w`` (:func:`control_weights_into`), buffers both,
+    the plain view distance of ``query`` to frame ``cur`` (:func:`view_distance`), then
+    :func:`run_search` with ``q`` and ``w`` seeded with ``cur``, whose full score goes to
+    ``out[2]``. ``view``: a :class:`View` plain tuple (see :mod:`motionmatch._jit`), the
+    rest as :func:`run_search`. Returns ``(index, used, plain)``; ``(-1, USED_CLEAR,
+    plain)`` without searching for the plain method (``method < 0``) or when nothing is near
+    and ``opt.clear`` (the caller then runs the plain accelerated search with ``q`` and
+    ``w``)."""
+    v = View(*view)
+    continuity, responsiveness, evasion_factor = controls
+    take_columns(query, v.cols, q)
+    control_weights_into(v.off, v.pose, v.pos, v.direc, continuity, responsiveness, evasion_factor, w)
+    plain = view_distance(query, v.db_feats, cur, v.zero)
+    if Options(*opt).method < 0:
         return -1, USED_CLEAR, plain
-    idx, used = run_search(ia, fa, feats, q, w, valid, mask, ell, obs, counts, slotw, pp, reps, rep_feats, rep_lo,
-                           rep_hi, rep_of, blk_lo, blk_hi, blk_grid, blk_order, sup_lo, sup_hi, stats, clearance, out,
-                           qcodes, rep_bits, qpad, gaps)
+    idx, used = run_search(fr, co, opt, pen, scr, q, w, mask, rep_bits, obs, counts, env_weight, cur, prev, cur)
     return idx, used, plain

@@ -40,6 +40,7 @@ matching costs. Each optimisation can be switched off for the ablation.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import NamedTuple
 
 import numpy as np
 
@@ -50,8 +51,8 @@ from motionmatch.search._validate import SearchError, check_features
 from motionmatch.search.box import BoxSearch
 
 __all__ = ["METHODS", "PenalizedSearch", "PenaltyParams", "SearchBuffers", "SearchOptions", "SearchResult",
-           "control_weights", "gather_static", "prepare_obstacles", "prepare_obstacles_into", "prepare_static",
-           "trajectory_points"]
+           "chooser_view", "control_weights", "gather_static", "prepare_obstacles", "prepare_obstacles_into",
+           "prepare_static", "trajectory_points"]
 
 METHODS = ("coherent-approx", "linear", "plain")
 #: former names still read in settings and scenario files
@@ -94,17 +95,14 @@ class PenaltyParams:
         slotw[: min(len(sw), n_slots)] = sw[:n_slots]
         return slotw
 
-    def packed(self, env_weight: float | None = None, heights_available: bool = True) -> np.ndarray:
-        pp = np.zeros(PK.NP)
-        pp[PK.P_DHAT] = self.threshold
-        pp[PK.P_KAPPA] = self.exponent
-        pp[PK.P_MARGIN] = self.margin
-        pp[PK.P_HLOW] = self.height_low
-        pp[PK.P_HTOP] = self.height_top
-        pp[PK.P_HEIGHTS] = 1.0 if (self.use_heights and heights_available) else 0.0
-        pp[PK.P_DISK] = 1.0 if self.disk_body else 0.0
-        pp[PK.P_ENVW] = self.env_weight if env_weight is None else env_weight
-        return pp
+    def packed(self, n_slots: int, heights_available: bool = True) -> PK.Penalty:
+        """The parameters as the kernels take them (without ``env_weight``, an argument of
+        its own): ``n_slots`` per-ellipse weights, height gating only with
+        ``heights_available``."""
+        return PK.Penalty(threshold=float(self.threshold), exponent=float(self.exponent), margin=float(self.margin),
+                          height_low=float(self.height_low), height_top=float(self.height_top),
+                          heights=bool(self.use_heights and heights_available), disk=bool(self.disk_body),
+                          slot_weights=self.slot_weight_array(n_slots))
 
 
 @dataclass(frozen=True)
@@ -197,66 +195,58 @@ class SearchResult:
     stats: dict
 
 
-_A_INIT, _A_PREV, _A_CUR = PK.A_INIT, PK.A_PREV, PK.A_CUR
 _USED_NAMES = ("linear", "coherent-approx", "linear", "plain")
 STAT_NAMES = ("distances", "penalties", "signed_distances", "segments", "representatives", "blocks_skipped")
 
 
 class SearchBuffers:
     """Preallocated buffers of repeated :meth:`PenalizedSearch.search` calls (one per
-    character): counters, clearance and summary arrays, the packed penalty parameters of the
-    last :class:`PenaltyParams` (re-packed only when another object is passed), and ``cur``,
-    a frame whose full score each search leaves in ``out[2]`` (-1: none).
+    character): counters, clearance and summary arrays, the search kernel's scratch, the
+    packed penalty parameters of the last :class:`PenaltyParams` (re-packed only when
+    another object is passed), and ``cur``, a frame whose full score each search leaves in
+    ``out[2]`` (-1: none).
 
     Attributes:
         stats: ``[NS]`` int64 counters of the last search; clearance: ``[K]`` float64;
         out: ``[4]`` float64: score, distance, score of ``cur``, collides (0/1).
-        qcodes, qpad: scratch of the search kernel (``[3, Dp]`` float32: the query's
-            block-bound codes; ``[3, D + (-D % 16)]`` float64: query, weights, best frame);
-            :meth:`gaps_for` gives its per-block bounds scratch.
+        scratch: these and the search kernel's scratch as the kernels take them (a plain
+            :class:`PK.Scratch`; :meth:`scratch_for` grows its per-block bounds).
     """
 
     def __init__(self, search: PenalizedSearch):
         self.search = search
         self.stats = np.zeros(PK.NS, dtype=np.int64)
-        self.qcodes = search.new_qcodes()
-        self.qpad = search.new_qpad()
-        self._gaps = search.new_gaps(search._none_codes)
-        self._tail_key: tuple | None = None  # see PenalizedSearch.choose_into
-        self._tail: tuple = ()
         self.clearance = np.empty(search.n_slots)
         self.out = np.empty(4)
         self.cur = -1
+        D = search.dim
+        # the query's block-bound codes [3, Dp] (Dp: D rounded up to a multiple of 8), and the
+        # query, weights and best frame padded to the representatives' row width
+        self._qcodes = np.zeros((3, D + (-D % 8)), dtype=np.float32)
+        self._qpad = np.zeros((3, D + (-D % 16)))
+        self._gaps = np.zeros(1, dtype=np.float32)
+        self.scratch = self._scratch()
+        self._tail_key: tuple | None = None  # see PenalizedSearch.choose_into
+        self._tail: tuple = ()
         self._pen: PenaltyParams | None = None
-        self._slotw = np.ones(search.n_slots)
-        self._pp = np.zeros(PK.NP)
-        self._envw = 0.0
-        self.ia = np.zeros(PK.NA, dtype=np.int64)  # the packed integer arguments of the last search
-        self._ia_of: np.ndarray | None = None  # the template they were copied from
+        self._penalty: tuple = ()
 
-    def packed_ints(self, template: np.ndarray, init: int, previous: int | None, cur: int) -> np.ndarray:
-        """``ia``: the packed integer arguments of a plan (``template``, copied only when the
-        plan changes) with this search's frames (see :meth:`frames_into`)."""
-        ia = self.ia
-        if self._ia_of is not template:
-            ia[:] = template
-            self._ia_of = template
-        return self.frames_into(ia, init, previous, cur)
+    def _scratch(self) -> tuple:
+        return tuple(PK.Scratch(self.stats, self.clearance, self.out, self._qcodes, self._qpad, self._gaps))
 
-    @staticmethod
-    def frames_into(ia: np.ndarray, init: int, previous: int | None, cur: int) -> np.ndarray:
-        """``ia`` with the frame playing now (``init``, -1: none), the previous best match
-        and the frame whose score goes to ``out[2]``."""
-        ia[_A_INIT] = init
-        ia[_A_PREV] = -1 if previous is None else previous
-        ia[_A_CUR] = cur
-        return ia
-
-    def gaps_for(self, block_lo: np.ndarray) -> np.ndarray:
-        """Scratch of the search kernel: a float32 bound per block of ``block_lo [B, Dp]``."""
+    def scratch_for(self, block_lo: np.ndarray) -> tuple:
+        """:attr:`scratch` with a float32 bound per block of ``block_lo [B, Dp]``."""
         if self._gaps.shape[0] < block_lo.shape[0]:
-            self._gaps = self.search.new_gaps(block_lo)
-        return self._gaps
+            self._gaps = np.zeros(block_lo.shape[0], dtype=np.float32)
+            self.scratch = self._scratch()
+        return self.scratch
+
+    def penalty(self, pen: PenaltyParams) -> tuple:
+        """``pen`` as the kernels take it (a plain :meth:`PenaltyParams.packed`)."""
+        if pen is not self._pen:
+            self._pen = pen
+            self._penalty = tuple(pen.packed(self.search.n_slots, self.search.has_heights))
+        return self._penalty
 
     def result(self, index: int, method: str) -> SearchResult:
         """The :class:`SearchResult` of the last search from these buffers (its ``index`` and
@@ -265,15 +255,14 @@ class SearchBuffers:
         return SearchResult(int(index), float(out[0]), float(out[1]), float(out[0] - out[1]), self.clearance.copy(),
                             bool(out[3] > 0.0), method, dict(zip(STAT_NAMES, self.stats.tolist())))
 
-    def packed(self, pen: PenaltyParams, env_weight: float | None) -> tuple[np.ndarray, np.ndarray]:
-        """``(slot weights [K], packed parameters [NP])`` of ``pen`` with ``env_weight``."""
-        if pen is not self._pen:
-            self._pen = pen
-            self._slotw = pen.slot_weight_array(self.search.n_slots)
-            self._pp = pen.packed(None, self.search.has_heights)
-            self._envw = pen.env_weight
-        self._pp[PK.P_ENVW] = self._envw if env_weight is None else env_weight
-        return self._slotw, self._pp
+
+class _Plan(NamedTuple):
+    """The kernel arguments of one :class:`SearchOptions` (:meth:`PenalizedSearch._plan_for`)."""
+
+    options: PK.Options
+    coarse: PK.Coarse
+    opt: tuple  # the same two as the kernels take them (plain tuples)
+    co: tuple
 
 
 class PenalizedSearch:
@@ -316,6 +305,7 @@ class PenalizedSearch:
         else:
             ell[..., 6], ell[..., 7] = 0.0, 2.0
         self.ellipses = ell
+        self._frames = tuple(PK.Frames(feats=f, valid=v, ell=ell))  # as the kernels take it
         self.plain = plain if plain is not None else BoxSearch(f, v)
         if clip_starts is None:
             clip_starts, clip_stops = np.array([0]), np.array([self.n_frames])
@@ -336,7 +326,7 @@ class PenalizedSearch:
         self._none_reps = np.zeros(1, dtype=np.int64)
         self._plans: dict = {}
         self._plan_opt: SearchOptions | None = None
-        self._plan: tuple = ()
+        self._plan: _Plan | None = None
         self._sorted_scratch = np.empty(0)
 
     # ------------------------------------------------------------ representatives
@@ -425,26 +415,32 @@ class PenalizedSearch:
         """
         opt = options or SearchOptions()
         pen = penalty or PenaltyParams()
+        envw = float(pen.env_weight if env_weight is None else env_weight)
+        m = self.valid if mask is None else mask
+        w = self._ones if weights is None else weights
         if buffers is not None:
             if buffers.search is not self:
                 raise SearchError("buffers: made for another PenalizedSearch")
-            b = buffers
-            m = self.valid if mask is None else mask
-            w = self._ones if weights is None else weights
             if query.shape != (self.dim,) or m.shape != (self.n_frames,) or w.shape != (self.dim,) \
                     or obstacles.shape[0] != self.n_slots or counts.shape != (self.n_slots,):
                 raise SearchError("query, mask, weights, obstacles or counts: wrong shape")
-            slotw, pp = b.packed(pen, env_weight)
-            idx, method = self.search_into(query, obstacles, counts, m, init_index, previous, w, slotw, pp, opt, b.cur,
-                                           b.stats, b.clearance, b.out, b)
-            return b.result(idx, method)
+            q, obs, cnt = query, obstacles, counts
+        else:
+            q, m, w, obs, cnt = self._checked(query, m, w, obstacles, counts)
+            buffers = SearchBuffers(self)
+        idx, method = self.search_into(q, obs, cnt, m, init_index, previous, w, buffers.penalty(pen), envw, opt,
+                                       buffers)
+        return buffers.result(idx, method)
+
+    def _checked(self, query, mask, weights, obstacles, counts) -> tuple[np.ndarray, ...]:
+        """The arguments of :meth:`search` checked and converted: ``(q, mask, w, obs, cnt)``."""
         q = np.ascontiguousarray(query, dtype=np.float64)
         if q.shape != (self.dim,):
             raise SearchError(f"query: expected shape ({self.dim},), got {q.shape}")
-        m = self.valid if mask is None else np.ascontiguousarray(mask, dtype=bool)
+        m = np.ascontiguousarray(mask, dtype=bool)
         if m.shape != (self.n_frames,):
             raise SearchError(f"mask: expected shape ({self.n_frames},), got {m.shape}")
-        w = self._ones if weights is None else np.ascontiguousarray(weights, dtype=np.float64)
+        w = np.ascontiguousarray(weights, dtype=np.float64)
         if w.shape != (self.dim,):
             raise SearchError(f"weights: expected shape ({self.dim},), got {w.shape}")
         obs = np.ascontiguousarray(obstacles, dtype=np.float64)
@@ -453,33 +449,21 @@ class PenalizedSearch:
             raise SearchError(f"obstacles: expected shape ({self.n_slots}, M, {ROW}) with counts ({self.n_slots},)")
         if np.any(cnt > obs.shape[1]) or np.any(cnt < 0):
             raise SearchError(f"counts: expected values in [0, {obs.shape[1]}], got {cnt}")
-        slotw = pen.slot_weight_array(self.n_slots)
-        pp = pen.packed(env_weight, self.has_heights)
-        stats = np.zeros(PK.NS, dtype=np.int64)
-        clearance = np.empty(self.n_slots)
-        out = np.empty(4)
-        idx, method = self.search_into(q, obs, cnt, m, init_index, previous, w, slotw, pp, opt, -1, stats,
-                                       clearance, out)
-        return SearchResult(idx, float(out[0]), float(out[1]), float(out[0] - out[1]), clearance,
-                            bool(out[3] > 0.0), method, dict(zip(STAT_NAMES, stats.tolist())))
+        return q, m, w, obs, cnt
 
     def search_into(self, q: np.ndarray, obs: np.ndarray, cnt: np.ndarray, mask: np.ndarray,
-                    init_index: int | None, previous: int | None, w: np.ndarray, slotw: np.ndarray, pp: np.ndarray,
-                    opt: SearchOptions, cur: int, stats: np.ndarray, clearance: np.ndarray,
-                    out: np.ndarray, buffers: SearchBuffers | None = None) -> tuple[int, str]:
+                    init_index: int | None, previous: int | None, w: np.ndarray, pen: tuple, env_weight: float,
+                    opt: SearchOptions, buffers: SearchBuffers) -> tuple[int, str]:
         """:meth:`search` without input checks, for a per-frame chooser that owns its
         buffers (one compiled call does the search, the collision fallback and the summary;
-        the scalar arguments of each :class:`SearchOptions` are packed once).
+        the arguments of each :class:`SearchOptions` are packed once).
 
         Args:
             q: ``[D]`` float64 contiguous; obs, cnt: as for :meth:`search` (float64 / int64,
                 contiguous); mask: ``[N]`` bool; w: ``[D]`` float64 weights;
-                slotw: :meth:`PenaltyParams.slot_weight_array`; pp: :meth:`PenaltyParams.packed`.
-            cur: a frame whose full score goes to ``out[2]`` (-1: none).
-            stats: ``[NS]`` int64 counters of this search (out); clearance: ``[K]`` float64 out;
-            out: ``[4]`` float64 out: score, distance, score of ``cur``, collides (0/1).
-            buffers: optional :class:`SearchBuffers` whose ``ia`` holds the packed integer
-                arguments (re-copied from the options' template only when the options change).
+                pen: :meth:`SearchBuffers.penalty`; env_weight: W_env.
+            buffers: the :class:`SearchBuffers` that receive the result; the full score of
+                its frame ``cur`` goes to its ``out[2]``.
 
         Returns:
             ``(index, method)``: the best frame and the method that produced it (as
@@ -487,78 +471,66 @@ class PenalizedSearch:
         """
         plan = self._plan_for(opt)
         init = -1 if init_index is None else init_index
-        if buffers is not None:
-            ia = buffers.packed_ints(plan[0], init, previous, cur)
-        else:  # (the template is shared by every call with these options)
-            ia = SearchBuffers.frames_into(plan[0].copy(), init, previous, cur)
-        qcodes = buffers.qcodes if buffers is not None else self.new_qcodes()
-        qpad = buffers.qpad if buffers is not None else self.new_qpad()
-        if ia[PK.A_METHOD] < 0 or (ia[PK.A_CLEAR] and not any(cnt.tolist())):  # plain, or nothing near
+        o = plan.options
+        if o.method < 0 or (o.clear and not any(cnt.tolist())):  # plain, or nothing near
             used = PK.USED_CLEAR
         else:
-            idx, used = PK.run_search(ia, plan[1], self.features, q, w, self.valid, readonly(mask), self.ellipses, obs,
-                                      cnt,
-                                      slotw, pp, *plan[2:], stats, clearance, out, qcodes,
-                                      self._mask_bits(plan[2], mask), qpad,
-                                      buffers.gaps_for(plan[7]) if buffers is not None else self.new_gaps(plan[7]))
+            idx, used = PK.run_search(self._frames, plan.co, plan.opt, pen, buffers.scratch_for(plan.coarse.blk_lo), q,
+                                      w, readonly(mask), self._mask_bits(plan.coarse.reps, mask), obs, cnt, env_weight, init,
+                                      -1 if previous is None else previous, buffers.cur)
         if used == PK.USED_CLEAR:
-            return self._plain_choice(q, mask, w, init_index, opt, obs, cnt, slotw, pp, cur, stats, clearance, out), \
+            return self._plain_choice(q, mask, w, init_index, opt, obs, cnt, pen, env_weight, buffers.cur, buffers), \
                 "plain"
         return int(idx), _USED_NAMES[used]
 
-    def _plain_choice(self, q, mask, w, init_index, opt, obs, cnt, slotw, pp, cur, stats, clearance, out) -> int:
+    def _plain_choice(self, q, mask, w, init_index, opt, obs, cnt, pen, env_weight, cur, buffers) -> int:
         """The plain accelerated search (plain method, or nothing near), warm-started at
-        ``init_index`` when allowed, with the penalised summary of its result in ``out``."""
+        ``init_index`` when allowed, with the penalised summary of its result in ``buffers``."""
         init = -1
         if init_index is not None and opt.warm_start and 0 <= init_index < self.n_frames \
                 and self.valid[init_index] and mask[init_index]:
             init = int(init_index)
-        stats[:] = 0
+        buffers.stats[:] = 0
         idx, _ = self._plain(q, mask, w, init)
         if cnt.any():
-            PK.summarise(idx, self.features, q, w, self.ellipses, obs, cnt, slotw, pp, cur, clearance, out, stats)
+            PK.summarise(idx, self._frames, pen, buffers.scratch, q, w, obs, cnt, env_weight, cur)
         else:  # (the same values; a character alone needs no penalty kernel compiled)
-            PK.plain_summary(idx, self.features, q, w, cur, clearance, out)
+            PK.plain_summary(idx, self._frames, buffers.scratch, q, w, cur)
         return idx
 
-    def choose_into(self, query: np.ndarray, cols: np.ndarray, masks: tuple, zero: np.ndarray, db_features: np.ndarray,
-                    cur: int, controls: tuple[float, float, float], q: np.ndarray, w: np.ndarray, obs: np.ndarray,
-                    cnt: np.ndarray, mask: np.ndarray, previous: int | None, slotw: np.ndarray, pp: np.ndarray,
-                    opt: SearchOptions, buffers: SearchBuffers) -> tuple[int, str, float]:
+    def choose_into(self, view: tuple, query: np.ndarray, cur: int, controls: tuple[float, float, float],
+                    q: np.ndarray, w: np.ndarray, obs: np.ndarray, cnt: np.ndarray, mask: np.ndarray,
+                    previous: int | None, pen: tuple, env_weight: float, opt: SearchOptions,
+                    buffers: SearchBuffers) -> tuple[int, str, float]:
         """A chooser's whole choice in one compiled call (:func:`PK.choose`): the query's
-        search columns ``query[cols]`` into ``q``, the view's and the high-level controls' weights into ``w``
-        (``masks``: columns left out, pose, trajectory position, trajectory direction ``[D]`` bool;
-        ``controls``: continuity, responsiveness, evasion factor; see
+        search columns into ``q``, the high-level controls' weights into ``w`` (``view``:
+        :func:`chooser_view`; ``controls``: continuity, responsiveness, evasion factor; see
         :func:`PK.control_weights`), the plain view distance of the whole ``query`` to frame
-        ``cur`` of ``db_features`` (columns where ``zero`` is true taken as 0), then
-        :meth:`search_into` with ``init_index = cur`` and the score of ``cur`` in
-        ``buffers.out[2]``. No checks: every array must be contiguous and of the right type
-        (as :meth:`search_into`). Returns ``(index, method, plain distance)``.
+        ``cur``, then :meth:`search_into` with ``init_index = cur`` and the score of ``cur``
+        in ``buffers.out[2]``. No checks: every array must be contiguous and of the right
+        type (as :meth:`search_into`). Returns ``(index, method, plain distance)``.
 
-        The kernel's arguments from ``ia`` on are kept in ``buffers`` while the plan, the mask,
-        the obstacle buffers and the penalty arrays stay the same objects (a chooser's case:
-        building them is about a tenth of a search's time); a writable mask is packed anew
-        on every call."""
+        The kernel's arguments from the searcher's frames to the obstacles are kept in
+        ``buffers`` while the plan, the buffers ``q`` and ``w``, the mask, the obstacle
+        buffers and the packed penalty stay the same objects (a chooser's case: building
+        them is about a tenth of a search's time); a writable mask is packed anew on every
+        call."""
         plan = self._plan if opt is self._plan_opt else self._plan_for(opt)
         b = buffers
-        ia = b.packed_ints(plan[0], cur, previous, cur)
-        if ia[PK.A_METHOD] < 0 or (ia[PK.A_METHOD] == 1 and ia[PK.A_CLEAR] and not cnt.any()):  # plain, or nothing near
-            plain = PK.plain_choice(query, cols, *masks, zero, db_features, cur, controls[0], controls[1], controls[2],
-                                    q, w)
-            return self._plain_choice(q, mask, w, cur, opt, obs, cnt, slotw, pp, cur, b.stats, b.clearance, b.out), \
-                "plain", plain
+        o = plan.options
+        if o.method < 0 or (o.method == 1 and o.clear and not cnt.any()):  # plain, or nothing near
+            plain = PK.plain_choice(view, controls, query, cur, q, w)
+            return self._plain_choice(q, mask, w, cur, opt, obs, cnt, pen, env_weight, cur, b), "plain", plain
         key = b._tail_key
-        if key is None or key[0] is not plan or key[1] is not mask or key[2] is not obs or key[3] is not cnt \
-                or key[4] is not slotw or key[5] is not pp or mask.flags.writeable:
-            b._tail = (ia, plan[1], self.features, self.valid, readonly(mask), self.ellipses, obs, cnt, slotw, pp, *plan[2:],
-                       b.stats, b.clearance, b.out, b.qcodes, self._mask_bits(plan[2], mask), b.qpad,
-                       b.gaps_for(plan[7]))
-            b._tail_key = (plan, mask, obs, cnt, slotw, pp)
-        idx, used, plain = PK.choose(query, cols, *masks, zero, db_features, cur, controls[0],
-                                     controls[1], controls[2], q, w, *b._tail)
+        if key is None or key[0] is not plan or key[1] is not q or key[2] is not w or key[3] is not mask \
+                or key[4] is not obs or key[5] is not cnt or key[6] is not pen or mask.flags.writeable:
+            b._tail = (self._frames, plan.co, plan.opt, pen, b.scratch_for(plan.coarse.blk_lo), q, w, readonly(mask),
+                       self._mask_bits(plan.coarse.reps, mask), obs, cnt)
+            b._tail_key = (plan, q, w, mask, obs, cnt, pen)
+        idx, used, plain = PK.choose(view, controls, query, cur, *b._tail, env_weight,
+                                     -1 if previous is None else previous)
         if used == PK.USED_CLEAR:
-            return self._plain_choice(q, mask, w, cur, opt, obs, cnt, slotw, pp, cur, b.stats, b.clearance, b.out), \
-                "plain", plain
+            return self._plain_choice(q, mask, w, cur, opt, obs, cnt, pen, env_weight, cur, b), "plain", plain
         return int(idx), _USED_NAMES[used], plain
 
     def _mask_bits(self, reps: np.ndarray, mask: np.ndarray) -> np.ndarray:
@@ -578,60 +550,36 @@ class PenalizedSearch:
             self._bits[id(mask)] = (mask, reps, out)  # holds the mask: its id stays its own
         return out
 
-    @staticmethod
-    def new_gaps(block_lo: np.ndarray) -> np.ndarray:
-        """Scratch of the search kernel: ``[B]`` float32, a bound per block of ``block_lo [B, Dp]``."""
-        return np.zeros(max(block_lo.shape[0], 1), dtype=np.float32)
-
-    def new_qpad(self) -> np.ndarray:
-        """Scratch of the search kernel: ``[3, D + (-D % 16)]`` float64 (the query, the
-        weights and the best frame's features, padded to the representatives' row width)."""
-        return np.zeros((3, self.dim + (-self.dim % 16)))
-
-    def new_qcodes(self) -> np.ndarray:
-        """Scratch of the search kernel: ``[3, Dp]`` float32 (the query's codes on the grid of
-        the block bounds; ``Dp``: the dimension rounded up to a multiple of 8)."""
-        return np.zeros((3, self._none_codes.shape[1]), dtype=np.float32)
-
-    def _plan_for(self, opt: SearchOptions) -> tuple:
-        """Packed arguments of :func:`PK.run_search` for ``opt`` (cached per options object):
-        ``(ia [NA], fa [NF], reps, rep_feats, lo, hi, rep_of, block lo, block hi, block grid, block order)``."""
+    def _plan_for(self, opt: SearchOptions) -> _Plan:
+        """The kernels' arguments for ``opt`` (cached per options object)."""
         if opt is self._plan_opt:
             return self._plan
         plan = self._plans.get(opt)
         if plan is None:
-            ia = np.zeros(PK.NA, dtype=np.int64)
-            fa = np.zeros(PK.NF)
-            ia[PK.A_METHOD] = {"linear": 0, "coherent-approx": 1, "plain": -1}[opt.method]
-            ia[PK.A_WARM] = int(bool(opt.warm_start))
-            slo = shi = self._none_codes
+            options = PK.Options(method={"linear": 0, "coherent-approx": 1, "plain": -1}[opt.method],
+                                 warm=bool(opt.warm_start), dissim=0, max_stride=0, v=0.0, slack=0.0, fallback=False,
+                                 clear=False, back=0, block=0, super_block=0)
+            coarse = PK.Coarse(reps=self._none_reps, rep_feats=self._none_blocks, rep_lo=self._none_reps,
+                               rep_hi=self._none_reps, rep_of=self._none_reps, blk_lo=self._none_codes,
+                               blk_hi=self._none_codes, blk_grid=self._none_grid, blk_order=self._none_order,
+                               sup_lo=self._none_codes, sup_hi=self._none_codes)
             if opt.method == "coherent-approx":
                 reps, rep_feats, lo, hi, rep_of = self.representatives(opt.adaptive)
-                ia[PK.A_DISSIM] = 0 if not opt.dissimilarity else (2 if opt.dissimilarity == "bound" else 1)
-                ia[PK.A_MAXSTRIDE] = int(opt.max_stride)
-                ia[PK.A_FALLBACK] = int(bool(opt.collision_fallback))
-                ia[PK.A_CLEAR] = int(bool(opt.plain_when_clear))
-                ia[PK.A_BACK] = round(opt.start_back * len(reps))
-                fa[PK.F_V] = float(opt.v)
-                fa[PK.F_SLACK] = float(opt.segment_slack)
+                options = options._replace(
+                    dissim=0 if not opt.dissimilarity else (2 if opt.dissimilarity == "bound" else 1),
+                    max_stride=int(opt.max_stride), v=float(opt.v), slack=float(opt.segment_slack),
+                    fallback=bool(opt.collision_fallback), clear=bool(opt.plain_when_clear),
+                    back=round(opt.start_back * len(reps)))
+                coarse = coarse._replace(reps=reps, rep_feats=rep_feats, rep_lo=lo, rep_hi=hi, rep_of=rep_of)
                 if opt.block_bounds:
                     blo, bhi, grid, order = self.block_bounds(opt.adaptive, opt.block_size)
-                    ia[PK.A_BLOCK] = int(opt.block_size)
+                    options = options._replace(block=int(opt.block_size))
+                    coarse = coarse._replace(blk_lo=blo, blk_hi=bhi, blk_grid=grid, blk_order=order)
                     if opt.super_blocks > 0:
                         slo, shi = self.super_blocks(opt.adaptive, opt.block_size, opt.super_blocks)
-                        ia[PK.A_SUPER] = int(opt.super_blocks)
-                else:
-                    blo = bhi = self._none_codes
-                    grid = self._none_grid
-                    order = self._none_order
-            else:
-                reps = lo = hi = self._none_reps
-                rep_of = self._none_reps
-                rep_feats = self._none_blocks
-                blo = bhi = self._none_codes
-                grid = self._none_grid
-                order = self._none_order
-            plan = (ia, fa, reps, rep_feats, lo, hi, rep_of, blo, bhi, grid, order, slo, shi)
+                        options = options._replace(super_block=int(opt.super_blocks))
+                        coarse = coarse._replace(sup_lo=slo, sup_hi=shi)
+            plan = _Plan(options, coarse, tuple(options), tuple(coarse))
             if len(self._plans) >= 32:
                 self._plans.pop(next(iter(self._plans)))
             self._plans[opt] = plan
@@ -655,11 +603,10 @@ class PenalizedSearch:
         frames = np.ascontiguousarray(frames, dtype=np.int64).reshape(-1)
         q = np.ascontiguousarray(query, dtype=np.float64)
         w = self._ones if weights is None else np.ascontiguousarray(weights, dtype=np.float64)
-        slotw = pen.slot_weight_array(self.n_slots)
         out = np.empty(frames.shape[0])
-        PK.score_frames(frames, self.features, q, w, self.ellipses, np.ascontiguousarray(obstacles, dtype=np.float64),
-                        np.ascontiguousarray(counts, dtype=np.int64), slotw, pen.packed(env_weight, self.has_heights),
-                        out)
+        PK.score_frames(frames, self._frames, tuple(pen.packed(self.n_slots, self.has_heights)), q, w,
+                        np.ascontiguousarray(obstacles, dtype=np.float64), np.ascontiguousarray(counts, dtype=np.int64),
+                        float(pen.env_weight if env_weight is None else env_weight), out)
         return out
 
     def clearance(self, frame: int, obstacles: np.ndarray, counts: np.ndarray,
@@ -667,8 +614,9 @@ class PenalizedSearch:
         """``[K]`` smallest signed distance of each of ``frame``'s ellipses to the obstacles."""
         pen = penalty or PenaltyParams()
         out = np.empty(self.n_slots)
-        PK.frame_clearance(int(frame), self.ellipses, np.ascontiguousarray(obstacles, dtype=np.float64),
-                           np.ascontiguousarray(counts, dtype=np.int64), pen.packed(None, self.has_heights), out)
+        PK.frame_clearance(int(frame), self._frames, tuple(pen.packed(self.n_slots, self.has_heights)),
+                           np.ascontiguousarray(obstacles, dtype=np.float64),
+                           np.ascontiguousarray(counts, dtype=np.int64), out)
         return out
 
 
@@ -715,6 +663,18 @@ def prepare_obstacles(rows: np.ndarray, slot_of: np.ndarray, root_xz, yaw: float
                                    float(root_xz[1]), float(yaw), np.ascontiguousarray(points_local, dtype=np.float64),
                                    float(radius), out, counts, key)
     return out, counts, float(nearest)
+
+
+def chooser_view(cols: np.ndarray, masks: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+                 zero: np.ndarray, db_features: np.ndarray) -> tuple:
+    """What :meth:`PenalizedSearch.choose_into` searches with for one feature view of the
+    database, as the kernel takes it (a plain :class:`PK.View`): the query columns ``cols
+    [D]`` int64 the search uses; ``masks``: the columns the view leaves out (weight 0), pose,
+    trajectory position and trajectory direction columns ``[D]`` bool (weighted by continuity,
+    responsiveness, responsiveness times the evasion factor); ``zero [Dq]`` bool, the columns taken as 0 in the plain view distance to
+    ``db_features [N, Dq]``. Build it once per view."""
+    off, pose, pos, direc = masks
+    return tuple(PK.View(cols=cols, off=off, pose=pose, pos=pos, direc=direc, zero=zero, db_feats=db_features))
 
 
 # Compiled obstacle preparation for a caller's per-search glue (a chooser that keeps its own
