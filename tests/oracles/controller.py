@@ -173,6 +173,7 @@ class ReferenceController(Controller):
                         a = self._release_t[k] / self.s.foot_blend_time
                         self._lock_pos[k] = toe_p + self._release[k] * (1 - a) ** 2 * (1 + 2 * a)
                         self._lock_t[k] = self.s.foot_lock_in_time
+                    self._lock_pos[k, 1] = max(self._lock_pos[k, 1], 0.0)  # never below the floor
                     self._release_t[k] = np.inf
                 elif np.linalg.norm(self._lock_pos[k] - toe_p) > self.s.foot_unlock_distance:
                     self._unlock(k, toe_p)

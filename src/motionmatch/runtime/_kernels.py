@@ -307,6 +307,10 @@ def lock_feet(data, frame, root_pos, root_rot, pose, dt, locks, shown):
                     for c in range(3):
                         lock_pos[k, c] = wp[toe, c] + release[k, c] * w
                     lock_t[k] = lock_in_time
+                # never lock a foot below the floor (y = 0): a transition's blend can dip a toe
+                # under it for a few frames, and the lock would hold it there (the soak found
+                # a toe 8 cm deep for 3.7 s)
+                lock_pos[k, 1] = max(lock_pos[k, 1], 0.0)
                 release_t[k] = np.inf
             else:
                 d2 = 0.0
