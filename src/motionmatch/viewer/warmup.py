@@ -190,7 +190,13 @@ class Warmup:
         the environment stage meanwhile, unless everything was cached already."""
         if self.db_path is not None:
             self._start_worker()
-        return self._run("character")
+        rep = self._run("character")
+        w = self._worker
+        if rep.compiled == 0 and w is not None and w.poll() is None:
+            w.kill()  # everything was cached: loading it here is quicker than the worker
+            w.wait()
+            self._worker = None
+        return rep
 
     def start_rest(self) -> threading.Thread:
         """The environment stage in a background thread: after the worker has compiled it
@@ -210,8 +216,8 @@ class Warmup:
 
     def _start_worker(self) -> None:
         self._started["environment"] = time.perf_counter()
-        self.log(f"compiling the kernels for {STAGE_WHAT['environment']} in a background process "
-                 "(a page's requests that need them wait until they are ready)")
+        self.log(f"preparing the kernels for {STAGE_WHAT['environment']} in a background process "
+                 "(compiling them on a first run; a page's requests that need them wait until they are ready)")
         cmd = [sys.executable, "-m", "motionmatch.viewer.warmup", str(self.db_path), "--stage", "environment"]
         self._worker = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
                                         env={**os.environ, "PYTHONUNBUFFERED": "1"})
