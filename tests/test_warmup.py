@@ -12,6 +12,8 @@ import sys
 import pytest
 
 from conftest import REPO, data_root, long_step
+from motionmatch._jit import compile_intervals
+from motionmatch.viewer.warmup import _ticks
 from test_viewer_support import small_database
 
 pytest.importorskip("starlette", reason="the viewer's packages are not installed: pip install 'motionmatch[viewer]'")
@@ -50,41 +52,10 @@ def _send(s, kind, **fields):
     s.handle(parse(json.dumps({"type": kind, "seq": 1, **fields})))
 
 
-def _ticks(s, n):
-    for _ in range(n):
-        s._drain_inbox()
-        s.step()
-        s._emit_pose(stepped=True)
-
-
-class _Compiles:
-    def __enter__(self):
-        from numba.core import event
-
-        self.names: list[str] = []
-        names = self.names
-
-        class L(event.Listener):
-            def on_start(self, ev):
-                names.append(ev.data["dispatcher"].py_func.__qualname__)
-
-            def on_end(self, ev):
-                pass
-
-        self.listener = L()
-        event.register("numba:compile", self.listener)
-        return self
-
-    def __exit__(self, *exc):
-        from numba.core import event
-
-        event.unregister("numba:compile", self.listener)
-
-
 def test_after_the_warm_up_a_session_compiles_nothing(prepared):
     assert [r.stage for r in prepared.warmup.reports] == ["character", "environment"]
     s, out = _session(prepared)
-    with _Compiles() as c:
+    with compile_intervals() as c:
         _send(s, "keys", held=["w", "shift"], yaw=0.3)
         _ticks(s, 40)
         _send(s, "keys", held=["j"], yaw=0.3)

@@ -52,13 +52,15 @@ def readonly(a):
 class compile_intervals:
     """Record Numba's compilations (and loads from its disk cache) while in the ``with``
     block: ``intervals``, a list of ``(start, end)`` in :func:`time.perf_counter` seconds,
-    one per outermost compilation (a kernel's callees compile inside it).
+    one per outermost compilation (a kernel's callees compile inside it), and ``names``,
+    the kernel of each.
 
     Reports use it to keep one-off warm-up apart from steady-state timings: a search that
     overlaps an interval paid for a compilation."""
 
     def __init__(self) -> None:
         self.intervals: list[tuple[float, float]] = []
+        self.names: list[str] = []
 
     @property
     def seconds(self) -> float:
@@ -70,13 +72,14 @@ class compile_intervals:
 
         from numba.core import event
 
-        intervals = self.intervals
+        intervals, names = self.intervals, self.names
         depth = [0, 0.0]
 
         class _Listener(event.Listener):
             def on_start(self, ev) -> None:
                 if depth[0] == 0:
                     depth[1] = time.perf_counter()
+                    names.append(ev.data["dispatcher"].py_func.__qualname__)
                 depth[0] += 1
 
             def on_end(self, ev) -> None:

@@ -368,64 +368,52 @@ class SearchLog:
 
     def __init__(self, keep: int | None = None):
         self._recent = RecentRows(SEARCH_LOG_KEEP if keep is None else keep, initial=None)  # fixed memory, allocated at the first search
-        self._method_names: list[str] = []
+        self._method_code: dict[str, int] = {}  # method name -> its code in the recent rows
+        self._method_totals: list[int] = []     # searches per method code
         self.count = 0
         self.time_total = 0.0
         self.cpu_total = 0.0
         self.search_cpu_total = 0.0
         self.collisions = 0
-        self.method_counts: dict[str, int] = {}
+
+    @property
+    def method_counts(self) -> dict[str, int]:
+        """``{method: searches}`` over the whole run."""
+        return {m: self._method_totals[c] for m, c in self._method_code.items()}
 
     def add(self, seconds: float, cpu: float, search_cpu: float, method: str, collides: bool, obstacles: int,
             frame: int, start: float = float("nan")) -> None:
         """Log one search (times in seconds; ``start``: when it began, ``time.perf_counter``)."""
-        if method not in self.method_counts:
-            self.method_counts[method] = 0
-            self._method_names.append(method)
-        self.method_counts[method] += 1
+        code = self._method_code.get(method)
+        if code is None:
+            code = self._method_code[method] = len(self._method_totals)
+            self._method_totals.append(0)
+        self._method_totals[code] += 1
         self.count += 1
         self.time_total += seconds
         self.cpu_total += cpu
         self.search_cpu_total += search_cpu
         self.collisions += bool(collides)
         self._recent.append(time=np.float64(seconds), start=np.float64(start), cpu=np.float64(cpu),
-                            search_cpu=np.float64(search_cpu), method=np.int16(self._method_names.index(method)),
+                            search_cpu=np.float64(search_cpu), method=np.int16(code),
                             collides=np.bool_(collides), obstacles=np.int32(obstacles), frame=np.int32(frame))
 
     def _recent_list(self, name: str) -> list:
         return self._recent.column(name).tolist() if len(self._recent) else []
 
-    @property
-    def times(self) -> list[float]:
-        return self._recent_list("time")
-
-    @property
-    def starts(self) -> list[float]:
-        return self._recent_list("start")
-
-    @property
-    def cpu_times(self) -> list[float]:
-        return self._recent_list("cpu")
-
-    @property
-    def search_cpu_times(self) -> list[float]:
-        return self._recent_list("search_cpu")
+    times = property(lambda self: self._recent_list("time"), doc="wall times of the recent searches (s)")
+    starts = property(lambda self: self._recent_list("start"), doc="when each began (time.perf_counter, s)")
+    cpu_times = property(lambda self: self._recent_list("cpu"), doc="their thread CPU times (s)")
+    search_cpu_times = property(lambda self: self._recent_list("search_cpu"),
+                                doc="thread CPU times of the search calls alone (s)")
+    collides = property(lambda self: self._recent_list("collides"), doc="whether each choice collides")
+    obstacles = property(lambda self: self._recent_list("obstacles"), doc="obstacle rows each considered")
+    frames = property(lambda self: self._recent_list("frame"), doc="the frame each chose")
 
     @property
     def methods(self) -> list[str]:
-        return [self._method_names[i] for i in self._recent_list("method")]
-
-    @property
-    def collides(self) -> list[bool]:
-        return self._recent_list("collides")
-
-    @property
-    def obstacles(self) -> list[int]:
-        return self._recent_list("obstacles")
-
-    @property
-    def frames(self) -> list[int]:
-        return self._recent_list("frame")
+        names = list(self._method_code)  # (codes are given in order of first use)
+        return [names[i] for i in self._recent_list("method")]
 
     @property
     def kept(self) -> int:

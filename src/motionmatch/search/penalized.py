@@ -472,27 +472,29 @@ class PenalizedSearch:
         plan = self._plan_for(opt)
         init = -1 if init_index is None else init_index
         o = plan.options
-        if o.method < 0 or (o.clear and not any(cnt.tolist())):  # plain, or nothing near
+        near = any(cnt.tolist())  # (faster than cnt.any() on a few counts)
+        if o.method < 0 or (o.clear and not near):  # plain, or nothing near
             used = PK.USED_CLEAR
         else:
             idx, used = PK.run_search(self._frames, plan.co, plan.opt, pen, buffers.scratch_for(plan.coarse.blk_lo), q,
                                       w, readonly(mask), self._mask_bits(plan.coarse.reps, mask), obs, cnt, env_weight, init,
                                       -1 if previous is None else previous, buffers.cur)
         if used == PK.USED_CLEAR:
-            return self._plain_choice(q, mask, w, init_index, opt, obs, cnt, pen, env_weight, buffers.cur, buffers), \
-                "plain"
+            return self._plain_choice(q, mask, w, init_index, opt, obs, cnt, near, pen, env_weight, buffers.cur,
+                                      buffers), "plain"
         return int(idx), _USED_NAMES[used]
 
-    def _plain_choice(self, q, mask, w, init_index, opt, obs, cnt, pen, env_weight, cur, buffers) -> int:
+    def _plain_choice(self, q, mask, w, init_index, opt, obs, cnt, near, pen, env_weight, cur, buffers) -> int:
         """The plain accelerated search (plain method, or nothing near), warm-started at
-        ``init_index`` when allowed, with the penalised summary of its result in ``buffers``."""
+        ``init_index`` when allowed, with the penalised summary of its result in ``buffers``
+        (``near``: whether any obstacle count is positive)."""
         init = -1
         if init_index is not None and opt.warm_start and 0 <= init_index < self.n_frames \
                 and self.valid[init_index] and mask[init_index]:
             init = int(init_index)
         buffers.stats[:] = 0
         idx, _ = self._plain(q, mask, w, init)
-        if cnt.any():
+        if near:
             PK.summarise(idx, self._frames, pen, buffers.scratch, q, w, obs, cnt, env_weight, cur)
         else:  # (the same values; a character alone needs no penalty kernel compiled)
             PK.plain_summary(idx, self._frames, buffers.scratch, q, w, cur)
@@ -518,9 +520,10 @@ class PenalizedSearch:
         plan = self._plan if opt is self._plan_opt else self._plan_for(opt)
         b = buffers
         o = plan.options
-        if o.method < 0 or (o.method == 1 and o.clear and not cnt.any()):  # plain, or nothing near
+        near = any(cnt.tolist())
+        if o.method < 0 or (o.method == 1 and o.clear and not near):  # plain, or nothing near
             plain = PK.plain_choice(view, controls, query, cur, q, w)
-            return self._plain_choice(q, mask, w, cur, opt, obs, cnt, pen, env_weight, cur, b), "plain", plain
+            return self._plain_choice(q, mask, w, cur, opt, obs, cnt, near, pen, env_weight, cur, b), "plain", plain
         key = b._tail_key
         if key is None or key[0] is not plan or key[1] is not q or key[2] is not w or key[3] is not mask \
                 or key[4] is not obs or key[5] is not cnt or key[6] is not pen or mask.flags.writeable:
@@ -530,7 +533,7 @@ class PenalizedSearch:
         idx, used, plain = PK.choose(view, controls, query, cur, *b._tail, env_weight,
                                      -1 if previous is None else previous)
         if used == PK.USED_CLEAR:
-            return self._plain_choice(q, mask, w, cur, opt, obs, cnt, pen, env_weight, cur, b), "plain", plain
+            return self._plain_choice(q, mask, w, cur, opt, obs, cnt, near, pen, env_weight, cur, b), "plain", plain
         return int(idx), _USED_NAMES[used], plain
 
     def _mask_bits(self, reps: np.ndarray, mask: np.ndarray) -> np.ndarray:
