@@ -50,7 +50,7 @@ def readonly(a):
 
 
 class compile_intervals:
-    """Record Numba's compilations (and loads from its disk cache) while in the ``with``
+    """Record Numba's compilations (not its loads from the disk cache) while in the ``with``
     block: ``intervals``, a list of ``(start, end)`` in :func:`time.perf_counter` seconds,
     one per outermost compilation (a kernel's callees compile inside it), and ``names``,
     the kernel of each.

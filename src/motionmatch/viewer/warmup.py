@@ -50,8 +50,8 @@ STAGE_SECONDS = {"character": 20.0, "environment": 35.0}
 
 @dataclass(frozen=True)
 class StageReport:
-    """One stage run: its name, wall seconds, and how many kernels it compiled or loaded
-    from the disk cache (0: all were in memory already)."""
+    """One stage run: its name, wall seconds, and how many kernels it compiled (outermost
+    compilations; 0 when every kernel was in memory or in Numba's disk cache)."""
 
     stage: str
     seconds: float
@@ -166,9 +166,6 @@ class Warmup:
         """Whether ``stage``'s kernels are in memory (a session may use them without compiling)."""
         return self._ready[stage].is_set()
 
-    def wait(self, stage: str, timeout: float | None = None) -> bool:
-        return self._ready[stage].wait(timeout)
-
     def status(self) -> dict:
         """For the page: ``{"ready": bool, "what": ..., "elapsed_s", "eta_s"}`` of the stage
         still running (``ready`` true when none is)."""
@@ -206,7 +203,7 @@ class Warmup:
         return t
 
     def run_all(self) -> list[StageReport]:
-        """Every stage in this process, blocking (tests, and ``--no-background``)."""
+        """Every stage in this process, blocking (``Viewer.prepare(background=False)``: tests)."""
         return [self._run(stage) for stage in STAGES]
 
     def close(self) -> None:
@@ -251,9 +248,8 @@ class Warmup:
         if rep.compiled:
             total = time.perf_counter() - self._started[stage]
             self.log(f"kernels for {STAGE_WHAT[stage]}: ready after {total:.1f} s "
-                     f"({rep.compiled} compiled or loaded from the cache)")
+                     f"({rep.compiled} kernels compiled)")
         return rep
-
 
     def _progress(self, stage: str, done: threading.Event, first: float = 3.0, every: float = 10.0) -> None:
         """A line after ``first`` seconds, then every ``every`` seconds, while ``stage`` runs."""
@@ -290,7 +286,7 @@ def _main(argv: list[str] | None = None) -> int:
         rep = run_stage(viewer, args.stage)
     finally:
         viewer.close()
-    print(f"{rep.stage}: {rep.seconds:.1f} s, {rep.compiled} kernels compiled or loaded", flush=True)
+    print(f"{rep.stage}: {rep.seconds:.1f} s, {rep.compiled} kernels compiled", flush=True)
     return 0
 
 
