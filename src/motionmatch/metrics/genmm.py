@@ -50,8 +50,8 @@ Li et al. 2022, for coverage and the two patch distances, and to SinGAN, Shaham 
   100%: the measure cannot fail. The threshold here is relative to each example clip:
   ``2 x`` its median distance between consecutive frames, at the rate of evaluation. A
   window shifted by ``s`` frames costs about ``s`` such steps, so "covered" means "found
-  to within about two frames of misalignment". Verified on the seven files of
-  ``genmm-examples`` (30 fps): truncated copies of 10% / 50% / 100% score 0.00-0.06 /
+  to within about two frames of misalignment". Verified on the six clips of
+  ``genmm-examples`` with motion (30 fps): truncated copies of 10% / 50% / 100% score 0.00-0.06 /
   0.41-0.54 / 1.00 (with a scale of 1: 0.00-0.06 / 0.26-0.48 / 1.00; with 3: up to 0.20 /
   0.77 on the periodic salsa and walks). Periodic examples score a little above their
   share, because their first half already contains the later cycles: that is coverage
