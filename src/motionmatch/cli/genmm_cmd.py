@@ -353,4 +353,5 @@ def _score(args: argparse.Namespace, gen, results: list, report: dict) -> None:
         report.pop("set_diversity")
     report["per_sample"] = metrics["per_output"]
     report["metric_definitions"] = metrics["definitions"]
+    report["coverage_thresholds"] = metrics["coverage_thresholds"]  # per example clip
     report["metrics_s"] = time.perf_counter() - tm
