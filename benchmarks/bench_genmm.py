@@ -33,7 +33,8 @@ diversity), each output twice the examples' length:
   (22 joints), cut from the two dance takes (the paper: five dance clips of 120-220
   frames); a control row gives the coverage of the first clip alone as the output.
 * Table 3, skeleton complexity: the smallest skeleton of the data (the dog, 21 joints)
-  up to the largest (Gangnam style, 67 joints), with the paper's 65-joint salsa between;
+  up to the largest (Gangnam style, 67 joints), with the styled walk (31), the elephant
+  (40), the crab (56) and the paper's 65-joint salsa between;
   a control gives the coverage of the example's first half as the output (about 0.5).
 * Table 4, hyper-parameters on the salsa (65 joints, 648 frames at 30 fps): alpha
   (none, 1 ... 1e-4), patch size, coarse ratio (the coarsest stage in patch sizes) and
@@ -163,6 +164,7 @@ DANCE_CLIPS = [("dance1_subject1_crop.bvh", 100, 120), ("dance2_subject1_crop.bv
                ("dance1_subject1_crop.bvh", 1300, 220)]
 # Table 3: the smallest and largest skeletons in the data, and the paper's 65-joint one.
 SKELETONS = [("quadruped-dog/D1_025_KAN01_001.bvh", "dog"), ("genmm-examples/Xia_normal.bvh", "styled walk"),
+             ("genmm-examples/Elephant_idle1.bvh", "elephant idle"),
              ("genmm-examples/Crabnew_Crab-dance-long.bvh", "crab"),
              ("genmm-examples/Joe_Salsa-Dancing-6.bvh", "salsa"),
              ("genmm-examples/Malcolm_Gangnam-Style.bvh", "Gangnam style")]
@@ -367,6 +369,9 @@ def main(argv: list[str] | None = None) -> int:
                     help="paper part: 2 seeds, fewer rows, outputs of 1k-10k frames only (a few minutes)")
     ap.add_argument("--seeds", type=int, default=None, help="paper part: outputs per table row (default 5; --quick 2)")
     ap.add_argument("--plot", metavar="PNG", default=None, help="paper part: write the time/memory plot here")
+    ap.add_argument("--lengths", default=None, metavar="N,N,...",
+                    help="paper part: output lengths of the time/memory curve (default 1000,3000,10000,30000,100000; "
+                         "--quick 1000,3000,10000; 'none' skips it)")
     ap.add_argument("--child-long", nargs=2, metavar=("PATH", "FRAMES"), help=argparse.SUPPRESS)
     ap.add_argument("--child-scaling", nargs=2, metavar=("PATH", "FRAMES"), help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
@@ -382,10 +387,14 @@ def main(argv: list[str] | None = None) -> int:
         say = (lambda m: None) if args.json else (lambda m: print(f"[{m}]", file=sys.stderr, flush=True))
         seeds = args.seeds or (2 if args.quick else 5)
         # The scaling runs first, each in a fresh process, while this one is small.
-        rows = scaling(root, QUICK_LENGTHS if args.quick else LENGTHS, say)
+        if args.lengths is None:
+            lengths = QUICK_LENGTHS if args.quick else LENGTHS
+        else:
+            lengths = [] if args.lengths.strip().lower() == "none" else [int(v) for v in args.lengths.split(",")]
+        rows = scaling(root, lengths, say)
         paper = paper_tables(root, seeds, args.quick, say)
         paper["scaling"] = rows
-        if args.plot:
+        if args.plot and rows:
             plot_scaling(rows, args.plot)
         if args.only == "paper":
             if args.json:
