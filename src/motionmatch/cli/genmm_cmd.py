@@ -36,7 +36,8 @@ spacing of its keys unless --keyframe-times or --keyframe-spacing says otherwise
 sparse keyframe example file says 1.0: one key per second).
 
 --report writes JSON: coverage (0-1, share of the examples' 30-frame windows found in the
-output with a mean frame distance under 2.0), global_patch_distance,
+output with a mean frame distance under 2x the example's median frame-to-frame distance;
+see 'motionmatch genmm-eval --help', which scores any files the same way), global_patch_distance,
 local_patch_distance (means over the samples), set_diversity (when --samples > 1),
 synthesis_s (seconds of synthesis per sample, no file I/O), per-sample values, the
 settings and the metric definitions.
@@ -354,4 +355,5 @@ def _score(args: argparse.Namespace, gen, results: list, report: dict) -> None:
         report.pop("set_diversity")
     report["per_sample"] = metrics["per_output"]
     report["metric_definitions"] = metrics["definitions"]
+    report["coverage_thresholds"] = metrics["coverage_thresholds"]  # per example clip
     report["metrics_s"] = time.perf_counter() - tm

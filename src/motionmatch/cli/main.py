@@ -27,6 +27,7 @@ examples:
   motionmatch run --db lafan.npz --input script.json -o out.bvh --report report.json --preview out.mp4
   motionmatch follow --db lafan.npz --path paths/square.json -o out.bvh --report report.json --preview out.mp4
   motionmatch genmm ../shared/data/genmm-examples/Joe_Salsa-Dancing-6.bvh -o salsa_new.bvh --samples 10 --report r.json
+  motionmatch genmm-eval salsa_new_*.bvh --example ../shared/data/genmm-examples/Joe_Salsa-Dancing-6.bvh --json
 
   motionmatch pose eval --json
   motionmatch scenario scenarios/zigzag-cones.json --db lafan_env.npz -o run.npz --report r.json
@@ -61,6 +62,7 @@ def build_parser() -> argparse.ArgumentParser:
         datasets_cmd,
         follow_cmd,
         genmm_cmd,
+        genmm_eval_cmd,
         pose_cmd,
         runtime_cmd,
         scenario_cmd,
@@ -78,6 +80,7 @@ def build_parser() -> argparse.ArgumentParser:
     runtime_cmd.register(sub)
     follow_cmd.register(sub)
     genmm_cmd.register(sub)
+    genmm_eval_cmd.register(sub)
     pose_cmd.register(sub)
     scenario_cmd.register(sub)
     viewer_cmd.register(sub)
