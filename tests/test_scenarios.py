@@ -308,3 +308,97 @@ def test_dense_obstacles_acceptance(env_db):
     assert full["collision_fraction"] <= plain["collision_fraction"] / 3
     assert full["error_m"] <= plain["error_m"] + 0.1
     assert full["diversity"] > plain["diversity"]
+
+
+# ------------------------------------------------------------------------------------ the four controls
+# One small scene per control (paper Sec. 5.3), run twice with the shared defaults and only
+# that control changed (the ends of its 0..4 range, or 0..1 for Evasion); each test checks
+# the effect in the direction the paper reports.
+def _solo(env_db, obstacles, keys, controls, duration):
+    """One character holding ``keys`` from the origin (facing +Z) among ``obstacles`` for
+    ``duration`` s with ``controls``: ``(record, [F, M] body-obstacle distances)``."""
+    from motionmatch.environment import parse_scenario
+
+    db, m = env_db
+    sc = parse_scenario({"name": "control", "duration": duration, "obstacles": obstacles,
+                         "agents": [{"name": "hero", "start": [0, 0], "facing": [0, 1],
+                                     "script": {"events": [{"t": 0, "keys": keys}]}, "controls": controls}]})
+    world, rec = run_scenario(db, sc, matcher=m)
+    return rec, body_distances(body_tracks(world, rec)[0], world.scene.rows_at(0.0))
+
+
+def _transitions(rec) -> int:
+    """Non-sequential database frames in the played motion."""
+    f = rec.frames[0]
+    return int(np.sum(f[1:] != f[:-1] + 1))
+
+
+def test_responsiveness_follows_the_input_more_closely(env_db):
+    """Responsiveness (Eq. 3): "higher values result in the character more closely
+    following the intended trajectory". Forward key toward a post 0.45 m right of the line
+    (its near side 0.15 m from it): at 4 the character stays closer to the line it is told
+    to walk and gets further in the same time; at 0.5 it detours wider and keeps more
+    clearance."""
+    post = [{"shape": "disk", "center": [0.45, 3.0], "radius": 0.3}]
+    lo, d_lo = _solo(env_db, post, ["w"], {"responsiveness": 0.5}, 5.0)
+    hi, d_hi = _solo(env_db, post, ["w"], {"responsiveness": 4.0}, 5.0)
+    off_lo = np.abs(lo.root_positions[0, :, 0]).mean()
+    off_hi = np.abs(hi.root_positions[0, :, 0]).mean()
+    assert off_hi < 0.75 * off_lo, (off_hi, off_lo)
+    assert d_lo.min() > d_hi.min(), (d_lo.min(), d_hi.min())
+
+
+def test_continuity_makes_fewer_transitions(env_db):
+    """Continuity (Eq. 4): "increasing this weight can reduce the number of potential
+    transitions". The same keyboard turns (W, D, W, A, S) with continuity 4 jump to
+    another database frame fewer times than with 0.1."""
+    from motionmatch.environment import parse_scenario
+
+    db, m = env_db
+    events = [{"t": 0, "keys": ["w"]}, {"t": 1.5, "keys": ["d"]}, {"t": 3, "keys": ["w"]}, {"t": 4.5, "keys": ["a"]},
+              {"t": 6, "keys": ["s"]}]
+    counts = []
+    for c in (0.1, 4.0):
+        sc = parse_scenario({"name": "continuity", "duration": 8.0, "agents": [
+            {"name": "hero", "start": [0, 0], "script": {"events": events}, "controls": {"continuity": c}}]})
+        _world, rec = run_scenario(db, sc, matcher=m)
+        counts.append(_transitions(rec))
+    assert counts[1] < 0.75 * counts[0], counts
+
+
+def test_evasion_turns_the_body_near_obstacles(env_db):
+    """Evasion (Eq. 5): near obstacles the direction weight falls toward E, so the body
+    orientation adapts to them. Forward key into a 0.5 m gap between two blocks: with
+    E = 0.01 the character turns its body from the input direction more than with E = 1
+    (off)."""
+    blocks = [{"shape": "box", "center": [-0.65, 3.0], "size": [1.0, 0.8]},
+              {"shape": "box", "center": [0.65, 3.0], "size": [1.0, 0.8]}]
+    yaws = []
+    for e in (1.0, 0.01):
+        rec, _d = _solo(env_db, blocks, ["w"], {"evasion": e}, 6.0)
+        z = rec.root_positions[0, :, 2]
+        near = (z > 1.8) & (z < 3.6)
+        assert near.sum() > 30
+        yaws.append(float(np.degrees(np.abs(rec.root_yaws[0, near])).max()))
+    assert yaws[1] > yaws[0] + 8.0, yaws
+
+
+def test_anticipation_avoids_earlier_without_slowing(env_db):
+    """Anticipation (Eq. 6): "the higher the anticipation, the earlier the character will
+    avoid obstacles without having to slow down". Sprinting at a post on the line: with 4
+    it leaves the line (0.2 m) further before the post than with 0, at the same speed, and
+    does not run into it."""
+    post = [{"shape": "disk", "center": [0.0, 7.0], "radius": 0.4}]
+    first, speed, clear = [], [], []
+    for a in (0.0, 4.0):
+        rec, d = _solo(env_db, post, ["w", "shift"], {"anticipation": a}, 4.0)
+        p = rec.root_positions[0]
+        off = np.abs(p[:, 0]) > 0.2
+        assert off.any()
+        first.append(float(p[np.argmax(off), 2]))
+        v = np.linalg.norm(np.diff(p[:, [0, 2]], axis=0), axis=1) * rec.fps
+        speed.append(float(v[p[1:, 2] < 5.0].mean()))
+        clear.append(float(d.min()))
+    assert first[1] < first[0] - 0.5, first  # earlier: further from the post (z = 7)
+    assert speed[1] > 0.9 * speed[0], speed
+    assert clear[1] > 0.0 > clear[0], clear
