@@ -385,7 +385,7 @@ def test_the_approximate_penalised_method_says_so_and_its_former_name_still_read
 def test_evasion_and_anticipation_formulas():
     """Evasion (Eq. 5): the direction weight's factor is ``max(E, 1 + log10(c / t))``,
     clamped to 1, ``c`` the clearance (root distance minus the body radius); Anticipation
-    (Eq. 6): ``W_env = W_env0 * max(A v, 1/2)``. Known answers."""
+    (Eq. 6): ``W_env = W_env0 * max(A v, 1)``. Known answers."""
     from motionmatch.runtime.world import Controls, EnvironmentSettings, anticipation_weight, evasion_factor
 
     st = EnvironmentSettings()
@@ -399,7 +399,8 @@ def test_evasion_and_anticipation_formulas():
     assert evasion_factor(c, st, r) == pytest.approx(0.1) and evasion_factor(c, st, 0.0) == pytest.approx(0.1)
     assert evasion_factor(c.with_(evasion=1.0), st, r) == 1.0  # E = 1: off
     w0 = st.penalty.env_weight
-    assert anticipation_weight(c, st, 0.0) == pytest.approx(0.5 * w0)  # standing: the floor
+    assert anticipation_weight(c, st, 0.0) == pytest.approx(w0)  # standing: the base weight
+    assert anticipation_weight(c, st, 0.85) == pytest.approx(w0)  # walking: still the base weight
     assert anticipation_weight(c, st, 1.3) == pytest.approx(1.3 * w0)
     assert anticipation_weight(c.with_(anticipation=4.0), st, 3.0) == pytest.approx(12.0 * w0)
-    assert anticipation_weight(c.with_(anticipation=0.0), st, 3.0) == pytest.approx(0.5 * w0)
+    assert anticipation_weight(c.with_(anticipation=0.0), st, 3.0) == pytest.approx(w0)

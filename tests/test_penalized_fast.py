@@ -286,6 +286,7 @@ class _Ctrl:
         self.root_pos = np.array([pos[0], 0.0, pos[1]])
         self.root_yaw = yaw
         self.last_desired = _Traj(traj)
+        self.time = 0.0  # the controller's clock (Evasion's interpolation)
 
         class S:
             transition_ratio = 0.9
