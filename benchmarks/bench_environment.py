@@ -2,7 +2,7 @@
 
     python benchmarks/bench_environment.py [--data DIR] [--out DIR] [--json] [--quick] [--no-scaling] [--no-crowd]
                                            [--repeat R] [--crowd-only] [--crowd-scale N ...] [--crowd-frames F]
-                                           [--baseline REV]
+                                           [--baseline REV] [--responsiveness-crowd]
 
 Builds a mirrored LAFAN1 database with body ellipses (``lafan1-60fps``, ~108k frames at
 60 fps, schema ``environment``) and runs ``scenarios/dense-obstacles.json`` (a 90 s path
@@ -72,6 +72,10 @@ Then:
   (plain motion matching); ``--baseline REV`` first runs the same measurement on the
   source of git revision ``REV`` (extracted to ``OUT/baseline-REV``, in a subprocess) and
   prints the speed-ups.
+
+``--responsiveness-crowd`` runs only the paper's Figure 9 check: ``scenarios/doors-small.json``
+with every agent at Responsiveness 0.5, then 4 (share crossed, time to cross the wall,
+distance to the nearest other body).
 
 Timings are from one core and depend on the machine; ratios are measured in the same run.
 """
@@ -176,6 +180,41 @@ def run(db, matcher, sc, cfg, record=False):
     return rep, log
 
 
+def responsiveness_crowd(db, matcher, scene: str = "doors-small", values=(0.5, 4.0)) -> dict:
+    """The paper's Figure 9 check: every agent of ``scenarios/<scene>.json`` at each
+    Responsiveness in ``values``; for each, the share that crossed the wall, the mean and
+    median time to cross it (first frame past z = 0, s) and the mean and 10th percentile
+    of the distance from each body to the nearest other body (m, body ellipses)."""
+    from motionmatch.environment.collision import pair_distances
+    from motionmatch.metrics.scenario import body_tracks
+
+    sc = load_scenario(REPO / "scenarios" / f"{scene}.json")
+    start = np.sign([a.start[1] for a in sc.agents])
+    out = {}
+    for r in values:
+        st = EnvironmentSettings.from_dicts(sc.penalty, sc.search, {**sc.controller.get("controls", {}),
+                                                                    "responsiveness": r})
+        world, rec = run_scenario(db, sc, settings=st, matcher=matcher)
+        crossed = np.sign(rec.root_positions[:, :, 2]) != start[:, None]
+        t_cross = np.array([np.argmax(c) / rec.fps if c.any() else np.nan for c in crossed])
+        tracks = body_tracks(world, rec)
+        n = len(sc.agents)
+        nearest = np.full((n, rec.frames.shape[1]), np.inf)
+        for i in range(n):
+            for j in range(i + 1, n):
+                d = pair_distances(tracks[i], tracks[j])
+                nearest[i] = np.minimum(nearest[i], d)
+                nearest[j] = np.minimum(nearest[j], d)
+        near = nearest[np.isfinite(nearest)]
+        out[r] = {"crossed": float(crossed[:, -1].mean()), "cross_s_mean": float(np.nanmean(t_cross)),
+                  "cross_s_median": float(np.nanmedian(t_cross)), "nearest_m_mean": float(near.mean()),
+                  "nearest_m_p10": float(np.percentile(near, 10))}
+        print(f"  responsiveness {r:g}: crossed {out[r]['crossed']:.0%}, time to cross {out[r]['cross_s_mean']:.2f} s "
+              f"(median {out[r]['cross_s_median']:.2f}), nearest other body {out[r]['nearest_m_mean']:.2f} m "
+              f"(10th percentile {out[r]['nearest_m_p10']:.2f} m)", flush=True)
+    return out
+
+
 def replay(matcher, log, repeat: int = 5) -> dict:
     """The recorded searches (with obstacles) replayed through ``search`` with the full
     method and with the linear search, alternately: median over ``repeat`` passes of the mean
@@ -250,6 +289,9 @@ def main(argv=None) -> int:
     ap.add_argument("--no-crowd", action="store_true")
     ap.add_argument("--repeat", type=int, default=1, help="run every configuration R times (median time)")
     ap.add_argument("--crowd-only", action="store_true", help="only the crowd measurements (no Table 1)")
+    ap.add_argument("--responsiveness-crowd", action="store_true",
+                    help="only the paper's Figure 9 check: doors-small.json with every agent at responsiveness 0.5, "
+                         "then 4 (time to cross, distance to the nearest other body)")
     ap.add_argument("--crowd-scale", type=int, nargs="*", metavar="N",
                     help="ms per World step for crowds of N steering agents (default with --crowd-only: 51 151 1000)")
     ap.add_argument("--crowd-frames", type=int, default=120, help="steps timed per crowd (after 60 warm-up steps)")
@@ -271,6 +313,11 @@ def main(argv=None) -> int:
     print(f"database: {db.num_frames} frames ({db.valid.sum()} searchable), {db.schema.dims}-D "
           f"'{db.schema.name}', built in {time.perf_counter() - t0:.1f} s; "
           f"{len(matcher.search.representatives(True)[0])} representatives")
+    if a.responsiveness_crowd:
+        summary = {"responsiveness_crowd": responsiveness_crowd(db, matcher)}
+        if a.json:
+            print(json.dumps(summary, indent=1, default=float))
+        return 0
     summary = {} if a.crowd_only else table1(db, matcher, clips, schema, a, out)
     if not a.no_crowd:
         summary["crowd"] = crowd(db, matcher)
