@@ -116,7 +116,7 @@ def _rest_positions(skeleton: Skeleton) -> np.ndarray:
     return pos
 
 
-def _bone_tails(skeleton: Skeleton, heads: np.ndarray) -> np.ndarray:
+def _bone_tails(skeleton: Skeleton, heads: np.ndarray, end_sites: np.ndarray) -> np.ndarray:
     """``[J, 3]`` bone tails: towards the mean of the children (or the end site), else along the
     parent bone, at least :data:`MIN_BONE_LENGTH` long (motionmatch axes)."""
     J = skeleton.num_joints
@@ -127,7 +127,7 @@ def _bone_tails(skeleton: Skeleton, heads: np.ndarray) -> np.ndarray:
         if kids:
             direction[j] = np.mean(heads[kids] - heads[j], axis=0)
         elif len(ends):
-            direction[j] = np.mean(skeleton.end_site_offsets[ends], axis=0)
+            direction[j] = np.mean(end_sites[ends], axis=0)
     for j in range(J):  # leaves without an end site continue their parent's direction
         if np.linalg.norm(direction[j]) < 1e-6:
             p = skeleton.parents[j]
@@ -138,15 +138,23 @@ def _bone_tails(skeleton: Skeleton, heads: np.ndarray) -> np.ndarray:
     return heads + direction
 
 
-def new_armature(skeleton: Skeleton, name: str, *, collection: Any = None) -> Any:
+def new_armature(skeleton: Skeleton, name: str, *, bind: Any = None, collection: Any = None) -> Any:
     """A new armature object with one bone per joint of ``skeleton`` (named after the joints),
-    in its rest pose, linked into ``collection`` (default the scene's). Leaves object mode."""
+    linked into ``collection`` (default the scene's). Its rest pose is the skeleton's rest
+    pose, or ``bind``'s pose (an object with ``bind_positions [J, 3]`` and ``bind_rotations
+    [J, 4]``, joint world transforms, e.g. a :class:`~motionmatch.anim.mannequin.Mannequin`)
+    so that a mesh made in that pose is skinned as it was made. Leaves object mode."""
     bpy = require_bpy()
     data = bpy.data.armatures.new(name)
     obj = bpy.data.objects.new(name, data)
     _collection(collection).objects.link(obj)
-    heads = _rest_positions(skeleton)
-    tails = _bone_tails(skeleton, heads)
+    if bind is None:
+        heads = _rest_positions(skeleton)
+        tails = _bone_tails(skeleton, heads, skeleton.end_site_offsets)
+    else:
+        heads = np.asarray(bind.bind_positions, dtype=np.float64)
+        ends = quat.rotate(np.asarray(bind.bind_rotations)[skeleton.end_site_parents], skeleton.end_site_offsets)
+        tails = _bone_tails(skeleton, heads, ends)
     hb, tb = to_blender(heads), to_blender(tails)
     view_layer = bpy.context.view_layer
     previous = view_layer.objects.active
@@ -212,10 +220,13 @@ def new_skinned_mesh(armature: Any, mesh: Any, name: str, *, collection: Any = N
 def build_character(motion: Motion, *, mesh: Any = None, name: str | None = None, start: int = 0,
                     collection: Any = None) -> tuple[Any, Any]:
     """An armature playing ``motion`` (a new action, keys at frames ``start + i``) and, when
-    ``mesh`` is given, its skinned mesh. Returns ``(armature object, mesh object or None)``."""
+    ``mesh`` is given, its skinned mesh (the armature's rest pose is then the mesh's bind
+    pose, when it has one). Returns ``(armature object, mesh object or None)``."""
     name = name or motion.name or "character"
-    arm = new_armature(motion.skeleton, name, collection=collection)
-    write_action(arm, motion, name=f"{name}_action", start=start)
+    bind = mesh if mesh is not None and hasattr(mesh, "bind_rotations") else None
+    arm = new_armature(motion.skeleton, name, bind=bind, collection=collection)
+    write_action(arm, motion, name=f"{name}_action", start=start,
+                 bind_rotations=None if bind is None else bind.bind_rotations)
     body = new_skinned_mesh(arm, mesh, f"{name}_body", collection=collection) if mesh is not None else None
     return arm, body
 
@@ -300,12 +311,15 @@ def _key_channels(bag: Any, bone: str, prop: str, values: np.ndarray, frames: np
 
 
 def write_action(obj: Any, motion: Motion, *, name: str | None = None, start: int = 0,
-                 assign: bool = True) -> Any:
+                 assign: bool = True, bind_rotations: np.ndarray | None = None) -> Any:
     """A new action on armature ``obj`` that plays ``motion``: keys at frames ``start + i``
     on every bone named like a joint (rotation in the bone's own rotation mode, location).
 
     Every bone of the armature must be a joint of ``motion`` (same name); its hierarchy is the
-    armature's. ``assign`` makes it the armature's current action. Returns the action.
+    armature's. The armature's rest pose is taken to be the motion's rest pose (every joint
+    unrotated), or the pose whose joint world rotations are ``bind_rotations [J, 4]``
+    (motionmatch axes, the motion's joint order). ``assign`` makes it the armature's current
+    action. Returns the action.
     """
     bpy = require_bpy()
     import mathutils
@@ -321,7 +335,10 @@ def write_action(obj: Any, motion: Motion, *, name: str | None = None, start: in
     t_a, r_a, s_a = _object_transform(obj)
     # world transforms in Blender axes -> armature space, with each bone's rest orientation
     P = to_blender(motion.world_positions[:, order])
-    Q = quat_to_blender(motion.world_rotations[:, order])
+    Q = motion.world_rotations[:, order]
+    if bind_rotations is not None:
+        Q = quat.mul_inv(Q, np.asarray(bind_rotations, dtype=np.float64)[order])
+    Q = quat_to_blender(Q)
     m = quat.inv_rotate(r_a, P - t_a) / s_a
     mq = quat.mul(quat.mul(quat.inv_mul(r_a, Q), r_a), rest_rot)
     has_parent = parents >= 0

@@ -147,6 +147,7 @@ def _export_in_process(motions: list[Motion], meshes: list[Any], names: list[str
 
 # ----------------------------------------------------------------- subprocess
 _MESH_FIELDS = ("vertices", "triangles", "joints", "weights")
+_MESH_OPTIONAL = ("normals", "bind_positions", "bind_rotations")  # the bind pose: the armature's rest pose
 
 
 def pack(motions: Sequence[Motion], meshes: Sequence[Any], names: Sequence[str]) -> dict[str, np.ndarray]:
@@ -160,6 +161,8 @@ def pack(motions: Sequence[Motion], meshes: Sequence[Any], names: Sequence[str])
                        f"{i}_translations": m.translations, f"{i}_fps": np.array(m.fps)})
         if mesh is not None:
             arrays.update({f"{i}_mesh_{k}": np.asarray(getattr(mesh, k)) for k in _MESH_FIELDS})
+            arrays.update({f"{i}_mesh_{k}": np.asarray(getattr(mesh, k)) for k in _MESH_OPTIONAL
+                           if getattr(mesh, k, None) is not None})
     return arrays
 
 
@@ -176,7 +179,8 @@ def unpack(data: Any) -> tuple[list[Motion], list[Any], list[str]]:
                         data[f"{i}_end_site_parents"], data[f"{i}_end_site_offsets"])
         motions.append(Motion(skel, data[f"{i}_rotations"], data[f"{i}_translations"], float(data[f"{i}_fps"])))
         has_mesh = f"{i}_mesh_vertices" in data
-        meshes.append(_Mesh(**{k: data[f"{i}_mesh_{k}"] for k in _MESH_FIELDS}) if has_mesh else None)
+        fields = {k: data[f"{i}_mesh_{k}"] for k in _MESH_FIELDS + _MESH_OPTIONAL if f"{i}_mesh_{k}" in data}
+        meshes.append(_Mesh(**fields) if has_mesh else None)
     return motions, meshes, [str(n) for n in data["names"]]
 
 

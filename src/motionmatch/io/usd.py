@@ -7,8 +7,9 @@ open: metres (``metersPerUnit = 1``), Y up, time codes at the motion's frame rat
 
 - ``Skeleton``: the joints as UsdSkel paths (``Hips``, ``Hips/Spine``, ...; names made valid
   USD identifiers) with the original names in ``jointNames``; ``restTransforms`` are the
-  rest offsets, ``bindTransforms`` the rest pose in skeleton space (every joint
-  unrotated, as in motionmatch's rest pose);
+  rest offsets, ``bindTransforms`` the joints' world transforms in the pose the mesh was
+  made in (a :class:`~motionmatch.anim.mannequin.Mannequin`'s ``bind_positions`` and
+  ``bind_rotations``), else the rest pose (every joint unrotated);
 - ``Animation``: a ``SkelAnimation`` with one time sample per frame of the joints' local
   ``translations`` and ``rotations`` (and unit ``scales``);
 - ``Body`` (when a mesh is given): a skinned ``Mesh`` in the rest pose with
@@ -128,8 +129,10 @@ def save_usd(motions: Motion | Sequence[Motion], path: str | Path, *, meshes: Se
         skeleton.CreateJointNamesAttr(Vt.TokenArray(list(skel.names)))
         skeleton.CreateRestTransformsAttr(Vt.Matrix4dArray([Gf.Matrix4d(1.0).SetTranslate(Gf.Vec3d(*map(float, o)))
                                                              for o in skel.offsets]))
-        skeleton.CreateBindTransformsAttr(Vt.Matrix4dArray([Gf.Matrix4d(1.0).SetTranslate(Gf.Vec3d(*map(float, p)))
-                                                             for p in rest_world]))
+        bind_pos, bind_rot = rest_world, np.tile([1.0, 0.0, 0.0, 0.0], (skel.num_joints, 1))
+        if mesh is not None and hasattr(mesh, "bind_positions"):  # the pose the mesh was made in
+            bind_pos, bind_rot = np.asarray(mesh.bind_positions), np.asarray(mesh.bind_rotations)
+        skeleton.CreateBindTransformsAttr(Vt.Matrix4dArray([_matrix(p, q) for p, q in zip(bind_pos, bind_rot)]))
 
         anim = UsdSkel.Animation.Define(stage, root_path.AppendChild("Animation"))
         anim.CreateJointsAttr(joints)
@@ -151,6 +154,17 @@ def save_usd(motions: Motion | Sequence[Motion], path: str | Path, *, meshes: Se
         if not stage.GetRootLayer().Export(str(tmp)):
             raise MotionMatchError(f"{path}: USD could not write the file")
     return path
+
+
+def _matrix(position: np.ndarray, rotation: np.ndarray):
+    """A USD (row-vector) matrix rotating by ``rotation`` (w, x, y, z), then moving to ``position``."""
+    from pxr import Gf
+
+    w, x, y, z = map(float, rotation)
+    m = Gf.Matrix4d(1.0)
+    m.SetRotateOnly(Gf.Quatd(w, Gf.Vec3d(x, y, z)))
+    m.SetTranslateOnly(Gf.Vec3d(*map(float, position)))
+    return m
 
 
 def _prim_names(motions: Sequence[Motion], names: Sequence[str] | None) -> list[str]:
