@@ -52,7 +52,9 @@ MIN_RADIUS_CELLS = 1.3
 #: Smooth-union blend width, in grid cells.
 BLEND_CELLS = 0.7
 #: Skin-weight falloff as a fraction of the nearest capsule's radius.
-WEIGHT_FALLOFF = 0.3
+WEIGHT_FALLOFF = 0.15
+#: :func:`bind_pose` counts joints as apart from other limbs at this many median bone lengths.
+APART_CAP = 1.0
 #: Most frames of a motion :func:`bind_pose` looks at.
 BIND_CANDIDATES = 64
 
@@ -290,7 +292,7 @@ def _build(skeleton: Skeleton, local_rot: np.ndarray, local_trans: np.ndarray) -
     field[field == 0.0] = 1e-12  # no grid point exactly on the surface
     verts, tri = _surface_nets(field, origin, h)
     normals = _vertex_normals(verts, tri)
-    joints, weights = _skin_weights(verts, owner, a, b, r0, r1, skeleton.num_joints)
+    joints, weights = _skin_weights(verts, owner, a, b, r0, r1, skeleton.parents)
     return Mannequin(
         vertices=verts.astype(np.float32),
         normals=normals.astype(np.float32),
@@ -302,7 +304,7 @@ def _build(skeleton: Skeleton, local_rot: np.ndarray, local_trans: np.ndarray) -
     )
 
 
-def _skin_weights(v, owner, a, b, r0, r1, num_joints):
+def _skin_weights(v, owner, a, b, r0, r1, parents):
     """At most four joints per vertex, weighted by the distance to each capsule's surface."""
     ab = b - a
     ll = np.maximum(np.einsum("sc,sc->s", ab, ab), 1e-18)
@@ -313,8 +315,16 @@ def _skin_weights(v, owner, a, b, r0, r1, num_joints):
     nearest = np.argmin(s, axis=1)
     sigma = WEIGHT_FALLOFF * radius[np.arange(len(v)), nearest]
     w_seg = np.exp(-(s - s[np.arange(len(v)), nearest][:, None]) / sigma[:, None])
+    num_joints = len(parents)
     w_joint = np.zeros((len(v), num_joints))
     np.maximum.at(w_joint.T, owner, w_seg.T)  # a joint's weight: its nearest capsule's
+    # only the nearest capsule's joint and the joints one bone away from it: limbs that touch
+    # in the bind pose do not drag each other along
+    adjacent = np.eye(num_joints, dtype=bool)
+    has_parent = parents >= 0
+    adjacent[np.flatnonzero(has_parent), parents[has_parent]] = True
+    adjacent[parents[has_parent], np.flatnonzero(has_parent)] = True
+    w_joint *= adjacent[owner[nearest]]
     top = np.argsort(-w_joint, axis=1, kind="stable")[:, :4]
     w = np.take_along_axis(w_joint, top, axis=1)
     w[w < 1e-3 * w[:, :1]] = 0.0
@@ -352,9 +362,11 @@ def bind_pose(motion: Motion) -> tuple[NDArray[np.float64], NDArray[np.float64]]
     ``(J, 3)``.
 
     The rest pose or one of (at most :data:`BIND_CANDIDATES`) frames of the motion,
-    whichever keeps the joints farthest from the joints of other limbs (mean over joints
-    of the distance to the nearest joint three or more bones away); the rest pose wins
-    within 20 %. The root is moved over the origin (its height kept).
+    whichever scores best on two counts that each reach 1: limbs apart (the mean over joints
+    of the distance to the nearest joint three or more bones away, capped at
+    :data:`APART_CAP` median bone lengths) and limbs straight (the mean cosine between the
+    bones into and out of each joint with one child). The rest pose wins within 0.1. The
+    root is moved over the origin (its height kept).
     """
     skel = motion.skeleton
     J = skel.num_joints
@@ -363,14 +375,31 @@ def bind_pose(motion: Motion) -> tuple[NDArray[np.float64], NDArray[np.float64]]
     frames = np.unique(np.linspace(0, motion.num_frames - 1, min(BIND_CANDIDATES, motion.num_frames)).astype(int))
     rots = np.concatenate([rest_rot, motion.rotations[frames]])
     trans = np.concatenate([skel.offsets[None], motion.translations[frames]])
-    pos = kinematics.forward_kinematics(skel.parents, rots, trans)[0][:, body]
+    pos = kinematics.forward_kinematics(skel.parents, rots, trans)[0]
+    # apart: each joint's distance to the nearest joint three or more bones away, capped
     hops = _tree_distance(skel.parents)[np.ix_(body, body)]
-    dist = np.linalg.norm(pos[:, :, None] - pos[:, None, :], axis=-1)
+    pb = pos[:, body]
+    dist = np.linalg.norm(pb[:, :, None] - pb[:, None, :], axis=-1)
     dist[:, hops < 3] = np.inf
     nearest = dist.min(axis=2)
     nearest[~np.isfinite(nearest)] = 0.0
-    score = nearest.mean(axis=1)
-    best = 0 if score[0] >= 0.8 * score.max() else int(np.argmax(score))
+    bone = np.linalg.norm(pos[:, 1:] - pos[:, skel.parents[1:]], axis=-1)
+    cap = APART_CAP * max(float(np.median(bone[0][bone[0] > 0])) if np.any(bone[0] > 0) else 1.0, 1e-9)
+    apart = np.minimum(nearest, cap).mean(axis=1) / cap
+    # straight: the cosine between each single-child joint's incoming and outgoing bone
+    single = [j for j in range(1, J) if body[skel.parents[j]] and len(skel.children(j)) == 1]
+    if single:
+        kid = np.array([skel.children(j)[0] for j in single])
+        j_ = np.array(single)
+        d_in = pos[:, j_] - pos[:, skel.parents[j_]]
+        d_out = pos[:, kid] - pos[:, j_]
+        norms = np.linalg.norm(d_in, axis=-1) * np.linalg.norm(d_out, axis=-1)
+        cos = np.where(norms > 1e-12, np.sum(d_in * d_out, axis=-1) / np.maximum(norms, 1e-12), 1.0)
+        straight = cos.mean(axis=1)
+    else:
+        straight = np.ones(len(pos))
+    score = apart + straight
+    best = 0 if score[0] >= score.max() - 0.1 else int(np.argmax(score))
     rot, tr = rots[best].copy(), trans[best].copy()
     tr[0, [0, 2]] = 0.0
     return rot, tr
