@@ -3,13 +3,15 @@ meshes' deformed vertices at given frames, as Blender imports and poses them.
 
 Run by the round-trip tests in a Python that has ``bpy`` (``$MOTIONMATCH_BLENDER_PYTHON``)::
 
-    python tests/blender_joints.py FILE FPS FRAME,FRAME,... [--mesh]
+    python tests/blender_joints.py FPS FRAME,FRAME,... [--mesh] FILE [FILE ...]
 
-prints ``{"joints": {armature: {bone: [[x, y, z] per frame]}}, "meshes": {object: [[[x, y,
-z] per vertex] per frame]}}`` as JSON on the last line of stdout, in metres, Y up
+prints ``{FILE: {"joints": {armature: {bone: [[x, y, z] per frame]}}, "meshes": {object:
+[[[x, y, z] per vertex] per frame]}}}`` as JSON on the last line of stdout (one Blender
+start for several files), in metres, Y up
 (Blender's Z-up world turned back: ``(x, z, -y)``); meshes only with ``--mesh``. The
 scene's frame rate is set to FPS before importing, and motion frame ``i`` is evaluated
-``i`` frames after the first keyed frame (importers differ in where they start).
+``i`` frames after the first keyed frame (importers differ in where they start). A glTF
+file's animations (one per character) all play at once.
 """
 
 from __future__ import annotations
@@ -34,6 +36,13 @@ def main(path: str, fps: float, frames: list[int], meshes: bool) -> dict:
         bpy.ops.import_scene.fbx(filepath=path, anim_offset=0.0)
     else:
         bpy.ops.import_scene.gltf(filepath=path)
+    for obj in scene.objects:  # glTF: one animation per character, the first active, the others NLA tracks
+        anim = obj.animation_data
+        if anim is not None and anim.action is None and len(anim.nla_tracks) and len(anim.nla_tracks[0].strips):
+            strip = anim.nla_tracks[0].strips[0]
+            anim.action = strip.action
+            if getattr(strip, "action_slot", None) is not None:
+                anim.action_slot = strip.action_slot
     arms = [o for o in scene.objects if o.type == "ARMATURE"]
     starts = [o.animation_data.action.frame_range[0] for o in arms if o.animation_data and o.animation_data.action]
     first = min(starts) if starts else 0.0
@@ -64,5 +73,5 @@ def main(path: str, fps: float, frames: list[int], meshes: bool) -> dict:
 
 if __name__ == "__main__":
     args = [a for a in sys.argv[1:] if a != "--mesh"]
-    result = main(args[0], float(args[1]), [int(a) for a in args[2].split(",")], "--mesh" in sys.argv)
-    print(json.dumps(result))
+    fps, frames = float(args[0]), [int(a) for a in args[1].split(",")]
+    print(json.dumps({path: main(path, fps, frames, "--mesh" in sys.argv) for path in args[2:]}))

@@ -271,6 +271,20 @@ def _rest(obj: Any, bones: list[Any]) -> tuple[np.ndarray, np.ndarray, np.ndarra
     return heads, rots, parents
 
 
+def _forward_kinematics(motion: Motion) -> tuple[np.ndarray, np.ndarray]:
+    """World positions ``[F, J, 3]`` and rotations ``[F, J, 4]``, numpy over frames (no compiled
+    kernel: Blender's Python may have another Numba than the one that filled the cache)."""
+    parents = motion.skeleton.parents
+    pos = np.empty(motion.translations.shape)
+    rot = np.empty(motion.rotations.shape)
+    pos[:, 0], rot[:, 0] = motion.translations[:, 0], motion.rotations[:, 0]
+    for j in range(1, motion.num_joints):
+        p = parents[j]
+        pos[:, j] = pos[:, p] + quat.rotate(rot[:, p], motion.translations[:, j])
+        rot[:, j] = quat.mul(rot[:, p], motion.rotations[:, j])
+    return pos, rot
+
+
 def _channelbag(action: Any, obj: Any) -> Any:
     """Where ``action``'s F-curves for ``obj`` live: the slot's channel bag (Blender 4.4+)
     or the action itself (older Blender)."""
@@ -334,8 +348,9 @@ def write_action(obj: Any, motion: Motion, *, name: str | None = None, start: in
     heads, rest_rot, parents = _rest(obj, bones)
     t_a, r_a, s_a = _object_transform(obj)
     # world transforms in Blender axes -> armature space, with each bone's rest orientation
-    P = to_blender(motion.world_positions[:, order])
-    Q = motion.world_rotations[:, order]
+    world_pos, world_rot = _forward_kinematics(motion)
+    P = to_blender(world_pos[:, order])
+    Q = world_rot[:, order]
     if bind_rotations is not None:
         Q = quat.mul_inv(Q, np.asarray(bind_rotations, dtype=np.float64)[order])
     Q = quat_to_blender(Q)
@@ -398,7 +413,7 @@ def read_motion(obj: Any, action: Any = None, *, frames: Sequence[int] | None = 
             raise MotionMatchError(f"armature {obj.name!r} has no action; give it one (or pick one) first")
     if frames is None:
         lo, hi = action.frame_range
-        frames = range(int(round(lo)), int(round(hi)) + 1)
+        frames = range(round(lo), round(hi) + 1)
     frames = list(frames)
     frame_before = (scene.frame_current, scene.frame_subframe)
     _assign(obj, action)

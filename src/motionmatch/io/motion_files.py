@@ -1,4 +1,4 @@
-"""Writing motion to the file a user names: BVH or binary glTF, chosen by the suffix.
+"""Writing motion to the file a user names: BVH, binary glTF, FBX or USD, chosen by the suffix.
 
 Every command that writes motion goes through :func:`write_motion`, so that ``-o`` takes
 the same formats everywhere.
@@ -15,7 +15,7 @@ from motionmatch.errors import MotionMatchError
 __all__ = ["MOTION_SUFFIXES", "write_motion"]
 
 #: File suffixes :func:`write_motion` writes.
-MOTION_SUFFIXES = (".bvh", ".glb")
+MOTION_SUFFIXES = (".bvh", ".glb", ".fbx", ".usd", ".usda", ".usdc")
 
 
 def write_motion(path: str | Path, motion: Motion | Sequence[tuple[str, Motion]], *, units: str | float | None = None,
@@ -23,11 +23,13 @@ def write_motion(path: str | Path, motion: Motion | Sequence[tuple[str, Motion]]
     """Write motion to ``path`` (atomically), as BVH or glTF binary by its suffix.
 
     Args:
-        path: a ``.bvh`` or ``.glb`` file.
-        motion: one motion, or ``(name, motion)`` pairs (several characters: ``.glb`` only).
+        path: a ``.bvh``, ``.glb``, ``.fbx`` (Blender's exporter: the ``blender`` extra or
+            ``$MOTIONMATCH_BLENDER_PYTHON``) or ``.usd``/``.usda``/``.usdc`` (the ``usd`` extra) file;
+            all but BVH carry each character's skinned mannequin.
+        motion: one motion, or ``(name, motion)`` pairs (several characters: all but ``.bvh``).
         units: BVH length unit (``"m"``, ``"cm"``, ... or metres per unit); ``None`` keeps
             the motion's own. glTF is always in metres.
-        obstacles: obstacles drawn in a ``.glb`` file (ignored by BVH).
+        obstacles: obstacles drawn in a ``.glb`` file (ignored by the other formats).
     """
     path = Path(path)
     suffix = path.suffix.lower()
@@ -37,6 +39,19 @@ def write_motion(path: str | Path, motion: Motion | Sequence[tuple[str, Motion]]
         chars = ([Character(motion.name or path.stem, motion)] if isinstance(motion, Motion)
                  else [Character(n, m) for n, m in motion])
         return write_glb(path, chars, obstacles)
+    if suffix in (".fbx", ".usd", ".usda", ".usdc"):
+        from motionmatch.anim.mannequin import mannequin_for
+
+        pairs = [(motion.name or path.stem, motion)] if isinstance(motion, Motion) else list(motion)
+        names, motions = [n for n, _ in pairs], [m for _, m in pairs]
+        meshes = [mannequin_for(m) for m in motions]
+        if suffix == ".fbx":
+            from motionmatch.io.fbx import save_fbx
+
+            return save_fbx(motions, path, meshes=meshes, names=names)
+        from motionmatch.io.usd import save_usd
+
+        return save_usd(motions, path, meshes=meshes, names=names)
     if suffix == ".bvh":
         from motionmatch.anim.bvh import save_bvh
 

@@ -1,0 +1,140 @@
+"""Round trips through Blender: the GLB and FBX files motionmatch writes, imported by Blender's
+own importers (headless ``bpy``), posed at the first, middle and last frames: every joint's
+world position within 1 mm of motionmatch's forward kinematics, and (FBX) every skinned
+vertex within 1 mm of the mannequin's own linear-blend skinning.
+
+``bpy`` (Blender as a Python module) needs its own Python (3.11, numpy < 2): the tests run
+``tests/blender_joints.py`` in the Python named by ``$MOTIONMATCH_BLENDER_PYTHON`` (CI makes
+one), or in this one if it has ``bpy``; they skip, saying so, when there is none.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from motionmatch.anim import load_bvh
+from motionmatch.anim.mannequin import mannequin_for
+from motionmatch.io.preview import MissingDependencyError
+
+HERE = Path(__file__).resolve().parent
+SRC = HERE.parent / "src"
+PROBE = HERE / "blender_joints.py"
+TOLERANCE_M = 1e-3
+
+
+def blender_python() -> str | None:
+    """The Python to run ``bpy`` in: ``$MOTIONMATCH_BLENDER_PYTHON``, or this one if it has bpy."""
+    env = os.environ.get("MOTIONMATCH_BLENDER_PYTHON", "").strip()
+    if env:
+        return env
+    return sys.executable if importlib.util.find_spec("bpy") is not None else None
+
+
+def run_in_blender(python: str, *args: str, timeout: float = 300) -> dict:
+    """Run a script with ``python`` (this checkout's source first on its path); its last stdout
+    line, as JSON."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(SRC), os.environ.get("PYTHONPATH", "")]))
+    done = subprocess.run([python, *args], capture_output=True, text=True, env=env, timeout=timeout, check=False)
+    assert done.returncode == 0, f"{args[0]} failed in {python}:\n{done.stderr[-3000:]}"
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+@pytest.fixture(scope="session")
+def bpy_python() -> str:
+    python = blender_python()
+    if python is None:
+        pytest.skip("no Python with Blender's bpy module: set MOTIONMATCH_BLENDER_PYTHON to one "
+                    "(.ci/run makes it) or `pip install 'motionmatch[blender]'` (Python 3.11)")
+    try:
+        ok = subprocess.run([python, "-c", "import bpy"], capture_output=True, timeout=120).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        ok = False
+    if not ok:
+        pytest.skip(f"MOTIONMATCH_BLENDER_PYTHON={python} cannot import bpy")
+    return python
+
+
+@pytest.fixture(scope="module")
+def characters(data_dir):
+    """A LAFAN1 walker and the GenMM crab (two skeletons, one frame rate), with their mannequins."""
+    out = []
+    for rel, frames in (("lafan1/walk1_subject1_stop.bvh", 40), ("genmm-examples/Crabnew_Crab-dance-long.bvh", 40)):
+        path = data_dir / rel
+        if not path.is_file():
+            pytest.skip(f"{path} not found in the motion data")
+        m = load_bvh(path)[0:frames]
+        out.append(m.with_data(m.rotations, m.translations, fps=30.0))
+    return [(name, m, mannequin_for(m)) for name, m in zip(("walker", "crab"), out)]
+
+
+def _frames(motion) -> list[int]:
+    return [0, motion.num_frames // 2, motion.num_frames - 1]
+
+
+def _check_joints(seen: dict, name: str, motion) -> None:
+    bones = seen["joints"][name]
+    got = np.array([bones[j] for j in motion.skeleton.names]).transpose(1, 0, 2)
+    err = np.abs(got - motion.world_positions[_frames(motion)]).max()
+    assert err < TOLERANCE_M, f"{name}: joints {err * 1000:.3f} mm away from forward kinematics"
+
+
+@pytest.fixture(scope="module")
+def blender_view(bpy_python, characters, tmp_path_factory) -> dict:
+    """Both characters written to one FBX (through ``save_fbx``'s Blender subprocess) and one
+    GLB, and what Blender makes of each file (one Blender start for both)."""
+    from motionmatch.io.fbx import save_fbx
+    from motionmatch.io.motion_files import write_motion
+
+    folder = tmp_path_factory.mktemp("blender")
+    names, motions, bodies = zip(*characters)
+    fbx = save_fbx(list(motions), folder / "two.fbx", meshes=list(bodies), names=list(names),
+                   blender_python_path=bpy_python)
+    glb = write_motion(folder / "two.glb", list(zip(names, motions)))
+    m = motions[0]
+    seen = run_in_blender(bpy_python, str(PROBE), str(m.fps), ",".join(map(str, _frames(m))), "--mesh",
+                          str(fbx), str(glb))
+    return {"fbx": seen[str(fbx)], "glb": seen[str(glb)]}
+
+
+@pytest.mark.data
+def test_fbx_round_trip_joints_and_skin(blender_view, characters):
+    seen = blender_view["fbx"]
+    for name, m, body in characters:
+        _check_joints(seen, name, m)
+        got = np.array(seen["meshes"][f"{name}_body"])
+        want = body.skin(m.world_positions[_frames(m)], m.world_rotations[_frames(m)])
+        assert got.shape == want.shape, f"{name}: {got.shape[1]} vertices in Blender, {want.shape[1]} written"
+        err = np.abs(got - want).max()
+        assert err < TOLERANCE_M, f"{name}: skinned vertices {err * 1000:.3f} mm away from the mannequin's skinning"
+
+
+@pytest.mark.data
+def test_glb_round_trip_joints(blender_view, characters):
+    seen = blender_view["glb"]
+    for name, m, _ in characters:
+        joints = set(m.skeleton.names)
+        arms = [a for a, bones in seen["joints"].items() if joints <= set(bones)]
+        assert arms, f"{name}: no armature with its joints among {list(seen['joints'])}"
+        _check_joints({"joints": {name: seen["joints"][arms[0]]}}, name, m)
+
+
+def test_fbx_without_bpy_names_the_extra(tmp_path, monkeypatch):
+    from motionmatch.io import fbx
+    from synthetic import walker
+
+    monkeypatch.delenv("MOTIONMATCH_BLENDER_PYTHON", raising=False)
+    monkeypatch.setattr(fbx, "_has_bpy", lambda: False)
+    with pytest.raises(MissingDependencyError, match=r"pip install 'motionmatch\[blender\]'.*MOTIONMATCH_BLENDER_PYTHON"):
+        fbx.save_fbx(walker(5), tmp_path / "w.fbx")
+    monkeypatch.setenv("MOTIONMATCH_BLENDER_PYTHON", str(tmp_path / "no-such-python"))
+    with pytest.raises(Exception, match="cannot run it"):
+        fbx.save_fbx(walker(5), tmp_path / "w.fbx")
+    assert not list(tmp_path.iterdir())  # no partial file
