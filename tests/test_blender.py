@@ -1,7 +1,11 @@
 """Round trips through Blender: the GLB and FBX files motionmatch writes, imported by Blender's
 own importers (headless ``bpy``), posed at the first, middle and last frames: every joint's
 world position within 1 mm of motionmatch's forward kinematics, and (FBX) every skinned
-vertex within 1 mm of the mannequin's own linear-blend skinning.
+vertex within 1 mm of the mannequin's own linear-blend skinning. And the Blender add-on
+(motionmatch.blender): registered, GenMM run on the action of a BVH imported by Blender's
+own importer; the new actions have the asked length, their poses come from the example
+(coverage), a marker's pose is pinned, and a motion not from the example scores no
+coverage (the metric can fail).
 
 ``bpy`` (Blender as a Python module) needs its own Python (3.11, numpy < 2): the tests run
 ``tests/blender_joints.py`` in the Python named by ``$MOTIONMATCH_BLENDER_PYTHON`` (CI makes
@@ -49,6 +53,7 @@ def run_in_blender(python: str, *args: str, timeout: float = 300) -> dict:
 
 @pytest.fixture(scope="session")
 def bpy_python() -> str:
+    """The Python with bpy the tests run Blender in (skips when there is none)."""
     python = blender_python()
     if python is None:
         pytest.skip("no Python with Blender's bpy module: set MOTIONMATCH_BLENDER_PYTHON to one "
@@ -138,3 +143,52 @@ def test_fbx_without_bpy_names_the_extra(tmp_path, monkeypatch):
     with pytest.raises(Exception, match="cannot run it"):
         fbx.save_fbx(walker(5), tmp_path / "w.fbx")
     assert not list(tmp_path.iterdir())  # no partial file
+
+
+# ---------------------------------------------------------------------- the add-on
+@pytest.mark.data
+def test_addon_genmm_on_an_imported_bvh(bpy_python, data_dir):
+    example = data_dir / "genmm-examples" / "Joe_Walk-In-Circle.bvh"
+    other = data_dir / "genmm-examples" / "Joe_Salsa-Dancing-6.bvh"
+    for p in (example, other):
+        if not p.is_file():
+            pytest.skip(f"{p} not found in the motion data")
+    out = run_in_blender(bpy_python, str(HERE / "blender_addon_check.py"), str(example), str(other))
+    assert out["result"] == out["keyed_result"] == ["FINISHED"]
+    assert out["fps"] == 30.0 and out["source_frames"] > 300
+    assert [a["name"] for a in out["actions"]] == ["Joe_Walk-In-Circle_genmm_0", "Joe_Walk-In-Circle_genmm_1"]
+    assert out["assigned"] == "Joe_Walk-In-Circle_genmm_0"
+    for a in out["actions"]:
+        assert a["frames"] == 90 and a["range"] == [1.0, 90.0]  # 3 s at 30 fps from the action's first frame
+        assert a["coverage"] > 0.5, f"{a['name']}: only {a['coverage']:.2f} of its windows come from the example"
+    assert out["control_coverage"] < 0.1
+    assert out["marker_rotation_error_rad"] < 1e-3  # the pose at the marker is the example's
+    assert out["variants_differ_rad"] > 0.1  # two seeds, two motions
+
+
+INSTALL_ZIP = """
+import json, sys, bpy
+bpy.ops.wm.read_factory_settings(use_empty=True)
+result = bpy.ops.extensions.package_install_files(filepath=sys.argv[1], repo="user_default", enable_on_install=True)
+print(json.dumps({"result": sorted(result), "operators": sorted(n for n in dir(bpy.ops.motionmatch) if not n.startswith("_")),
+                  "modules": sorted(m for m in sys.modules if m.startswith("bl_ext.user_default.motionmatch"))}))
+"""
+
+
+def test_addon_zip_installs_as_a_blender_extension(bpy_python, tmp_path, monkeypatch):
+    import zipfile
+
+    from motionmatch.cli.main import main
+
+    out = tmp_path / "motionmatch_addon.zip"
+    assert main(["blender-addon", "-o", str(out)]) == 0
+    with zipfile.ZipFile(out) as z:
+        names = set(z.namelist())
+        manifest = z.read("motionmatch_addon/blender_manifest.toml").decode().splitlines()
+    assert {"motionmatch_addon/__init__.py", "motionmatch_addon/operators.py", "motionmatch_addon/panel.py"} <= names
+    assert 'id = "motionmatch"' in manifest and 'type = "add-on"' in manifest
+    monkeypatch.setenv("HOME", str(tmp_path))  # Blender's user folders (its extension repository) go here
+    got = run_in_blender(bpy_python, "-c", INSTALL_ZIP, str(out))
+    assert got["result"] == ["FINISHED"]
+    assert got["operators"] == ["follow_curve", "genmm", "import_motion"]
+    assert "bl_ext.user_default.motionmatch.operators" in got["modules"]

@@ -366,6 +366,8 @@ def write_action(obj: Any, motion: Motion, *, name: str | None = None, start: in
     loc = quat.inv_rotate(rest_rot, quat.rotate(rr_p, quat.inv_rotate(mq_p, m - m_p)) - (heads - h_p))
     rot = quat.unroll(quat.normalize(rot), axis=0)
 
+    anim = obj.animation_data
+    before = (anim.action, getattr(anim, "action_slot", None)) if anim is not None else (None, None)
     action = bpy.data.actions.new(name or f"{motion.name or obj.name}_action")
     bag = _channelbag(action, obj)
     _assign(obj, action)
@@ -386,8 +388,10 @@ def write_action(obj: Any, motion: Motion, *, name: str | None = None, start: in
             _key_channels(bag, b.name, "rotation_euler", eul, frames)
         _key_channels(bag, b.name, "location", loc[:, j], frames)
     action.use_fake_user = True
-    if not assign and obj.animation_data is not None:
-        obj.animation_data.action = None
+    if not assign:  # back to the armature's action before
+        obj.animation_data.action = before[0]
+        if before[0] is not None and before[1] is not None:
+            obj.animation_data.action_slot = before[1]
     return action
 
 
