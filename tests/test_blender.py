@@ -208,3 +208,18 @@ def test_genmm_on_numpy_1_names_gives_the_same_motion(monkeypatch):
     got = GenMM([example]).sample(45, seed=3).motion
     assert np.allclose(got.rotations, want.rotations, atol=1e-6)
     assert np.allclose(got.translations, want.translations, atol=1e-6)
+
+
+def test_commands_refuse_fbx_before_running_when_no_bpy(tmp_path, monkeypatch, capsys):
+    from motionmatch.anim import save_bvh
+    from motionmatch.cli.main import main
+    from motionmatch.io import fbx
+    from synthetic import walker
+
+    monkeypatch.delenv("MOTIONMATCH_BLENDER_PYTHON", raising=False)
+    monkeypatch.setattr(fbx, "_has_bpy", lambda: False)
+    src = save_bvh(walker(10), tmp_path / "w.bvh")
+    assert main(["convert", str(src), str(tmp_path / "w.fbx")]) == 1
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "pip install 'motionmatch[blender]'" in err
+    assert not (tmp_path / "w.fbx").exists()

@@ -42,7 +42,7 @@ from motionmatch.anim.skeleton import Skeleton
 from motionmatch.errors import MotionMatchError
 from motionmatch.io.preview import MissingDependencyError
 
-__all__ = ["BLENDER_PYTHON_ENV", "EXPORT_SETTINGS", "blender_python", "save_fbx"]
+__all__ = ["BLENDER_PYTHON_ENV", "EXPORT_SETTINGS", "blender_python", "require_fbx_writer", "save_fbx"]
 
 #: The environment variable naming a Python that has ``bpy`` (used when this one has not).
 BLENDER_PYTHON_ENV = "MOTIONMATCH_BLENDER_PYTHON"
@@ -80,6 +80,22 @@ def blender_python(explicit: str | Path | None = None) -> str | None:
     return chosen or None
 
 
+def require_fbx_writer(path: str | Path = "", blender_python_path: str | Path | None = None) -> str | None:
+    """How FBX will be written: ``None`` when ``bpy`` imports here, else the Python with bpy
+    to run; a one-line :class:`~motionmatch.io.preview.MissingDependencyError` naming the
+    extra and the variable when neither is there."""
+    if _has_bpy():
+        return None
+    python = blender_python(blender_python_path)
+    if python is None:
+        raise MissingDependencyError(
+            f"{path or 'FBX'}: writing FBX needs Blender's Python module 'bpy', which is not installed here; "
+            f"install it with `pip install 'motionmatch[blender]'` (Python 3.11), or set {BLENDER_PYTHON_ENV} "
+            "to a Python that has it"
+        )
+    return python
+
+
 def save_fbx(motions: Motion | Sequence[Motion], path: str | Path, *, meshes: Sequence[Any] | None = None,
              names: Sequence[str] | None = None, blender_python_path: str | Path | None = None) -> Path:
     """Write one or several characters' motions (armature, animation, optional skinned mesh
@@ -112,17 +128,11 @@ def save_fbx(motions: Motion | Sequence[Motion], path: str | Path, *, meshes: Se
     names = list(names) if names is not None else [m.name or f"character{i}" for i, m in enumerate(motions)]
     if len(names) != len(motions):
         raise MotionMatchError(f"{path}: {len(names)} names for {len(motions)} motions")
-    if _has_bpy():
+    python = require_fbx_writer(path, blender_python_path)
+    if python is None:
         with atomic_path(path) as tmp:
             _export_in_process(motions, meshes, names, tmp)
         return path
-    python = blender_python(blender_python_path)
-    if python is None:
-        raise MissingDependencyError(
-            f"{path}: writing FBX needs Blender's Python module 'bpy', which is not installed here; install it "
-            f"with `pip install 'motionmatch[blender]'` (Python 3.11), or set {BLENDER_PYTHON_ENV} to a Python "
-            "that has it"
-        )
     with atomic_path(path) as tmp:
         _export_in_subprocess(python, motions, meshes, names, tmp)
     return path

@@ -12,10 +12,25 @@ from pathlib import Path
 from motionmatch.anim.motion import Motion
 from motionmatch.errors import MotionMatchError
 
-__all__ = ["MOTION_SUFFIXES", "write_motion"]
+__all__ = ["MOTION_SUFFIXES", "check_writer", "write_motion"]
 
 #: File suffixes :func:`write_motion` writes.
 MOTION_SUFFIXES = (".bvh", ".glb", ".fbx", ".usd", ".usda", ".usdc")
+
+
+def check_writer(path: str | Path) -> None:
+    """Refuse now, in one line naming the extra to install, a format whose writer is missing
+    (FBX without bpy or ``$MOTIONMATCH_BLENDER_PYTHON``, USD without usd-core), so that a
+    command fails before its run rather than after it."""
+    suffix = Path(path).suffix.lower()
+    if suffix == ".fbx":
+        from motionmatch.io.fbx import require_fbx_writer
+
+        require_fbx_writer(path)
+    elif suffix in (".usd", ".usda", ".usdc"):
+        from motionmatch.io.usd import require_usd
+
+        require_usd()
 
 
 def write_motion(path: str | Path, motion: Motion | Sequence[tuple[str, Motion]], *, units: str | float | None = None,
@@ -44,7 +59,11 @@ def write_motion(path: str | Path, motion: Motion | Sequence[tuple[str, Motion]]
 
         pairs = [(motion.name or path.stem, motion)] if isinstance(motion, Motion) else list(motion)
         names, motions = [n for n, _ in pairs], [m for _, m in pairs]
-        meshes = [mannequin_for(m) for m in motions]
+        bodies: dict[int, object] = {}  # one body per skeleton (a scenario's agents share one)
+        for m in motions:
+            if id(m.skeleton) not in bodies:
+                bodies[id(m.skeleton)] = mannequin_for(m)
+        meshes = [bodies[id(m.skeleton)] for m in motions]
         if suffix == ".fbx":
             from motionmatch.io.fbx import save_fbx
 
