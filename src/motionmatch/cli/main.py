@@ -31,6 +31,8 @@ examples:
 
   motionmatch pose eval --json
   motionmatch scenario scenarios/zigzag-cones.json --db lafan_env.npz -o run.npz --report r.json
+  motionmatch convert walk.bvh walk.glb        # or .fbx (Blender's exporter), .usda (UsdSkel)
+  motionmatch blender-addon -o motionmatch_addon.zip
 
 Run 'motionmatch COMMAND --help' for the options of a command.
 """
@@ -59,6 +61,7 @@ def one_line(e: BaseException) -> str:
 def build_parser() -> argparse.ArgumentParser:
     from motionmatch.cli import (
         anim_cmd,
+        blender_cmd,
         datasets_cmd,
         follow_cmd,
         genmm_cmd,
@@ -84,6 +87,7 @@ def build_parser() -> argparse.ArgumentParser:
     pose_cmd.register(sub)
     scenario_cmd.register(sub)
     viewer_cmd.register(sub)
+    blender_cmd.register(sub)
     return parser
 
 
