@@ -30,6 +30,7 @@ examples:
 
   motionmatch pose eval --json
   motionmatch scenario scenarios/zigzag-cones.json --db lafan_env.npz -o run.npz --report r.json
+  motionmatch batch build ../shared/data/lafan1-60fps --mirror -o lafan.npz --workers 2   (pip install 'motionmatch[ray]')
 
 Run 'motionmatch COMMAND --help' for the options of a command.
 """
@@ -58,6 +59,7 @@ def one_line(e: BaseException) -> str:
 def build_parser() -> argparse.ArgumentParser:
     from motionmatch.cli import (
         anim_cmd,
+        batch_cmd,
         datasets_cmd,
         follow_cmd,
         genmm_cmd,
@@ -80,6 +82,7 @@ def build_parser() -> argparse.ArgumentParser:
     genmm_cmd.register(sub)
     pose_cmd.register(sub)
     scenario_cmd.register(sub)
+    batch_cmd.register(sub)
     viewer_cmd.register(sub)
     return parser
 
