@@ -15,7 +15,6 @@ from contextlib import contextmanager
 
 from motionmatch.errors import MotionMatchError
 
-
 START_ATTEMPTS = 3
 """Tries at starting the embedded Ray (its node start-up has a fixed 30 s limit, which a
 heavily loaded machine can miss)."""

@@ -284,7 +284,10 @@ def run_cells(
                     progress(status())
     except BaseException:
         for ref in pending:
-            ray.cancel(ref, force=True)
+            try:
+                ray.cancel(ref, force=True)
+            except Exception:
+                pass
         raise
     ordered = [outcomes[k] for k in keys]
     seconds = time.perf_counter() - t0
