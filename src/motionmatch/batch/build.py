@@ -25,7 +25,7 @@ import numpy as np
 
 from motionmatch._files import atomic_write
 from motionmatch.anim.skeleton import Skeleton
-from motionmatch.batch.cluster import BatchError, ray_session
+from motionmatch.batch.cluster import BatchError
 from motionmatch.batch.jobs import (
     Cell,
     JobResult,
@@ -163,11 +163,9 @@ def build(
                           outputs=(f"{parts_dir}/{f.stem}-{ident}.npz",),
                           args=(Shared(0), str(f), units, fps, mirror_copies), cost=f.stat().st_size))
     done_before = _built_already(output, manifest, job_hash)
-    with ray_session(address, workers) as start_s:
-        result = run_cells("build", output.parent, manifest, cells, build_clip,
-                           lambda c, v: save_parts(output.parent / c.outputs[0], v),
-                           shared=(sch.to_json(),), inputs=inputs, settings=settings, progress=progress)
-    result.ray_start_s = start_s
+    result = run_cells("build", output.parent, manifest, cells, build_clip,
+                       lambda c, v: save_parts(output.parent / c.outputs[0], v), shared=(sch.to_json(),),
+                       inputs=inputs, settings=settings, progress=progress, address=address, workers=workers)
     if result.failed:
         return result
     if done_before and not result.done:

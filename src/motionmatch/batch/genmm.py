@@ -20,7 +20,7 @@ from pathlib import Path
 
 from motionmatch._files import atomic_write
 from motionmatch.anim.motion import Motion
-from motionmatch.batch.cluster import BatchError, ray_session
+from motionmatch.batch.cluster import BatchError
 from motionmatch.batch.jobs import (
     Cell,
     JobResult,
@@ -145,10 +145,8 @@ def genmm(
         with atomic_write(out / cell.outputs[1], "w", encoding="utf-8") as f:
             json.dump(row, f, indent=2)
 
-    with ray_session(address, workers) as start_s:
-        result = run_cells("genmm", out, out / "manifest.json", cells, genmm_cell, save, shared=motions,
-                           inputs=inputs, settings=settings, progress=progress)
-    result.ray_start_s = start_s
+    result = run_cells("genmm", out, out / "manifest.json", cells, genmm_cell, save, shared=motions,
+                       inputs=inputs, settings=settings, progress=progress, address=address, workers=workers)
     table = out / "metrics.csv"
     write_metrics_table(table, [out / c.outputs[1] for c, o in zip(cells, result.cells) if o.status != "failed"])
     add_outputs_to_manifest(result, {}, [table])

@@ -17,12 +17,13 @@ import json
 import platform
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from motionmatch._files import atomic_write
-from motionmatch.batch.cluster import import_ray
+from motionmatch.batch.cluster import import_ray, ray_session
 
 
 def journal_path(manifest: Path) -> Path:
@@ -205,8 +206,11 @@ def run_cells(
     settings: Mapping[str, Any] | None = None,
     progress: Callable[[JobStatus], None] | None = None,
     retries: int = 1,
+    address: str | None = None,
+    workers: int | None = None,
 ) -> JobResult:
-    """Run a job's cells on the Ray session in place (see :func:`~motionmatch.batch.cluster.ray_session`).
+    """Run a job's cells on Ray (:func:`~motionmatch.batch.cluster.ray_session`, started
+    only when some cell is left to compute).
 
     Args:
         job: the job's name (``"build"``, ``"genmm"``, ``"sweep"``).
@@ -224,6 +228,7 @@ def run_cells(
             exception it raises stops the job (tasks still running are cancelled; finished
             cells are kept for the next run).
         retries: times Ray re-runs a task whose worker died.
+        address, workers: the Ray cluster to join, or the embedded Ray's workers.
     """
     ray = import_ray()
     folder, manifest = Path(folder), Path(manifest)
@@ -255,21 +260,50 @@ def run_cells(
     if progress:
         progress(status())
     pending: dict[Any, tuple[Cell, float]] = {}
-    if todo:
-        refs = [ray.put(x) for x in shared]
-        remote = ray.remote(max_retries=retries)(task)
-        for c in sorted(todo, key=lambda c: -c.cost):
-            args = [refs[a.index] if isinstance(a, Shared) else a for a in c.args]
-            pending[remote.remote(*args)] = (c, time.perf_counter())
     manifest.parent.mkdir(parents=True, exist_ok=True)
+    start_s = 0.0
+    with ExitStack() as stack:
+        if todo:
+            start_s = stack.enter_context(ray_session(address, workers))
+            refs = [ray.put(x) for x in shared]
+            remote = ray.remote(max_retries=retries)(task)
+            for c in sorted(todo, key=lambda c: -c.cost):
+                args = [refs[a.index] if isinstance(a, Shared) else a for a in c.args]
+                pending[remote.remote(*args)] = (c, time.perf_counter())
+        _collect(ray, pending, outcomes, journal, folder, save, progress, status)
+    ordered = [outcomes[k] for k in keys]
+    seconds = time.perf_counter() - t0 - start_s
+    doc = {
+        "job": job,
+        "versions": versions(),
+        "settings": dict(settings or {}),
+        "inputs": dict(inputs or {}),
+        "outputs": {rel: d for o in ordered for rel, d in o.outputs.items()},
+        "cells": {o.key: {"status": o.status, "input_hash": o.input_hash, "seconds": round(o.seconds, 4),
+                          "error": o.error, "outputs": o.outputs} for o in ordered},
+        "failed": {o.key: o.error for o in ordered if o.status == "failed"},
+        "timings": {"job_s": round(seconds, 3), "ray_start_s": round(start_s, 3),
+                    "cells_s": round(sum(o.seconds for o in ordered if o.status == "done"), 3)},
+    }
+    with atomic_write(manifest, "w", encoding="utf-8") as f:
+        json.dump(doc, f, indent=2)
+        f.write("\n")
+    journal.unlink(missing_ok=True)
+    return JobResult(job, folder, manifest, ordered, seconds, start_s)
+
+
+def _collect(ray, pending: dict, outcomes: dict, journal: Path, folder: Path, save: Callable,
+             progress: Callable | None, status: Callable[[], JobStatus]) -> None:
+    """Wait for the tasks in ``pending`` one by one: save each finished cell's outputs,
+    note it in the journal, report progress; an exception (from ``progress``, or an
+    interrupt) cancels what is still running."""
     try:
         with open(journal, "a", encoding="utf-8") as jf:
             while pending:
                 ready, _ = ray.wait(list(pending), num_returns=1)
-                ref = ready[0]
-                cell, started = pending.pop(ref)
+                cell, started = pending.pop(ready[0])
                 try:
-                    value = ray.get(ref)
+                    value = ray.get(ready[0])
                     save(cell, value)
                     out = CellOutcome(cell.key, "done", cell.input_hash, seconds=time.perf_counter() - started,
                                       outputs={rel: sha256_file(folder / rel) for rel in cell.outputs}, value=value)
@@ -286,28 +320,9 @@ def run_cells(
         for ref in pending:
             try:
                 ray.cancel(ref, force=True)
-            except Exception:
+            except Exception:  # a task on a node that is gone: nothing to cancel
                 pass
         raise
-    ordered = [outcomes[k] for k in keys]
-    seconds = time.perf_counter() - t0
-    doc = {
-        "job": job,
-        "versions": versions(),
-        "settings": dict(settings or {}),
-        "inputs": dict(inputs or {}),
-        "outputs": {rel: d for o in ordered for rel, d in o.outputs.items()},
-        "cells": {o.key: {"status": o.status, "input_hash": o.input_hash, "seconds": round(o.seconds, 4),
-                          "error": o.error, "outputs": o.outputs} for o in ordered},
-        "failed": {o.key: o.error for o in ordered if o.status == "failed"},
-        "timings": {"job_s": round(seconds, 3), "cells_s": round(sum(o.seconds for o in ordered
-                                                                     if o.status == "done"), 3)},
-    }
-    with atomic_write(manifest, "w", encoding="utf-8") as f:
-        json.dump(doc, f, indent=2)
-        f.write("\n")
-    journal.unlink(missing_ok=True)
-    return JobResult(job, folder, manifest, ordered, seconds)
 
 
 def add_outputs_to_manifest(result: JobResult, extra: Mapping[str, Any], files: Iterable[str | Path] = ()) -> None:

@@ -24,7 +24,6 @@ from typing import Any
 import numpy as np
 
 from motionmatch._files import atomic_path, atomic_write
-from motionmatch.batch.cluster import ray_session
 from motionmatch.batch.jobs import (
     Cell,
     JobResult,
@@ -157,10 +156,8 @@ def sweep(
 
     settings = {"spec": str(spec.source), "settings": spec.settings, "seeds": list(spec.seeds),
                 "duration": spec.duration, "start_jitter_m": spec.start_jitter_m}
-    with ray_session(address, workers) as start_s:
-        result = run_cells("sweep", out, out / "manifest.json", cells, _task, save, shared=(db,), inputs=inputs,
-                           settings=settings, progress=progress)
-    result.ray_start_s = start_s
+    result = run_cells("sweep", out, out / "manifest.json", cells, _task, save, shared=(db,), inputs=inputs,
+                       settings=settings, progress=progress, address=address, workers=workers)
     rows = []
     for o in result.cells:
         c = meta[o.key]
