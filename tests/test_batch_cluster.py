@@ -66,7 +66,7 @@ def _stop(nodes: list[subprocess.Popen]) -> None:
             os.killpg(p.pid, signal.SIGTERM)
         except ProcessLookupError:
             pass
-    deadline = time.monotonic() + 15
+    deadline = time.monotonic() + 3  # a graceful stop of a head takes 15 s or more: what is left is killed
     for p in nodes:
         try:
             p.wait(max(0.1, deadline - time.monotonic()))
