@@ -18,7 +18,7 @@ import platform
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import ExitStack
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -106,7 +106,8 @@ class CellOutcome:
 @dataclass(frozen=True)
 class JobStatus:
     """Progress of a running job, for a progress display: cells ``finished`` (done,
-    skipped or failed) of ``total``; ``rate`` computed cells per second; ``eta_s`` seconds left."""
+    skipped or failed) of ``total``; ``rate`` computed cells per second; ``eta_s`` seconds
+    left; ``phase``: ``"starting Ray"`` or ``"running"``."""
 
     finished: int
     total: int
@@ -115,6 +116,7 @@ class JobStatus:
     elapsed_s: float
     rate: float
     eta_s: float
+    phase: str = "running"
 
 
 @dataclass
@@ -249,8 +251,10 @@ def run_cells(
                                           outputs=kept)
     total, skipped = len(cells), len(outcomes)
 
+    since = [t0]  # the clock of the rate: from the start of the tasks (Ray's start-up left out)
+
     def status() -> JobStatus:
-        elapsed = time.perf_counter() - t0
+        elapsed = time.perf_counter() - since[0]
         computed = len(outcomes) - skipped
         rate = computed / elapsed if elapsed > 0 else 0.0
         left = total - len(outcomes)
@@ -264,7 +268,10 @@ def run_cells(
     start_s = 0.0
     with ExitStack() as stack:
         if todo:
+            if progress:
+                progress(replace(status(), phase="starting Ray"))
             start_s = stack.enter_context(ray_session(address, workers))
+            since[0] = time.perf_counter()
             refs = [ray.put(x) for x in shared]
             remote = ray.remote(max_retries=retries)(task)
             for c in sorted(todo, key=lambda c: -c.cost):

@@ -60,6 +60,9 @@ def _progress(prog: str, quiet: bool):
     bar = arg.Progress(prog, enabled=not quiet)
 
     def show(s) -> None:
+        if s.phase != "running":
+            bar.update(f"{s.phase} ({s.total - s.finished} of {s.total} cells to compute)", phase=True)
+            return
         what = f"{s.finished}/{s.total} cells"
         if s.skipped:
             what += f" ({s.skipped} already done)"
