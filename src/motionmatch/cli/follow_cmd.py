@@ -150,16 +150,38 @@ def cmd_follow(args: argparse.Namespace) -> int:
 
 
 def cmd_train_net(args: argparse.Namespace) -> int:
-    from motionmatch.control.direction_net import DirectionNetConfig, train_direction_net
+    from motionmatch.control.direction_net import (
+        DirectionNetConfig,
+        facing_errors,
+        require_torch,
+        tracks_from_database,
+        train_direction_net,
+    )
     from motionmatch.database import MotionDatabase
 
     arg.output_file(args.output, (".npz",), "network")
-    db = MotionDatabase.load(args.db)
+    if bool(args.db) == bool(args.data):
+        raise MotionMatchError("give --db DB.npz or --data FOLDER (BVH clips), not both")
+    require_torch()  # before the database is built
+    if args.db:
+        db = MotionDatabase.load(args.db)
+    else:
+        from motionmatch.datasets import load_folder
+
+        print(f"building a mirrored database from {args.data}", file=sys.stderr)
+        db = MotionDatabase.build(load_folder(Path(args.data)), mirror_copies=True)
     net = train_direction_net(db, config=DirectionNetConfig(hidden=args.hidden), epochs=args.epochs,
-                              seed=args.seed, tags=args.tags, progress=sys.stderr.isatty())
+                              seed=args.seed, tags=args.tags, holdout=args.holdout, progress=sys.stderr.isatty())
     net.save(args.output)
     print(f"wrote {args.output}: DirectionNet ({args.hidden} GRU units), L1 loss {net.history[-1]:.4f} "
           f"after {args.epochs} epochs")
+    if args.holdout:
+        test = tracks_from_database(db, args.tags, holdout=args.holdout, heldout=True)
+        if test:
+            e = facing_errors(net, test)
+            print(f"held-out clips ({args.holdout}), facing 1/3, 2/3, 1 s ahead, mean error: DirectionNet "
+                  f"{e['net_deg']:.1f} deg, path tangent {e['tangent_deg']:.1f} deg, facing kept "
+                  f"{e['held_deg']:.1f} deg ({e['samples']} samples)")
     return 0
 
 
@@ -230,8 +252,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     t = sub.add_parser("train-direction-net", help="train DirectionNet (facing along paths) on a database; needs PyTorch",
                        description="Train DirectionNet, the GRU that predicts a character's facing along a path, on "
                        "the root trajectories of DB.npz (4-second windows, L1 loss, Adam), and save it as .npz for "
-                       "'motionmatch follow --facing net --net NET.npz'. Needs PyTorch (pip install torch).")
-    t.add_argument("--db", required=True, metavar="DB.npz")
+                       "'motionmatch follow --facing net --net NET.npz'. Deterministic for a --seed (one CPU thread). "
+                       "Needs PyTorch: pip install 'motionmatch[net]'. The shipped network: "
+                       "--data $MOTIONMATCH_DATA/lafan1-60fps --holdout subject4 --epochs 30 --seed 0.")
+    t.add_argument("--db", metavar="DB.npz", help="database to learn from (or --data)")
+    t.add_argument("--data", metavar="FOLDER", help="folder of BVH clips: a mirrored database is built from it "
+                   "(the shipped network: $MOTIONMATCH_DATA/lafan1-60fps)")
+    t.add_argument("--holdout", metavar="TEXT", help="leave out the clips whose name contains TEXT (e.g. subject4) "
+                   "and report the facing error on them against the path tangent's")
     t.add_argument("-o", "--output", required=True, metavar="NET.npz")
     t.add_argument("--epochs", type=EPOCHS, default=20, help="training epochs (default 20)")
     t.add_argument("--hidden", type=arg.int_range(1, 1024), default=30, help="GRU units (default 30)")
