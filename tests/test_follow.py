@@ -246,6 +246,10 @@ def test_direction_net_trains_saves_and_loads(tmp_path):
     x = np.random.default_rng(0).normal(size=(2, 20, 6))
     np.testing.assert_array_equal(net.forward(x), again.forward(x))
     assert again.config.hidden == 8 and again.history == net.history
+    # deterministic for a seed: the same weights again
+    twin = train_direction_net(straight_tracks(), config=DirectionNetConfig(hidden=8), epochs=3, stride=10, seed=0)
+    for k in DirectionNet.KEYS:
+        np.testing.assert_array_equal(twin.w[k], net.w[k])
 
 
 def test_training_without_torch_says_so(monkeypatch):

@@ -33,6 +33,8 @@ def _load_net(args, db):
 
     if args.net:
         return DirectionNet.load(args.net)
+    if not args.train_net:
+        return DirectionNet.shipped()  # trained on LAFAN1's locomotion; numpy only
     require_torch()  # before saying that it trains
     print(f"training DirectionNet on the database's root trajectories ({args.net_epochs} epochs; "
           "save one with 'motionmatch train-direction-net' and pass --net to skip this)", file=sys.stderr)
@@ -69,15 +71,17 @@ def cmd_follow(args: argparse.Namespace) -> int:
 
         sc = load_scenario(args.scene, agents_required=False)
         scene = sc.scene()
-    common = dict(alpha=args.alpha, beta=args.beta, v_max=args.v_max, facing=args.facing,
+    common = dict(alpha=args.alpha, beta=args.beta, v_max=args.v_max, turn_accel=args.turn_accel, facing=args.facing,
                   joystick_deg=args.joystick_deg, corner_deg=args.corner_deg, corner_advance=args.corner_advance)
     if args.raw:
         rev = RevisionSettings.raw(**common)
     else:
         rev = RevisionSettings(desired=args.desired, speed_limit=not args.no_speed_limit,
+                               turn_limit=not args.no_turn_limit,
                                sharp_corners=not args.no_corners, **common)
     settings = FollowSettings(mode=args.mode, k=args.k, levels=args.levels, interval=args.interval, revision=rev,
-                              hysteresis=args.hysteresis, tags=args.tags)
+                              hysteresis=args.hysteresis, tags=args.tags,
+                              revise_every_frame=args.revise_every_frame)
     db = MotionDatabase.load(args.db)
     if args.tags:
         try:
@@ -218,9 +222,17 @@ def register(sub: argparse._SubParsersAction) -> None:
     f.add_argument("--joystick-deg", type=arg.float_range(-180, 180), default=0.0,
                    help="joystick facing offset in degrees (positive: to the right); a path file's "
                    '"joystick": [[t, deg], ...] timeline is added')
-    f.add_argument("--net", metavar="NET.npz", help="trained DirectionNet (default: train one now; needs PyTorch)")
+    f.add_argument("--net", metavar="NET.npz", help="trained DirectionNet (default: the one shipped with motionmatch, "
+                   "trained on LAFAN1's locomotion)")
+    f.add_argument("--train-net", action="store_true", help="train a DirectionNet on DB.npz now instead "
+                   "(needs PyTorch: pip install 'motionmatch[net]')")
     f.add_argument("--net-epochs", type=EPOCHS, default=10, help="epochs when training DirectionNet here")
     f.add_argument("--v-max", type=arg.positive, help="speed limit in m/s (default: from the database's speeds)")
+    f.add_argument("--turn-accel", type=arg.positive, help="turn limit: the sideways acceleration (m/s^2) the "
+                   "character runs a turn at, at most (default: the database's 99th percentile)")
+    f.add_argument("--no-turn-limit", action="store_true", help="ablation: do not slow down for tight turns")
+    f.add_argument("--revise-every-frame", action="store_true",
+                   help="revise the query on every frame instead of once per match (the paper)")
     f.add_argument("--rate", type=arg.fps, help="resampling rate in Hz of drawing time (default the file's, else 150)")
     f.add_argument("--scale", type=arg.float_range(0.001, 1000),
                    help="drawing-speed factor: world time = drawing time / scale (default the file's, else 1.0)")

@@ -58,8 +58,8 @@ def require_torch():
         import torch
     except ImportError:
         raise MissingTorchError(
-            "training DirectionNet needs PyTorch, which is not installed: pip install torch "
-            "(CPU is enough), or use --facing tangent / joystick, or pass a trained network (--net NET.npz)"
+            "training DirectionNet needs PyTorch (the 'net' extra), which is not installed: pip install torch "
+            "(CPU is enough), or use the shipped network (--facing net without --train-net) or --net NET.npz"
         ) from None
     return torch
 
