@@ -13,7 +13,10 @@ Every frame, :meth:`Controller.update` takes the time step and an
 4. blends transitions by inertialization and keeps planted feet in place with two-bone IK.
 
 Modes (paper Section 3.3): ``locomotion``; ``idle`` (no input and low predicted speed:
-matching continues with a standing query, so a standing clip plays on); ``dance`` (a frame of a
+the paper's fixed stand-still animation, the stillest standing stretch of the data
+(:func:`~motionmatch.runtime.modes.idle_clip`), entered at the frame of its first part that
+best matches the pose shown and looped the same way at its end, with no searches in
+between; without such a stretch, matching continues with a standing query); ``dance`` (a frame of a
 ``dance`` clip is matched, the clip plays to its end, then matching again);
 ``jump`` (one search over the take-offs of the jumps found in the data, i.e. frames
 shortly before both feet leave the ground for > 0.11 s, or over ``jump``-tagged clips if
@@ -47,7 +50,14 @@ from motionmatch.database.tags import TagQueryError
 from motionmatch.runtime import _kernels
 from motionmatch.runtime.batch import ControllerBatch, RowPredictor, database_arrays, leg_chains
 from motionmatch.runtime.inertialize import Inertializer
-from motionmatch.runtime.modes import gait_speeds_from_database, takeoff_mask, vertical_columns, vertical_targets
+from motionmatch.runtime.modes import (
+    IdleClip,
+    gait_speeds_from_database,
+    idle_clip,
+    takeoff_mask,
+    vertical_columns,
+    vertical_targets,
+)
 from motionmatch.runtime.rows import row_field
 from motionmatch.search import build_searcher
 
@@ -79,7 +89,8 @@ def _shared(db: MotionDatabase) -> dict:
         masks["@takeoff"] = takeoff
     sh = {"features": db.features, "gaits": gait_speeds_from_database(db), "vcols": vcols,
           "vtargets": vertical_targets(db), "view_weights": {"planar": planar, "full": None}, "masks": masks,
-          "searchers": {}, "root_pos": arrays.track_pos, "root_yaw": arrays.track_yaw, "start_frames": {}}
+          "searchers": {}, "root_pos": arrays.track_pos, "root_yaw": arrays.track_yaw, "start_frames": {},
+          "idle": {}}
     _SHARED[db] = sh
     return sh
 
@@ -100,6 +111,7 @@ class ControllerSettings:
     same_clip_window: int = 10         # a match this close ahead in the same clip just continues
     sharp_turn_deg: float = 45.0
     idle_speed: float = 0.2
+    idle_seconds: float = 3.0          # length of the standing stretch idle plays (chosen from the data)
     foot_locking: bool = True
     foot_unlock_distance: float = 0.25
     foot_blend_time: float = 0.2       # fade-out of a released lock
@@ -223,6 +235,7 @@ class Controller:
 
     frame_pos = row_field(_in_batch, "frame_pos", float, "The database frame playing, fractional.")
     frame = row_field(_in_batch, "frame", int, "The database frame playing (``int(frame_pos)``).")
+    play_rate = row_field(_in_batch, "play_rate", float, "Playback direction: 1 forward, -1 backward (idle).")
     root_pos = row_field(_in_batch, "root_pos", np.copy, "The character root ``[3]`` (world, m; a copy).")
     root_yaw = row_field(_in_batch, "root_yaw", float, "The character root's heading (rad about +Y, 0: +Z).")
     _last_dt = row_field(_in_batch, "last_dt", float, "Seconds between the two poses shown last.")
@@ -303,6 +316,26 @@ class Controller:
             return True
         return tag in self.db.tags
 
+    def idle_clip(self) -> IdleClip | None:
+        """The standing stretch idle plays (:func:`~motionmatch.runtime.modes.idle_clip` of
+        the locomotion clips, ``settings.idle_seconds`` long; shared by the database's
+        controllers), or ``None`` when the data has none: idle then keeps matching with a
+        standing query."""
+        key = (self.s.locomotion_tags, self.s.idle_seconds)
+        cache = self._shared["idle"]
+        if key not in cache:
+            clip = idle_clip(self.db, self.s.locomotion_tags, self.s.idle_seconds)
+            cache[key] = clip
+            if clip is not None:
+                clip.entries.setflags(write=False)
+                self._masks[self._idle_tags] = clip.entries
+        return cache[key]
+
+    @property
+    def _idle_tags(self) -> str:
+        """The name of the idle clip's entry frames among the searches' masks."""
+        return f"@idle:{self.s.locomotion_tags}:{self.s.idle_seconds:g}"
+
     def searcher(self):
         """The nearest-frame searcher of the database's features, built once per database
         and search method and shared by every controller of that database. A feature view
@@ -328,9 +361,14 @@ class Controller:
 
     def reset(self, position=(0.0, 0.0, 0.0), facing=(0.0, 0.0, 1.0), start_frame: int | None = None) -> None:
         """Put the character at ``position`` facing ``facing``, playing ``start_frame``
-        (default: the slowest valid locomotion frame, i.e. standing)."""
+        (default: the start of the idle clip, in idle mode; without one, the slowest valid
+        locomotion frame, i.e. standing)."""
         db = self.db
-        if start_frame is None:
+        idle = self.idle_clip()
+        idle_start = start_frame is None and idle is not None
+        if idle_start:
+            start_frame = int(np.flatnonzero(idle.entries)[0])
+        elif start_frame is None:
             starts = self._shared["start_frames"]
             tags = self.s.locomotion_tags
             if tags not in starts:
@@ -340,13 +378,14 @@ class Controller:
             start_frame = starts[tags]
         self.frame_pos = float(start_frame)
         self.frame = int(start_frame)
+        self.play_rate = 1.0
         f = np.asarray(facing, dtype=np.float64)
         self.root_pos = np.asarray(position, dtype=np.float64).copy()
         self.root_pos[1] = 0.0
         self.root_yaw = float(np.arctan2(f[0], f[2]))
         self.predictor.reset(self.root_pos, facing=f)
         self._db_root = self._db_root_at(self.frame_pos)
-        self.mode = "locomotion"
+        self.mode = "idle" if idle_start else "locomotion"
         self._mode_until = np.inf
         self._since_search = np.inf
         self._last_intent: Intent | None = None
@@ -499,6 +538,7 @@ class Controller:
                                        prev_pos, self._last_dt)
         self.frame = frame
         self.frame_pos = float(frame)
+        self.play_rate = 1.0
         self._db_root = self._db_root_at(self.frame_pos)
 
     # ------------------------------------------------------------------ update
@@ -521,7 +561,9 @@ class Controller:
             moving = math.hypot(float(v[0]), float(v[2])) > self.s.idle_speed
         if not moving:
             return "idle", self.mode not in ("idle",)
-        return "locomotion", self.mode in ("dance", "jump", "creep")
+        # leaving a played idle clip searches at once (as leaving dance, jump or creep does)
+        leave_idle = self.mode == "idle" and self.idle_clip() is not None
+        return "locomotion", self.mode in ("dance", "jump", "creep") or leave_idle
 
     def update(self, dt: float, intent: Intent, desired: PredictedTrajectory | None = None,
                force_search: bool = False, root_motion_only: bool = False) -> FrameResult:
@@ -585,6 +627,22 @@ class Controller:
             if force or at_end:
                 searched = True
                 transitioned = self._search(Intent.idle(), "dance", None, force=True)
+        elif mode == "idle" and (idle := self.idle_clip()) is not None:
+            # the paper's fixed stand-still animation: one search on entering idle, among the
+            # idle clip's first frames (matched to the pose shown, blended by
+            # inertialization), then no searches: the clip plays forward to its end, back
+            # to its start, and so on (its joints move a few cm/s, so a turn is not seen)
+            slack = dt * self.db.fps + 1.0  # a step may overshoot the clip's ends before it turns
+            fp = self.frame_pos
+            if force or not idle.start - slack <= fp <= idle.stop - 1 + slack:
+                searched = True
+                transitioned = self._search(Intent.idle(), self._idle_tags, None, force=True)
+            elif self.play_rate > 0 and fp >= idle.stop - 1:
+                self.play_rate = -1.0
+            elif self.play_rate < 0 and fp <= idle.start:
+                self.play_rate = 1.0
+        elif self.play_rate < 0:
+            self.play_rate = 1.0  # (a mode left without a transition plays forward again)
         else:
             # tolerance: six steps of 1/60 s sum to 0.09999... < 0.1, which would search every 7th frame
             due = self._since_search >= self.s.search_interval - 1e-9

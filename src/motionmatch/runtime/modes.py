@@ -8,6 +8,7 @@ import numpy as np
 
 from motionmatch.control.intent import GaitSpeeds
 from motionmatch.database import MotionDatabase
+from motionmatch.database.tags import TagQueryError
 
 
 def _has_tag(db: MotionDatabase, tag: str) -> bool:
@@ -128,3 +129,118 @@ def vertical_targets(db: MotionDatabase) -> VerticalTargets:
         if low.sum() > 30:
             creep = raw[low][:, cols].mean(axis=0)
     return VerticalTargets(jump, creep)
+
+
+@dataclass(frozen=True)
+class IdleClip:
+    """The standing stretch of the data that idle plays: frames ``[start, stop)`` of one clip.
+
+    Attributes:
+        start, stop: database frames (stop exclusive), in one clip.
+        entries: ``[N]`` bool, the frames of its first part that a search may land on when
+            idle begins or loops: valid frames at least 2 s before ``stop`` (half the
+            stretch if that is shorter), so that idle transitions at most every 2 s.
+        cost: the stretch's mean stillness cost (see :func:`idle_clip`; lower is stiller).
+    """
+
+    start: int
+    stop: int
+    entries: np.ndarray
+    cost: float
+
+    @property
+    def frames(self) -> int:
+        return self.stop - self.start
+
+
+def _root_frame_positions(db: MotionDatabase, frames: np.ndarray) -> np.ndarray:
+    """``[n, J, 3]`` joint positions of ``frames`` in their character root's frame (m)."""
+    from motionmatch.anim.kinematics import forward_kinematics
+
+    rot = db.rotations[frames].astype(np.float64)
+    pos = db.translations[frames].astype(np.float64)
+    rot[:, 0] = (1.0, 0.0, 0.0, 0.0)
+    pos[:, 0] = 0.0
+    return forward_kinematics(db.skeleton.parents, rot, pos)[0]
+
+
+def _asymmetry(db: MotionDatabase, wp: np.ndarray) -> np.ndarray:
+    """``[n]`` mean distance (m) between each joint and its left/right partner reflected
+    across the character's sagittal plane (0 for a symmetric pose; zeros when the
+    skeleton's joints cannot be paired by name)."""
+    from motionmatch.anim.mirror import mirror_pairs
+    from motionmatch.errors import SkeletonError
+
+    try:
+        pairs = mirror_pairs(db.skeleton)
+    except SkeletonError:
+        return np.zeros(len(wp))
+    return np.linalg.norm(wp * (-1.0, 1.0, 1.0) - wp[:, pairs], axis=-1)[:, 1:].mean(axis=1)
+
+
+def idle_clip(db: MotionDatabase, tags: str | None = None, seconds: float = 4.0,
+              max_root_speed: float = 0.3) -> IdleClip | None:
+    """The stillest ``seconds``-long standing stretch of the clips ``tags`` admits, for
+    idle to play (the paper's "pre-selected stand-still animation", chosen from the data
+    by a rule that works on any dataset). ``None`` when the data has no standing stretch
+    of at least a second.
+
+    Every frame gets a stillness cost, the sum of (all in m/s or m, of similar size):
+    the root's planar speed; the mean speed of the joints in the character's frame
+    (fidgeting); the mean distance of its joints to the typical standing pose (the
+    per-joint median over the candidate frames: a lifted arm, a crouch or a T-pose is far
+    from it); its asymmetry (:func:`_asymmetry`); and 0.5 for each frame without both feet
+    on the ground. Candidates are upright (hips at least 85% of their median height over
+    the valid frames) with the root slower than ``max_root_speed``. The stretch is the
+    run of consecutive candidate frames of one clip with the lowest mean cost, of
+    ``seconds`` (or the longest run, when none is that long).
+    """
+    speed = db.root_speeds()
+    hips = db.translations[:, 1, 1].astype(np.float64)  # joint 1's height above the ground root
+    if not db.valid.any():
+        return None
+    try:
+        admitted = db.mask(tags)
+    except TagQueryError:  # a tag the data lacks: every clip (as the controller's searches)
+        admitted = db.valid
+    clips = np.bincount(db.frame_clip[admitted], minlength=len(db.clip_names)) > 0
+    allowed = clips[db.frame_clip]  # every frame of the clips the tags admit, their last second included
+    cand = allowed & (speed < max_root_speed) & (hips > 0.85 * np.median(hips[db.valid]))
+    idx = np.flatnonzero(cand)
+    if idx.size < db.fps:
+        return None
+    wp = _root_frame_positions(db, idx)
+    same = np.r_[db.frame_clip[idx[1:]] == db.frame_clip[idx[:-1]], False] & (np.diff(np.r_[idx, -1]) == 1)
+    joint_speed = np.zeros(idx.size)
+    step = np.linalg.norm(wp[1:] - wp[:-1], axis=-1)[:, 1:].mean(axis=1) * db.fps
+    joint_speed[:-1] = np.where(same[:-1], step, 0.0)
+    joint_speed[1:] = np.maximum(joint_speed[1:], np.where(same[:-1], step, 0.0))
+    typical = np.median(wp, axis=0)
+    atypical = np.linalg.norm(wp - typical, axis=-1)[:, 1:].mean(axis=1)
+    both_feet = db.contacts[idx].all(axis=1) if db.contacts.shape[1] else np.ones(idx.size, bool)
+    cost = speed[idx] + joint_speed + atypical + _asymmetry(db, wp) + 0.5 * ~both_feet
+    # runs of consecutive candidate frames in one clip
+    breaks = np.flatnonzero(~same[:-1]) + 1
+    runs = np.split(np.arange(idx.size), breaks)
+    longest = max(len(r) for r in runs)
+    n = min(max(1, round(seconds * db.fps)), longest)
+    if n < db.fps:
+        return None
+    csum = np.r_[0.0, np.cumsum(cost)]
+    best, best_cost = -1, np.inf
+    for r in runs:
+        if len(r) < n:
+            continue
+        means = (csum[r[0] + n: r[-1] + 2] - csum[r[0]: r[-1] + 2 - n]) / n
+        k = int(np.argmin(means))
+        if means[k] < best_cost:
+            best, best_cost = int(r[0] + k), float(means[k])
+    start = int(idx[best])
+    stop = start + n
+    entries = np.zeros(db.num_frames, dtype=bool)
+    # each entry plays at least 2 s (half the stretch if shorter) before idle loops
+    entries[start: stop - max(n // 2, min(round(2.0 * db.fps), n - 1))] = True
+    entries &= db.valid
+    if not entries.any():
+        return None
+    return IdleClip(start, stop, entries, best_cost)
