@@ -18,9 +18,13 @@ the paper's fixed stand-still animation, the stillest standing stretch of the da
 best matches the pose shown and looped the same way at its end, with no searches in
 between; without such a stretch, matching continues with a standing query); ``dance`` (a frame of a
 ``dance`` clip is matched, the clip plays to its end, then matching again);
-``jump`` (one search over the take-offs of the jumps found in the data, i.e. frames
+``jump`` (a search over the take-offs of the jumps found in the data, i.e. frames
 shortly before both feet leave the ground for > 0.11 s, or over ``jump``-tagged clips if
-there are none, with 3D trajectory features; the jump then plays for ``jump_duration``); ``creep`` (searches restricted to ``creep`` clips with 3D
+there are none, with 3D trajectory features; where the data's jumps allow it, the query's
+heights and vertical velocities follow the paper's vertical spring
+(:func:`~motionmatch.runtime.modes.jump_spring`: upward speed ``v_up`` sprung toward
+``-v_up``) and matching goes on among the data's jumps until it lands; else the jump plays
+for ``jump_duration``); ``creep`` (searches restricted to ``creep`` clips with 3D
 features). Jump and creep need a database built with a vertical (3D) schema and the
 tags; without them those actions fall back to locomotion.
 
@@ -54,6 +58,10 @@ from motionmatch.runtime.modes import (
     IdleClip,
     gait_speeds_from_database,
     idle_clip,
+    jump_frames,
+    jump_query,
+    jump_spring,
+    takeoff_crouch,
     takeoff_mask,
     vertical_columns,
     vertical_targets,
@@ -87,10 +95,14 @@ def _shared(db: MotionDatabase) -> dict:
     if takeoff.sum() > 10:  # jumps found in the data (flight phases): search their take-offs
         takeoff.setflags(write=False)
         masks["@takeoff"] = takeoff
+        during = jump_frames(db) | takeoff
+        during.setflags(write=False)
+        masks["@jumping"] = during
     sh = {"features": db.features, "gaits": gait_speeds_from_database(db), "vcols": vcols,
           "vtargets": vertical_targets(db), "view_weights": {"planar": planar, "full": None}, "masks": masks,
           "searchers": {}, "root_pos": arrays.track_pos, "root_yaw": arrays.track_yaw, "start_frames": {},
-          "idle": {}}
+          "idle": {}, "jump_spring": jump_spring(db) if "@takeoff" in masks else None,
+          "crouch": takeoff_crouch(db) if "@takeoff" in masks else None}
     _SHARED[db] = sh
     return sh
 
@@ -111,12 +123,15 @@ class ControllerSettings:
     same_clip_window: int = 10         # a match this close ahead in the same clip just continues
     sharp_turn_deg: float = 45.0
     idle_speed: float = 0.2
-    idle_seconds: float = 3.0          # length of the standing stretch idle plays (chosen from the data)
+    idle_seconds: float = 3.0          # length of the standing stretch idle plays (chosen from the data; 0: none,
+    #                                    idle keeps matching with a standing query, the ablation)
     foot_locking: bool = True
     foot_unlock_distance: float = 0.25
     foot_blend_time: float = 0.2       # fade-out of a released lock
     foot_lock_in_time: float = 0.1     # fade-in of a new lock (no pop when the foot still moves)
-    jump_duration: float = 1.2
+    jump_duration: float = 1.2         # a jump's length without a vertical spring fitted to the data
+    jump_settle: float = 0.3           # with one: how long the jump lasts after the spring lands
+    vertical_spring: bool = True       # the paper's vertical spring where the data allows it (False: the ablation)
     adjust_halflife: float = 0.2       # root adjustment toward the simulated root (0: off)
     adjust_max_ratio: float = 0.5      # ... at most this fraction of the root motion's own speed, plus
     adjust_min_speed: float = 0.2      # ... this much (m/s), and as much turning (rad/s * 2)
@@ -387,6 +402,7 @@ class Controller:
         self._db_root = self._db_root_at(self.frame_pos)
         self.mode = "idle" if idle_start else "locomotion"
         self._mode_until = np.inf
+        self._jump_start = 0.0  # when the jump's vertical spring began (s)
         self._since_search = np.inf
         self._last_intent: Intent | None = None
         self._prev_actions: frozenset[str] = frozenset()
@@ -616,13 +632,29 @@ class Controller:
         last = self._last_intent
         sharp = force_search or (last is not None and last is not intent and self._changed_sharply(intent, last))
         searched = transitioned = False
+        if mode != "idle" and self.play_rate < 0:
+            self.play_rate = 1.0  # idle left while its clip played backward: forward again
         if mode == "jump":
+            spring = self._shared["jump_spring"] if self.s.vertical_spring else None
             if force:
-                target = self.vtargets.jump
                 searched = True
                 tags = "@takeoff" if "@takeoff" in self._masks else "jump"
-                transitioned = self._search(intent, tags, target, force=True)
-                self._mode_until = self.time + self.s.jump_duration
+                if spring is None:
+                    transitioned = self._search(intent, tags, self.vtargets.jump, force=True)
+                    self._mode_until = self.time + self.s.jump_duration
+                else:  # the paper's vertical spring
+                    transitioned = self._search(intent, tags, jump_query(self.db, spring, 0.0), force=True)
+                    # the spring's clock starts at the crouch of the jump matched (the wind-up
+                    # before it is the clip's own)
+                    crouch = int(self._shared["crouch"][self.frame])
+                    lead = (crouch - self.frame) / self.db.fps if crouch >= 0 else 0.0
+                    self._jump_start = self.time + lead
+                    self._mode_until = self._jump_start + spring.landing_time + self.s.jump_settle
+            elif spring is not None and self._since_search >= self.s.search_interval - 1e-9:
+                # matching goes on among the data's jumps, asking for where the spring is now
+                searched = True
+                query = jump_query(self.db, spring, max(self.time - self._jump_start, 0.0))
+                transitioned = self._search(intent, "@jumping", query, force=False)
         elif mode == "dance":
             if force or at_end:
                 searched = True
@@ -641,8 +673,6 @@ class Controller:
                 self.play_rate = -1.0
             elif self.play_rate < 0 and fp <= idle.start:
                 self.play_rate = 1.0
-        elif self.play_rate < 0:
-            self.play_rate = 1.0  # (a mode left without a transition plays forward again)
         else:
             # tolerance: six steps of 1/60 s sum to 0.09999... < 0.1, which would search every 7th frame
             due = self._since_search >= self.s.search_interval - 1e-9
