@@ -140,6 +140,20 @@ def test_idle_stands_still(run):
     assert np.median(joint_speed) < 0.1
 
 
+def test_jump_follows_the_vertical_spring(run):
+    """The data's jumps allow the paper's vertical spring (fitted to their hips: an upward
+    speed sprung toward its opposite); the jump asks for it and its hips follow it within
+    4 cm (RMS) from the crouch until the spring lands, then the jump ends."""
+    from motionmatch.runtime.modes import jump_spring
+
+    db, _script, rec, report = run
+    spring = jump_spring(db)
+    assert spring is not None and 0.2 < spring.v_up < 3.0 and 0.1 < spring.halflife < 0.6
+    assert report["jump_spring_rms_m"] <= 0.04, report["jump_spring_rms_m"]
+    jump_s = (rec.modes == "jump").sum() / rec.motion.fps
+    assert spring.landing_time < jump_s < spring.landing_time + 0.3 + 0.5  # + settle + at most the crouch's lead
+
+
 def test_output_bvh_reloads(run, tmp_path):
     _db, _script, rec, _report = run
     path = save_bvh(rec.motion, tmp_path / "out.bvh")

@@ -339,22 +339,6 @@ def jump_spring(db: MotionDatabase, max_unexplained: float = 0.5, lead_s: float 
     return JumpSpring(spring.v_up, spring.halflife, float(np.mean(bases)))
 
 
-def jump_frames(db: MotionDatabase, lead_s: float = 0.45, after_s: float = 0.3) -> np.ndarray:
-    """``[N]`` valid frames of the data's jumps: from ``lead_s`` before each flight phase
-    (:func:`flight_starts`) to ``after_s`` after its landing (a foot down again), in its
-    clip: where searches during a jump look."""
-    out = np.zeros(db.num_frames, dtype=bool)
-    down = db.contacts.any(axis=1) if db.contacts.shape[1] else np.ones(db.num_frames, dtype=bool)
-    for f in flight_starts(db):
-        c = db.frame_clip[f]
-        a = max(int(db.clip_starts[c]), f - round(lead_s * db.fps))
-        stop = int(db.clip_stops[c])
-        landed = np.flatnonzero(down[f:stop])
-        end = min(stop, f + (int(landed[0]) if landed.size else stop - f) + round(after_s * db.fps))
-        out[a:end] = True
-    return out & db.valid
-
-
 def jump_query(db: MotionDatabase, spring: JumpSpring, t: float) -> np.ndarray:
     """Raw vertical features (in :func:`vertical_columns` order) that ask for the jump
     ``t`` seconds after take-off: the hips' height (the spring's ``base`` plus its rise)
