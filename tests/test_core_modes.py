@@ -53,7 +53,8 @@ def test_idle_clip_is_the_stillest_typical_standing_stretch(db):
 def test_idle_plays_the_clip_forward_and_back_without_searching(db):
     ctrl = Controller(db)
     clip = ctrl.idle_clip()
-    assert ctrl.mode == "idle" and clip.start <= ctrl.frame < clip.stop  # a new character stands in it
+    r = ctrl.update(1 / 60, Intent.idle())
+    assert r.mode == "idle" and clip.start <= r.frame < clip.stop  # a new character enters it at once
     ctrl = Controller(db, start_frame=0)  # walking
     assert ctrl.mode == "locomotion"
     results = [ctrl.update(1 / 60, Intent.idle()) for _ in range(600)]

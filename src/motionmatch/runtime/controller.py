@@ -374,14 +374,11 @@ class Controller:
 
     def reset(self, position=(0.0, 0.0, 0.0), facing=(0.0, 0.0, 1.0), start_frame: int | None = None) -> None:
         """Put the character at ``position`` facing ``facing``, playing ``start_frame``
-        (default: the start of the idle clip, in idle mode; without one, the slowest valid
-        locomotion frame, i.e. standing)."""
+        (default: the slowest valid locomotion frame, i.e. standing; with no input the first
+        update enters idle and its clip). Starting in the idle clip instead changes every
+        run from its first search on (the shipped paths' follow runs among them)."""
         db = self.db
-        idle = self.idle_clip()
-        idle_start = start_frame is None and idle is not None
-        if idle_start:
-            start_frame = int(np.flatnonzero(idle.entries)[0])
-        elif start_frame is None:
+        if start_frame is None:
             starts = self._shared["start_frames"]
             tags = self.s.locomotion_tags
             if tags not in starts:
@@ -398,7 +395,7 @@ class Controller:
         self.root_yaw = float(np.arctan2(f[0], f[2]))
         self.predictor.reset(self.root_pos, facing=f)
         self._db_root = self._db_root_at(self.frame_pos)
-        self.mode = "idle" if idle_start else "locomotion"
+        self.mode = "locomotion"
         self._mode_until = np.inf
         self._jump_start = 0.0  # when the jump's vertical spring began (s)
         self._since_search = np.inf
@@ -652,11 +649,12 @@ class Controller:
             if force or at_end:
                 searched = True
                 transitioned = self._search(Intent.idle(), "dance", None, force=True)
-        elif mode == "idle" and (idle := self.idle_clip()) is not None:
+        elif mode == "idle" and self._desired_override is None and (idle := self.idle_clip()) is not None:
             # the paper's fixed stand-still animation: one search on entering idle, among the
             # idle clip's first frames (matched to the pose shown, blended by
             # inertialization), then no searches: the clip plays forward to its end, back
-            # to its start, and so on (its joints move a few cm/s, so a turn is not seen)
+            # to its start, and so on (its joints move a few cm/s, so a turn is not seen).
+            # A desired trajectory given (a path's end still ahead) keeps matching instead.
             slack = dt * self.db.fps + 1.0  # a step may overshoot the clip's ends before it turns
             fp = self.frame_pos
             if force or not idle.start - slack <= fp <= idle.stop - 1 + slack:
