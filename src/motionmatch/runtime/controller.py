@@ -14,9 +14,10 @@ Every frame, :meth:`Controller.update` takes the time step and an
 
 Modes (paper Section 3.3): ``locomotion``; ``idle`` (no input and low predicted speed:
 the paper's fixed stand-still animation, the stillest standing stretch of the data
-(:func:`~motionmatch.runtime.modes.idle_clip`), entered at the frame of its first part that
-best matches the pose shown and looped the same way at its end, with no searches in
-between; without such a stretch, matching continues with a standing query); ``dance`` (a frame of a
+(:func:`~motionmatch.runtime.modes.idle_clip`), entered at the frame of its first second
+that best matches the pose shown, then played forward and back with no searches; without
+such a stretch, or with a desired trajectory given, matching continues with a standing
+query); ``dance`` (a frame of a
 ``dance`` clip is matched, the clip plays to its end, then matching again);
 ``jump`` (a search over the take-offs of the jumps found in the data, i.e. frames
 shortly before both feet leave the ground for > 0.11 s, or over ``jump``-tagged clips if
