@@ -1,6 +1,7 @@
 """GenMM synthesis speed, coverage and memory, one CPU thread.
 
     python benchmarks/bench_genmm.py [--data DIR] [--samples 10] [--long 100000] [--json]
+    python benchmarks/bench_genmm.py --only paper [--quick] [--seeds 5] [--plot genmm_scaling.png]
 
 For the salsa (1,296 output frames), crab dance (768) and elephant idle (402) examples at
 the default settings (30 fps, patch 11, alpha 0.01, 3 iterations, factor 0.75, coarsest
@@ -21,6 +22,32 @@ the default settings (30 fps, patch 11, alpha 0.01, 3 iterations, factor 0.75, c
 * a ``--long``-frame output from the salsa example (default 100,000 frames) in a fresh
   process: synthesis time and peak memory (peak resident set size, and the peak of the
   arrays numpy allocates, from tracemalloc).
+
+With ``--only paper`` (or by default, after the above) it reproduces the GenMM paper's
+evaluation (issue 17) with the metrics of :mod:`motionmatch.metrics.genmm` (coverage with
+the threshold relative to the example, set diversity over the seeds, global and local
+patch distances), ``--seeds`` outputs per row (default 5; the paper uses 200 for set
+diversity), each output twice the examples' length:
+
+* Table 2, number of examples: 1, 3 and 5 LAFAN1 dance clips of 120-220 frames at 30 fps
+  (22 joints), cut from the two dance takes (the paper: five dance clips of 120-220
+  frames); a control row gives the coverage of the first clip alone as the output.
+* Table 3, skeleton complexity: the smallest skeleton of the data (the dog, 21 joints)
+  up to the largest (Gangnam style, 67 joints), with the styled walk (31), the elephant
+  (40), the crab (56) and the paper's 65-joint salsa between;
+  a control gives the coverage of the example's first half as the output (about 0.5).
+* Table 4, hyper-parameters on the salsa (65 joints, 648 frames at 30 fps): alpha
+  (none, 1 ... 1e-4), patch size, coarse ratio (the coarsest stage in patch sizes) and
+  pyramid factor, which set the number of pyramid stages (shown).
+* Time and peak memory of outputs of 1k, 3k, 10k, 30k and 100k frames from the salsa
+  (the paper's Figure 9: 522 frames, 65 joints), each in a fresh process: the synthesis
+  time (no tracing), the process's peak resident set size (``resource.getrusage``
+  ``ru_maxrss``) and, from a second run under ``tracemalloc``, the peak of the memory
+  allocated during the synthesis (numpy reports its arrays to tracemalloc); ``--plot
+  PNG`` draws both against the output length.
+
+``--quick``: 2 seeds, the dog and Gangnam rows of Table 3, four rows of Table 4, outputs
+of 1k-10k frames.
 
 Threads: every BLAS/OpenMP/numba pool is limited to one thread before numpy is imported.
 """
@@ -126,6 +153,208 @@ def long_child(path: str, frames: int) -> None:
     }))
 
 
+# --------------------------------------------------------------------------------------
+# The paper's evaluation (issue 17): Tables 2, 3, 4 and the time/memory curve (Figure 9).
+# --------------------------------------------------------------------------------------
+
+# Table 2: five dance clips of 120-220 frames at 30 fps (the paper's setting), cut from the
+# two LAFAN1 dance takes (22 joints): (take, first frame, frames).
+DANCE_CLIPS = [("dance1_subject1_crop.bvh", 100, 120), ("dance2_subject1_crop.bvh", 300, 150),
+               ("dance1_subject1_crop.bvh", 700, 180), ("dance2_subject1_crop.bvh", 1000, 200),
+               ("dance1_subject1_crop.bvh", 1300, 220)]
+# Table 3: the smallest and largest skeletons in the data, and the paper's 65-joint one.
+SKELETONS = [("quadruped-dog/D1_025_KAN01_001.bvh", "dog"), ("genmm-examples/Xia_normal.bvh", "styled walk"),
+             ("genmm-examples/Elephant_idle1.bvh", "elephant idle"),
+             ("genmm-examples/Crabnew_Crab-dance-long.bvh", "crab"),
+             ("genmm-examples/Joe_Salsa-Dancing-6.bvh", "salsa"),
+             ("genmm-examples/Malcolm_Gangnam-Style.bvh", "Gangnam style")]
+QUICK_SKELETONS = [SKELETONS[0], SKELETONS[-1]]
+# Table 4 on the salsa (65 joints, 648 frames at 30 fps, as the paper's ~500-frame,
+# 65-joint examples): one setting varied at a time from the defaults.
+HYPER = [("alpha", None), ("alpha", 1.0), ("alpha", 0.1), ("alpha", 0.01), ("alpha", 0.001), ("alpha", 0.0001),
+         ("patch_size", 5), ("patch_size", 7), ("patch_size", 15), ("patch_size", 21),
+         ("coarse_ratio", 3.0), ("coarse_ratio", 8.0), ("coarse_ratio", 15.0),
+         ("pyramid_factor", 0.5), ("pyramid_factor", 0.9)]
+QUICK_HYPER = [("alpha", None), ("alpha", 0.01), ("patch_size", 5), ("pyramid_factor", 0.5)]
+LENGTHS = [1_000, 3_000, 10_000, 30_000, 100_000]
+QUICK_LENGTHS = [1_000, 3_000, 10_000]
+
+
+def score(examples, seeds: int, **config) -> dict:
+    """GenMM at ``config`` (defaults otherwise) on ``examples`` (Motions): ``seeds`` outputs of
+    the default length (twice the examples), scored with :func:`metrics.genmm.evaluate`
+    (coverage and patch distances: means over the seeds; set diversity over the seeds)."""
+    from motionmatch.genmm import GenMM, GenMMConfig
+    from motionmatch.metrics.genmm import evaluate
+
+    gen = GenMM(examples, GenMMConfig(**config))
+    results = [gen.sample(seed=s) for s in range(seeds)]
+    rep = evaluate(gen.examples, [r.motion for r in results])
+    return {"coverage": rep["coverage"], "coverage_min": min(rep["per_output"]["coverage"]),
+            "set_diversity": rep["set_diversity"], "global_patch_distance": rep["global_patch_distance"],
+            "local_patch_distance": rep["local_patch_distance"], "frames": results[0].motion.num_frames,
+            "joints": gen.skeleton.num_joints, "stages": len(results[0].info.synthesis_lengths),
+            "synthesis_s": statistics.median(r.synthesis_s for r in results)}
+
+
+def control(examples, output) -> dict:
+    """The metrics of a given motion (a control: part of the examples, not a synthesis)."""
+    from motionmatch.metrics.genmm import evaluate
+
+    rep = evaluate(examples, [output])
+    return {k: rep[k] for k in ("coverage", "global_patch_distance", "local_patch_distance")}
+
+
+def dance_clips(root: Path) -> list:
+    from motionmatch.anim import load_bvh
+
+    takes = {}
+    out = []
+    for take, start, n in DANCE_CLIPS:
+        if take not in takes:
+            takes[take] = load_bvh(root / "lafan1" / take)
+        out.append(takes[take][start:start + n])
+    return out
+
+
+def at30(m):
+    from motionmatch.anim.resample import resample
+
+    return m if abs(m.fps - 30.0) < 1e-9 else resample(m, 30.0)
+
+
+def paper_tables(root: Path, seeds: int, quick: bool, say) -> dict:
+    from motionmatch.anim import load_bvh
+
+    out = {"seeds": seeds, "table2": [], "table3": [], "table4": []}
+    clips = dance_clips(root)
+    for n in (1, 3, 5):
+        say(f"table 2: {n} example(s)")
+        row = {"examples": n, "example_frames": [c.num_frames for c in clips[:n]], **score(clips[:n], seeds)}
+        # Control: the first example alone given as the output (covers ~1/n of the set).
+        row["control_first_example"] = control(clips[:n], clips[0])["coverage"] if n > 1 else None
+        out["table2"].append(row)
+    for rel, label in (QUICK_SKELETONS if quick else SKELETONS):
+        say(f"table 3: {label}")
+        m = at30(load_bvh(root / rel))
+        row = {"example": label, "file": rel, "example_frames": m.num_frames, **score([m], seeds)}
+        row["control_first_half"] = control([m], m[:m.num_frames // 2])["coverage"]
+        out["table3"].append(row)
+    salsa = at30(load_bvh(root / "genmm-examples" / "Joe_Salsa-Dancing-6.bvh"))
+    for name, value in [("defaults", None)] + (QUICK_HYPER if quick else HYPER):
+        if name != "defaults" and GENMM_DEFAULTS[name] == value:
+            continue
+        say(f"table 4: {name} = {value}")
+        out["table4"].append({"setting": name, "value": value,
+                              **score([salsa], seeds, **({} if name == "defaults" else {name: value}))})
+    # How the absolute threshold of the previous metric would have scored the defaults.
+    out["salsa_first_tenth"] = {"relative": control([salsa], salsa[:salsa.num_frames // 10])["coverage"]}
+    from motionmatch.metrics.genmm import coverage
+
+    out["salsa_first_tenth"]["absolute_2.0"] = coverage([salsa], salsa[:salsa.num_frames // 10], threshold=2.0)
+    return out
+
+
+GENMM_DEFAULTS = {"alpha": 0.01, "patch_size": 11, "coarse_ratio": 5.0, "pyramid_factor": 0.75}
+
+
+def scaling_child(path: str, frames: int) -> None:
+    """In a fresh process: one synthesis of ``frames`` frames timed, then the same again
+    under tracemalloc; prints JSON."""
+    from motionmatch.genmm import GenMM
+
+    gen = GenMM(path)
+    gen.sample(200, seed=1)  # warm-up: imports, BLAS start-up
+    rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    t0 = time.perf_counter()
+    res = gen.sample(frames, seed=0)
+    wall = time.perf_counter() - t0
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    del res
+    tracemalloc.start()
+    gen.sample(frames, seed=0)
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    print(json.dumps({"frames": frames, "synthesis_s": wall, "peak_rss_mb": rss / 1024,
+                      "rss_before_mb": rss0 / 1024, "traced_peak_mb": peak / 2**20}))
+
+
+def scaling(root: Path, lengths: list[int], say) -> list[dict]:
+    rows = []
+    path = root / "genmm-examples" / "Joe_Salsa-Dancing-6.bvh"
+    for n in lengths:
+        say(f"time and memory: {n} frames")
+        cmd = [sys.executable, __file__, "--child-scaling", str(path), str(n)]
+        res = subprocess.run(cmd, capture_output=True, text=True, env=os.environ.copy())
+        if res.returncode != 0:
+            sys.exit(f"the {n}-frame run failed: {res.stderr.strip().splitlines()[-1:]}")
+        rows.append(json.loads(res.stdout.strip().splitlines()[-1]))
+    return rows
+
+
+def plot_scaling(rows: list[dict], path: str) -> None:
+    try:
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+        from matplotlib.figure import Figure
+    except ImportError:
+        sys.exit("the plot needs matplotlib: pip install 'motionmatch[viz]'")
+    from motionmatch._files import atomic_write
+
+    n = [r["frames"] for r in rows]
+    fig = Figure(figsize=(9, 3.6))
+    FigureCanvasAgg(fig)
+    a, b = fig.subplots(1, 2)
+    a.plot(n, [r["synthesis_s"] for r in rows], "o-")
+    a.set(xlabel="output frames", ylabel="synthesis time (s)", title="time (one CPU thread)")
+    b.plot(n, [r["traced_peak_mb"] for r in rows], "o-", label="numpy arrays (tracemalloc peak)")
+    b.plot(n, [r["peak_rss_mb"] for r in rows], "s--", label="process peak RSS")
+    b.set(xlabel="output frames", ylabel="MiB", title="peak memory")
+    b.legend(fontsize=8)
+    for ax in (a, b):
+        ax.grid(alpha=0.3)
+    fig.suptitle("GenMM, salsa example (65 joints, 648 frames at 30 fps), default settings", fontsize=10)
+    fig.tight_layout()
+    with atomic_write(path, "wb") as f:
+        fig.savefig(f, format="png", dpi=110)
+
+
+def print_paper(res: dict) -> None:
+    def metrics(r):
+        return (f"{100 * r['coverage']:>8.2f}% {r['set_diversity']:>9.3f} {r['global_patch_distance']:>8.3f} "
+                f"{r['local_patch_distance']:>8.3f} {r['synthesis_s']:>7.2f}")
+
+    head = f"{'coverage':>9} {'diversity':>9} {'global':>8} {'local':>8} {'synth s':>7}"
+    s = res["seeds"]
+    print(f"\nTable 2: number of examples (LAFAN1 dance clips of 120-220 frames, 22 joints; {s} seeds)")
+    print(f"{'examples':<10} {'frames':<26} {head}  control")
+    for r in res["table2"]:
+        ctl = f"{100 * r['control_first_example']:.1f}%" if r["control_first_example"] is not None else "-"
+        print(f"{r['examples']:<10} {r['example_frames']!s:<26} {metrics(r)}  {ctl}")
+    print("  control: coverage of the first example alone, given as the output")
+    print(f"\nTable 3: skeleton complexity ({s} seeds)")
+    print(f"{'example':<14} {'joints':>6} {'frames':>6} {head}  control")
+    for r in res["table3"]:
+        print(f"{r['example']:<14} {r['joints']:>6} {r['example_frames']:>6} {metrics(r)}  "
+              f"{100 * r['control_first_half']:.1f}%")
+    print("  control: coverage of the example's first half, given as the output")
+    print(f"\nTable 4: hyper-parameters, salsa example ({s} seeds; one setting changed from the defaults)")
+    print(f"{'setting':<24} {'stages':>6} {head}")
+    for r in res["table4"]:
+        label = "defaults" if r["setting"] == "defaults" else f"{r['setting']} = {r['value']}"
+        print(f"{label:<24} {r['stages']:>6} {metrics(r)}")
+    t = res["salsa_first_tenth"]
+    print(f"\nThe salsa's first tenth as the output: coverage {100 * t['relative']:.1f}% "
+          f"(absolute threshold 2.0 of the previous metric: {100 * t['absolute_2.0']:.1f}%)")
+    if res.get("scaling"):
+        print("\nTime and peak memory over output length (salsa, defaults, one thread, fresh process each)")
+        print(f"{'frames':>8} {'synth s':>8} {'ms/1k fr':>8} {'traced MiB':>10} {'peak RSS MiB':>12}")
+        for r in res["scaling"]:
+            print(f"{r['frames']:>8} {r['synthesis_s']:>8.2f} {1e6 * r['synthesis_s'] / r['frames']:>8.1f} "
+                  f"{r['traced_peak_mb']:>10.0f} {r['peak_rss_mb']:>12.0f}")
+        print("  traced: peak of the memory allocated during the synthesis (tracemalloc, a second run);"
+              " peak RSS: resource.getrusage ru_maxrss of the process")
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--data", default=None, help="data root (default $MOTIONMATCH_DATA or ../shared/data)")
@@ -133,12 +362,49 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--long", type=int, default=100_000, help="frames of the long run (0 skips it)")
     ap.add_argument("--no-baseline", action="store_true", help="skip the unfolded-patch baseline")
     ap.add_argument("--json", action="store_true", help="print JSON")
+    ap.add_argument("--only", choices=["speed", "paper", "all"], default="all",
+                    help="speed: the synthesis timings above; paper: Tables 2-4 and the time/memory curve "
+                         "(issue 17); all (default): both")
+    ap.add_argument("--quick", action="store_true",
+                    help="paper part: 2 seeds, fewer rows, outputs of 1k-10k frames only (a few minutes)")
+    ap.add_argument("--seeds", type=int, default=None, help="paper part: outputs per table row (default 5; --quick 2)")
+    ap.add_argument("--plot", metavar="PNG", default=None, help="paper part: write the time/memory plot here")
+    ap.add_argument("--lengths", default=None, metavar="N,N,...",
+                    help="paper part: output lengths of the time/memory curve (default 1000,3000,10000,30000,100000; "
+                         "--quick 1000,3000,10000; 'none' skips it)")
     ap.add_argument("--child-long", nargs=2, metavar=("PATH", "FRAMES"), help=argparse.SUPPRESS)
+    ap.add_argument("--child-scaling", nargs=2, metavar=("PATH", "FRAMES"), help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.child_long:
         long_child(args.child_long[0], int(args.child_long[1]))
         return 0
-    folder = data_root(args.data) / "genmm-examples"
+    if args.child_scaling:
+        scaling_child(args.child_scaling[0], int(args.child_scaling[1]))
+        return 0
+    root = data_root(args.data)
+    paper = None
+    if args.only in ("paper", "all"):
+        say = (lambda m: None) if args.json else (lambda m: print(f"[{m}]", file=sys.stderr, flush=True))
+        seeds = args.seeds or (2 if args.quick else 5)
+        # The scaling runs first, each in a fresh process, while this one is small.
+        if args.lengths is None:
+            lengths = QUICK_LENGTHS if args.quick else LENGTHS
+        else:
+            lengths = [] if args.lengths.strip().lower() == "none" else [int(v) for v in args.lengths.split(",")]
+        rows = scaling(root, lengths, say)
+        paper = paper_tables(root, seeds, args.quick, say)
+        paper["scaling"] = rows
+        if args.plot and rows:
+            plot_scaling(rows, args.plot)
+        if args.only == "paper":
+            if args.json:
+                print(json.dumps(paper, indent=2))
+            else:
+                print_paper(paper)
+                if args.plot:
+                    print(f"plot: {args.plot}")
+            return 0
+    folder = root / "genmm-examples"
     long_run = None
     if args.long:
         # First, while this process is small: a child inherits its parent's peak RSS.
@@ -171,9 +437,15 @@ def main(argv: list[str] | None = None) -> int:
         result["examples"][name] = row
     if long_run is not None:
         result["long"] = long_run
+    if paper is not None:
+        result["paper"] = paper
     if args.json:
         print(json.dumps(result, indent=2))
     else:
+        if paper is not None:
+            print_paper(paper)
+            if args.plot:
+                print(f"plot: {args.plot}")
         print(f"GenMM synthesis, one thread, {result['machine']}, numpy {result['numpy']}")
         hdr = (f"{'example':<30} {'frames':>6} {'median s':>9} {'warm s':>7} {'unfolded s':>10} {'torch s':>8} {'ref s':>6} "
                f"{'speed-up':>8} {'coverage':>9} {'diversity':>9} {'bvh s':>6}")

@@ -49,7 +49,10 @@ def examples(data_dir):
 def test_default_settings_cover_the_example_and_diversify(examples, name):
     gen = GenMM(examples / name)
     outs = [gen.sample(seed=s).motion for s in range(10)]
-    covs = [coverage(gen.examples, o) for o in outs]
+    # GANimator's absolute threshold (2.0): a regression check of the synthesis. The
+    # default, relative threshold (issue 17) is stricter; its numbers for these examples
+    # are in benchmarks/README.md ("GenMM evaluation").
+    covs = [coverage(gen.examples, o, threshold=2.0) for o in outs]
     assert outs[0].num_frames == 2 * gen.example_frames
     assert np.mean(covs) >= 0.995, covs
     assert set_diversity(gen.examples, outs) > 0.0

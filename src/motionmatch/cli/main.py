@@ -27,9 +27,12 @@ examples:
   motionmatch run --db lafan.npz --input script.json -o out.bvh --report report.json --preview out.mp4
   motionmatch follow --db lafan.npz --path paths/square.json -o out.bvh --report report.json --preview out.mp4
   motionmatch genmm ../shared/data/genmm-examples/Joe_Salsa-Dancing-6.bvh -o salsa_new.bvh --samples 10 --report r.json
+  motionmatch genmm-eval salsa_new_*.bvh --example ../shared/data/genmm-examples/Joe_Salsa-Dancing-6.bvh --json
 
   motionmatch pose eval --json
   motionmatch scenario scenarios/zigzag-cones.json --db lafan_env.npz -o run.npz --report r.json
+  motionmatch convert walk.bvh walk.glb        # or .fbx (Blender's exporter), .usda (UsdSkel)
+  motionmatch blender-addon -o motionmatch_addon.zip
 
 Run 'motionmatch COMMAND --help' for the options of a command.
 """
@@ -58,9 +61,11 @@ def one_line(e: BaseException) -> str:
 def build_parser() -> argparse.ArgumentParser:
     from motionmatch.cli import (
         anim_cmd,
+        blender_cmd,
         datasets_cmd,
         follow_cmd,
         genmm_cmd,
+        genmm_eval_cmd,
         pose_cmd,
         runtime_cmd,
         scenario_cmd,
@@ -78,9 +83,11 @@ def build_parser() -> argparse.ArgumentParser:
     runtime_cmd.register(sub)
     follow_cmd.register(sub)
     genmm_cmd.register(sub)
+    genmm_eval_cmd.register(sub)
     pose_cmd.register(sub)
     scenario_cmd.register(sub)
     viewer_cmd.register(sub)
+    blender_cmd.register(sub)
     return parser
 
 

@@ -13,9 +13,13 @@ example clips.
 :func:`coverage`            share (0-1) of the examples' windows of ``window = 30`` frames
                             (every start, ``L - 30 + 1`` per clip of ``L`` frames) whose
                             cheapest aligned window anywhere in the output costs less than
-                            ``threshold = 2.0``. 1.0 means every part of every example
-                            appears in the output. (GANimator's code skips each clip's last
-                            window; here every window counts.)
+                            the clip's *threshold*: ``threshold_scale = 2`` times the clip's
+                            median frame-to-frame distance (:func:`coverage_thresholds`),
+                            i.e. the output reproduces the window to within about two
+                            frames of the example's own typical motion. 1.0 means every
+                            part of every example appears in the output; the first half of
+                            an example scores about 0.5. (GANimator's code skips each
+                            clip's last window; here every window counts.)
 :func:`local_patch_distance`  mean, over every output window of ``window = 15`` frames, of
                             its cheapest aligned window cost in the examples (GANimator's
                             "local diversity"; lower is closer to the examples).
@@ -36,6 +40,38 @@ example clips.
                             for 200 outputs.
 ==========================  ==================================================================
 
+Where the papers leave a choice (GenMM, Li et al. 2023, Sec. 4.1, defers to GANimator,
+Li et al. 2022, for coverage and the two patch distances, and to SinGAN, Shaham et al.
+2019, for set diversity):
+
+* **Coverage threshold.** GANimator's threshold is an absolute 2.0 on its own features;
+  on ours (6D rotations of 23-67 joints, Euclidean) a threshold that large lets a tenth of
+  the salsa example, given as the output, cover 71% of it, and every synthesis scores
+  100%: the measure cannot fail. The threshold here is relative to each example clip:
+  ``2 x`` its median distance between consecutive frames, at the rate of evaluation. A
+  window shifted by ``s`` frames costs about ``s`` such steps, so "covered" means "found
+  to within about two frames of misalignment". Verified on the six clips of
+  ``genmm-examples`` with motion (30 fps): truncated copies of 10% / 50% / 100% score 0.00-0.06 /
+  0.41-0.54 / 1.00 (with a scale of 1: 0.00-0.06 / 0.26-0.48 / 1.00; with 3: up to 0.20 /
+  0.77 on the periodic salsa and walks). Periodic examples score a little above their
+  share, because their first half already contains the later cycles: that is coverage
+  working, not a flaw. The scale is the same for every example (no per-file tuning). A
+  clip that does not move (median step 0) gets the floor :data:`MIN_THRESHOLD`. Pass
+  ``threshold=`` to use an absolute threshold instead (``2.0`` reproduces the old numbers).
+* **Frame distance.** Euclidean, not squared, over all joints' 6D local rotations (the
+  root's world rotation), no root position: GANimator compares rotations; GenMM's
+  synthesis also matches root velocities, which these measures leave out.
+* **Window counting.** The share is of windows, not of frames, as in GANimator; for
+  short clips this puts a truncated copy somewhat below its share of frames (the first
+  half of a 201-frame clip holds 71 of its 172 windows: 0.41).
+* **Set diversity's normaliser.** The paper divides by "the standard deviation of all
+  joint rotations of the input example"; here, per joint, the spread of its 6D rotation
+  over the example frames, averaged over joints (pooling all joints together would add
+  the differences between joints' rest rotations, which are not motion).
+* **Rate.** Windows count frames; the paper's data is 30 fps, and ``motionmatch
+  genmm-eval`` evaluates at 30 fps by default so that numbers are comparable across
+  files and tools.
+
 Inputs are :class:`~motionmatch.anim.Motion` objects (of one skeleton) or frame arrays
 ``[F, 6 J]`` from :func:`rotation_features`. Examples at another frame rate than the
 output are resampled to the output's rate first. Work is done in blocks, so long outputs
@@ -54,6 +90,7 @@ from motionmatch.anim.resample import resample
 
 __all__ = [
     "coverage",
+    "coverage_thresholds",
     "covered_windows",
     "evaluate",
     "global_patch_distance",
@@ -63,6 +100,12 @@ __all__ = [
 ]
 
 _BLOCK = 1 << 22  # frame distances held at once (32 MB of float64)
+
+THRESHOLD_SCALE = 2.0
+"""Coverage threshold, in units of the example clip's median frame-to-frame distance."""
+
+MIN_THRESHOLD = 1e-3
+"""Floor of a relative coverage threshold (a clip that does not move), in 6D rotation units."""
 
 
 def rotation_features(motion: Motion | np.ndarray) -> np.ndarray:
@@ -139,26 +182,51 @@ def _best_window_costs(queries: np.ndarray, refs: list[np.ndarray], w: int) -> n
     return best / w
 
 
-def covered_windows(examples, output, *, window: int = 30, threshold: float = 2.0) -> list[np.ndarray]:
+def coverage_thresholds(examples, fps: float | None = None, *, threshold_scale: float = THRESHOLD_SCALE) -> list[float]:
+    """Per example clip, its coverage threshold: ``threshold_scale`` times the median
+    Euclidean distance between its consecutive frames' rotation features (at ``fps``, the
+    rate of evaluation: clips at another rate are resampled first), at least
+    :data:`MIN_THRESHOLD`. Same unit as a window cost (6D rotation units per frame)."""
+    if not threshold_scale > 0:
+        raise ValueError(f"threshold_scale must be positive, got {threshold_scale}")
+    out = []
+    for c in _clips(examples, fps):
+        step = float(np.median(np.linalg.norm(np.diff(c, axis=0), axis=1))) if c.shape[0] > 1 else 0.0
+        out.append(max(threshold_scale * step, MIN_THRESHOLD))
+    return out
+
+
+def covered_windows(examples, output, *, window: int = 30, threshold: float | None = None,
+                    threshold_scale: float = THRESHOLD_SCALE) -> list[np.ndarray]:
     """Per example clip, ``[L - window + 1]`` bool: which windows the output covers
     (see :func:`coverage`)."""
     out, fps = _output(output)
     clips = _clips(examples, fps)
     _check(clips, out)
+    if threshold is None:
+        limits = coverage_thresholds(clips, threshold_scale=threshold_scale)
+    else:
+        if not threshold > 0:
+            raise ValueError(f"threshold must be positive, got {threshold}")
+        limits = [float(threshold)] * len(clips)
     if out.shape[0] < window:
         return [np.zeros(max(c.shape[0] - window + 1, 0), dtype=bool) for c in clips]
-    return [_best_window_costs(c, [out], window) < threshold for c in clips]
+    return [_best_window_costs(c, [out], window) < lim for c, lim in zip(clips, limits)]
 
 
-def coverage(examples, output, *, window: int = 30, threshold: float = 2.0) -> float:
+def coverage(examples, output, *, window: int = 30, threshold: float | None = None,
+             threshold_scale: float = THRESHOLD_SCALE) -> float:
     """Share (0-1) of the examples' ``window``-frame windows that the output covers: some
-    aligned output window is within a mean frame distance of ``threshold``.
+    aligned output window is within a mean frame distance of the clip's threshold.
 
     Args:
         examples: a Motion, array, or a list of them (all their windows count).
         output: the synthesized Motion (or array).
+        threshold: an absolute threshold for every clip; ``None`` (default): each clip's
+            own, ``threshold_scale`` times its median frame-to-frame distance
+            (:func:`coverage_thresholds`).
     """
-    cov = covered_windows(examples, output, window=window, threshold=threshold)
+    cov = covered_windows(examples, output, window=window, threshold=threshold, threshold_scale=threshold_scale)
     total = sum(len(c) for c in cov)
     if total == 0:
         raise ValueError(f"no example is at least {window} frames long")
@@ -258,30 +326,50 @@ def set_diversity(examples, outputs: Sequence, *, per_frame: bool = False) -> fl
     return per if per_frame else float(per.mean())
 
 
-def evaluate(examples, outputs: Sequence, *, window: int = 30, threshold: float = 2.0, local_window: int = 15,
-             min_segment: int = 30) -> dict:
-    """All GenMM numbers for one or more outputs of one length, as a JSON-ready dict:
-    ``coverage``, ``global_patch_distance``, ``local_patch_distance`` (means over the
-    outputs), ``per_output`` lists of the three, ``set_diversity`` (two or more outputs,
-    else ``None``) and ``definitions`` (the windows and threshold used)."""
+def evaluate(examples, outputs: Sequence, *, window: int = 30, threshold: float | None = None,
+             threshold_scale: float = THRESHOLD_SCALE, local_window: int = 15, min_segment: int = 30) -> dict:
+    """All GenMM numbers for one or more outputs, as a JSON-ready dict: ``coverage``,
+    ``global_patch_distance``, ``local_patch_distance`` (means over the outputs),
+    ``per_output`` lists of the three, ``set_diversity`` (two or more outputs, else
+    ``None``; outputs of different lengths are compared over the shortest one's frames,
+    ``set_diversity_frames``), ``coverage_thresholds`` (per example clip) and
+    ``definitions`` (the windows and threshold used). The outputs must share a frame rate
+    (examples are resampled to it)."""
     if isinstance(outputs, (Motion, np.ndarray)):
         outputs = [outputs]
-    cov = [coverage(examples, o, window=window, threshold=threshold) for o in outputs]
-    glob = [global_patch_distance(examples, o, min_segment=min_segment) for o in outputs]
-    loc = [local_patch_distance(examples, o, window=local_window) for o in outputs]
-    same_len = len({rotation_features(o).shape for o in outputs}) == 1
-    div = set_diversity(examples, outputs) if len(outputs) > 1 and same_len else None
+    outputs = list(outputs)
+    if not outputs:
+        raise ValueError("evaluate needs at least one output")
+    fps = outputs[0].fps if isinstance(outputs[0], Motion) else None
+    rates = {round(o.fps, 6) for o in outputs if isinstance(o, Motion)}
+    if len(rates) > 1:
+        raise ValueError(f"the outputs have different frame rates ({', '.join(f'{r:g}' for r in sorted(rates))}); "
+                         "resample them to one first")
+    clips = _clips(examples, fps)  # resampled once, at the outputs' rate
+    feats = [rotation_features(o) for o in outputs]
+    limits = None if threshold is not None else coverage_thresholds(clips, threshold_scale=threshold_scale)
+    cov = [coverage(clips, f, window=window, threshold=threshold, threshold_scale=threshold_scale) for f in feats]
+    glob = [global_patch_distance(clips, f, min_segment=min_segment) for f in feats]
+    loc = [local_patch_distance(clips, f, window=local_window) for f in feats]
+    div, div_frames = None, None
+    if len(feats) > 1:
+        div_frames = min(f.shape[0] for f in feats)
+        div = set_diversity(clips, [f[:div_frames] for f in feats])
+    rule = (f"< {threshold} (absolute)" if threshold is not None
+            else f"< {threshold_scale:g} x the clip's median frame-to-frame distance")
     return {
         "coverage": float(np.mean(cov)),
         "global_patch_distance": float(np.mean(glob)),
         "local_patch_distance": float(np.mean(loc)),
         "set_diversity": div,
+        "set_diversity_frames": div_frames,
+        "coverage_thresholds": limits if limits is not None else [float(threshold)] * len(clips),
         "per_output": {"coverage": cov, "global_patch_distance": glob, "local_patch_distance": loc},
         "definitions": {
             "frame_features": "local joint rotations, 6D (first two matrix columns), all joints",
             "frame_distance": "Euclidean norm of the difference",
             "coverage": f"share of example windows of {window} frames with an aligned output window of mean "
-                        f"frame distance < {threshold}",
+                        f"frame distance {rule}",
             "global_patch_distance": f"DP over output segments of >= {min_segment} frames, mean frame distance",
             "local_patch_distance": f"mean over output windows of {local_window} frames of the nearest aligned "
                                     "example window's mean frame distance",
