@@ -15,9 +15,10 @@ Every frame, :meth:`Controller.update` takes the time step and an
 Modes (paper Section 3.3): ``locomotion``; ``idle`` (no input and low predicted speed:
 the paper's fixed stand-still animation, the stillest standing stretch of the data
 (:func:`~motionmatch.runtime.modes.idle_clip`), entered at the frame of its first second
-that best matches the pose shown, then played forward and back with no searches; without
-such a stretch, or with a desired trajectory given, matching continues with a standing
-query); ``dance`` (a frame of a
+that best matches the pose shown, then played forward and back with no searches, except
+that an environment-aware chooser keeps searching to see obstacles and the character
+steps aside when one is near; without such a stretch, or with a desired trajectory given,
+matching continues with a standing query); ``dance`` (a frame of a
 ``dance`` clip is matched, the clip plays to its end, then matching again);
 ``jump`` (a search over the take-offs of the jumps found in the data, i.e. frames
 shortly before both feet leave the ground for > 0.11 s, or over ``jump``-tagged clips if
@@ -511,8 +512,11 @@ class Controller:
             q[self.vcols] = 0.0
         return q, traj
 
-    def _search(self, intent: Intent, tags: str, vertical: np.ndarray | None, force: bool) -> bool:
-        """Search and transition if clearly better (or ``force``). Returns whether it transitioned."""
+    def _search(self, intent: Intent, tags: str, vertical: np.ndarray | None, force: bool,
+                only_near_obstacles: bool = False) -> bool:
+        """Search and transition if clearly better (or ``force``); with
+        ``only_near_obstacles``, only if the chooser found an obstacle near (its ``near``).
+        Returns whether it transitioned."""
         view = "planar" if vertical is None else "full"
         q, traj = self._query(intent, vertical)
         self.last_desired = traj
@@ -532,6 +536,8 @@ class Controller:
         self._since_search = 0.0
         best, best_cost = int(idx[0]), float(cost[0])
         self.last_costs = self.db.group_costs(q, best)
+        if only_near_obstacles and not getattr(self.chooser, "near", False):
+            return False
         if cur_ok and not force:
             cur_cost = self.view_cost(q, cur, view)
             same_clip_ahead = self.db.frame_clip[best] == self.db.frame_clip[cur] and 0 <= best - cur <= self.s.same_clip_window
@@ -656,9 +662,19 @@ class Controller:
             # inertialization), then no searches: the clip plays forward to its end, back
             # to its start, and so on (its joints move a few cm/s, so a turn is not seen).
             # A desired trajectory given (a path's end still ahead) keeps matching instead.
+            # With an environment-aware chooser the periodic search goes on, to see the
+            # obstacles: near one, its answer is played (the character steps aside).
+            evading = False
+            if self.chooser is not None and not force and self._since_search >= self.s.search_interval - 1e-9:
+                searched = True
+                transitioned = self._search(Intent.idle(), self.s.locomotion_tags, None, force=False,
+                                            only_near_obstacles=True)
+                evading = bool(getattr(self.chooser, "near", False))
             slack = dt * self.db.fps + 1.0  # a step may overshoot the clip's ends before it turns
             fp = self.frame_pos
-            if force or not idle.start - slack <= fp <= idle.stop - 1 + slack:
+            if evading:
+                pass
+            elif force or not idle.start - slack <= fp <= idle.stop - 1 + slack:
                 searched = True
                 transitioned = self._search(Intent.idle(), self._idle_tags, None, force=True)
             elif self.play_rate > 0 and fp >= idle.stop - 1:
