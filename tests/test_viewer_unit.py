@@ -33,7 +33,10 @@ def test_pose_frames_round_trip_within_the_quantisation_step():
         root = rng.uniform(-50, 50, 3) * [1, 0, 1]
         pos = root + rng.uniform(-1.5, 1.5, (J, 3))
         pos[0] = root
-        chars.append(CharacterPose(cid, pos, 0.3, pose_scale(2.0), "locomotion", 5, 0b10))
+        rot = rng.normal(size=(J, 4))
+        rot /= np.linalg.norm(rot, axis=1, keepdims=True)
+        rot[0] = [0.0, 0.0, 1.0, 0.0]  # half a turn about +Y: w = 0
+        chars.append(CharacterPose(cid, pos, rot, 0.3, pose_scale(2.0), "locomotion", 5, 0b10))
     data = encode_frame(1234, 20.5, chars, flags=1, history=600, history_back=0)
     assert len(data) == FRAME_HEADER.size + sum(char_block_size(len(c.positions)) for c in chars)
     assert len(data) % 4 == 0
@@ -42,20 +45,23 @@ def test_pose_frames_round_trip_within_the_quantisation_step():
     for c, d in zip(chars, f.characters):
         assert d.id == c.id and d.mode == "locomotion" and d.flags == 5 and d.contacts == 2
         assert np.abs(d.positions - c.positions).max() <= c.scale + 1e-5 * np.abs(c.positions).max()
+        angle = 2 * np.arccos(np.clip(np.abs(np.sum(d.rotations * c.rotations, axis=1)), 0, 1))
+        assert np.degrees(angle).max() < 0.01
     h = decode_frame(with_history_flags(data, paused=True, history=600, back=30))
     assert h.flags & 2 and h.flags & 1 and h.history_back == 30
 
 
 def test_fifty_humans_at_60_hz_stay_under_one_megabyte_per_second():
     size = FRAME_HEADER.size + 50 * char_block_size(23)
-    assert CHAR_HEADER.size == 32 and char_block_size(23) == 172
+    assert CHAR_HEADER.size == 32 and char_block_size(23) == 308  # positions and rotations
     assert size * 60 < 1_000_000, size * 60
 
 
 def test_far_joints_are_clipped_not_wrapped():
     pos = np.zeros((2, 3))
     pos[1] = [10.0, 0, 0]  # beyond the range of the step
-    f = decode_frame(encode_frame(0, 0.0, [CharacterPose(1, pos, 0.0, pose_scale(1.0))]))
+    rot = np.tile([1.0, 0.0, 0.0, 0.0], (2, 1))
+    f = decode_frame(encode_frame(0, 0.0, [CharacterPose(1, pos, rot, 0.0, pose_scale(1.0))]))
     assert f.characters[0].positions[1, 0] > 1.4
 
 

@@ -36,7 +36,7 @@ const state = {
   pose: null, scenario: null, arrived: [],
 };
 
-const view = new View($('view'), $('labels'));
+const view = new View($('view'), $('labels'), { onError: (msg) => toast(msg, 6000) });
 const wsUrl = `${location.protocol === 'https:' ? 'wss' : 'ws'}://${location.host}/ws`;
 const conn = new Connection(wsUrl);
 const recorder = new VideoRecorder(view.canvas);
@@ -161,10 +161,12 @@ const debugBox = h('input', {
   },
 });
 const [candKL, candK] = num('candidates', { value: 5, min: 0, max: 16 });
+const stickBox = h('input', { type: 'checkbox', id: 'stick-toggle', onchange: (e) => view.setStick(e.target.checked) });
 candK.addEventListener('change', () => debugBox.checked && conn.send('debug', { enabled: true, candidates: Number(candK.value) }));
 const debugEl = h('div', { id: 'debug', class: 'debug' });
 panel.append(section('Debug', true,
   h('div', { class: 'row' }, h('label', {}, debugBox, 'overlays and costs'), candKL),
+  h('div', { class: 'row' }, h('label', { title: 'draw the characters as stick figures (joints and bones) instead of skinned bodies' }, stickBox, 'stick figures')),
   h('div', { class: 'legend' }, h('span', { class: 'sw desired' }), 'desired future', h('span', { class: 'sw matched' }), 'matched future'),
   debugEl));
 
@@ -664,4 +666,7 @@ window.__mm = {
   character: (id) => state.frame?.characters.find((c) => c.id === (id ?? state.selected)) || null,
   toScreen: (x, z, y = 0) => view.toScreen(x, y, z),
   setTool,
+  /** Stick figures (true) or bodies; how many bodies were drawn in the last frame. */
+  setStick: (on) => { stickBox.checked = !!on; view.setStick(on); },
+  bodiesDrawn: () => view.bodies.count,
 };

@@ -101,6 +101,16 @@ def _mode(available: bool, reason: str, frames: np.ndarray, db) -> dict:
             "seconds": round(_seconds(db, frames), 2)}
 
 
+def database_sample(db, frames: int = 64):
+    """A :class:`~motionmatch.anim.Motion` of ``frames`` frames spread over the database
+    (its characters' body is built in one of them: :mod:`motionmatch.viewer.body`)."""
+    from motionmatch.anim import Motion
+
+    idx = np.unique(np.linspace(0, db.num_frames - 1, min(frames, db.num_frames)).astype(np.int64))
+    return Motion(db.skeleton, db.rotations[idx].astype(np.float64), db.translations[idx].astype(np.float64), db.fps,
+                  name="database sample")
+
+
 def database_modes(db) -> dict[str, dict]:
     """Which modes the database can play, as the page shows them: ``{mode: {"available",
     "reason" (one line, None when available), "seconds" (of frames for it)}}``.
@@ -172,7 +182,8 @@ class Session:
         from motionmatch.viewer.characters import _db_extent
 
         self.skeletons: dict[int, dict] = {0: skeleton_info(db.skeleton, tuple(db.foot_joints), ground_root=True,
-                                                            height=viewer.db_extent or _db_extent(db))}
+                                                            height=viewer.db_extent or _db_extent(db),
+                                                            body=viewer.bodies.register(database_sample(db)))}
         self._next_skeleton = 1
         self.chars: dict[int, MMCharacter | ClipCharacter] = {}
         self._next_id = 1
@@ -942,7 +953,8 @@ class Session:
         sid = self._next_skeleton
         self._next_skeleton += 1
         wp = results[0].motion.world_positions
-        info = skeleton_info(skel, feet, ground_root=False, height=float(np.ptp(wp[0, :, 1])) or None)
+        info = skeleton_info(skel, feet, ground_root=False, height=float(np.ptp(wp[0, :, 1])) or None,
+                             body=self.viewer.bodies.register(results[0].motion))
         self.skeletons[sid] = info
         spacing = max(1.5, 1.4 * info["height"])
         base_x = max((abs(ch.root_xz[0]) for ch in self.chars.values()), default=0.0) + 2.5
