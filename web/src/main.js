@@ -3,6 +3,7 @@
 import './style.css';
 import { Connection } from './net.js';
 import { View } from './view.js';
+import { characterColor } from './body.js';
 import { Keyboard, Pointer, returnFocusAfterPointer } from './input.js';
 import { VideoRecorder } from './recorder.js';
 import { FilePicker, fillGrouped, groupFiles } from './picker.js';
@@ -669,4 +670,5 @@ window.__mm = {
   /** Stick figures (true) or bodies; how many bodies were drawn in the last frame. */
   setStick: (on) => { stickBox.checked = !!on; view.setStick(on); },
   bodiesDrawn: () => view.bodies.count,
+  characterColor: (id) => characterColor(id).getHex(),
 };

@@ -15,6 +15,8 @@ const tmpM = new THREE.Matrix4();
 const tmpS = new THREE.Vector3();
 const tmpC = new THREE.Color();
 const tmpCol = new THREE.Color();
+/** Half the side (m) of the square around the camera target where shadows fall. */
+const SHADOW_REACH = 12;
 
 const COLORS = {
   selected: 0xf0a040,
@@ -138,19 +140,28 @@ export class View {
     sun.position.copy(this.sunOffset);
     sun.castShadow = true;
     const sc = sun.shadow.camera;
-    sc.left = -14; sc.right = 14; sc.top = 14; sc.bottom = -14; sc.near = 1; sc.far = 40;
-    sun.shadow.mapSize.set(this.software ? 1024 : 2048, this.software ? 1024 : 2048);
-    sun.shadow.radius = this.software ? 2.5 : 4;
+    const reach = SHADOW_REACH;
+    sc.left = -reach; sc.right = reach; sc.top = reach; sc.bottom = -reach; sc.near = 1; sc.far = 40;
+    sun.shadow.mapSize.set(this.software ? 512 : 2048, this.software ? 512 : 2048);
+    sun.shadow.radius = this.software ? 1.5 : 4;
     sun.shadow.bias = -0.0005;
     sun.shadow.normalBias = 0.02;
     this.scene.add(sun, sun.target);
     this.sun = sun;
 
-    const ground = new THREE.Mesh(new THREE.PlaneGeometry(400, 400), new THREE.MeshLambertMaterial({ color: 0x3c434c }));
+    // The ground: a flat plane is evenly lit by these lights, so it is drawn in its lit colour
+    // (what a Lambert ground of 0x3c434c shows), and the shadows fall on a shadow-receiving
+    // layer over the square the sun's shadow map covers, around the camera target: the
+    // per-pixel light and shadow work only where a shadow can be.
+    const ground = new THREE.Mesh(new THREE.PlaneGeometry(400, 400), new THREE.MeshBasicMaterial({ color: 0x393f49 }));
     ground.rotation.x = -Math.PI / 2;
     ground.position.y = -0.002;
-    ground.receiveShadow = true;
     this.scene.add(ground);
+    this.shadowLayer = new THREE.Mesh(new THREE.PlaneGeometry(2 * reach, 2 * reach).rotateX(-Math.PI / 2),
+      new THREE.ShadowMaterial({ color: 0x0b0d12, opacity: 0.55, depthWrite: false }));
+    this.shadowLayer.position.y = -0.001;
+    this.shadowLayer.receiveShadow = true;
+    this.scene.add(this.shadowLayer);
     this.ground = ground;
     // Grids of short segments (software rasterisers drop very long lines), re-centred on the
     // camera target so they look endless.
@@ -592,6 +603,7 @@ export class View {
     }
     this.sun.target.position.copy(this.controls.target).setY(0);
     this.sun.position.copy(this.sun.target.position).add(this.sunOffset);
+    this.shadowLayer.position.set(this.sun.target.position.x, -0.001, this.sun.target.position.z);
     this.drawCharacters();
     this.placeObstacles();
     this.placeLabels();
