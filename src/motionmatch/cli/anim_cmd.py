@@ -8,7 +8,7 @@ import math
 import sys
 from pathlib import Path
 
-from motionmatch.anim import load_bvh, save_bvh
+from motionmatch.anim import load_bvh
 from motionmatch.anim.mirror import mirror
 from motionmatch.anim.resample import resample
 from motionmatch.anim.summary import summarize
@@ -94,7 +94,9 @@ def parse_range(text: str, fps: float, frames: int) -> slice:
 
 
 def cmd_convert(args: argparse.Namespace) -> int:
-    out = arg.output_file(args.output, (".bvh",), "output")
+    from motionmatch.io.motion_files import MOTION_SUFFIXES, write_motion
+
+    out = arg.output_file(args.output, MOTION_SUFFIXES, "output")
     m = load_bvh(args.input, units=args.units, up_axis=args.up)
     if args.range:
         m = m[parse_range(args.range, m.fps, m.num_frames)]
@@ -102,7 +104,7 @@ def cmd_convert(args: argparse.Namespace) -> int:
         m = mirror(m)
     if args.fps:
         m = resample(m, args.fps)
-    save_bvh(m, out, units=args.out_units)
+    write_motion(out, m, units=args.out_units)
     print(f"wrote {out}: {m.num_frames} frames at {m.fps:g} fps ({m.duration:.2f} s)")
     return 0
 
@@ -129,7 +131,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "(atomically, in the input's units unless --out-units says otherwise). Order: range, mirror, fps.",
     )
     c.add_argument("input", metavar="IN", help="input .bvh file")
-    c.add_argument("output", metavar="OUT", help="output .bvh file")
+    c.add_argument("output", metavar="OUT", help="output file: .bvh, or .glb (glTF with a skinned body)")
     c.add_argument("--fps", type=arg.fps, help="resample to this frame rate (slerp for rotations)")
     c.add_argument("--mirror", action="store_true", help="mirror left/right (joint pairs found from names)")
     c.add_argument("--range", metavar="A:B", help="keep frames A (inclusive) to B (exclusive); 2.5s:10s for seconds")

@@ -46,13 +46,13 @@ def _output_names(out: Path, n: int) -> list[Path]:
 
 
 def cmd_follow(args: argparse.Namespace) -> int:
-    from motionmatch.anim import save_bvh
     from motionmatch.control.path import RevisionSettings, load_path
     from motionmatch.database import MotionDatabase
+    from motionmatch.io.motion_files import MOTION_SUFFIXES, write_motion
     from motionmatch.metrics.follow import follow_report
     from motionmatch.runtime.follow import FollowSettings, PathFollower, run_followers
 
-    out = arg.output_file(args.output, (".bvh",), "output")
+    out = arg.output_file(args.output, MOTION_SUFFIXES, "output")
     arg.output_file(args.report, (".json",), "report")
     arg.preview_file(args.preview)
     arg.output_file(args.plot, (".png",), "plot")
@@ -109,7 +109,7 @@ def cmd_follow(args: argparse.Namespace) -> int:
     records = run_followers(followers, fps=args.fps, progress=sys.stderr.isatty())
     reports = []
     for name, rec in zip(names, records):
-        save_bvh(rec.motion, name)
+        write_motion(name, rec.motion)
         r = follow_report(rec, scene)
         reports.append(r)
         status = "completed" if r["completed"] else "NOT completed"
@@ -180,7 +180,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     f.add_argument("--db", required=True, metavar="DB.npz", help="database built with 'motionmatch build'")
     f.add_argument("--path", required=True, action="append", metavar="PATH.json",
                    help="the path (.json or .csv); repeat for several characters")
-    f.add_argument("-o", "--output", required=True, metavar="OUT.bvh", help="animation to write")
+    f.add_argument("-o", "--output", required=True, metavar="OUT.bvh", help="animation to write (.bvh, or .glb: glTF with a skinned body)")
     f.add_argument("--mode", choices=("local", "global"), default="local",
                    help="local: the path starts at the character; global: walk to where it was drawn first")
     f.add_argument("--start", type=_xz, action="append", metavar="X,Z",

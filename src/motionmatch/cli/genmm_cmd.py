@@ -95,7 +95,7 @@ def register(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("examples", nargs="*", metavar="EXAMPLE.bvh", help="example clips (one skeleton)")
-    p.add_argument("-o", "--output", required=True, metavar="OUT.bvh", help="output BVH file")
+    p.add_argument("-o", "--output", required=True, metavar="OUT.bvh", help="output file: .bvh, or .glb (glTF with a skinned body)")
     g = p.add_argument_group("length and randomness")
     g.add_argument("--frames", type=arg.frames, metavar="N", help="output frames (default: twice the examples' frames)")
     g.add_argument("--duration", type=arg.seconds, metavar="SECONDS",
@@ -197,7 +197,9 @@ def _check_arguments(args: argparse.Namespace) -> None:
         raise MotionMatchError("--complete needs --given JOINTS (the joints of the partial clip to keep)")
     if args.complete and args.loop:
         raise MotionMatchError("--complete and --loop cannot be combined (the given clip fixes both ends)")
-    arg.output_file(args.output, (".bvh",), "output")
+    from motionmatch.io.motion_files import MOTION_SUFFIXES
+
+    arg.output_file(args.output, MOTION_SUFFIXES, "output")
     arg.output_file(args.report, (".json",), "report")
 
 
@@ -270,9 +272,9 @@ def _synthesize(args: argparse.Namespace, cfg, parts, bar: arg.Progress) -> tupl
 
 
 def cmd_genmm(args: argparse.Namespace) -> int:
-    from motionmatch.anim import save_bvh
     from motionmatch.genmm import GenMMConfig
     from motionmatch.genmm.parts import parse_parts_arg
+    from motionmatch.io.motion_files import write_motion
 
     say = (lambda *a: None) if args.quiet else (lambda *a: print(*a, file=sys.stderr))
     _check_arguments(args)
@@ -299,7 +301,7 @@ def cmd_genmm(args: argparse.Namespace) -> int:
         say(f"genmm: {len(gen.examples)} example(s), {gen.example_frames} frames at {gen.fps:g} fps, "
             f"{gen.skeleton.num_joints} joints, {len(gen.parts)} part(s), device {args.device}")
     for res, path in zip(results, report["output"]):
-        save_bvh(res.motion, path)
+        write_motion(path, res.motion)
         say(f"wrote {path} ({res.motion.num_frames} frames at {res.motion.fps:g} fps, "
             f"synthesis {res.synthesis_s * 1000:.0f} ms)")
     if report["coverage"] is not None:

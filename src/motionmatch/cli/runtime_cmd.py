@@ -45,14 +45,14 @@ def cmd_build(args: argparse.Namespace) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from motionmatch.anim import save_bvh
     from motionmatch.control.script import load_script
     from motionmatch.database import MotionDatabase
+    from motionmatch.io.motion_files import MOTION_SUFFIXES, write_motion
     from motionmatch.metrics.report import run_report
     from motionmatch.runtime.controller import ControllerSettings
     from motionmatch.runtime.offline import run_script
 
-    out = arg.output_file(args.output, (".bvh",), "output")
+    out = arg.output_file(args.output, MOTION_SUFFIXES, "output")
     arg.output_file(args.report, (".json",), "report")
     arg.preview_file(args.preview)  # its packages too, before the run
     script = load_script(args.input)
@@ -64,7 +64,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     )
     progress = sys.stderr.isatty()
     rec = run_script(db, script, settings, fps=args.fps, progress=progress, name=out.stem)
-    save_bvh(rec.motion, out)
+    write_motion(out, rec.motion)
     print(f"wrote {out}: {rec.motion.num_frames} frames at {args.fps:g} fps")
     if args.report:
         from motionmatch._files import atomic_write
@@ -112,7 +112,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     r.add_argument("--db", required=True, metavar="DB.npz", help="database built with 'motionmatch build'")
     r.add_argument("--input", required=True, metavar="SCRIPT.json", help="timeline of keys or intents")
-    r.add_argument("-o", "--output", required=True, metavar="OUT.bvh", help="animation to write")
+    r.add_argument("-o", "--output", required=True, metavar="OUT.bvh", help="animation to write (.bvh, or .glb: glTF with a skinned body)")
     r.add_argument("--report", metavar="REPORT.json", help="write metrics (foot skating, response time, ...)")
     r.add_argument("--preview", metavar="OUT.mp4|OUT.gif", help="render a stick-figure video with trajectories")
     r.add_argument("--fps", type=arg.fps, default=60.0, help="simulation and output frame rate (default 60)")

@@ -56,7 +56,11 @@ def cmd_scenario(args: argparse.Namespace) -> int:
     from motionmatch.metrics.scenario import body_tracks, scenario_report
     from motionmatch.runtime.world import EnvironmentSettings, run_scenario
 
-    out = arg.output_file(args.output, (".npz",), "output")
+    out = arg.output_file(args.output, (".npz", ".glb"), "output")
+    if out.suffix.lower() == ".glb" and args.no_poses:
+        from motionmatch.errors import MotionMatchError
+
+        raise MotionMatchError(f"{out}: a .glb file shows the agents' poses; leave out --no-poses")
     arg.output_file(args.report, (".json",), "report")
     arg.preview_file(args.preview)
     sc = load_scenario(args.scene)
@@ -71,10 +75,16 @@ def cmd_scenario(args: argparse.Namespace) -> int:
     progress = not args.quiet and sys.stderr.isatty()
     with compile_intervals() as warm:  # (a first run compiles: kept apart from the search times)
         world, rec = run_scenario(db, sc, settings=settings, progress=progress,
-                                  record_poses=False if args.no_poses else None)
+                                  record_poses=False if args.no_poses else (True if out.suffix.lower() == ".glb" else None))
     report = scenario_report(world, rec, sc, compiles=warm.intervals)
     tracks = body_tracks(world, rec)
-    _save_output(out, world, rec, report, tracks)
+    if out.suffix.lower() == ".glb":  # every agent skinned and animated, the obstacles as meshes
+        from motionmatch.io.motion_files import write_motion
+
+        write_motion(out, [(n, rec.motion(i, db.skeleton)) for i, n in enumerate(rec.names)],
+                     obstacles=sc.obstacles)
+    else:
+        _save_output(out, world, rec, report, tracks)
     print(f"wrote {out}: {len(rec.names)} agent(s), {rec.frames.shape[1]} frames at {rec.fps:g} fps")
     wu = report["warm_up"]
     warm_note = (f" (median {report['ms_per_search_median']:.3f}; warm-up left out: {wu['searches']} searches "
@@ -122,7 +132,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("scene", metavar="SCENE.json", help="scenario file (see scenarios/README.md)")
     p.add_argument("--db", required=True, metavar="DB.npz", help="database built with 'motionmatch build'")
-    p.add_argument("-o", "--output", required=True, metavar="OUT.npz", help="recorded run to write")
+    p.add_argument("-o", "--output", required=True, metavar="OUT.npz", help="recorded run to write (.npz; or .glb: glTF of every agent skinned and animated, with the obstacles)")
     p.add_argument("--report", metavar="REPORT.json", help="write the numbers as JSON")
     p.add_argument("--preview", metavar="OUT.mp4|OUT.gif", help="render a top-down video")
     p.add_argument("--method", choices=("coherent-approx", "linear", "plain"),

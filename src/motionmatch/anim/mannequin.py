@@ -1,0 +1,424 @@
+"""A skinned mannequin body for any skeleton, built from the skeleton alone.
+
+Shape: every bone (a joint to each child joint or end site) is a tapered capsule whose
+radius comes from how much body hangs below it (the longest path from the bone's joint to
+a leaf, its *reach*): spines are thick, fingers thin, a leaf bone (head, toes, hands
+without fingers) rounded to a fraction of its length. The capsules' signed distances are
+joined by a smooth union (log-sum-exp) on a voxel grid and the surface is extracted with
+*surface nets* (one vertex per surface cell, one quad per sign-changing grid edge),
+which gives a closed mesh: every edge of it is shared by an even number of faces.
+
+Skin: each vertex is weighted to the (at most four) joints whose capsules' surfaces are
+nearest, with ``exp(-(s_i - s_min) / sigma)`` weights of the distance ``s_i`` to each
+capsule's surface, so that weights blend over about one limb radius around each joint.
+
+Bind pose: the mesh is built in one pose of the skeleton, its *bind pose*: the rest pose
+(identity local rotations and the skeleton's offsets) unless one is given. Some files'
+rest poses fold every bone onto one line (LAFAN1's bones all point along +X, Bandai-Namco's
+legs lie along the spine), where no body can be built; :func:`bind_pose` picks a pose of a
+motion where the limbs stand apart, and :func:`mannequin_for` builds the body in it. The
+joints' world transforms of the bind pose are part of :class:`Mannequin` (glTF's inverse
+bind matrices, three.js' bone inverses): skin with them, not with the rest pose.
+
+A root joint that only carries the character over the ground (a single child with its own
+position channels, e.g. LAFAN1's ``SimulationBone``, Bandai-Namco's ``joint_Root``) has no
+body: its bone is left out and no vertex is weighted to it (:func:`body_joints`).
+
+Everything is vectorized numpy; the result is cached per skeleton and bind pose.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+
+from motionmatch.anim import kinematics, quat
+from motionmatch.anim.motion import Motion
+from motionmatch.anim.skeleton import Skeleton
+
+__all__ = ["Mannequin", "bind_pose", "body_joints", "mannequin", "mannequin_for"]
+
+#: Cells along the longest side of the body's bounding box.
+GRID_CELLS = 88
+#: Bone radius per metre of reach (the longest path from the bone's joint to a leaf).
+RADIUS_PER_REACH = 0.085
+#: A leaf bone's radius as a fraction of its length (heads, toes, fingertips).
+LEAF_RADIUS = 0.38
+#: Smallest radius, in grid cells (so that thin bones stay connected and their joints inside).
+MIN_RADIUS_CELLS = 1.3
+#: Smooth-union blend width, in grid cells.
+BLEND_CELLS = 0.7
+#: Skin-weight falloff as a fraction of the nearest capsule's radius.
+WEIGHT_FALLOFF = 0.15
+#: :func:`bind_pose` counts joints as apart from other limbs at this many median bone lengths.
+APART_CAP = 1.0
+#: Most frames of a motion :func:`bind_pose` looks at.
+BIND_CANDIDATES = 64
+
+
+@dataclass(frozen=True, eq=False)
+class Mannequin:
+    """A closed skinned mesh in its bind pose (metres, Y up, the skeleton's own frame).
+
+    Attributes:
+        vertices: ``(V, 3)`` float32 vertex positions in the bind pose, metres.
+        normals: ``(V, 3)`` float32 unit normals pointing outwards.
+        triangles: ``(F, 3)`` uint32 vertex indices, counter-clockwise seen from outside.
+        joints: ``(V, 4)`` uint16 joint indices into the skeleton's joints.
+        weights: ``(V, 4)`` float32 skin weights, each row sums to 1 (unused slots 0).
+        bind_positions: ``(J, 3)`` float64 world joint positions of the bind pose (m).
+        bind_rotations: ``(J, 4)`` float64 world joint rotations ``(w, x, y, z)`` of the bind pose.
+    """
+
+    vertices: np.ndarray
+    normals: np.ndarray
+    triangles: np.ndarray
+    joints: np.ndarray
+    weights: np.ndarray
+    bind_positions: np.ndarray
+    bind_rotations: np.ndarray
+
+    def inverse_bind_matrices(self) -> NDArray[np.float32]:
+        """``(J, 4, 4)`` float32 row-major matrices taking world points of the bind pose into
+        each joint's frame (transpose each for glTF's column-major layout)."""
+        J = self.bind_positions.shape[0]
+        r_inv = quat.to_matrix(quat.conjugate(self.bind_rotations))
+        m = np.zeros((J, 4, 4))
+        m[:, :3, :3] = r_inv
+        m[:, :3, 3] = -np.einsum("jab,jb->ja", r_inv, self.bind_positions)
+        m[:, 3, 3] = 1.0
+        return m.astype(np.float32)
+
+    def skin(self, world_positions: np.ndarray, world_rotations: np.ndarray) -> NDArray[np.float64]:
+        """Vertex positions ``(..., V, 3)`` under joint world transforms ``(..., J, 3)`` and
+        ``(..., J, 4)`` (linear-blend skinning from the bind pose)."""
+        wp = np.asarray(world_positions, dtype=np.float64)
+        wr = np.asarray(world_rotations, dtype=np.float64)
+        delta_r = quat.mul(wr, quat.conjugate(self.bind_rotations))  # (..., J, 4)
+        mats = quat.to_matrix(delta_r)  # (..., J, 3, 3)
+        trans = wp - np.einsum("...jab,jb->...ja", mats, self.bind_positions)
+        v = self.vertices.astype(np.float64)
+        out = np.zeros(wp.shape[:-2] + v.shape)
+        for k in range(4):
+            j = self.joints[:, k].astype(np.intp)
+            w = self.weights[:, k].astype(np.float64)[:, None]
+            out += w * (np.einsum("...vab,vb->...va", mats[..., j, :, :], v) + trans[..., j, :])
+        return out
+
+
+# ----------------------------------------------------------------------------- bones
+def body_joints(skeleton: Skeleton) -> NDArray[np.bool_]:
+    """``(J,)`` bool: joints that carry the body (all but a root that only moves the
+    character over the ground: one child, which has its own position channels)."""
+    mask = np.ones(skeleton.num_joints, dtype=bool)
+    kids = skeleton.children(0)
+    if skeleton.num_joints > 1 and len(kids) == 1 and skeleton.has_position_channels[kids[0]]:
+        mask[0] = False
+    return mask
+
+
+def _bones(skeleton: Skeleton, positions: np.ndarray, rotations: np.ndarray):
+    """Segments of the body in the bind pose: owner joint, start, end, start and end radius."""
+    J = skeleton.num_joints
+    parents = skeleton.parents
+    body = body_joints(skeleton)
+    es_pos = positions[skeleton.end_site_parents] + quat.rotate(
+        rotations[skeleton.end_site_parents], skeleton.end_site_offsets)
+    # reach: the longest path from each joint down to a leaf (joint or end site)
+    reach = np.zeros(J)
+    for e, p in enumerate(skeleton.end_site_parents):
+        reach[p] = max(reach[p], float(np.linalg.norm(es_pos[e] - positions[p])))
+    for j in range(J - 1, 0, -1):
+        p = parents[j]
+        reach[p] = max(reach[p], reach[j] + float(np.linalg.norm(positions[j] - positions[p])))
+    owner, start, end, end_joint, kind = [], [], [], [], []  # kind: 0 inner bone, 1 leaf bone, 2 ball
+    has_end_site = np.zeros(J, dtype=bool)
+    has_end_site[skeleton.end_site_parents] = True
+    for j in range(1, J):
+        if body[parents[j]]:
+            owner.append(parents[j])
+            start.append(positions[parents[j]])
+            end.append(positions[j])
+            inner = bool(np.any(parents == j)) or has_end_site[j]
+            end_joint.append(j if inner else -1)
+            kind.append(0 if inner else 1)
+    for e, p in enumerate(skeleton.end_site_parents):
+        if body[p]:
+            owner.append(p)
+            start.append(positions[p])
+            end.append(es_pos[e])
+            end_joint.append(-1)
+            kind.append(1)
+    has_bone = np.zeros(J, dtype=bool)
+    has_bone[owner] = True
+    for j in np.flatnonzero(body & ~has_bone):  # a leaf joint without end site: a ball
+        owner.append(int(j))
+        start.append(positions[j])
+        end.append(positions[j])
+        end_joint.append(-1)
+        kind.append(2)
+    owner_a = np.asarray(owner, dtype=np.int64)
+    end_j = np.asarray(end_joint, dtype=np.int64)
+    kind_a = np.asarray(kind)
+    a, b = np.asarray(start, dtype=np.float64).reshape(-1, 3), np.asarray(end, dtype=np.float64).reshape(-1, 3)
+    length = np.linalg.norm(b - a, axis=1)
+    r0 = RADIUS_PER_REACH * reach[owner_a]
+    r1 = np.where(end_j >= 0, RADIUS_PER_REACH * reach[np.maximum(end_j, 0)], r0)
+    leafy = kind_a == 1
+    r0[leafy] = np.maximum(r0[leafy], LEAF_RADIUS * length[leafy])
+    r1[leafy] = np.maximum(r1[leafy], LEAF_RADIUS * length[leafy])
+    balls = kind_a == 2
+    if np.any(balls):  # a bare leaf joint: a ball as thick as a fraction of its parent bone
+        pj = np.maximum(parents[owner_a[balls]], 0)
+        r_ball = LEAF_RADIUS * np.linalg.norm(positions[owner_a[balls]] - positions[pj], axis=1)
+        r0[balls] = r1[balls] = r_ball
+    return owner_a, a, b, r0, r1, reach
+
+
+# -------------------------------------------------------------------------- the field
+def _capsule_distance(p: np.ndarray, a: np.ndarray, b: np.ndarray, r0: float, r1: float):
+    """Signed distance of points ``p (..., 3)`` to a capsule tapering from ``r0`` at ``a``
+    to ``r1`` at ``b`` (the radius interpolated at the closest point of the axis)."""
+    ab = b - a
+    ll = float(ab @ ab)
+    ap = p - a
+    t = np.clip((ap @ ab) / ll, 0.0, 1.0) if ll > 1e-18 else np.zeros(p.shape[:-1])
+    d = np.linalg.norm(ap - t[..., None] * ab, axis=-1)
+    return d - (r0 + (r1 - r0) * t), t
+
+
+def _surface_nets(field: np.ndarray, origin: np.ndarray, h: float):
+    """Closed quad mesh of ``field < 0`` (the field must be positive on the grid's border):
+    vertices ``(V, 3)`` and triangles ``(F, 3)`` counter-clockwise seen from outside."""
+    inside = field < 0
+    nx, ny, nz = field.shape
+    # crossing points on the grid edges of each axis, summed into the 4 cells around each edge
+    acc = np.zeros((nx - 1, ny - 1, nz - 1, 3))
+    cnt = np.zeros((nx - 1, ny - 1, nz - 1))
+    grid = np.stack(np.meshgrid(np.arange(nx), np.arange(ny), np.arange(nz), indexing="ij"), axis=-1).astype(np.float64)
+    for ax in range(3):
+        lo = [slice(None)] * 3
+        hi = [slice(None)] * 3
+        lo[ax], hi[ax] = slice(0, -1), slice(1, None)
+        f0, f1 = field[tuple(lo)], field[tuple(hi)]
+        cross = inside[tuple(lo)] != inside[tuple(hi)]
+        t = np.where(cross, f0 / np.where(cross, f0 - f1, 1.0), 0.0)
+        pt = grid[tuple(lo)].copy()
+        pt[..., ax] += t
+        pt *= cross[..., None]
+        others = [o for o in range(3) if o != ax]
+        for d0 in (0, 1):
+            for d1 in (0, 1):
+                sl = [slice(None)] * 3
+                sl[others[0]] = slice(d0, d0 + field.shape[others[0]] - 1)
+                sl[others[1]] = slice(d1, d1 + field.shape[others[1]] - 1)
+                acc += pt[tuple(sl)]
+                cnt += cross[tuple(sl)]
+    active = cnt > 0
+    index = np.full(active.shape, -1, dtype=np.int64)
+    index[active] = np.arange(int(active.sum()))
+    verts = acc[active] / cnt[active][:, None]
+    quads = []
+    for ax in range(3):
+        b, c = (ax + 1) % 3, (ax + 2) % 3  # cyclic, so that b x c = ax
+        lo = [slice(None)] * 3
+        hi = [slice(None)] * 3
+        lo[ax], hi[ax] = slice(0, -1), slice(1, None)
+        cross = inside[tuple(lo)] != inside[tuple(hi)]
+        out_plus = inside[tuple(lo)]  # inside at the low end: the surface faces +ax
+        e = np.argwhere(cross)
+        e = e[(e[:, b] > 0) & (e[:, c] > 0) & (e[:, b] < field.shape[b] - 1) & (e[:, c] < field.shape[c] - 1)]
+        ring = []
+        for db, dc in ((-1, -1), (0, -1), (0, 0), (-1, 0)):
+            cell = e.copy()
+            cell[:, b] += db
+            cell[:, c] += dc
+            ring.append(index[cell[:, 0], cell[:, 1], cell[:, 2]])
+        q = np.stack(ring, axis=1)
+        flip = ~out_plus[e[:, 0], e[:, 1], e[:, 2]]
+        q[flip] = q[flip][:, ::-1]
+        quads.append(q)
+    q = np.concatenate(quads)
+    # split each quad along its shorter diagonal
+    d02 = np.linalg.norm(verts[q[:, 0]] - verts[q[:, 2]], axis=1)
+    d13 = np.linalg.norm(verts[q[:, 1]] - verts[q[:, 3]], axis=1)
+    short02 = d02 <= d13
+    tri = np.concatenate([
+        np.where(short02[:, None], q[:, [0, 1, 2]], q[:, [0, 1, 3]]),
+        np.where(short02[:, None], q[:, [0, 2, 3]], q[:, [1, 2, 3]]),
+    ])
+    return origin + verts * h, tri
+
+
+def _vertex_normals(v: np.ndarray, tri: np.ndarray) -> np.ndarray:
+    fn = np.cross(v[tri[:, 1]] - v[tri[:, 0]], v[tri[:, 2]] - v[tri[:, 0]])  # area-weighted
+    n = np.zeros_like(v)
+    for k in range(3):
+        np.add.at(n, tri[:, k], fn)
+    return n / np.maximum(np.linalg.norm(n, axis=1, keepdims=True), 1e-12)
+
+
+# ------------------------------------------------------------------------- the body
+def _build(skeleton: Skeleton, local_rot: np.ndarray, local_trans: np.ndarray) -> Mannequin:
+    wp, wr = kinematics.forward_kinematics(skeleton.parents, local_rot[None], local_trans[None])
+    wp, wr = wp[0], wr[0]
+    owner, a, b, r0, r1, _ = _bones(skeleton, wp, wr)
+    pts = np.concatenate([a, b])
+    size = float(np.max(pts.max(0) - pts.min(0)))
+    size = max(size, float(np.max(np.maximum(r0, r1))) * 2, 1e-6)
+    h = size / GRID_CELLS
+    r0 = np.maximum(r0, MIN_RADIUS_CELLS * h)
+    r1 = np.maximum(r1, MIN_RADIUS_CELLS * h)
+    k = BLEND_CELLS * h
+    lo_all = np.minimum(a, b) - np.maximum(r0, r1)[:, None]
+    hi_all = np.maximum(a, b) + np.maximum(r0, r1)[:, None]
+    pad = 3 * h + 2 * k
+    origin = lo_all.min(0) - pad
+    shape = np.ceil((hi_all.max(0) + pad - origin) / h).astype(int) + 1
+    # smooth union: field = -k log(sum_i exp(-d_i / k)); each capsule only near its box
+    reach_out = 12.0 * k
+    total = np.full(tuple(shape), np.exp(-reach_out / k))
+    for i in range(len(owner)):
+        i0 = np.maximum(np.floor((lo_all[i] - reach_out - origin) / h).astype(int), 0)
+        i1 = np.minimum(np.ceil((hi_all[i] + reach_out - origin) / h).astype(int) + 1, shape)
+        axes = [origin[c] + h * np.arange(i0[c], i1[c]) for c in range(3)]
+        p = np.stack(np.meshgrid(*axes, indexing="ij"), axis=-1)
+        d, _ = _capsule_distance(p, a[i], b[i], r0[i], r1[i])
+        total[i0[0]:i1[0], i0[1]:i1[1], i0[2]:i1[2]] += np.exp(-np.minimum(d, reach_out) / k)
+    field = -k * np.log(total)
+    field[field == 0.0] = 1e-12  # no grid point exactly on the surface
+    verts, tri = _surface_nets(field, origin, h)
+    normals = _vertex_normals(verts, tri)
+    joints, weights = _skin_weights(verts, owner, a, b, r0, r1, skeleton.parents)
+    return Mannequin(
+        vertices=verts.astype(np.float32),
+        normals=normals.astype(np.float32),
+        triangles=tri.astype(np.uint32),
+        joints=joints.astype(np.uint16),
+        weights=weights.astype(np.float32),
+        bind_positions=wp,
+        bind_rotations=wr,
+    )
+
+
+def _skin_weights(v, owner, a, b, r0, r1, parents):
+    """At most four joints per vertex, weighted by the distance to each capsule's surface."""
+    ab = b - a
+    ll = np.maximum(np.einsum("sc,sc->s", ab, ab), 1e-18)
+    t = np.clip(np.einsum("vsc,sc->vs", v[:, None, :] - a[None], ab) / ll, 0.0, 1.0)  # (V, S)
+    closest = a[None] + t[..., None] * ab[None]
+    radius = r0[None] + (r1 - r0)[None] * t
+    s = np.linalg.norm(v[:, None, :] - closest, axis=-1) - radius  # distance to each surface
+    nearest = np.argmin(s, axis=1)
+    sigma = WEIGHT_FALLOFF * radius[np.arange(len(v)), nearest]
+    w_seg = np.exp(-(s - s[np.arange(len(v)), nearest][:, None]) / sigma[:, None])
+    num_joints = len(parents)
+    w_joint = np.zeros((len(v), num_joints))
+    np.maximum.at(w_joint.T, owner, w_seg.T)  # a joint's weight: its nearest capsule's
+    # only the nearest capsule's joint and the joints one bone away from it: limbs that touch
+    # in the bind pose do not drag each other along
+    adjacent = np.eye(num_joints, dtype=bool)
+    has_parent = parents >= 0
+    adjacent[np.flatnonzero(has_parent), parents[has_parent]] = True
+    adjacent[parents[has_parent], np.flatnonzero(has_parent)] = True
+    w_joint *= adjacent[owner[nearest]]
+    top = np.argsort(-w_joint, axis=1, kind="stable")[:, :4]
+    w = np.take_along_axis(w_joint, top, axis=1)
+    w[w < 1e-3 * w[:, :1]] = 0.0
+    w /= w.sum(axis=1, keepdims=True)
+    top[w == 0.0] = 0
+    return top, w
+
+
+@functools.lru_cache(maxsize=32)
+def _cached(key: tuple) -> Mannequin:
+    names, parents, offsets, es_par, es_off, channels, rot, trans, J = key
+    skel = Skeleton(names, np.frombuffer(parents, dtype=np.int64), np.frombuffer(offsets).reshape(J, 3),
+                    np.frombuffer(es_par, dtype=np.int64), np.frombuffer(es_off).reshape(-1, 3), channels)
+    return _build(skel, np.frombuffer(rot).reshape(J, 4), np.frombuffer(trans).reshape(J, 3))
+
+
+def mannequin(skeleton: Skeleton, pose: tuple[np.ndarray, np.ndarray] | None = None) -> Mannequin:
+    """The mannequin of ``skeleton``, built in ``pose`` (local rotations ``(J, 4)`` and
+    translations ``(J, 3)``), by default its rest pose. Deterministic and cached."""
+    J = skeleton.num_joints
+    if pose is None:
+        rot = np.tile([1.0, 0.0, 0.0, 0.0], (J, 1))
+        trans = skeleton.offsets
+    else:
+        rot = quat.normalize(np.asarray(pose[0], dtype=np.float64).reshape(J, 4))
+        trans = np.asarray(pose[1], dtype=np.float64).reshape(J, 3)
+    key = (skeleton.names, skeleton.parents.tobytes(), np.ascontiguousarray(skeleton.offsets).tobytes(),
+           skeleton.end_site_parents.tobytes(), np.ascontiguousarray(skeleton.end_site_offsets).tobytes(),
+           skeleton.channels, np.ascontiguousarray(rot).tobytes(), np.ascontiguousarray(trans).tobytes(), J)
+    return _cached(key)
+
+
+def bind_pose(motion: Motion) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """A pose to build ``motion``'s body in: local rotations ``(J, 4)`` and translations
+    ``(J, 3)``.
+
+    The rest pose or one of (at most :data:`BIND_CANDIDATES`) frames of the motion,
+    whichever scores best on two counts that each reach 1: limbs apart (the mean over joints
+    of the distance to the nearest joint three or more bones away, capped at
+    :data:`APART_CAP` median bone lengths) and limbs straight (the mean cosine between the
+    bones into and out of each joint with one child). The rest pose wins within 0.1. The
+    root is moved over the origin (its height kept).
+    """
+    skel = motion.skeleton
+    J = skel.num_joints
+    body = body_joints(skel)
+    rest_rot = np.tile([1.0, 0.0, 0.0, 0.0], (1, J, 1))
+    frames = np.unique(np.linspace(0, motion.num_frames - 1, min(BIND_CANDIDATES, motion.num_frames)).astype(int))
+    rots = np.concatenate([rest_rot, motion.rotations[frames]])
+    trans = np.concatenate([skel.offsets[None], motion.translations[frames]])
+    pos = kinematics.forward_kinematics(skel.parents, rots, trans)[0]
+    # apart: each joint's distance to the nearest joint three or more bones away, capped
+    hops = _tree_distance(skel.parents)[np.ix_(body, body)]
+    pb = pos[:, body]
+    dist = np.linalg.norm(pb[:, :, None] - pb[:, None, :], axis=-1)
+    dist[:, hops < 3] = np.inf
+    nearest = dist.min(axis=2)
+    nearest[~np.isfinite(nearest)] = 0.0
+    bone = np.linalg.norm(pos[:, 1:] - pos[:, skel.parents[1:]], axis=-1)
+    cap = APART_CAP * max(float(np.median(bone[0][bone[0] > 0])) if np.any(bone[0] > 0) else 1.0, 1e-9)
+    apart = np.minimum(nearest, cap).mean(axis=1) / cap
+    # straight: the cosine between each single-child joint's incoming and outgoing bone
+    single = [j for j in range(1, J) if body[skel.parents[j]] and len(skel.children(j)) == 1]
+    if single:
+        kid = np.array([skel.children(j)[0] for j in single])
+        j_ = np.array(single)
+        d_in = pos[:, j_] - pos[:, skel.parents[j_]]
+        d_out = pos[:, kid] - pos[:, j_]
+        norms = np.linalg.norm(d_in, axis=-1) * np.linalg.norm(d_out, axis=-1)
+        cos = np.where(norms > 1e-12, np.sum(d_in * d_out, axis=-1) / np.maximum(norms, 1e-12), 1.0)
+        straight = cos.mean(axis=1)
+    else:
+        straight = np.ones(len(pos))
+    score = apart + straight
+    best = 0 if score[0] >= score.max() - 0.1 else int(np.argmax(score))
+    rot, tr = rots[best].copy(), trans[best].copy()
+    tr[0, [0, 2]] = 0.0
+    return rot, tr
+
+
+def mannequin_for(motion: Motion) -> Mannequin:
+    """The mannequin of ``motion``'s skeleton in its :func:`bind_pose`."""
+    return mannequin(motion.skeleton, bind_pose(motion))
+
+
+def _tree_distance(parents: np.ndarray) -> NDArray[np.int64]:
+    """``(J, J)`` number of bones between every two joints."""
+    J = len(parents)
+    depth = np.zeros(J, dtype=np.int64)
+    anc = np.zeros((J, J), dtype=bool)  # anc[j, a]: a is j or an ancestor of j
+    for j in range(J):
+        anc[j, j] = True
+        if parents[j] >= 0:
+            depth[j] = depth[parents[j]] + 1
+            anc[j] |= anc[parents[j]]
+    common = anc.astype(np.int64) @ anc.T.astype(np.int64)  # shared ancestors incl. self
+    return depth[:, None] + depth[None, :] - 2 * (common - 1)
