@@ -2,7 +2,7 @@
 (``executable_path``; no browser download). The page loads and draws, holding W walks the
 character, dragging on the ground draws a path the character follows, obstacles are placed,
 dragged and deleted, an obstacle on the path is walked around (environment plugin), the
-debug panel, pause/step/scrub, BVH and video export work, a scenario file from the
+debug panel, pause/step/scrub, BVH, glTF and video export work, the characters are skinned bodies (and stick figures on the debug toggle), a scenario file from the
 repository's ``scenarios/`` is loaded and played, and the pose panel plays a recorded
 keypoint file and shows the pose status.
 
@@ -329,16 +329,22 @@ def test_characters_are_skinned_bodies_and_the_stick_figure_a_toggle(page):
     assert sum(character_pixels(p, c) > 200 for c in colors) >= 8  # (colours a hue apart may overlap)
 
 
-def test_bvh_and_video_export(page, tmp_path):
+def test_bvh_glb_and_video_export(page, tmp_path):
     page.click("#view")
     page.keyboard.down("w")
     time.sleep(1.0)
     page.keyboard.up("w")
     with page.expect_download(timeout=20000) as dl:
-        page.click("#export-bvh")
+        page.click("#export")  # BVH by default
     p = tmp_path / dl.value.suggested_filename
     dl.value.save_as(p)
     assert p.read_text().startswith("HIERARCHY")
+    page.select_option("#export-format", "glb")
+    with page.expect_download(timeout=60000) as dl:
+        page.click("#export")
+    g = tmp_path / dl.value.suggested_filename
+    dl.value.save_as(g)
+    assert g.suffix == ".glb" and g.read_bytes()[:4] == b"glTF"
     page.click("summary:has-text('Record')")
     page.click("#video-btn")
     time.sleep(1.0)

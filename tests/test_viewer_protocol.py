@@ -1,7 +1,7 @@
 """The viewer's session protocol, driven by a websocket client (no browser): key-down W moves
 the character forward, a drawn path is followed, malformed messages get error replies and
 the session goes on, tabs are independent and closing one frees it, the page reads files
-only from the data folders, pause/step/scrub, debug data, BVH export, obstacles, GenMM; and
+only from the data folders, pause/step/scrub, debug data, BVH and glTF export, the characters' bodies, obstacles, GenMM; and
 with the plugins: a character walks around a disk in front of it and around an obstacle on
 its drawn path, two agents walking at each other pass, a spawned group reaches its goals,
 a recorded keypoint file makes the character walk then run."""
@@ -14,6 +14,7 @@ import json
 import time
 import urllib.error
 import urllib.request
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -22,6 +23,7 @@ from conftest import REPO, data_root
 from test_viewer_support import (
     Client,
     health,
+    skin_as_the_page,
     small_database,
     start_server,
     viewer_deps_or_skip,
@@ -303,28 +305,71 @@ def test_debug_data_of_the_current_match(server):
         assert d["frame"]["clip"] in {x["clip"] for x in cands} or cands[0]["cost"] <= d["total"] + 1e-3
 
 
-def test_bvh_export_of_the_session(server, tmp_path):
-    from motionmatch.anim import load_bvh
+def test_bvh_and_glb_export_of_the_session(server, tmp_path):
+    """The export writes the recorded motion as BVH or as binary glTF (valid, with the body
+    and the same joint positions, within 1 mm)."""
+    import pygltflib
 
-    with Client(server) as c:
-        c.send("key", key="KeyW", down=True, yaw=0.0)
-        c.pump(1.0)
-        r = c.request("export_bvh", id=c.welcome["selected"])
+    from motionmatch.anim import load_bvh
+    from test_gltf import glb_joint_positions, validate
+
+    def download(c, **fields) -> tuple[dict, Path]:
+        r = c.request("export", id=c.welcome["selected"], **fields)
         assert r["type"] == "ack"
-        dl = c.wait_type("download", timeout=20)
+        dl = c.wait_type("download", timeout=60)
         with urllib.request.urlopen(server.url.rstrip("/") + dl["url"], timeout=10) as resp:
             data = resp.read()
             assert "attachment" in resp.headers["Content-Disposition"]
         p = tmp_path / dl["filename"]
         p.write_bytes(data)
+        return dl, p
+
+    with Client(server) as c:
+        c.send("key", key="KeyW", down=True, yaw=0.0)
+        c.pump(1.0)
+        c.request("pause", paused=True)  # both files hold the same frames
+        dl, p = download(c)  # the default format: BVH
         m = load_bvh(p)
-        assert m.num_frames == dl["frames"] >= 50 and m.fps == 60
+        assert p.suffix == ".bvh" and m.num_frames == dl["frames"] >= 50 and m.fps == 60
         assert m.skeleton.num_joints == 23
         assert np.ptp(m.world_positions[:, 0, 2]) > 0.2  # it walked
+        gl, g = download(c, format="glb")
+        assert g.suffix == ".glb" and gl["format"] == "glb" and gl["frames"] == dl["frames"]
+        doc = pygltflib.GLTF2().load_binary(str(g))
+        assert len(doc.skins) == 1 and len(doc.meshes) >= 1 and len(doc.animations) == 1
+        frames = [0, m.num_frames // 2, m.num_frames - 1]
+        names, pos = glb_joint_positions(g, 0, frames)
+        assert names == list(m.skeleton.names)
+        assert np.abs(pos - m.world_positions[frames]).max() < 1e-3
     # the download belonged to the closed tab's session
     time.sleep(0.3)
     with pytest.raises(urllib.error.HTTPError):
         urllib.request.urlopen(server.url.rstrip("/") + dl["url"], timeout=10)
+    validate(g)  # the Khronos validator (skips when it is not installed)
+
+
+def test_each_skeleton_body_is_served_once_for_the_page(server):
+    from motionmatch.viewer.body import decode_body
+
+    with Client(server) as c:
+        sk = c.welcome["skeletons"]["0"]
+        assert sk["body"].startswith("/api/body/")
+        with urllib.request.urlopen(server.url.rstrip("/") + sk["body"], timeout=60) as resp:
+            assert resp.headers["Content-Type"] == "application/octet-stream"
+            b = decode_body(resp.read())
+        J = len(sk["names"])
+        assert b["inverse_bind"].shape == (J, 4, 4) and len(b["vertices"]) > 1000
+        assert np.allclose(b["weights"].sum(axis=1), 1.0, atol=1e-5) and b["joints"].max() < J
+        # the body posed by a pose frame (as the page skins it) stands where the character stands
+        f = c.next_frame()
+        ch = f.by_id(c.welcome["selected"])
+        v = skin_as_the_page(b, ch.positions, ch.rotations)
+        assert abs(v[:, 1].min()) < 0.1 and 1.3 < np.ptp(v[:, 1]) < 2.1  # on the ground, a human's height
+        assert np.linalg.norm(v[:, [0, 2]].mean(axis=0) - ch.root[[0, 2]]) < 0.3
+    for bad in ("/api/body/0123456789abcdef0123", "/api/body/..%2Fserver.py"):
+        with pytest.raises(urllib.error.HTTPError) as e:
+            urllib.request.urlopen(server.url.rstrip("/") + bad, timeout=10)
+        assert e.value.code == 404
 
 
 def test_obstacles_and_scenes(server):

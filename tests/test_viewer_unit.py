@@ -51,6 +51,26 @@ def test_pose_frames_round_trip_within_the_quantisation_step():
     assert h.flags & 2 and h.flags & 1 and h.history_back == 30
 
 
+def test_the_page_skins_the_body_as_the_mannequin_does(data_dir):
+    """A body through the page's binary layout and a pose through the pose frame, skinned
+    as three.js does (bone matrix x inverse bind), land where the mannequin's own skinning
+    puts the vertices (within the frame's quantisation)."""
+    from motionmatch.anim import load_bvh
+    from motionmatch.anim.mannequin import mannequin_for
+    from motionmatch.viewer.body import decode_body, encode_body
+    from test_viewer_support import skin_as_the_page
+
+    m = load_bvh(data_dir / "lafan1-60fps" / "walk1_subject1_walk2.bvh")
+    body = mannequin_for(m)
+    b = decode_body(encode_body(body))
+    assert np.array_equal(b["triangles"], body.triangles) and np.array_equal(b["joints"], body.joints)
+    k = m.num_frames // 2
+    wp, wr = m.world_positions[k], m.world_rotations[k]
+    sent = decode_frame(encode_frame(0, 0.0, [CharacterPose(1, wp, wr, 0.0, pose_scale(2.0))])).characters[0]
+    page = skin_as_the_page(b, sent.positions, sent.rotations)
+    assert np.abs(page - body.skin(wp, wr)).max() < 2e-3
+
+
 def test_fifty_humans_at_60_hz_stay_under_one_megabyte_per_second():
     size = FRAME_HEADER.size + 50 * char_block_size(23)
     assert CHAR_HEADER.size == 32 and char_block_size(23) == 308  # positions and rotations

@@ -100,6 +100,8 @@ for (const name of ['responsiveness', 'continuity', 'evasion', 'anticipation']) 
   controlsBox.append(h('label', { class: 'slider' }, h('span', { text: name[0].toUpperCase() + name.slice(1) }), input, out));
 }
 const envNote = h('div', { class: 'note' });
+const exportFormat = h('select', { id: 'export-format', title: 'BVH: skeleton and motion; glTF (.glb): with the skinned body, for Blender, Unity, Unreal' },
+  h('option', { value: 'bvh' }, 'BVH'), h('option', { value: 'glb' }, 'glTF (.glb)'));
 const [gCountL, gCount] = num('count', { value: 10, min: 1, max: 100 });
 const [gSpaceL, gSpace] = num('spacing m', { value: 1.2, min: 0.5, max: 10, step: 0.1 });
 const [gDxL, gDx] = num('target dx', { value: 0, step: 0.5 });
@@ -122,7 +124,7 @@ panel.append(section('Characters', true,
   h('div', { class: 'row' },
     h('button', { onclick: () => setTool('add'), title: 'then click the ground' }, 'Add…'),
     h('button', { onclick: () => state.selected != null && conn.send('remove_character', { id: state.selected }).then(replyToast) }, 'Remove'),
-    h('button', { id: 'export-bvh', onclick: exportBvh }, 'Export BVH')),
+    exportFormat, h('button', { id: 'export', title: 'the selected character\'s motion this session', onclick: exportMotion }, 'Export')),
   h('div', { class: 'sub' }, 'High-level controls (selected)'), controlsBox, envNote,
   h('div', { class: 'sub' }, 'Spawn a group at the view centre'),
   h('div', { class: 'grid' }, gCountL, gSpaceL, gDxL, gDzL, gSpL),
@@ -330,8 +332,8 @@ poseSection.addEventListener('toggle', () => { if (poseSection.open && state.cap
 // record
 const recBtn = h('button', { id: 'video-btn', onclick: toggleVideo }, 'Record video');
 panel.append(section('Record', false,
-  h('div', { class: 'row' }, h('button', { onclick: exportBvh }, 'Export BVH (selected)'), recBtn),
-  h('div', { class: 'note', text: 'BVH: the selected character\'s motion this session (last minutes). Video: the view, as WebM.' })));
+  h('div', { class: 'row' }, h('button', { onclick: exportMotion }, 'Export motion (selected)'), recBtn),
+  h('div', { class: 'note', text: 'Motion: the selected character\'s motion this session (last minutes), as BVH or glTF (.glb, with its body) as chosen beside Export. Video: the view, as WebM.' })));
 
 // help
 const KEY_HELP = [['W A S D', 'move (relative to the camera)'], ['Shift', 'sprint'], ['↑ ↓', 'target speed'],
@@ -386,9 +388,10 @@ function replyToast(r, ok) {
   if (!r) return;
   if (r.type === 'error') { state.lastError = r; toast(r.message); } else if (ok) toast(ok);
 }
-function exportBvh() {
+function exportMotion() {
   if (state.selected == null) { toast('select a character'); return; }
-  conn.send('export_bvh', { id: state.selected }).then((r) => replyToast(r, 'preparing the BVH…'));
+  const format = exportFormat.value;
+  conn.send('export', { id: state.selected, format }).then((r) => replyToast(r, `preparing the ${format === 'glb' ? 'glTF file' : 'BVH'}…`));
 }
 function toggleVideo() {
   if (recorder.active) {

@@ -35,6 +35,7 @@ from concurrent.futures import Executor, Future
 
 import numpy as np
 
+from motionmatch.anim.mannequin import Mannequin, mannequin_for
 from motionmatch.anim.motion import Motion
 from motionmatch.anim.skeleton import Skeleton
 
@@ -52,13 +53,10 @@ def skeleton_key(skeleton: Skeleton) -> str:
     return h.hexdigest()[:20]
 
 
-def encode_body(motion: Motion) -> bytes:
-    """The mannequin of ``motion``'s skeleton (built in a pose of ``motion`` where the limbs
-    stand apart) in the page's binary layout (module doc)."""
-    from motionmatch.anim.mannequin import mannequin_for
-
-    m = mannequin_for(motion)
-    V, F, J = len(m.vertices), len(m.triangles), motion.skeleton.num_joints
+def encode_body(body: Mannequin) -> bytes:
+    """A mannequin in the page's binary layout (module doc)."""
+    m = body
+    V, F, J = len(m.vertices), len(m.triangles), len(m.bind_positions)
     inv_bind = np.asarray(m.inverse_bind_matrices(), dtype=np.float64)
     parts = [
         _HEAD.pack(BODY_MAGIC, V, F, J),
@@ -102,16 +100,28 @@ class Bodies:
         self._futures: dict[str, Future] = {}
 
     def register(self, motion: Motion) -> str:
-        """Start building the body of ``motion``'s skeleton (if not yet); returns the
-        page's URL of it."""
+        """Start building the body of ``motion``'s skeleton (if not yet; its bind pose
+        chosen from ``motion``, :func:`~motionmatch.anim.mannequin.mannequin_for`);
+        returns the page's URL of it."""
         key = skeleton_key(motion.skeleton)
         with self._lock:
             if key not in self._futures:
-                self._futures[key] = self.pool.submit(encode_body, motion)
+                self._futures[key] = self.pool.submit(_build, motion)
         return f"/api/body/{key}"
 
     def get(self, key: str, timeout: float = 60.0) -> bytes | None:
         """The encoded body of ``key`` (``None``: no such skeleton); raises what building it raised."""
         with self._lock:
             fut = self._futures.get(key)
-        return None if fut is None else fut.result(timeout)
+        return None if fut is None else fut.result(timeout)[1]
+
+    def mannequin(self, skeleton: Skeleton, timeout: float = 60.0) -> Mannequin | None:
+        """The mannequin the page draws for ``skeleton`` (``None``: not registered)."""
+        with self._lock:
+            fut = self._futures.get(skeleton_key(skeleton))
+        return None if fut is None else fut.result(timeout)[0]
+
+
+def _build(motion: Motion) -> tuple[Mannequin, bytes]:
+    body = mannequin_for(motion)
+    return body, encode_body(body)

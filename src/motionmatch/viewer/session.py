@@ -10,7 +10,7 @@ The server hands it the page's validated messages (:meth:`Session.submit`); the 
 of a tick, in order, then advances every character by exactly 1/60 s (unless paused),
 encodes one binary pose frame and sends it, with JSON replies and events, through the
 ``send`` callback (thread-safe; the server coalesces pose frames a slow page cannot
-take). Heavy work (GenMM synthesis, BVH export) runs on the viewer's worker pool and
+take). Heavy work (GenMM synthesis, BVH and glTF export) runs on the viewer's worker pool and
 comes back through the inbox, so the loop never stalls on it.
 
 Timing: the loop sleeps until the next tick's deadline; when a tick runs late the next
@@ -982,7 +982,14 @@ class Session:
         self._send_characters()
 
     def _on_export_bvh(self, m):
+        return self._on_export({**m, "format": "bvh"})
+
+    def _on_export(self, m):
+        """The character's motion this session (the recorded frames of a motion-matching
+        character, the clip of a GenMM variant) as a download: BVH, or binary glTF with the
+        body the page draws (:mod:`motionmatch.io.gltf`)."""
         cid = int(m["id"])
+        fmt = m["format"]
         ch = self.chars.get(cid)
         if ch is None:
             raise Rejected(f"no character {cid}")
@@ -1000,29 +1007,37 @@ class Session:
             def make():
                 return motion
 
-        filename = "".join(c if c.isalnum() or c in "-_" else "_" for c in ch.name) + ".bvh"
+        filename = "".join(c if c.isalnum() or c in "-_" else "_" for c in ch.name) + "." + fmt
         sid = self.id
+        bodies = self.viewer.bodies
 
         def job():
             import tempfile
             from pathlib import Path
 
-            from motionmatch.anim import save_bvh
-
             mo = make()
             with tempfile.TemporaryDirectory() as d:
-                p = save_bvh(mo, Path(d) / "export.bvh")
+                if fmt == "glb":
+                    from motionmatch.io.gltf import Character, write_glb
+
+                    p = write_glb(Path(d) / "export.glb", [Character(mo.name or "character", mo,
+                                                                        bodies.mannequin(mo.skeleton))])
+                else:
+                    from motionmatch.anim import save_bvh
+
+                    p = save_bvh(mo, Path(d) / "export.bvh")
                 data = p.read_bytes()
-            token = self.viewer.downloads.add(sid, filename, data, "application/octet-stream")
+            ctype = "model/gltf-binary" if fmt == "glb" else "application/octet-stream"
+            token = self.viewer.downloads.add(sid, filename, data, ctype)
             return token, mo.num_frames, mo.fps
 
         def done(fut):
             try:
                 token, frames, fps = fut.result()
                 self.send({"type": "download", "url": f"/api/download/{token}", "filename": filename, "id": cid,
-                           "frames": frames, "seconds": round(frames / fps, 2)})
+                           "format": fmt, "frames": frames, "seconds": round(frames / fps, 2)})
             except Exception as e:
-                self.send({"type": "error", "code": "rejected", "for": "export_bvh", "message": str(e)})
+                self.send({"type": "error", "code": "rejected", "for": f"export_{fmt}", "message": str(e)})
 
         self.viewer.pool.submit(job).add_done_callback(done)
         return {"state": "running"}
