@@ -58,7 +58,7 @@ def server(tmp_path_factory):
 def test_welcome_and_a_60hz_binary_pose_stream(server):
     with Client(server) as c:
         w = c.welcome
-        assert w["tick_hz"] == 60 and w["protocol"] == 1
+        assert w["tick_hz"] == 60 and w["protocol"] == 2
         sk = w["skeletons"]["0"]
         assert len(sk["names"]) == len(sk["parents"]) == 23 and len(sk["feet"]) == 2
         c.next_frame()
@@ -70,9 +70,19 @@ def test_welcome_and_a_60hz_binary_pose_stream(server):
         f = c.frame
         assert [ch.id for ch in f.characters] == [w["selected"]]
         ch = f.characters[0]
-        assert ch.positions.shape == (23, 3)
+        assert ch.positions.shape == (23, 3) and ch.rotations.shape == (23, 4)
         head = ch.positions[sk["names"].index("Head")]
         assert 1.3 < head[1] < 2.0  # a standing human, metres, Y up
+        # the world rotations agree with the positions: a joint's offset, rotated by its
+        # parent's world rotation, leads from the parent to the joint (joints without
+        # position channels)
+        from motionmatch.anim import quat
+
+        skel = server.viewer.db.skeleton
+        kids = [j for j in range(1, 23) if not skel.has_position_channels[j]]
+        par = skel.parents[kids]
+        step = quat.rotate(ch.rotations[par], skel.offsets[kids])
+        assert np.abs(ch.positions[par] + step - ch.positions[kids]).max() < 2e-3
         assert f.tick > 30
 
 

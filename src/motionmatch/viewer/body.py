@@ -4,7 +4,8 @@ The page draws every character as a skinned mesh (three.js ``SkinnedMesh``, skin
 the GPU): the mannequin of its skeleton (:func:`motionmatch.anim.mannequin.mannequin_for`,
 built in a bind pose chosen from the skeleton's motion), whose bones follow the world joint
 positions and rotations of the pose frames (:mod:`motionmatch.viewer.protocol`). A
-skeleton's mesh is built once per viewer, on a worker thread, and fetched by the page over HTTP
+skeleton's mesh is built once per viewer, on a worker thread (the database's while the
+viewer prepares, before pages connect), and fetched by the page over HTTP
 (``GET /api/body/{key}``: :class:`Bodies`); the skeleton's entry in the ``welcome`` and
 ``characters`` messages names its URL (``"body"``).
 
@@ -39,7 +40,7 @@ from motionmatch.anim.mannequin import Mannequin, mannequin_for
 from motionmatch.anim.motion import Motion
 from motionmatch.anim.skeleton import Skeleton
 
-__all__ = ["BODY_MAGIC", "Bodies", "decode_body", "encode_body", "skeleton_key"]
+__all__ = ["BODY_MAGIC", "Bodies", "database_sample", "decode_body", "encode_body", "skeleton_key"]
 
 BODY_MAGIC = b"MMB1"
 _HEAD = struct.Struct("<4sIII")
@@ -90,38 +91,54 @@ def decode_body(data: bytes) -> dict[str, np.ndarray]:
 
 
 class Bodies:
-    """The bodies of a viewer's skeletons by key: each built once, on ``pool``, when its
-    skeleton is first registered (with a motion of it, for the bind pose); :meth:`get`
-    waits for it (the HTTP route, off the event loop)."""
+    """The bodies of a viewer's skeletons by key, each built once (on ``pool``) when first
+    asked for: by the page (:meth:`get`, the HTTP route, off the event loop), an export
+    (:meth:`mannequin`) or :meth:`start` (the viewer's preparation, before pages connect).
+    A skeleton is registered with a motion of it, for the bind pose."""
 
     def __init__(self, pool: Executor):
         self.pool = pool
         self._lock = threading.Lock()
+        self._motions: dict[str, Motion] = {}
         self._futures: dict[str, Future] = {}
 
-    def register(self, motion: Motion) -> str:
-        """Start building the body of ``motion``'s skeleton (if not yet; its bind pose
-        chosen from ``motion``, :func:`~motionmatch.anim.mannequin.mannequin_for`);
-        returns the page's URL of it."""
+    def register(self, motion: Motion, *, start: bool = False) -> str:
+        """Know the body of ``motion``'s skeleton (its bind pose chosen from ``motion``,
+        :func:`~motionmatch.anim.mannequin.mannequin_for`; the first motion registered for a
+        skeleton is kept); ``start``: build it now. Returns the page's URL of it."""
         key = skeleton_key(motion.skeleton)
         with self._lock:
-            if key not in self._futures:
-                self._futures[key] = self.pool.submit(_build, motion)
+            self._motions.setdefault(key, motion)
+        if start:
+            self._future(key)
         return f"/api/body/{key}"
 
-    def get(self, key: str, timeout: float = 60.0) -> bytes | None:
-        """The encoded body of ``key`` (``None``: no such skeleton); raises what building it raised."""
+    def _future(self, key: str) -> Future | None:
         with self._lock:
             fut = self._futures.get(key)
+            if fut is None and key in self._motions:
+                fut = self._futures[key] = self.pool.submit(_build, self._motions[key])
+            return fut
+
+    def get(self, key: str, timeout: float = 120.0) -> bytes | None:
+        """The encoded body of ``key`` (``None``: no such skeleton); raises what building it raised."""
+        fut = self._future(key)
         return None if fut is None else fut.result(timeout)[1]
 
-    def mannequin(self, skeleton: Skeleton, timeout: float = 60.0) -> Mannequin | None:
+    def mannequin(self, skeleton: Skeleton, timeout: float = 120.0) -> Mannequin | None:
         """The mannequin the page draws for ``skeleton`` (``None``: not registered)."""
-        with self._lock:
-            fut = self._futures.get(skeleton_key(skeleton))
+        fut = self._future(skeleton_key(skeleton))
         return None if fut is None else fut.result(timeout)[0]
 
 
 def _build(motion: Motion) -> tuple[Mannequin, bytes]:
     body = mannequin_for(motion)
     return body, encode_body(body)
+
+
+def database_sample(db, frames: int = 64) -> Motion:
+    """A :class:`~motionmatch.anim.Motion` of ``frames`` frames spread over the database
+    ``db`` (its characters' body is built in one of them)."""
+    idx = np.unique(np.linspace(0, db.num_frames - 1, min(frames, db.num_frames)).astype(np.int64))
+    return Motion(db.skeleton, db.rotations[idx].astype(np.float64), db.translations[idx].astype(np.float64), db.fps,
+                  name="database sample")

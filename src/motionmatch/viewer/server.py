@@ -134,8 +134,10 @@ class Viewer:
         process loading ``db_path`` (the database's file) and then a thread, while pages
         connect (a session holds the requests that need it until it is ready); without,
         everything now. A viewer never prepared compiles on first use."""
+        from motionmatch.viewer.body import database_sample
         from motionmatch.viewer.warmup import Warmup
 
+        self.bodies.register(database_sample(self.db), start=True)  # the page's first body, built meanwhile
         self.warmup = Warmup(self, db_path=db_path if background else None, log=log)
         self.warmup.on_ready(self._warmup_done)
         if background:

@@ -45,6 +45,7 @@ from motionmatch.runtime.controller import ControllerSettings
 from motionmatch.runtime.crowd import SteeringInput, SteeringSettings
 from motionmatch.runtime.inputs import AroundObstacles, KeyboardInput
 from motionmatch.runtime.world import World
+from motionmatch.viewer.body import database_sample
 from motionmatch.viewer.characters import ClipCharacter, MMCharacter, recorded_motion, skeleton_info
 from motionmatch.viewer.data import DataError
 from motionmatch.viewer.environment import environment_debug, scene_from_viewer, shared_matcher
@@ -99,16 +100,6 @@ def _mode(available: bool, reason: str, frames: np.ndarray, db) -> dict:
     """One entry of :func:`database_modes`."""
     return {"available": bool(available), "reason": None if available else reason,
             "seconds": round(_seconds(db, frames), 2)}
-
-
-def database_sample(db, frames: int = 64):
-    """A :class:`~motionmatch.anim.Motion` of ``frames`` frames spread over the database
-    (its characters' body is built in one of them: :mod:`motionmatch.viewer.body`)."""
-    from motionmatch.anim import Motion
-
-    idx = np.unique(np.linspace(0, db.num_frames - 1, min(frames, db.num_frames)).astype(np.int64))
-    return Motion(db.skeleton, db.rotations[idx].astype(np.float64), db.translations[idx].astype(np.float64), db.fps,
-                  name="database sample")
 
 
 def database_modes(db) -> dict[str, dict]:
