@@ -3,10 +3,16 @@
 // SkinnedMesh per character, skinned on the GPU. The geometry is shared by every character
 // of a skeleton and the materials by colour; a character's bones are set each frame from
 // the pose frame's world joint positions and rotations (bone matrix = T(position) R(rotation),
-// times the inverse of the joint's rest transform).
+// times the inverse of the joint's bind transform). Two levels of detail share the bones: the
+// mannequin near the camera, its coarse copy (about 1/7 of the vertices) farther than
+// LOD_DISTANCE and, always, for the shadow (the sun's shadow camera draws layer SHADOW_LAYER).
 import * as THREE from 'three';
 
-const MAGIC = 0x31424d4d; // "MMB1" read as a little-endian u32
+const MAGIC = 0x32424d4d; // "MMB2" read as a little-endian u32
+/** Metres from the camera beyond which a character is drawn with its coarse mesh. */
+export const LOD_DISTANCE = 9;
+/** The layer of what casts shadows (the sun's shadow camera sees only it). */
+export const SHADOW_LAYER = 1;
 const ONE = new THREE.Vector3(1, 1, 1);
 const tmpP = new THREE.Vector3();
 const tmpQ = new THREE.Quaternion();
@@ -20,33 +26,30 @@ export function characterColor(id, out = new THREE.Color()) {
 /**
  * Read one encoded body.
  * @param {ArrayBuffer} buf
- * @returns {{geometry: THREE.BufferGeometry, inverseBinds: THREE.Matrix4[], joints: number}}
+ * @returns {{geometry: THREE.BufferGeometry, coarse: THREE.BufferGeometry, inverseBinds: THREE.Matrix4[], joints: number}}
  */
 export function parseBody(buf) {
   const dv = new DataView(buf);
-  if (buf.byteLength < 16 || dv.getUint32(0, true) !== MAGIC) throw new Error('not a body (bad magic)');
-  const V = dv.getUint32(4, true);
-  const F = dv.getUint32(8, true);
-  const J = dv.getUint32(12, true);
-  let off = 16;
+  if (buf.byteLength < 24 || dv.getUint32(0, true) !== MAGIC) throw new Error('not a body (bad magic)');
+  const J = dv.getUint32(4, true);
+  const sizes = [[dv.getUint32(8, true), dv.getUint32(12, true)], [dv.getUint32(16, true), dv.getUint32(20, true)]];
+  let off = 24;
   const take = (Type, n) => { const a = new Type(buf, off, n); off += n * Type.BYTES_PER_ELEMENT; return a; };
-  const position = take(Float32Array, 3 * V);
-  const normal = take(Float32Array, 3 * V);
-  const index = take(Uint32Array, 3 * F);
-  const skinIndex = take(Uint16Array, 4 * V);
-  const skinWeight = take(Float32Array, 4 * V);
   const inv = take(Float32Array, 16 * J);
+  const [geometry, coarse] = sizes.map(([V, F]) => {
+    const g = new THREE.BufferGeometry();
+    g.setAttribute('position', new THREE.BufferAttribute(take(Float32Array, 3 * V), 3));
+    g.setAttribute('normal', new THREE.BufferAttribute(take(Float32Array, 3 * V), 3));
+    g.setIndex(new THREE.BufferAttribute(take(Uint32Array, 3 * F), 1));
+    g.setAttribute('skinIndex', new THREE.Uint16BufferAttribute(take(Uint16Array, 4 * V), 4));
+    g.setAttribute('skinWeight', new THREE.BufferAttribute(take(Float32Array, 4 * V), 4));
+    g.computeBoundingSphere();
+    return g;
+  });
   if (off !== buf.byteLength) throw new Error(`body of ${buf.byteLength} bytes, expected ${off}`);
-  const geometry = new THREE.BufferGeometry();
-  geometry.setAttribute('position', new THREE.BufferAttribute(position, 3));
-  geometry.setAttribute('normal', new THREE.BufferAttribute(normal, 3));
-  geometry.setAttribute('skinIndex', new THREE.Uint16BufferAttribute(skinIndex, 4));
-  geometry.setAttribute('skinWeight', new THREE.BufferAttribute(skinWeight, 4));
-  geometry.setIndex(new THREE.BufferAttribute(index, 1));
-  geometry.computeBoundingSphere();
   const inverseBinds = [];
   for (let j = 0; j < J; j++) inverseBinds.push(new THREE.Matrix4().fromArray(inv, 16 * j));
-  return { geometry, inverseBinds, joints: J };
+  return { geometry, coarse, inverseBinds, joints: J };
 }
 
 /** The skinned bodies of a view's characters. */
@@ -106,7 +109,7 @@ export class Bodies {
   }
 
   make(id, url) {
-    const { geometry, inverseBinds } = this.shapes.get(url).body;
+    const { geometry, coarse, inverseBinds } = this.shapes.get(url).body;
     const bones = inverseBinds.map(() => {
       const b = new THREE.Bone();
       b.matrixAutoUpdate = false;
@@ -114,15 +117,22 @@ export class Bodies {
       return b;
     });
     const skeleton = new THREE.Skeleton(bones, inverseBinds);
-    const mesh = new THREE.SkinnedMesh(geometry, this.material(characterColor(id)));
-    mesh.bindMode = THREE.DetachedBindMode;
-    mesh.bind(skeleton, new THREE.Matrix4());
-    mesh.frustumCulled = false; // posed far from its rest bounds; a handful of draws at most
-    mesh.castShadow = true;
+    const material = this.material(characterColor(id));
+    const skinned = (g) => {
+      const m = new THREE.SkinnedMesh(g, material);
+      m.bindMode = THREE.DetachedBindMode;
+      m.bind(skeleton, new THREE.Matrix4());
+      m.frustumCulled = false; // posed far from its bind bounds
+      m.userData.id = id;
+      this.group.add(m);
+      return m;
+    };
+    const mesh = skinned(geometry); // drawn near the camera; casts no shadow
     mesh.receiveShadow = true;
-    mesh.userData.id = id;
-    this.group.add(mesh);
-    const c = { mesh, url, bones };
+    const low = skinned(coarse); // drawn far away; always casts the shadow
+    low.castShadow = true;
+    low.receiveShadow = true;
+    const c = { mesh, low, url, bones, skeleton };
     this.chars.set(id, c);
     return c;
   }
@@ -131,10 +141,11 @@ export class Bodies {
   begin() { this.seen.clear(); }
 
   /**
-   * Pose character ``c`` (a decoded frame's character) with the body at ``url`` (ready).
-   * Its bones take the frame's world positions and rotations.
+   * Pose character ``c`` (a decoded frame's character) with the body at ``url`` (ready),
+   * seen from ``eye`` (the camera's position: the level of detail). Its bones take the
+   * frame's world positions and rotations.
    */
-  draw(c, url) {
+  draw(c, url, eye) {
     let e = this.chars.get(c.id);
     if (e && e.url !== url) { this.drop(c.id); e = null; }
     if (!e) e = this.make(c.id, url);
@@ -146,7 +157,10 @@ export class Bodies {
       tmpQ.set(R[4 * j], R[4 * j + 1], R[4 * j + 2], R[4 * j + 3]);
       e.bones[j].matrixWorld.compose(tmpP, tmpQ, ONE);
     }
-    e.mesh.visible = true;
+    const near = eye.distanceToSquared(tmpP.set(c.root[0], c.root[1], c.root[2])) < LOD_DISTANCE * LOD_DISTANCE;
+    e.mesh.visible = near;
+    e.low.visible = true;
+    e.low.layers.mask = near ? (1 << SHADOW_LAYER) : (1 | (1 << SHADOW_LAYER));
     this.seen.add(c.id);
   }
 
@@ -154,16 +168,15 @@ export class Bodies {
   end(alive) {
     for (const [id, e] of this.chars) {
       if (this.seen.has(id)) continue;
-      if (alive && alive.has(id)) e.mesh.visible = false;
-      else this.drop(id);
+      if (alive && alive.has(id)) { e.mesh.visible = false; e.low.visible = false; } else this.drop(id);
     }
   }
 
   drop(id) {
     const e = this.chars.get(id);
     if (!e) return;
-    this.group.remove(e.mesh);
-    e.mesh.skeleton.dispose();
+    this.group.remove(e.mesh, e.low);
+    e.skeleton.dispose();
     this.chars.delete(id);
   }
 

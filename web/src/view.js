@@ -4,7 +4,7 @@
 // debug trajectories, a camera that follows the selected character and orbits with the mouse.
 import * as THREE from 'three';
 import { OrbitControls } from 'three/examples/jsm/controls/OrbitControls.js';
-import { Bodies, characterColor } from './body.js';
+import { Bodies, characterColor, SHADOW_LAYER } from './body.js';
 
 const UP = new THREE.Vector3(0, 1, 0);
 const tmpA = new THREE.Vector3();
@@ -88,6 +88,7 @@ class InstancedPool {
     this.mesh.setColorAt(0, new THREE.Color(1, 1, 1));
     this.mesh.frustumCulled = false;
     this.mesh.castShadow = this.castShadow;
+    if (this.castShadow) this.mesh.layers.enable(SHADOW_LAYER);
     this.scene.add(this.mesh);
     this.capacity = cap;
   }
@@ -146,6 +147,7 @@ export class View {
     sun.shadow.radius = this.software ? 1.5 : 4;
     sun.shadow.bias = -0.0005;
     sun.shadow.normalBias = 0.02;
+    sc.layers.set(SHADOW_LAYER); // the shadow is drawn from what casts it: coarse bodies, stick figures
     this.scene.add(sun, sun.target);
     this.sun = sun;
 
@@ -293,7 +295,7 @@ export class View {
       const r = sk.radius;
       const P = c.positions;
       const body = !this.stick && this.bodies.ready(sk.body);
-      if (body) this.bodies.draw(c, sk.body);
+      if (body) this.bodies.draw(c, sk.body, this.camera.position);
       const base = characterColor(c.id, tmpCol).getHex();
       tmpC.setHex(base);
       const hidden = sk._hidden || (sk._hidden = new Set(sk.hidden));
