@@ -69,6 +69,20 @@ def test_the_page_skins_the_body_as_the_mannequin_does(data_dir):
     sent = decode_frame(encode_frame(0, 0.0, [CharacterPose(1, wp, wr, 0.0, pose_scale(2.0))])).characters[0]
     page = skin_as_the_page(b, sent.positions, sent.rotations)
     assert np.abs(page - body.skin(wp, wr)).max() < 2e-3
+    # the coarse copy (far characters, shadows): a seventh of the vertices, skinned on the
+    # surface of the mannequin, stretched no more than the mannequin is
+    from scipy.spatial import cKDTree
+
+    c = b["coarse"]
+    assert len(c["vertices"]) < len(body.vertices) / 5 and np.allclose(c["weights"].sum(axis=1), 1.0, atol=1e-5)
+    low = skin_as_the_page({**c, "inverse_bind": b["inverse_bind"]}, sent.positions, sent.rotations)
+    assert cKDTree(page).query(low)[0].max() < 0.03
+
+    def longest_edge(tri, v):
+        t = tri.astype(np.int64)
+        return max(np.linalg.norm(v[t[:, i]] - v[t[:, (i + 1) % 3]], axis=1).max() for i in range(3))
+
+    assert longest_edge(c["triangles"], low) < longest_edge(b["triangles"], page) + 0.05
 
 
 def test_fifty_humans_at_60_hz_stay_under_one_megabyte_per_second():
