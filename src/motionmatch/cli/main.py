@@ -31,6 +31,7 @@ examples:
 
   motionmatch pose eval --json
   motionmatch scenario scenarios/zigzag-cones.json --db lafan_env.npz -o run.npz --report r.json
+  motionmatch bench crowd --db lafan_env.npz --agents 1000 --environment --json
 
 Run 'motionmatch COMMAND --help' for the options of a command.
 """
@@ -59,6 +60,7 @@ def one_line(e: BaseException) -> str:
 def build_parser() -> argparse.ArgumentParser:
     from motionmatch.cli import (
         anim_cmd,
+        bench_cmd,
         datasets_cmd,
         follow_cmd,
         genmm_cmd,
@@ -76,6 +78,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"motionmatch {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     anim_cmd.register(sub)
+    bench_cmd.register(sub)
     datasets_cmd.register(sub)
     runtime_cmd.register(sub)
     follow_cmd.register(sub)
