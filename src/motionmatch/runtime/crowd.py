@@ -186,12 +186,20 @@ class SteeringInput(InputSource):
 
 
 class _Crowd:
-    """The steering of one world's :class:`SteeringInput` agents, all at once per step."""
+    """The steering of one world's :class:`SteeringInput` agents, all at once per step.
+
+    The agents are grouped by settings object (one :func:`steer_all` call each); a group's
+    arrays (targets padded to the longest route, speeds, sides) are kept while the world's
+    agents and their inputs stay the same, and each step advances every agent's target
+    past the waypoints it is within reach of in a few vectorised passes."""
 
     def __init__(self, world):
         self._world = weakref.ref(world)
         self._frame: int | None = None
-        self._rows: dict[int, tuple] = {}
+        self._key: tuple | None = None  # (the inputs' ids, in the world's order): when the groups were built
+        self._groups: list[tuple] = []
+        self._rows: dict[int, tuple] = {}  # agent uid -> (source, group number, its place in the group)
+        self._out: list[tuple] = []  # per group: (positions [G, 2], target indices [G], velocities [G, 2])
 
     def steering(self, agent, source: SteeringInput) -> tuple[np.ndarray, int, np.ndarray]:
         """``(position [2], target index, desired velocity [2])`` of ``agent`` driven by
@@ -201,7 +209,9 @@ class _Crowd:
             self._steer(world)
         row = self._rows.get(agent.uid)
         if row is not None and row[0] is source:
-            return row[1:]
+            pos, ks, v = self._out[row[1]]
+            j = row[2]
+            return pos[j], int(ks[j]), v[j]
         # an input the step did not see (e.g. inside another input): steered alone
         pos, uids = world.ground_positions()
         p = agent.root_xz
@@ -211,22 +221,45 @@ class _Crowd:
                       np.array([source.side], dtype=np.float64), source.s)[0]
         return p, k, v
 
+    def _build(self, world, key: tuple) -> None:
+        """The groups of the world's steering agents (by settings object) and their arrays."""
+        members: dict[int, list] = {}
+        for n, a in enumerate(world.agents):
+            if isinstance(a.source, SteeringInput):
+                members.setdefault(id(a.source.s), []).append((n, a.uid, a.source))
+        self._groups, self._rows = [], {}
+        for g, ms in enumerate(members.values()):
+            srcs = [m[2] for m in ms]
+            T = max(len(s.targets) for s in srcs)
+            targets = np.zeros((len(ms), T, 2))
+            for j, s_ in enumerate(srcs):
+                targets[j, :len(s_.targets)] = s_.targets
+                self._rows[ms[j][1]] = (s_, g, j)
+            last = np.array([len(s_.targets) - 1 for s_ in srcs], dtype=np.int64)
+            self._groups.append((np.array([m[0] for m in ms], dtype=np.int64), srcs, targets, last,
+                                 np.array([s_.speed for s_ in srcs]), np.array([s_.side for s_ in srcs], dtype=np.float64),
+                                 srcs[0].s))
+        self._key = key
+
     def _steer(self, world) -> None:
         """Every steering agent's velocity, from where the agents stand at the step's start."""
         pos, _uids = world.ground_positions()
-        groups: dict[int, list] = {}
-        for n, a in enumerate(world.agents):
-            src = a.source
-            if isinstance(src, SteeringInput):
-                groups.setdefault(id(src.s), []).append((n, a.uid, src, *src.aim(pos[n])))
-        self._rows = {}
-        for members in groups.values():
-            idx = np.array([m[0] for m in members], dtype=np.int64)
-            aims = np.array([m[4] for m in members]).reshape(-1, 2)
-            v = steer_all(pos, idx, aims, np.array([m[2].speed for m in members]),
-                          np.array([m[2].side for m in members], dtype=np.float64), members[0][2].s)
-            for j, (n, uid, src, k, _aim) in enumerate(members):
-                self._rows[uid] = (src, pos[n], k, v[j])
+        key = tuple(map(id, (a.source for a in world.agents)))
+        if key != self._key:
+            self._build(world, key)
+        self._out = []
+        for idx, srcs, targets, last, speeds, sides, settings in self._groups:
+            k = np.fromiter((s_._k for s_ in srcs), dtype=np.int64, count=len(srcs))
+            p = pos[idx]
+            rows = np.arange(len(idx))
+            while True:  # SteeringInput.aim for all: past every waypoint within reach
+                t = targets[rows, k]
+                move = (k < last) & (np.hypot(t[:, 0] - p[:, 0], t[:, 1] - p[:, 1]) < settings.waypoint_radius)
+                if not move.any():
+                    break
+                k = k + move
+            v = steer_all(pos, idx, targets[rows, k], speeds, sides, settings)
+            self._out.append((p, k, v))
         self._frame = world.frame
 
 
