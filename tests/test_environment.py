@@ -138,6 +138,8 @@ def test_scene_queries_match_brute_force():
     rows, slots = scene.query(1.0, np.array([[0.0, 0.0]]), 1.0, (1 / 3, 2 / 3, 1.0))
     moving = rows[slots >= 0]
     assert len(moving) == 3 and np.allclose(moving[:, 2], [5 - 1 - 1 / 3, 5 - 1 - 2 / 3, 5 - 2])  # time-aligned
+    # and the moving disk where it is now (the proxy aligned with the rendered object), for every slot
+    assert np.isclose(rows[slots < 0, 1:3], [0.0, 4.0]).all(axis=1).sum() == 1
 
 
 def test_prepare_obstacles_frame_selection_and_order():
@@ -378,3 +380,27 @@ def test_the_approximate_penalised_method_says_so_and_its_former_name_still_read
     assert "coherent-approx" in METHODS and "coherent" not in METHODS
     assert SearchOptions(method="coherent").method == "coherent-approx"  # scenario files of before
     assert SearchOptions().method == "coherent-approx"
+
+
+def test_evasion_and_anticipation_formulas():
+    """Evasion (Eq. 5): the direction weight's factor is ``max(E, 1 + log10(c / t))``,
+    clamped to 1, ``c`` the clearance (root distance minus the body radius); Anticipation
+    (Eq. 6): ``W_env = W_env0 * max(A v, 1)``. Known answers."""
+    from motionmatch.runtime.world import Controls, EnvironmentSettings, anticipation_weight, evasion_factor
+
+    st = EnvironmentSettings()
+    t, r = st.penalty.threshold, st.body_radius
+    c = Controls(evasion=0.1, anticipation=1.0)
+    assert evasion_factor(c, st, math.inf) == 1.0
+    assert evasion_factor(c, st, r + 2 * t) == 1.0  # beyond the threshold: no effect
+    assert evasion_factor(c, st, r + t) == pytest.approx(1.0)
+    assert evasion_factor(c, st, r + t / math.sqrt(10)) == pytest.approx(0.5)
+    assert evasion_factor(c, st, r + t / 10) == pytest.approx(0.1)  # 1 + log10(0.1) = 0 < E
+    assert evasion_factor(c, st, r) == pytest.approx(0.1) and evasion_factor(c, st, 0.0) == pytest.approx(0.1)
+    assert evasion_factor(c.with_(evasion=1.0), st, r) == 1.0  # E = 1: off
+    w0 = st.penalty.env_weight
+    assert anticipation_weight(c, st, 0.0) == pytest.approx(w0)  # standing: the base weight
+    assert anticipation_weight(c, st, 0.85) == pytest.approx(w0)  # walking: still the base weight
+    assert anticipation_weight(c, st, 1.3) == pytest.approx(1.3 * w0)
+    assert anticipation_weight(c.with_(anticipation=4.0), st, 3.0) == pytest.approx(12.0 * w0)
+    assert anticipation_weight(c.with_(anticipation=0.0), st, 3.0) == pytest.approx(w0)

@@ -3,24 +3,24 @@
 from __future__ import annotations
 
 import dataclasses
-import time
 
 import numpy as np
 import pytest
 
 from motionmatch.anim import load_bvh, quat
-from motionmatch.anim.mannequin import body_joints, mannequin, mannequin_for
+from motionmatch.anim.mannequin import _cached, body_joints, mannequin, mannequin_for
 
 pytestmark = pytest.mark.data
 
 #: One take per skeleton in the data folder.
 TAKES = [
     "lafan1-60fps/walk1_subject1_walk2.bvh",
-    "lafan1/ground1_subject4.bvh",
+    "lafan1/walk1_subject1_stop.bvh",
     "bandai-namco/dataset-1/dataset-1_walk-left_tired_001.bvh",
     "quadruped-dog/D1_025_KAN01_001.bvh",
     "genmm-examples/Crabnew_Crab-dance-long.bvh",
     "genmm-examples/Elephant_idle1.bvh",
+    "genmm-examples/Joe_Baseball-Milling-Idle-edited-keyframes.bvh",
     "genmm-examples/Joe_Salsa-Dancing-6.bvh",
     "genmm-examples/Malcolm_Gangnam-Style.bvh",
     "genmm-examples/Xia_normal.bvh",
@@ -144,16 +144,17 @@ def test_skinning_the_bind_pose_gives_the_mesh_and_a_rigid_motion_moves_it_rigid
     np.testing.assert_allclose(np.einsum("jab,jb->ja", ibm, p)[:, :3], 0.0, atol=1e-4)
 
 
-def test_deterministic_cached_and_fast(data_dir):
+def test_deterministic_and_cached(data_dir):
     path = data_dir / "genmm-examples/Joe_Salsa-Dancing-6.bvh"
     if not path.exists():
         pytest.skip(f"{path} not in the data folder")
     skel = load_bvh(path).skeleton
-    mannequin.cache_clear() if hasattr(mannequin, "cache_clear") else None
-    t0 = time.perf_counter()
     a = mannequin(skel)
-    took = time.perf_counter() - t0
     assert mannequin(skel) is a
-    rebuilt = mannequin(skel.with_offsets(skel.offsets.copy()))
+    assert mannequin(skel.with_offsets(skel.offsets.copy())) is a  # cached by value, not identity
+    _cached.cache_clear()
+    rebuilt = mannequin(skel)
+    assert rebuilt is not a  # built again: the same body
     np.testing.assert_array_equal(a.triangles, rebuilt.triangles)
-    assert took < 2.0, f"65 joints took {took:.2f} s (loaded 2-core machine allows 2 s)"
+    np.testing.assert_array_equal(a.vertices, rebuilt.vertices)
+    np.testing.assert_array_equal(a.weights, rebuilt.weights)

@@ -286,6 +286,7 @@ class _Ctrl:
         self.root_pos = np.array([pos[0], 0.0, pos[1]])
         self.root_yaw = yaw
         self.last_desired = _Traj(traj)
+        self.time = 0.0  # the controller's clock (Evasion's interpolation)
 
         class S:
             transition_ratio = 0.9
@@ -351,13 +352,17 @@ def test_chooser_cost_and_search_match_a_direct_search(walker_matcher):
     db, m = walker_matcher
     scene = Scene([disk(0.2, 0.9, 0.25), box(-0.4, 1.6, 0.4, 0.3)])
     ch = EnvironmentChooser(m, EnvironmentSettings(), scene=scene)
+    from motionmatch.runtime.world import anticipation_weight, evasion_factor
+
     rng = np.random.default_rng(7)
     ch.target_speed = 1.0
-    for _ in range(5):
+    factor, last_t = None, None  # Evasion's factor, interpolated in time between searches
+    for n in range(5):
         cur = int(rng.integers(db.num_frames - 20))
         query = db.features[cur + 5].astype(np.float32)
         traj = np.array([[0.0, 0.0, 0.35], [0.0, 0.0, 0.7], [0.0, 0.0, 1.05]])
         ctrl = _Ctrl(cur, (0.0, 0.0), 0.0, traj)
+        ctrl.time = n / 6
         mask = db.valid.copy()
         prev = ch.previous
         idx, cost = ch(ctrl, query, mask, "full")
@@ -367,13 +372,15 @@ def test_chooser_cost_and_search_match_a_direct_search(walker_matcher):
         q = query.astype(np.float64)[m.cols]
         res = ch.last
         assert idx[0] == res.index
-        nearest = ch.gather(ctrl)[2]
-        ev = 1.0
-        if np.isfinite(nearest):
-            k = np.clip((nearest - ch.settings.body_radius) / ch.settings.penalty.threshold, 0, 1)
-            ev = c.evasion + (1 - c.evasion) * k
-        w = m.weights(c, ev)
-        envw = ch.settings.penalty.env_weight * (1 + c.anticipation * 1.0)
+        target = evasion_factor(c, ch.settings, ch.gather(ctrl)[2])
+        if target >= 1.0 or factor is None:
+            factor = target
+        else:
+            factor = target + (factor - target) * np.exp(-ch.settings.evasion_rate * (ctrl.time - last_t))
+        last_t = ctrl.time
+        assert ch.direction_factor == pytest.approx(factor, rel=1e-12)
+        w = m.weights(c, factor)
+        envw = anticipation_weight(c, ch.settings, 1.0)
         direct = m.search.search(q, obs, cnt, mask=mask, init_index=cur, previous=prev, weights=w,
                                  penalty=ch.settings.penalty, env_weight=envw, options=ch.settings.search)
         assert direct.index == res.index and direct.score == pytest.approx(res.score, rel=1e-12)

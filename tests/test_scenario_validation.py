@@ -27,7 +27,7 @@ GOOD = {"name": "ok", "duration": 5.0,
                     "controls": {"responsiveness": 3}},
                    {"name": "b", "start": [2, 0], "goal": [2, 8], "via": [[2, 4]], "start_time": 0.5}],
         "groups": [{"count": 4, "area": [[-40, -40], [40, 0]], "goal_offset": [0, 6], "seed": 3}],
-        "penalty": {"threshold": 0.4, "slot_weights": [1, 0.6, 0.3]}, "search": {"method": "linear"},
+        "penalty": {"use_heights": False}, "search": {"method": "linear"},
         "controller": {"search_interval": 0.2, "controls": {"evasion": 0.3}}, "steering": {"view_distance": 2.5},
         "database": {"locomotion_tags": "!dance"}, "regions": {"narrow": {"z": [1, 2]}}}
 
@@ -47,7 +47,7 @@ def test_the_good_scenario_parses():
     sc = parse_scenario(GOOD)
     assert [a.name for a in sc.agents[:2]] == ["a", "b"] and len(sc.agents) == 6
     assert sc.agents[0].controls == {"responsiveness": 3.0} and sc.controller["controls"] == {"evasion": 0.3}
-    assert sc.penalty == {"threshold": 0.4, "slot_weights": [1.0, 0.6, 0.3]} and sc.steering == {"view_distance": 2.5}
+    assert sc.penalty == {"use_heights": False} and sc.steering == {"view_distance": 2.5}
     script = {"events": [{"t": 0, "keys": ["w"]}, {"t": 1, "intent": {"velocity": [0, 1.5], "facing": None}}],
               "note": "kept, unread"}
     assert parse_scenario({**GOOD, "agents": [{"start": [0, 0], "script": script}]}).agents[0].script == script
@@ -84,8 +84,10 @@ def test_the_good_scenario_parses():
     ("groups.0.goal_offset", [0, 5000], "groups[0].goal_offset[1] must be between -1000 and 1000"),
     ("obstacles.0.radius", 1e6, "obstacles[0].radius must be between 0.01 and 50"),
     ("obstacles.0.center", [0, math.nan], "obstacles[0].center[1] must be finite"),
-    ("penalty.threshold", 1e9, "penalty.threshold must be between 0.01 and 5"),
-    ("penalty.slot_weights", [1, -1], "penalty.slot_weights[1] must be between 0 and 100"),
+    # the penalty's shape is one set of defaults for every scene: refused, whatever the value
+    ("penalty.threshold", 0.4, "penalty.threshold: the obstacle penalty's shape and thresholds are the same"),
+    ("penalty.slot_weights", [1, 0.5], "penalty.slot_weights: the obstacle penalty's shape and thresholds"),
+    ("penalty.disk_body", 1, "penalty.disk_body must be true or false"),
     ("search.block_size", 10**20, "search.block_size must be between 1 and 4096"),
     ("controller.search_interval", -1, "controller.search_interval must be between 0 and 10"),
     ("controller.controls.evasion", 5, "controller.controls.evasion must be between 0 and 4"),
@@ -206,7 +208,8 @@ def test_the_settings_sections_name_the_settings_fields():
     # every default lies within its bound
     for section, cls in (("penalty", PenaltyParams), ("search", SearchOptions), ("controller", ControllerSettings),
                          ("steering", SteeringSettings)):
-        defaults = {f.name: getattr(cls(), f.name) for f in fields(cls)}
+        defaults = {f.name: getattr(cls(), f.name) for f in fields(cls)
+                    if section != "penalty" or f.name in ("use_heights", "disk_body")}  # the rest: refused
         parse_scenario({**GOOD, section: {k: list(v) if isinstance(v, tuple) else v for k, v in defaults.items()}})
 
 

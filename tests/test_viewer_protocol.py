@@ -733,7 +733,7 @@ def test_scenario_penalty_and_controls_reach_the_chooser(server):
     s, ch, _, _ = scenario_session(server, "settings.json", {
         "name": "settings", "duration": 10,
         "obstacles": [{"shape": "disk", "center": [0, 2.5], "radius": 0.4}],
-        "penalty": {"threshold": 0.45, "exponent": 3},
+        "penalty": {"use_heights": False},
         "search": {"method": "linear"},
         "controller": {"search_interval": 0.25, "controls": {"evasion": 0.3, "anticipation": 0.9}},
         "database": {"locomotion_tags": "!dance"}, "steering": {"view_distance": 2.5},
@@ -749,13 +749,13 @@ def test_scenario_penalty_and_controls_reach_the_chooser(server):
         EnvironmentChooser.record = None
     for c in (a, b):
         chooser = c.agent.chooser
-        assert chooser.settings.penalty.threshold == 0.45 and chooser.settings.penalty.exponent == 3
+        assert chooser.settings.penalty.use_heights is False
         assert chooser.settings.search.method == "linear"
         assert chooser.controls.evasion == 0.3 and chooser.controls.anticipation == 0.9  # the scenario's defaults
         assert c.ctrl.s.search_interval == 0.25 and c.ctrl.s.locomotion_tags == "!dance"
     assert a.agent.chooser.controls.responsiveness == 3.0  # the agent's own
     assert b.agent.chooser.controls.responsiveness == 2.0  # the default Controls'
-    assert used and all(p.threshold == 0.45 and p.exponent == 3 and m == "linear" for p, m in used)
+    assert used and all(p.use_heights is False and m == "linear" for p, m in used)
     # a search every 0.25 s (15 ticks), not the viewer's 0.1 s: about 6 in 1.5 s, a few forced ones aside
     assert len(b.agent.chooser.log.times) <= 10, len(b.agent.chooser.log.times)
 

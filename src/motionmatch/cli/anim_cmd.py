@@ -94,9 +94,10 @@ def parse_range(text: str, fps: float, frames: int) -> slice:
 
 
 def cmd_convert(args: argparse.Namespace) -> int:
-    from motionmatch.io.motion_files import MOTION_SUFFIXES, write_motion
+    from motionmatch.io.motion_files import MOTION_SUFFIXES, check_writer, write_motion
 
     out = arg.output_file(args.output, MOTION_SUFFIXES, "output")
+    check_writer(args.output)
     m = load_bvh(args.input, units=args.units, up_axis=args.up)
     if args.range:
         m = m[parse_range(args.range, m.fps, m.num_frames)]

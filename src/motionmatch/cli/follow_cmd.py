@@ -48,11 +48,12 @@ def _output_names(out: Path, n: int) -> list[Path]:
 def cmd_follow(args: argparse.Namespace) -> int:
     from motionmatch.control.path import RevisionSettings, load_path
     from motionmatch.database import MotionDatabase
-    from motionmatch.io.motion_files import MOTION_SUFFIXES, write_motion
+    from motionmatch.io.motion_files import MOTION_SUFFIXES, check_writer, write_motion
     from motionmatch.metrics.follow import follow_report
     from motionmatch.runtime.follow import FollowSettings, PathFollower, run_followers
 
     out = arg.output_file(args.output, MOTION_SUFFIXES, "output")
+    check_writer(args.output)
     arg.output_file(args.report, (".json",), "report")
     arg.preview_file(args.preview)
     arg.output_file(args.plot, (".png",), "plot")

@@ -198,9 +198,10 @@ def _check_arguments(args: argparse.Namespace) -> None:
         raise MotionMatchError("--complete needs --given JOINTS (the joints of the partial clip to keep)")
     if args.complete and args.loop:
         raise MotionMatchError("--complete and --loop cannot be combined (the given clip fixes both ends)")
-    from motionmatch.io.motion_files import MOTION_SUFFIXES
+    from motionmatch.io.motion_files import MOTION_SUFFIXES, check_writer
 
     arg.output_file(args.output, MOTION_SUFFIXES, "output")
+    check_writer(args.output)
     arg.output_file(args.report, (".json",), "report")
 
 

@@ -31,6 +31,8 @@ examples:
 
   motionmatch pose eval --json
   motionmatch scenario scenarios/zigzag-cones.json --db lafan_env.npz -o run.npz --report r.json
+  motionmatch convert walk.bvh walk.glb        # or .fbx (Blender's exporter), .usda (UsdSkel)
+  motionmatch blender-addon -o motionmatch_addon.zip
   motionmatch bench crowd --db lafan_env.npz --agents 1000 --environment --json
 
 Run 'motionmatch COMMAND --help' for the options of a command.
@@ -61,6 +63,7 @@ def build_parser() -> argparse.ArgumentParser:
     from motionmatch.cli import (
         anim_cmd,
         bench_cmd,
+        blender_cmd,
         datasets_cmd,
         follow_cmd,
         genmm_cmd,
@@ -87,6 +90,7 @@ def build_parser() -> argparse.ArgumentParser:
     pose_cmd.register(sub)
     scenario_cmd.register(sub)
     viewer_cmd.register(sub)
+    blender_cmd.register(sub)
     return parser
 
 

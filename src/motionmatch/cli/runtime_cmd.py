@@ -47,12 +47,13 @@ def cmd_build(args: argparse.Namespace) -> int:
 def cmd_run(args: argparse.Namespace) -> int:
     from motionmatch.control.script import load_script
     from motionmatch.database import MotionDatabase
-    from motionmatch.io.motion_files import MOTION_SUFFIXES, write_motion
+    from motionmatch.io.motion_files import MOTION_SUFFIXES, check_writer, write_motion
     from motionmatch.metrics.report import run_report
     from motionmatch.runtime.controller import ControllerSettings
     from motionmatch.runtime.offline import run_script
 
     out = arg.output_file(args.output, MOTION_SUFFIXES, "output")
+    check_writer(args.output)
     arg.output_file(args.report, (".json",), "report")
     arg.preview_file(args.preview)  # its packages too, before the run
     script = load_script(args.input)

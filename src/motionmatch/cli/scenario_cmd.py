@@ -24,6 +24,8 @@ ellipses (build it with '--schema environment', or 'environment-heights' for jum
 crouching); any database works, ellipses are then computed from its poses.
 """
 
+_ANIMATION_SUFFIXES = (".glb", ".fbx", ".usd", ".usda", ".usdc")  # every agent in one file (io.motion_files)
+
 
 def _save_output(path: Path, world, rec, report: dict, tracks) -> None:
     import numpy as np
@@ -53,14 +55,17 @@ def cmd_scenario(args: argparse.Namespace) -> int:
     from motionmatch._jit import compile_intervals
     from motionmatch.database import MotionDatabase
     from motionmatch.environment import load_scenario
+    from motionmatch.io.motion_files import check_writer
     from motionmatch.metrics.scenario import body_tracks, scenario_report
     from motionmatch.runtime.world import EnvironmentSettings, run_scenario
 
-    out = arg.output_file(args.output, (".npz", ".glb"), "output")
-    if out.suffix.lower() == ".glb" and args.no_poses:
+    out = arg.output_file(args.output, (".npz", *_ANIMATION_SUFFIXES), "output")
+    check_writer(out)
+    animation = out.suffix.lower() in _ANIMATION_SUFFIXES
+    if animation and args.no_poses:
         from motionmatch.errors import MotionMatchError
 
-        raise MotionMatchError(f"{out}: a .glb file shows the agents' poses; leave out --no-poses")
+        raise MotionMatchError(f"{out}: a {out.suffix} file shows the agents' poses; leave out --no-poses")
     arg.output_file(args.report, (".json",), "report")
     arg.preview_file(args.preview)
     sc = load_scenario(args.scene)
@@ -75,10 +80,10 @@ def cmd_scenario(args: argparse.Namespace) -> int:
     progress = not args.quiet and sys.stderr.isatty()
     with compile_intervals() as warm:  # (a first run compiles: kept apart from the search times)
         world, rec = run_scenario(db, sc, settings=settings, progress=progress,
-                                  record_poses=False if args.no_poses else (True if out.suffix.lower() == ".glb" else None))
+                                  record_poses=False if args.no_poses else (True if animation else None))
     report = scenario_report(world, rec, sc, compiles=warm.intervals)
     tracks = body_tracks(world, rec)
-    if out.suffix.lower() == ".glb":  # every agent skinned and animated, the obstacles as meshes
+    if animation:  # every agent skinned and animated (.glb: the obstacles as meshes)
         from motionmatch.io.motion_files import write_motion
 
         write_motion(out, [(n, rec.motion(i, db.skeleton)) for i, n in enumerate(rec.names)],
@@ -132,7 +137,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("scene", metavar="SCENE.json", help="scenario file (see scenarios/README.md)")
     p.add_argument("--db", required=True, metavar="DB.npz", help="database built with 'motionmatch build'")
-    p.add_argument("-o", "--output", required=True, metavar="OUT.npz", help="recorded run to write (.npz; or .glb: glTF of every agent skinned and animated, with the obstacles)")
+    p.add_argument("-o", "--output", required=True, metavar="OUT.npz", help="recorded run to write (.npz; or .glb: glTF of every agent skinned and animated, with the obstacles; .fbx, .usd: the agents)")
     p.add_argument("--report", metavar="REPORT.json", help="write the numbers as JSON")
     p.add_argument("--preview", metavar="OUT.mp4|OUT.gif", help="render a top-down video")
     p.add_argument("--method", choices=("coherent-approx", "linear", "plain"),

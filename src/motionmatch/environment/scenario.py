@@ -22,7 +22,7 @@ A scenario is a JSON object (see ``scenarios/README.md`` for the full reference)
       ],
       "groups": [{"count": 10, "area": [[-2, -8], [2, -6]], "facing": [0, 1], "goal_offset": [0, 14],
                   "speed": 1.3, "spacing": 0.8, "seed": 0}],
-      "penalty": {"threshold": 0.4, "exponent": 4},
+      "penalty": {"use_heights": true},
       "search": {"method": "coherent-approx"},
       "controller": {"search_interval": 0.1667},
       "database": {"requires": ["jump", "creep"], "locomotion_tags": "!dance"},

@@ -200,11 +200,22 @@ GROUP = Obj({
     "start_jitter": Num(0.0, 5.0, optional=True, default=0.15),
 }, rule=_one_goal)
 
-#: ``penalty``: :class:`~motionmatch.search.penalized.PenaltyParams`
+def _shared_default(v: Any, where: str) -> Any:
+    """A penalty-shape field in a scenario file: refused (one set of defaults for every scene)."""
+    raise FieldError("invalid", f"{where}: the obstacle penalty's shape and thresholds are the same for every "
+                                "scene (motionmatch.search.penalized.PenaltyParams, the paper's values); remove "
+                                "it and set the characters' controls (responsiveness, continuity, evasion, "
+                                "anticipation) instead")
+
+
+#: ``penalty``: :class:`~motionmatch.search.penalized.PenaltyParams`. Its shape (threshold,
+#: exponent, weights, margins) is one set of defaults for every scene and is refused here
+#: with a one-line error; a scene may only switch the height gating off (``use_heights``)
+#: or run the disk-body ablation (``disk_body``).
 PENALTY: dict[str, Field] = {
-    "threshold": Num(0.01, 5.0), "exponent": Num(0.5, 16.0), "env_weight": Num(0.0, 1000.0),
-    "slot_weights": List(Num(0.0, 100.0), 1, 16), "margin": Num(-1.0, 2.0),
-    "height_low": Num(-1.0, 1.0), "height_top": Num(-1.0, 1.0), "use_heights": Bool(), "disk_body": Bool(),
+    **{name: Custom(_shared_default) for name in
+       ("threshold", "exponent", "env_weight", "slot_weights", "margin", "height_low", "height_top")},
+    "use_heights": Bool(), "disk_body": Bool(),
 }
 
 #: ``search``: :class:`~motionmatch.search.penalized.SearchOptions`

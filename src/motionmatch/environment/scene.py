@@ -77,8 +77,10 @@ class Scene:
     def query(self, t: float, points: np.ndarray, radius: float, offsets: Sequence[float]
               ) -> tuple[np.ndarray, np.ndarray]:
         """World rows for a search at time ``t``: static obstacles near the trajectory
-        ``points [P, 2]`` (every slot) and, per slot ``k``, each moving obstacle at its
-        position predicted for ``t + offsets[k]``. Returns ``(rows [M, ROW], slot_of [M])``."""
+        ``points [P, 2]`` (every slot); each moving obstacle where it is now (every slot:
+        the proxy "aligned with the rendered object", paper Sec. 6.1.2) and, per slot
+        ``k``, the "additional proxy" at its position predicted for ``t + offsets[k]``.
+        Returns ``(rows [M, ROW], slot_of [M])``."""
         ids = self.static_near(points, radius)
         rows = [self.static_rows[ids]]
         slots = [np.full(len(ids), -1, dtype=np.int64)]
@@ -87,6 +89,8 @@ class Scene:
             sl = []
             for i in self.moving_ids:
                 o = self.obstacles[i]
+                mv.append(o.row(o.position(t), ident=int(i)))
+                sl.append(-1)
                 for k, dt in enumerate(offsets):
                     mv.append(o.row(o.predicted(t, dt), ident=int(i)))
                     sl.append(k)

@@ -26,6 +26,33 @@ import numpy as np
 from motionmatch.errors import MotionMatchError
 
 
+class _NumPy1:
+    """The array-API names the synthesis core uses, for NumPy 1.x (which Blender's bundled Python
+    and its ``bpy`` module still pin): ``concat``, ``astype``, ``matrix_transpose``, and
+    creation functions that accept (and ignore) ``device=``. Everything else is numpy's."""
+
+    _CREATE = ("empty", "zeros", "ones", "full", "asarray", "arange", "empty_like", "zeros_like", "full_like")
+
+    def __getattr__(self, name: str) -> Any:
+        fn = getattr(np, name)
+        if name in self._CREATE:
+            return lambda *a, device=None, **kw: fn(*a, **kw)
+        return fn
+
+    concat = staticmethod(np.concatenate)
+
+    @staticmethod
+    def astype(x, dtype, /, *, copy: bool = True, device=None):
+        return x.astype(dtype, copy=copy)
+
+    @staticmethod
+    def matrix_transpose(x):
+        return np.swapaxes(x, -1, -2)
+
+
+_NUMPY = np if np.lib.NumpyVersion(np.__version__) >= "2.0.0" else _NumPy1()
+
+
 class BackendError(MotionMatchError, RuntimeError):
     """The requested device cannot be used (PyTorch or CUDA missing)."""
 
@@ -90,7 +117,7 @@ def get_backend(device: str | None = "cpu", dtype: str = "float32") -> Backend:
         raise ValueError(f"dtype must be 'float32' or 'float64', got {dtype!r}")
     dev = "cpu" if device is None else str(device).strip().lower()
     if dev in ("cpu", "numpy"):
-        return Backend("numpy", np, "cpu", getattr(np, dtype), np.int64, np.float64)
+        return Backend("numpy", _NUMPY, "cpu", getattr(np, dtype), np.int64, np.float64)
     if dev in ("torch", "torch:cpu") or dev.startswith("cuda"):
         try:
             import torch

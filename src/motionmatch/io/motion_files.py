@@ -1,4 +1,4 @@
-"""Writing motion to the file a user names: BVH or binary glTF, chosen by the suffix.
+"""Writing motion to the file a user names: BVH, binary glTF, FBX or USD, chosen by the suffix.
 
 Every command that writes motion goes through :func:`write_motion`, so that ``-o`` takes
 the same formats everywhere.
@@ -12,10 +12,25 @@ from pathlib import Path
 from motionmatch.anim.motion import Motion
 from motionmatch.errors import MotionMatchError
 
-__all__ = ["MOTION_SUFFIXES", "write_motion"]
+__all__ = ["MOTION_SUFFIXES", "check_writer", "write_motion"]
 
 #: File suffixes :func:`write_motion` writes.
-MOTION_SUFFIXES = (".bvh", ".glb")
+MOTION_SUFFIXES = (".bvh", ".glb", ".fbx", ".usd", ".usda", ".usdc")
+
+
+def check_writer(path: str | Path) -> None:
+    """Refuse now, in one line naming the extra to install, a format whose writer is missing
+    (FBX without bpy or ``$MOTIONMATCH_BLENDER_PYTHON``, USD without usd-core), so that a
+    command fails before its run rather than after it."""
+    suffix = Path(path).suffix.lower()
+    if suffix == ".fbx":
+        from motionmatch.io.fbx import require_fbx_writer
+
+        require_fbx_writer(path)
+    elif suffix in (".usd", ".usda", ".usdc"):
+        from motionmatch.io.usd import require_usd
+
+        require_usd()
 
 
 def write_motion(path: str | Path, motion: Motion | Sequence[tuple[str, Motion]], *, units: str | float | None = None,
@@ -23,11 +38,13 @@ def write_motion(path: str | Path, motion: Motion | Sequence[tuple[str, Motion]]
     """Write motion to ``path`` (atomically), as BVH or glTF binary by its suffix.
 
     Args:
-        path: a ``.bvh`` or ``.glb`` file.
-        motion: one motion, or ``(name, motion)`` pairs (several characters: ``.glb`` only).
+        path: a ``.bvh``, ``.glb``, ``.fbx`` (Blender's exporter: the ``blender`` extra or
+            ``$MOTIONMATCH_BLENDER_PYTHON``) or ``.usd``/``.usda``/``.usdc`` (the ``usd`` extra) file;
+            all but BVH carry each character's skinned mannequin.
+        motion: one motion, or ``(name, motion)`` pairs (several characters: all but ``.bvh``).
         units: BVH length unit (``"m"``, ``"cm"``, ... or metres per unit); ``None`` keeps
             the motion's own. glTF is always in metres.
-        obstacles: obstacles drawn in a ``.glb`` file (ignored by BVH).
+        obstacles: obstacles drawn in a ``.glb`` file (ignored by the other formats).
     """
     path = Path(path)
     suffix = path.suffix.lower()
@@ -37,6 +54,23 @@ def write_motion(path: str | Path, motion: Motion | Sequence[tuple[str, Motion]]
         chars = ([Character(motion.name or path.stem, motion)] if isinstance(motion, Motion)
                  else [Character(n, m) for n, m in motion])
         return write_glb(path, chars, obstacles)
+    if suffix in (".fbx", ".usd", ".usda", ".usdc"):
+        from motionmatch.anim.mannequin import mannequin_for
+
+        pairs = [(motion.name or path.stem, motion)] if isinstance(motion, Motion) else list(motion)
+        names, motions = [n for n, _ in pairs], [m for _, m in pairs]
+        bodies: dict[int, object] = {}  # one body per skeleton (a scenario's agents share one)
+        for m in motions:
+            if id(m.skeleton) not in bodies:
+                bodies[id(m.skeleton)] = mannequin_for(m)
+        meshes = [bodies[id(m.skeleton)] for m in motions]
+        if suffix == ".fbx":
+            from motionmatch.io.fbx import save_fbx
+
+            return save_fbx(motions, path, meshes=meshes, names=names)
+        from motionmatch.io.usd import save_usd
+
+        return save_usd(motions, path, meshes=meshes, names=names)
     if suffix == ".bvh":
         from motionmatch.anim.bvh import save_bvh
 

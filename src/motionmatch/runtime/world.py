@@ -14,14 +14,31 @@ world that steps many of them among obstacles (Environment-aware Motion Matching
 * :func:`run_scenario`: a :class:`~motionmatch.environment.scenario.Scenario` from start to
   end (its numbers: :func:`motionmatch.metrics.scenario.scenario_report`).
 
-High-level controls (paper Sec. 5.3; its Eq. 3-6 are lost, these are our forms):
-Responsiveness ``R`` multiplies the squared-distance weight of the trajectory features,
-Continuity ``C`` that of the pose features; Evasion ``E`` is the smallest factor on the
-direction weight, reached when an obstacle touches the character:
-``factor = E + (1 - E) * clamp((clearance - 0.25 m) / threshold, 0, 1)``; Anticipation
-``A`` scales the environment weight with the target speed ``v``:
-``W_env = W_env0 * (1 + A v)`` (never below the base weight, so a standing character
-still evades).
+High-level controls (paper Sec. 5.3; the formulas of its Eq. 3-6 are missing from our copy
+of the text, so they are read from its prose and checked against the authors' released
+implementation; where the two leave room, the choice is said):
+Responsiveness ``R`` multiplies the squared-distance weights of the trajectory features
+(positions and directions), Continuity ``C`` those of the pose features (Eq. 3, 4).
+Evasion ``E`` (Eq. 5) is the smallest factor on the direction weight near obstacles: the
+factor moves toward ``max(E, 1 + log10(c / threshold))`` (clamped to 1), ``c`` the clearance
+between the character and its nearest obstacle, linearly interpolated in time (rate
+``EnvironmentSettings.evasion_rate`` per second, as the paper "linearly interpolates the
+direction weight towards a target weight"), and back to 1 at once when no obstacle is near.
+The paper measures from "the current position of the character"; a root touching an
+obstacle would be a body half inside it, so ``c`` is the distance from the root minus
+``EnvironmentSettings.body_radius`` (the authors' code measures from the body ellipse).
+Anticipation ``A`` (Eq. 6) scales the environment weight with the target speed ``v``
+(m/s): ``W_env = W_env0 * max(A v, floor)``, ``floor = EnvironmentSettings.anticipation_floor``.
+The text keeps "a minimum base weight" so that a standing character still evades and gives
+no value; we read the base weight as ``W_env0`` itself (floor 1). The authors' code uses
+half of it: with 1/2 the standing character of ``scenarios/cubes-approach.json`` is hit
+more than 2% of the time (4.5% measured) and the walker of ``scenarios/car.json`` touches
+the car more than half as often as plain motion matching.
+``A = 0`` leaves ``W_env0 * floor`` at every speed.
+
+Moving obstacles are proxies where they are now (compared with every ellipse) plus, per
+ellipse, "additional proxies" where they are predicted at that ellipse's time
+(:meth:`motionmatch.environment.scene.Scene.query`, paper Sec. 6.1.2).
 
 The controller is run with root motion only (``adjust_halflife = 0``): the trajectory
 comes from the database, so body and root motion stay consistent (paper Sec. 5.1).
@@ -71,7 +88,8 @@ from motionmatch.search.penalized import (
 )
 
 __all__ = ["Agent", "Controls", "EnvironmentChooser", "EnvironmentMatcher", "EnvironmentSettings",
-           "PenalizedNodeSearch", "World", "WorldRecord", "environment_controller_settings", "run_scenario"]
+           "PenalizedNodeSearch", "World", "WorldRecord", "anticipation_weight", "environment_controller_settings",
+           "evasion_factor", "run_scenario"]
 
 
 #: cell size (m) of the grid over the agents' future body ellipses that searches query
@@ -80,17 +98,32 @@ AGENT_CELL = 2.0
 
 @dataclass(frozen=True)
 class Controls:
-    """High-level controls of one character (see the module docstring).
+    """High-level controls of one character (see the module docstring; the paper's
+    Sec. 5.3). What a user sets per character or per scene.
 
-    The defaults (trajectory twice, pose half as important as the database's own group
-    weights) let a character leave a pose that the environment makes a dead end: with
-    ``1, 1`` it tends to stand still in front of an obstacle rather than change gait
-    (tuned on ``scenarios/dense-obstacles.json`` with the classic schema weights)."""
+    Attributes:
+        responsiveness: R, multiplies the trajectory features' weights. Default 2 (ours:
+            trajectory twice as important as the database's own group weights).
+        continuity: C, multiplies the pose features' weights. Default 0.5 (ours: with
+            ``R = C = 1`` a character tends to stand still in front of an obstacle rather
+            than change gait; measured on ``scenarios/dense-obstacles.json``).
+        evasion: E in [0, 1], the smallest factor on the direction weights near obstacles
+            (1: off). Default 0.1 (the paper's value is missing from our copy; the
+            authors' released scenes use 0.01 and 0.2; with 0.01 the walker of
+            ``scenarios/car.json`` touches the car more than half as often as plain
+            motion matching).
+        anticipation: A (s/m), the environment weight's growth with the target speed:
+            ``W_env = W_env0 * max(A v, 1)``. Default 1 (ours: the forward key's 0.85 m/s
+            keeps the base weight, a sprint at 3 m/s triples it); with 2 (the authors'
+            released value, on their own weight scale) the walker among the cones of
+            ``scenarios/zigzag-cones.json`` slows down more (it did not get through them
+            in 20 s).
+    """
 
     responsiveness: float = 2.0
     continuity: float = 0.5
-    evasion: float = 0.5
-    anticipation: float = 0.5
+    evasion: float = 0.1
+    anticipation: float = 1.0
 
     def with_(self, **changes) -> Controls:
         return replace(self, **changes)
@@ -107,7 +140,14 @@ class EnvironmentSettings:
         reach: pre-selection slack (m) beyond the threshold: about half an arm span. An
             obstacle is considered when its shape comes within ``threshold + reach`` of the
             character or one of its query trajectory points.
-        body_radius: subtracted from the clearance used by Evasion (m).
+        body_radius: subtracted from the root's distance to the nearest obstacle to give
+            the clearance used by Evasion (m).
+        evasion_rate: how fast (1/s) Evasion's factor moves toward its target near
+            obstacles: each search it closes ``1 - exp(-rate * dt)`` of the gap, ``dt`` the
+            time since the character's previous search (the authors' per-frame lerp by
+            ``10 dt``).
+        anticipation_floor: the smallest multiple of ``penalty.env_weight`` Anticipation
+            leaves (the paper's "minimum base weight": a standing character still evades).
         enabled: ``False``: plain motion matching (the environment is ignored).
     """
 
@@ -116,6 +156,8 @@ class EnvironmentSettings:
     controls: Controls = field(default_factory=Controls)
     reach: float = 0.9
     body_radius: float = 0.25
+    evasion_rate: float = 10.0
+    anticipation_floor: float = 1.0
     enabled: bool = True
 
     @classmethod
@@ -137,12 +179,26 @@ class EnvironmentSettings:
 
 
 def evasion_factor(controls: Controls, settings: EnvironmentSettings, nearest: float) -> float:
-    """Evasion's factor on the direction weights for a character whose nearest obstacle is
-    ``nearest`` metres away (``inf``: none near; see the module docstring)."""
+    """Evasion's target factor on the direction weights (Eq. 5, see the module docstring)
+    for a character whose root is ``nearest`` metres from its nearest obstacle (``inf``:
+    none near): ``max(E, 1 + log10(c / threshold))`` clamped to ``[E, 1]``, ``c`` the
+    clearance ``nearest - body_radius``; 1 with nothing near or ``E >= 1``."""
     if nearest == math.inf or controls.evasion >= 1.0:
         return 1.0
-    k = min(max((nearest - settings.body_radius) / settings.penalty.threshold, 0.0), 1.0)
-    return controls.evasion + (1.0 - controls.evasion) * k
+    c = nearest - settings.body_radius
+    t = settings.penalty.threshold
+    if c >= t:
+        return 1.0
+    if c <= t * 1e-6:
+        return float(controls.evasion)
+    return min(1.0, max(float(controls.evasion), 1.0 + math.log10(c / t)))
+
+
+def anticipation_weight(controls: Controls, settings: EnvironmentSettings, target_speed: float) -> float:
+    """The environment weight W_env for a character whose input asks for ``target_speed``
+    (m/s): ``W_env0 * max(A v, anticipation_floor)`` (Eq. 6, see the module docstring)."""
+    scale = max(float(controls.anticipation) * float(target_speed), settings.anticipation_floor)
+    return float(settings.penalty.env_weight) * scale
 
 
 def environment_controller_settings(**changes) -> ControllerSettings:
@@ -481,6 +537,9 @@ class EnvironmentChooser:
         self._packed_for: tuple | None = None
         #: whether the last search found obstacles within reach
         self.near = False
+        #: Evasion's factor on the direction weights at the last search (1: none)
+        self.direction_factor = 1.0
+        self._evasion_at: float | None = None
 
     def _packed(self) -> tuple[float, SearchOptions]:
         """Pre-selection radius and search options of the current settings (recomputed only
@@ -490,6 +549,19 @@ class EnvironmentChooser:
             opts = s.search if s.enabled else s.search.with_(method="plain")
             self._packed_for = (s, s.penalty.threshold + s.reach + s.penalty.margin, opts)
         return self._packed_for[1:]
+
+    def _evasion(self, ctrl: Controller, target: float) -> float:
+        """Evasion's factor now: toward ``target`` at ``settings.evasion_rate`` (closing
+        ``1 - exp(-rate dt)`` of the gap since this character's previous search), at once
+        back to 1 when nothing is near (the paper's interpolation of the direction weight)."""
+        now = float(ctrl.time)
+        last, self._evasion_at = self._evasion_at, now
+        if target >= 1.0 or last is None:
+            self.direction_factor = target
+        else:
+            keep = math.exp(-self.settings.evasion_rate * max(now - last, 0.0))
+            self.direction_factor = target + (self.direction_factor - target) * keep
+        return self.direction_factor
 
     def _empty(self, K: int) -> tuple[np.ndarray, np.ndarray, float]:
         obs, cnt = self._empty_obs
@@ -581,9 +653,9 @@ class EnvironmentChooser:
             obs, cnt, nearest = self._empty(self._K)
         self.near = nearest < math.inf
         c = self.controls
-        ev = evasion_factor(c, s, nearest)
+        ev = self._evasion(ctrl, evasion_factor(c, s, nearest))
         cur = int(ctrl.frame)
-        envw = s.penalty.env_weight * (1.0 + c.anticipation * self.target_speed)
+        envw = anticipation_weight(c, s, self.target_speed)
         if mask.dtype != np.bool_ or not mask.flags.c_contiguous:
             mask = np.ascontiguousarray(mask, dtype=bool)
         ps = m.search

@@ -61,15 +61,30 @@ _ALIASES = {"coherent": "coherent-approx"}
 
 @dataclass(frozen=True)
 class PenaltyParams:
-    """Obstacle penalties.
+    """Obstacle penalties: ONE set of defaults for every scene (issue 17).
+
+    The shape of the penalty is not a per-scene setting: scenario files may not set
+    ``threshold``, ``exponent``, ``env_weight``, ``slot_weights``, ``margin`` or the height
+    margins (:mod:`motionmatch.environment.scenario_schema` refuses them); a scene sets
+    its characters' high-level controls instead (:class:`motionmatch.runtime.world.Controls`).
 
     Attributes:
-        threshold: distance (m) below which penalties start (the paper: 0.4 for tight
-            spaces, 0.6 otherwise).
-        exponent: how fast the barrier grows toward contact (the paper: 4).
-        env_weight: W_env, the weight of all penalties (before Anticipation scaling).
+        threshold: distance (m) below which penalties start. The paper uses 0.4 "for
+            navigating highly constrained environments and 0.6 for more general usage";
+            every scene here is a constrained one (corridors, doors, a dense field, a
+            crowd), so the default is 0.4.
+        exponent: how fast the barrier grows toward contact (the paper: 4 "for all
+            experiments"). The barrier is ``((t - d) / t) ** exponent * ln(t / d)``, the
+            paper's ``-(t - d) ** exponent * ln(d / t)`` divided by ``t ** exponent`` so that
+            ``env_weight`` means the same at any threshold.
+        env_weight: W_env0, the weight of all penalties before Anticipation scales it
+            (the paper's value is missing from our copy of the text; ours).
         slot_weights: per-ellipse weights (first, second, third future ellipse); the later
-            ones are lower: immediate collisions matter most.
+            ones are lower: immediate collisions matter most (the paper's "w_e2 < 1,
+            w_e3 < w_e2"; its values are missing from our copy of the text, and the
+            authors' released scenes use 0.4 / 0.1, 0.4 / 0 and 0 / 0). Ours, 0.6 / 0.3:
+            with 0.4 / 0.1 the character under the 0.75 m ceiling of
+            ``scenarios/fence-ceilings.json`` rises (its later ellipses barely count).
         margin: clearance (m) subtracted from every distance (0: the skeleton's ellipse).
         height_low, height_top: margins (m) below the lowest and above the highest joint
             when gating by height (the head joint is ~0.1 m below the top of the head).
@@ -78,7 +93,7 @@ class PenaltyParams:
         disk_body: ablation: the body is the circle around its ellipse.
     """
 
-    threshold: float = 0.6
+    threshold: float = 0.4
     exponent: float = 4.0
     env_weight: float = 2.0
     slot_weights: tuple[float, ...] = (1.0, 0.6, 0.3)

@@ -1,0 +1,71 @@
+"""The add-on, headless: register it, import a BVH with Blender's own importer, run the GenMM
+operator on its action (two variants; then one more with a timeline marker's pose pinned),
+and report what came out. Run by ``tests/test_blender_addon.py`` in
+a Python that has ``bpy``::
+
+    python tests/blender_addon_check.py EXAMPLE.bvh OTHER.bvh
+
+prints JSON on the last line of stdout: the example's frame count and rate, each new action's
+name and frame count, its coverage of the example (motionmatch.metrics.genmm.coverage), the
+coverage of OTHER (a control that does not come from the example), the largest rotation
+difference at the marker's frame between the outputs and the example's pose there, and
+between the two variants.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import bpy
+import numpy as np
+
+
+def main(example: str, other: str) -> dict:
+    import motionmatch.blender
+    from motionmatch.anim import load_bvh
+    from motionmatch.io import blender_scene as bs
+    from motionmatch.metrics.genmm import coverage
+
+    bpy.ops.wm.read_factory_settings(use_empty=True)
+    motionmatch.blender.register()
+    scene = bpy.context.scene
+    scene.render.fps, scene.render.fps_base = 30, 1.0
+    # Blender's own BVH importer (centimetres -> metres), resampled to the scene's 30 fps
+    bpy.ops.import_anim.bvh(filepath=example, global_scale=0.01, use_fps_scale=True, frame_start=1)
+    arm = bpy.context.active_object
+    source = bs.read_motion(arm)
+    s = scene.motionmatch
+    s.length_s, s.seed, s.variants, s.loop, s.use_markers = 3.0, 0, 2, False, False
+    before = set(bpy.data.actions.keys())
+    result = bpy.ops.motionmatch.genmm()
+    made = [bpy.data.actions[n] for n in sorted(set(bpy.data.actions.keys()) - before)]
+    outputs = [bs.read_motion(arm, a) for a in made]
+    assigned = arm.animation_data.action.name
+    # keyframes from the timeline markers: the action's pose at the marker, pinned there
+    marker = 1 + 20
+    scene.timeline_markers.new("key", frame=marker)
+    original = bpy.data.actions[source.name]
+    arm.animation_data.action = original
+    arm.animation_data.action_slot = original.slots[0]
+    keyed = bpy.ops.motionmatch.genmm(seed=5, variants=1, use_markers=True)
+    pinned = bs.read_motion(arm, bpy.data.actions[f"{source.name}_genmm_5"])
+    control = load_bvh(other)
+    control = control[slice(0, None, max(1, round(control.fps / source.fps)))]
+    return {
+        "result": sorted(result), "keyed_result": sorted(keyed),
+        "source_frames": source.num_frames, "fps": source.fps,
+        "assigned": assigned,
+        "actions": [{"name": a.name, "frames": m.num_frames, "range": list(a.frame_range),
+                     "coverage": coverage([source], m)} for a, m in zip(made, outputs)],
+        "control_coverage": coverage([source], control.with_data(control.rotations, control.translations,
+                                                                 fps=source.fps)),
+        "marker_rotation_error_rad": float(np.max(2 * np.arccos(np.clip(np.abs(np.sum(
+            pinned.rotations[marker - 1] * source.rotations[marker - 1], axis=-1)), 0, 1)))),
+        "variants_differ_rad": float(np.max(2 * np.arccos(np.clip(np.abs(np.sum(
+            outputs[0].rotations * outputs[-1].rotations, axis=-1)), 0, 1)))),
+    }
+
+
+if __name__ == "__main__":
+    print(json.dumps(main(sys.argv[1], sys.argv[2])))
