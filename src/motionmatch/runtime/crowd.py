@@ -305,5 +305,5 @@ def door_crowd(n: int, *, band: int = 90, spacing: float = 0.9, width: float = 1
     walls = [{"shape": "box", "center": list(c), "size": [length, 0.3], "yaw_deg": 90.0, "height": [0.0, 2.5],
               "name": f"wall-{i}"} for i, (c, length) in enumerate(_DOOR_WALLS)]
     return {"name": f"door-crowd-{n}", "description": f"{n} agents crossing a wall through two doors both ways",
-            "duration": 60.0, "obstacles": walls, "agents": [], "groups": groups, "penalty": {"threshold": 0.4},
+            "duration": 60.0, "obstacles": walls, "agents": [], "groups": groups,
             "search": {"collision_fallback": False}}
