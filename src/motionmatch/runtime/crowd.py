@@ -162,6 +162,7 @@ class SteeringInput(InputSource):
         self.s = settings or SteeringSettings()
         self.side = side
         self._k = 0
+        self._crowd: _Crowd | None = None  # the world's steering (looked up on first use)
         #: whether the agent reached its goal (within ``arrive_distance``, after the waypoints)
         self.arrived = False
 
@@ -174,7 +175,10 @@ class SteeringInput(InputSource):
         return k, self.targets[k]
 
     def intent(self, agent, t: float, dt: float) -> Want:
-        p, self._k, v = _crowd(self.world).steering(agent, self)
+        crowd = self._crowd
+        if crowd is None or crowd._world() is not self.world:
+            crowd = self._crowd = _crowd(self.world)
+        p, self._k, v = crowd.steering(agent, self)
         goal = self.targets[self._k]
         if self._k == len(self.targets) - 1 and math.hypot(goal[0] - p[0], goal[1] - p[1]) < self.s.arrive_distance:
             self.arrived = True
@@ -203,7 +207,7 @@ class _Crowd:
 
     def steering(self, agent, source: SteeringInput) -> tuple[np.ndarray, int, np.ndarray]:
         """``(position [2], target index, desired velocity [2])`` of ``agent`` driven by
-        ``source`` this step (m, m/s)."""
+        ``source`` this step (m, m/s; sequences of floats)."""
         world = self._world()
         if self._frame != world.frame:
             self._steer(world)
@@ -211,7 +215,7 @@ class _Crowd:
         if row is not None and row[0] is source:
             pos, ks, v = self._out[row[1]]
             j = row[2]
-            return pos[j], int(ks[j]), v[j]
+            return pos[j], ks[j], v[j]
         # an input the step did not see (e.g. inside another input): steered alone
         pos, uids = world.ground_positions()
         p = agent.root_xz
@@ -259,7 +263,7 @@ class _Crowd:
                     break
                 k = k + move
             v = steer_all(pos, idx, targets[rows, k], speeds, sides, settings)
-            self._out.append((p, k, v))
+            self._out.append((p.tolist(), k.tolist(), v.tolist()))  # (read one agent at a time)
         self._frame = world.frame
 
 
