@@ -56,14 +56,14 @@ def cmd_bench_crowd(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
     world.step(0.0)
     for f in range(warm):
-        progress.update(f"warm-up {f + 1}/{warm}", done=0.5 * f / max(warm, 1))
+        progress.update(f"warm-up {f + 1}/{warm}", done=f / (warm + frames))
         world.step(dt)
     warm_s = time.perf_counter() - t0
     wall, cpu = np.empty(frames), np.empty(frames)
     colliding = np.zeros(frames)
     st, rows = world._batch.state, world._rows()
     for f in range(frames):
-        progress.update(f"step {f + 1}/{frames}", done=0.5 + 0.5 * f / frames)
+        progress.update(f"step {f + 1}/{frames}", done=(warm + f) / (warm + frames))
         c0, w0 = time.thread_time(), time.perf_counter()
         world.step(dt)
         wall[f], cpu[f] = time.perf_counter() - w0, time.thread_time() - c0
