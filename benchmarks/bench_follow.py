@@ -1,6 +1,7 @@
 """Path following: the paper's Tables 1 and 2 (LHMM timing, ablations of the query revision).
 
     python benchmarks/bench_follow.py [--data DIR] [--paths DIR] [--out DIR] [--json] [--no-figures] [--no-dance]
+                                      [--no-tight] [--no-facing]
 
 Builds a mirrored LAFAN1 database (``lafan1-60fps``, ~108k frames at 60 fps, classic
 27-D features) and a second one whose queries have nine future samples (the paper's "BMM
@@ -21,6 +22,13 @@ tangent facings and prints:
   and k-NN searches per match of LHMM(3, 3), BMM, BMM with longer queries and LHMM(10, 3),
   with ratios to BMM measured in the same run. Bars: LHMM(3, 3) median under 2 ms, BMM
   under 0.3 ms.
+* **Our additions**: ablations of the turn limit, of the capped smoothing blur and of
+  revising the query every frame instead of once per match (the paper's); the tight,
+  fast path set ``paths/tight/`` (turns of radius 0.3-0.5 m drawn at 3-4.5 m/s) with
+  the defaults, per-frame revision, no turn limit and the method before issue 17; and the
+  facing comparison of Section VIII-C (tangent, joystick held 30 degrees right,
+  DirectionNet with the shipped weights): mean distance, the angle between facing and
+  travel, and DirectionNet's error on held-out clips (subject 4) against the tangent's.
 * Several characters at once (four paths stepped together), and **Section VIII-D**:
   the same paths with a dance-only database (LAFAN1's dance clips, mirrored).
 
@@ -40,9 +48,12 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).parent))
 from _common import REPO, data_root
+from motionmatch.anim import quat
+from motionmatch.control.direction_net import DirectionNet, facing_errors, tracks_from_database
 from motionmatch.control.path import RevisionSettings, load_path
 from motionmatch.database import MotionDatabase, default_schema
 from motionmatch.datasets import load_folder
+from motionmatch.geometry.polyline import distance_to_path
 from motionmatch.metrics.follow import follow_report
 from motionmatch.runtime.controller import ControllerSettings
 from motionmatch.runtime.follow import FollowSettings, PathFollower, default_v_max, run_followers
@@ -56,10 +67,15 @@ ABLATIONS = {
     "no_smoothing": ("No input path smoothing", False, {}, {}, "main"),
     "current_point": ("No desired pos. comp. (current frame point)", True, {"desired": "current"}, {}, "main"),
     "nearest_point": ("No desired pos. comp. (nearest path point)", True, {"desired": "nearest"}, {}, "main"),
-    "no_speed_limit": ("No speed limit", True, {"speed_limit": False}, {}, "main"),
+    "no_speed_limit": ("No speed limit (nor turn limit)", True, {"speed_limit": False, "turn_limit": False}, {},
+                       "main"),
     "no_corners": ("No modification for sharp corners", True, {"sharp_corners": False}, {}, "main"),
-    "raw": ("Raw future query", False, {"desired": "current", "speed_limit": False, "sharp_corners": False}, {},
-            "main"),
+    "raw": ("Raw future query", False, {"desired": "current", "speed_limit": False, "turn_limit": False,
+                                        "sharp_corners": False}, {}, "main"),
+    # ours, beyond the paper's table
+    "no_turn_limit": ("No turn limit (ours)", True, {"turn_limit": False}, {}, "main"),
+    "uncapped_smoothing": ("Smoothing blur not capped (ours)", {"max_blur": None}, {}, {}, "main"),
+    "per_frame": ("Query revised every frame", True, {}, {"revise_every_frame": True}, "main"),
 }
 EXTRAS = {
     "bmm": ("BMM(1,1)", True, {}, {"k": 1, "levels": 1}, "main"),
@@ -69,12 +85,40 @@ EXTRAS = {
                   {"controller": ControllerSettings(adjust_halflife=0.2)}, "main"),
 }
 TIMING = ("full", "bmm", "bmm_long", "lhmm_10_3")
+# the tight set: the defaults, per-frame revision, and the method as it was before issue 17
+# (per-frame revision, no turn limit, the paper's smoothing uncapped)
+TIGHT_CONFIGS = {
+    "full": ("Defaults", True, {}, {}),
+    "per_frame": ("Query revised every frame", True, {}, {"revise_every_frame": True}),
+    "no_turn_limit": ("No turn limit", True, {"turn_limit": False}, {}),
+    "before": ("Before issue 17 (per frame, no turn limit, uncapped)", {"max_blur": None}, {"turn_limit": False},
+               {"revise_every_frame": True}),
+}
+TIGHT = ("chicane", "hairpins", "loops", "slalom", "switchbacks")
+FACING = {
+    "tangent": ("Tangential direction", {"facing": "tangent"}),
+    "joystick": ("Joystick (held 30 deg right)", {"facing": "joystick", "joystick_deg": 30.0}),
+    "net": ("DirectionNet (shipped)", {"facing": "net"}),
+}
+HOLDOUT = "subject4"
 
 
-def run_config(db, path_file: Path, smooth: bool, rev: dict, follow: dict, v_max: float):
-    path = load_path(path_file, smooth=smooth)
+def facing_vs_travel(rec) -> float:
+    """Mean angle (degrees) between the character's facing and its direction of travel,
+    over the frames it moves at 0.5 m/s or more."""
+    yaw = quat.yaw_angle(rec.motion.rotations[:, 0])
+    v = np.diff(rec.root, axis=0) * rec.fps
+    moving = np.hypot(v[:, 0], v[:, 2]) >= 0.5
+    travel = np.arctan2(v[:, 0], v[:, 2])
+    d = np.abs((yaw[:-1] - travel + np.pi) % (2 * np.pi) - np.pi)
+    return float(np.degrees(d[moving].mean())) if moving.any() else float("nan")
+
+
+def run_config(db, path_file: Path, smooth: bool | dict, rev: dict, follow: dict, v_max: float, **kwargs):
+    load = smooth if isinstance(smooth, dict) else {"smooth": smooth}
+    path = load_path(path_file, **load)
     settings = FollowSettings(revision=RevisionSettings(v_max=v_max, **rev), **follow)
-    f = PathFollower(db, path, settings, name=path_file.stem)
+    f = PathFollower(db, path, settings, name=path_file.stem, **kwargs)
     f.ctrl.searcher()  # build the search structure before timing
     t0 = time.perf_counter()
     rec = f.run()
@@ -124,6 +168,8 @@ def main() -> int:
     ap.add_argument("--out", default=str(REPO / "out" / "follow"), help="folder for the figures")
     ap.add_argument("--no-figures", action="store_true")
     ap.add_argument("--no-dance", action="store_true", help="skip the dance-database runs")
+    ap.add_argument("--no-tight", action="store_true", help="skip the tight, fast set (paths/tight/)")
+    ap.add_argument("--no-facing", action="store_true", help="skip the facing comparison")
     ap.add_argument("--json", action="store_true", help="print a JSON summary instead of tables")
     args = ap.parse_args()
     root = data_root(args.data)
@@ -135,9 +181,13 @@ def main() -> int:
 
     t0 = time.perf_counter()
     clips = load_folder(root / "lafan1-60fps")
-    dbs = {"main": MotionDatabase.build(clips, mirror_copies=True)}
+    cache = Path(args.out)
+    cache.mkdir(parents=True, exist_ok=True)
+    # built once, then loaded (MotionDatabase.cached checks the clips and settings it was built from)
+    dbs = {"main": MotionDatabase.cached(cache / "lafan1_mirrored.npz", clips, mirror_copies=True)}
     build_main = time.perf_counter() - t0
-    dbs["long"] = MotionDatabase.build(clips, mirror_copies=True, schema=default_schema(offsets=LONG_OFFSETS))
+    dbs["long"] = MotionDatabase.cached(cache / "lafan1_mirrored_long.npz", clips, mirror_copies=True,
+                                        schema=default_schema(offsets=LONG_OFFSETS))
     v_max = default_v_max(dbs["main"])
     out: dict = {"database_frames": dbs["main"].num_frames, "build_s": build_main, "v_max_mps": v_max, "runs": {}}
     configs = {**ABLATIONS, **EXTRAS}
@@ -164,6 +214,32 @@ def main() -> int:
     frames = max(r.motion.num_frames for r in multi)
     out["multi"] = {"characters": len(multi), "frames": frames, "ms_per_frame_all": multi_wall / frames * 1e3,
                     "mean_distance_m": [r.mean_distance for r in multi], "completed": [r.completed for r in multi]}
+
+    # the tight, fast set of our own (paths/tight/): the defaults, and the method before issue 17
+    tight_files = sorted((folder / "tight").glob("*.json")) if not args.no_tight else []
+    if tight_files:
+        out["tight"] = {}
+        for key, (label, smooth, rev, follow) in TIGHT_CONFIGS.items():
+            for f in tight_files:
+                rec, rep, _ = run_config(dbs["main"], f, smooth, rev, follow, v_max)
+                rep["within_0_5m"] = float((distance_to_path(rec.path.input_points, rec.root) <= 0.5).mean())
+                out["tight"].setdefault(key, {})[f.stem] = rep
+                records.setdefault(f"tight_{f.stem}", {})[label] = (rec.root, rep)
+                inputs[f"tight_{f.stem}"] = rec.path.input_points
+        print("  ran the tight set", file=sys.stderr, flush=True)
+
+    # facing: tangent, joystick (held 30 degrees right), DirectionNet (shipped weights)
+    if not args.no_facing:
+        net = DirectionNet.shipped()
+        out["facing"] = {}
+        for key, (_label, rev) in FACING.items():
+            for f in files:
+                rec, rep, _ = run_config(dbs["main"], f, True, rev, {}, v_max, facing_net=net if key == "net" else None)
+                rep["facing_vs_travel_deg"] = facing_vs_travel(rec)
+                out["facing"].setdefault(key, {})[f.stem] = rep
+        test = tracks_from_database(dbs["main"], holdout=HOLDOUT, heldout=True)
+        out["facing_heldout"] = facing_errors(net, test)
+        print("  ran the facing comparison", file=sys.stderr, flush=True)
 
     # Section VIII-D: a dance-only database
     if not args.no_dance:
@@ -194,7 +270,7 @@ def main() -> int:
 
 def report(out: dict, configs: dict) -> None:
     runs = out["runs"]
-    print(f"Path following on a mirrored LAFAN1 database ({out['database_frames']} frames, built in "
+    print(f"Path following on a mirrored LAFAN1 database ({out['database_frames']} frames, built or loaded in "
           f"{out['build_s']:.1f} s), 60 Hz, matches every 1/6 s, local mode, tangent facing, v_max "
           f"{out['v_max_mps']:.2f} m/s (95th percentile of the data's speeds)\n")
     w = 16
@@ -235,6 +311,27 @@ def report(out: dict, configs: dict) -> None:
     print(f"\n{m['characters']} characters at once, LHMM(3,3): {m['ms_per_frame_all']:.2f} ms per frame for all "
           f"(60 Hz budget 16.7 ms); mean distances " + ", ".join(f"{d:.3f}" for d in m["mean_distance_m"])
           + f"; completed {sum(m['completed'])}/{m['characters']}")
+    if "tight" in out:
+        t = out["tight"]
+        print("\nTight, fast paths of our own (paths/tight/: turns of radius 0.3-0.5 m drawn at 3-4.5 m/s): "
+              "mean distance (m) / share of the path passed within 0.5 m")
+        print(f"{'configuration':<56}" + "".join(f"{n:>{w}}" for n in TIGHT))
+        for key, (label, *_rest) in TIGHT_CONFIGS.items():
+            print(f"{label:<56}" + "".join(f"{cell(t[key][n]) + ' / ' + format(t[key][n]['within_0_5m'], '.2f'):>{w}}"
+                                           for n in TIGHT))
+        ok = all(t["full"][n]["completed"] and t["full"][n]["mean_distance_m"] <= 0.15 for n in TIGHT)
+        print(f"  defaults: every tight path completed with mean distance <= 0.15 m: {'PASS' if ok else 'FAIL'}")
+    if "facing" in out:
+        fc = out["facing"]
+        print("\nFacing (the paper's Section VIII-C): mean distance (m) | mean angle between facing and travel (deg)")
+        print(f"{'':<46}" + "".join(f"{n:>{w}}" for n in PATHS))
+        for key, (label, _rev) in FACING.items():
+            print(f"{label:<46}" + "".join(f"{cell(fc[key][n]) + ' | ' + format(fc[key][n]['facing_vs_travel_deg'], '.0f'):>{w}}"
+                                           for n in PATHS))
+        h = out["facing_heldout"]
+        print(f"  held-out clips ({HOLDOUT}, never trained on): error of the predicted facing 1/3, 2/3 and 1 s ahead "
+              f"against the person's: DirectionNet {h['net_deg']:.1f} deg, path tangent {h['tangent_deg']:.1f} deg, "
+              f"facing kept {h['held_deg']:.1f} deg ({h['samples']} samples)")
     if "dance" in out:
         d = out["dance"]
         print(f"\nSection VIII-D, dance-only database (LAFAN1 dance clips, mirrored: {d['database_frames']} frames, "

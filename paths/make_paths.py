@@ -1,6 +1,6 @@
 """Generate the test paths shipped in this folder (deterministic: run it to rebuild them).
 
-    python paths/make_paths.py            # writes paths/*.json
+    python paths/make_paths.py            # writes paths/*.json and paths/tight/*.json
 
 Each path is what a drawing would record: ``{"points": [[t, x, z], ...]}`` in seconds and
 metres on the ground (Y up), at irregular event times (8 to 30 ms apart, as mouse
@@ -14,6 +14,18 @@ events arrive) with a few millimetres of jitter, in world seconds (drawing-speed
 * ``circle``: the paper's circle (radius 4 m), speed rising linearly from 0 to 9 m/s
   over one and a half laps: far faster than a person can run at the end.
 * ``figure_eight``: a figure-eight that crosses itself, walking (1.4 m/s).
+
+The tight set (``paths/tight/``, :func:`make_tight`, its own random seed): turns of
+radius 0.3 to 0.5 m drawn at 3 to 4.5 m/s along the curve, far sharper than anyone runs
+them (4 m/s on a 0.4 m radius is 40 m/s^2 sideways; sprinters turn at about 10). A
+person would cut inside such turns and slow down for them; the follower should too, and
+still complete every path.
+
+* ``slalom``: seven alternating 120-degree arcs of radius 0.4 m joined by 1 m straights, 4 m/s.
+* ``hairpins``: 4 m straights joined by 180-degree turns of radius 0.4 and 0.5 m, 3.5 m/s.
+* ``loops``: two small full loops (radius 0.5 m, then 0.4 m the other way) on a straight line, 3 m/s.
+* ``chicane``: right-angle bends of radius 0.3 m alternating left and right, 1.2 m apart, 4.5 m/s.
+* ``switchbacks``: 150-degree turns of radius 0.35 m on 2.5 m legs, 3 m/s.
 """
 
 from __future__ import annotations
@@ -119,13 +131,74 @@ def make_all() -> dict[str, dict]:
     return {k: {"name": k, "description": d, "points": np.round(p, 4).tolist()} for k, (d, p) in out.items()}
 
 
-def main() -> None:
-    for name, obj in make_all().items():
-        path = HERE / f"{name}.json"
+def _curve_from_moves(moves: list[tuple[float, float]], step: float = 0.002) -> tuple[np.ndarray, np.ndarray]:
+    """Dense points of a curve made of straights and circular arcs, starting at the origin
+    heading +Z: ``moves`` are ``(length m, 0)`` for a straight and ``(radius m, degrees)``
+    for an arc (positive degrees turn left, toward +X, the character's left)."""
+    pts = [np.zeros(2)]
+    heading = 0.0  # radians from +Z toward +X
+    for a, deg in moves:
+        if deg == 0:
+            n = max(2, int(np.ceil(a / step)))
+            d = np.array([np.sin(heading), np.cos(heading)])
+            pts.extend(pts[-1] + d * a * (np.arange(1, n + 1) / n)[:, None])
+        else:
+            r, turn = a, np.radians(deg)
+            n = max(2, int(np.ceil(abs(turn) * r / step)))
+            h = heading + turn * np.arange(1, n + 1) / n
+            # integrate the arc exactly: centre to the side of the turn
+            sgn = np.sign(turn)
+            c = pts[-1] + sgn * r * np.array([np.cos(heading), -np.sin(heading)])
+            pts.extend(c - sgn * r * np.stack([np.cos(h), -np.sin(h)], axis=1))
+            heading += turn
+    p = np.asarray(pts)
+    s = np.concatenate([[0.0], np.cumsum(np.linalg.norm(np.diff(p, axis=0), axis=1))])
+    return p, s
+
+
+def make_tight() -> dict[str, dict]:
+    """The tight, fast set (``paths/tight/``): see the module docstring."""
+    rng = np.random.default_rng(20261126)
+    out = {}
+    slalom = [(1.5, 0), (0.4, 60)]
+    for i in range(6):
+        slalom += [(1.0, 0), (0.4, -120 if i % 2 == 0 else 120)]
+    slalom += [(1.0, 0), (0.4, 60), (1.5, 0)]
+    out["slalom"] = ("slalom: alternating 120-degree arcs of radius 0.4 m, 1 m apart, at 4 m/s",
+                     _timed(*_curve_from_moves(slalom), _speed_profile(4.0, 0.8), rng))
+    hair = [(4.0, 0), (0.4, 180), (4.0, 0), (0.5, -180), (4.0, 0), (0.4, 180), (3.0, 0)]
+    out["hairpins"] = ("hairpins: 4 m straights joined by 180-degree turns of radius 0.4 and 0.5 m, at 3.5 m/s",
+                       _timed(*_curve_from_moves(hair), _speed_profile(3.5, 0.8), rng))
+    loops = [(3.0, 0), (0.5, 360), (2.5, 0), (0.4, -360), (3.0, 0)]
+    out["loops"] = ("loops: a full loop of radius 0.5 m, then one of 0.4 m the other way, at 3 m/s",
+                    _timed(*_curve_from_moves(loops), _speed_profile(3.0, 0.8), rng))
+    chic = [(2.0, 0)]
+    for i in range(6):
+        chic += [(0.3, 90 if i % 2 == 0 else -90), (1.2, 0)]
+    chic += [(1.0, 0)]
+    out["chicane"] = ("chicane: right-angle bends of radius 0.3 m alternating left and right, 1.2 m apart, at 4.5 m/s",
+                      _timed(*_curve_from_moves(chic), _speed_profile(4.5, 0.8), rng))
+    sw = [(2.5, 0)]
+    for i in range(4):
+        sw += [(0.35, 150 if i % 2 == 0 else -150), (2.5, 0)]
+    out["switchbacks"] = ("switchbacks: 150-degree turns of radius 0.35 m on 2.5 m legs, at 3 m/s",
+                          _timed(*_curve_from_moves(sw), _speed_profile(3.0, 0.8), rng))
+    return {k: {"name": k, "description": d, "points": np.round(p, 4).tolist()} for k, (d, p) in out.items()}
+
+
+def _write(folder: Path, paths: dict[str, dict]) -> None:
+    folder.mkdir(exist_ok=True)
+    for name, obj in paths.items():
+        path = folder / f"{name}.json"
         path.write_text(json.dumps(obj, separators=(",", ":")) + "\n")
         pts = np.asarray(obj["points"])
         length = np.linalg.norm(np.diff(pts[:, 1:], axis=0), axis=1).sum()
-        print(f"wrote {path.name}: {len(pts)} events, {pts[-1, 0]:.1f} s, {length:.1f} m")
+        print(f"wrote {path.relative_to(HERE)}: {len(pts)} events, {pts[-1, 0]:.1f} s, {length:.1f} m")
+
+
+def main() -> None:
+    _write(HERE, make_all())
+    _write(HERE / "tight", make_tight())
 
 
 if __name__ == "__main__":

@@ -6,8 +6,8 @@ a Python that has ``bpy``::
     python tests/blender_addon_check.py EXAMPLE.bvh OTHER.bvh
 
 prints JSON on the last line of stdout: the example's frame count and rate, each new action's
-name and frame count, its coverage of the example (motionmatch.metrics.genmm.coverage), the
-coverage of OTHER (a control that does not come from the example), the largest rotation
+name and frame count, its coverage of the example and local patch distance to it
+(motionmatch.metrics.genmm), the same of OTHER (a control that does not come from the example), the largest rotation
 difference at the marker's frame between the outputs and the example's pose there, and
 between the two variants.
 """
@@ -25,7 +25,7 @@ def main(example: str, other: str) -> dict:
     import motionmatch.blender
     from motionmatch.anim import load_bvh
     from motionmatch.io import blender_scene as bs
-    from motionmatch.metrics.genmm import coverage
+    from motionmatch.metrics.genmm import coverage, local_patch_distance
 
     bpy.ops.wm.read_factory_settings(use_empty=True)
     motionmatch.blender.register()
@@ -52,14 +52,16 @@ def main(example: str, other: str) -> dict:
     pinned = bs.read_motion(arm, bpy.data.actions[f"{source.name}_genmm_5"])
     control = load_bvh(other)
     control = control[slice(0, None, max(1, round(control.fps / source.fps)))]
+    control = control.with_data(control.rotations, control.translations, fps=source.fps)
     return {
         "result": sorted(result), "keyed_result": sorted(keyed),
         "source_frames": source.num_frames, "fps": source.fps,
         "assigned": assigned,
         "actions": [{"name": a.name, "frames": m.num_frames, "range": list(a.frame_range),
-                     "coverage": coverage([source], m)} for a, m in zip(made, outputs)],
-        "control_coverage": coverage([source], control.with_data(control.rotations, control.translations,
-                                                                 fps=source.fps)),
+                     "coverage": coverage([source], m), "local_patch_distance": local_patch_distance([source], m)}
+                    for a, m in zip(made, outputs)],
+        "control_coverage": coverage([source], control),
+        "control_local_patch_distance": local_patch_distance([source], control),
         "marker_rotation_error_rad": float(np.max(2 * np.arccos(np.clip(np.abs(np.sum(
             pinned.rotations[marker - 1] * source.rotations[marker - 1], axis=-1)), 0, 1)))),
         "variants_differ_rad": float(np.max(2 * np.arccos(np.clip(np.abs(np.sum(

@@ -160,8 +160,11 @@ def test_addon_genmm_on_an_imported_bvh(bpy_python, data_dir):
     assert out["assigned"] == "Joe_Walk-In-Circle_genmm_0"
     for a in out["actions"]:
         assert a["frames"] == 90 and a["range"] == [1.0, 90.0]  # 3 s at 30 fps from the action's first frame
-        assert a["coverage"] > 0.5, f"{a['name']}: only {a['coverage']:.2f} of its windows come from the example"
-    assert out["control_coverage"] < 0.1
+        # 90 frames can cover at most 61 of the example's 30-frame windows: nearly all of those
+        most = (a["frames"] - 29) / (out["source_frames"] - 29)
+        assert a["coverage"] > 0.8 * most, f"{a['name']}: covers {a['coverage']:.3f} of the example (most {most:.3f})"
+        assert a["local_patch_distance"] < 0.1 * out["control_local_patch_distance"]
+    assert out["control_coverage"] < 0.01
     assert out["marker_rotation_error_rad"] < 1e-3  # the pose at the marker is the example's
     assert out["variants_differ_rad"] > 0.1  # two seeds, two motions
 

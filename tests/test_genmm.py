@@ -230,6 +230,24 @@ def test_keyframes_are_hit_and_blended_in():
     assert k.output_frames(30.0).tolist() == [60]
 
 
+def test_seeds_give_different_motions_through_the_same_keyframes():
+    # Blender's default: the output as long as the action, keys from its markers. The start
+    # was the examples stretched to the coarsest length plus weak noise, so at this length
+    # every seed matched the example itself and gave the same motion (issue: seeds 0 and 1
+    # identical). The start is noise now; the keys stay pinned in every variant.
+    m = dancer(120)
+    gen = GenMM(m, fps=None)
+    at = [0, 50, 100]
+    keys = Keyframes.from_motion(m, at, frames=at)
+    a, b = (gen.sample(m.num_frames, seed=s, keyframes=keys).motion for s in (0, 1))
+    for o in (a, b):
+        for f in at:
+            assert same_rotations(o.rotations[f], m.rotations[f]) < 1e-12
+    between = [f for f in range(m.num_frames) if min(abs(f - k) for k in at) > 5]
+    gap = np.linalg.norm(quat.to_6d(a.rotations[between]) - quat.to_6d(b.rotations[between]), axis=-1)
+    assert gap.max() > 0.1
+
+
 def test_keyframes_from_a_reduced_skeleton_by_name(tmp_path):
     m = dancer(240)
     keep = ["Hips", "Spine", "Chest", "Neck", "Head"]
@@ -297,9 +315,9 @@ def test_multiple_examples_cover_all_of_them():
     a, b = dancer(150, seed=1, name="a"), dancer(150, seed=2, name="b")
     gen = GenMM([a, b], fps=None)
     assert gen.example_frames == 300
-    res = gen.sample(seed=0)
-    cov = covered_windows(gen.examples, res.motion)
-    assert all(c.mean() > 0.9 for c in cov)
+    # Per clip, its covered share in each of three outputs (one output varies with the seed).
+    cov = np.array([[c.mean() for c in covered_windows(gen.examples, gen.sample(seed=s).motion)] for s in range(3)])
+    assert cov.min() > 0.8 and np.all(cov.mean(axis=0) > 0.9)
 
 
 def test_bvh_output_frame_time_names_and_reload(tmp_path):

@@ -143,5 +143,5 @@ def test_write_motion_round_trips_other_skeletons(data_dir, tmp_path):
         out = write_motion(tmp_path / f"{src.stem}.glb", motion)
         check_round_trip(out, motion)
     with pytest.raises(Exception, match="glb"):
-        write_motion(tmp_path / "x.fbx", motion)
-    assert not (tmp_path / "x.fbx").exists()
+        write_motion(tmp_path / "x.obj", motion)
+    assert not (tmp_path / "x.obj").exists()

@@ -378,3 +378,88 @@ def test_a_pause_in_the_drawing_lasts_as_long_as_drawn():
     # the query meanwhile holds still, then leads on
     r = rv.revise(at, RevisionState(np.array([450]), np.zeros(1)))
     np.testing.assert_allclose(r.positions[0, 0], at)
+
+
+# ------------------------------------------------------------- tight, fast and ragged paths
+def arc_events(radius, degrees, speed, lead=2.0, tail=0.0, rate=150.0):
+    """Events of a straight ``lead`` m along +Z, an arc of ``radius`` turning left by
+    ``degrees``, then ``tail`` m straight on, drawn at a constant ``speed``."""
+    a = np.radians(np.linspace(0.0, degrees, 200))
+    arc = np.stack([radius - radius * np.cos(a), lead + radius * np.sin(a)], axis=1)
+    end = arc[-1] + tail * np.array([np.sin(a[-1]), np.cos(a[-1])])
+    return polyline_events(np.concatenate([[[0.0, 0.0]], arc, [end]]), speed, rate)
+
+
+def slowing_events(seed=2, lift=0.01):
+    """3 m along +Z at 1.5 m/s, slowing to a stop over the last 0.6 m, events every 16 ms
+    with 3 mm of jitter and the last one ``lift`` m to the side (the pen leaving the pad)."""
+    rng = np.random.default_rng(seed)
+    h, t, d = 1e-3, [0.0], [0.0]
+    while d[-1] < 3.0 - 1e-6:
+        v = 1.5 * min(1.0, math.sqrt(max(3.0 - d[-1], 0.0) / 0.6))
+        d.append(min(3.0, d[-1] + max(v, 1e-3) * h))
+        t.append(t[-1] + h)
+    ev = np.append(np.arange(0.0, t[-1], 0.016), t[-1])
+    z = np.interp(ev, t, d) + rng.normal(0, 0.003, len(ev))
+    x = rng.normal(0, 0.003, len(ev))
+    x[-1] += lift
+    return ev, np.stack([x, z], axis=1)
+
+
+def test_a_slow_jittery_end_is_no_sharp_corner():
+    """A hand that slows to a stop, jittering, and lifts the pen: the step tangents at
+    the query's points turn by more than 80 degrees near the end (the paper's test would
+    see a corner there), but no corner is reported and the query is not bent."""
+    p = TimedPath.from_samples(*slowing_events())
+    rv = QueryReviser(p, OFFSETS, RevisionSettings(v_max=3.0))
+    plain = QueryReviser(p, OFFSETS, RevisionSettings(v_max=3.0, sharp_corners=False))
+    step_corners = 0
+    for i in range(int(np.flatnonzero(p.arc > p.length - 1.5)[0]), p.last, 5):
+        st = RevisionState(np.array([i]), np.zeros(1))
+        r, r0 = rv.revise(p.points[i], st), plain.revise(p.points[i], st)
+        tg = p.tangent(np.concatenate([r0.i_d, r0.indices[0]]))
+        step_corners += bool(np.any(np.einsum("kc,kc->k", tg[:-1], tg[1:]) < math.cos(math.radians(80))))
+        assert r.corner[0] == -1
+        np.testing.assert_allclose(r.positions, r0.positions)
+        assert r.i_d[0] == r0.i_d[0]
+    assert step_corners > 5
+    # a real corner is still one (see test_sharp_corner_moves_the_point_after_it_toward_the_corner)
+    assert np.degrees(corner_path().bend.max()) == pytest.approx(90.0, abs=1.0)
+
+
+def test_turn_limit_bunches_the_query_before_a_tight_turn():
+    """A 180-degree turn of radius 0.4 m drawn at 4 m/s: with a 4 m/s^2 turn limit the
+    query asks for about sqrt(4 / 2.5) = 1.26 m/s in the turn, and the points before
+    it bunch up; on the straight, far from the turn, the drawn speed stands."""
+    t, xz = arc_events(0.4, 180.0, 4.0, lead=6.0, tail=6.0)
+    p = TimedPath.from_samples(t, xz, smooth=False)
+    rv = QueryReviser(p, OFFSETS, RevisionSettings(v_max=5.0, turn_accel=4.0, sharp_corners=False))
+    free = QueryReviser(p, OFFSETS, RevisionSettings(v_max=5.0, sharp_corners=False))  # no turn_accel: no limit
+    in_turn = (p.arc > 6.2) & (p.arc < 6.9)
+    np.testing.assert_allclose(np.median(rv.limits[in_turn]), math.sqrt(4.0 / 2.5), rtol=0.1)
+    st = RevisionState(np.array([0]), np.zeros(1))
+    r = rv.revise(p.points[0], st)  # the turn is 1.5 s away: the query is the drawn path
+    np.testing.assert_allclose(r.indices, free.revise(p.points[0], st).indices)
+    i = int(np.flatnonzero(p.arc >= 5.5)[0])  # 0.5 m before the turn
+    st = RevisionState(np.array([i]), np.zeros(1))
+    r, r0 = rv.revise(p.points[i], st), free.revise(p.points[i], st)
+    ahead, ahead0 = p.arc[np.rint(r.indices[0]).astype(int)] - p.arc[i], p.arc[np.rint(r0.indices[0]).astype(int)] - p.arc[i]
+    np.testing.assert_allclose(ahead0, 4.0 * np.array(OFFSETS), rtol=0.02)
+    assert ahead[-1] < 0.5 * ahead0[-1]  # a second ahead reaches less than half as far
+    assert np.all(np.diff(ahead) > 0)
+    assert np.linalg.norm(r.velocities[0, -1]) < 2.0
+
+
+def test_smoothing_blur_is_capped_where_the_path_is_fast():
+    """The paper's filter (sigma 0.1 s) rounds a turn of radius 0.4 m drawn at 4 m/s
+    far off the drawing; capped at MAX_BLUR it stays close. A slow path is smoothed as
+    the paper does."""
+    from motionmatch.geometry.polyline import distance_to_path
+
+    t, xz = arc_events(0.4, 150.0, 4.0)
+    capped, paper = TimedPath.from_samples(t, xz), TimedPath.from_samples(t, xz, max_blur=None)
+    off = [distance_to_path(q.points, q.input_points).max() for q in (capped, paper)]
+    assert off[0] < 0.5 * off[1]
+    t, xz = arc_events(0.8, 150.0, 0.5)
+    np.testing.assert_allclose(TimedPath.from_samples(t, xz).points,
+                               TimedPath.from_samples(t, xz, max_blur=None).points, atol=1e-9)

@@ -33,6 +33,8 @@ def _load_net(args, db):
 
     if args.net:
         return DirectionNet.load(args.net)
+    if not args.train_net:
+        return DirectionNet.shipped()  # trained on LAFAN1's locomotion; numpy only
     require_torch()  # before saying that it trains
     print(f"training DirectionNet on the database's root trajectories ({args.net_epochs} epochs; "
           "save one with 'motionmatch train-direction-net' and pass --net to skip this)", file=sys.stderr)
@@ -70,15 +72,17 @@ def cmd_follow(args: argparse.Namespace) -> int:
 
         sc = load_scenario(args.scene, agents_required=False)
         scene = sc.scene()
-    common = dict(alpha=args.alpha, beta=args.beta, v_max=args.v_max, facing=args.facing,
+    common = dict(alpha=args.alpha, beta=args.beta, v_max=args.v_max, turn_accel=args.turn_accel, facing=args.facing,
                   joystick_deg=args.joystick_deg, corner_deg=args.corner_deg, corner_advance=args.corner_advance)
     if args.raw:
         rev = RevisionSettings.raw(**common)
     else:
         rev = RevisionSettings(desired=args.desired, speed_limit=not args.no_speed_limit,
+                               turn_limit=not args.no_turn_limit,
                                sharp_corners=not args.no_corners, **common)
     settings = FollowSettings(mode=args.mode, k=args.k, levels=args.levels, interval=args.interval, revision=rev,
-                              hysteresis=args.hysteresis, tags=args.tags)
+                              hysteresis=args.hysteresis, tags=args.tags,
+                              revise_every_frame=args.revise_every_frame)
     db = MotionDatabase.load(args.db)
     if args.tags:
         try:
@@ -151,16 +155,38 @@ def cmd_follow(args: argparse.Namespace) -> int:
 
 
 def cmd_train_net(args: argparse.Namespace) -> int:
-    from motionmatch.control.direction_net import DirectionNetConfig, train_direction_net
+    from motionmatch.control.direction_net import (
+        DirectionNetConfig,
+        facing_errors,
+        require_torch,
+        tracks_from_database,
+        train_direction_net,
+    )
     from motionmatch.database import MotionDatabase
 
     arg.output_file(args.output, (".npz",), "network")
-    db = MotionDatabase.load(args.db)
+    if bool(args.db) == bool(args.data):
+        raise MotionMatchError("give --db DB.npz or --data FOLDER (BVH clips), not both")
+    require_torch()  # before the database is built
+    if args.db:
+        db = MotionDatabase.load(args.db)
+    else:
+        from motionmatch.datasets import load_folder
+
+        print(f"building a mirrored database from {args.data}", file=sys.stderr)
+        db = MotionDatabase.build(load_folder(Path(args.data)), mirror_copies=True)
     net = train_direction_net(db, config=DirectionNetConfig(hidden=args.hidden), epochs=args.epochs,
-                              seed=args.seed, tags=args.tags, progress=sys.stderr.isatty())
+                              seed=args.seed, tags=args.tags, holdout=args.holdout, progress=sys.stderr.isatty())
     net.save(args.output)
     print(f"wrote {args.output}: DirectionNet ({args.hidden} GRU units), L1 loss {net.history[-1]:.4f} "
           f"after {args.epochs} epochs")
+    if args.holdout:
+        test = tracks_from_database(db, args.tags, holdout=args.holdout, heldout=True)
+        if test:
+            e = facing_errors(net, test)
+            print(f"held-out clips ({args.holdout}), facing 1/3, 2/3, 1 s ahead, mean error: DirectionNet "
+                  f"{e['net_deg']:.1f} deg, path tangent {e['tangent_deg']:.1f} deg, facing kept "
+                  f"{e['held_deg']:.1f} deg ({e['samples']} samples)")
     return 0
 
 
@@ -197,9 +223,17 @@ def register(sub: argparse._SubParsersAction) -> None:
     f.add_argument("--joystick-deg", type=arg.float_range(-180, 180), default=0.0,
                    help="joystick facing offset in degrees (positive: to the right); a path file's "
                    '"joystick": [[t, deg], ...] timeline is added')
-    f.add_argument("--net", metavar="NET.npz", help="trained DirectionNet (default: train one now; needs PyTorch)")
+    f.add_argument("--net", metavar="NET.npz", help="trained DirectionNet (default: the one shipped with motionmatch, "
+                   "trained on LAFAN1's locomotion)")
+    f.add_argument("--train-net", action="store_true", help="train a DirectionNet on DB.npz now instead "
+                   "(needs PyTorch: pip install 'motionmatch[net]')")
     f.add_argument("--net-epochs", type=EPOCHS, default=10, help="epochs when training DirectionNet here")
     f.add_argument("--v-max", type=arg.positive, help="speed limit in m/s (default: from the database's speeds)")
+    f.add_argument("--turn-accel", type=arg.positive, help="turn limit: the sideways acceleration (m/s^2) the "
+                   "character runs a turn at, at most (default: the database's 99th percentile)")
+    f.add_argument("--no-turn-limit", action="store_true", help="ablation: do not slow down for tight turns")
+    f.add_argument("--revise-every-frame", action="store_true",
+                   help="revise the query on every frame instead of once per match (the paper)")
     f.add_argument("--rate", type=arg.fps, help="resampling rate in Hz of drawing time (default the file's, else 150)")
     f.add_argument("--scale", type=arg.float_range(0.001, 1000),
                    help="drawing-speed factor: world time = drawing time / scale (default the file's, else 1.0)")
@@ -231,8 +265,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     t = sub.add_parser("train-direction-net", help="train DirectionNet (facing along paths) on a database; needs PyTorch",
                        description="Train DirectionNet, the GRU that predicts a character's facing along a path, on "
                        "the root trajectories of DB.npz (4-second windows, L1 loss, Adam), and save it as .npz for "
-                       "'motionmatch follow --facing net --net NET.npz'. Needs PyTorch (pip install torch).")
-    t.add_argument("--db", required=True, metavar="DB.npz")
+                       "'motionmatch follow --facing net --net NET.npz'. Deterministic for a --seed (one CPU thread). "
+                       "Needs PyTorch: pip install 'motionmatch[net]'. The shipped network: "
+                       "--data $MOTIONMATCH_DATA/lafan1-60fps --holdout subject4 --epochs 30 --seed 0.")
+    t.add_argument("--db", metavar="DB.npz", help="database to learn from (or --data)")
+    t.add_argument("--data", metavar="FOLDER", help="folder of BVH clips: a mirrored database is built from it "
+                   "(the shipped network: $MOTIONMATCH_DATA/lafan1-60fps)")
+    t.add_argument("--holdout", metavar="TEXT", help="leave out the clips whose name contains TEXT (e.g. subject4) "
+                   "and report the facing error on them against the path tangent's")
     t.add_argument("-o", "--output", required=True, metavar="NET.npz")
     t.add_argument("--epochs", type=EPOCHS, default=20, help="training epochs (default 20)")
     t.add_argument("--hidden", type=arg.int_range(1, 1024), default=30, help="GRU units (default 30)")

@@ -115,8 +115,8 @@ def register(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
                    help="length ratio between stages (0.75)")
     s.add_argument("--coarse-ratio", type=arg.positive, default=5.0,
                    help="coarsest example length in patch sizes (5)")
-    s.add_argument("--noise", type=arg.non_negative, default=1.0, metavar="SIGMA",
-                   help="initial noise in feature standard deviations (1; 0 starts from the examples)")
+    s.add_argument("--noise", type=arg.non_negative, default=10.0, metavar="SIGMA",
+                   help="initial noise, std in feature units, wrapped into (-1, 1) (10: pure noise; 0: the examples)")
     s.add_argument("--root-weight", type=arg.positive, default=1.0,
                    help="weight of the root velocity/height features (1)")
     s.add_argument("--parts", default=None, metavar="SPEC",

@@ -33,6 +33,7 @@ examples:
   motionmatch scenario scenarios/zigzag-cones.json --db lafan_env.npz -o run.npz --report r.json
   motionmatch convert walk.bvh walk.glb        # or .fbx (Blender's exporter), .usda (UsdSkel)
   motionmatch blender-addon -o motionmatch_addon.zip
+  motionmatch batch build ../shared/data/lafan1-60fps --mirror -o lafan.npz --workers 2   (pip install 'motionmatch[ray]')
   motionmatch bench crowd --db lafan_env.npz --agents 1000 --environment --json
 
 Run 'motionmatch COMMAND --help' for the options of a command.
@@ -62,6 +63,7 @@ def one_line(e: BaseException) -> str:
 def build_parser() -> argparse.ArgumentParser:
     from motionmatch.cli import (
         anim_cmd,
+        batch_cmd,
         bench_cmd,
         blender_cmd,
         datasets_cmd,
@@ -89,6 +91,7 @@ def build_parser() -> argparse.ArgumentParser:
     genmm_eval_cmd.register(sub)
     pose_cmd.register(sub)
     scenario_cmd.register(sub)
+    batch_cmd.register(sub)
     viewer_cmd.register(sub)
     blender_cmd.register(sub)
     return parser

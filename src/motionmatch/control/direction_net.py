@@ -39,11 +39,14 @@ __all__ = [
     "DirectionNetConfig",
     "MissingTorchError",
     "direction_windows",
+    "facing_errors",
     "tracks_from_database",
     "train_direction_net",
 ]
 
 FORMAT = "motionmatch-direction-net-1"
+#: The trained weights shipped in the package (:meth:`DirectionNet.shipped`).
+SHIPPED = Path(__file__).with_name("direction_net_lafan1.npz")
 
 
 class MissingTorchError(MotionMatchError, ImportError):
@@ -55,8 +58,8 @@ def require_torch():
         import torch
     except ImportError:
         raise MissingTorchError(
-            "training DirectionNet needs PyTorch, which is not installed: pip install torch "
-            "(CPU is enough), or use --facing tangent / joystick, or pass a trained network (--net NET.npz)"
+            "training DirectionNet needs PyTorch (the 'net' extra), which is not installed: pip install torch "
+            "(CPU is enough), or use the shipped network (--facing net without --train-net) or --net NET.npz"
         ) from None
     return torch
 
@@ -119,9 +122,12 @@ def _inputs(points: np.ndarray, ahead: np.ndarray, centre: np.ndarray, yaw: np.n
 
 
 # ------------------------------------------------------------------------ training data
-def tracks_from_database(db, tags: str | None = "!dance & !creep & !jump") -> list[tuple[np.ndarray, np.ndarray, float]]:
+def tracks_from_database(db, tags: str | None = "!dance & !creep & !jump", *, holdout: str | None = None,
+                         heldout: bool = False) -> list[tuple[np.ndarray, np.ndarray, float]]:
     """Root trajectories of a database's clips: ``(positions [F, 2] (x, z), yaws [F], fps)``
-    per clip that ``tags`` admits (any frame of it; all clips if ``tags`` is None)."""
+    per clip that ``tags`` admits (any frame of it; all clips if ``tags`` is None).
+    ``holdout`` (e.g. ``"subject4"``): leave out the clips whose name contains it, or, with
+    ``heldout=True``, take only those (to test on people the network never saw)."""
     from motionmatch.anim import quat
 
     pos = db.translations[:, 0].astype(np.float64)
@@ -136,6 +142,8 @@ def tracks_from_database(db, tags: str | None = "!dance & !creep & !jump") -> li
     out = []
     for c, (a, b) in enumerate(zip(db.clip_starts, db.clip_stops)):
         if allowed is not None and not allowed[c]:
+            continue
+        if holdout and (holdout in db.clip_names[c]) != heldout:
             continue
         if b - a >= 2:
             out.append((pos[a:b][:, [0, 2]], np.unwrap(yaw[a:b]), float(db.fps)))
@@ -167,6 +175,34 @@ def direction_windows(tracks: Sequence[tuple[np.ndarray, np.ndarray, float]], co
     if not xs:
         raise ValueError("no trajectories long enough to make DirectionNet training windows")
     return np.concatenate(xs).astype(np.float32), np.concatenate(ys).astype(np.float32)
+
+
+def facing_errors(net: DirectionNet | None, tracks: Sequence[tuple[np.ndarray, np.ndarray, float]],
+                  ahead_s: Sequence[float] = (1 / 3, 2 / 3, 1.0), min_speed: float = 0.3,
+                  stride: int = 15) -> dict[str, float]:
+    """How well a facing model predicts how the people of ``tracks`` faced along their own
+    root paths, at the query's future times ``ahead_s`` after each window's centre (where
+    the path moves at ``min_speed`` m/s or more): mean absolute angle (degrees) between
+    the true facing and DirectionNet's (``net``; skipped if None), the path tangent's
+    (the direction of travel) and the facing kept from the centre (a joystick held still
+    relative to the body). Returns ``{"net_deg", "tangent_deg", "held_deg", "samples"}``."""
+    cfg = net.config if net is not None else DirectionNetConfig()
+    x, y = direction_windows(tracks, cfg, stride=stride)
+    steps = [cfg.past + round(a * cfg.step_fps) for a in ahead_s]
+    vel = x[:, steps, 2:4].astype(np.float64)  # velocity in the centre's frame
+    moving = np.hypot(vel[..., 0], vel[..., 1]) >= min_speed
+    true = np.arctan2(y[:, steps, 0], y[:, steps, 1])
+
+    def err(pred):
+        d = np.abs((pred - true + np.pi) % (2 * np.pi) - np.pi)
+        return float(np.degrees(d[moving].mean())) if moving.any() else float("nan")
+
+    out = {"tangent_deg": err(np.arctan2(vel[..., 0], vel[..., 1])), "held_deg": err(np.zeros_like(true)),
+           "samples": int(moving.sum())}
+    if net is not None:
+        o = net.forward(x)[:, steps]
+        out["net_deg"] = err(np.arctan2(o[..., 0], o[..., 1]))
+    return out
 
 
 # ------------------------------------------------------------------------- inference
@@ -276,6 +312,14 @@ class DirectionNet:
         return path
 
     @classmethod
+    def shipped(cls) -> DirectionNet:
+        """The network shipped with motionmatch (:data:`SHIPPED`): trained on LAFAN1's
+        locomotion (60 fps, mirrored, subject 4 held out) by ``motionmatch
+        train-direction-net --data DATA/lafan1-60fps --holdout subject4 -o ...``
+        (see ``benchmarks/README.md``)."""
+        return cls.load(SHIPPED)
+
+    @classmethod
     def load(cls, path: str | Path) -> DirectionNet:
         kind = not_npz(Path(path))
         if kind:
@@ -294,21 +338,31 @@ class DirectionNet:
 
 # ---------------------------------------------------------------------------- training
 def train_direction_net(tracks: Sequence[tuple[np.ndarray, np.ndarray, float]] | object, *,
-                        config: DirectionNetConfig | None = None, epochs: int = 30, batch_size: int = 128,
+                        config: DirectionNetConfig | None = None, epochs: int = 30, batch_size: int = 256,
                         lr: float = 3e-3, stride: int = 5, seed: int = 0, progress: bool = False,
-                        tags: str | None = "!dance & !creep & !jump") -> DirectionNet:
+                        tags: str | None = "!dance & !creep & !jump", holdout: str | None = None) -> DirectionNet:
     """Train a DirectionNet (needs PyTorch) on root trajectories (or a database, whose
     clips' root tracks :func:`tracks_from_database` takes): 4-second windows, L1 loss on the
-    facings of every step, Adam with a cosine learning-rate decay. Deterministic for a seed
-    (on CPU)."""
+    facings of every step, Adam with a cosine learning-rate decay. Deterministic for a seed:
+    one CPU thread, seeded initialisation and batch order (about 15 s an epoch on LAFAN1's
+    locomotion, ~8k windows)."""
     torch = require_torch()
     cfg = config or DirectionNetConfig()
     if not isinstance(tracks, (list, tuple)):
-        tracks = tracks_from_database(tracks, tags)
+        tracks = tracks_from_database(tracks, tags, holdout=holdout)
     x, y = direction_windows(tracks, cfg, stride=stride)
     mean = x.reshape(-1, N_IN).mean(axis=0)
     std = x.reshape(-1, N_IN).std(axis=0) + 1e-6
     xn = (x - mean) / std
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # deterministic, and on a shared CPU much faster than contending threads
+    try:
+        return _train(torch, cfg, xn, y, mean, std, epochs, batch_size, lr, seed, progress)
+    finally:
+        torch.set_num_threads(threads)
+
+
+def _train(torch, cfg, xn, y, mean, std, epochs, batch_size, lr, seed, progress) -> DirectionNet:
     torch.manual_seed(seed)
     gen = torch.Generator().manual_seed(seed)
     gru = torch.nn.GRU(N_IN, cfg.hidden, num_layers=1, batch_first=True)

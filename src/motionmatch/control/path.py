@@ -51,9 +51,12 @@ from motionmatch.errors import MotionMatchError
 from motionmatch.geometry.polyline import route_around
 
 __all__ = [
+    "CHORD",
     "DESIRED_MODES",
     "FACING_MODES",
+    "MAX_BLUR",
     "PATH_FRAME_RATE",
+    "SLOW",
     "TIE",
     "PathError",
     "QueryReviser",
@@ -66,6 +69,7 @@ __all__ = [
     "parse_path",
     "resample_path",
     "smooth_path",
+    "smooth_path_capped",
 ]
 
 #: World rate (Hz) of the paper's path frames: 150 Hz samples used as 30 Hz (factor 0.2).
@@ -73,6 +77,13 @@ PATH_FRAME_RATE = 30.0
 DESIRED_MODES = ("window", "current", "nearest")
 #: Path points closer than this (m) to the nearest one count as the same place in the desired-position search.
 TIE = 1e-3
+#: Metres of path either side of a sample over which its heading and bend are measured
+#: (:class:`TimedPath`): longer than a hand's jitter, shorter than any turn a person runs.
+CHORD = 0.1
+#: Path speed (m/s) below which its steps are taken for jitter by the corner detector.
+SLOW = 0.2
+#: Smoothing blurs the path by at most about this many metres (:func:`smooth_path_capped`).
+MAX_BLUR = 0.15
 FACING_MODES = ("tangent", "joystick", "net")
 
 
@@ -298,7 +309,14 @@ class TimedPath:
     Derived arrays (computed once): ``tangents [P, 3]`` (unit ``p(i+1) - p(i)``;
     standing samples take the nearest moving one's), ``speeds [P]`` (m/s of the step
     from ``i``), ``arc [P]`` (cumulative length, m) and ``turn [P]`` (the angle in
-    radians between ``tangent(i)`` and ``tangent(i + 1)``).
+    radians between ``tangent(i)`` and ``tangent(i + 1)``). For the corner detector,
+    ``heading [P, 3]`` and ``bend [P]``: the step tangent and ``turn``, except where the
+    path crawls (slower than :data:`SLOW`, where its steps are jitter) or lies within
+    :data:`CHORD` metres of either end (a slowing, wobbling hand): there the chord from
+    ``CHORD`` m before to ``CHORD`` m after, and no bend. ``curvature [P]`` (1/m): the
+    angle between the chords arriving at and leaving ``p(i)`` over ``CHORD`` m each (they
+    point along the path ``CHORD / 2`` before and after it) over ``CHORD`` (0 within
+    ``CHORD`` of the ends).
     """
 
     points: np.ndarray
@@ -308,11 +326,15 @@ class TimedPath:
     smoothed: bool = True
     sigma: float = 3.0
     width: float = 19.0
+    max_blur: float | None = None
     joystick: np.ndarray | None = None
     tangents: np.ndarray = field(init=False, repr=False)
     speeds: np.ndarray = field(init=False, repr=False)
     arc: np.ndarray = field(init=False, repr=False)
     turn: np.ndarray = field(init=False, repr=False)
+    heading: np.ndarray = field(init=False, repr=False)
+    bend: np.ndarray = field(init=False, repr=False)
+    curvature: np.ndarray = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         p = np.asarray(self.points, dtype=np.float64)
@@ -338,13 +360,44 @@ class TimedPath:
         object.__setattr__(self, "arc", np.concatenate([[0.0], np.cumsum(n)]))
         cosang = np.clip(np.einsum("ij,ij->i", tan[:-1], tan[1:]), -1.0, 1.0)
         object.__setattr__(self, "turn", np.concatenate([np.arccos(cosang), [0.0]]))
+        self._chords()
         object.__setattr__(self, "input_times", np.asarray(self.input_times, dtype=np.float64))
         object.__setattr__(self, "input_points", np.asarray(self.input_points, dtype=np.float64))
+
+    def _chords(self) -> None:
+        """``heading``, ``bend`` and ``curvature`` (see the class docstring)."""
+        arc, p = self.arc, self.points
+        n = len(p)
+        if self.length <= 2 * CHORD:
+            # too short to measure over the chord: the step tangents, no bends
+            object.__setattr__(self, "heading", self.tangents.copy())
+            object.__setattr__(self, "bend", np.zeros(n))
+            object.__setattr__(self, "curvature", np.zeros(n))
+            return
+        before = _lerp(p, self.index_at_arc(arc - CHORD))
+        after = _lerp(p, self.index_at_arc(arc + CHORD))
+        u_in, n_in = _unit(p - before)
+        u_out, n_out = _unit(after - p)
+        chord, cn = _unit(after - before)
+        chord[cn <= 1e-9] = self.tangents[cn <= 1e-9]
+        inner = (arc >= CHORD - 1e-9) & (arc <= arc[-1] - CHORD + 1e-9) & (n_in > 1e-9) & (n_out > 1e-9)
+        cross = u_in[:, 2] * u_out[:, 0] - u_in[:, 0] * u_out[:, 2]
+        dot = np.einsum("ij,ij->i", u_in, u_out)
+        chord_bend = np.where(inner, np.abs(np.arctan2(cross, dot)), 0.0)
+        # the paper's step tangents where they mean something; the chord where the path
+        # crawls (its steps are jitter) or ends (the last steps of a slowing hand)
+        rough = (self.speeds < SLOW) | ~inner
+        heading = np.where(rough[:, None], chord, self.tangents)
+        bend = np.where(rough | np.concatenate([rough[1:], [True]]), 0.0, self.turn)
+        object.__setattr__(self, "heading", heading)
+        object.__setattr__(self, "bend", bend)
+        object.__setattr__(self, "curvature", chord_bend / CHORD)
 
     # ------------------------------------------------------------------ building
     @classmethod
     def from_samples(cls, times: ArrayLike, xz: ArrayLike, *, rate: float = 150.0, scale: float = 1.0,
-                     smooth: bool = True, sigma: float = 3.0, width: float = 19.0) -> TimedPath:
+                     smooth: bool = True, sigma: float = 3.0, width: float = 19.0,
+                     max_blur: float | None = MAX_BLUR) -> TimedPath:
         """Resample events (times in drawing seconds, ``xz [R, 2]`` or ``[R, 3]``) and smooth them.
 
         ``rate`` (Hz of drawing time) and ``scale`` (world time = drawing time / scale) as
@@ -353,15 +406,16 @@ class TimedPath:
         t, p = _check_events(times, xz)
         pts, fps = resample_path(t, p, rate, scale)
         if smooth:
-            pts = _smooth_frames(pts, fps, sigma, width)
+            pts = _smooth_frames(pts, fps, sigma, width, max_blur)
         in3 = np.stack([p[:, 0], np.zeros(len(p)), p[:, 1]], axis=1)
-        return cls(_xz3(pts), fps, (t - t[0]) / scale, in3, bool(smooth), float(sigma), float(width))
+        return cls(_xz3(pts), fps, (t - t[0]) / scale, in3, bool(smooth), float(sigma), float(width),
+                   None if max_blur is None else float(max_blur))
 
     def _reprocess(self, times: np.ndarray, pts3: np.ndarray) -> TimedPath:
         """The same processing (rate, smoothing) on new world-time events."""
         pts, fps = resample_path(times, pts3[:, [0, 2]], self.fps, 1.0)
         if self.smoothed:
-            pts = _smooth_frames(pts, fps, self.sigma, self.width)
+            pts = _smooth_frames(pts, fps, self.sigma, self.width, self.max_blur)
         return replace(self, points=_xz3(pts), fps=fps, input_times=times - times[0], input_points=pts3)
 
     def translated(self, offset: ArrayLike) -> TimedPath:
@@ -440,6 +494,10 @@ class TimedPath:
         """Unit tangent ``v(i)`` ``[..., 3]`` at fractional indices (interpolated, renormalised)."""
         return _unit(_lerp(self.tangents, i))[0]
 
+    def chord_heading(self, i: ArrayLike) -> np.ndarray:
+        """Unit chord heading ``[..., 3]`` at fractional indices (:attr:`heading`, interpolated)."""
+        return _unit(_lerp(self.heading, i))[0]
+
     def velocity(self, i: ArrayLike) -> np.ndarray:
         """Path velocity (m/s) ``[..., 3]`` at fractional indices."""
         return self.tangent(i) * _lerp(self.speeds[:, None], i)
@@ -459,13 +517,39 @@ class TimedPath:
         return float(j[max(k, 0), 1]) if k >= 0 else 0.0
 
 
-def _smooth_frames(pts: np.ndarray, fps: float, sigma: float, width: float) -> np.ndarray:
+def _smooth_frames(pts: np.ndarray, fps: float, sigma: float, width: float,
+                   max_blur: float | None = None) -> np.ndarray:
     s = _in_samples(sigma, fps)
     w = round(_in_samples(width, fps))
     w += 1 - w % 2  # odd
     if w < 3 or len(pts) < 2:
         return pts
-    return smooth_path(pts, s, w)
+    if max_blur is None:
+        return smooth_path(pts, s, w)
+    return smooth_path_capped(pts, s, w, fps, max_blur)
+
+
+def smooth_path_capped(points: ArrayLike, sigma: float, width: int, fps: float, max_blur: float) -> np.ndarray:
+    """:func:`smooth_path` with the blur capped in space: at each sample the Gaussian's
+    sigma is ``sigma`` samples or the time the path takes to run ``max_blur`` metres
+    there, whichever is shorter (speed taken from the path smoothed with the full
+    filter). Where the path is drawn slowly this is the paper's filter; where it is drawn
+    fast, a time filter of fixed width would round its turns by ``sigma x speed`` metres
+    (30 cm at 3 m/s) and move them away from where they were drawn. Symmetric kernels:
+    a straight line at constant speed is kept exactly."""
+    p = np.asarray(points, dtype=np.float64)
+    full = smooth_path(p, sigma, width)
+    step = np.linalg.norm(np.diff(full, axis=0), axis=1) * fps
+    speed = np.concatenate([step, step[-1:]])
+    sig = np.clip(max_blur * fps / np.maximum(speed, 1e-9), 0.25, sigma)
+    h = width // 2
+    k = np.arange(h, 0, -1)[:, None]
+    ext = np.concatenate([p[0] - k * (p[1] - p[0]), p, p[-1] + k[::-1] * (p[-1] - p[-2])])
+    win = np.lib.stride_tricks.sliding_window_view(ext, width, axis=0)  # [P, C, width]
+    x = np.arange(width) - h
+    wts = np.exp(-0.5 * (x[None, :] / sig[:, None]) ** 2)
+    wts /= wts.sum(axis=1, keepdims=True)
+    return np.einsum("pcw,pw->pc", win, wts)
 
 
 def _xz3(pts: np.ndarray) -> np.ndarray:
@@ -492,6 +576,12 @@ class RevisionSettings:
         alpha, beta: the window, in path frames (1/30 s).
         speed_limit: limit the future points to what ``v_max`` reaches.
         v_max: m/s (``None``: chosen by the user of the reviser, e.g. from the database).
+        turn_limit: also slow down for tight turns: along the path, no faster than
+            ``sqrt(turn_accel / curvature)`` (the speed at which the turn's sideways
+            acceleration is ``turn_accel``), so the future points bunch up before a turn
+            tighter than the data can run at the drawn speed (see :meth:`QueryReviser.future_indices`).
+        turn_accel: m/s^2 (``None``: no turn limit, unless the user of the reviser sets
+            it, as the path follower does from the database).
         sharp_corners: the corner modification (Appendix D).
         corner_deg: tangents further apart than this make a sharp corner.
         corner_advance: ``c``, path frames added to a stuck ``i_d`` before a corner.
@@ -506,6 +596,8 @@ class RevisionSettings:
     beta: float = 10.0
     speed_limit: bool = True
     v_max: float | None = None
+    turn_limit: bool = True
+    turn_accel: float | None = None
     sharp_corners: bool = True
     corner_deg: float = 80.0
     corner_advance: float = 2.0
@@ -521,12 +613,14 @@ class RevisionSettings:
             raise ValueError("alpha and beta must be >= 0 path frames")
         if self.v_max is not None and not self.v_max > 0:
             raise ValueError(f"v_max must be > 0 m/s, got {self.v_max!r}")
+        if self.turn_accel is not None and not self.turn_accel > 0:
+            raise ValueError(f"turn_accel must be > 0 m/s^2, got {self.turn_accel!r}")
 
     @classmethod
     def raw(cls, **kw) -> RevisionSettings:
         """The raw future query: the path points at the current time + offsets, no speed
-        limit, no corner modification (build the path without smoothing as well)."""
-        return cls(desired="current", speed_limit=False, sharp_corners=False, **kw)
+        or turn limit, no corner modification (build the path without smoothing as well)."""
+        return cls(desired="current", speed_limit=False, turn_limit=False, sharp_corners=False, **kw)
 
 
 @dataclass
@@ -621,7 +715,27 @@ class QueryReviser:
         self._win = np.arange(-self._alpha, self._beta + 1)
         self._cos_corner = math.cos(math.radians(self.s.corner_deg))
         self._off_samples = self.offsets * fps
+        self.limits = self._speed_limits()
+        self._limited = bool(np.isfinite(self.limits).any())
+        # the time a character needs to reach each sample, never faster than drawn nor
+        # than the limits allow: a standing or slow stretch takes its drawn time
+        step = np.diff(path.arc) / np.maximum(self.limits[:-1], 1e-9)
+        self._tau = np.concatenate([[0.0], np.cumsum(np.maximum(step, 1.0 / fps))])
 
+    def _speed_limits(self) -> np.ndarray:
+        """``[P]`` m/s the character may move at each sample: ``v_max`` and the turn limit
+        ``sqrt(turn_accel / curvature)`` (``inf`` where neither applies)."""
+        lim = np.full(self.path.num_samples, np.inf)
+        if self.s.speed_limit:
+            lim[:] = self.s.v_max
+        if self.s.turn_limit and self.s.turn_accel is not None:
+            lim = np.minimum(lim, np.sqrt(self.s.turn_accel / np.maximum(self.path.curvature, 1e-9)))
+        return lim
+
+    def speed_at(self, i: ArrayLike) -> np.ndarray:
+        """Speed (m/s) ``[...]`` the query asks for at fractional indices: the drawn speed, limited."""
+        cap = np.minimum(self.limits, 1e6)[:, None]  # finite, so interpolation stays finite
+        return np.minimum(_lerp(self.path.speeds[:, None], i)[..., 0], _lerp(cap, i)[..., 0])
     # -------------------------------------------------------------- desired position
     def desired_index(self, position: np.ndarray, state: RevisionState) -> np.ndarray:
         """``i_d [M]`` for character root positions ``[M, 3]`` (Eq. 1, or the ablations)."""
@@ -639,6 +753,14 @@ class QueryReviser:
         cand = np.clip(state.i_prev[:, None] + self._win[None, :], 0, path.last)
         diff = position[:, None, :] - p[cand]
         d = diff[..., 0] ** 2 + diff[..., 2] ** 2
+        if self._limited:
+            # beta counts the time a character needs at the limited speed, not the drawn
+            # time: where the path is drawn faster than the limits (a tight turn), the
+            # desired position may not skip ahead of what the character can run
+            tau = self._tau
+            far = tau[cand] > tau[state.i_prev][:, None] + self._beta / path.fps + 1e-9
+            far[:, 0] = False
+            d = np.where(far, np.inf, d)
         rows = np.arange(len(cand))
         best = cand[rows, np.argmin(d, axis=1)]
         # where the path stands still (points within TIE m of the nearest one), the drawn
@@ -654,16 +776,18 @@ class QueryReviser:
         return i_d, carry
 
     def future_indices(self, i_d: np.ndarray) -> np.ndarray:
-        """``[M, K]`` fractional indices of the future points, speed-limited if asked."""
+        """``[M, K]`` fractional indices of the future points: where a character at ``p(i_d)``
+        is after each offset, moving along the path as drawn, but never faster than the
+        limits (``v_max``; the turn limit): the paper's speed limit (Section VI-B) applied
+        along the path instead of to the last point only, so a point before a tight turn
+        is reached later and the points after it bunch up."""
         path = self.path
-        idx = i_d[:, None] + self._off_samples[None, :]
-        if self.s.speed_limit:
-            reach = path.arc[i_d] + self.s.v_max * self.offsets[-1]
-            i_v = path.index_at_arc(reach)
-            over = idx[:, -1] > i_v
-            if over.any():
-                frac = self.offsets / self.offsets[-1]
-                idx[over] = i_d[over, None] + (i_v[over] - i_d[over])[:, None] * frac[None, :]
+        i_d = np.asarray(i_d, dtype=np.int64)
+        if not self._limited:
+            idx = i_d[:, None] + self._off_samples[None, :]
+            return np.minimum(idx, float(path.last))
+        target = self._tau[i_d][:, None] + self.offsets[None, :]
+        idx = np.interp(target, self._tau, np.arange(len(self._tau), dtype=np.float64))
         return np.minimum(idx, float(path.last))
 
     # -------------------------------------------------------------------- revision
@@ -679,16 +803,15 @@ class QueryReviser:
         if self.s.sharp_corners:
             i_d, idx, fut, corner = self._sharp_corners(i_d, idx, fut, state)
         dirs = self._directions(idx, state, joystick_deg)
-        vel = path.velocity(idx)
-        if self.s.speed_limit:
-            sp = np.linalg.norm(vel, axis=-1, keepdims=True)
-            vel = vel * np.minimum(1.0, self.s.v_max / np.maximum(sp, 1e-9))
+        vel = path.tangent(idx) * self.speed_at(idx)[..., None]
         new = RevisionState(i_d.copy(), state.elapsed.copy(), state.elapsed.copy(), carry)
         return Revision(i_d, idx, fut, dirs, vel, corner, new)
 
     def _sharp_corners(self, i_d, idx, fut, state):
         """Appendix D: for the first pair of consecutive query points (``p_d`` first) whose
-        path tangents are more than ``corner_deg`` apart, move the point after the corner
+        path headings (:attr:`TimedPath.heading`: where the path crawls or ends, chords of
+        :data:`CHORD` m, so jitter and a slow, wobbling end are no corner) are more than
+        ``corner_deg`` apart, move the point after the corner
         onto the line from the point before it through the path point just before the
         corner, at the distance the path travels in that time, and the later points by the
         same amount. A desired position that did not move advances by ``c``."""
@@ -696,7 +819,7 @@ class QueryReviser:
         M, _K = idx.shape
         corner = np.full(M, -1, dtype=np.int64)
         chain = np.concatenate([i_d[:, None].astype(np.float64), idx], axis=1)  # [M, K+1]
-        t = path.tangent(chain)
+        t = path.chord_heading(chain)
         cos = np.einsum("mkc,mkc->mk", t[:, :-1], t[:, 1:])
         sharp = cos < self._cos_corner
         rows = np.flatnonzero(sharp.any(axis=1))
@@ -710,7 +833,7 @@ class QueryReviser:
                 idx[m] = self.future_indices(i_d[m : m + 1])[0]
                 fut[m] = path.point(idx[m])
                 ch = np.concatenate([[float(i_d[m])], idx[m]])
-                tm = path.tangent(ch)
+                tm = path.chord_heading(ch)
                 cm = np.einsum("kc,kc->k", tm[:-1], tm[1:])
                 sm = cm < self._cos_corner
                 if not sm.any():
@@ -725,7 +848,8 @@ class QueryReviser:
                 ic = lo
             else:
                 # the sharpest step between the two points: v(i) vs v(i + 1), a < i < b
-                seg = path.turn[lo:hi]
+                # (none where the path crawls or ends: see TimedPath.bend)
+                seg = path.bend[lo:hi]
                 ic = lo + int(np.argmax(seg))
                 ic = min(max(ic, lo), hi - 1)
             if J == 0:

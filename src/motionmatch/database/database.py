@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -36,11 +37,24 @@ class DatabaseError(MotionMatchError):
 
 def input_hash(motions: Sequence[Motion], fps: float, mirror_copies: bool, schema: FeatureSchema) -> str:
     """SHA-256 of everything a database is built from: the clips' data, names, tags and
-    rates, the build settings and the format version."""
+    rates (one :func:`clip_digest` each, in order), the build settings and the format version."""
+    return combine_digests([clip_digest(m) for m in motions], fps, mirror_copies, schema)
+
+
+def clip_digest(m: Motion) -> bytes:
+    """SHA-256 (32 bytes) of one source clip: its name, rate, tags, joint names and data."""
+    h = hashlib.sha256()
+    _hash_motion(h, m)
+    return h.digest()
+
+
+def combine_digests(digests: Sequence[bytes], fps: float, mirror_copies: bool, schema: FeatureSchema) -> str:
+    """The :func:`input_hash` of clips whose :func:`clip_digest` are ``digests`` (so that
+    clips hashed apart, e.g. in parallel, give the same database hash)."""
     h = hashlib.sha256()
     h.update(f"v{FORMAT_VERSION}|{fps}|{mirror_copies}|{schema.to_json()}".encode())
-    for m in motions:
-        _hash_motion(h, m)
+    for d in digests:
+        h.update(d)
     return h.hexdigest()
 
 
@@ -49,6 +63,65 @@ def _hash_motion(h, m: Motion) -> None:
     h.update(repr((m.fps, m.tags, m.skeleton.names)).encode())
     h.update(np.ascontiguousarray(m.rotations).tobytes())
     h.update(np.ascontiguousarray(m.translations).tobytes())
+
+
+def prepare_clips(motion: Motion, fps: float, mirror_copies: bool) -> list[Motion]:
+    """The database clips made from one source clip: resampled to ``fps``, its mirrored
+    copy (tagged ``mirrored``) if asked, each with a canonical root bone; clips under two
+    frames are left out."""
+    base = motion if abs(motion.fps - fps) < 1e-9 else resample(motion, fps)
+    variants = [base]
+    if mirror_copies:
+        mm = mirror(base)
+        mm.tags = (*base.tags, "mirrored")
+        variants.append(mm)
+    return [with_root_bone(v) for v in variants if v.num_frames >= 2]
+
+
+@dataclass(frozen=True)
+class ClipPart:
+    """One database clip's share of the database arrays (``F`` frames; see
+    :class:`MotionDatabase` for the arrays), extracted on its own by :func:`extract_part`
+    and joined in clip order by :meth:`MotionDatabase.from_parts`."""
+
+    name: str
+    tags: tuple[str, ...]
+    skeleton: Skeleton
+    raw_features: np.ndarray  # [F, D] float32
+    valid: np.ndarray  # [F] bool
+    rotations: np.ndarray  # [F, J, 4] float32
+    translations: np.ndarray  # [F, J, 3] float32
+    contacts: np.ndarray  # [F, 2] bool
+    foot_joints: tuple[int, int]
+
+    @property
+    def num_frames(self) -> int:
+        return self.raw_features.shape[0]
+
+
+def extract_part(clip: Motion, schema: FeatureSchema) -> ClipPart:
+    """Features, contacts and poses of one prepared clip (from :func:`prepare_clips`)."""
+    foot_idx = (resolve_joint(clip.skeleton, "left_foot"), resolve_joint(clip.skeleton, "right_foot"))
+    f, v = clip_features(clip, schema)
+    return ClipPart(
+        name=clip.name, skeleton=clip.skeleton,
+        tags=tuple(clip.tags or tuple(w for w in clip.name.lower().replace("-", "_").split("_") if w)),
+        raw_features=np.ascontiguousarray(f, dtype=np.float32), valid=np.asarray(v, dtype=bool),
+        rotations=np.ascontiguousarray(clip.rotations, dtype=np.float32),
+        translations=np.ascontiguousarray(clip.translations, dtype=np.float32),
+        contacts=np.asarray(foot_contacts(clip, feet=list(foot_idx)).contacts, dtype=bool), foot_joints=foot_idx,
+    )
+
+
+def _check_topology(names: Sequence[str], skeletons: Sequence[Skeleton]) -> None:
+    first = skeletons[0]
+    for name, sk in zip(names[1:], skeletons[1:]):
+        if not sk.same_topology(first):
+            raise DatabaseError(
+                f"clip {name!r} has a different skeleton from {names[0]!r} "
+                f"({sk.num_joints} vs {first.num_joints} joints or other names/hierarchy); "
+                "a database needs one skeleton"
+            )
 
 
 class MotionDatabase:
@@ -139,47 +212,43 @@ class MotionDatabase:
         digest = input_hash(motions, fps, mirror_copies, schema)
         clips: list[Motion] = []
         for m in tqdm(motions, desc="preparing clips", unit="clip", disable=not progress):
-            base = m if abs(m.fps - fps) < 1e-9 else resample(m, fps)
-            variants = [base]
-            if mirror_copies:
-                mm = mirror(base)
-                mm.tags = (*base.tags, "mirrored")
-                variants.append(mm)
-            for v in variants:
-                if v.num_frames < 2:
-                    continue
-                clips.append(with_root_bone(v))
-        first = clips[0].skeleton
-        for c in clips[1:]:
-            if not c.skeleton.same_topology(first):
-                raise DatabaseError(
-                    f"clip {c.name!r} has a different skeleton from {clips[0].name!r} "
-                    f"({c.num_joints} vs {first.num_joints} joints or other names/hierarchy); "
-                    "a database needs one skeleton"
-                )
-        feats, valids, rots, trs, cons = [], [], [], [], []
-        starts, stops, names, tags = [], [], [], []
-        foot_idx = [resolve_joint(first, "left_foot"), resolve_joint(first, "right_foot")]
-        n = 0
-        for c in tqdm(clips, desc="extracting features", unit="clip", disable=not progress):
-            f, v = clip_features(c, schema)
-            feats.append(f)
-            valids.append(v)
-            rots.append(c.rotations)
-            trs.append(c.translations)
-            cons.append(foot_contacts(c, feet=foot_idx).contacts)
-            starts.append(n)
-            n += c.num_frames
-            stops.append(n)
-            names.append(c.name)
-            tags.append(c.tags or tuple(w for w in c.name.lower().replace("-", "_").split("_") if w))
+            clips.extend(prepare_clips(m, fps, mirror_copies))
+        _check_topology([c.name for c in clips], [c.skeleton for c in clips])
+        parts = [extract_part(c, schema)
+                 for c in tqdm(clips, desc="extracting features", unit="clip", disable=not progress)]
+        return cls.from_parts(parts, fps=fps, schema=schema, input_hash=digest, group_weights=group_weights,
+                              responsiveness=responsiveness, continuity=continuity, file_scale=motions[0].file_scale)
+
+    @classmethod
+    def from_parts(
+        cls,
+        parts: Sequence[ClipPart],
+        *,
+        fps: float,
+        schema: FeatureSchema,
+        input_hash: str,
+        group_weights: Mapping[str, float] | None = None,
+        responsiveness: float = 1.0,
+        continuity: float = 1.0,
+        file_scale: float = 1.0,
+    ) -> MotionDatabase:
+        """Join clip parts (:func:`extract_part`, in clip order) into one database; the
+        normalisation is computed over all of them, as :meth:`build` does."""
+        if not parts:
+            raise DatabaseError("no motions to build a database from")
+        _check_topology([p.name for p in parts], [p.skeleton for p in parts])
+        stops = np.cumsum([p.num_frames for p in parts])
         db = cls(
-            skeleton=first, fps=fps, schema=schema,
-            raw_features=np.concatenate(feats), valid=np.concatenate(valids),
-            clip_starts=np.asarray(starts), clip_stops=np.asarray(stops), clip_names=names, clip_tags=tags,
-            rotations=np.concatenate(rots), translations=np.concatenate(trs), contacts=np.concatenate(cons),
-            foot_joints=foot_idx, input_hash=digest, group_weights=group_weights,
-            responsiveness=responsiveness, continuity=continuity, file_scale=motions[0].file_scale,
+            skeleton=parts[0].skeleton, fps=fps, schema=schema,
+            raw_features=np.concatenate([p.raw_features for p in parts]),
+            valid=np.concatenate([p.valid for p in parts]),
+            clip_starts=stops - [p.num_frames for p in parts], clip_stops=stops,
+            clip_names=[p.name for p in parts], clip_tags=[p.tags for p in parts],
+            rotations=np.concatenate([p.rotations for p in parts]),
+            translations=np.concatenate([p.translations for p in parts]),
+            contacts=np.concatenate([p.contacts for p in parts]),
+            foot_joints=parts[0].foot_joints, input_hash=input_hash, group_weights=group_weights,
+            responsiveness=responsiveness, continuity=continuity, file_scale=file_scale,
         )
         if not db.valid.any():
             raise DatabaseError(f"every clip is shorter than the schema's future horizon ({schema.max_offset:g} s)")

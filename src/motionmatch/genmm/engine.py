@@ -15,8 +15,9 @@ more, up to 1 (the full length). Example ``e`` has ``round(L_e r_k)`` frames at 
 resampled from full resolution (examples) or from the previous stage (synthesis).
 
 Stage 0 starts from noise: the coarse examples, end to end, stretched to the synthesis
-length, plus Gaussian noise of ``noise_sigma`` standard deviations of each feature (0
-gives back the examples). Each of the ``iterations`` per stage (1) takes every patch of
+length, plus Gaussian noise of standard deviation ``noise_sigma`` (feature units), wrapped
+into (-1, 1) (``fmod``, as the authors' code); the default 10 leaves pure noise, 0 gives
+back the examples. Each of the ``iterations`` per stage (1) takes every patch of
 every part (implicitly, see :mod:`~motionmatch.genmm._core`), (2) matches each synthesis
 patch to the example patch of least completeness-normalised distance, (3) blends the
 matched patches by average voting, then averages the parts on shared columns. Pinned
@@ -183,15 +184,7 @@ class Engine:
             scales.append(min(1.0, scales[-1] / settings.pyramid_factor))
         self.scales = scales
         self._banks: dict[tuple[int, int], _core.Bank] = {}
-        self.means = []
-        std = np.zeros(self.D)
-        cnt = np.zeros(self.D)
-        for part in self.parts:
-            allf = np.concatenate(part.clips, axis=0)
-            self.means.append(allf.mean(axis=0))
-            std[part.columns] += allf.std(axis=0)
-            cnt[part.columns] += 1
-        self.std = std / np.maximum(cnt, 1)
+        self.means = [np.concatenate(part.clips, axis=0).mean(axis=0) for part in self.parts]
         self.whole = len(self.parts) == 1 and np.array_equal(self.parts[0].columns, np.arange(self.D))
 
     # ------------------------------------------------------------------ pyramid
@@ -225,8 +218,9 @@ class Engine:
 
     # ---------------------------------------------------------------------- run
     def initial_guess(self, n0: int, rng: np.random.Generator, noise_sigma: float, periodic: bool) -> np.ndarray:
-        """Stage-0 start: the coarsest examples (end to end) stretched to ``n0`` frames, plus
-        Gaussian noise of ``noise_sigma`` times each column's standard deviation."""
+        """Stage-0 start ``[n0, D]``: the coarsest examples (end to end) stretched to ``n0``
+        frames, plus Gaussian noise of standard deviation ``noise_sigma`` (feature units: 6D
+        rotation components lie in [-1, 1]), wrapped into (-1, 1) by ``fmod``; 0: no noise."""
         base = np.zeros((n0, self.D))
         cnt = np.zeros(self.D)
         lengths = self.example_lengths(0)
@@ -236,7 +230,14 @@ class Engine:
             cnt[part.columns] += 1
         base /= np.maximum(cnt, 1)
         if noise_sigma > 0:
-            base += rng.standard_normal(base.shape) * (noise_sigma * self.std)
+            # As the authors' code: Gaussian noise in feature units, wrapped into (-1, 1).
+            # At the default sigma (10) this leaves nothing of the stretched examples: the
+            # start is pure noise (the paper's "merely a noise"), so no seed can give back
+            # the examples. Noise scaled to each feature's spread (what this was before) is
+            # 25-60 times weaker and averages out over a patch: when the output was as long
+            # as the examples, every seed matched the examples themselves and gave the same
+            # motion, keyframes or not.
+            base = np.fmod(base + rng.standard_normal(base.shape) * noise_sigma, 1.0)
         return base
 
     def run(
@@ -244,7 +245,7 @@ class Engine:
         n: int,
         rng: np.random.Generator,
         *,
-        noise_sigma: float = 1.0,
+        noise_sigma: float = 10.0,
         periodic: bool = False,
         frames: Sequence[FrameConstraint] = (),
         columns: Sequence[ColumnConstraint] = (),
@@ -256,7 +257,7 @@ class Engine:
             n: output frames. With ``periodic`` the sequence is a loop of ``n`` distinct
                 frames (frame ``n`` would be frame 0 again).
             rng: the only source of randomness (the initial noise).
-            noise_sigma: noise at the coarsest stage, in standard deviations of each column.
+            noise_sigma: noise at the coarsest stage (see :meth:`initial_guess`).
             frames: keyframes pinned at output frames (mapped to the nearest frame of every stage).
             columns: columns pinned over the whole output (resampled to every stage).
             progress: called with a :class:`SynthesisProgress` after every iteration

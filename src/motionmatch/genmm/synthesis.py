@@ -52,8 +52,10 @@ class GenMMConfig:
         coarse_ratio: the coarsest stage's longest example is ``coarse_ratio * patch_size``
             frames (5, i.e. 55 frames).
         noise_sigma: the coarsest stage starts from the coarse examples plus Gaussian noise
-            of ``noise_sigma`` standard deviations per feature (each feature's own spread
-            in the examples). 0 starts from the examples themselves.
+            of standard deviation ``noise_sigma`` in feature units (6D rotation components
+            lie in [-1, 1]), wrapped into (-1, 1), as the authors' code (10: pure noise,
+            nothing of the examples left, the paper's start). 0 starts from the examples
+            themselves.
         fps: frame rate of synthesis and output (30, the rate the defaults were tuned for;
             examples at other rates are resampled by slerp; one at an implausible rate,
             outside :data:`~motionmatch.genmm.rates.PLAUSIBLE_FPS`, is warned about, or
@@ -80,7 +82,7 @@ class GenMMConfig:
     iterations: int = 3
     pyramid_factor: float = 0.75
     coarse_ratio: float = 5.0
-    noise_sigma: float = 1.0
+    noise_sigma: float = 10.0
     fps: float | None = 30.0
     root_weight: float = 1.0
     contacts: bool = False

@@ -17,8 +17,8 @@ Control modes (paper Section VII):
 
 Several characters: :func:`run_followers` steps a list of followers together.
 
-A run ends when the desired position has reached the path's end (the last ``end_arc``
-metres) with the character within ``end_radius`` of it (then ``settle_time`` more seconds
+A run ends when the desired position has reached the path's end (the last ``end_radius``
+metres of path) with the character within ``end_radius`` of the end point (then ``settle_time`` more seconds
 are simulated), or at ``time_limit``. The character *completed* the path when it reached
 the end so and its root passed within ``end_radius`` of at least ``min_coverage`` of the
 path's samples on the way (a desired position that jumps to the end of a path which ends
@@ -67,6 +67,7 @@ __all__ = [
     "FollowSettings",
     "PathFollower",
     "PathPlanner",
+    "default_turn_accel",
     "default_v_max",
     "follow_controller_settings",
     "follow_path",
@@ -103,6 +104,33 @@ def default_v_max(db: MotionDatabase, tags: str | None = "!dance & !creep & !jum
     return float(np.percentile(sp, percentile))
 
 
+def default_turn_accel(db: MotionDatabase, tags: str | None = "!dance & !creep & !jump", percentile: float = 99.0,
+                       window: float = 0.1, min_speed: float = 0.5) -> float:
+    """A sideways-acceleration limit (m/s^2) from the database: the ``percentile`` of the
+    root's lateral acceleration ``|v x a| / |v|`` (velocity and acceleration by central
+    differences over ``window`` seconds either side) over the frames ``tags`` admits
+    that move at ``min_speed`` m/s or more: how sharply the people in the data turn at
+    speed. The path follower's turn limit (:class:`~motionmatch.control.path.RevisionSettings`)."""
+    try:
+        m = db.mask(tags)
+    except Exception:
+        m = db.valid.copy()
+    h = max(1, round(window * db.fps))
+    p = db.translations[:, 0][:, [0, 2]].astype(np.float64)
+    i = np.arange(h, len(p) - h)
+    same = db.frame_clip[i - h] == db.frame_clip[i + h]
+    v = (p[i + h] - p[i - h]) * (db.fps / (2 * h))
+    a = (p[i + h] - 2 * p[i] + p[i - h]) * (db.fps / h) ** 2
+    sp = np.hypot(v[:, 0], v[:, 1])
+    lat = np.abs(v[:, 0] * a[:, 1] - v[:, 1] * a[:, 0]) / np.maximum(sp, 1e-9)
+    ok = same & m[i] & (sp >= min_speed)
+    if ok.sum() < 30:
+        ok = same & (sp >= min_speed)
+    if ok.sum() < 30:
+        return 3.0  # too little moving data to say: a jogger's turn
+    return float(np.percentile(lat[ok], percentile))
+
+
 @dataclass(frozen=True)
 class FollowSettings:
     """Knobs of :class:`PathFollower`.
@@ -112,7 +140,14 @@ class FollowSettings:
         k, levels: LHMM(k, l); ``levels=1`` (and any k) is plain motion matching.
         interval: seconds between matches (the paper: 1/6).
         revision: :class:`~motionmatch.control.path.RevisionSettings` (its ``v_max``
-            ``None``: :func:`default_v_max` of the database).
+            ``None``: :func:`default_v_max` of the database; its ``turn_accel`` ``None``:
+            :func:`default_turn_accel` of the database).
+        revise_every_frame: revise the query (desired position, future points) on every
+            frame instead of once per match. Off (the paper, Algorithm 2): the query is
+            revised when a match is due, so ``alpha``, ``beta`` and ``c`` count per match;
+            between matches only the corner check runs (a new match as soon as the
+            character passes a sharp corner's vertex). ``benchmarks/bench_follow.py``
+            compares the two.
         hysteresis: see :class:`~motionmatch.runtime.lhmm.LongHorizonMatcher`.
         approach_speed: global mode's approach speed (``None``: the path's initial speed).
         end_radius: the character completes the path within this distance (m) of its end.
@@ -143,6 +178,7 @@ class FollowSettings:
     interval: float = 1 / 6
     revision: RevisionSettings = field(default_factory=RevisionSettings)
     hysteresis: bool = False
+    revise_every_frame: bool = False
     approach_speed: float | None = None
     end_radius: float = 0.5
     end_arc: float = 0.2
@@ -351,8 +387,11 @@ class PathFollower(InputSource):
         self.db = db
         self.s = s = settings or FollowSettings()
         rev = s.revision
+        tags = s.tags or (s.controller or ControllerSettings()).locomotion_tags
         if rev.v_max is None:
-            rev = replace(rev, v_max=default_v_max(db, s.tags or (s.controller or ControllerSettings()).locomotion_tags))
+            rev = replace(rev, v_max=default_v_max(db, tags))
+        if rev.turn_accel is None:
+            rev = replace(rev, turn_accel=default_turn_accel(db, tags))
         self.v_max = float(rev.v_max)
         self.revision = rev
         start = np.zeros(3) if position is None else np.asarray(position, dtype=np.float64)
@@ -399,6 +438,8 @@ class PathFollower(InputSource):
         self._dropped_transitions = 0
         self._last_dropped_root: np.ndarray | None = None
         self._last: tuple[PredictedTrajectory, int, float] | None = None
+        self._want: Want | None = None  # the query held between matches
+        self._i_d = 0
         if agent is None:
             agent = world.add_agent(name, (start[0], start[2]), (facing[0], facing[2]), self, environment=False,
                                     controller=follow_controller_settings(s))
@@ -412,13 +453,31 @@ class PathFollower(InputSource):
         return self.matcher
 
     def intent(self, agent, t: float, dt: float) -> Want:
-        """Revise the query at the character's root now (see :meth:`desired`); a new match
-        is due at once on the first step and after a sharp corner."""
+        """Revise the query at the character's root when a match is due (see
+        :meth:`desired`; every frame with ``revise_every_frame``), else hold the last one;
+        a new match is due at once on the first step and after a sharp corner."""
         t0 = time.perf_counter()
-        traj, intent, force, i_d = self.desired()
-        self._last = (traj, i_d, t0)
-        # the paper's root motion only, unless the follower's settings name a controller of their own
-        return Want(intent, traj, force or self._rows.total == 0, root_motion_only=self.s.controller is None)
+        first = self._rows.total == 0
+        due = first or self._want is None or self.ctrl.since_search + dt >= self.s.interval - 1e-9
+        if self.s.revise_every_frame or due or self._passed_corner():
+            traj, intent, force, i_d = self.desired()
+            # the paper's root motion only, unless the follower's settings name a controller of their own
+            self._want = Want(intent, traj, force or first, root_motion_only=self.s.controller is None)
+            self._i_d = i_d
+        elif self._want.search_now:
+            self._want = self._want._replace(search_now=False)
+        self._last = (self._want.desired, self._i_d, t0)
+        return self._want
+
+    def _passed_corner(self) -> bool:
+        """Between matches: whether the character has passed the vertex of the sharp corner
+        the last query saw (the desired position, searched in the window after the last
+        match's, is beyond it); the paper's new query "as soon as the character passes the
+        vertex" (Appendix D)."""
+        if self._corner < 0:
+            return False
+        i = int(self.reviser.desired_index(self.ctrl.root_pos[None], self.state)[0])
+        return i > self._corner
 
     def stepped(self, agent, dt: float) -> None:
         """After the world step: the clock, the revision state, completion and the record."""
@@ -428,7 +487,7 @@ class PathFollower(InputSource):
         self.time += dt
         self.state = self.state.later(dt)
         path = self.path
-        if self.completion_time is None and self.at_end(i_d):
+        if self.completion_time is None and self.near_end(i_d):
             if np.hypot(*(self.ctrl.root_pos - path.points[-1])[[0, 2]]) <= self.s.end_radius:
                 self.completion_time = self.time
                 self.completion_index = self._rows.total
@@ -512,6 +571,13 @@ class PathFollower(InputSource):
         facing = None if self.revision.facing == "tangent" else dirs[0]
         intent = Intent(velocity=v, facing=facing, gait=ctrl.gaits.gait_for_speed(speed))
         return traj, intent, force, i_d
+
+    def near_end(self, i_d: int) -> bool:
+        """Whether the desired position is within ``end_radius`` metres of path of the end
+        (with the root within ``end_radius`` of the end point, the character has arrived:
+        a character standing a few centimetres short of the end, where the path is drawn
+        slowing to a stop, need not shuffle the last steps to count)."""
+        return bool(self.path.length - self.path.arc[i_d] <= max(self.s.end_arc, self.s.end_radius))
 
     def at_end(self, i_d: int) -> bool:
         """Whether the desired position has reached the path's end (within ``end_arc`` metres of path)."""

@@ -1,0 +1,194 @@
+"""``batch build``: a feature database built clip by clip on Ray, identical to ``motionmatch build``'s.
+
+Each source clip is one task: load the BVH file, resample it, add its mirrored copy,
+extract features and contacts (:func:`~motionmatch.database.database.prepare_clips` and
+:func:`~motionmatch.database.database.extract_part`, the functions
+:meth:`MotionDatabase.build <motionmatch.database.MotionDatabase.build>` runs). The parts
+are joined in the order ``motionmatch build`` loads the clips, and the normalisation is
+computed over the joined database (:meth:`MotionDatabase.from_parts
+<motionmatch.database.MotionDatabase.from_parts>`), so every array and the input hash
+equal a single-process build's.
+
+Each finished clip's part is kept in ``DB.npz.parts/`` (one ``.npz`` per source file): a
+build stopped midway, or rerun after a file changed, recomputes only the missing or
+changed clips. ``DB.manifest.json`` beside the database lists the inputs' and outputs'
+SHA-256, the versions and the timings.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import numpy as np
+
+from motionmatch._files import atomic_write
+from motionmatch.anim.skeleton import Skeleton
+from motionmatch.batch.cluster import BatchError
+from motionmatch.batch.jobs import (
+    Cell,
+    JobResult,
+    JobStatus,
+    Shared,
+    add_outputs_to_manifest,
+    run_cells,
+    sha256_file,
+    sha256_json,
+    versions,
+)
+from motionmatch.database.database import (
+    ClipPart,
+    MotionDatabase,
+    clip_digest,
+    combine_digests,
+    extract_part,
+    prepare_clips,
+)
+from motionmatch.database.schema import FeatureSchema, schema_by_name
+
+__all__ = ["build", "clip_files"]
+
+_PART_ARRAYS = ("raw_features", "valid", "rotations", "translations", "contacts")
+
+
+def clip_files(paths: Sequence[str | Path]) -> list[Path]:
+    """The BVH files ``motionmatch build`` loads for ``paths``, in its order: a folder's
+    ``*.bvh`` files (sub-folders too) sorted by relative path, a file as it is."""
+    files: list[Path] = []
+    for p in map(Path, paths):
+        if p.is_dir():
+            found = sorted((f for f in p.rglob("*.bvh") if f.is_file()), key=lambda f: f.relative_to(p).as_posix())
+            if not found:
+                raise BatchError(f"{p}: no files matching '*.bvh' in it or its sub-folders")
+            files.extend(found)
+        elif p.is_file():
+            files.append(p)
+        else:
+            raise BatchError(f"{p}: no such file or folder")
+    if not files:
+        raise BatchError("no motion clips found in " + ", ".join(map(str, paths)))
+    return files
+
+
+def build_clip(schema_json: str, path: str, units: str | float, fps: float, mirror_copies: bool
+               ) -> tuple[bytes, float, list[ClipPart]]:
+    """One source clip's share of a database (a Ray task): its :func:`clip_digest`, its
+    file scale and its parts (the clip, then its mirrored copy)."""
+    from motionmatch.anim import load_bvh
+    from motionmatch.datasets import tags_from_name
+
+    m = load_bvh(path, units=units)
+    m.tags = tags_from_name(Path(path).stem)
+    schema = FeatureSchema.from_json(schema_json)
+    parts = [extract_part(c, schema) for c in prepare_clips(m, fps, mirror_copies)]
+    return clip_digest(m), m.file_scale, parts
+
+
+def _skeleton_dict(s: Skeleton) -> dict:
+    return {"names": list(s.names), "parents": s.parents.tolist(), "offsets": s.offsets.tolist(),
+            "end_site_parents": s.end_site_parents.tolist(), "end_site_offsets": s.end_site_offsets.tolist(),
+            "channels": [list(c) for c in s.channels]}
+
+
+def _skeleton(d: dict) -> Skeleton:
+    return Skeleton(tuple(d["names"]), np.asarray(d["parents"]), np.asarray(d["offsets"]),
+                    np.asarray(d["end_site_parents"], dtype=np.int64), np.asarray(d["end_site_offsets"]).reshape(-1, 3),
+                    tuple(tuple(c) for c in d["channels"]))
+
+
+def save_parts(path: Path, value: tuple[bytes, float, list[ClipPart]]) -> None:
+    """Write one source clip's parts (:func:`build_clip`'s result) as an ``.npz`` (no pickle), atomically."""
+    digest, file_scale, parts = value
+    meta = {"digest": digest.hex(), "file_scale": file_scale,
+            "parts": [{"name": p.name, "tags": list(p.tags), "foot_joints": list(p.foot_joints),
+                       "skeleton": _skeleton_dict(p.skeleton)} for p in parts]}
+    arrays = {f"{i}_{k}": getattr(p, k) for i, p in enumerate(parts) for k in _PART_ARRAYS}
+    with atomic_write(path, "wb") as f:
+        np.savez(f, meta=np.array(json.dumps(meta)), **arrays)
+
+
+def load_parts(path: Path) -> tuple[bytes, float, list[ClipPart]]:
+    """Read what :func:`save_parts` wrote."""
+    with np.load(path, allow_pickle=False) as z:
+        meta = json.loads(str(z["meta"]))
+        parts = [ClipPart(name=p["name"], tags=tuple(p["tags"]), skeleton=_skeleton(p["skeleton"]),
+                          foot_joints=tuple(p["foot_joints"]), **{k: z[f"{i}_{k}"] for k in _PART_ARRAYS})
+                 for i, p in enumerate(meta["parts"])]
+    return bytes.fromhex(meta["digest"]), float(meta["file_scale"]), parts
+
+
+def build(
+    data: Sequence[str | Path],
+    output: str | Path,
+    *,
+    fps: float = 60.0,
+    mirror_copies: bool = False,
+    schema: str = "classic",
+    units: str | float = "auto",
+    address: str | None = None,
+    workers: int | None = None,
+    progress: Callable[[JobStatus], None] | None = None,
+) -> JobResult:
+    """Build the database of ``motionmatch build DATA... -o OUTPUT`` with one Ray task per clip.
+
+    Args:
+        data: BVH files or folders (as ``motionmatch build``'s ``DATA``).
+        output: the database file (``.npz``) to write.
+        fps, mirror_copies, schema, units: as ``motionmatch build``'s ``--fps``,
+            ``--mirror``, ``--schema`` (a name or a ``.json`` file) and ``--units``.
+        address: ``HOST:PORT`` of a Ray cluster to join; ``None`` starts Ray in this process.
+        workers: tasks at once with the embedded Ray (default: every core).
+        progress: called with each :class:`~motionmatch.batch.jobs.JobStatus`.
+
+    Returns:
+        The job's result; the database is written only when no clip failed (the failed
+        cells say why; a rerun computes only them).
+    """
+    output = Path(output)
+    if output.suffix != ".npz":
+        raise BatchError(f"{output}: a database file must end in .npz")
+    sch = schema_by_name(schema)
+    files = clip_files(data)
+    settings = {"fps": fps, "mirror": mirror_copies, "schema": json.loads(sch.to_json()), "units": units,
+                "motionmatch": versions()["motionmatch"]}
+    inputs = {str(f): sha256_file(f) for f in files}
+    job_hash = sha256_json({"settings": settings, "inputs": list(inputs.values()), "names": [f.stem for f in files]})
+    manifest = output.with_name(output.stem + ".manifest.json")
+    parts_dir = output.name + ".parts"
+    cells = []
+    for f in files:
+        ident = sha256_json(str(f))[:12]
+        cells.append(Cell(key=str(f), input_hash=sha256_json({"file": inputs[str(f)], "name": f.stem, **settings}),
+                          outputs=(f"{parts_dir}/{f.stem}-{ident}.npz",),
+                          args=(Shared(0), str(f), units, fps, mirror_copies), cost=f.stat().st_size))
+    done_before = _built_already(output, manifest, job_hash)
+    result = run_cells("build", output.parent, manifest, cells, build_clip,
+                       lambda c, v: save_parts(output.parent / c.outputs[0], v), shared=(sch.to_json(),),
+                       inputs=inputs, settings=settings, progress=progress, address=address, workers=workers)
+    if result.failed:
+        return result
+    if done_before and not result.done:
+        add_outputs_to_manifest(result, {"job_hash": job_hash}, [output])
+        return result
+    values = [o.value if o.status == "done" else load_parts(output.parent / c.outputs[0])
+              for c, o in zip(cells, result.cells)]
+    parts = [p for _, _, ps in values for p in ps]
+    db = MotionDatabase.from_parts(parts, fps=fps, schema=sch, file_scale=values[0][1],
+                                   input_hash=combine_digests([d for d, _, _ in values], fps, mirror_copies, sch))
+    db.save(output)
+    add_outputs_to_manifest(result, {"job_hash": job_hash, "database": {
+        "frames": db.num_frames, "searchable": int(db.valid.sum()), "clips": len(db.clip_names),
+        "input_hash": db.input_hash}}, [output])
+    return result
+
+
+def _built_already(output: Path, manifest: Path, job_hash: str) -> bool:
+    """Whether ``output`` exists, unchanged, from a build of exactly these inputs."""
+    if not (output.is_file() and manifest.is_file()):
+        return False
+    try:
+        doc = json.loads(manifest.read_text(encoding="utf-8"))
+        return doc.get("job_hash") == job_hash and doc["outputs"].get(output.name) == sha256_file(output)
+    except (OSError, ValueError, KeyError, AttributeError):
+        return False

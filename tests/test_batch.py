@@ -1,0 +1,134 @@
+"""Batch jobs on the embedded Ray (one Ray for the module): each job's outputs equal a
+single-process run's, reruns skip finished cells, failed cells are reported, bad sweep
+files get one-line errors. The cluster (--address) is in test_batch_cluster.py."""
+
+from __future__ import annotations
+
+import csv
+import json
+import sys
+
+import pytest
+
+from _batch_common import BUILD_CLIPS, FRAMES, GENMM_EXAMPLE, REPO, same_npz, write_short_example, write_sweep
+
+ray = pytest.importorskip("ray", reason="Ray is not installed: pip install 'motionmatch[ray]'")
+
+from motionmatch import batch  # noqa: E402
+from motionmatch.batch.sweep_spec import parse_sweep  # noqa: E402
+from motionmatch.cli.main import main  # noqa: E402
+
+pytestmark = pytest.mark.data
+
+
+@pytest.fixture(scope="module")
+def embedded_ray():
+    """One Ray inside this process for every job of the module (2 workers); the jobs use it as it is."""
+    with batch.ray_session(workers=2):
+        yield
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory, data_dir, embedded_ray):
+    """``motionmatch build`` and ``batch.build`` of the same clips (mirrored)."""
+    tmp = tmp_path_factory.mktemp("batch_build")
+    files = [str(data_dir / "lafan1-60fps" / f) for f in BUILD_CLIPS]
+    assert main(["build", *files, "--mirror", "-q", "-o", str(tmp / "ref.npz")]) == 0
+    result = batch.build(files, tmp / "db.npz", mirror_copies=True)
+    return tmp, files, result
+
+
+def test_build_equals_motionmatch_build_and_reruns_only_what_is_missing(built):
+    tmp, files, result = built
+    assert len(result.done) == 3 and not result.failed
+    assert same_npz(tmp / "db.npz", tmp / "ref.npz")  # every array and the metadata (input hash included)
+    manifest = json.loads((tmp / "db.manifest.json").read_text())
+    assert set(manifest["inputs"]) == set(files) and "db.npz" in manifest["outputs"]
+    assert manifest["versions"]["ray"] == ray.__version__
+    again = batch.build(files, tmp / "db.npz", mirror_copies=True)
+    assert len(again.skipped) == 3 and not again.done
+    cells = json.loads((tmp / "db.manifest.json").read_text())["cells"]
+    (tmp / next(iter(cells[files[1]]["outputs"]))).unlink()  # one clip's finished part is lost
+    third = batch.build(files, tmp / "db.npz", mirror_copies=True)
+    assert [c.key for c in third.done] == [files[1]] and len(third.skipped) == 2
+    assert same_npz(tmp / "db.npz", tmp / "ref.npz")
+
+
+def test_genmm_equals_motionmatch_genmm_and_reports_failed_cells(tmp_path, data_dir, embedded_ray):
+    example = data_dir / GENMM_EXAMPLE
+    short = write_short_example(example, tmp_path / "short.bvh")
+    out = tmp_path / "out"
+    result = batch.genmm([example, short], out, seeds=[0, 3], frames=FRAMES)
+    assert [c.key for c in result.done] == ["Xia_normal/Xia_normal_seed0", "Xia_normal/Xia_normal_seed3"]
+    assert len(result.failed) == 2 and all("fewer than the patch size" in c.error for c in result.failed)
+    for seed in (0, 3):
+        ref = tmp_path / f"ref{seed}.bvh"
+        assert main(["genmm", str(example), "-o", str(ref), "--seed", str(seed), "--frames", str(FRAMES),
+                     "--quiet", "--no-metrics"]) == 0
+        assert (out / "Xia_normal" / f"Xia_normal_seed{seed}.bvh").read_bytes() == ref.read_bytes()
+    rows = list(csv.DictReader((out / "metrics.csv").open()))
+    assert [r["seed"] for r in rows] == ["0", "3"] and all(0 < float(r["coverage"]) <= 1 for r in rows)
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert set(manifest["failed"]) == {"short/short_seed0", "short/short_seed3"}
+    again = batch.genmm([example, short], out, seeds=[0, 3], frames=FRAMES)
+    assert len(again.skipped) == 2 and len(again.failed) == 2 and not again.done
+
+
+def test_sweep_equals_single_process_runs(built, tmp_path):
+    from motionmatch.batch.sweep import run_path_cell
+    from motionmatch.database import MotionDatabase
+
+    db_path = built[0] / "ref.npz"
+    spec = write_sweep(tmp_path, db_path)
+    out = tmp_path / "out"
+    result = batch.sweep(spec, out)
+    assert not result.failed, result.failed
+    cell = json.loads((out / "cells" / "scenario-zigzag-cones-exact-seed0.json").read_text())
+    ref = tmp_path / "ref.json"
+    assert main(["scenario", str(REPO / "scenarios" / "zigzag-cones.json"), "--db", str(db_path), "-o",
+                 str(tmp_path / "ref.npz"), "--report", str(ref), "--duration", "1", "--method", "linear",
+                 "--no-poses", "-q"]) == 0
+    ref = json.loads(ref.read_text())
+    for k in ("collision_fraction", "collision_time_s", "diversity", "searches"):
+        assert cell[k] == ref[k], k
+    path_cell = json.loads((out / "cells" / "path-square-exact-seed0.json").read_text())
+    own = run_path_cell(MotionDatabase.load(db_path), str(REPO / "paths" / "square.json"),
+                        {"k": 1, "levels": 1}, 0, 1.0, 0.0)["report"]
+    for k in ("mean_distance_m", "max_distance_m", "completed"):
+        assert path_cell[k] == own[k], k
+    rows = list(csv.DictReader((out / "summary.csv").open()))
+    assert [(r["kind"], r["file"], r["setting"], r["seeds_done"]) for r in rows] == [
+        ("scenario", "zigzag-cones", "exact", "1"), ("path", "square", "exact", "1")]
+    assert float(rows[1]["mean_distance_m"]) == pytest.approx(path_cell["mean_distance_m"], abs=1e-6)
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert {"cells.csv", "summary.csv"} <= set(manifest["outputs"]) and str(db_path) in manifest["inputs"]
+
+
+@pytest.mark.parametrize("change, field", [
+    ({"database": "missing.npz"}, "database"),
+    ({"scenarios": "zigzag.json"}, "scenarios"),
+    ({"settings": {"fast": {"k": 0}}}, "settings.fast.k"),
+    ({"settings": {"fast": {"method": "quick"}}}, "settings.fast.method"),
+    ({"settings": {"fast": {"speed": 2}}}, "settings.fast.speed"),
+    ({"seeds": [1, -1]}, "seeds[1]"),
+    ({"duration": "long"}, "duration"),
+    ({"colour": 1}, "colour"),
+])
+def test_sweep_file_errors_name_the_field(tmp_path, change, field):
+    db = tmp_path / "db.npz"
+    db.write_bytes(b"")
+    good = json.loads(write_sweep(tmp_path, db).read_text())
+    assert parse_sweep(good, tmp_path / "sweep.json").seeds == (0,)
+    with pytest.raises(batch.BatchError) as e:
+        parse_sweep({**good, **change}, tmp_path / "sweep.json")
+    msg = str(e.value)
+    assert "\n" not in msg and f"{field}:" in msg and msg.startswith(str(tmp_path / "sweep.json"))
+
+
+def test_without_ray_the_error_names_the_extra(monkeypatch, capsys, tmp_path):
+    monkeypatch.setitem(sys.modules, "ray", None)
+    with pytest.raises(batch.BatchError, match=r"pip install 'motionmatch\[ray\]'"):
+        batch.import_ray()
+    assert main(["batch", "genmm", str(tmp_path / "x.bvh"), "-o", str(tmp_path / "out")]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "pip install 'motionmatch[ray]'" in err
