@@ -986,23 +986,25 @@ class World:
         """Every input's want for this step, from the state at its start: ``(agent, want,
         its step in seconds)`` of the agents to update (the others owe the time)."""
         moving = []
+        now = self.time + 1e-9
         for a in self.agents:
-            if a.uid in skip:
+            if skip and a.uid in skip:
                 a.owed += dt
                 continue
             step_dt = dt + a.owed
             a.owed = 0.0
-            if self.time + 1e-9 >= a.start_time:
+            if now >= a.start_time:
                 step = step_dt if a.started else 0.0  # the first step of an agent is at its start time
                 a.local_time += step
                 a.started = True
                 want = a.source.intent(a, a.local_time, step)
             else:
                 want = IDLE
-            a.intent, a.desired = want.intent, want.desired
+            intent = a.intent = want.intent
+            a.desired = want.desired
             moving.append((a, want, step_dt))
             if a.chooser is not None:
-                a.chooser.target_speed = a.intent.speed
+                a.chooser.target_speed = intent.speed
         return moving
 
     def _before_update(self, a: Agent, want: Want) -> tuple[int, bool]:
@@ -1034,13 +1036,18 @@ class World:
         decided = []
         goals = []  # the simulated roots the compiled stage advances: (k, goal)
         for k, (c, (a, want, h)) in enumerate(zip(ctrls, group)):
-            before, root_motion_only = self._before_update(a, want)
-            decided.append(c._decide(h, a.intent, ends[k], speeds[k], turns[k], want.search_now, root_motion_only)
-                           + (before,))
-            if c.predictor.batched(a.intent):
-                goals.append((k, intent_goal_tuple(a.intent)))
+            # (World._before_update, inline: this loop runs for every agent every frame)
+            own = a.source.chooser(a)
+            ch = a.chooser
+            c.chooser = own if own is not None else ch
+            before = ch.log.count if ch is not None else 0
+            intent = a.intent
+            decided.append(c._decide(h, intent, ends[k], speeds[k], turns[k], want.search_now,
+                                     (ch is not None and ch.near) or want.root_motion_only) + (before,))
+            if c.predictor.batched(intent):
+                goals.append((k, intent_goal_tuple(intent)))
             else:
-                c._advance_sim(h, a.intent)
+                c._advance_sim(h, intent)
             c._advance_offsets(h)
         if goals:
             sprung = np.fromiter((k for k, _ in goals), dtype=np.int64, count=len(goals))
