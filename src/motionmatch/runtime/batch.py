@@ -44,7 +44,7 @@ from motionmatch.runtime.inertialize import inertial_rows
 from motionmatch.runtime.rows import RowArrays
 
 __all__ = ["ControllerBatch", "ControllerRows", "DatabaseArrays", "RowPredictor", "database_arrays", "intent_goal",
-           "leg_chains"]
+           "intent_goal_tuple", "leg_chains"]
 
 #: ``ControllerSettings.inertialization`` -> ``ControllerRows.inert_kind``
 INERT_KINDS = {"none": BK.NO_OFFSETS, "quintic": BK.QUINTIC, "spring": BK.SPRING}
@@ -189,13 +189,17 @@ class ControllerBatch:
 def intent_goal(intent: Intent, out: np.ndarray) -> None:
     """The goal of a simulated root heading for ``intent`` into ``out [5]``: its velocity
     ``x, z`` (m/s), its facing ``x, z`` and 1 if it has one (else zeros)."""
+    out[:] = intent_goal_tuple(intent)
+
+
+def intent_goal_tuple(intent: Intent) -> tuple[float, float, float, float, float]:
+    """:func:`intent_goal` as a tuple of floats (a world packs its agents' goals at once)."""
     vx, _, vz = intent.velocity.tolist()
     f = intent.facing
     if f is None:
-        out[:] = (vx, vz, 0.0, 0.0, 0.0)
-    else:
-        fx, _, fz = f.tolist()
-        out[:] = (vx, vz, fx, fz, 1.0)
+        return (vx, vz, 0.0, 0.0, 0.0)
+    fx, _, fz = f.tolist()
+    return (vx, vz, fx, fz, 1.0)
 
 
 class RowPredictor(TrajectoryPredictor):
