@@ -14,7 +14,7 @@ proportions. During :data:`CALIBRATION_S` seconds of standing still, facing the 
 * the **neutral pose**: the median normalised pose (hips-centred, torso-scaled, y up),
 
 and :class:`Calibration` then moves every keypoint of every later frame by
-``(TRAINING_NEUTRAL - neutral) * torso`` -- the difference between the neutral pose of
+``(TRAINING_NEUTRAL - neutral) * torso`` (:func:`neutral_target`) -- the difference between the neutral pose of
 the training data and the performer's, in the current frame's torso lengths -- so a
 performer standing still looks to the classifier like the training data standing still.
 The offsets are capped at :data:`MAX_OFFSET` torso lengths.
@@ -50,9 +50,15 @@ MIN_SEEN = 0.6
 #: filmed from the front (azimuth 0), measured by ``benchmarks/bench_pose_camera.py
 #: --neutral`` and checked against the renders by ``tests/test_pose_camera.py``.
 TRAINING_NEUTRAL = np.array([
-    [0.00, 1.36], [0.39, 1.03], [-0.39, 1.03], [0.48, 0.46], [-0.48, 0.46], [0.50, -0.05], [-0.50, -0.05],
-    [0.18, 0.00], [-0.18, 0.00], [0.18, -0.91], [-0.18, -0.91], [0.17, -1.80], [-0.17, -1.80],
+    [0.00, 1.44], [0.26, 0.93], [-0.26, 0.93], [0.36, 0.34], [-0.42, 0.35], [0.47, -0.08], [-0.48, -0.09],
+    [0.15, 0.00], [-0.15, 0.00], [0.18, -0.83], [-0.19, -0.83], [0.12, -1.60], [-0.16, -1.57],
 ])
+
+
+def neutral_target() -> np.ndarray:
+    """``[13, 2]`` :data:`TRAINING_NEUTRAL` rescaled to a torso estimate of exactly 1 (the
+    median of normalised poses is not itself normalised, by a few percent)."""
+    return TRAINING_NEUTRAL / float(raw_torso_scale(TRAINING_NEUTRAL[None])[0])
 
 
 class CalibrationError(MotionMatchError, ValueError):
@@ -167,8 +173,9 @@ class Calibrator:
                                    "(their left shoulder not on the image's right): face the camera while it "
                                    "calibrates")
         neutral = np.nanmedian(poses, axis=0)
-        neutral = np.where(np.isfinite(neutral), neutral, TRAINING_NEUTRAL)
-        offset = np.clip(TRAINING_NEUTRAL - neutral, -MAX_OFFSET, MAX_OFFSET)
+        target = neutral_target()
+        neutral = np.where(np.isfinite(neutral), neutral, target)
+        offset = np.clip(target - neutral, -MAX_OFFSET, MAX_OFFSET)
         return Calibration(scale, neutral, offset, ratio, len(kp))
 
 
