@@ -84,6 +84,7 @@ def main() -> int:
     ap.add_argument("--seconds", type=float, default=20.0, help="seconds of each clip (default 20)")
     ap.add_argument("--scale", type=float, default=0.75, help="image size factor of 640 x 480 (default 0.75)")
     ap.add_argument("--model", default="full", choices=("lite", "full", "heavy"))
+    ap.add_argument("--classifier", metavar="MODEL.npz", help="a saved classifier instead of the default improved one")
     ap.add_argument("--neutral", action="store_true", help="print the training data's neutral pose and stop")
     ap.add_argument("--json", metavar="FILE", help="also write the numbers as JSON")
     args = ap.parse_args()
@@ -97,7 +98,12 @@ def main() -> int:
     from motionmatch.control.pose.calibrate import MAX_OFFSET, Calibration, neutral_target
     from motionmatch.control.pose.estimator import PoseEstimator
 
-    clf = default_classifier("improved", root=root)
+    if args.classifier:
+        from motionmatch.control.pose.classify import load_classifier
+
+        clf = load_classifier(args.classifier)
+    else:
+        clf = default_classifier("improved", root=root)
     settings = RenderSettings()
     rendered, estimated, groups = [], [], []
     t_render = t_est = 0.0

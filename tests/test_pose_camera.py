@@ -114,8 +114,8 @@ def camera_video(path: Path) -> Path:
         pytest.skip(f"{folder} lacks the walk/run takes; set MOTIONMATCH_DATA to the shared data folder")
     s = RenderSettings(distance=(5.5, 5.5), height=(1.2, 1.2), max_segment_s=30.0, min_distance=2.0)
     walk, run = load_bvh(walk_f), load_bvh(run_f)
-    w0 = int(round(1.0 * walk.fps))
-    stand = walk[w0:w0 + 1]
+    w0 = round(1.0 * walk.fps)
+    stand = walk[0:1]                                  # the take's first pose, standing
     parts = []
     for m, a, secs in ((stand, 0, None), (walk, w0, WALK_S), (run, int(0.5 * run.fps), RUN_S)):
         clip = m if secs is None else m[a:a + int(secs * m.fps)]
