@@ -41,11 +41,18 @@ from motionmatch.datasets import tags_from_name
 
 
 def _clips(root: Path, split: str, limit: int):
-    out = []
+    """The ``split`` clips, taken in turn from each kind of take (by the name's first word
+    after the dataset prefix), so a few clips still cover walks, runs, dances, ..."""
+    by_kind: dict[str, list] = {}
     for sub, f in data_files(root, DEFAULT_DATA):
         if clip_split(f.stem, DEFAULT_DATA) == split and sub in ("lafan1", "bandai-namco/dataset-1",
                                                                  "bandai-namco/dataset-2"):
-            out.append((sub, f))
+            kind = f.stem.split("_")[1] if f.stem.startswith("dataset-") else f.stem.rstrip("0123456789_")[:5]
+            by_kind.setdefault(kind, []).append((sub, f))
+    out = []
+    lists = list(by_kind.values())
+    for i in range(max((len(v) for v in lists), default=0)):
+        out += [v[i] for v in lists if i < len(v)]
     return out[:limit] if limit else out
 
 
