@@ -467,7 +467,7 @@ def test_the_pose_panel_drives_the_character_with_a_recorded_file(page, server, 
         assert shown == st["command"]  # the panel shows the current command
         assert math.dist(p0, root(page)) > 1.0  # the pose commands walk the character
         page.select_option("#pose-kind", "webcam")
-        assert "bundles no pose estimator" in page.locator("#panel").text_content()  # says what is missing
+        assert "Use camera" in page.locator("#panel").text_content()  # points to the camera
     finally:
         plugin.set_classifier(None)
 

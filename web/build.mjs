@@ -2,7 +2,7 @@
 // ../src/motionmatch/viewer/static): app.js (src/main.js and three.js), app.css and index.html.
 // Usage: node build.mjs [--outdir DIR] [--watch] [--dev]
 import { build, context } from 'esbuild';
-import { copyFileSync, mkdirSync } from 'node:fs';
+import { copyFileSync, mkdirSync, readdirSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -30,6 +30,12 @@ const options = {
   loader: { '.css': 'css' },
 };
 copyFileSync(join(here, 'index.html'), join(outdir, 'index.html'));
+// the camera's pose estimator (src/camera.js): MediaPipe Pose's script, WebAssembly runtime and
+// landmark models, served by the viewer itself
+const mpSrc = join(here, 'node_modules', '@mediapipe', 'pose');
+const mpOut = join(outdir, 'mediapipe-pose');
+mkdirSync(mpOut, { recursive: true });
+for (const f of readdirSync(mpSrc)) if (!/\.(md|json|ts)$/.test(f)) copyFileSync(join(mpSrc, f), join(mpOut, f));
 if (flag('--watch')) {
   const ctx = await context(options);
   await ctx.watch();

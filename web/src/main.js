@@ -6,6 +6,7 @@ import { View } from './view.js';
 import { characterColor } from './body.js';
 import { Keyboard, Pointer, returnFocusAfterPointer } from './input.js';
 import { VideoRecorder } from './recorder.js';
+import { CameraControl } from './camera.js';
 import { FilePicker, fillGrouped, groupFiles } from './picker.js';
 import { FLAG_PAUSED, FLAG_HISTORY } from './protocol.js';
 
@@ -311,9 +312,8 @@ const poseKind = h('select', { id: 'pose-kind' }, h('option', { value: 'off' }, 
 const poseFile = h('select', { id: 'pose-file' }, h('option', { value: '' }, '(keypoint files)'));
 const poseNote = h('div', { class: 'note' });
 const poseStatusEl = h('div', { class: 'pose-status', id: 'pose-status' });
-const WEBCAM_NOTE = 'Webcam: this page bundles no pose estimator (the estimators on npm download their model at run time, '
-  + 'which an offline install cannot); the server takes 13 COCO keypoints per frame as pose_keypoints messages from an '
-  + 'external estimator. Recorded keypoint files (JSON/NPZ in the data folders) work fully.';
+const WEBCAM_NOTE = 'Webcam: press "Use camera" below (the pose estimator runs in this page, nothing is downloaded), '
+  + 'or send 13 COCO keypoints per frame as pose_keypoints messages from another estimator.';
 poseKind.addEventListener('change', () => { poseNote.textContent = poseKind.value === 'webcam' ? WEBCAM_NOTE : ''; });
 const poseSection = section('Pose control', false,
   h('div', { class: 'row' }, poseKind, poseFile,
@@ -325,6 +325,8 @@ const poseSection = section('Pose control', false,
       },
     }, 'Use')),
   poseNote, poseStatusEl);
+const camera = new CameraControl(conn, toast);
+poseSection.append(camera.element);
 panel.append(poseSection);
 // the lists are read again whenever a panel opens (files may have been added meanwhile)
 poseSection.addEventListener('toggle', () => { if (poseSection.open && state.capabilities.pose) conn.send('files', { kind: 'keypoints' }); });
@@ -634,7 +636,7 @@ conn.on('mode_unavailable', (m) => {
   Object.assign(modeNote, { text: `${m.mode} unavailable: ${m.reason}`, until: performance.now() + 5000 });
   renderMode(performance.now());
 });
-conn.on('pose_status', (m) => { state.pose = m; renderPose(); });
+conn.on('pose_status', (m) => { state.pose = m; renderPose(); camera.onStatus(m); });
 conn.on('arrived', (m) => { state.arrived.push(m.id); });
 conn.on('scenario_end', () => { if (state.scenario) { state.scenario.ended = true; renderScenarioNote(); } });
 

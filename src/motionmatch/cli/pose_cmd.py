@@ -25,6 +25,13 @@ def _label(text: str) -> str:
     return text
 
 
+def _video(text: str) -> str:
+    """An existing video file (argparse type)."""
+    if not Path(text).is_file():
+        raise argparse.ArgumentTypeError(f"{text}: no such video file")
+    return text
+
+
 def _progress() -> bool:
     return sys.stderr.isatty()
 
@@ -169,17 +176,37 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 # ------------------------------------------------------------------------------- record / train / render / live
+def _source(args):
+    from motionmatch.control.pose.sources import WebcamSource
+
+    src = args.video if args.video is not None else args.camera
+    return WebcamSource(src, args.model, args.model_path, args.seconds)
+
+
 def cmd_record(args: argparse.Namespace) -> int:
     from motionmatch.control.pose.keypoints import save_keypoints
-    from motionmatch.control.pose.sources import WebcamSource, record
+    from motionmatch.control.pose.sources import record
 
-    out = arg.output_file(args.output or f"{args.label}.json", KEYPOINT_FILES, "recording")
-    _say(f"recording {args.seconds:g} s of '{args.label}' from camera {args.camera} ... (perform now)")
-    with WebcamSource(args.camera, args.complexity, args.model) as cam:
+    default = f"{args.label}.json" if args.label else (Path(args.video).stem + ".json" if args.video else None)
+    if default is None and not args.output:
+        raise MotionMatchError("name the output: -o KEYPOINTS.json (or give --label, which names it LABEL.json)")
+    out = arg.output_file(args.output or default, KEYPOINT_FILES, "recording")
+    what = f"'{args.label}'" if args.label else "keypoints"
+    if args.video:
+        _say(f"reading {args.video} through the {args.model} pose model ...")
+    else:
+        _say(f"recording {args.seconds or 10:g} s of {what} from camera {args.camera} ... (perform now)")
+    if args.video is None and args.seconds is None:
+        args.seconds = 10.0
+    with _source(args) as cam:
         stream = record(cam, args.seconds, args.label)
-    stream.meta["label"] = args.label
+    if args.label:
+        stream.meta["label"] = args.label
+    stream.meta.update({"model": args.model, "source": str(args.video) if args.video else f"camera {args.camera}"})
     save_keypoints(stream, out)
-    print(f"wrote {out}: {len(stream)} frames ({stream.fps:.1f} fps) labelled {args.label}")
+    seen = float(stream.present()[:, :9].all(axis=1).mean()) if len(stream) else 0.0
+    print(f"wrote {out}: {len(stream)} frames ({stream.fps:.1f} fps), a body in {100 * seen:.0f}% of them"
+          + (f", labelled {args.label}" if args.label else ""))
     return 0
 
 
@@ -255,24 +282,83 @@ def cmd_render(args: argparse.Namespace) -> int:
 
 
 def cmd_live(args: argparse.Namespace) -> int:
-    from motionmatch.control.pose.classify import StreamingClassifier
-    from motionmatch.control.pose.keypoints import KEYPOINTS
-    from motionmatch.control.pose.sources import WebcamSource
+    import numpy as np
 
+    from motionmatch.control.pose.calibrate import CalibrationError, Calibrator
+    from motionmatch.control.pose.classify import StreamingClassifier
+    from motionmatch.control.pose.keypoints import KEYPOINTS, KeypointStream
+    from motionmatch.database import MotionDatabase
+    from motionmatch.runtime.pose_run import run_keypoints
+
+    out = None
+    if args.output:
+        from motionmatch.io.motion_files import MOTION_SUFFIXES
+
+        out = arg.output_file(args.output, MOTION_SUFFIXES, "output")
+    db = MotionDatabase.load(args.db)
+    clf = _classifier(args.classifier, args.data)
+    sc = StreamingClassifier(clf, KEYPOINTS)
+    cal = Calibrator(args.calibrate)
+    calibration = None
+    ts, ks, cs = [], [], []
+    last = None
+    t0 = time.perf_counter()
+    n = 0
+    _say(f"stand still, facing the camera, for {args.calibrate:g} s (calibration) ..." if args.calibrate > 0
+         else "no calibration (--calibrate 0)")
     try:
-        clf = _classifier(args.classifier, args.data)
-        sc = StreamingClassifier(clf, KEYPOINTS)
-        last = None
-        _say("reading the webcam; Ctrl+C stops")
-        with WebcamSource(args.camera, args.complexity, args.model) as cam:
+        with _source(args) as cam:
             for t, kp, conf in cam:
+                n += 1
+                if calibration is None and args.calibrate > 0:
+                    if cal.push(t, kp, conf):
+                        calibration = cal.result()
+                        _say(f"calibrated from {calibration.frames} frames (torso {calibration.scale:.0f} px, facing "
+                             f"ratio {calibration.facing_ratio:.2f}); perform now" + ("" if args.video else
+                                                                                      ", Ctrl+C stops"))
+                    continue
+                if calibration is not None:
+                    kp = calibration.apply(kp)
+                ts.append(t)
+                ks.append(kp)
+                cs.append(conf)
                 cmd = sc.push(t, kp, conf)
                 if cmd != last:
                     print(f"{t:8.2f} s  {cmd or '-'}", flush=True)
                     last = cmd
     except KeyboardInterrupt:
+        pass
+    except CalibrationError as e:
+        raise MotionMatchError(f"{args.video or f'camera {args.camera}'}: {e}") from None
+    wall = time.perf_counter() - t0
+    if args.calibrate > 0 and calibration is None:
+        raise MotionMatchError(f"{args.video or f'camera {args.camera}'}: it ended after {cal.elapsed:.1f} s, before "
+                               f"the {args.calibrate:g} s of calibration")
+    _say(f"{n} frames in {wall:.1f} s ({n / max(wall, 1e-9):.1f} frames/s through the estimator and classifier)")
+    if out is None:
         return 0
+    if len(ts) < 2:
+        raise MotionMatchError("fewer than two frames after calibration: nothing to animate")
+    from motionmatch.io.motion_files import write_motion
+
+    stream = KeypointStream(np.asarray(ts), np.stack(ks), KEYPOINTS, np.stack(cs), True)
+    run = run_keypoints(db, stream, clf, fps=args.fps, progress=_progress(), name=out.stem)
+    write_motion(out, run.record.motion)
+    segs = run.segments()
+    print(f"wrote {out}: {run.record.motion.num_frames} frames at {args.fps:g} fps; commands: "
+          + ", ".join(f"{s['command'] or '-'} {s['start_s']:.1f}-{s['end_s']:.1f}s" for s in segs[:12])
+          + (" ..." if len(segs) > 12 else ""))
     return 0
+
+
+def _camera_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--video", type=_video, metavar="FILE", help="read a video file instead of the camera")
+    p.add_argument("--camera", default=0, type=arg.int_range(0), help="camera index (default 0)")
+    p.add_argument("--model", default="full", choices=("lite", "full", "heavy"),
+                   help="MediaPipe landmark model (only full is inside the mediapipe wheel; the others are "
+                   "downloaded on first use)")
+    p.add_argument("--model-path", metavar="FILE.task", help="a MediaPipe Tasks pose landmarker model file "
+                   "(needed with mediapipe 1.x, which ships no pose model)")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -310,13 +396,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     r.add_argument("--fps", type=arg.fps, default=60.0, help="simulation and output frame rate (default 60)")
     r.set_defaults(func=cmd_run)
 
-    rec = ps.add_parser("record", help="record labelled keypoints from the webcam (needs motionmatch[webcam])")
-    rec.add_argument("--label", type=_label, required=True, help="the command performed: " + COMMAND_HELP)
-    rec.add_argument("-o", "--output", metavar="FILE", help="output .json/.npz (default LABEL.json)")
-    rec.add_argument("--seconds", type=arg.seconds, default=10.0)
-    rec.add_argument("--camera", default=0, type=lambda v: int(v) if v.isdigit() else v, help="camera index or video")
-    rec.add_argument("--complexity", type=int, default=1, choices=(0, 1, 2), help="MediaPipe model (2 is downloaded)")
-    rec.add_argument("--model", metavar="FILE.task", help="a MediaPipe Tasks pose landmarker model file")
+    rec = ps.add_parser("record", help="keypoints of a video or the webcam to a file (needs motionmatch[webcam])",
+                        description="Run the pose estimator (MediaPipe, the webcam extra) over a video file or the "
+                        "camera and write the keypoints (13 COCO body keypoints, pixels, y down) as JSON or NPZ. "
+                        "With --label every frame is labelled (training data for pose train).")
+    rec.add_argument("--label", type=_label, help="the command performed: " + COMMAND_HELP)
+    rec.add_argument("-o", "--output", metavar="FILE", help="output .json/.npz (default LABEL.json or VIDEO.json)")
+    rec.add_argument("--seconds", type=arg.seconds, help="how long (default: 10 s of camera, the whole video)")
+    _camera_args(rec)
     rec.set_defaults(func=cmd_record)
 
     t = ps.add_parser("train", help="train a classifier from labelled recordings (plus the rendered data)")
@@ -341,12 +428,21 @@ def register(sub: argparse._SubParsersAction) -> None:
     rn.add_argument("--mirror", action="store_true", help="film the mirror image")
     rn.set_defaults(func=cmd_render)
 
-    lv = ps.add_parser("live", help="print the commands recognised from the webcam (needs motionmatch[webcam])")
+    lv = ps.add_parser("live", help="drive a character from the webcam or a video (needs motionmatch[webcam])",
+                       description="Read the camera (or --video FILE) through the pose estimator, calibrate on the "
+                       "first seconds (stand still, facing the camera), print each recognised command as it "
+                       "changes, and with -o write the character driven by them (BVH or .glb). Left and right are "
+                       "the performer's own, as in a mirror.")
+    lv.add_argument("--db", required=True, metavar="DB.npz", help="database (build with --schema classic-3d for jump/creep)")
+    lv.add_argument("-o", "--output", metavar="OUT.bvh|.glb", help="write the driven character when the input ends "
+                    "(Ctrl+C ends the camera)")
     lv.add_argument("--classifier", default="improved", metavar="improved|knn|MODEL.npz")
-    lv.add_argument("--camera", default=0, type=lambda v: int(v) if v.isdigit() else v)
-    lv.add_argument("--complexity", type=int, default=1, choices=(0, 1, 2))
-    lv.add_argument("--model", metavar="FILE.task")
+    lv.add_argument("--calibrate", type=arg.float_range(0, 30), default=3.0, metavar="SECONDS",
+                    help="stand-still calibration at the start (default 3; 0: none)")
+    lv.add_argument("--seconds", type=arg.seconds, help="stop after this long")
+    lv.add_argument("--fps", type=arg.fps, default=60.0, help="output frame rate (default 60)")
     lv.add_argument("--data", type=arg.existing_folder, metavar="DIR")
+    _camera_args(lv)
     lv.set_defaults(func=cmd_live)
 
     p.set_defaults(func=arg.missing_command(p, ps))

@@ -8,7 +8,14 @@ A :class:`ViewerPoseSource` is made per ``pose_source`` message:
   session), from its first frame to its last;
 * ``kind="webcam"``: the page sends one frame of keypoints at a time (``pose_keypoints``:
   ``[[x, y, score], ...]`` in the order of :data:`~motionmatch.control.pose.keypoints.KEYPOINTS`,
-  image coordinates, y down), passed to :meth:`ViewerPoseSource.push`.
+  image coordinates of the raw, unmirrored camera image, y down), passed to
+  :meth:`ViewerPoseSource.push`: the page's "Use camera" runs MediaPipe Pose in the
+  browser (``web/src/camera.js``), or any other program sends them. The first
+  :data:`~motionmatch.control.pose.calibrate.CALIBRATION_S` seconds calibrate
+  (:mod:`motionmatch.control.pose.calibrate`: the performer stands still, facing the
+  camera); later frames are corrected by the calibration before they are classified.
+  ``status()["intent_ms"]`` is the median time from a frame's arrival to the intent it
+  produced (the server's part of the camera-to-intent latency).
 
 Either way the frames go through a :class:`~motionmatch.control.pose.classify.StreamingClassifier`
 (the default classifier, :func:`~motionmatch.control.pose.default.default_classifier`,
@@ -23,10 +30,13 @@ ends, the source gives no intent and the keyboard drives the character.
 from __future__ import annotations
 
 import threading
+import time
+from collections import deque
 from pathlib import Path
 
 import numpy as np
 
+from motionmatch.control.pose.calibrate import CALIBRATION_S, Calibration, CalibrationError, Calibrator
 from motionmatch.control.pose.classify import PoseClassifier, StreamingClassifier
 from motionmatch.control.pose.commands import CommandMapper
 from motionmatch.control.pose.keypoints import KEYPOINTS, KeypointError, KeypointStream, load_keypoints, standing_pose
@@ -107,10 +117,11 @@ class ViewerPoseSource(InputSource):
         loader: where the classifier comes from (default: the process-wide one).
         fallback: the input that drives while there is no command (the character's keys;
             their camera yaw also turns the commands' directions).
+        calibrate_s: seconds of stand-still calibration at the start of a webcam (0: none).
     """
 
     def __init__(self, kind: str, path: Path | None = None, loader: ClassifierLoader | None = None,
-                 fallback: KeyboardInput | None = None):
+                 fallback: KeyboardInput | None = None, calibrate_s: float = CALIBRATION_S):
         if kind not in ("file", "webcam"):
             raise ValueError(f"pose source kind must be 'file' or 'webcam', got {kind!r}")
         self.kind = kind
@@ -135,8 +146,12 @@ class ViewerPoseSource(InputSource):
         self.history: list[tuple[float, str]] = []  # (time, command) at each change
         self.frames_in = 0
         self.dropped = 0
-        self._webcam_t0: float | None = None
-        self._pending: list[tuple[float, np.ndarray, np.ndarray]] = []
+        self._pending: list[tuple[float, np.ndarray, np.ndarray, float]] = []
+        self.calibrate_s = float(calibrate_s)
+        self.calibrator = Calibrator(self.calibrate_s) if kind == "webcam" and self.calibrate_s > 0 else None
+        self.calibration: Calibration | None = None
+        self.calibration_error: str | None = None
+        self._delays: deque[float] = deque(maxlen=90)
 
     # ------------------------------------------------------------------ input
     def push(self, keypoints: np.ndarray, t: float | None = None) -> None:
@@ -154,7 +169,7 @@ class ViewerPoseSource(InputSource):
         if self._pending and t <= self._pending[-1][0]:
             self.dropped += 1
             return
-        self._pending.append((float(t), kp[:, :2], conf))
+        self._pending.append((float(t), kp[:, :2], conf, time.monotonic()))
         del self._pending[:-120]
 
     def _classifier_stream(self) -> StreamingClassifier | None:
@@ -165,7 +180,21 @@ class ViewerPoseSource(InputSource):
             self._clf_stream = StreamingClassifier(clf, self.names, self.y_down)
         return self._clf_stream
 
+    def _calibrate(self, t: float, kp: np.ndarray, conf: np.ndarray) -> None:
+        """One frame of the stand-still step."""
+        if not self.calibrator.push(t, kp, conf):
+            return
+        try:
+            self.calibration = self.calibrator.result()
+            self.calibration_error = None
+        except CalibrationError as e:  # try again with the next frames
+            self.calibration_error = str(e)
+            self.calibrator = Calibrator(self.calibrate_s)
+
     def _feed(self, dt: float) -> None:
+        if self.stream is None and self.calibrator is not None and self.calibration is None:
+            while self._pending and self.calibration is None:
+                self._calibrate(*self._pending.pop(0)[:3])
         cs = self._classifier_stream()
         if cs is None:
             return
@@ -181,13 +210,17 @@ class ViewerPoseSource(InputSource):
                 self.frames_in += 1
         else:
             self.t += dt
-            for t, kp, conf in self._pending:
+            received = []
+            for t, kp, conf, at in self._pending:
                 try:
-                    cs.push(t, kp, conf)
+                    cs.push(t, kp if self.calibration is None else self.calibration.apply(kp), conf)
                     self.frames_in += 1
+                    received.append(at)
                 except KeypointError:
                     self.dropped += 1
             self._pending.clear()
+            now = time.monotonic()
+            self._delays.extend(now - at for at in received)
         cmd = cs.command_name
         if cmd != self.command:
             self.command = cmd
@@ -219,6 +252,8 @@ class ViewerPoseSource(InputSource):
             state = "loading"
         elif self.finished:
             state = "finished"
+        elif self.calibrator is not None and self.calibration is None and self.calibrator.elapsed > 0:
+            state = "calibrating"
         elif self.kind == "webcam" and self.frames_in == 0:
             state = "waiting"
         else:
@@ -231,10 +266,17 @@ class ViewerPoseSource(InputSource):
             out["duration"] = round(float(self.stream.duration), 2)
         if state == "error":
             out["message"] = self.loader.error
-        if self.kind == "webcam" and self.frames_in == 0:
-            out["message"] = ("waiting for keypoints from the page: this page has no built-in pose estimator; "
-                              "send pose_keypoints messages (13 COCO body keypoints, x, y, score), or use a "
-                              "recorded keypoint file")
+        if state == "waiting":
+            out["message"] = ("waiting for keypoints: press Use camera (the page's pose estimator), or send "
+                              "pose_keypoints messages (13 COCO body keypoints, x, y, score)")
+        if state == "calibrating":
+            out["message"] = (f"calibrating: stand still, facing the camera ({self.calibrator.elapsed:.1f} of "
+                              f"{self.calibrate_s:g} s)" + (f"; {self.calibration_error}" if self.calibration_error
+                                                           else ""))
+        if self.calibration is not None:
+            out["calibration"] = self.calibration.to_dict()
+        if self._delays:
+            out["intent_ms"] = round(1000.0 * float(np.median(self._delays)), 1)
         if self.dropped:
             out["dropped"] = self.dropped
         cs = self._clf_stream
