@@ -17,6 +17,7 @@ TAKES = [
     "lafan1-60fps/walk1_subject1_walk2.bvh",
     "lafan1/walk1_subject1_stop.bvh",
     "bandai-namco/dataset-1/dataset-1_walk-left_tired_001.bvh",
+    "bandai-namco/dataset-2/dataset-2_run_active_001.bvh",
     "quadruped-dog/D1_025_KAN01_001.bvh",
     "genmm-examples/Crabnew_Crab-dance-long.bvh",
     "genmm-examples/Elephant_idle1.bvh",

@@ -8,9 +8,16 @@ joined by a smooth union (log-sum-exp) on a voxel grid and the surface is extrac
 *surface nets* (one vertex per surface cell, one quad per sign-changing grid edge),
 which gives a closed mesh: every edge of it is shared by an even number of faces.
 
-Skin: each vertex is weighted to the (at most four) joints whose capsules' surfaces are
-nearest, with ``exp(-(s_i - s_min) / sigma)`` weights of the distance ``s_i`` to each
-capsule's surface, so that weights blend over about one limb radius around each joint.
+Skin: each vertex belongs to the joint of the nearest capsule and is blended with that
+joint's parent or child only around the joint the two share, and only as far as keeps it, in
+any pose, within ``1 + BLEND_SLACK`` (4 %) of its bind-pose distance to *its bones* (the
+bones of the joints it is weighted to: :func:`bone_distances`, the issue's "rest distance
+plus 5 %"); everywhere else it is rigid (:func:`_skin_weights` gives the argument). So at
+most two joints per vertex, a blend about ±0.3 limb radii wide across a straight joint
+(wider on the outside of a bent one), and never three or four joints at once at a junction
+(the pelvis, the shoulders, the dog's hips), where linear blending pulled vertices off their bones.
+Joints whose offset from their parent changes in the motion (the elephant's clavicles and
+thighs: :func:`sliding_joints`) own the bone into them.
 
 Bind pose: the mesh is built in one pose of the skeleton, its *bind pose*: the rest pose
 (identity local rotations and the skeleton's offsets) unless one is given. Some files'
@@ -545,13 +552,20 @@ def _joint_bones(skeleton: Skeleton, world_positions: np.ndarray, world_rotation
 def bone_distances(body: Mannequin, skeleton: Skeleton, world_positions: np.ndarray,
                    world_rotations: np.ndarray, vertices: np.ndarray | None = None) -> NDArray[np.float64]:
     """Distance ``(..., V)`` in metres of each vertex to *its bones*: the nearest bone of the
-    joints it is weighted to (a joint's bones are the segments from it to its children and
-    end sites), under joint world transforms ``(..., J, 3)``, ``(..., J, 4)``.
+    joints it is weighted to, under joint world transforms ``(..., J, 3)``, ``(..., J, 4)``.
+
+    A joint's bones are the segments from it to its children and end sites (the joint itself
+    when it has none): the part of the skeleton that moves rigidly with the joint. Why this
+    is the measure: a vertex can only follow the joints it is weighted to, so those joints'
+    bones are the skeleton it is asked to stay on; a rigidly weighted vertex keeps its
+    distance to them exactly (so any change is the skinning's doing), and a vertex blended
+    across a joint may be measured against the bone on either side (the nearest), since it
+    lies between them. The issue's rule is that no vertex ends farther than its bind-pose
+    distance plus 5 %: :func:`mannequin`'s weights keep every vertex within
+    ``1 + BLEND_SLACK`` of it in any pose (see :func:`_skin_weights`).
 
     ``vertices`` ``(..., V, 3)`` are the skinned vertices (by default
-    ``body.skin(world_positions, world_rotations)``). This is the issue's measure of a body
-    that stays on its skeleton: :func:`mannequin`'s weights keep it within
-    :data:`BLEND_SLACK` of its bind-pose value in any pose (see :func:`_skin_weights`).
+    ``body.skin(world_positions, world_rotations)``).
     """
     wp = np.asarray(world_positions, dtype=np.float64)
     wr = np.asarray(world_rotations, dtype=np.float64)
