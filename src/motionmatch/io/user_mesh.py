@@ -67,13 +67,14 @@ def read_user_mesh(path: str | Path, skeleton: Skeleton) -> Mannequin:
         stamp = path.stat().st_mtime_ns
     except OSError as e:
         raise MotionMatchError(f"{path}: cannot read the body mesh ({e.strerror or e}); give a .glb or .gltf file") from None
-    return _read_cached(str(path.resolve()), stamp, skeleton.names, skeleton.parents.tobytes(),
+    return _read_cached(str(path), str(path.resolve()), stamp, skeleton.names, skeleton.parents.tobytes(),
                         np.ascontiguousarray(skeleton.offsets).tobytes(), skeleton.channels,
                         skeleton.end_site_parents.tobytes(), np.ascontiguousarray(skeleton.end_site_offsets).tobytes())
 
 
 @functools.lru_cache(maxsize=8)
-def _read_cached(path: str, _stamp: int, names, parents, offsets, channels, es_par, es_off) -> Mannequin:
+def _read_cached(path: str, _resolved: str, _stamp: int, names, parents, offsets, channels, es_par,
+                 es_off) -> Mannequin:
     J = len(names)
     skel = Skeleton(names, np.frombuffer(parents, dtype=np.int64), np.frombuffer(offsets).reshape(J, 3),
                     np.frombuffer(es_par, dtype=np.int64), np.frombuffer(es_off).reshape(-1, 3), channels)
@@ -99,6 +100,8 @@ def _read(path: Path, skel: Skeleton) -> Mannequin:
     if skin.inverseBindMatrices is None:
         raise MotionMatchError(f"{path}: the skin has no inverse bind matrices; export the mesh with its bind pose")
     ibm = reader.read(skin.inverseBindMatrices).reshape(-1, 4, 4).transpose(0, 2, 1).astype(np.float64)
+    if len(ibm) != len(skin.joints):
+        raise MotionMatchError(f"{path}: the skin has {len(skin.joints)} joints but {len(ibm)} inverse bind matrices")
 
     verts, norms, tris, joints, weights = [], [], [], [], []
     base = 0
@@ -216,6 +219,8 @@ class _Accessors:
 
     def read(self, index: int) -> NDArray:
         acc = self.doc.accessors[index]
+        if acc.sparse is not None:
+            raise MotionMatchError(f"{self.path}: sparse accessors are not read; export the mesh without them")
         dtype = np.dtype(_COMPONENTS[acc.componentType])
         width = _WIDTH[acc.type]
         if acc.bufferView is None:
