@@ -2,6 +2,7 @@
 
     python benchmarks/bench_viewer.py [--db DB.npz | --data DIR] [--agents 50] [--ticks 1200] [--seconds 5]
                                       [--no-websocket] [--full-rate] [--stagger] [--compare-reference] [--json]
+    python benchmarks/bench_viewer.py --page [--counts 1,10,51] [--seconds 4] [--json]
 
 Measures, on the database the viewer would open (``--db``/``--data``, default dataset):
 
@@ -22,6 +23,15 @@ controller with its per-frame stages in plain numpy, as before the compiled per-
 path) as the baseline; ``--stagger`` spreads the agents' periodic searches over the
 search interval (``Controller.since_search``) after they start, as a session can do.
 
+``--page`` measures the page instead (issue 16): its frame rate in headless Chromium
+(Debian's ``chromium``, driven by Playwright, software WebGL: SwiftShader) for 1, 10 and 51
+characters drawn as skinned bodies and, as the baseline in the same run, as stick
+figures (the debug toggle), with the simulation paused (what the page costs, not the
+server) and again running. The frame rate is requestAnimationFrame's, uncapped
+(``--disable-frame-rate-limit``), the median of three runs of ``--seconds`` each (bodies
+and stick figures alternated), the camera placed to see every character; the ratio
+body / stick is what matters (the issue asks at least 0.5).
+
 Times depend on the machine; the ratios to the 16.7 ms budget are what matter.
 """
 
@@ -35,7 +45,7 @@ import time
 import numpy as np
 
 sys.path.insert(0, str(__import__("pathlib").Path(__file__).parent))
-from _common import reference_controller
+from _common import TESTS, reference_controller
 from motionmatch.viewer.protocol import encode_frame
 from motionmatch.viewer.session import DT, TICK_HZ
 
@@ -193,6 +203,76 @@ def websocket_rate(viewer, agents: int, seconds: float) -> dict:
         srv.stop()
 
 
+_FPS_JS = """(ms) => new Promise((done) => {
+  let n = 0, t0 = null;
+  const tick = (now) => {
+    if (t0 === null) t0 = now; else n++;
+    if (now - t0 < ms) requestAnimationFrame(tick); else done(n * 1000 / (now - t0));
+  };
+  requestAnimationFrame(tick);
+})"""
+
+
+def page_frame_rate(viewer, counts: list[int], seconds: float, repeats: int = 3) -> dict:
+    """The page's frame rate (frames/s) with bodies and with stick figures for each count
+    of characters, paused and running (see the module doc): the median of ``repeats``
+    measurements of ``seconds`` each, the two drawings alternated."""
+    from playwright.sync_api import sync_playwright
+
+    from motionmatch.viewer._bundle import ensure_bundle
+    from motionmatch.viewer.server import ViewerServer
+
+    sys.path.insert(0, str(TESTS))
+    from test_viewer_e2e import CHROMIUM_ARGS, chromium_path
+
+    exe = chromium_path()
+    if exe is None:
+        sys.exit("--page needs Debian's chromium (apt-get install chromium)")
+    viewer.static_dir = ensure_bundle(log=lambda m: print(m, file=sys.stderr))
+    viewer.prepare(background=False)
+    srv = ViewerServer(viewer, "127.0.0.1", 0).start()
+    out: dict = {"renderer": None, "viewport": [1280, 760], "seconds": seconds, "counts": {}}
+    try:
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=exe, headless=True,
+                                        args=[*CHROMIUM_ARGS, "--disable-frame-rate-limit", "--disable-gpu-vsync"])
+            for n in counts:
+                page = browser.new_page(viewport={"width": 1280, "height": 760})
+                page.goto(srv.url)
+                page.wait_for_function("() => window.__mm && window.__mm.state.frame", timeout=60000)
+                if n > 1:
+                    page.evaluate("(k) => window.__mm.conn.send('spawn_group', {count: k, center: [0, 5], spacing: 1.3,"
+                                  " target: [0, 6], speed: 1.2})", n - 1)
+                page.wait_for_function("(k) => window.__mm.state.frame.characters.length === k", arg=n, timeout=60000)
+                page.wait_for_function("(k) => window.__mm.bodiesDrawn() === k", arg=n, timeout=120000)
+                # a camera that sees them all, fixed
+                page.evaluate("""() => { const v = window.__mm.view; v.follow = false;
+                    v.controls.target.set(0, 0.8, 5); v.camera.position.set(0, 11, -10); v.controls.update(); }""")
+                time.sleep(1.0)
+                row = {}
+                for state in ("paused", "running"):
+                    page.evaluate("(p) => window.__mm.conn.send('pause', {paused: p})", state == "paused")
+                    time.sleep(0.5)
+                    fps: dict[str, list[float]] = {"stick": [], "body": []}
+                    for _ in range(repeats):  # alternated, so that a loaded machine's drift hits both alike
+                        for mode in ("stick", "body"):
+                            page.evaluate("(on) => window.__mm.setStick(on)", mode == "stick")
+                            page.evaluate(_FPS_JS, 300)  # settle
+                            fps[mode].append(page.evaluate(_FPS_JS, int(seconds * 1000)))
+                    for mode, v in fps.items():
+                        row[f"{state}_{mode}_fps"] = round(float(np.median(v)), 1)
+                    row[f"{state}_ratio"] = round(row[f"{state}_body_fps"] / max(row[f"{state}_stick_fps"], 1e-9), 2)
+                if out["renderer"] is None:
+                    out["renderer"] = "software (SwiftShader)" if page.evaluate("() => window.__mm.view.software") \
+                        else "hardware"
+                out["counts"][str(n)] = row
+                page.close()
+            browser.close()
+    finally:
+        srv.stop()
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python benchmarks/bench_viewer.py", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -208,6 +288,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--stagger", action="store_true", help="spread the agents' periodic searches over the interval")
     ap.add_argument("--compare-reference", action="store_true",
                     help="also measure the agents with the numpy reference controller (baseline, same run)")
+    ap.add_argument("--page", action="store_true",
+                    help="measure the page's frame rate in headless Chromium (bodies vs stick figures) instead")
+    ap.add_argument("--counts", default="1,10,51", help="--page: numbers of characters (default 1,10,51)")
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args(argv)
 
@@ -217,6 +300,18 @@ def main(argv: list[str] | None = None) -> int:
 
     db, source = open_database(a.db, a.data, progress=False, log=lambda m: print(m, file=sys.stderr))
     viewer = Viewer(db, source_description=source.description, adaptive_rate=not a.full_rate)
+    if a.page:
+        res = page_frame_rate(viewer, [int(c) for c in a.counts.split(",")], a.seconds)
+        viewer.close()
+        if a.json:
+            print(json.dumps(res, indent=1))
+            return 0
+        print(f"page frame rate, headless Chromium, {res['renderer']} WebGL, {res['viewport'][0]}x{res['viewport'][1]}:")
+        for n, r in res["counts"].items():
+            for state in ("paused", "running"):
+                print(f"  {n:>3} characters, simulation {state:7}: bodies {r[f'{state}_body_fps']:6.1f} fps, "
+                      f"stick figures {r[f'{state}_stick_fps']:6.1f} fps (baseline): {r[f'{state}_ratio']:.2f}x")
+        return 0
     out: dict = {"database": repr(db), "tick_budget_ms": round(1000 * DT, 3)}
 
     # 1. one character

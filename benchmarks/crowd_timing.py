@@ -5,7 +5,10 @@
 
 The scene is ``scenarios/doors.json`` (a wall with two doors) with its two groups resized
 to ``N`` agents in all (``N - N // 2`` south, ``N // 2`` north, on a 0.9 m grid 16 m wide
-and as deep as the group needs), each steering through its door to a goal 12 m ahead. For
+and as deep as the group needs; a side of more than 90 is split into groups of 90 on bands
+stacked away from the wall, as a scenario group holds 100 at most), each steering through
+its door to a goal 12 m ahead. ``motionmatch bench crowd`` measures the same kind of
+crowd (:func:`motionmatch.runtime.crowd.door_crowd`) with frames per second and collisions. For
 each ``N``, with the environment-aware search (penalised, other agents as obstacles) and
 without it (plain motion matching, ``EnvironmentSettings(enabled=False)``), a
 :class:`~motionmatch.runtime.world.World` is built with ``world_from_scenario``, stepped
@@ -33,17 +36,33 @@ REPO = Path(__file__).resolve().parents[1]
 DOORS = REPO / "scenarios" / "doors.json"
 
 
-def crowd_scenario(n: int, base: dict | None = None) -> dict:
-    """``scenarios/doors.json`` (or ``base``) with its two groups resized to ``n`` agents."""
+def crowd_scenario(n: int, base: dict | None = None, band: int = 90) -> dict:
+    """``scenarios/doors.json`` (or ``base``) with its two groups resized to ``n`` agents
+    (``n - n // 2`` south, ``n // 2`` north): each side's group is split into groups of at
+    most ``band`` agents (a scenario group holds 100 at most), each on a band as wide as
+    the group's area and as deep as it needs (plus a spare row), the bands stacked away
+    from the wall; every group keeps the side's door waypoints, goal offset and speed
+    (the first its seed, the others their own). Up to ``2 * band`` agents, the scene is
+    the one this function made before groups were split."""
     d = copy.deepcopy(base if base is not None else json.loads(DOORS.read_text()))
+    groups = []
     for g, count in zip(d["groups"], (n - n // 2, n // 2)):
-        g["count"] = count
         (x0, z0), (x1, z1) = g["area"]
         cols = int(abs(x1 - x0) // g["spacing"]) + 1
-        depth = g["spacing"] * (int(np.ceil(count / cols)) + 1)
         near = min(abs(z0), abs(z1))  # the group's edge nearest the wall (z = 0)
         side = 1.0 if z0 > 0 else -1.0
-        g["area"] = [[x0, side * near], [x1, side * (near + depth)]]
+        for k, start in enumerate(range(0, count, band)):
+            m = min(band, count - start)
+            rows = int(np.ceil(m / cols))  # rows the band needs (its area has one more to pick from)
+            sub = copy.deepcopy(g)
+            sub["count"] = m
+            sub["name"] = g.get("name", "group") + (f"-{k}" if count > band else "")
+            sub["seed"] = g.get("seed") if k == 0 else int(g.get("seed") or 0) * 1000 + k
+            depth = g["spacing"] * (rows + 1)
+            sub["area"] = [[x0, side * near], [x1, side * (near + depth)]]
+            near += depth + g["spacing"]
+            groups.append(sub)
+    d["groups"] = groups
     return d
 
 

@@ -168,3 +168,74 @@ def test_simulated_roots_in_batch_rows_are_the_predictors_own(small_env_db):
             np.testing.assert_array_equal(getattr(a, name), getattr(b, name))
         assert a.yaw == b.yaw
         np.testing.assert_array_equal(fast.predict(intent).positions, plain.predict(intent).positions)
+
+
+def test_a_door_crowd_steps_together_as_each_agent_alone(small_env_db):
+    """A few dozen agents of the benchmark's door crowd (several groups, waypoints), each
+    an obstacle to the others: the batched World and per-agent stepping play the same
+    frames and roots, step by step."""
+    from motionmatch.environment import parse_scenario
+    from motionmatch.runtime.crowd import door_crowd
+    from motionmatch.runtime.world import world_from_scenario
+
+    db, m = small_env_db
+    sc = parse_scenario(door_crowd(40, band=12))
+    assert len(sc.agents) == 40 and len({a.goal[1] > 0 for a in sc.agents}) == 2
+    worlds = []
+    for batched in (True, False):
+        w = world_from_scenario(db, sc, matcher=m, record_poses=False)
+        w.batched = batched
+        worlds.append(w)
+    searched = 0
+    for f in range(50):
+        for w in worlds:
+            w.step(0.0 if f == 0 else 1 / 60)
+        a, b = worlds
+        for x, y in zip(a.agents, b.agents):
+            assert (x.result.frame, x.result.searched, x.result.transitioned) == \
+                (y.result.frame, y.result.searched, y.result.transitioned)
+            np.testing.assert_array_equal(x.result.translations, y.result.translations)
+            searched += x.result.searched
+    assert searched > 150  # every agent searched several times
+
+
+def test_agents_colliding_is_the_pairwise_measure():
+    """The grid's answer equals every pair compared with ``pair_distances`` (overlaps,
+    near misses, bodies at different heights)."""
+    from motionmatch.environment.collision import pair_distances
+    from motionmatch.metrics.crowd import agents_colliding, placed_ellipses
+
+    rng = np.random.default_rng(3)
+    A = 120
+    e = np.zeros((A, 8))
+    e[:, :2] = rng.uniform(-0.1, 0.1, (A, 2))
+    ang = rng.uniform(-np.pi, np.pi, A)
+    e[:, 2], e[:, 3] = np.cos(ang), np.sin(ang)
+    e[:, 4], e[:, 5] = rng.uniform(0.2, 0.4, A), rng.uniform(0.1, 0.2, A)
+    e[:, 6], e[:, 7] = 0.0, 1.7
+    e[::17, 6], e[::17, 7] = 2.5, 3.0  # off the ground: overlaps no one below
+    ell = placed_ellipses(e, rng.uniform(0, 12, (A, 2)), rng.uniform(-np.pi, np.pi, A))
+    got = agents_colliding(ell)
+    want = np.zeros(A, dtype=bool)
+    for i in range(A):
+        for j in range(A):
+            if i != j and pair_distances(ell[i][None], ell[j][None])[0] < 0:
+                want[i] = True
+    np.testing.assert_array_equal(got, want)
+    assert 5 < got.sum() < A - 5
+
+
+def test_bench_crowd_command_prints_its_numbers(small_env_db, tmp_path, capsys):
+    import json
+
+    from motionmatch.cli.main import main
+
+    db, _ = small_env_db
+    db.save(tmp_path / "db.npz")
+    rc = main(["bench", "crowd", "--db", str(tmp_path / "db.npz"), "--agents", "6", "--environment",
+               "--seconds", "0.1", "--warmup", "0", "--json", "--quiet"])
+    assert rc == 0
+    r = json.loads(capsys.readouterr().out)
+    assert r["agents"] == 6 and r["frames"] == 6 and r["steps_per_s"] > 0
+    assert r["ms_per_step"]["p95"] >= r["ms_per_step"]["median"] > 0
+    assert 0.0 <= r["agent_collision_fraction"] <= 1.0

@@ -102,8 +102,12 @@ def test_closed_oriented_and_weighted(take):
     assert np.all(body.joints < motion.num_joints)
     assert not np.any(np.isin(body.joints[body.weights > 0], np.flatnonzero(~body_joints(motion.skeleton))))
     np.testing.assert_allclose(np.linalg.norm(body.normals, axis=1), 1.0, atol=1e-4)
-    centroid_out = np.einsum("ij,ij->i", body.normals, v - v.mean(0))
-    assert np.mean(centroid_out > 0) > 0.7, "normals should mostly point away from the body"
+    # vertex normals agree with the faces around them (outwards, since the volume is positive)
+    faces = np.cross(v[tri[:, 1]] - v[tri[:, 0]], v[tri[:, 2]] - v[tri[:, 0]])
+    around = np.zeros_like(v)
+    for k in range(3):
+        np.add.at(around, tri[:, k], faces)
+    assert np.mean(np.einsum("ij,ij->i", body.normals, around) > 0) > 0.999, "normals must point outwards"
 
 
 def test_every_joint_inside_in_the_bind_pose(take):
@@ -133,6 +137,13 @@ def test_vertices_stay_on_their_bones_under_the_motion(take):
     assert ratio[worst] <= 1.05, (f"{np.sum(ratio > 1.05)} vertices leave their bones by > 5 %, up to "
                                   f"{ratio[worst]:.3f} (vertex {worst}, joints {body.joints[worst]}, "
                                   f"weights {body.weights[worst]})")
+    # no piece of surface is stretched between limbs (limbs fused in the bind pose pull their
+    # shared triangles metres long as they move apart: LAFAN1's rest pose folds legs onto the spine)
+    tri = body.triangles.astype(np.int64)
+    def longest_edge(v):
+        return max(float(np.linalg.norm(v[..., tri[:, i], :] - v[..., tri[:, (i + 1) % 3], :], axis=-1).max())
+                   for i in range(3))
+    assert longest_edge(posed) < 8 * longest_edge(body.vertices.astype(np.float64))
     # the measure can fail: weights on the wrong joints (each vertex's shifted by one) drag vertices away
     shifted = np.where(body.weights > 0, (body.joints.astype(np.int64) + 1) % skel.num_joints, 0)
     wrong = dataclasses.replace(body, joints=shifted.astype(np.uint16)).skin(wp, wr)

@@ -110,6 +110,50 @@ def test_each_phase_does_what_was_asked(run):
     assert velocity(51.5, 53)[2] < -0.5                   # S: toward -Z
 
 
+def test_idle_stands_still(run):
+    """Issue 17's acceptance: in the script's stretches without keys the character plays the
+    chosen standing clip, at most 0.5 transitions per idle second (entering idle included;
+    it was about 8 when idle kept searching), with the root still and a standing pose (hips
+    up, feet on the ground, arms hanging, the joints barely moving) once the entry's blend
+    is over."""
+    db, _script, rec, report = run
+    assert report["idle_seconds"] > 5
+    assert report["idle_transitions_per_s"] <= 0.5, report["idle_transitions_per_s"]
+    assert report["idle_root_speed_mps"] < 0.1
+    idle = rec.modes == "idle"
+    for a, b in ((22, 25), (38, 40), (56, 60)):
+        assert idle[_window(rec, a + 1, b)].all(), (a, b)
+    last_transition = np.maximum.accumulate(np.where(rec.transitioned, np.arange(len(idle)), 0))
+    settled = idle & (np.arange(len(idle)) - last_transition > 0.4 * rec.motion.fps)
+    assert settled.sum() > 4 * rec.motion.fps
+    clip = rec.frames[settled]
+    assert len({db.clip_names[db.frame_clip[f]] for f in clip}) == 1  # one chosen clip
+    wp = rec.motion.world_positions[settled]
+    sk = db.skeleton
+    hips = wp[:, sk.index("Hips"), 1]
+    assert hips.min() > 0.9 * np.median(db.translations[db.valid, 1, 1])
+    assert wp[:, list(db.foot_joints), 1].max() < 0.1
+    for side in ("Left", "Right"):
+        assert (wp[:, sk.index(side + "Arm"), 1] - wp[:, sk.index(side + "Hand"), 1]).min() > 0.3
+    local = wp - wp[:, :1]
+    joint_speed = np.linalg.norm(np.diff(local, axis=0), axis=-1)[:, 1:].mean(axis=1) * rec.motion.fps
+    assert np.median(joint_speed) < 0.1
+
+
+def test_jump_follows_the_vertical_spring(run):
+    """The data's jumps allow the paper's vertical spring (fitted to their hips: an upward
+    speed sprung toward its opposite); the jump asks for it and its hips follow it within
+    4 cm (RMS) from the crouch until the spring lands, then the jump ends."""
+    from motionmatch.runtime.modes import jump_spring
+
+    db, _script, rec, report = run
+    spring = jump_spring(db)
+    assert spring is not None and 0.2 < spring.v_up < 3.0 and 0.1 < spring.halflife < 0.6
+    assert report["jump_spring_rms_m"] <= 0.04, report["jump_spring_rms_m"]
+    jump_s = (rec.modes == "jump").sum() / rec.motion.fps
+    assert spring.landing_time < jump_s < spring.landing_time + 0.3 + 0.5  # + settle + at most the crouch's lead
+
+
 def test_output_bvh_reloads(run, tmp_path):
     _db, _script, rec, _report = run
     path = save_bvh(rec.motion, tmp_path / "out.bvh")

@@ -2,7 +2,7 @@
 (``executable_path``; no browser download). The page loads and draws, holding W walks the
 character, dragging on the ground draws a path the character follows, obstacles are placed,
 dragged and deleted, an obstacle on the path is walked around (environment plugin), the
-debug panel, pause/step/scrub, BVH and video export work, a scenario file from the
+debug panel, pause/step/scrub, BVH, glTF and video export work, the characters are skinned bodies (and stick figures on the debug toggle), a scenario file from the
 repository's ``scenarios/`` is loaded and played, and the pose panel plays a recorded
 keypoint file and shows the pose status.
 
@@ -275,16 +275,76 @@ def test_debug_panel_pause_step_and_scrub(page):
     page.wait_for_function("() => !window.__mm.state.paused", timeout=5000)
 
 
-def test_bvh_and_video_export(page, tmp_path):
+def character_pixels(path: Path, color: int) -> int:
+    """Pixels of a screenshot in a character's colour (its hue, saturated, whatever the light)."""
+    import colorsys
+
+    import numpy as np
+    from PIL import Image
+
+    hsv = np.asarray(Image.open(path).convert("RGB").crop((0, 40, 940, 710)).convert("HSV"), dtype=np.float64) / 255
+    hue = colorsys.rgb_to_hsv(*(((color >> k) & 255) / 255 for k in (16, 8, 0)))[0]
+    d = np.abs(hsv[..., 0] - hue)
+    d = np.minimum(d, 1 - d)
+    return int(np.sum((d < 0.07) & (hsv[..., 1] > 0.18) & (hsv[..., 2] > 0.12)))
+
+
+def test_characters_are_skinned_bodies_and_the_stick_figure_a_toggle(page):
+    """One character walking and a 10-agent crowd, as bodies; the canvas shows far more of
+    the character's colour with the body than with the stick figure in the same pose."""
+    page.click("#view")
+    page.keyboard.down("w")
+    time.sleep(1.5)
+    page.wait_for_function("() => window.__mm.bodiesDrawn() === 1", timeout=60000)
+    page.evaluate("() => window.__mm.conn.send('pause', {paused: true})")
+    page.keyboard.up("w")
+    page.wait_for_function("() => window.__mm.state.paused", timeout=5000)
+    page.uncheck("input[type=checkbox] >> nth=0")  # stop following: a camera 4 m behind the character
+    page.evaluate("() => { const v = window.__mm.view; const c = window.__mm.character(); "
+                  "v.controls.target.set(c.root[0], 0.9, c.root[2]); "
+                  "v.camera.position.set(c.root[0] - 4 * Math.sin(c.yaw), 2.2, c.root[2] - 4 * Math.cos(c.yaw)); }")
+    time.sleep(0.5)
+    cid = page.evaluate("() => window.__mm.state.selected")
+    color = page.evaluate("(id) => window.__mm.characterColor(id)", cid)
+    body = character_pixels(shot(page, "body_walking"), color)
+    page.check("#stick-toggle")
+    page.wait_for_function("() => window.__mm.bodiesDrawn() === 0", timeout=5000)
+    time.sleep(0.3)
+    stick = character_pixels(shot(page, "stick_walking"), color)
+    assert body > 4000 and body > 1.5 * stick, (body, stick)
+    page.uncheck("#stick-toggle")
+    # a crowd of ten, all bodies, each its own colour
+    page.evaluate("() => window.__mm.conn.send('spawn_group', {count: 9, center: [0, 3], spacing: 1.3, "
+                  "target: [0, 6], speed: 1.2})")
+    page.evaluate("() => window.__mm.conn.send('pause', {paused: false})")
+    page.wait_for_function("() => window.__mm.state.frame.characters.length === 10 "
+                           "&& window.__mm.bodiesDrawn() === 10", timeout=30000)
+    page.evaluate("() => { const v = window.__mm.view; v.controls.target.set(0, 0.8, 4.5); "
+                  "v.camera.position.set(0, 7, -6); }")
+    time.sleep(1.5)
+    p = shot(page, "crowd_10_bodies")
+    ids = page.evaluate("() => window.__mm.state.frame.characters.map(c => c.id)")
+    colors = page.evaluate(f"() => {ids}.map(id => window.__mm.characterColor(id))")
+    assert len(set(colors)) == 10
+    assert sum(character_pixels(p, c) > 200 for c in colors) >= 8  # (colours a hue apart may overlap)
+
+
+def test_bvh_glb_and_video_export(page, tmp_path):
     page.click("#view")
     page.keyboard.down("w")
     time.sleep(1.0)
     page.keyboard.up("w")
     with page.expect_download(timeout=20000) as dl:
-        page.click("#export-bvh")
+        page.click("#export")  # BVH by default
     p = tmp_path / dl.value.suggested_filename
     dl.value.save_as(p)
     assert p.read_text().startswith("HIERARCHY")
+    page.select_option("#export-format", "glb")
+    with page.expect_download(timeout=60000) as dl:
+        page.click("#export")
+    g = tmp_path / dl.value.suggested_filename
+    dl.value.save_as(g)
+    assert g.suffix == ".glb" and g.read_bytes()[:4] == b"glTF"
     page.click("summary:has-text('Record')")
     page.click("#video-btn")
     time.sleep(1.0)
@@ -312,6 +372,9 @@ def test_genmm_panel_synthesizes_variants_side_by_side(page):
     page.uncheck("input[type=checkbox] >> nth=0")  # stop following so all variants stay in view
     page.evaluate("() => { const v = window.__mm.view; const c = window.__mm.character(); "
                   "v.controls.target.set(c.root[0] + 1.5, 0.9, c.root[2]); v.camera.position.set(c.root[0] + 1.5, 3.5, c.root[2] - 8); }")
+    # the variants are skinned bodies too (their skeleton's body fetched from the server)
+    page.wait_for_function("() => window.__mm.bodiesDrawn() === window.__mm.state.frame.characters.length",
+                           timeout=60000)
     time.sleep(0.5)
     shot(page, "genmm_variants")
 
@@ -367,6 +430,7 @@ def test_a_scenario_file_is_loaded_and_played(page):
     moved = [0.0] * len(ids)
     t0 = time.monotonic()
     time.sleep(4.0)
+    assert page.evaluate("() => window.__mm.bodiesDrawn()") == len(ids)  # scenario agents: skinned bodies
     shot(page, "scenario_playing")
     while True:
         now = page.evaluate(f"() => {ids}.map(id => window.__mm.character(id).root)")

@@ -1,7 +1,7 @@
 """The viewer's session protocol, driven by a websocket client (no browser): key-down W moves
 the character forward, a drawn path is followed, malformed messages get error replies and
 the session goes on, tabs are independent and closing one frees it, the page reads files
-only from the data folders, pause/step/scrub, debug data, BVH export, obstacles, GenMM; and
+only from the data folders, pause/step/scrub, debug data, BVH and glTF export, the characters' bodies, obstacles, GenMM; and
 with the plugins: a character walks around a disk in front of it and around an obstacle on
 its drawn path, two agents walking at each other pass, a spawned group reaches its goals,
 a recorded keypoint file makes the character walk then run."""
@@ -14,6 +14,7 @@ import json
 import time
 import urllib.error
 import urllib.request
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -22,6 +23,7 @@ from conftest import REPO, data_root
 from test_viewer_support import (
     Client,
     health,
+    skin_as_the_page,
     small_database,
     start_server,
     viewer_deps_or_skip,
@@ -56,7 +58,7 @@ def server(tmp_path_factory):
 def test_welcome_and_a_60hz_binary_pose_stream(server):
     with Client(server) as c:
         w = c.welcome
-        assert w["tick_hz"] == 60 and w["protocol"] == 1
+        assert w["tick_hz"] == 60 and w["protocol"] == 2
         sk = w["skeletons"]["0"]
         assert len(sk["names"]) == len(sk["parents"]) == 23 and len(sk["feet"]) == 2
         c.next_frame()
@@ -68,9 +70,19 @@ def test_welcome_and_a_60hz_binary_pose_stream(server):
         f = c.frame
         assert [ch.id for ch in f.characters] == [w["selected"]]
         ch = f.characters[0]
-        assert ch.positions.shape == (23, 3)
+        assert ch.positions.shape == (23, 3) and ch.rotations.shape == (23, 4)
         head = ch.positions[sk["names"].index("Head")]
         assert 1.3 < head[1] < 2.0  # a standing human, metres, Y up
+        # the world rotations agree with the positions: a joint's offset, rotated by its
+        # parent's world rotation, leads from the parent to the joint (joints without
+        # position channels)
+        from motionmatch.anim import quat
+
+        skel = server.viewer.db.skeleton
+        kids = [j for j in range(1, 23) if not skel.has_position_channels[j]]
+        par = skel.parents[kids]
+        step = quat.rotate(ch.rotations[par], skel.offsets[kids])
+        assert np.abs(ch.positions[par] + step - ch.positions[kids]).max() < 2e-3
         assert f.tick > 30
 
 
@@ -303,28 +315,71 @@ def test_debug_data_of_the_current_match(server):
         assert d["frame"]["clip"] in {x["clip"] for x in cands} or cands[0]["cost"] <= d["total"] + 1e-3
 
 
-def test_bvh_export_of_the_session(server, tmp_path):
-    from motionmatch.anim import load_bvh
+def test_bvh_and_glb_export_of_the_session(server, tmp_path):
+    """The export writes the recorded motion as BVH or as binary glTF (valid, with the body
+    and the same joint positions, within 1 mm)."""
+    import pygltflib
 
-    with Client(server) as c:
-        c.send("key", key="KeyW", down=True, yaw=0.0)
-        c.pump(1.0)
-        r = c.request("export_bvh", id=c.welcome["selected"])
+    from motionmatch.anim import load_bvh
+    from test_gltf import glb_joint_positions, validate
+
+    def download(c, **fields) -> tuple[dict, Path]:
+        r = c.request("export", id=c.welcome["selected"], **fields)
         assert r["type"] == "ack"
-        dl = c.wait_type("download", timeout=20)
+        dl = c.wait_type("download", timeout=60)
         with urllib.request.urlopen(server.url.rstrip("/") + dl["url"], timeout=10) as resp:
             data = resp.read()
             assert "attachment" in resp.headers["Content-Disposition"]
         p = tmp_path / dl["filename"]
         p.write_bytes(data)
+        return dl, p
+
+    with Client(server) as c:
+        c.send("key", key="KeyW", down=True, yaw=0.0)
+        c.pump(1.0)
+        c.request("pause", paused=True)  # both files hold the same frames
+        dl, p = download(c)  # the default format: BVH
         m = load_bvh(p)
-        assert m.num_frames == dl["frames"] >= 50 and m.fps == 60
+        assert p.suffix == ".bvh" and m.num_frames == dl["frames"] >= 50 and m.fps == 60
         assert m.skeleton.num_joints == 23
         assert np.ptp(m.world_positions[:, 0, 2]) > 0.2  # it walked
+        gl, g = download(c, format="glb")
+        assert g.suffix == ".glb" and gl["format"] == "glb" and gl["frames"] == dl["frames"]
+        doc = pygltflib.GLTF2().load_binary(str(g))
+        assert len(doc.skins) == 1 and len(doc.meshes) >= 1 and len(doc.animations) == 1
+        frames = [0, m.num_frames // 2, m.num_frames - 1]
+        names, pos = glb_joint_positions(g, 0, frames)
+        assert names == list(m.skeleton.names)
+        assert np.abs(pos - m.world_positions[frames]).max() < 1e-3
     # the download belonged to the closed tab's session
     time.sleep(0.3)
     with pytest.raises(urllib.error.HTTPError):
         urllib.request.urlopen(server.url.rstrip("/") + dl["url"], timeout=10)
+    validate(g)  # the Khronos validator (skips when it is not installed)
+
+
+def test_each_skeleton_body_is_served_once_for_the_page(server):
+    from motionmatch.viewer.body import decode_body
+
+    with Client(server) as c:
+        sk = c.welcome["skeletons"]["0"]
+        assert sk["body"].startswith("/api/body/")
+        with urllib.request.urlopen(server.url.rstrip("/") + sk["body"], timeout=60) as resp:
+            assert resp.headers["Content-Type"] == "application/octet-stream"
+            b = decode_body(resp.read())
+        J = len(sk["names"])
+        assert b["inverse_bind"].shape == (J, 4, 4) and len(b["vertices"]) > 1000
+        assert np.allclose(b["weights"].sum(axis=1), 1.0, atol=1e-5) and b["joints"].max() < J
+        # the body posed by a pose frame (as the page skins it) stands where the character stands
+        f = c.next_frame()
+        ch = f.by_id(c.welcome["selected"])
+        v = skin_as_the_page(b, ch.positions, ch.rotations)
+        assert abs(v[:, 1].min()) < 0.1 and 1.3 < np.ptp(v[:, 1]) < 2.1  # on the ground, a human's height
+        assert np.linalg.norm(v[:, [0, 2]].mean(axis=0) - ch.root[[0, 2]]) < 0.3
+    for bad in ("/api/body/0123456789abcdef0123", "/api/body/..%2Fserver.py"):
+        with pytest.raises(urllib.error.HTTPError) as e:
+            urllib.request.urlopen(server.url.rstrip("/") + bad, timeout=10)
+        assert e.value.code == 404
 
 
 def test_obstacles_and_scenes(server):

@@ -1,5 +1,5 @@
 """Shared helpers of the viewer tests (no tests here): a small database, a server on a free
-port, and a websocket client that speaks the viewer's protocol."""
+port, a websocket client that speaks the viewer's protocol, and skinning as the page does."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import time
 import urllib.request
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from conftest import data_root
@@ -177,3 +178,20 @@ def walk_run_keypoint_file(path: Path, cache_dir: Path):
     stream, _ = render_keypoints(kp, 30.0, RenderSettings(azimuths_deg=(12.0,), distance=(5.0, 6.5)), 3)
     out = save_keypoints(stream, path)
     return out, float(np.mean(part == 0)) * stream.duration, imp
+
+
+def skin_as_the_page(body: dict, positions: np.ndarray, rotations: np.ndarray) -> np.ndarray:
+    """Vertices ``[V, 3]`` skinned as three.js does: bone matrix = T(position) R(rotation)
+    times the joint's inverse bind matrix, blended by the weights."""
+    from motionmatch.anim import quat
+
+    J = len(positions)
+    world = np.tile(np.eye(4), (J, 1, 1))
+    world[:, :3, :3] = quat.to_matrix(rotations)
+    world[:, :3, 3] = positions
+    mats = world @ body["inverse_bind"].astype(np.float64)
+    v = np.concatenate([body["vertices"], np.ones((len(body["vertices"]), 1))], axis=1)
+    out = np.zeros((len(v), 3))
+    for k in range(4):
+        out += body["weights"][:, k:k + 1] * np.einsum("vab,vb->va", mats[body["joints"][:, k]], v)[:, :3]
+    return out

@@ -33,7 +33,10 @@ def test_pose_frames_round_trip_within_the_quantisation_step():
         root = rng.uniform(-50, 50, 3) * [1, 0, 1]
         pos = root + rng.uniform(-1.5, 1.5, (J, 3))
         pos[0] = root
-        chars.append(CharacterPose(cid, pos, 0.3, pose_scale(2.0), "locomotion", 5, 0b10))
+        rot = rng.normal(size=(J, 4))
+        rot /= np.linalg.norm(rot, axis=1, keepdims=True)
+        rot[0] = [0.0, 0.0, 1.0, 0.0]  # half a turn about +Y: w = 0
+        chars.append(CharacterPose(cid, pos, rot, 0.3, pose_scale(2.0), "locomotion", 5, 0b10))
     data = encode_frame(1234, 20.5, chars, flags=1, history=600, history_back=0)
     assert len(data) == FRAME_HEADER.size + sum(char_block_size(len(c.positions)) for c in chars)
     assert len(data) % 4 == 0
@@ -42,20 +45,57 @@ def test_pose_frames_round_trip_within_the_quantisation_step():
     for c, d in zip(chars, f.characters):
         assert d.id == c.id and d.mode == "locomotion" and d.flags == 5 and d.contacts == 2
         assert np.abs(d.positions - c.positions).max() <= c.scale + 1e-5 * np.abs(c.positions).max()
+        angle = 2 * np.arccos(np.clip(np.abs(np.sum(d.rotations * c.rotations, axis=1)), 0, 1))
+        assert np.degrees(angle).max() < 0.01
     h = decode_frame(with_history_flags(data, paused=True, history=600, back=30))
     assert h.flags & 2 and h.flags & 1 and h.history_back == 30
 
 
+def test_the_page_skins_the_body_as_the_mannequin_does(data_dir):
+    """A body through the page's binary layout and a pose through the pose frame, skinned
+    as three.js does (bone matrix x inverse bind), land where the mannequin's own skinning
+    puts the vertices (within the frame's quantisation)."""
+    from motionmatch.anim import load_bvh
+    from motionmatch.anim.mannequin import mannequin_for
+    from motionmatch.viewer.body import decode_body, encode_body
+    from test_viewer_support import skin_as_the_page
+
+    m = load_bvh(data_dir / "lafan1-60fps" / "walk1_subject1_walk2.bvh")
+    body = mannequin_for(m)
+    b = decode_body(encode_body(body))
+    assert np.array_equal(b["triangles"], body.triangles) and np.array_equal(b["joints"], body.joints)
+    k = m.num_frames // 2
+    wp, wr = m.world_positions[k], m.world_rotations[k]
+    sent = decode_frame(encode_frame(0, 0.0, [CharacterPose(1, wp, wr, 0.0, pose_scale(2.0))])).characters[0]
+    page = skin_as_the_page(b, sent.positions, sent.rotations)
+    assert np.abs(page - body.skin(wp, wr)).max() < 2e-3
+    # the coarse copy (far characters, shadows): a seventh of the vertices, skinned on the
+    # surface of the mannequin, stretched no more than the mannequin is
+    from scipy.spatial import cKDTree
+
+    c = b["coarse"]
+    assert len(c["vertices"]) < len(body.vertices) / 5 and np.allclose(c["weights"].sum(axis=1), 1.0, atol=1e-5)
+    low = skin_as_the_page({**c, "inverse_bind": b["inverse_bind"]}, sent.positions, sent.rotations)
+    assert cKDTree(page).query(low)[0].max() < 0.03
+
+    def longest_edge(tri, v):
+        t = tri.astype(np.int64)
+        return max(np.linalg.norm(v[t[:, i]] - v[t[:, (i + 1) % 3]], axis=1).max() for i in range(3))
+
+    assert longest_edge(c["triangles"], low) < longest_edge(b["triangles"], page) + 0.05
+
+
 def test_fifty_humans_at_60_hz_stay_under_one_megabyte_per_second():
     size = FRAME_HEADER.size + 50 * char_block_size(23)
-    assert CHAR_HEADER.size == 32 and char_block_size(23) == 172
+    assert CHAR_HEADER.size == 32 and char_block_size(23) == 308  # positions and rotations
     assert size * 60 < 1_000_000, size * 60
 
 
 def test_far_joints_are_clipped_not_wrapped():
     pos = np.zeros((2, 3))
     pos[1] = [10.0, 0, 0]  # beyond the range of the step
-    f = decode_frame(encode_frame(0, 0.0, [CharacterPose(1, pos, 0.0, pose_scale(1.0))]))
+    rot = np.tile([1.0, 0.0, 0.0, 0.0], (2, 1))
+    f = decode_frame(encode_frame(0, 0.0, [CharacterPose(1, pos, rot, 0.0, pose_scale(1.0))]))
     assert f.characters[0].positions[1, 0] > 1.4
 
 

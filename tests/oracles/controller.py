@@ -44,9 +44,13 @@ class ReferenceController(Controller):
 
     def _playback(self, dt: float) -> tuple[bool, float, float]:
         db = self.db
-        self.frame_pos += dt * db.fps
-        last = self._clip_last(self.frame)
-        at_end = self.frame_pos >= last
+        self.frame_pos += dt * db.fps * self.play_rate
+        if self.play_rate >= 0:
+            last = self._clip_last(self.frame)
+            at_end = self.frame_pos >= last
+        else:
+            last = int(db.clip_starts[db.frame_clip[self.frame]])
+            at_end = self.frame_pos <= last
         if at_end:
             self.frame_pos = float(last)
         self.frame = int(self.frame_pos)
@@ -164,8 +168,11 @@ class ReferenceController(Controller):
         new_a, new_b = np.empty(4), np.empty(4)
         for k, (hip, knee, ankle, toe) in enumerate(self._legs):
             toe_p = wp[toe]
+            # a lock broken by distance fades out before the foot locks again
+            broken = (self._release_t[k] < self.s.foot_blend_time
+                      and self._release[k] @ self._release[k] >= self.s.foot_unlock_distance ** 2)
             if contact_now[k]:
-                if not self._locked[k]:
+                if not self._locked[k] and not broken:
                     self._locked[k] = True
                     self._lock_pos[k] = toe_p
                     self._lock_t[k] = 0.0
@@ -175,7 +182,7 @@ class ReferenceController(Controller):
                         self._lock_t[k] = self.s.foot_lock_in_time
                     self._lock_pos[k, 1] = max(self._lock_pos[k, 1], 0.0)  # never below the floor
                     self._release_t[k] = np.inf
-                elif np.linalg.norm(self._lock_pos[k] - toe_p) > self.s.foot_unlock_distance:
+                elif self._locked[k] and np.linalg.norm(self._lock_pos[k] - toe_p) > self.s.foot_unlock_distance:
                     self._unlock(k, toe_p)
             elif self._locked[k]:
                 self._unlock(k, toe_p)

@@ -3,6 +3,7 @@
 import './style.css';
 import { Connection } from './net.js';
 import { View } from './view.js';
+import { characterColor } from './body.js';
 import { Keyboard, Pointer, returnFocusAfterPointer } from './input.js';
 import { VideoRecorder } from './recorder.js';
 import { FilePicker, fillGrouped, groupFiles } from './picker.js';
@@ -36,7 +37,7 @@ const state = {
   pose: null, scenario: null, arrived: [],
 };
 
-const view = new View($('view'), $('labels'));
+const view = new View($('view'), $('labels'), { onError: (msg) => toast(msg, 6000) });
 const wsUrl = `${location.protocol === 'https:' ? 'wss' : 'ws'}://${location.host}/ws`;
 const conn = new Connection(wsUrl);
 const recorder = new VideoRecorder(view.canvas);
@@ -99,6 +100,8 @@ for (const name of ['responsiveness', 'continuity', 'evasion', 'anticipation']) 
   controlsBox.append(h('label', { class: 'slider' }, h('span', { text: name[0].toUpperCase() + name.slice(1) }), input, out));
 }
 const envNote = h('div', { class: 'note' });
+const exportFormat = h('select', { id: 'export-format', title: 'BVH: skeleton and motion; glTF (.glb): with the skinned body, for Blender, Unity, Unreal' },
+  h('option', { value: 'bvh' }, 'BVH'), h('option', { value: 'glb' }, 'glTF (.glb)'));
 const [gCountL, gCount] = num('count', { value: 10, min: 1, max: 100 });
 const [gSpaceL, gSpace] = num('spacing m', { value: 1.2, min: 0.5, max: 10, step: 0.1 });
 const [gDxL, gDx] = num('target dx', { value: 0, step: 0.5 });
@@ -121,7 +124,7 @@ panel.append(section('Characters', true,
   h('div', { class: 'row' },
     h('button', { onclick: () => setTool('add'), title: 'then click the ground' }, 'Add…'),
     h('button', { onclick: () => state.selected != null && conn.send('remove_character', { id: state.selected }).then(replyToast) }, 'Remove'),
-    h('button', { id: 'export-bvh', onclick: exportBvh }, 'Export BVH')),
+    exportFormat, h('button', { id: 'export', title: 'the selected character\'s motion this session', onclick: exportMotion }, 'Export')),
   h('div', { class: 'sub' }, 'High-level controls (selected)'), controlsBox, envNote,
   h('div', { class: 'sub' }, 'Spawn a group at the view centre'),
   h('div', { class: 'grid' }, gCountL, gSpaceL, gDxL, gDzL, gSpL),
@@ -161,10 +164,12 @@ const debugBox = h('input', {
   },
 });
 const [candKL, candK] = num('candidates', { value: 5, min: 0, max: 16 });
+const stickBox = h('input', { type: 'checkbox', id: 'stick-toggle', onchange: (e) => view.setStick(e.target.checked) });
 candK.addEventListener('change', () => debugBox.checked && conn.send('debug', { enabled: true, candidates: Number(candK.value) }));
 const debugEl = h('div', { id: 'debug', class: 'debug' });
 panel.append(section('Debug', true,
   h('div', { class: 'row' }, h('label', {}, debugBox, 'overlays and costs'), candKL),
+  h('div', { class: 'row' }, h('label', { title: 'draw the characters as stick figures (joints and bones) instead of skinned bodies' }, stickBox, 'stick figures')),
   h('div', { class: 'legend' }, h('span', { class: 'sw desired' }), 'desired future', h('span', { class: 'sw matched' }), 'matched future'),
   debugEl));
 
@@ -327,8 +332,8 @@ poseSection.addEventListener('toggle', () => { if (poseSection.open && state.cap
 // record
 const recBtn = h('button', { id: 'video-btn', onclick: toggleVideo }, 'Record video');
 panel.append(section('Record', false,
-  h('div', { class: 'row' }, h('button', { onclick: exportBvh }, 'Export BVH (selected)'), recBtn),
-  h('div', { class: 'note', text: 'BVH: the selected character\'s motion this session (last minutes). Video: the view, as WebM.' })));
+  h('div', { class: 'row' }, h('button', { onclick: exportMotion }, 'Export motion (selected)'), recBtn),
+  h('div', { class: 'note', text: 'Motion: the selected character\'s motion this session (last minutes), as BVH or glTF (.glb, with its body) as chosen beside Export. Video: the view, as WebM.' })));
 
 // help
 const KEY_HELP = [['W A S D', 'move (relative to the camera)'], ['Shift', 'sprint'], ['↑ ↓', 'target speed'],
@@ -383,9 +388,10 @@ function replyToast(r, ok) {
   if (!r) return;
   if (r.type === 'error') { state.lastError = r; toast(r.message); } else if (ok) toast(ok);
 }
-function exportBvh() {
+function exportMotion() {
   if (state.selected == null) { toast('select a character'); return; }
-  conn.send('export_bvh', { id: state.selected }).then((r) => replyToast(r, 'preparing the BVH…'));
+  const format = exportFormat.value;
+  conn.send('export', { id: state.selected, format }).then((r) => replyToast(r, `preparing the ${format === 'glb' ? 'glTF file' : 'BVH'}…`));
 }
 function toggleVideo() {
   if (recorder.active) {
@@ -664,4 +670,8 @@ window.__mm = {
   character: (id) => state.frame?.characters.find((c) => c.id === (id ?? state.selected)) || null,
   toScreen: (x, z, y = 0) => view.toScreen(x, y, z),
   setTool,
+  /** Stick figures (true) or bodies; how many bodies were drawn in the last frame. */
+  setStick: (on) => { stickBox.checked = !!on; view.setStick(on); },
+  bodiesDrawn: () => view.bodies.count,
+  characterColor: (id) => characterColor(id).getHex(),
 };

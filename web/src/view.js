@@ -1,9 +1,10 @@
-// The 3D view: ground grid, characters as capsules (instanced cylinders and spheres), foot
-// contacts, paths coloured by speed, obstacles, debug trajectories, a camera that follows
-// the selected character and orbits with the mouse.
+// The 3D view: a lit ground with soft shadows and a grid, characters as skinned bodies
+// (body.js; one colour per character) or, as a debug toggle, stick figures of capsules
+// (instanced cylinders and spheres), foot contacts, paths coloured by speed, obstacles,
+// debug trajectories, a camera that follows the selected character and orbits with the mouse.
 import * as THREE from 'three';
 import { OrbitControls } from 'three/examples/jsm/controls/OrbitControls.js';
-import { CF_SELECTED, CF_CLIP } from './protocol.js';
+import { Bodies, characterColor, SHADOW_LAYER } from './body.js';
 
 const UP = new THREE.Vector3(0, 1, 0);
 const tmpA = new THREE.Vector3();
@@ -13,11 +14,12 @@ const tmpQ = new THREE.Quaternion();
 const tmpM = new THREE.Matrix4();
 const tmpS = new THREE.Vector3();
 const tmpC = new THREE.Color();
+const tmpCol = new THREE.Color();
+/** Half the side (m) of the square around the camera target where shadows fall. */
+const SHADOW_REACH = 12;
 
 const COLORS = {
   selected: 0xf0a040,
-  other: 0x8aa4c8,
-  clip: 0x7cc68a,
   joint: 0xe8e8e8,
   contact: 0xe0443c,
   desired: 0xff8c1a,
@@ -65,8 +67,9 @@ function softwareRenderer() {
 }
 
 class InstancedPool {
-  constructor(scene, geometry, material) {
+  constructor(scene, geometry, material, castShadow = false) {
     this.scene = scene;
+    this.castShadow = castShadow;
     this.geometry = geometry;
     this.material = material;
     this.capacity = 0;
@@ -84,6 +87,8 @@ class InstancedPool {
     this.mesh.instanceMatrix.setUsage(THREE.DynamicDrawUsage);
     this.mesh.setColorAt(0, new THREE.Color(1, 1, 1));
     this.mesh.frustumCulled = false;
+    this.mesh.castShadow = this.castShadow;
+    if (this.castShadow) this.mesh.layers.enable(SHADOW_LAYER);
     this.scene.add(this.mesh);
     this.capacity = cap;
   }
@@ -105,12 +110,16 @@ class InstancedPool {
 }
 
 export class View {
-  constructor(canvas, labelsEl) {
+  constructor(canvas, labelsEl, { onError = () => {} } = {}) {
     this.canvas = canvas;
     this.labelsEl = labelsEl;
     this.software = softwareRenderer();
     this.renderer = new THREE.WebGLRenderer({ canvas, antialias: !this.software, powerPreference: 'high-performance' });
     this.renderer.setPixelRatio(this.software ? 1 : Math.min(window.devicePixelRatio || 1, 2));
+    // soft shadows: three's PCF shadow map filters with a Vogel disk of shadow.radius texels
+    // (its PCFSoftShadowMap was folded into PCFShadowMap)
+    this.renderer.shadowMap.enabled = true;
+    this.renderer.shadowMap.type = THREE.PCFShadowMap;
     this.scene = new THREE.Scene();
     this.scene.background = new THREE.Color(0x1d2127);
     this.scene.fog = new THREE.Fog(0x1d2127, 25, 70);
@@ -125,15 +134,36 @@ export class View {
     this.controls.update();
     this.follow = true;
 
-    this.scene.add(new THREE.HemisphereLight(0xdfe8ff, 0x3a3330, 1.4));
-    const sun = new THREE.DirectionalLight(0xffffff, 1.6);
-    sun.position.set(4, 10, 3);
-    this.scene.add(sun);
+    this.scene.add(new THREE.HemisphereLight(0xdfe8ff, 0x4a4038, 1.5));
+    // the sun casts the characters' shadows on the ground; its shadow box follows the camera target
+    const sun = new THREE.DirectionalLight(0xfff4e6, 2.0);
+    this.sunOffset = new THREE.Vector3(5, 12, 4);
+    sun.position.copy(this.sunOffset);
+    sun.castShadow = true;
+    const sc = sun.shadow.camera;
+    const reach = SHADOW_REACH;
+    sc.left = -reach; sc.right = reach; sc.top = reach; sc.bottom = -reach; sc.near = 1; sc.far = 40;
+    sun.shadow.mapSize.set(this.software ? 512 : 2048, this.software ? 512 : 2048);
+    sun.shadow.radius = this.software ? 1.5 : 4;
+    sun.shadow.bias = -0.0005;
+    sun.shadow.normalBias = 0.02;
+    sc.layers.set(SHADOW_LAYER); // the shadow is drawn from what casts it: coarse bodies, stick figures
+    this.scene.add(sun, sun.target);
+    this.sun = sun;
 
-    const ground = new THREE.Mesh(new THREE.PlaneGeometry(400, 400), new THREE.MeshBasicMaterial({ color: 0x2a2f36 }));
+    // The ground: a flat plane is evenly lit by these lights, so it is drawn in its lit colour
+    // (what a Lambert ground of 0x3c434c shows), and the shadows fall on a shadow-receiving
+    // layer over the square the sun's shadow map covers, around the camera target: the
+    // per-pixel light and shadow work only where a shadow can be.
+    const ground = new THREE.Mesh(new THREE.PlaneGeometry(400, 400), new THREE.MeshBasicMaterial({ color: 0x393f49 }));
     ground.rotation.x = -Math.PI / 2;
     ground.position.y = -0.002;
     this.scene.add(ground);
+    this.shadowLayer = new THREE.Mesh(new THREE.PlaneGeometry(2 * reach, 2 * reach).rotateX(-Math.PI / 2),
+      new THREE.ShadowMaterial({ color: 0x0b0d12, opacity: 0.55, depthWrite: false }));
+    this.shadowLayer.position.y = -0.001;
+    this.shadowLayer.receiveShadow = true;
+    this.scene.add(this.shadowLayer);
     this.ground = ground;
     // Grids of short segments (software rasterisers drop very long lines), re-centred on the
     // camera target so they look endless.
@@ -149,8 +179,8 @@ export class View {
     boneGeo.translate(0, 0.5, 0);
     const mat = this.software ? new THREE.MeshLambertMaterial({ color: 0xffffff })
       : new THREE.MeshStandardMaterial({ color: 0xffffff, roughness: 0.55, metalness: 0.05 });
-    this.bones = new InstancedPool(this.scene, boneGeo, mat);
-    this.joints = new InstancedPool(this.scene, new THREE.SphereGeometry(1, 12, 8), mat);
+    this.bones = new InstancedPool(this.scene, boneGeo, mat, true);
+    this.joints = new InstancedPool(this.scene, new THREE.SphereGeometry(1, 12, 8), mat, true);
     const ringGeo = new THREE.RingGeometry(0.6, 1, 24);
     ringGeo.rotateX(-Math.PI / 2);
     this.rings = new InstancedPool(this.scene, ringGeo,
@@ -163,6 +193,9 @@ export class View {
     this.heading = new THREE.ArrowHelper(new THREE.Vector3(0, 0, 1), new THREE.Vector3(), 0.7, COLORS.selected, 0.18, 0.1);
     this.scene.add(this.heading);
 
+    this.bodies = new Bodies(this.scene, { software: this.software, onError });
+    /** Draw stick figures instead of bodies (the debug toggle). */
+    this.stick = false;
     this.skeletons = {};
     this.meta = new Map();
     this.frame = null;
@@ -224,7 +257,13 @@ export class View {
     return { x: r.left + (v.x + 1) / 2 * r.width, y: r.top + (1 - v.y) / 2 * r.height, visible: v.z < 1 };
   }
 
-  setSkeletons(sk) { this.skeletons = sk; }
+  setSkeletons(sk) {
+    this.skeletons = sk;
+    this.bodies.load(sk);
+  }
+
+  /** Stick figures (``true``, the debug view) or skinned bodies. */
+  setStick(on) { this.stick = !!on; }
 
   setCharacters(list, selected) {
     this.meta = new Map(list.map((c) => [c.id, c]));
@@ -247,18 +286,20 @@ export class View {
     this.bones.begin();
     this.joints.begin();
     this.rings.begin();
-    if (!f) { this.bones.end(); this.joints.end(); this.rings.end(); return; }
+    this.bodies.begin();
+    if (!f) { this.bones.end(); this.joints.end(); this.rings.end(); this.bodies.end(null); return; }
     for (const c of f.characters) {
       const meta = this.meta.get(c.id);
       const sk = this.skeletons[String(meta ? meta.skeleton : 0)];
       if (!sk) continue;
       const r = sk.radius;
-      const sel = (c.flags & CF_SELECTED) !== 0 || c.id === this.selected;
-      const base = sel ? COLORS.selected : (c.flags & CF_CLIP) ? COLORS.clip : COLORS.other;
-      tmpC.setHex(base);
       const P = c.positions;
+      const body = !this.stick && this.bodies.ready(sk.body);
+      if (body) this.bodies.draw(c, sk.body, this.camera.position);
+      const base = characterColor(c.id, tmpCol).getHex();
+      tmpC.setHex(base);
       const hidden = sk._hidden || (sk._hidden = new Set(sk.hidden));
-      for (let j = 1; j < c.joints; j++) {
+      for (let j = 1; j < c.joints && !body; j++) {
         const p = sk.parents[j];
         if (p < 0 || hidden.has(j)) continue;
         tmpA.set(P[3 * p], P[3 * p + 1], P[3 * p + 2]);
@@ -278,11 +319,13 @@ export class View {
         const contact = k >= 0 && (c.contacts & (1 << k)) !== 0;
         const jr = isHead[j] ? Math.max(r * 3.6, 0.07) : r * 1.25;
         tmpA.set(P[3 * j], P[3 * j + 1], P[3 * j + 2]);
-        tmpS.set(jr, jr, jr);
         tmpQ.identity();
-        tmpM.compose(tmpA, tmpQ, tmpS);
-        tmpC.setHex(contact ? COLORS.contact : (isHead[j] ? base : COLORS.joint));
-        this.joints.push(tmpM, tmpC);
+        if (!body) {
+          tmpS.set(jr, jr, jr);
+          tmpM.compose(tmpA, tmpQ, tmpS);
+          tmpC.setHex(contact ? COLORS.contact : (isHead[j] ? base : COLORS.joint));
+          this.joints.push(tmpM, tmpC);
+        }
         if (contact) {
           tmpA.y = 0.006;
           const rr = Math.max(r * 4, 0.06);
@@ -296,6 +339,7 @@ export class View {
     this.bones.end();
     this.joints.end();
     this.rings.end();
+    this.bodies.end(this.meta);
     const s = this.selectedCharacter();
     this.selRing.visible = !!s;
     this.heading.visible = !!s;
@@ -559,6 +603,9 @@ export class View {
       g.position.x = Math.round(this.controls.target.x / st) * st;
       g.position.z = Math.round(this.controls.target.z / st) * st;
     }
+    this.sun.target.position.copy(this.controls.target).setY(0);
+    this.sun.position.copy(this.sun.target.position).add(this.sunOffset);
+    this.shadowLayer.position.set(this.sun.target.position.x, -0.001, this.sun.target.position.z);
     this.drawCharacters();
     this.placeObstacles();
     this.placeLabels();

@@ -64,8 +64,8 @@ BLEND_CELLS = 0.7
 BLEND_SLACK = 0.04
 #: A joint whose offset from its parent changes by more than this (metres) in a motion is *sliding*.
 SLIDE_TOLERANCE = 1e-4
-#: :func:`bind_pose` counts joints as apart from other limbs at this many median bone lengths.
-APART_CAP = 1.0
+#: :func:`bind_pose` counts two limbs' bones as touching within this many grid cells.
+FUSE_MARGIN_CELLS = 2.0
 #: Most frames of a motion :func:`bind_pose` looks at.
 BIND_CANDIDATES = 64
 
@@ -448,45 +448,28 @@ def bind_pose(motion: Motion) -> tuple[NDArray[np.float64], NDArray[np.float64]]
     """A pose to build ``motion``'s body in: local rotations ``(J, 4)`` and translations
     ``(J, 3)``.
 
-    The rest pose or one of (at most :data:`BIND_CANDIDATES`) frames of the motion,
-    whichever scores best on two counts that each reach 1: limbs apart (the mean over joints
-    of the distance to the nearest joint three or more bones away, capped at
-    :data:`APART_CAP` median bone lengths) and limbs straight (the mean cosine between the
-    bones into and out of each joint with one child). The rest pose wins within 0.1. The
-    root is moved over the origin (its height kept).
+    The rest pose or one of (at most :data:`BIND_CANDIDATES`) frames of the motion: the one
+    where the fewest bones of different limbs touch (their capsules, with
+    :data:`FUSE_MARGIN_CELLS` grid cells to spare, overlap: they would be meshed as one
+    piece and stretch apart as the limbs move), then the one with the straightest limbs
+    (the mean cosine between the bones into and out of each joint with one child). Bones
+    count as different limbs when their joints are three or more bones apart. The rest pose
+    wins ties. A rest pose that folds the skeleton onto a line (LAFAN1's bones all point
+    along +X) fuses legs with the spine and loses to a frame of the motion. The root is
+    moved over the origin (its height kept).
     """
     skel = motion.skeleton
     J = skel.num_joints
-    body = body_joints(skel)
     rest_rot = np.tile([1.0, 0.0, 0.0, 0.0], (1, J, 1))
     frames = np.unique(np.linspace(0, motion.num_frames - 1, min(BIND_CANDIDATES, motion.num_frames)).astype(int))
     rots = np.concatenate([rest_rot, motion.rotations[frames]])
     trans = np.concatenate([skel.offsets[None], motion.translations[frames]])
-    pos = kinematics.forward_kinematics(skel.parents, rots, trans)[0]
-    # apart: each joint's distance to the nearest joint three or more bones away, capped
-    hops = _tree_distance(skel.parents)[np.ix_(body, body)]
-    pb = pos[:, body]
-    dist = np.linalg.norm(pb[:, :, None] - pb[:, None, :], axis=-1)
-    dist[:, hops < 3] = np.inf
-    nearest = dist.min(axis=2)
-    nearest[~np.isfinite(nearest)] = 0.0
-    bone = np.linalg.norm(pos[:, 1:] - pos[:, skel.parents[1:]], axis=-1)
-    cap = APART_CAP * max(float(np.median(bone[0][bone[0] > 0])) if np.any(bone[0] > 0) else 1.0, 1e-9)
-    apart = np.minimum(nearest, cap).mean(axis=1) / cap
-    # straight: the cosine between each single-child joint's incoming and outgoing bone
-    single = [j for j in range(1, J) if body[skel.parents[j]] and len(skel.children(j)) == 1]
-    if single:
-        kid = np.array([skel.children(j)[0] for j in single])
-        j_ = np.array(single)
-        d_in = pos[:, j_] - pos[:, skel.parents[j_]]
-        d_out = pos[:, kid] - pos[:, j_]
-        norms = np.linalg.norm(d_in, axis=-1) * np.linalg.norm(d_out, axis=-1)
-        cos = np.where(norms > 1e-12, np.sum(d_in * d_out, axis=-1) / np.maximum(norms, 1e-12), 1.0)
-        straight = cos.mean(axis=1)
-    else:
-        straight = np.ones(len(pos))
-    score = apart + straight
-    best = 0 if score[0] >= score.max() - 0.1 else int(np.argmax(score))
+    pos, wrot = kinematics.forward_kinematics(skel.parents, rots, trans)
+    fused = _fused_bone_pairs(skel, pos, wrot)
+    straight = _straightness(skel, pos)
+    best_fused = fused.min()
+    candidates = np.flatnonzero(fused == best_fused)
+    best = 0 if candidates[0] == 0 else int(candidates[np.argmax(straight[candidates])])
     rot, tr = rots[best].copy(), trans[best].copy()
     tr[0, [0, 2]] = 0.0
     return rot, tr
@@ -500,6 +483,53 @@ def sliding_joints(motion: Motion) -> tuple[int, ...]:
     parents = motion.skeleton.parents
     body = body_joints(motion.skeleton)
     return tuple(int(j) for j in range(1, motion.num_joints) if moved[j] and body[parents[j]])
+
+
+def _fused_bone_pairs(skel: Skeleton, positions: np.ndarray, rotations: np.ndarray) -> NDArray[np.int64]:
+    """Per pose ``(P, J, 3)``, ``(P, J, 4)``: how many pairs of bones of different limbs
+    (owner joints three or more bones apart) touch: ``(P,)``."""
+    owner, a, b, r0, r1, _, _ = _bones(skel, positions[0], rotations[0])
+    size = float(np.max(np.ptp(np.concatenate([a, b]), axis=0)))
+    # the same segments in every pose (in _bones' order): to a child joint, an end site, or a ball
+    body = body_joints(skel)
+    es = positions[:, skel.end_site_parents] + quat.rotate(rotations[:, skel.end_site_parents], skel.end_site_offsets)
+    to_joints = [positions[:, j] for j in range(1, skel.num_joints) if body[skel.parents[j]]]
+    to_sites = [es[:, e] for e, p in enumerate(skel.end_site_parents) if body[p]]
+    balls = [positions[:, j] for j in owner[len(to_joints) + len(to_sites):]]
+    end_pts = np.stack(to_joints + to_sites + balls, axis=1)
+    t = np.linspace(0.0, 1.0, 5)
+    start_pts = positions[:, owner]
+    pts = start_pts[:, :, None] + t[None, None, :, None] * (end_pts - start_pts)[:, :, None]  # (P, B, 5, 3)
+    rad = r0[:, None] + t[None, :] * (r1 - r0)[:, None]  # (B, 5)
+    hops = _tree_distance(skel.parents)[np.ix_(owner, owner)]
+    apart = np.triu(hops >= 3, 1)
+    margin = FUSE_MARGIN_CELLS * max(size, 1e-6) / GRID_CELLS
+    P, B = pts.shape[:2]
+    reach = (rad[:, :, None, None] + rad[None, None, :, :] + margin).reshape(B * 5, B * 5)
+    count = np.zeros(P, dtype=np.int64)
+    for k in range(P):  # one pose at a time: (5B)^2 distances
+        flat = pts[k].reshape(B * 5, 3)
+        sq = np.einsum("ij,ij->i", flat, flat)
+        d2 = sq[:, None] + sq[None, :] - 2.0 * flat @ flat.T
+        touching = (d2 < reach * reach).reshape(B, 5, B, 5).any(axis=(1, 3))
+        count[k] = int((touching & apart).sum())
+    return count
+
+
+def _straightness(skel: Skeleton, pos: np.ndarray) -> NDArray[np.float64]:
+    """Per pose ``(P, J, 3)``: the mean cosine between the bones into and out of each body
+    joint with one child, ``(P,)`` (1 for a skeleton without such joints)."""
+    body = body_joints(skel)
+    single = [j for j in range(1, skel.num_joints) if body[skel.parents[j]] and len(skel.children(j)) == 1]
+    if not single:
+        return np.ones(len(pos))
+    kid = np.array([skel.children(j)[0] for j in single])
+    j_ = np.array(single)
+    d_in = pos[:, j_] - pos[:, skel.parents[j_]]
+    d_out = pos[:, kid] - pos[:, j_]
+    norms = np.linalg.norm(d_in, axis=-1) * np.linalg.norm(d_out, axis=-1)
+    cos = np.where(norms > 1e-12, np.sum(d_in * d_out, axis=-1) / np.maximum(norms, 1e-12), 1.0)
+    return cos.mean(axis=1)
 
 
 def mannequin_for(motion: Motion) -> Mannequin:

@@ -34,6 +34,7 @@ examples:
   motionmatch convert walk.bvh walk.glb        # or .fbx (Blender's exporter), .usda (UsdSkel)
   motionmatch blender-addon -o motionmatch_addon.zip
   motionmatch batch build ../shared/data/lafan1-60fps --mirror -o lafan.npz --workers 2   (pip install 'motionmatch[ray]')
+  motionmatch bench crowd --db lafan_env.npz --agents 1000 --environment --json
 
 Run 'motionmatch COMMAND --help' for the options of a command.
 """
@@ -63,6 +64,7 @@ def build_parser() -> argparse.ArgumentParser:
     from motionmatch.cli import (
         anim_cmd,
         batch_cmd,
+        bench_cmd,
         blender_cmd,
         datasets_cmd,
         follow_cmd,
@@ -81,6 +83,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"motionmatch {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     anim_cmd.register(sub)
+    bench_cmd.register(sub)
     datasets_cmd.register(sub)
     runtime_cmd.register(sub)
     follow_cmd.register(sub)

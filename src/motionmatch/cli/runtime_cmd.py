@@ -31,22 +31,26 @@ def _load_clips(paths: list[str], units: str | float, progress: bool):
 
 
 def cmd_build(args: argparse.Namespace) -> int:
-    from motionmatch.database import MotionDatabase, schema_by_name
+    from motionmatch.database import MotionDatabase, SearchWeights, schema_by_name
 
     arg.output_file(args.output, (".npz",), "database")
     progress = not args.quiet and sys.stderr.isatty()
     schema = schema_by_name(args.schema)
+    weights = SearchWeights.parse(args.weights, schema) if args.weights else None
     clips = _load_clips(args.data, args.units, progress)
     db = MotionDatabase.build(clips, fps=args.fps, mirror_copies=args.mirror, schema=schema, progress=progress)
+    if weights is not None:
+        weights.apply(db)
     db.save(args.output)
     print(f"wrote {args.output}: {db.num_frames} frames ({db.valid.sum()} searchable) from {len(db.clip_names)} clips "
-          f"at {db.fps:g} fps, {db.schema.dims}-D '{db.schema.name}' features; tags: {', '.join(db.tags)}")
+          f"at {db.fps:g} fps, {db.schema.dims}-D '{db.schema.name}' features; tags: {', '.join(db.tags)}"
+          + (f"; weights: {weights.describe()}" if weights is not None else ""))
     return 0
 
 
 def cmd_run(args: argparse.Namespace) -> int:
     from motionmatch.control.script import load_script
-    from motionmatch.database import MotionDatabase
+    from motionmatch.database import MotionDatabase, SearchWeights
     from motionmatch.io.motion_files import MOTION_SUFFIXES, check_writer, write_motion
     from motionmatch.metrics.report import run_report
     from motionmatch.runtime.controller import ControllerSettings
@@ -58,6 +62,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     arg.preview_file(args.preview)  # its packages too, before the run
     script = load_script(args.input)
     db = MotionDatabase.load(args.db)
+    if args.weights:
+        SearchWeights.parse(args.weights, db.schema).apply(db)
     if getattr(args, "body", None):
         from motionmatch.io.user_mesh import read_user_mesh
 
@@ -92,6 +98,13 @@ def cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
+WEIGHTS_HELP = (
+    "the search's loss: comma-separated name=value items, name 'responsiveness' (trajectory groups), "
+    "'continuity' (pose groups) or a feature group; what is not named weighs 1, so "
+    "'responsiveness=0.8,continuity=0.2' (or 'paper') is the paper's weighted loss (Eq. 13) and 'unit' "
+    "the plain distance")
+
+
 def register(sub: argparse._SubParsersAction) -> None:
     b = sub.add_parser(
         "build", help="build a motion-matching database from BVH files or folders",
@@ -104,6 +117,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     b.add_argument("--mirror", action="store_true", help="add a mirrored copy of every clip (tagged 'mirrored')")
     b.add_argument("--schema", default="classic",
                    help="feature schema: classic (27-D), classic-3d (33-D, for jump/creep) or a .json file")
+    b.add_argument("--weights", metavar="SPEC", help=WEIGHTS_HELP + " (default: the schema's group weights)")
     b.add_argument("--units", type=arg.units, default="auto", help="length unit of the BVH files (default auto)")
     b.add_argument("-q", "--quiet", action="store_true", help="no progress bars")
     b.set_defaults(func=cmd_build)
@@ -128,4 +142,5 @@ def register(sub: argparse._SubParsersAction) -> None:
     r.add_argument("--trajectory", choices=("spring", "linear"), default="spring",
                    help="trajectory prediction: springs (default) or linear interpolation (ablation)")
     r.add_argument("--no-foot-locking", action="store_true", help="turn off foot locking IK")
+    r.add_argument("--weights", metavar="SPEC", help=WEIGHTS_HELP + " (default: the weights the database was built with)")
     r.set_defaults(func=cmd_run)

@@ -81,6 +81,44 @@ def update_timing(record) -> dict:
     }
 
 
+def idle_stillness(record: RunRecord) -> dict:
+    """How still the character stands while idle: ``idle_seconds`` (frames in ``idle``
+    mode), ``idle_transitions_per_s`` (transitions on those frames, entering idle
+    included, per idle second; ``None`` without idle frames) and ``idle_root_speed_mps``
+    (mean planar root speed over them)."""
+    fps = record.motion.fps
+    idle = np.asarray(record.modes) == "idle"
+    seconds = float(idle.sum() / fps)
+    if not idle.any():
+        return {"idle_seconds": 0.0, "idle_transitions_per_s": None, "idle_root_speed_mps": None}
+    root = record.motion.world_positions[:, 0]
+    speed = np.r_[0.0, np.linalg.norm(np.diff(root[:, [0, 2]], axis=0), axis=1) * fps]
+    return {"idle_seconds": seconds, "idle_transitions_per_s": float(record.transitioned[idle].sum() / seconds),
+            "idle_root_speed_mps": float(speed[idle].mean())}
+
+
+def jump_spring_error(record: RunRecord, db: MotionDatabase) -> float | None:
+    """How closely the first jump of a run follows the database's vertical spring
+    (:func:`motionmatch.runtime.modes.jump_spring`): the RMS difference (m) between the
+    output's hips height and the spring's (its base plus its rise), from the crouch of the
+    take-off the jump began with (:func:`~motionmatch.runtime.modes.takeoff_crouch`, else
+    the jump's first frame) until the spring lands. ``None`` without a jump or a spring."""
+    from motionmatch.runtime.modes import jump_spring, takeoff_crouch
+
+    jump = np.flatnonzero(np.asarray(record.modes) == "jump")
+    spring = jump_spring(db) if jump.size else None
+    if spring is None:
+        return None
+    f0 = int(jump[0])
+    crouch = int(takeoff_crouch(db)[record.frames[f0]])
+    start = f0 + (crouch - int(record.frames[f0]) if crouch >= 0 else 0)
+    fps = record.motion.fps
+    n = round(spring.landing_time * fps) + 1
+    hips = record.motion.world_positions[start: start + n, 1, 1]  # joint 1, as the spring was fitted
+    rise, _ = spring.state_after(np.arange(len(hips)) / fps)
+    return float(np.sqrt(np.mean((hips - spring.base - rise) ** 2)))
+
+
 def run_report(record: RunRecord, db: MotionDatabase, script: Script | None = None, *,
                playback_skating: float | None = None) -> dict:
     """Metrics of a run, under the keys the CLI's ``--report`` writes.
@@ -91,7 +129,9 @@ def run_report(record: RunRecord, db: MotionDatabase, script: Script | None = No
     not reached), ``searches_per_s``, ``transitions_per_s``, ``jerk_mps3``, ``acceleration_p99_mps2`` (pose pops),
     ``upright_fraction``, ``trajectory_error_m`` (desired vs actual root position 1 s
     later), ``update_ms_mean`` / ``update_ms_median`` / ``update_ms_p95`` (wall time per
-    update, one-off warm-up left out) and ``warm_up`` (see :func:`update_timing`).
+    update, one-off warm-up left out), ``warm_up`` (see :func:`update_timing`) and
+    ``idle_seconds``, ``idle_transitions_per_s``, ``idle_root_speed_mps`` (see
+    :func:`idle_stillness`), ``jump_spring_rms_m`` (see :func:`jump_spring_error`).
     """
     m = record.motion
     fps = m.fps
@@ -112,6 +152,8 @@ def run_report(record: RunRecord, db: MotionDatabase, script: Script | None = No
         "trajectory_error_m": future_trajectory_error(record),
         **update_timing(record),
         "modes": {str(k): float(v) / m.num_frames for k, v in zip(*np.unique(record.modes, return_counts=True))},
+        **idle_stillness(record),
+        "jump_spring_rms_m": jump_spring_error(record, db),
     }
     if script is not None:
         changes = script.direction_changes(include_starts=False)

@@ -38,6 +38,7 @@ class DatabaseArrays(NamedTuple):
     legs: np.ndarray          #: ``[K, 4]`` (hip, knee, ankle, toe) of every foot; ``[0, 4]``: no foot locking
     no_legs: np.ndarray       #: ``[0, 4]``
     clip_last: np.ndarray     #: ``[N]`` the last frame of each frame's clip
+    clip_first: np.ndarray    #: ``[N]`` the first frame of each frame's clip
     track_pos: np.ndarray     #: ``[N, 3]`` float64 root positions (m)
     track_yaw: np.ndarray     #: ``[N]`` float64 root headings (rad about +Y)
     fps: float
@@ -49,6 +50,7 @@ class ControllerRows(NamedTuple):
     Seconds, metres, radians; quaternions ``(w, x, y, z)``."""
 
     frame_pos: np.ndarray          #: ``[C]`` fractional database frame playing
+    play_rate: np.ndarray          #: ``[C]`` database seconds played per second: 1 forward, -1 backward (idle)
     frame: np.ndarray              #: ``[C]`` int64, its integer part
     root_pos: np.ndarray           #: ``[C, 3]`` character root (world)
     root_yaw: np.ndarray           #: ``[C]`` its heading
@@ -87,9 +89,11 @@ class PlaybackArrays(NamedTuple):
 
     fps: float
     clip_last: np.ndarray
+    clip_first: np.ndarray
     track_pos: np.ndarray
     track_yaw: np.ndarray
     frame_pos: np.ndarray
+    play_rate: np.ndarray
     frame: np.ndarray
     root_pos: np.ndarray
     root_yaw: np.ndarray
@@ -161,12 +165,12 @@ def stage_arrays(cls, *sources) -> tuple:
 
 @numba.njit(cache=True)
 def playback_rows(rows, dt, at_end, speed, turn_rate, arrays):
-    """Advance playback of every row by its ``dt`` (clamped at its clip's last frame) and
-    move its character root by the clip's root motion between the database roots played
+    """Advance playback of every row by its ``dt`` times its ``play_rate`` (clamped at its
+    clip's last frame, or its first when playing backward) and move its character root by the clip's root motion between the database roots played
     before and now (rotated into the character's heading). ``arrays``: a plain
     :class:`PlaybackArrays`.
 
-    Writes ``at_end [R]`` (the clip's last frame was reached), ``speed [R]`` (m/s, planar)
+    Writes ``at_end [R]`` (the clip's last frame, or first, was reached), ``speed [R]`` (m/s, planar)
     and ``turn_rate [R]`` (rad/s) of the root motion over the step (0 when ``dt == 0``).
     """
     st = PlaybackArrays(*arrays)
@@ -174,9 +178,14 @@ def playback_rows(rows, dt, at_end, speed, turn_rate, arrays):
     for n in range(rows.shape[0]):
         r = rows[n]
         h = dt[n]
-        fp = st.frame_pos[r] + h * st.fps
-        last = st.clip_last[st.frame[r]]
-        end = fp >= last
+        rate = st.play_rate[r]
+        fp = st.frame_pos[r] + h * st.fps * rate
+        if rate >= 0:
+            last = st.clip_last[st.frame[r]]
+            end = fp >= last
+        else:
+            last = st.clip_first[st.frame[r]]
+            end = fp <= last
         if end:
             fp = float(last)
         i = int(fp)

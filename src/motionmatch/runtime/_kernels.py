@@ -294,8 +294,13 @@ def lock_feet(data, frame, root_pos, root_rot, pose, dt, locks, shown):
     for k in range(legs.shape[0]):
         hip, knee, ankle, toe = legs[k, 0], legs[k, 1], legs[k, 2], legs[k, 3]
         shown[k] = False
+        # a lock broken by distance (a release as long as unlock_distance) fades out before
+        # the foot locks again; taking it over would hold the foot where the broken lock was,
+        # and break and take it over again every frame while the contact lasts
+        r2 = release[k, 0] ** 2 + release[k, 1] ** 2 + release[k, 2] ** 2
+        broken = release_t[k] < blend_time and r2 >= unlock_distance * unlock_distance
         if data.contacts[frame, k]:
-            if not locked[k]:
+            if not locked[k] and not broken:
                 locked[k] = True
                 for c in range(3):
                     lock_pos[k, c] = wp[toe, c]
@@ -312,7 +317,7 @@ def lock_feet(data, frame, root_pos, root_rot, pose, dt, locks, shown):
                 # a toe 8 cm deep for 3.7 s)
                 lock_pos[k, 1] = max(lock_pos[k, 1], 0.0)
                 release_t[k] = np.inf
-            else:
+            elif locked[k]:
                 d2 = 0.0
                 for c in range(3):
                     d2 += (lock_pos[k, c] - wp[toe, c]) ** 2

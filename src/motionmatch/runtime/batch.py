@@ -44,7 +44,7 @@ from motionmatch.runtime.inertialize import inertial_rows
 from motionmatch.runtime.rows import RowArrays
 
 __all__ = ["ControllerBatch", "ControllerRows", "DatabaseArrays", "RowPredictor", "database_arrays", "intent_goal",
-           "leg_chains"]
+           "intent_goal_tuple", "leg_chains"]
 
 #: ``ControllerSettings.inertialization`` -> ``ControllerRows.inert_kind``
 INERT_KINDS = {"none": BK.NO_OFFSETS, "quintic": BK.QUINTIC, "spring": BK.SPRING}
@@ -77,11 +77,12 @@ def database_arrays(db: MotionDatabase) -> DatabaseArrays:
     track_yaw = quat.yaw_angle(db.rotations[:, 0].astype(np.float64))
     legs = np.asarray(leg_chains(db), dtype=np.int64).reshape(-1, 4)
     clip_last = (db.clip_stops[db.frame_clip] - 1).astype(np.int64)
+    clip_first = db.clip_starts[db.frame_clip].astype(np.int64)
     parents = np.ascontiguousarray(db.skeleton.parents, dtype=np.int64)
-    for x in (track_pos, track_yaw, legs, clip_last, parents):
+    for x in (track_pos, track_yaw, legs, clip_last, clip_first, parents):
         x.setflags(write=False)
     a = DatabaseArrays(db.rotations, db.translations, db.contacts, parents, legs, np.zeros((0, 4), dtype=np.int64),
-                       clip_last, track_pos, track_yaw, float(db.fps))
+                       clip_last, clip_first, track_pos, track_yaw, float(db.fps))
     _ARRAYS[db] = a
     return a
 
@@ -89,7 +90,7 @@ def database_arrays(db: MotionDatabase) -> DatabaseArrays:
 def _controller_rows(J: int, K: int, capacity: int) -> RowArrays:
     f8, i8, b = np.float64, np.int64, np.bool_
     J1 = J - 1
-    shapes = {"frame_pos": ((), f8), "frame": ((), i8), "root_pos": ((3,), f8), "root_yaw": ((), f8),
+    shapes = {"frame_pos": ((), f8), "play_rate": ((), f8), "frame": ((), i8), "root_pos": ((3,), f8), "root_yaw": ((), f8),
               "db_root_pos": ((3,), f8), "db_root_yaw": ((), f8), "shown_rot": ((2, J1, 4), f8),
               "shown_pos": ((2, J1, 3), f8), "shown_slot": ((), i8), "last_dt": ((), f8), "locked": ((K,), b),
               "lock_pos": ((K, 3), f8), "release": ((K, 3), f8), "release_t": ((K,), f8), "lock_t": ((K,), f8),
@@ -137,6 +138,7 @@ class ControllerBatch:
         st = self.state
         row = st.take()
         self.inert.grow_to(st.capacity)
+        st.play_rate[row] = 1.0
         st.inert_kind[row] = INERT_KINDS[settings.inertialization]
         st.foot_locking[row] = bool(settings.foot_locking) and len(self.arrays.legs) > 0
         st.unlock_distance[row] = settings.foot_unlock_distance
@@ -187,13 +189,17 @@ class ControllerBatch:
 def intent_goal(intent: Intent, out: np.ndarray) -> None:
     """The goal of a simulated root heading for ``intent`` into ``out [5]``: its velocity
     ``x, z`` (m/s), its facing ``x, z`` and 1 if it has one (else zeros)."""
+    out[:] = intent_goal_tuple(intent)
+
+
+def intent_goal_tuple(intent: Intent) -> tuple[float, float, float, float, float]:
+    """:func:`intent_goal` as a tuple of floats (a world packs its agents' goals at once)."""
     vx, _, vz = intent.velocity.tolist()
     f = intent.facing
     if f is None:
-        out[:] = (vx, vz, 0.0, 0.0, 0.0)
-    else:
-        fx, _, fz = f.tolist()
-        out[:] = (vx, vz, fx, fz, 1.0)
+        return (vx, vz, 0.0, 0.0, 0.0)
+    fx, _, fz = f.tolist()
+    return (vx, vz, fx, fz, 1.0)
 
 
 class RowPredictor(TrajectoryPredictor):

@@ -13,11 +13,22 @@ Every frame, :meth:`Controller.update` takes the time step and an
 4. blends transitions by inertialization and keeps planted feet in place with two-bone IK.
 
 Modes (paper Section 3.3): ``locomotion``; ``idle`` (no input and low predicted speed:
-matching continues with a standing query, so a standing clip plays on); ``dance`` (a frame of a
+the paper's fixed stand-still animation, the stillest standing stretch of the data
+(:func:`~motionmatch.runtime.modes.idle_clip`), entered at the frame of its first second
+that best matches the pose shown, then played forward and back with no searches, except
+that an environment-aware chooser keeps searching to see obstacles and the character
+steps aside when one is near; without such a stretch, or with a desired trajectory given,
+matching continues with a standing query); ``dance`` (a frame of a
 ``dance`` clip is matched, the clip plays to its end, then matching again);
-``jump`` (one search over the take-offs of the jumps found in the data, i.e. frames
+``jump`` (a search over the take-offs of the jumps found in the data, i.e. frames
 shortly before both feet leave the ground for > 0.11 s, or over ``jump``-tagged clips if
-there are none, with 3D trajectory features; the jump then plays for ``jump_duration``); ``creep`` (searches restricted to ``creep`` clips with 3D
+there are none, with 3D trajectory features; where the data's jumps allow it, the query's
+heights and vertical velocities are the paper's vertical spring's
+(:func:`~motionmatch.runtime.modes.jump_spring`: upward speed ``v_up`` sprung toward
+``-v_up``) and the jump plays until the spring lands, its clock started at the crouch of
+the take-off matched; else for ``jump_duration``. Matching again in mid-air, as the paper
+does, only switched between the data's three jumps and followed the spring less closely,
+0.048 against 0.023 m); ``creep`` (searches restricted to ``creep`` clips with 3D
 features). Jump and creep need a database built with a vertical (3D) schema and the
 tags; without them those actions fall back to locomotion.
 
@@ -47,7 +58,17 @@ from motionmatch.database.tags import TagQueryError
 from motionmatch.runtime import _kernels
 from motionmatch.runtime.batch import ControllerBatch, RowPredictor, database_arrays, leg_chains
 from motionmatch.runtime.inertialize import Inertializer
-from motionmatch.runtime.modes import gait_speeds_from_database, takeoff_mask, vertical_columns, vertical_targets
+from motionmatch.runtime.modes import (
+    IdleClip,
+    gait_speeds_from_database,
+    idle_clip,
+    jump_query,
+    jump_spring,
+    takeoff_crouch,
+    takeoff_mask,
+    vertical_columns,
+    vertical_targets,
+)
 from motionmatch.runtime.rows import row_field
 from motionmatch.search import build_searcher
 
@@ -79,7 +100,9 @@ def _shared(db: MotionDatabase) -> dict:
         masks["@takeoff"] = takeoff
     sh = {"features": db.features, "gaits": gait_speeds_from_database(db), "vcols": vcols,
           "vtargets": vertical_targets(db), "view_weights": {"planar": planar, "full": None}, "masks": masks,
-          "searchers": {}, "root_pos": arrays.track_pos, "root_yaw": arrays.track_yaw, "start_frames": {}}
+          "searchers": {}, "root_pos": arrays.track_pos, "root_yaw": arrays.track_yaw, "start_frames": {},
+          "idle": {}, "jump_spring": jump_spring(db) if "@takeoff" in masks else None,
+          "crouch": takeoff_crouch(db) if "@takeoff" in masks else None}
     _SHARED[db] = sh
     return sh
 
@@ -100,11 +123,15 @@ class ControllerSettings:
     same_clip_window: int = 10         # a match this close ahead in the same clip just continues
     sharp_turn_deg: float = 45.0
     idle_speed: float = 0.2
+    idle_seconds: float = 3.0          # length of the standing stretch idle plays (chosen from the data; 0: none,
+    #                                    idle keeps matching with a standing query, the ablation)
     foot_locking: bool = True
     foot_unlock_distance: float = 0.25
     foot_blend_time: float = 0.2       # fade-out of a released lock
     foot_lock_in_time: float = 0.1     # fade-in of a new lock (no pop when the foot still moves)
-    jump_duration: float = 1.2
+    jump_duration: float = 1.2         # a jump's length without a vertical spring fitted to the data
+    jump_settle: float = 0.3           # with one: how long the jump lasts after the spring lands
+    vertical_spring: bool = True       # the paper's vertical spring where the data allows it (False: the ablation)
     adjust_halflife: float = 0.2       # root adjustment toward the simulated root (0: off)
     adjust_max_ratio: float = 0.5      # ... at most this fraction of the root motion's own speed, plus
     adjust_min_speed: float = 0.2      # ... this much (m/s), and as much turning (rad/s * 2)
@@ -223,6 +250,7 @@ class Controller:
 
     frame_pos = row_field(_in_batch, "frame_pos", float, "The database frame playing, fractional.")
     frame = row_field(_in_batch, "frame", int, "The database frame playing (``int(frame_pos)``).")
+    play_rate = row_field(_in_batch, "play_rate", float, "Playback direction: 1 forward, -1 backward (idle).")
     root_pos = row_field(_in_batch, "root_pos", np.copy, "The character root ``[3]`` (world, m; a copy).")
     root_yaw = row_field(_in_batch, "root_yaw", float, "The character root's heading (rad about +Y, 0: +Z).")
     _last_dt = row_field(_in_batch, "last_dt", float, "Seconds between the two poses shown last.")
@@ -303,6 +331,26 @@ class Controller:
             return True
         return tag in self.db.tags
 
+    def idle_clip(self) -> IdleClip | None:
+        """The standing stretch idle plays (:func:`~motionmatch.runtime.modes.idle_clip` of
+        the locomotion clips, ``settings.idle_seconds`` long; shared by the database's
+        controllers), or ``None`` when the data has none: idle then keeps matching with a
+        standing query."""
+        key = (self.s.locomotion_tags, self.s.idle_seconds)
+        cache = self._shared["idle"]
+        if key not in cache:
+            clip = idle_clip(self.db, self.s.locomotion_tags, self.s.idle_seconds)
+            cache[key] = clip
+            if clip is not None:
+                clip.entries.setflags(write=False)
+                self._masks[self._idle_tags] = clip.entries
+        return cache[key]
+
+    @property
+    def _idle_tags(self) -> str:
+        """The name of the idle clip's entry frames among the searches' masks."""
+        return f"@idle:{self.s.locomotion_tags}:{self.s.idle_seconds:g}"
+
     def searcher(self):
         """The nearest-frame searcher of the database's features, built once per database
         and search method and shared by every controller of that database. A feature view
@@ -328,7 +376,9 @@ class Controller:
 
     def reset(self, position=(0.0, 0.0, 0.0), facing=(0.0, 0.0, 1.0), start_frame: int | None = None) -> None:
         """Put the character at ``position`` facing ``facing``, playing ``start_frame``
-        (default: the slowest valid locomotion frame, i.e. standing)."""
+        (default: the slowest valid locomotion frame, i.e. standing; with no input the first
+        update enters idle and its clip). Starting in the idle clip instead changes every
+        run from its first search on (the shipped paths' follow runs among them)."""
         db = self.db
         if start_frame is None:
             starts = self._shared["start_frames"]
@@ -340,6 +390,7 @@ class Controller:
             start_frame = starts[tags]
         self.frame_pos = float(start_frame)
         self.frame = int(start_frame)
+        self.play_rate = 1.0
         f = np.asarray(facing, dtype=np.float64)
         self.root_pos = np.asarray(position, dtype=np.float64).copy()
         self.root_pos[1] = 0.0
@@ -348,6 +399,7 @@ class Controller:
         self._db_root = self._db_root_at(self.frame_pos)
         self.mode = "locomotion"
         self._mode_until = np.inf
+        self._jump_start = 0.0  # when the jump's vertical spring began (s)
         self._since_search = np.inf
         self._last_intent: Intent | None = None
         self._prev_actions: frozenset[str] = frozenset()
@@ -460,8 +512,11 @@ class Controller:
             q[self.vcols] = 0.0
         return q, traj
 
-    def _search(self, intent: Intent, tags: str, vertical: np.ndarray | None, force: bool) -> bool:
-        """Search and transition if clearly better (or ``force``). Returns whether it transitioned."""
+    def _search(self, intent: Intent, tags: str, vertical: np.ndarray | None, force: bool,
+                only_near_obstacles: bool = False) -> bool:
+        """Search and transition if clearly better (or ``force``); with
+        ``only_near_obstacles``, only if the chooser found an obstacle near (its ``near``).
+        Returns whether it transitioned."""
         view = "planar" if vertical is None else "full"
         q, traj = self._query(intent, vertical)
         self.last_desired = traj
@@ -481,6 +536,8 @@ class Controller:
         self._since_search = 0.0
         best, best_cost = int(idx[0]), float(cost[0])
         self.last_costs = self.db.group_costs(q, best)
+        if only_near_obstacles and not getattr(self.chooser, "near", False):
+            return False
         if cur_ok and not force:
             cur_cost = self.view_cost(q, cur, view)
             same_clip_ahead = self.db.frame_clip[best] == self.db.frame_clip[cur] and 0 <= best - cur <= self.s.same_clip_window
@@ -499,6 +556,7 @@ class Controller:
                                        prev_pos, self._last_dt)
         self.frame = frame
         self.frame_pos = float(frame)
+        self.play_rate = 1.0
         self._db_root = self._db_root_at(self.frame_pos)
 
     # ------------------------------------------------------------------ update
@@ -521,7 +579,9 @@ class Controller:
             moving = math.hypot(float(v[0]), float(v[2])) > self.s.idle_speed
         if not moving:
             return "idle", self.mode not in ("idle",)
-        return "locomotion", self.mode in ("dance", "jump", "creep")
+        # leaving a played idle clip searches at once (as leaving dance, jump or creep does)
+        leave_idle = self.mode == "idle" and self.idle_clip() is not None
+        return "locomotion", self.mode in ("dance", "jump", "creep") or leave_idle
 
     def update(self, dt: float, intent: Intent, desired: PredictedTrajectory | None = None,
                force_search: bool = False, root_motion_only: bool = False) -> FrameResult:
@@ -574,17 +634,53 @@ class Controller:
         last = self._last_intent
         sharp = force_search or (last is not None and last is not intent and self._changed_sharply(intent, last))
         searched = transitioned = False
+        if mode != "idle" and self.play_rate < 0:
+            self.play_rate = 1.0  # idle left while its clip played backward: forward again
         if mode == "jump":
+            spring = self._shared["jump_spring"] if self.s.vertical_spring else None
             if force:
-                target = self.vtargets.jump
                 searched = True
                 tags = "@takeoff" if "@takeoff" in self._masks else "jump"
-                transitioned = self._search(intent, tags, target, force=True)
-                self._mode_until = self.time + self.s.jump_duration
+                if spring is None:
+                    transitioned = self._search(intent, tags, self.vtargets.jump, force=True)
+                    self._mode_until = self.time + self.s.jump_duration
+                else:  # the paper's vertical spring
+                    transitioned = self._search(intent, tags, jump_query(self.db, spring, 0.0), force=True)
+                    # the spring's clock starts at the crouch of the jump matched (the wind-up
+                    # before it is the clip's own)
+                    crouch = int(self._shared["crouch"][self.frame])
+                    lead = (crouch - self.frame) / self.db.fps if crouch >= 0 else 0.0
+                    self._jump_start = self.time + lead
+                    self._mode_until = self._jump_start + spring.landing_time + self.s.jump_settle
         elif mode == "dance":
             if force or at_end:
                 searched = True
                 transitioned = self._search(Intent.idle(), "dance", None, force=True)
+        elif mode == "idle" and self._desired_override is None and (idle := self.idle_clip()) is not None:
+            # the paper's fixed stand-still animation: one search on entering idle, among the
+            # idle clip's first frames (matched to the pose shown, blended by
+            # inertialization), then no searches: the clip plays forward to its end, back
+            # to its start, and so on (its joints move a few cm/s, so a turn is not seen).
+            # A desired trajectory given (a path's end still ahead) keeps matching instead.
+            # With an environment-aware chooser the periodic search goes on, to see the
+            # obstacles: near one, its answer is played (the character steps aside).
+            evading = False
+            if self.chooser is not None and not force and self._since_search >= self.s.search_interval - 1e-9:
+                searched = True
+                transitioned = self._search(Intent.idle(), self.s.locomotion_tags, None, force=False,
+                                            only_near_obstacles=True)
+                evading = bool(getattr(self.chooser, "near", False))
+            slack = dt * self.db.fps + 1.0  # a step may overshoot the clip's ends before it turns
+            fp = self.frame_pos
+            if evading:
+                pass
+            elif force or not idle.start - slack <= fp <= idle.stop - 1 + slack:
+                searched = True
+                transitioned = self._search(Intent.idle(), self._idle_tags, None, force=True)
+            elif self.play_rate > 0 and fp >= idle.stop - 1:
+                self.play_rate = -1.0
+            elif self.play_rate < 0 and fp <= idle.start:
+                self.play_rate = 1.0
         else:
             # tolerance: six steps of 1/60 s sum to 0.09999... < 0.1, which would search every 7th frame
             due = self._since_search >= self.s.search_interval - 1e-9

@@ -30,7 +30,7 @@ from motionmatch.control.intent import Intent
 from motionmatch.geometry.grid import point_grid
 from motionmatch.runtime.inputs import IDLE, InputSource, Want
 
-__all__ = ["SteeringInput", "SteeringSettings", "steer_all"]
+__all__ = ["SteeringInput", "SteeringSettings", "door_crowd", "steer_all"]
 
 
 @dataclass(frozen=True)
@@ -162,6 +162,7 @@ class SteeringInput(InputSource):
         self.s = settings or SteeringSettings()
         self.side = side
         self._k = 0
+        self._crowd: _Crowd | None = None  # the world's steering (looked up on first use)
         #: whether the agent reached its goal (within ``arrive_distance``, after the waypoints)
         self.arrived = False
 
@@ -174,7 +175,10 @@ class SteeringInput(InputSource):
         return k, self.targets[k]
 
     def intent(self, agent, t: float, dt: float) -> Want:
-        p, self._k, v = _crowd(self.world).steering(agent, self)
+        crowd = self._crowd
+        if crowd is None or crowd._world() is not self.world:
+            crowd = self._crowd = _crowd(self.world)
+        p, self._k, v = crowd.steering(agent, self)
         goal = self.targets[self._k]
         if self._k == len(self.targets) - 1 and math.hypot(goal[0] - p[0], goal[1] - p[1]) < self.s.arrive_distance:
             self.arrived = True
@@ -186,22 +190,32 @@ class SteeringInput(InputSource):
 
 
 class _Crowd:
-    """The steering of one world's :class:`SteeringInput` agents, all at once per step."""
+    """The steering of one world's :class:`SteeringInput` agents, all at once per step.
+
+    The agents are grouped by settings object (one :func:`steer_all` call each); a group's
+    arrays (targets padded to the longest route, speeds, sides) are kept while the world's
+    agents and their inputs stay the same, and each step advances every agent's target
+    past the waypoints it is within reach of in a few vectorised passes."""
 
     def __init__(self, world):
         self._world = weakref.ref(world)
         self._frame: int | None = None
-        self._rows: dict[int, tuple] = {}
+        self._key: tuple | None = None  # (the inputs' ids, in the world's order): when the groups were built
+        self._groups: list[tuple] = []
+        self._rows: dict[int, tuple] = {}  # agent uid -> (source, group number, its place in the group)
+        self._out: list[tuple] = []  # per group: (positions [G, 2], target indices [G], velocities [G, 2])
 
     def steering(self, agent, source: SteeringInput) -> tuple[np.ndarray, int, np.ndarray]:
         """``(position [2], target index, desired velocity [2])`` of ``agent`` driven by
-        ``source`` this step (m, m/s)."""
+        ``source`` this step (m, m/s; sequences of floats)."""
         world = self._world()
         if self._frame != world.frame:
             self._steer(world)
         row = self._rows.get(agent.uid)
         if row is not None and row[0] is source:
-            return row[1:]
+            pos, ks, v = self._out[row[1]]
+            j = row[2]
+            return pos[j], ks[j], v[j]
         # an input the step did not see (e.g. inside another input): steered alone
         pos, uids = world.ground_positions()
         p = agent.root_xz
@@ -211,22 +225,45 @@ class _Crowd:
                       np.array([source.side], dtype=np.float64), source.s)[0]
         return p, k, v
 
+    def _build(self, world, key: tuple) -> None:
+        """The groups of the world's steering agents (by settings object) and their arrays."""
+        members: dict[int, list] = {}
+        for n, a in enumerate(world.agents):
+            if isinstance(a.source, SteeringInput):
+                members.setdefault(id(a.source.s), []).append((n, a.uid, a.source))
+        self._groups, self._rows = [], {}
+        for g, ms in enumerate(members.values()):
+            srcs = [m[2] for m in ms]
+            T = max(len(s.targets) for s in srcs)
+            targets = np.zeros((len(ms), T, 2))
+            for j, s_ in enumerate(srcs):
+                targets[j, :len(s_.targets)] = s_.targets
+                self._rows[ms[j][1]] = (s_, g, j)
+            last = np.array([len(s_.targets) - 1 for s_ in srcs], dtype=np.int64)
+            self._groups.append((np.array([m[0] for m in ms], dtype=np.int64), srcs, targets, last,
+                                 np.array([s_.speed for s_ in srcs]), np.array([s_.side for s_ in srcs], dtype=np.float64),
+                                 srcs[0].s))
+        self._key = key
+
     def _steer(self, world) -> None:
         """Every steering agent's velocity, from where the agents stand at the step's start."""
         pos, _uids = world.ground_positions()
-        groups: dict[int, list] = {}
-        for n, a in enumerate(world.agents):
-            src = a.source
-            if isinstance(src, SteeringInput):
-                groups.setdefault(id(src.s), []).append((n, a.uid, src, *src.aim(pos[n])))
-        self._rows = {}
-        for members in groups.values():
-            idx = np.array([m[0] for m in members], dtype=np.int64)
-            aims = np.array([m[4] for m in members]).reshape(-1, 2)
-            v = steer_all(pos, idx, aims, np.array([m[2].speed for m in members]),
-                          np.array([m[2].side for m in members], dtype=np.float64), members[0][2].s)
-            for j, (n, uid, src, k, _aim) in enumerate(members):
-                self._rows[uid] = (src, pos[n], k, v[j])
+        key = tuple(map(id, (a.source for a in world.agents)))
+        if key != self._key:
+            self._build(world, key)
+        self._out = []
+        for idx, srcs, targets, last, speeds, sides, settings in self._groups:
+            k = np.fromiter((s_._k for s_ in srcs), dtype=np.int64, count=len(srcs))
+            p = pos[idx]
+            rows = np.arange(len(idx))
+            while True:  # SteeringInput.aim for all: past every waypoint within reach
+                t = targets[rows, k]
+                move = (k < last) & (np.hypot(t[:, 0] - p[:, 0], t[:, 1] - p[:, 1]) < settings.waypoint_radius)
+                if not move.any():
+                    break
+                k = k + move
+            v = steer_all(pos, idx, targets[rows, k], speeds, sides, settings)
+            self._out.append((p.tolist(), k.tolist(), v.tolist()))  # (read one agent at a time)
         self._frame = world.frame
 
 
@@ -239,3 +276,38 @@ def _crowd(world) -> _Crowd:
     if c is None:
         c = _CROWDS[world] = _Crowd(world)
     return c
+
+
+#: the door scene of ``scenarios/doors.json``: a wall along x at z = 0 with a 1.85 m door
+#: at x = -3 (taken northward by the south side) and a 0.9 m door at x = +3 (southward)
+_DOOR_WALLS = (((-7.9625, 0.0), 8.075), ((0.2375, 0.0), 4.625), ((7.725, 0.0), 8.55))
+
+
+def door_crowd(n: int, *, band: int = 90, spacing: float = 0.9, width: float = 16.0, speed: float = 1.3) -> dict:
+    """A scenario (the JSON object, for :func:`~motionmatch.environment.parse_scenario`) of
+    ``n`` agents crossing a wall through two doors in opposite directions: the walls of
+    ``scenarios/doors.json``, ``n - n // 2`` agents south of it heading 12 m north through
+    the wide door, ``n // 2`` north heading 12 m south through the narrow one, so the two
+    streams cross behind the wall. Each side stands on a jittered grid ``width`` m wide
+    (``spacing`` m apart) from 2.5 m off the wall back, in groups of at most ``band``
+    agents (a scenario group holds 100 at most) on bands stacked away from the wall, each
+    as deep as it needs plus a spare row to pick places from. A crowd of a thousand is a
+    queue some 30 m deep on each side."""
+    cols = int(width // spacing) + 1
+    groups = []
+    for side, count, door, seed in ((-1.0, n - n // 2, -3.0, 1), (1.0, n // 2, 3.0, 2)):
+        near = 2.5
+        for k, first in enumerate(range(0, count, band)):
+            m = min(band, count - first)
+            depth = spacing * (int(np.ceil(m / cols)) + 1)
+            groups.append({"name": f"{'south' if side < 0 else 'north'}-{k}", "count": m,
+                           "area": [[-width / 2, side * near], [width / 2, side * (near + depth)]],
+                           "facing": [0.0, -side], "goal_offset": [0.0, -side * 12.0],
+                           "via": [[door, side * 0.6], [door, -side * 0.6]], "speed": speed, "spacing": spacing,
+                           "seed": seed * 1000 + k})
+            near += depth + spacing
+    walls = [{"shape": "box", "center": list(c), "size": [length, 0.3], "yaw_deg": 90.0, "height": [0.0, 2.5],
+              "name": f"wall-{i}"} for i, (c, length) in enumerate(_DOOR_WALLS)]
+    return {"name": f"door-crowd-{n}", "description": f"{n} agents crossing a wall through two doors both ways",
+            "duration": 60.0, "obstacles": walls, "agents": [], "groups": groups,
+            "search": {"collision_fallback": False}}

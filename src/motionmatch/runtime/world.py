@@ -67,7 +67,7 @@ from motionmatch.environment.body import (
 from motionmatch.environment.scene import Scene
 from motionmatch.geometry.grid import build_grid, grid_query
 from motionmatch.geometry.shapes import ROW
-from motionmatch.runtime.batch import ControllerBatch, intent_goal
+from motionmatch.runtime.batch import ControllerBatch, intent_goal_tuple
 from motionmatch.runtime.controller import Controller, ControllerSettings
 from motionmatch.runtime.inputs import IDLE, IdleInput, InputSource, ScriptInput, Want
 from motionmatch.runtime.modes import vertical_columns
@@ -986,23 +986,25 @@ class World:
         """Every input's want for this step, from the state at its start: ``(agent, want,
         its step in seconds)`` of the agents to update (the others owe the time)."""
         moving = []
+        now = self.time + 1e-9
         for a in self.agents:
-            if a.uid in skip:
+            if skip and a.uid in skip:
                 a.owed += dt
                 continue
             step_dt = dt + a.owed
             a.owed = 0.0
-            if self.time + 1e-9 >= a.start_time:
+            if now >= a.start_time:
                 step = step_dt if a.started else 0.0  # the first step of an agent is at its start time
                 a.local_time += step
                 a.started = True
                 want = a.source.intent(a, a.local_time, step)
             else:
                 want = IDLE
-            a.intent, a.desired = want.intent, want.desired
+            intent = a.intent = want.intent
+            a.desired = want.desired
             moving.append((a, want, step_dt))
             if a.chooser is not None:
-                a.chooser.target_speed = a.intent.speed
+                a.chooser.target_speed = intent.speed
         return moving
 
     def _before_update(self, a: Agent, want: Want) -> tuple[int, bool]:
@@ -1023,30 +1025,36 @@ class World:
         playback, the simulated roots and the poses of all of them in one compiled call
         each, the rest (mode, search) agent by agent in between."""
         n = len(group)
-        rows = np.fromiter((a.ctrl._row for a, _, _ in group), dtype=np.int64, count=n)
+        ctrls = [a.ctrl for a, _, _ in group]
+        rows = np.fromiter((c._row for c in ctrls), dtype=np.int64, count=n)
         dts = np.fromiter((h for _, _, h in group), dtype=np.float64, count=n)
         at_end, speed, turn = np.empty(n, dtype=bool), np.empty(n), np.empty(n)
-        goals = np.empty((n, 5))
-        sprung = np.ones(n, dtype=bool)  # simulated roots advanced by the compiled stage
-        for a, _, h in group:
-            a.ctrl._begin(h, a.desired)
+        for c, (a, _, h) in zip(ctrls, group):
+            c._begin(h, a.desired)
         self._batch.playback(rows, dts, at_end, speed, turn)
+        ends, speeds, turns = at_end.tolist(), speed.tolist(), turn.tolist()
         decided = []
-        for k, (a, want, h) in enumerate(group):
-            before, root_motion_only = self._before_update(a, want)
-            c = a.ctrl
-            decided.append(c._decide(h, a.intent, bool(at_end[k]), float(speed[k]), float(turn[k]), want.search_now,
-                                     root_motion_only) + (before,))
-            if c.predictor.batched(a.intent):
-                intent_goal(a.intent, goals[k])
+        goals = []  # the simulated roots the compiled stage advances: (k, goal)
+        for k, (c, (a, want, h)) in enumerate(zip(ctrls, group)):
+            # (World._before_update, inline: this loop runs for every agent every frame)
+            own = a.source.chooser(a)
+            ch = a.chooser
+            c.chooser = own if own is not None else ch
+            before = ch.log.count if ch is not None else 0
+            intent = a.intent
+            decided.append(c._decide(h, intent, ends[k], speeds[k], turns[k], want.search_now,
+                                     (ch is not None and ch.near) or want.root_motion_only) + (before,))
+            if c.predictor.batched(intent):
+                goals.append((k, intent_goal_tuple(intent)))
             else:
-                sprung[k] = False
-                c._advance_sim(h, a.intent)
+                c._advance_sim(h, intent)
             c._advance_offsets(h)
-        self._batch.advance_sim(rows[sprung], dts[sprung], goals[sprung])
+        if goals:
+            sprung = np.fromiter((k for k, _ in goals), dtype=np.int64, count=len(goals))
+            self._batch.advance_sim(rows[sprung], dts[sprung], np.array([g for _, g in goals], dtype=np.float64))
         self._batch.pose(rows, dts)
-        for (a, _, _), (searched, transitioned, before) in zip(group, decided):
-            a.result = a.ctrl._result(searched, transitioned, a.ctrl._output())
+        for c, (a, _, _), (searched, transitioned, before) in zip(ctrls, group, decided):
+            a.result = c._result(searched, transitioned, c._output())
             self._after_update(a, before)
 
     def run(self, n_frames: int, *, progress: bool = False) -> WorldRecord:

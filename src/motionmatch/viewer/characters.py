@@ -28,15 +28,16 @@ from motionmatch.runtime.controller import Controller, ControllerSettings, Frame
 from motionmatch.runtime.inputs import IdleInput, KeyboardInput
 from motionmatch.viewer.protocol import CF_CLIP, CF_FOLLOWING, CF_SEARCHED, CF_TRANSITIONED, CharacterPose, pose_scale
 
-__all__ = ["ClipCharacter", "MMCharacter", "Recorder", "recorded_motion", "skeleton_info", "world_positions"]
+__all__ = ["ClipCharacter", "MMCharacter", "Recorder", "recorded_motion", "skeleton_info", "world_pose",
+           "world_positions"]
 
 
 # ----------------------------------------------------------------------------- kinematics
 @numba.njit(cache=True, nogil=True)
-def _world_positions(parents, rot, pos, out):  # pragma: no cover - compiled
-    """World positions ``out [J, 3]`` of a pose whose joint 0 transform is already world."""
+def _world_pose(parents, rot, pos, out, wr):  # pragma: no cover - compiled
+    """World positions ``out [J, 3]`` and rotations ``wr [J, 4]`` of a pose whose joint 0
+    transform is already world."""
     J = parents.shape[0]
-    wr = np.empty((J, 4))
     for c in range(4):  # (element by element: a row assignment compiles a shape check)
         wr[0, c] = rot[0, c]
     for c in range(3):
@@ -59,19 +60,32 @@ def _world_positions(parents, rot, pos, out):  # pragma: no cover - compiled
         out[j, 2] = out[p, 2] + vz + aw * tz + (ax * ty - ay * tx)
 
 
+def world_pose(parents: np.ndarray, rotations: np.ndarray, translations: np.ndarray,
+               out: np.ndarray | None = None, out_rotations: np.ndarray | None = None
+               ) -> tuple[np.ndarray, np.ndarray]:
+    """``[J, 3]`` world joint positions and ``[J, 4]`` world rotations (w, x, y, z) of a
+    controller pose (joint 0 world, others local)."""
+    J = parents.shape[0]
+    if out is None:
+        out = np.empty((J, 3))
+    if out_rotations is None:
+        out_rotations = np.empty((J, 4))
+    _world_pose(parents, np.ascontiguousarray(rotations, dtype=np.float64),
+                np.ascontiguousarray(translations, dtype=np.float64), out, out_rotations)
+    return out, out_rotations
+
+
 def world_positions(parents: np.ndarray, rotations: np.ndarray, translations: np.ndarray,
                     out: np.ndarray | None = None) -> np.ndarray:
     """``[J, 3]`` world joint positions of a controller pose (joint 0 world, others local)."""
-    if out is None:
-        out = np.empty((parents.shape[0], 3))
-    _world_positions(parents, np.ascontiguousarray(rotations, dtype=np.float64),
-                     np.ascontiguousarray(translations, dtype=np.float64), out)
-    return out
+    return world_pose(parents, rotations, translations, out)[0]
 
 
-def skeleton_info(skel: Skeleton, feet: tuple[int, ...], *, ground_root: bool, height: float | None = None) -> dict:
-    """What the page needs to draw a skeleton: names, parents, feet, bone radius, and the
-    bones not to draw (those from a ground-level character root to the hips)."""
+def skeleton_info(skel: Skeleton, feet: tuple[int, ...], *, ground_root: bool, height: float | None = None,
+                  body: str | None = None) -> dict:
+    """What the page needs to draw a skeleton: names, parents, feet, bone radius, the
+    bones not to draw (those from a ground-level character root to the hips), and the URL
+    of its body (skinned mesh, :mod:`motionmatch.viewer.body`; ``None``: stick figure)."""
     off = np.asarray(skel.offsets, dtype=np.float64)
     if height is None:
         # longest chain from the root, a fair proxy of the character's size
@@ -88,6 +102,7 @@ def skeleton_info(skel: Skeleton, feet: tuple[int, ...], *, ground_root: bool, h
         "ground_root": bool(ground_root),
         "radius": round(max(0.012, 0.028 * height / 1.7), 4),
         "height": round(float(height), 3),
+        "body": body,
     }
 
 
@@ -210,6 +225,8 @@ class MMCharacter:
             moving = [0, *moving]
         self.recorder = Recorder(skel.num_joints, np.asarray(sorted(moving)), record_frames)
         self.positions = np.zeros((skel.num_joints, 3))
+        self.rotations = np.zeros((skel.num_joints, 4))
+        self.rotations[:, 0] = 1.0
         self.last: FrameResult | None = None
         self.scale = pose_scale(extent if extent is not None else _db_extent(db))
         self._db_root_yaw = db_root_yaw if db_root_yaw is not None else quat.yaw_angle(
@@ -311,7 +328,7 @@ class MMCharacter:
         if r is None:
             return
         self.last = r
-        world_positions(self.parents, r.rotations, r.translations, self.positions)
+        world_pose(self.parents, r.rotations, r.translations, self.positions, self.rotations)
         f = self.follower
         if f is not None and f.done:
             self.cancel_path("completed" if f.completion_time is not None else "time limit")
@@ -337,7 +354,8 @@ class MMCharacter:
             flags |= CF_FOLLOWING
         if selected:
             flags |= 4
-        return CharacterPose(self.id, self.positions, float(self.ctrl.root_yaw), self.scale, mode, flags, contacts)
+        return CharacterPose(self.id, self.positions, self.rotations, float(self.ctrl.root_yaw), self.scale, mode,
+                             flags, contacts)
 
     def describe(self) -> dict:
         return {"id": self.id, "name": self.name, "kind": self.kind, "skeleton": self.skeleton_id,
@@ -411,7 +429,9 @@ class ClipCharacter:
         wp = motion.world_positions.astype(np.float64)
         shift = np.array([place[0] - wp[0, 0, 0], 0.0, place[1] - wp[0, 0, 2]])
         self.track = wp + shift
-        self.yaws = quat.yaw_angle(motion.world_rotations[:, 0])
+        wr = motion.world_rotations
+        self.track_rotations = wr.astype(np.float32)
+        self.yaws = quat.yaw_angle(wr[:, 0])
         self.contacts = contacts
         self.fps = motion.fps
         self.F = motion.num_frames if loop_frames is None else int(loop_frames)
@@ -440,7 +460,8 @@ class ClipCharacter:
             for i, c in enumerate(self.contacts[min(self.frame, len(self.contacts) - 1)][:8]):
                 if c:
                     bits |= 1 << i
-        return CharacterPose(self.id, self.track[self.frame], float(self.yaws[self.frame]), self.scale, "clip",
+        return CharacterPose(self.id, self.track[self.frame], self.track_rotations[self.frame],
+                             float(self.yaws[self.frame]), self.scale, "clip",
                              CF_CLIP | (4 if selected else 0), bits)
 
     def describe(self) -> dict:

@@ -53,7 +53,10 @@ files              ``kind`` (``bvh``, ``scenario``, ``path``, ``keypoints``): li
 genmm              ``examples`` (1..8 file ids), ``seconds`` (1..120), ``seed`` (int),
                    ``loop`` (bool), ``keyframes`` (file id, optional), ``variants`` (1..8).
 genmm_clear        (no fields).
-export_bvh         ``id``: the session's motion of that character as a BVH download.
+export             ``id``, ``format`` (``bvh``/``glb``): the session's motion of that
+                   character as a download: BVH, or binary glTF (skinned body, skeleton,
+                   animation).
+export_bvh         ``id``: the same as ``export`` with ``format`` ``bvh``.
 debug              ``enabled`` (bool), ``candidates`` (0..16, optional).
 pose_source        ``kind`` (``off``/``webcam``/``file``), ``file`` (optional).
 pose_keypoints     ``keypoints`` ([[x, y, score], ...], up to 64): one webcam frame.
@@ -182,6 +185,7 @@ SCHEMAS: dict[str, dict[str, Field]] = {
               "loop": Bool(optional=True, default=False), "keyframes": Str(512, optional=True),
               "variants": Num(1, Limits.variants, integer=True, optional=True, default=3)},
     "genmm_clear": {},
+    "export": {"id": _ID, "format": Str(8, ("bvh", "glb"), optional=True, default="bvh")},
     "export_bvh": {"id": _ID},
     "debug": {"enabled": Bool(), "candidates": Num(0, 16, integer=True, optional=True, default=5)},
     "pose_source": {"kind": Str(16, ("off", "webcam", "file")), "file": Str(512, optional=True)},

@@ -17,7 +17,7 @@ Pose frame, little-endian (``FRAME_HEADER`` then one block per character)::
     16     2     history_back    u16  frames back from the newest (0: live)
     18     2     reserved        u16
 
-    per character (``CHAR_HEADER``, 32 bytes, then the joints):
+    per character (``CHAR_HEADER``, 32 bytes, then the joints' positions and rotations):
     0      2     id              u16
     2      2     joints          u16  J
     4      1     mode            u8   index into MODES
@@ -29,11 +29,21 @@ Pose frame, little-endian (``FRAME_HEADER`` then one block per character)::
     24     4     scale           f32  metres per unit of the joint offsets below
     28     4     reserved        u32
     32     6J    joints          J x 3 x i16  world joint position minus the root position, / scale
+    32+6J  6J    rotations       J x 3 x u16  world joint rotation, "smallest three" (below)
     ...    0|2   padding         to a multiple of 4 bytes
 
-A character of 23 joints takes 32 + 138 + 2 = 172 bytes; 50 of them at 60 Hz, 0.52 MB/s.
-Joint positions are quantised to ``scale`` (about 0.1 mm for a human), relative to the
-root so a character far from the origin keeps that precision.
+A character of 23 joints takes 32 + 138 + 138 = 308 bytes; 50 of them at 60 Hz,
+0.92 MB/s. Joint positions are quantised to ``scale`` (about 0.1 mm for a human),
+relative to the root so a character far from the origin keeps that precision.
+
+Rotations (unit quaternions (w, x, y, z), q and -q the same) in three 16-bit words: the
+component of largest magnitude is made positive and left out (the page recovers it as
+sqrt(1 - the others' squares)); the other three, in order, each in [-1/sqrt 2, 1/sqrt 2],
+are stored in the low 15 bits of the words as round((v sqrt 2 + 1) / 2 x 32767); the
+left-out component's index (0..3) is bit 15 of word 0 (low bit) and of word 1 (high
+bit). A rotation's error is at most about 0.007 degrees. The page skins each character's mesh
+with them (bone matrix = translation(position) x rotation, the mesh bound in the
+skeleton's rest pose, :mod:`motionmatch.viewer.body`); the stick figure uses the positions.
 """
 
 from __future__ import annotations
@@ -43,7 +53,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-PROTOCOL_VERSION = 1
+PROTOCOL_VERSION = 2
 KIND_POSE = 1
 
 FLAG_PAUSED = 1
@@ -68,7 +78,7 @@ _I16 = 32767
 
 def char_block_size(joints: int) -> int:
     """Bytes of one character block with ``joints`` joints (padded to 4)."""
-    n = CHAR_HEADER.size + 6 * joints
+    n = CHAR_HEADER.size + 12 * joints
     return n + (-n) % 4
 
 
@@ -83,6 +93,7 @@ class CharacterPose:
 
     id: int
     positions: np.ndarray      # [J, 3] world joint positions, joint 0 = root
+    rotations: np.ndarray      # [J, 4] world joint rotations (w, x, y, z)
     yaw: float
     scale: float
     mode: str = "idle"
@@ -98,6 +109,9 @@ def encode_frame(tick: int, time: float, chars: list[CharacterPose], *, flags: i
     FRAME_HEADER.pack_into(buf, 0, KIND_POSE, PROTOCOL_VERSION, flags & 0xFFFF, tick & 0xFFFFFFFF, float(time),
                            len(chars), min(history, 0xFFFF), min(history_back, 0xFFFF), 0)
     off = FRAME_HEADER.size
+    rot = encode_rotations(np.concatenate([np.asarray(c.rotations, dtype=np.float64).reshape(-1, 4) for c in chars])
+                           if chars else np.zeros((0, 4))).tobytes()
+    r0 = 0
     for c in chars:
         p = np.asarray(c.positions, dtype=np.float64)
         J = p.shape[0]
@@ -108,8 +122,41 @@ def encode_frame(tick: int, time: float, chars: list[CharacterPose], *, flags: i
         q = np.clip(np.rint((p - root) / c.scale), -_I16, _I16).astype("<i2")
         start = off + CHAR_HEADER.size
         buf[start:start + 6 * J] = q.tobytes()
+        buf[start + 6 * J:start + 12 * J] = rot[r0:r0 + 6 * J]
+        r0 += 6 * J
         off += char_block_size(J)
     return bytes(buf)
+
+
+_ROT_RANGE = 2.0 ** -0.5   # the three smallest components of a unit quaternion lie within +-1/sqrt 2
+_OTHERS = np.array([[1, 2, 3], [0, 2, 3], [0, 1, 3], [0, 1, 2]])
+
+
+def encode_rotations(rotations: np.ndarray) -> np.ndarray:
+    """``[N, 4]`` unit quaternions (w, x, y, z) as ``[N, 3]`` ``<u2`` words ("smallest
+    three", see the module doc)."""
+    r = np.asarray(rotations, dtype=np.float64).reshape(-1, 4)
+    r = r / np.maximum(np.linalg.norm(r, axis=1, keepdims=True), 1e-12)
+    big = np.argmax(np.abs(r), axis=1)
+    rows = np.arange(len(r))
+    sign = np.where(r[rows, big] < 0.0, -1.0, 1.0)
+    small = r[rows[:, None], _OTHERS[big]] * sign[:, None]
+    u = np.clip(np.rint((small / _ROT_RANGE + 1.0) * (0.5 * _I16)), 0, _I16).astype(np.uint16)
+    u[:, 0] |= ((big & 1) << 15).astype(np.uint16)
+    u[:, 1] |= ((big >> 1) << 15).astype(np.uint16)
+    return u.astype("<u2")
+
+
+def decode_rotations(words: np.ndarray) -> np.ndarray:
+    """``[N, 3]`` words of :func:`encode_rotations` as ``[N, 4]`` unit quaternions."""
+    w = np.asarray(words, dtype=np.int64).reshape(-1, 3)
+    big = (w[:, 0] >> 15) | ((w[:, 1] >> 15) << 1)
+    small = ((w & 0x7FFF) / (0.5 * _I16) - 1.0) * _ROT_RANGE
+    out = np.empty((len(w), 4))
+    rows = np.arange(len(w))
+    out[rows[:, None], _OTHERS[big]] = small
+    out[rows, big] = np.sqrt(np.maximum(1.0 - np.sum(small * small, axis=1), 0.0))
+    return out / np.linalg.norm(out, axis=1, keepdims=True)
 
 
 def with_history_flags(frame: bytes, *, paused: bool, history: int, back: int) -> bytes:
@@ -131,6 +178,7 @@ class DecodedCharacter:
     root: np.ndarray
     yaw: float
     positions: np.ndarray  # [J, 3] world
+    rotations: np.ndarray  # [J, 4] world (w, x, y, z), unit
 
 
 @dataclass
@@ -162,8 +210,9 @@ def decode_frame(data: bytes) -> DecodedFrame:
         cid, J, mode, cflags, contacts, _r, x, y, z, yaw, scale, _r2 = CHAR_HEADER.unpack_from(data, off)
         q = np.frombuffer(data, dtype="<i2", count=3 * J, offset=off + CHAR_HEADER.size).reshape(J, 3)
         root = np.array([x, y, z])
+        r = decode_rotations(np.frombuffer(data, dtype="<u2", count=3 * J, offset=off + CHAR_HEADER.size + 6 * J))
         chars.append(DecodedCharacter(cid, MODES[mode] if mode < len(MODES) else "?", cflags, contacts, root, yaw,
-                                      root + q.astype(np.float64) * scale))
+                                      root + q.astype(np.float64) * scale, r))
         off += char_block_size(J)
     if off != len(data):
         raise ValueError(f"pose frame has {len(data) - off} trailing bytes")

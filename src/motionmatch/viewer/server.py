@@ -4,8 +4,10 @@ Routes:
 
 * ``GET /``: the page (``index.html`` of the built bundle), ``GET /static/...``: its files;
 * ``GET /api/health``: ``{"ok", "version", "sessions", "protocol"}``;
-* ``GET /api/download/{token}``: a file the page asked for (BVH export), by a random
+* ``GET /api/download/{token}``: a file the page asked for (BVH or glTF export), by a random
   one-time-ish token that lives as long as the tab's session;
+* ``GET /api/body/{key}``: a skeleton's body, the skinned mesh the page draws
+  (:mod:`motionmatch.viewer.body`);
 * ``WS /ws``: the session protocol (:mod:`motionmatch.viewer.protocol`,
   :mod:`motionmatch.viewer.messages`).
 
@@ -116,6 +118,10 @@ class Viewer:
         self.sessions: dict[str, Any] = {}
         self.downloads = Downloads()
         self.pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="viewer-worker")
+        from motionmatch.viewer.body import Bodies
+
+        #: the skeletons' bodies (skinned meshes) the page fetches, built once each
+        self.bodies = Bodies(self.pool)
         from motionmatch.viewer.characters import _db_extent
 
         self.db_extent = _db_extent(self.db)
@@ -128,8 +134,10 @@ class Viewer:
         process loading ``db_path`` (the database's file) and then a thread, while pages
         connect (a session holds the requests that need it until it is ready); without,
         everything now. A viewer never prepared compiles on first use."""
+        from motionmatch.viewer.body import database_sample
         from motionmatch.viewer.warmup import Warmup
 
+        self.bodies.register(database_sample(self.db), start=True)  # the page's first body, built meanwhile
         self.warmup = Warmup(self, db_path=db_path if background else None, log=log)
         self.warmup.on_ready(self._warmup_done)
         if background:
@@ -293,6 +301,17 @@ def create_app(viewer: Viewer, host: str = "127.0.0.1", allowed_hosts: tuple[str
         return Response(data, media_type=ctype,
                         headers={"Content-Disposition": f'attachment; filename="{filename}"', **headers})
 
+    async def body(request):
+        key = request.path_params["key"]
+        try:
+            data = await asyncio.to_thread(viewer.bodies.get, key)
+        except Exception as e:  # the mesh could not be built: the page draws the stick figure
+            return PlainTextResponse(f"the body of skeleton {key} could not be built: {type(e).__name__}: {e}", 500)
+        if data is None:
+            return PlainTextResponse(f"no skeleton {key} in this viewer", 404)
+        return Response(data, media_type="application/octet-stream",
+                        headers={**headers, "Cache-Control": "private, max-age=3600"})
+
     async def ws_endpoint(websocket: WebSocket):
         if not _origin_ok(websocket.headers.get("origin"), websocket.headers.get("host"), viewer.allowed_origins):
             await websocket.close(code=1008)
@@ -353,7 +372,8 @@ def create_app(viewer: Viewer, host: str = "127.0.0.1", allowed_hosts: tuple[str
             viewer.downloads.drop_session(session.id)
 
     routes = [Route("/", index), Route("/index.html", index), Route("/api/health", health),
-              Route("/api/download/{token}", download), WebSocketRoute("/ws", ws_endpoint)]
+              Route("/api/download/{token}", download), Route("/api/body/{key}", body),
+              WebSocketRoute("/ws", ws_endpoint)]
     if static is not None and static.is_dir():
         routes.append(Mount("/static", app=StaticFiles(directory=str(static)), name="static"))
     return HostCheck(Starlette(routes=routes), host, allowed_hosts)

@@ -10,7 +10,7 @@ The server hands it the page's validated messages (:meth:`Session.submit`); the 
 of a tick, in order, then advances every character by exactly 1/60 s (unless paused),
 encodes one binary pose frame and sends it, with JSON replies and events, through the
 ``send`` callback (thread-safe; the server coalesces pose frames a slow page cannot
-take). Heavy work (GenMM synthesis, BVH export) runs on the viewer's worker pool and
+take). Heavy work (GenMM synthesis, BVH and glTF export) runs on the viewer's worker pool and
 comes back through the inbox, so the loop never stalls on it.
 
 Timing: the loop sleeps until the next tick's deadline; when a tick runs late the next
@@ -45,6 +45,7 @@ from motionmatch.runtime.controller import ControllerSettings
 from motionmatch.runtime.crowd import SteeringInput, SteeringSettings
 from motionmatch.runtime.inputs import AroundObstacles, KeyboardInput
 from motionmatch.runtime.world import World
+from motionmatch.viewer.body import database_sample
 from motionmatch.viewer.characters import ClipCharacter, MMCharacter, recorded_motion, skeleton_info
 from motionmatch.viewer.data import DataError
 from motionmatch.viewer.environment import environment_debug, scene_from_viewer, shared_matcher
@@ -172,7 +173,8 @@ class Session:
         from motionmatch.viewer.characters import _db_extent
 
         self.skeletons: dict[int, dict] = {0: skeleton_info(db.skeleton, tuple(db.foot_joints), ground_root=True,
-                                                            height=viewer.db_extent or _db_extent(db))}
+                                                            height=viewer.db_extent or _db_extent(db),
+                                                            body=viewer.bodies.register(database_sample(db)))}
         self._next_skeleton = 1
         self.chars: dict[int, MMCharacter | ClipCharacter] = {}
         self._next_id = 1
@@ -942,7 +944,8 @@ class Session:
         sid = self._next_skeleton
         self._next_skeleton += 1
         wp = results[0].motion.world_positions
-        info = skeleton_info(skel, feet, ground_root=False, height=float(np.ptp(wp[0, :, 1])) or None)
+        info = skeleton_info(skel, feet, ground_root=False, height=float(np.ptp(wp[0, :, 1])) or None,
+                             body=self.viewer.bodies.register(results[0].motion))
         self.skeletons[sid] = info
         spacing = max(1.5, 1.4 * info["height"])
         base_x = max((abs(ch.root_xz[0]) for ch in self.chars.values()), default=0.0) + 2.5
@@ -970,7 +973,14 @@ class Session:
         self._send_characters()
 
     def _on_export_bvh(self, m):
+        return self._on_export({**m, "format": "bvh"})
+
+    def _on_export(self, m):
+        """The character's motion this session (the recorded frames of a motion-matching
+        character, the clip of a GenMM variant) as a download: BVH, or binary glTF with the
+        body the page draws (:mod:`motionmatch.io.gltf`)."""
         cid = int(m["id"])
+        fmt = m["format"]
         ch = self.chars.get(cid)
         if ch is None:
             raise Rejected(f"no character {cid}")
@@ -988,29 +998,37 @@ class Session:
             def make():
                 return motion
 
-        filename = "".join(c if c.isalnum() or c in "-_" else "_" for c in ch.name) + ".bvh"
+        filename = "".join(c if c.isalnum() or c in "-_" else "_" for c in ch.name) + "." + fmt
         sid = self.id
+        bodies = self.viewer.bodies
 
         def job():
             import tempfile
             from pathlib import Path
 
-            from motionmatch.anim import save_bvh
-
             mo = make()
             with tempfile.TemporaryDirectory() as d:
-                p = save_bvh(mo, Path(d) / "export.bvh")
+                if fmt == "glb":
+                    from motionmatch.io.gltf import Character, write_glb
+
+                    p = write_glb(Path(d) / "export.glb", [Character(mo.name or "character", mo,
+                                                                        bodies.mannequin(mo.skeleton))])
+                else:
+                    from motionmatch.anim import save_bvh
+
+                    p = save_bvh(mo, Path(d) / "export.bvh")
                 data = p.read_bytes()
-            token = self.viewer.downloads.add(sid, filename, data, "application/octet-stream")
+            ctype = "model/gltf-binary" if fmt == "glb" else "application/octet-stream"
+            token = self.viewer.downloads.add(sid, filename, data, ctype)
             return token, mo.num_frames, mo.fps
 
         def done(fut):
             try:
                 token, frames, fps = fut.result()
                 self.send({"type": "download", "url": f"/api/download/{token}", "filename": filename, "id": cid,
-                           "frames": frames, "seconds": round(frames / fps, 2)})
+                           "format": fmt, "frames": frames, "seconds": round(frames / fps, 2)})
             except Exception as e:
-                self.send({"type": "error", "code": "rejected", "for": "export_bvh", "message": str(e)})
+                self.send({"type": "error", "code": "rejected", "for": f"export_{fmt}", "message": str(e)})
 
         self.viewer.pool.submit(job).add_done_callback(done)
         return {"state": "running"}
