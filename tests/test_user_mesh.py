@@ -120,3 +120,20 @@ def test_a_rig_with_other_joint_frames_is_turned_onto_the_skeletons(exported, tm
                                        body.bind_positions[k] - body.bind_positions[j], atol=1e-4)
         if len(kids) >= 2:
             assert abs(np.sum(got.bind_rotations[j] * body.bind_rotations[j])) > 1 - 1e-6
+
+
+def test_the_viewer_draws_the_users_mesh_where_it_fits(exported, data_dir):
+    from concurrent.futures import ThreadPoolExecutor
+
+    from motionmatch.viewer.body import Bodies
+
+    motion, _, path = exported
+    with ThreadPoolExecutor(1) as pool:
+        bodies = Bodies(pool, user_mesh=path)
+        bodies.register(motion)
+        assert bodies.mannequin(motion.skeleton) is read_user_mesh(path, motion.skeleton)
+        other = data_dir / "genmm-examples/Xia_normal.bvh"
+        if other.exists():  # a skeleton it does not fit (a GenMM example's): its own mannequin
+            xia = load_bvh(other)
+            bodies.register(xia)
+            assert bodies.mannequin(xia.skeleton) is mannequin_for(xia)
