@@ -7,7 +7,7 @@ import dataclasses
 import numpy as np
 import pytest
 
-from motionmatch.anim import load_bvh, quat
+from motionmatch.anim import kinematics, load_bvh, quat
 from motionmatch.anim.mannequin import _cached, body_joints, mannequin, mannequin_for
 
 pytestmark = pytest.mark.data
@@ -17,6 +17,7 @@ TAKES = [
     "lafan1-60fps/walk1_subject1_walk2.bvh",
     "lafan1/walk1_subject1_stop.bvh",
     "bandai-namco/dataset-1/dataset-1_walk-left_tired_001.bvh",
+    "bandai-namco/dataset-2/dataset-2_run_active_001.bvh",
     "quadruped-dog/D1_025_KAN01_001.bvh",
     "genmm-examples/Crabnew_Crab-dance-long.bvh",
     "genmm-examples/Elephant_idle1.bvh",
@@ -27,14 +28,20 @@ TAKES = [
 ]
 
 
-def winding_numbers(points: np.ndarray, vertices: np.ndarray, triangles: np.ndarray) -> np.ndarray:
-    """Generalised winding number of each point ``(P, 3)`` w.r.t. a triangle mesh (1 inside, 0 outside)."""
-    a, b, c = (vertices[triangles[:, k]][None] - points[:, None] for k in range(3))
-    la, lb, lc = (np.linalg.norm(x, axis=-1) for x in (a, b, c))
-    det = np.einsum("pfi,pfi->pf", a, np.cross(b, c))
-    den = (la * lb * lc + np.einsum("pfi,pfi->pf", a, b) * lc + np.einsum("pfi,pfi->pf", b, c) * la
-           + np.einsum("pfi,pfi->pf", c, a) * lb)
-    return np.arctan2(det, den).sum(axis=1) / (2 * np.pi)
+def winding_numbers(points: np.ndarray, vertices: np.ndarray, triangles: np.ndarray, chunk: int = 4) -> np.ndarray:
+    """Generalised winding number of each point ``(P, 3)`` w.r.t. a triangle mesh (1 inside, 0
+    outside); float32 per triangle, a few points at a time (within 1e-6 of float64 here)."""
+    corners = [np.ascontiguousarray(vertices[triangles[:, k]], dtype=np.float32) for k in range(3)]
+    out = np.empty(len(points))
+    for s in range(0, len(points), chunk):
+        p = np.asarray(points[s:s + chunk], dtype=np.float32)[:, None]
+        a, b, c = (x[None] - p for x in corners)
+        la, lb, lc = (np.sqrt(np.einsum("pfi,pfi->pf", x, x)) for x in (a, b, c))
+        det = np.einsum("pfi,pfi->pf", a, np.cross(b, c))
+        den = (la * lb * lc + np.einsum("pfi,pfi->pf", a, b) * lc + np.einsum("pfi,pfi->pf", b, c) * la
+               + np.einsum("pfi,pfi->pf", c, a) * lb)
+        out[s:s + chunk] = np.arctan2(det, den).sum(axis=1, dtype=np.float64) / (2 * np.pi)
+    return out
 
 
 def segment_distance(p: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -118,18 +125,18 @@ def test_every_joint_inside_in_the_bind_pose(take):
 def test_vertices_stay_on_their_bones_under_the_motion(take):
     motion, body = take
     skel = motion.skeleton
-    frames = np.linspace(0, motion.num_frames - 1, 12).astype(int)
+    frames = np.linspace(0, motion.num_frames - 1, 24).astype(int)
     wp, wr = motion.world_positions[frames], motion.world_rotations[frames]
     posed = body.skin(wp, wr)
     rest = bone_distances(skel, body.bind_positions[None], body.bind_rotations[None],
                           body.vertices.astype(np.float64)[None], body.joints, body.weights)[0]
     moved = bone_distances(skel, wp, wr, posed, body.joints, body.weights)
-    # Rigidly weighted vertices keep their distance exactly; blended ones (where capsules of
-    # three or four joints meet, at the shoulders and the pelvis) move off by linear blending:
-    # nearly all keep within 5 %, and none goes twice as far (the dog, whose hips and spine share one point and turn up to 164° apart, reaches 1.73).
+    # the issue's rule, for every vertex: no farther from its bones than at rest plus 5 %
     ratio = moved.max(axis=0) / np.maximum(rest, 1e-9)
-    assert np.mean(ratio > 1.05 + 1e-6) < 0.08, f"{np.mean(ratio > 1.05):.1%} of the vertices leave their bones by > 5 %"
-    assert ratio.max() < 2.0, f"a vertex moved {ratio.max():.2f} times its rest distance from its bones"
+    worst = int(np.argmax(ratio))
+    assert ratio[worst] <= 1.05, (f"{np.sum(ratio > 1.05)} vertices leave their bones by > 5 %, up to "
+                                  f"{ratio[worst]:.3f} (vertex {worst}, joints {body.joints[worst]}, "
+                                  f"weights {body.weights[worst]})")
     # no piece of surface is stretched between limbs (limbs fused in the bind pose pull their
     # shared triangles metres long as they move apart: LAFAN1's rest pose folds legs onto the spine)
     tri = body.triangles.astype(np.int64)
@@ -141,6 +148,45 @@ def test_vertices_stay_on_their_bones_under_the_motion(take):
     shifted = np.where(body.weights > 0, (body.joints.astype(np.int64) + 1) % skel.num_joints, 0)
     wrong = dataclasses.replace(body, joints=shifted.astype(np.uint16)).skin(wp, wr)
     assert np.mean(bone_distances(skel, wp, wr, wrong, body.joints, body.weights).max(axis=0) > 1.05 * rest) > 0.06
+
+
+def test_vertices_stay_on_their_bones_in_any_pose(take):
+    """The weights bound the rule in every pose, not only the motion's: random joint rotations
+    (with the bind pose's offsets) keep every vertex within 5 % of its rest distance; a wide
+    blend (every vertex 30 % on its joint's parent) does not."""
+    motion, body = take
+    skel = motion.skeleton
+    rng = np.random.default_rng(7)
+    J = skel.num_joints
+    local = body.bind_rotations.copy()
+    local[1:] = quat.mul(quat.conjugate(body.bind_rotations[skel.parents[1:]]), body.bind_rotations[1:])
+    trans = np.zeros((J, 3))
+    trans[0] = body.bind_positions[0]
+    trans[1:] = quat.rotate(quat.conjugate(body.bind_rotations[skel.parents[1:]]),
+                            body.bind_positions[1:] - body.bind_positions[skel.parents[1:]])
+    axis = rng.normal(size=(6, J, 3))
+    angle = rng.uniform(-2.0, 2.0, size=(6, J, 1))  # up to 115 degrees at every joint
+    turn = np.concatenate([np.cos(angle / 2), np.sin(angle / 2) * axis / np.linalg.norm(axis, axis=-1, keepdims=True)], -1)
+    rots = quat.mul(local[None], turn)
+    wp, wr = kinematics.forward_kinematics(skel.parents, rots, np.broadcast_to(trans, (6, J, 3)))
+    rest = bone_distances(skel, body.bind_positions[None], body.bind_rotations[None],
+                          body.vertices.astype(np.float64)[None], body.joints, body.weights)[0]
+    moved = bone_distances(skel, wp, wr, body.skin(wp, wr), body.joints, body.weights)
+    ratio = moved.max(axis=0) / np.maximum(rest, 1e-9)
+    assert ratio.max() <= 1.05, f"{np.sum(ratio > 1.05)} vertices leave their bones by > 5 %, up to {ratio.max():.3f}"
+    # the measure can fail: every vertex 30 % on its joint's parent (a blend over whole bones)
+    own = body.joints[:, 0].astype(np.int64)
+    par = skel.parents[own]
+    ok = (par >= 0) & body_joints(skel)[np.maximum(par, 0)]
+    joints = np.zeros_like(body.joints)
+    weights = np.zeros_like(body.weights)
+    joints[:, 0], weights[:, 0] = own, 1.0
+    joints[ok, 1], weights[ok, 0], weights[ok, 1] = par[ok], 0.7, 0.3
+    wide = dataclasses.replace(body, joints=joints, weights=weights)
+    rest = bone_distances(skel, body.bind_positions[None], body.bind_rotations[None],
+                          body.vertices.astype(np.float64)[None], joints, weights)[0]
+    moved = bone_distances(skel, wp, wr, wide.skin(wp, wr), joints, weights)
+    assert np.mean(moved.max(axis=0) > 1.05 * rest) > 0.05
 
 
 def test_skinning_the_bind_pose_gives_the_mesh_and_a_rigid_motion_moves_it_rigidly(take):

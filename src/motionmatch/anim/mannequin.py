@@ -8,9 +8,16 @@ joined by a smooth union (log-sum-exp) on a voxel grid and the surface is extrac
 *surface nets* (one vertex per surface cell, one quad per sign-changing grid edge),
 which gives a closed mesh: every edge of it is shared by an even number of faces.
 
-Skin: each vertex is weighted to the (at most four) joints whose capsules' surfaces are
-nearest, with ``exp(-(s_i - s_min) / sigma)`` weights of the distance ``s_i`` to each
-capsule's surface, so that weights blend over about one limb radius around each joint.
+Skin: each vertex belongs to the joint of the nearest capsule and is blended with that
+joint's parent or child only around the joint the two share, and only as far as keeps it, in
+any pose, within ``1 + BLEND_SLACK`` (4 %) of its bind-pose distance to *its bones* (the
+bones of the joints it is weighted to: :func:`bone_distances`, the issue's "rest distance
+plus 5 %"); everywhere else it is rigid (:func:`_skin_weights` gives the argument). So at
+most two joints per vertex, a blend about ±0.3 limb radii wide across a straight joint
+(wider on the outside of a bent one), and never three or four joints at once at a junction
+(the pelvis, the shoulders, the dog's hips), where linear blending pulled vertices off their bones.
+Joints whose offset from their parent changes in the motion (the elephant's clavicles and
+thighs: :func:`sliding_joints`) own the bone into them.
 
 Bind pose: the mesh is built in one pose of the skeleton, its *bind pose*: the rest pose
 (identity local rotations and the skeleton's offsets) unless one is given. Some files'
@@ -30,6 +37,7 @@ Everything is vectorized numpy; the result is cached per skeleton and bind pose.
 from __future__ import annotations
 
 import functools
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -39,7 +47,7 @@ from motionmatch.anim import kinematics, quat
 from motionmatch.anim.motion import Motion
 from motionmatch.anim.skeleton import Skeleton
 
-__all__ = ["Mannequin", "bind_pose", "body_joints", "mannequin", "mannequin_for"]
+__all__ = ["Mannequin", "bind_pose", "body_joints", "bone_distances", "mannequin", "mannequin_for", "sliding_joints"]
 
 #: Cells along the longest side of the body's bounding box.
 GRID_CELLS = 88
@@ -51,8 +59,11 @@ LEAF_RADIUS = 0.38
 MIN_RADIUS_CELLS = 1.3
 #: Smooth-union blend width, in grid cells.
 BLEND_CELLS = 0.7
-#: Skin-weight falloff as a fraction of the nearest capsule's radius.
-WEIGHT_FALLOFF = 0.15
+#: How much farther from its bones skinning may take a blended vertex than it is in the bind
+#: pose, as a fraction (in any pose; the issue allows 5 %).
+BLEND_SLACK = 0.04
+#: A joint whose offset from its parent changes by more than this (metres) in a motion is *sliding*.
+SLIDE_TOLERANCE = 1e-4
 #: :func:`bind_pose` counts two limbs' bones as touching within this many grid cells.
 FUSE_MARGIN_CELLS = 2.0
 #: Most frames of a motion :func:`bind_pose` looks at.
@@ -134,7 +145,7 @@ def _bones(skeleton: Skeleton, positions: np.ndarray, rotations: np.ndarray):
     for j in range(J - 1, 0, -1):
         p = parents[j]
         reach[p] = max(reach[p], reach[j] + float(np.linalg.norm(positions[j] - positions[p])))
-    owner, start, end, end_joint, kind = [], [], [], [], []  # kind: 0 inner bone, 1 leaf bone, 2 ball
+    owner, start, end, end_joint, kind, child = [], [], [], [], [], []  # kind: 0 inner bone, 1 leaf bone, 2 ball
     has_end_site = np.zeros(J, dtype=bool)
     has_end_site[skeleton.end_site_parents] = True
     for j in range(1, J):
@@ -145,6 +156,7 @@ def _bones(skeleton: Skeleton, positions: np.ndarray, rotations: np.ndarray):
             inner = bool(np.any(parents == j)) or has_end_site[j]
             end_joint.append(j if inner else -1)
             kind.append(0 if inner else 1)
+            child.append(j)
     for e, p in enumerate(skeleton.end_site_parents):
         if body[p]:
             owner.append(p)
@@ -152,6 +164,7 @@ def _bones(skeleton: Skeleton, positions: np.ndarray, rotations: np.ndarray):
             end.append(es_pos[e])
             end_joint.append(-1)
             kind.append(1)
+            child.append(-1)
     has_bone = np.zeros(J, dtype=bool)
     has_bone[owner] = True
     for j in np.flatnonzero(body & ~has_bone):  # a leaf joint without end site: a ball
@@ -160,6 +173,7 @@ def _bones(skeleton: Skeleton, positions: np.ndarray, rotations: np.ndarray):
         end.append(positions[j])
         end_joint.append(-1)
         kind.append(2)
+        child.append(-1)
     owner_a = np.asarray(owner, dtype=np.int64)
     end_j = np.asarray(end_joint, dtype=np.int64)
     kind_a = np.asarray(kind)
@@ -175,7 +189,7 @@ def _bones(skeleton: Skeleton, positions: np.ndarray, rotations: np.ndarray):
         pj = np.maximum(parents[owner_a[balls]], 0)
         r_ball = LEAF_RADIUS * np.linalg.norm(positions[owner_a[balls]] - positions[pj], axis=1)
         r0[balls] = r1[balls] = r_ball
-    return owner_a, a, b, r0, r1, reach
+    return owner_a, a, b, r0, r1, reach, np.asarray(child, dtype=np.int64)
 
 
 # -------------------------------------------------------------------------- the field
@@ -262,10 +276,10 @@ def _vertex_normals(v: np.ndarray, tri: np.ndarray) -> np.ndarray:
 
 
 # ------------------------------------------------------------------------- the body
-def _build(skeleton: Skeleton, local_rot: np.ndarray, local_trans: np.ndarray) -> Mannequin:
+def _build(skeleton: Skeleton, local_rot: np.ndarray, local_trans: np.ndarray, sliding: NDArray[np.bool_]) -> Mannequin:
     wp, wr = kinematics.forward_kinematics(skeleton.parents, local_rot[None], local_trans[None])
     wp, wr = wp[0], wr[0]
-    owner, a, b, r0, r1, _ = _bones(skeleton, wp, wr)
+    owner, a, b, r0, r1, _, child = _bones(skeleton, wp, wr)
     pts = np.concatenate([a, b])
     size = float(np.max(pts.max(0) - pts.min(0)))
     size = max(size, float(np.max(np.maximum(r0, r1))) * 2, 1e-6)
@@ -292,7 +306,7 @@ def _build(skeleton: Skeleton, local_rot: np.ndarray, local_trans: np.ndarray) -
     field[field == 0.0] = 1e-12  # no grid point exactly on the surface
     verts, tri = _surface_nets(field, origin, h)
     normals = _vertex_normals(verts, tri)
-    joints, weights = _skin_weights(verts, owner, a, b, r0, r1, skeleton.parents)
+    joints, weights = _skin_weights(verts, skeleton, wp, wr, owner, a, b, r0, r1, child, sliding)
     return Mannequin(
         vertices=verts.astype(np.float32),
         normals=normals.astype(np.float32),
@@ -304,46 +318,118 @@ def _build(skeleton: Skeleton, local_rot: np.ndarray, local_trans: np.ndarray) -
     )
 
 
-def _skin_weights(v, owner, a, b, r0, r1, parents):
-    """At most four joints per vertex, weighted by the distance to each capsule's surface."""
+def _skin_weights(v: np.ndarray, skeleton: Skeleton, wp: np.ndarray, wr: np.ndarray, owner: np.ndarray,
+                  a: np.ndarray, b: np.ndarray, r0: np.ndarray, r1: np.ndarray, child: np.ndarray,
+                  sliding: NDArray[np.bool_]):
+    """Skin weights of vertices ``v (V, 3)`` in the bind pose (joint world transforms ``wp``,
+    ``wr``): joint indices and weights ``(V, 4)``, at most two joints per vertex.
+
+    Each vertex belongs to the joint of the capsule whose surface is nearest (its *owner*).
+    Near the end of its bone it may blend with the joint there (the owner's child), near the
+    start with the owner's parent: a parent and a child only, blended around the point
+    ``P`` they share (the child joint). Linear blending of two transforms that both move
+    ``P`` to the same place keeps a vertex as close to ``P`` as it was in the bind pose
+    (the blend of two points at one distance from ``P`` is no farther from it), and ``P``
+    lies on a bone of each of the two joints; so a vertex whose bind-pose distance to ``P``
+    is at most ``1 + BLEND_SLACK`` times its distance to the two joints' bones stays within
+    that factor of its bind-pose distance to its bones, whatever the pose. Blends are kept
+    to that region (a slab about ``±0.3`` limb radii wide across a straight joint, wider on
+    the outside of a bent one): the partner's weight falls smoothly from 1/2 where ``P`` is
+    the nearest point of the bones to 0 at its edge, and every other vertex is rigid, so
+    keeps its distance to its joint's bones exactly.
+
+    A *sliding* joint (``sliding (J,)``: its offset from its parent changes in the motion)
+    does not share a fixed point with its parent: the bone into it belongs to it, not to
+    the parent, a vertex of the parent nearer to that bone than to the parent's other bones
+    goes to it, and it is never blended with its parent.
+    """
+    V = len(v)
+    parents = skeleton.parents
+    body = body_joints(skeleton)
+    seg_slides = (child >= 0) & sliding[np.maximum(child, 0)]
+    owner = np.where(seg_slides, child, owner)  # the bone into a sliding joint is the joint's
+    child = np.where(seg_slides, -1, child)
     ab = b - a
     ll = np.maximum(np.einsum("sc,sc->s", ab, ab), 1e-18)
     t = np.clip(np.einsum("vsc,sc->vs", v[:, None, :] - a[None], ab) / ll, 0.0, 1.0)  # (V, S)
-    closest = a[None] + t[..., None] * ab[None]
     radius = r0[None] + (r1 - r0)[None] * t
-    s = np.linalg.norm(v[:, None, :] - closest, axis=-1) - radius  # distance to each surface
+    s = np.linalg.norm(v[:, None, :] - (a[None] + t[..., None] * ab[None]), axis=-1) - radius
     nearest = np.argmin(s, axis=1)
-    sigma = WEIGHT_FALLOFF * radius[np.arange(len(v)), nearest]
-    w_seg = np.exp(-(s - s[np.arange(len(v)), nearest][:, None]) / sigma[:, None])
-    num_joints = len(parents)
-    w_joint = np.zeros((len(v), num_joints))
-    np.maximum.at(w_joint.T, owner, w_seg.T)  # a joint's weight: its nearest capsule's
-    # only the nearest capsule's joint and the joints one bone away from it: limbs that touch
-    # in the bind pose do not drag each other along
-    adjacent = np.eye(num_joints, dtype=bool)
-    has_parent = parents >= 0
-    adjacent[np.flatnonzero(has_parent), parents[has_parent]] = True
-    adjacent[parents[has_parent], np.flatnonzero(has_parent)] = True
-    w_joint *= adjacent[owner[nearest]]
-    top = np.argsort(-w_joint, axis=1, kind="stable")[:, :4]
-    w = np.take_along_axis(w_joint, top, axis=1)
-    w[w < 1e-3 * w[:, :1]] = 0.0
-    w /= w.sum(axis=1, keepdims=True)
-    top[w == 0.0] = 0
-    return top, w
+    own = owner[nearest]
+    t_near = t[np.arange(V), nearest]
+    # the partner: the bone's child joint near its end, the owner's parent near its start
+    c = child[nearest]
+    par = np.where(own > 0, parents[own], -1)
+    par_ok = (par >= 0) & body[np.maximum(par, 0)] & ~sliding[own]
+    to_child = (t_near >= 0.5) & (c >= 0)
+    partner = np.where(to_child, c, np.where(par_ok, par, -1))
+    shared = np.where(to_child, c, own)  # the joint at the point the two share
+    seg_a, seg_b, mask, seg_end = _joint_bones(skeleton, wp, wr)
+
+    def to_bones(pts: np.ndarray, joint: np.ndarray, keep: NDArray[np.bool_]) -> np.ndarray:
+        """Distance of points ``(n, 3)`` to the bones (``keep (J, K)``) of their joints ``(n,)``."""
+        best = np.full(len(joint), np.inf)
+        for k in range(mask.shape[1]):
+            aa, bb = seg_a[joint, k], seg_b[joint, k]
+            sab = bb - aa
+            tt = np.clip(np.sum((pts - aa) * sab, axis=-1) / np.maximum(np.sum(sab * sab, axis=-1), 1e-18), 0.0, 1.0)
+            d = np.linalg.norm(pts - aa - tt[:, None] * sab, axis=-1)
+            best = np.where(keep[joint, k], np.minimum(best, d), best)
+        return best
+
+    # a vertex of a joint nearest to one of its sliding bones goes to the sliding joint
+    slide_slot = mask & (seg_end >= 0) & sliding[np.maximum(seg_end, 0)]
+    for _ in range(len(parents)):
+        cand = np.flatnonzero(slide_slot[own].any(axis=1))
+        if not len(cand):
+            break
+        d_fixed = to_bones(v[cand], own[cand], mask & ~slide_slot)
+        moved = False
+        for k in range(mask.shape[1]):
+            d_k = to_bones(v[cand], own[cand], np.eye(mask.shape[1], dtype=bool)[k][None] & slide_slot)
+            go = d_k < d_fixed
+            if np.any(go):
+                own[cand[go]] = seg_end[own[cand[go]], k]
+                partner[cand[go]] = -1
+                d_fixed[go] = np.inf
+                moved = True
+        if not moved:
+            break
+    pb = partner >= 0
+    w_partner = np.zeros(V)
+    if np.any(pb):
+        v_sel = v[pb]
+        d_bones = np.minimum(to_bones(v_sel, own[pb], mask), to_bones(v_sel, partner[pb], mask))
+        g = np.linalg.norm(v_sel - wp[shared[pb]], axis=-1) / np.maximum(d_bones, 1e-12)
+        x = np.sqrt(np.clip((g - 1.0) / BLEND_SLACK, 0.0, 1.0))  # 0 where P is nearest, 1 at the edge
+        u = 0.5 * (1.0 - x)
+        w_partner[pb] = u * u * (3.0 - 2.0 * u)  # smoothstep: 1/2 -> 0
+    joints = np.zeros((V, 4), dtype=np.int64)
+    weights = np.zeros((V, 4))
+    joints[:, 0] = own
+    weights[:, 0] = 1.0 - w_partner
+    blended = w_partner > 0
+    joints[blended, 1] = partner[blended]
+    weights[blended, 1] = w_partner[blended]
+    return joints, weights
 
 
 @functools.lru_cache(maxsize=32)
 def _cached(key: tuple) -> Mannequin:
-    names, parents, offsets, es_par, es_off, channels, rot, trans, J = key
+    names, parents, offsets, es_par, es_off, channels, rot, trans, sliding, J = key
     skel = Skeleton(names, np.frombuffer(parents, dtype=np.int64), np.frombuffer(offsets).reshape(J, 3),
                     np.frombuffer(es_par, dtype=np.int64), np.frombuffer(es_off).reshape(-1, 3), channels)
-    return _build(skel, np.frombuffer(rot).reshape(J, 4), np.frombuffer(trans).reshape(J, 3))
+    slides = np.zeros(J, dtype=bool)
+    slides[list(sliding)] = True
+    return _build(skel, np.frombuffer(rot).reshape(J, 4), np.frombuffer(trans).reshape(J, 3), slides)
 
 
-def mannequin(skeleton: Skeleton, pose: tuple[np.ndarray, np.ndarray] | None = None) -> Mannequin:
+def mannequin(skeleton: Skeleton, pose: tuple[np.ndarray, np.ndarray] | None = None,
+              sliding: Sequence[int] = ()) -> Mannequin:
     """The mannequin of ``skeleton``, built in ``pose`` (local rotations ``(J, 4)`` and
-    translations ``(J, 3)``), by default its rest pose. Deterministic and cached."""
+    translations ``(J, 3)``), by default its rest pose. ``sliding``: joints whose offset
+    from their parent changes in the motions it will be skinned with
+    (:func:`sliding_joints`); none by default. Deterministic and cached."""
     J = skeleton.num_joints
     if pose is None:
         rot = np.tile([1.0, 0.0, 0.0, 0.0], (J, 1))
@@ -353,7 +439,8 @@ def mannequin(skeleton: Skeleton, pose: tuple[np.ndarray, np.ndarray] | None = N
         trans = np.asarray(pose[1], dtype=np.float64).reshape(J, 3)
     key = (skeleton.names, skeleton.parents.tobytes(), np.ascontiguousarray(skeleton.offsets).tobytes(),
            skeleton.end_site_parents.tobytes(), np.ascontiguousarray(skeleton.end_site_offsets).tobytes(),
-           skeleton.channels, np.ascontiguousarray(rot).tobytes(), np.ascontiguousarray(trans).tobytes(), J)
+           skeleton.channels, np.ascontiguousarray(rot).tobytes(), np.ascontiguousarray(trans).tobytes(),
+           tuple(sorted({int(j) for j in sliding})), J)
     return _cached(key)
 
 
@@ -388,10 +475,20 @@ def bind_pose(motion: Motion) -> tuple[NDArray[np.float64], NDArray[np.float64]]
     return rot, tr
 
 
+def sliding_joints(motion: Motion) -> tuple[int, ...]:
+    """Joints of the body whose offset from their parent changes in ``motion`` by more than
+    :data:`SLIDE_TOLERANCE` (e.g. the elephant's clavicles and thighs; none in most data)."""
+    tr = motion.translations
+    moved = np.linalg.norm(tr - tr[:1], axis=-1).max(axis=0) > SLIDE_TOLERANCE
+    parents = motion.skeleton.parents
+    body = body_joints(motion.skeleton)
+    return tuple(int(j) for j in range(1, motion.num_joints) if moved[j] and body[parents[j]])
+
+
 def _fused_bone_pairs(skel: Skeleton, positions: np.ndarray, rotations: np.ndarray) -> NDArray[np.int64]:
     """Per pose ``(P, J, 3)``, ``(P, J, 4)``: how many pairs of bones of different limbs
     (owner joints three or more bones apart) touch: ``(P,)``."""
-    owner, a, b, r0, r1, _ = _bones(skel, positions[0], rotations[0])
+    owner, a, b, r0, r1, _, _ = _bones(skel, positions[0], rotations[0])
     size = float(np.max(np.ptp(np.concatenate([a, b]), axis=0)))
     # the same segments in every pose (in _bones' order): to a child joint, an end site, or a ball
     body = body_joints(skel)
@@ -436,8 +533,9 @@ def _straightness(skel: Skeleton, pos: np.ndarray) -> NDArray[np.float64]:
 
 
 def mannequin_for(motion: Motion) -> Mannequin:
-    """The mannequin of ``motion``'s skeleton in its :func:`bind_pose`."""
-    return mannequin(motion.skeleton, bind_pose(motion))
+    """The mannequin of ``motion``'s skeleton in its :func:`bind_pose`, with its
+    :func:`sliding_joints`."""
+    return mannequin(motion.skeleton, bind_pose(motion), sliding_joints(motion))
 
 
 def _tree_distance(parents: np.ndarray) -> NDArray[np.int64]:
@@ -452,3 +550,66 @@ def _tree_distance(parents: np.ndarray) -> NDArray[np.int64]:
             anc[j] |= anc[parents[j]]
     common = anc.astype(np.int64) @ anc.T.astype(np.int64)  # shared ancestors incl. self
     return depth[:, None] + depth[None, :] - 2 * (common - 1)
+
+
+def _joint_bones(skeleton: Skeleton, world_positions: np.ndarray, world_rotations: np.ndarray):
+    """Each joint's bones as padded segments: starts and ends ``(..., J, K, 3)``, a mask
+    ``(J, K)`` and the joint at each end ``(J, K)`` (-1: an end site or none); a joint's
+    bones run from it to each child and end site (a point, the joint itself, when it has none)."""
+    J = skeleton.num_joints
+    ends: list[list[tuple[str, int]]] = [[] for _ in range(J)]
+    for j in range(1, J):
+        ends[skeleton.parents[j]].append(("j", j))
+    for e, p in enumerate(skeleton.end_site_parents):
+        ends[p].append(("e", e))
+    K = max(1, max(len(x) for x in ends))
+    es = world_positions[..., skeleton.end_site_parents, :] + quat.rotate(
+        world_rotations[..., skeleton.end_site_parents, :], skeleton.end_site_offsets)
+    b = np.repeat(world_positions[..., :, None, :], K, axis=-2).copy()  # default: the joint itself
+    mask = np.zeros((J, K), dtype=bool)
+    mask[:, 0] = True
+    end = np.full((J, K), -1, dtype=np.int64)
+    for j in range(J):
+        for k, (kind, i) in enumerate(ends[j]):
+            b[..., j, k, :] = world_positions[..., i, :] if kind == "j" else es[..., i, :]
+            mask[j, k] = True
+            if kind == "j":
+                end[j, k] = i
+    a = np.repeat(world_positions[..., :, None, :], K, axis=-2)
+    return a, b, mask, end
+
+
+def bone_distances(body: Mannequin, skeleton: Skeleton, world_positions: np.ndarray,
+                   world_rotations: np.ndarray, vertices: np.ndarray | None = None) -> NDArray[np.float64]:
+    """Distance ``(..., V)`` in metres of each vertex to *its bones*: the nearest bone of the
+    joints it is weighted to, under joint world transforms ``(..., J, 3)``, ``(..., J, 4)``.
+
+    A joint's bones are the segments from it to its children and end sites (the joint itself
+    when it has none): the part of the skeleton that moves rigidly with the joint. Why this
+    is the measure: a vertex can only follow the joints it is weighted to, so those joints'
+    bones are the skeleton it is asked to stay on; a rigidly weighted vertex keeps its
+    distance to them exactly (so any change is the skinning's doing), and a vertex blended
+    across a joint may be measured against the bone on either side (the nearest), since it
+    lies between them. The issue's rule is that no vertex ends farther than its bind-pose
+    distance plus 5 %: :func:`mannequin`'s weights keep every vertex within
+    ``1 + BLEND_SLACK`` of it in any pose (see :func:`_skin_weights`).
+
+    ``vertices`` ``(..., V, 3)`` are the skinned vertices (by default
+    ``body.skin(world_positions, world_rotations)``).
+    """
+    wp = np.asarray(world_positions, dtype=np.float64)
+    wr = np.asarray(world_rotations, dtype=np.float64)
+    v = body.skin(wp, wr) if vertices is None else np.asarray(vertices, dtype=np.float64)
+    a, b, mask, _ = _joint_bones(skeleton, wp, wr)
+    best = np.full(v.shape[:-1], np.inf)
+    for k in range(4):
+        used = body.weights[:, k] > 0
+        j = body.joints[:, k].astype(np.intp)
+        for s in range(mask.shape[1]):
+            ok = used & mask[j, s]
+            aa, bb = a[..., j, s, :], b[..., j, s, :]
+            ab = bb - aa
+            t = np.clip(np.sum((v - aa) * ab, axis=-1) / np.maximum(np.sum(ab * ab, axis=-1), 1e-18), 0.0, 1.0)
+            d = np.linalg.norm(v - aa - t[..., None] * ab, axis=-1)
+            best = np.where(ok, np.minimum(best, d), best)
+    return best

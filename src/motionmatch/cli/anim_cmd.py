@@ -105,7 +105,11 @@ def cmd_convert(args: argparse.Namespace) -> int:
         m = mirror(m)
     if args.fps:
         m = resample(m, args.fps)
-    write_motion(out, m, units=args.out_units)
+    if getattr(args, "body", None):
+        from motionmatch.io.user_mesh import read_user_mesh
+
+        read_user_mesh(getattr(args, "body", None), m.skeleton)  # a mesh that does not fit fails before writing
+    write_motion(out, m, units=args.out_units, body=getattr(args, "body", None))
     print(f"wrote {out}: {m.num_frames} frames at {m.fps:g} fps ({m.duration:.2f} s)")
     return 0
 
@@ -139,4 +143,5 @@ def register(sub: argparse._SubParsersAction) -> None:
     c.add_argument("--units", type=arg.units, default="auto", help="length unit of IN (default: auto)")
     c.add_argument("--out-units", type=arg.units, default=None, help="length unit of OUT (default: as IN)")
     c.add_argument("--up", choices=("y", "z"), default="y", help="up axis of IN; OUT is always Y up")
+    c.add_argument("--body", metavar="MESH.glb", help="a glTF file (.glb/.gltf) whose skinned mesh (joints named as the skeleton's) replaces the generated mannequin in .glb/.fbx/.usd output")
     c.set_defaults(func=cmd_convert)

@@ -84,6 +84,10 @@ def cmd_follow(args: argparse.Namespace) -> int:
                               hysteresis=args.hysteresis, tags=args.tags,
                               revise_every_frame=args.revise_every_frame)
     db = MotionDatabase.load(args.db)
+    if getattr(args, "body", None):
+        from motionmatch.io.user_mesh import read_user_mesh
+
+        read_user_mesh(args.body, db.skeleton)  # a mesh that does not fit fails before the run
     if args.tags:
         try:
             db.mask(args.tags)
@@ -114,7 +118,7 @@ def cmd_follow(args: argparse.Namespace) -> int:
     records = run_followers(followers, fps=args.fps, progress=sys.stderr.isatty())
     reports = []
     for name, rec in zip(names, records):
-        write_motion(name, rec.motion)
+        write_motion(name, rec.motion, body=getattr(args, "body", None))
         r = follow_report(rec, scene)
         reports.append(r)
         status = "completed" if r["completed"] else "NOT completed"
@@ -208,6 +212,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     f.add_argument("--path", required=True, action="append", metavar="PATH.json",
                    help="the path (.json or .csv); repeat for several characters")
     f.add_argument("-o", "--output", required=True, metavar="OUT.bvh", help="animation to write (.bvh, or .glb: glTF with a skinned body)")
+    f.add_argument("--body", metavar="MESH.glb", help="a glTF file (.glb/.gltf) whose skinned mesh (joints named as the skeleton's) replaces the generated mannequin in .glb/.fbx/.usd output")
     f.add_argument("--mode", choices=("local", "global"), default="local",
                    help="local: the path starts at the character; global: walk to where it was drawn first")
     f.add_argument("--start", type=_xz, action="append", metavar="X,Z",

@@ -97,6 +97,7 @@ def register(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     )
     p.add_argument("examples", nargs="*", metavar="EXAMPLE.bvh", help="example clips (one skeleton)")
     p.add_argument("-o", "--output", required=True, metavar="OUT.bvh", help="output file: .bvh, or .glb (glTF with a skinned body)")
+    p.add_argument("--body", metavar="MESH.glb", help="a glTF file (.glb/.gltf) whose skinned mesh (joints named as the skeleton's) replaces the generated mannequin in .glb/.fbx/.usd output")
     g = p.add_argument_group("length and randomness")
     g.add_argument("--frames", type=arg.frames, metavar="N", help="output frames (default: twice the examples' frames)")
     g.add_argument("--duration", type=arg.seconds, metavar="SECONDS",
@@ -302,8 +303,12 @@ def cmd_genmm(args: argparse.Namespace) -> int:
     if gen is not None:
         say(f"genmm: {len(gen.examples)} example(s), {gen.example_frames} frames at {gen.fps:g} fps, "
             f"{gen.skeleton.num_joints} joints, {len(gen.parts)} part(s), device {args.device}")
+    if getattr(args, "body", None) and results:
+        from motionmatch.io.user_mesh import read_user_mesh
+
+        read_user_mesh(getattr(args, "body", None), results[0].motion.skeleton)  # a mesh that does not fit fails before writing
     for res, path in zip(results, report["output"]):
-        write_motion(path, res.motion)
+        write_motion(path, res.motion, body=getattr(args, "body", None))
         say(f"wrote {path} ({res.motion.num_frames} frames at {res.motion.fps:g} fps, "
             f"synthesis {res.synthesis_s * 1000:.0f} ms)")
     if report["coverage"] is not None:

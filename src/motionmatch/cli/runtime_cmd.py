@@ -64,6 +64,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     db = MotionDatabase.load(args.db)
     if args.weights:
         SearchWeights.parse(args.weights, db.schema).apply(db)
+    if getattr(args, "body", None):
+        from motionmatch.io.user_mesh import read_user_mesh
+
+        read_user_mesh(getattr(args, "body", None), db.skeleton)  # a mesh that does not fit fails before the run
     settings = ControllerSettings(
         search_interval=args.search_interval, search_method=args.search_method,
         inertialization=args.inertialization, foot_locking=not args.no_foot_locking,
@@ -71,7 +75,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     )
     progress = sys.stderr.isatty()
     rec = run_script(db, script, settings, fps=args.fps, progress=progress, name=out.stem)
-    write_motion(out, rec.motion)
+    write_motion(out, rec.motion, body=getattr(args, "body", None))
     print(f"wrote {out}: {rec.motion.num_frames} frames at {args.fps:g} fps")
     if args.report:
         from motionmatch._files import atomic_write
@@ -128,6 +132,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     r.add_argument("--db", required=True, metavar="DB.npz", help="database built with 'motionmatch build'")
     r.add_argument("--input", required=True, metavar="SCRIPT.json", help="timeline of keys or intents")
     r.add_argument("-o", "--output", required=True, metavar="OUT.bvh", help="animation to write (.bvh, or .glb: glTF with a skinned body)")
+    r.add_argument("--body", metavar="MESH.glb", help="a glTF file (.glb/.gltf) whose skinned mesh (joints named as the skeleton's) replaces the generated mannequin in .glb/.fbx/.usd output")
     r.add_argument("--report", metavar="REPORT.json", help="write metrics (foot skating, response time, ...)")
     r.add_argument("--preview", metavar="OUT.mp4|OUT.gif", help="render a stick-figure video with trajectories")
     r.add_argument("--fps", type=arg.fps, default=60.0, help="simulation and output frame rate (default 60)")

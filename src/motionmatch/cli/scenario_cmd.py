@@ -72,6 +72,10 @@ def cmd_scenario(args: argparse.Namespace) -> int:
     if args.duration is not None:
         sc.duration = float(args.duration)
     db = MotionDatabase.load(args.db)
+    if getattr(args, "body", None):
+        from motionmatch.io.user_mesh import read_user_mesh
+
+        read_user_mesh(getattr(args, "body", None), db.skeleton)  # a mesh that does not fit fails before the run
     search = dict(sc.search)
     if args.method:
         search["method"] = args.method
@@ -87,7 +91,7 @@ def cmd_scenario(args: argparse.Namespace) -> int:
         from motionmatch.io.motion_files import write_motion
 
         write_motion(out, [(n, rec.motion(i, db.skeleton)) for i, n in enumerate(rec.names)],
-                     obstacles=sc.obstacles)
+                     obstacles=sc.obstacles, body=getattr(args, "body", None))
     else:
         _save_output(out, world, rec, report, tracks)
     print(f"wrote {out}: {len(rec.names)} agent(s), {rec.frames.shape[1]} frames at {rec.fps:g} fps")
@@ -136,6 +140,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("scene", metavar="SCENE.json", help="scenario file (see scenarios/README.md)")
+    p.add_argument("--body", metavar="MESH.glb", help="a glTF file (.glb/.gltf) whose skinned mesh (joints named as the skeleton's) replaces the generated mannequin in .glb/.fbx/.usd output")
     p.add_argument("--db", required=True, metavar="DB.npz", help="database built with 'motionmatch build'")
     p.add_argument("-o", "--output", required=True, metavar="OUT.npz", help="recorded run to write (.npz; or .glb: glTF of every agent skinned and animated, with the obstacles; .fbx, .usd: the agents)")
     p.add_argument("--report", metavar="REPORT.json", help="write the numbers as JSON")

@@ -60,11 +60,21 @@ def cmd_viewer(args: argparse.Namespace) -> int:
     db, source = open_database(args.db, args.data, schema=args.schema, mirror=not args.no_mirror,
                                progress=progress, fetch_progress=not args.quiet, log=log)
     log(f"database: {db!r} ({source.description})")
+    if args.body:  # a mesh that does not fit the database's skeleton: one line, before serving
+        from motionmatch.errors import MotionMatchError
+        from motionmatch.io.user_mesh import read_user_mesh
+
+        try:
+            read_user_mesh(args.body, db.skeleton)
+        except MotionMatchError as e:
+            print(f"motionmatch viewer: {e}", file=err)
+            return 1
     roots = default_roots(source.folder, args.allow or (), args.scenarios)
     catalog = FileCatalog(roots)
     log("data folders the page may read: " + (", ".join(f"{k}={v}" for k, v in catalog.roots.items()) or "none"))
     viewer = Viewer(db, catalog=catalog, source_description=source.description, static_dir=static,
-                    limits=Limits(), record_seconds=args.record_seconds, max_sessions=args.max_sessions)
+                    limits=Limits(), record_seconds=args.record_seconds, max_sessions=args.max_sessions,
+                    body_mesh=Path(args.body) if args.body else None)
     viewer.prepare(source.db_path, log=log)  # compile what a moving character needs; the rest meanwhile
     port = args.port if args.port is not None else DEFAULT_PORT
     try:
@@ -108,6 +118,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     v.add_argument("--port", type=_port, default=None, help=f"port (default {DEFAULT_PORT}, or a free one if busy; "
                    "0: a free one)")
     v.add_argument("--open", action="store_true", help="open the page in the default browser")
+    v.add_argument("--body", metavar="MESH.glb", help="a glTF file (.glb/.gltf) whose skinned mesh (joints named as "
+                   "the database skeleton's) the page draws and exports instead of the generated mannequin")
     v.add_argument("--schema", default="classic-3d",
                    help="feature schema when building from clips (default classic-3d: jump and creep work)")
     v.add_argument("--no-mirror", action="store_true", help="do not add mirrored copies when building")

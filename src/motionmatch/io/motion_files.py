@@ -34,7 +34,7 @@ def check_writer(path: str | Path) -> None:
 
 
 def write_motion(path: str | Path, motion: Motion | Sequence[tuple[str, Motion]], *, units: str | float | None = None,
-                 obstacles: Sequence = ()) -> Path:
+                 obstacles: Sequence = (), body: str | Path | None = None) -> Path:
     """Write motion to ``path`` (atomically), as BVH or glTF binary by its suffix.
 
     Args:
@@ -45,24 +45,27 @@ def write_motion(path: str | Path, motion: Motion | Sequence[tuple[str, Motion]]
         units: BVH length unit (``"m"``, ``"cm"``, ... or metres per unit); ``None`` keeps
             the motion's own. glTF is always in metres.
         obstacles: obstacles drawn in a ``.glb`` file (ignored by the other formats).
+        body: a glTF file whose skinned mesh replaces the generated mannequin
+            (:func:`motionmatch.io.user_mesh.body_for`; ignored by BVH).
     """
     path = Path(path)
     suffix = path.suffix.lower()
     if suffix == ".glb":
         from motionmatch.io.gltf import Character, write_glb
+        from motionmatch.io.user_mesh import body_for
 
-        chars = ([Character(motion.name or path.stem, motion)] if isinstance(motion, Motion)
-                 else [Character(n, m) for n, m in motion])
+        pairs = [(motion.name or path.stem, motion)] if isinstance(motion, Motion) else list(motion)
+        chars = [Character(n, m, body_for(m, body) if body is not None else None) for n, m in pairs]
         return write_glb(path, chars, obstacles)
     if suffix in (".fbx", ".usd", ".usda", ".usdc"):
-        from motionmatch.anim.mannequin import mannequin_for
+        from motionmatch.io.user_mesh import body_for
 
         pairs = [(motion.name or path.stem, motion)] if isinstance(motion, Motion) else list(motion)
         names, motions = [n for n, _ in pairs], [m for _, m in pairs]
         bodies: dict[int, object] = {}  # one body per skeleton (a scenario's agents share one)
         for m in motions:
             if id(m.skeleton) not in bodies:
-                bodies[id(m.skeleton)] = mannequin_for(m)
+                bodies[id(m.skeleton)] = body_for(m, body)
         meshes = [bodies[id(m.skeleton)] for m in motions]
         if suffix == ".fbx":
             from motionmatch.io.fbx import save_fbx

@@ -41,6 +41,7 @@ import hashlib
 import struct
 import threading
 from concurrent.futures import Executor
+from pathlib import Path
 
 import numpy as np
 from scipy.sparse import coo_matrix
@@ -154,8 +155,9 @@ class Bodies:
     preparation, before pages connect); others asking meanwhile wait for it. A skeleton is
     registered with a motion of it, for the bind pose."""
 
-    def __init__(self, pool: Executor):
+    def __init__(self, pool: Executor, user_mesh: Path | None = None):
         self.pool = pool
+        self.user_mesh = user_mesh  # drawn for the skeletons it fits (io.user_mesh), the mannequin for others
         self._lock = threading.Lock()
         self._motions: dict[str, Motion] = {}
         self._locks: dict[str, threading.Lock] = {}
@@ -182,7 +184,7 @@ class Bodies:
         with lock:
             if key not in self._built:
                 try:
-                    self._built[key] = _build(self._motions[key])
+                    self._built[key] = _build(self._motions[key], self.user_mesh)
                 except Exception as e:  # kept: every later request gets the same one-line reason
                     self._built[key] = e
         got = self._built[key]
@@ -201,8 +203,18 @@ class Bodies:
         return None if got is None else got[0]
 
 
-def _build(motion: Motion) -> tuple[Mannequin, bytes]:
-    body = mannequin_for(motion)
+def _build(motion: Motion, user_mesh: Path | None = None) -> tuple[Mannequin, bytes]:
+    body = None
+    if user_mesh is not None:
+        from motionmatch.errors import MotionMatchError
+        from motionmatch.io.user_mesh import read_user_mesh
+
+        try:
+            body = read_user_mesh(user_mesh, motion.skeleton)
+        except MotionMatchError:  # another skeleton (a GenMM example's): its own mannequin
+            body = None
+    if body is None:
+        body = mannequin_for(motion)
     return body, encode_body(body)
 
 

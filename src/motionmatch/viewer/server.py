@@ -113,6 +113,7 @@ class Viewer:
     allowed_origins: tuple[str, ...] = ()
     adaptive_rate: bool = True   # update background characters less often when a tick nears its budget
     max_divisor: int = 4
+    body_mesh: Path | None = None  # a user's skinned glTF mesh drawn instead of the mannequin (where it fits)
 
     def __post_init__(self) -> None:
         self.sessions: dict[str, Any] = {}
@@ -121,7 +122,7 @@ class Viewer:
         from motionmatch.viewer.body import Bodies
 
         #: the skeletons' bodies (skinned meshes) the page fetches, built once each
-        self.bodies = Bodies(self.pool)
+        self.bodies = Bodies(self.pool, user_mesh=self.body_mesh)
         from motionmatch.viewer.characters import _db_extent
 
         self.db_extent = _db_extent(self.db)

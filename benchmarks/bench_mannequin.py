@@ -1,0 +1,80 @@
+"""The mannequin (issue 16): build time per skeleton and how far its vertices leave their bones.
+
+    python benchmarks/bench_mannequin.py [--data DIR] [--frames N] [--all]
+
+For one take per skeleton in the data folder it reports the body's size, the time to build
+it (uncached: the cache is cleared first; best of 3), and, over the take's frames (every
+frame, or ``--frames`` evenly spaced ones), the largest ratio of a vertex's distance to its
+bones (:func:`motionmatch.anim.mannequin.bone_distances`) to its bind-pose distance, and how
+many vertices exceed 1.05 (the issue's bound: rest distance plus 5 %). With ``--all`` it
+does so for every BVH file of the data folder (each with its own bind pose) and ends with the
+worst.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import numpy as np
+
+from _common import data_root
+from motionmatch.anim import load_bvh
+from motionmatch.anim.mannequin import _cached, bind_pose, bone_distances, mannequin, sliding_joints
+
+TAKES = [
+    "lafan1-60fps/walk1_subject1_walk2.bvh",
+    "lafan1/walk1_subject1_stop.bvh",
+    "bandai-namco/dataset-1/dataset-1_walk-left_tired_001.bvh",
+    "bandai-namco/dataset-2/dataset-2_run_active_001.bvh",
+    "quadruped-dog/D1_025_KAN01_001.bvh",
+    "genmm-examples/Crabnew_Crab-dance-long.bvh",
+    "genmm-examples/Elephant_idle1.bvh",
+    "genmm-examples/Joe_Baseball-Milling-Idle-edited-keyframes.bvh",
+    "genmm-examples/Joe_Salsa-Dancing-6.bvh",
+    "genmm-examples/Malcolm_Gangnam-Style.bvh",
+    "genmm-examples/Xia_normal.bvh",
+]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--data")
+    ap.add_argument("--frames", type=int, default=0, help="evenly spaced frames per take (0: all)")
+    ap.add_argument("--all", action="store_true", help="every BVH file of the data folder, not one per skeleton")
+    args = ap.parse_args()
+    root = data_root(args.data)
+    takes = sorted(str(p.relative_to(root)) for p in root.rglob("*.bvh")) if args.all else TAKES
+    worst_all = (0.0, "")
+    print(f"{'take':44s} {'J':>3s} {'verts':>6s} {'build s':>8s} {'frames':>6s} {'max ratio':>9s} {'> 1.05':>6s}")
+    for take in takes:
+        path = root / take
+        if not path.exists():
+            print(f"{take:44s} (not in the data folder)")
+            continue
+        motion = load_bvh(path)
+        pose, sliding = bind_pose(motion), sliding_joints(motion)
+        best = np.inf
+        for _ in range(3):
+            _cached.cache_clear()
+            t0 = time.perf_counter()
+            body = mannequin(motion.skeleton, pose, sliding) if sliding else mannequin(motion.skeleton, pose)
+            best = min(best, time.perf_counter() - t0)
+        n = motion.num_frames if args.frames <= 0 else min(args.frames, motion.num_frames)
+        frames = np.unique(np.linspace(0, motion.num_frames - 1, n).astype(int))
+        rest = bone_distances(body, motion.skeleton, body.bind_positions, body.bind_rotations,
+                              body.vertices.astype(np.float64))
+        worst = np.zeros(len(rest))
+        for c in range(0, len(frames), 8):
+            f = frames[c:c + 8]
+            d = bone_distances(body, motion.skeleton, motion.world_positions[f], motion.world_rotations[f])
+            worst = np.maximum(worst, d.max(axis=0))
+        ratio = worst / np.maximum(rest, 1e-9)
+        print(f"{take:44s} {motion.num_joints:3d} {len(body.vertices):6d} {best:8.3f} {len(frames):6d} "
+              f"{ratio.max():9.3f} {int(np.sum(ratio > 1.05)):6d}", flush=True)
+        worst_all = max(worst_all, (float(ratio.max()), take))
+    print(f"worst: {worst_all[0]:.3f} ({worst_all[1]})")
+
+
+if __name__ == "__main__":
+    main()
