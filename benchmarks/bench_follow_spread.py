@@ -1,7 +1,7 @@
 """Path following over several starts: the mean and spread of each path's numbers, and the
 same runs with another source tree's code (before/after in one run).
 
-    python benchmarks/bench_follow_spread.py [--jitter -4,-2,0,2,4] [--tight] [--baseline TREE] [--json]
+    python benchmarks/bench_follow_spread.py [--jitter=-4,-2,0,2,4] [--tight] [--baseline TREE] [--json]
 
 Motion matching on a large database is chaotic: a start facing one or two degrees off the
 path's tangent sends a run down other clips, and a single run's mean distance moves by
@@ -109,7 +109,7 @@ def main() -> int:
     base = None
     if args.baseline:
         tree = Path(args.baseline).resolve()
-        cmd = [sys.executable, __file__, "--db", str(db_file), "--jitter", args.jitter, "--json"]
+        cmd = [sys.executable, __file__, "--db", str(db_file), f"--jitter={args.jitter}", "--json"]
         cmd += ["--only-tight"] if args.only_tight else (["--tight"] if args.tight else [])
         env = {**os.environ, "PYTHONPATH": str(tree / "src")}
         print(f"baseline: {tree} ...", file=sys.stderr, flush=True)

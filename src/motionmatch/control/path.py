@@ -23,6 +23,11 @@ Sections V and VI):
    apart) between two future points moves the point after it onto the line toward the
    corner (and advances ``i_d`` by ``c = 2`` frames when it is stuck); facing directions
    are the path's tangents, tangents turned by a joystick angle, or DirectionNet's.
+   Beyond the paper (issue 17, for turns tighter than the data runs at the drawn speed):
+   the limits include a turn limit reached by braking ahead of the turn, ``i_d`` keeps
+   pace with the limited timeline (``min_pace``, ``max_pace``), and tangent facings
+   follow the query's own polyline from the root (``steer``): see
+   :class:`RevisionSettings`.
 
 Units. Metres and seconds on the ground plane (x, z), Y up. Parameters that the paper
 counts in *path frames* (smoothing sigma and width, alpha, beta, c) keep its meaning of
@@ -667,8 +672,9 @@ class RevisionSettings:
     @classmethod
     def raw(cls, **kw) -> RevisionSettings:
         """The raw future query: the path points at the current time + offsets, no speed
-        or turn limit, no corner modification (build the path without smoothing as well)."""
-        return cls(desired="current", speed_limit=False, turn_limit=False, sharp_corners=False, **kw)
+        or turn limit, no corner modification, the path's tangents as facings (build the
+        path without smoothing as well)."""
+        return cls(desired="current", speed_limit=False, turn_limit=False, sharp_corners=False, steer=False, **kw)
 
 
 @dataclass

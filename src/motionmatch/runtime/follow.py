@@ -131,20 +131,23 @@ def _root_accelerations(db: MotionDatabase, tags: str | None, window: float, min
     return lat[ok], lon[ok]
 
 
-def default_turn_accel(db: MotionDatabase, tags: str | None = "!dance & !creep & !jump", percentile: float = 95.0,
+def default_turn_accel(db: MotionDatabase, tags: str | None = "!dance & !creep & !jump", percentile: float = 90.0,
                        window: float = 0.1, min_speed: float = 0.5) -> float:
     """A sideways-acceleration limit (m/s^2) from the database: the ``percentile`` of the
     root's lateral acceleration ``|v x a| / |v|`` (velocity and acceleration by central
     differences over ``window`` seconds either side) over the frames ``tags`` admits
     that move at ``min_speed`` m/s or more: how sharply the people in the data turn at
-    speed. The path follower's turn limit (:class:`~motionmatch.control.path.RevisionSettings`)."""
+    speed, often enough for a search to find it (the 90th percentile: on LAFAN1 1.8
+    m/s^2, i.e. a turn of radius 0.4 m at 0.86 m/s, a walk; the data's median speed on
+    such turns is 0.63 m/s). The path follower's turn limit
+    (:class:`~motionmatch.control.path.RevisionSettings`)."""
     acc = _root_accelerations(db, tags, window, min_speed)
     if acc is None:
         return 3.0  # too little moving data to say: a jogger's turn
     return float(np.percentile(acc[0], percentile))
 
 
-def default_brake_accel(db: MotionDatabase, tags: str | None = "!dance & !creep & !jump", percentile: float = 95.0,
+def default_brake_accel(db: MotionDatabase, tags: str | None = "!dance & !creep & !jump", percentile: float = 90.0,
                         window: float = 0.1, min_speed: float = 0.5) -> float:
     """A braking limit (m/s^2) from the database: the ``percentile`` of the root's
     deceleration along its travel (``-v . a / |v|``, as :func:`default_turn_accel`
@@ -167,7 +170,8 @@ class FollowSettings:
         interval: seconds between matches (the paper: 1/6).
         revision: :class:`~motionmatch.control.path.RevisionSettings` (its ``v_max``
             ``None``: :func:`default_v_max` of the database; its ``turn_accel`` ``None``:
-            :func:`default_turn_accel` of the database).
+            :func:`default_turn_accel` of the database; its ``brake_accel`` ``None``:
+            :func:`default_brake_accel` of the database).
         revise_every_frame: revise the query (desired position, future points) on every
             frame instead of once per match. Off (the paper, Algorithm 2): the query is
             revised when a match is due, so ``alpha``, ``beta`` and ``c`` count per match;
