@@ -506,3 +506,21 @@ def test_a_turn_is_braked_for_before_it_and_the_desired_position_keeps_pace():
     held = paced.revise(centre, st).i_d[0]
     assert paced.time_to_run(held) - paced.time_to_run(entry) <= 1.25 / 6 + 1e-6
     assert p.arc[held] < p.arc[free]
+
+
+def test_the_pace_bounds_let_a_query_revised_every_frame_move_on():
+    """Revised every 1/60 s on a tight turn the limits slow to a walk (samples further
+    apart in limited time than a frame), the desired position still moves on with a
+    character walking the path, at no more than the next sample per frame."""
+    t, xz = arc_events(0.4, 180.0, 4.0, lead=1.0, tail=1.0)
+    p = TimedPath.from_samples(t, xz, smooth=False)
+    rv = QueryReviser(p, OFFSETS, RevisionSettings(v_max=3.0, turn_accel=1.8, brake_accel=1.5))
+    i = int(np.flatnonzero(p.arc >= 1.0)[0])  # the turn's entry
+    st = RevisionState(np.array([i]), np.zeros(1))
+    seen = [i]
+    for _ in range(60):
+        r = rv.revise(p.points[min(seen[-1] + 1, p.last)], st)  # the character a step ahead
+        seen.append(int(r.i_d[0]))
+        st = r.state.later(1 / 60)
+    steps = np.diff(seen)
+    assert seen[-1] - seen[0] >= 30 and steps.min() >= 0 and steps.max() <= 1, steps

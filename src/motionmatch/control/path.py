@@ -828,18 +828,22 @@ class QueryReviser:
             # nor may it run ahead of the timeline faster than max_pace: a character that
             # cuts inside a turn finds the nearest point past the apex, and would be asked
             # to go on from there, cutting every turn; held near the apex, it is led round it
+            # (the next sample is always allowed: revised every frame, a slow stretch's
+            # samples may be further apart in time than a frame)
             tau = self._tau
             ceiling = tau[state.i_prev] + self.s.max_pace * (state.elapsed - state.t_prev)
             ahead = tau[cand] > ceiling[:, None] + 1e-9
-            ahead[:, 0] = False
+            ahead[:, : self._alpha + 2] = False
             d = np.where(ahead, np.inf, d)
         if self._limited and self.s.min_pace is not None:
             # the desired position keeps at least min_pace of the limited timeline: a
             # character that cut inside a loop tighter than it can run (every loop point
             # equally near) is led on around and out of it instead of waiting there
+            # (a whole sample behind: revised every frame, less than a sample is no lag)
             tau = self._tau
             floor = tau[state.i_prev] + self.s.min_pace * (state.elapsed - state.t_prev)
-            behind = tau[cand] < floor[:, None] - 1e-9
+            first = np.floor(np.interp(floor, tau, np.arange(len(tau), dtype=np.float64)) + 1e-9)
+            behind = cand < first[:, None]
             behind[:, -1] = False
             d = np.where(behind, np.inf, d)
         rows = np.arange(len(cand))
