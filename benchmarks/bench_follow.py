@@ -22,10 +22,13 @@ tangent facings and prints:
   and k-NN searches per match of LHMM(3, 3), BMM, BMM with longer queries and LHMM(10, 3),
   with ratios to BMM measured in the same run. Bars: LHMM(3, 3) median under 2 ms, BMM
   under 0.3 ms.
-* **Our additions**: ablations of the turn limit, of the capped smoothing blur and of
-  revising the query every frame instead of once per match (the paper's); the tight,
-  fast path set ``paths/tight/`` (turns of radius 0.3-0.5 m drawn at 3-4.5 m/s) with
-  the defaults, per-frame revision, no turn limit and the method before issue 17; and the
+* **Our additions**: ablations of the turn limit, of the capped smoothing blur, of
+  revising the query every frame instead of once per match (the paper's), of braking
+  ahead of turns, of the pace bounds on the desired position and of the facings along
+  the query (``steer``); the tight, fast path set ``paths/tight/`` (turns of radius
+  0.3-0.5 m drawn at 3-4.5 m/s) with the defaults, the same ablations and the method
+  before issue 17 (single runs: ``bench_follow_spread.py`` gives means and spreads over
+  several starts); and the
   facing comparison of Section VIII-C (tangent, joystick held 30 degrees right,
   DirectionNet with the shipped weights): mean distance, the angle between facing and
   travel, and DirectionNet's error on held-out clips (subject 4) against the tangent's.
@@ -76,6 +79,10 @@ ABLATIONS = {
     "no_turn_limit": ("No turn limit (ours)", True, {"turn_limit": False}, {}, "main"),
     "uncapped_smoothing": ("Smoothing blur not capped (ours)", {"max_blur": None}, {}, {}, "main"),
     "per_frame": ("Query revised every frame", True, {}, {"revise_every_frame": True}, "main"),
+    "no_braking": ("No braking before turns (ours)", True, {"brake_accel": 1e9}, {}, "main"),
+    "no_pace": ("No pace bounds on the desired position (ours)", True, {"min_pace": None, "max_pace": None}, {},
+                "main"),
+    "no_steer": ("Facings along the path, not the query (ours)", True, {"steer": False}, {}, "main"),
 }
 EXTRAS = {
     "bmm": ("BMM(1,1)", True, {}, {"k": 1, "levels": 1}, "main"),
@@ -91,8 +98,11 @@ TIGHT_CONFIGS = {
     "full": ("Defaults", True, {}, {}),
     "per_frame": ("Query revised every frame", True, {}, {"revise_every_frame": True}),
     "no_turn_limit": ("No turn limit", True, {"turn_limit": False}, {}),
-    "before": ("Before issue 17 (per frame, no turn limit, uncapped)", {"max_blur": None}, {"turn_limit": False},
-               {"revise_every_frame": True}),
+    "no_braking": ("No braking before turns", True, {"brake_accel": 1e9}, {}),
+    "no_pace": ("No pace bounds on the desired position", True, {"min_pace": None, "max_pace": None}, {}),
+    "no_steer": ("Facings along the path, not the query", True, {"steer": False}, {}),
+    "before": ("Before issue 17 (per frame, no turn limit, uncapped)", {"max_blur": None},
+               {"turn_limit": False, "min_pace": None, "max_pace": None, "steer": False}, {"revise_every_frame": True}),
 }
 TIGHT = ("chicane", "hairpins", "loops", "slalom", "switchbacks")
 FACING = {

@@ -14,6 +14,7 @@ from motionmatch.control.path import (
     RevisionSettings,
     RevisionState,
     TimedPath,
+    braking_profile,
     gaussian_kernel,
     load_path,
     parse_path,
@@ -211,7 +212,7 @@ def straight(speed=1.0, seconds=10.0):
 def test_on_a_followed_path_the_query_is_the_path_ahead():
     p = straight(1.0)
     rv = QueryReviser(p, OFFSETS, RevisionSettings(v_max=3.0))
-    st = RevisionState(np.array([300]), np.array([2.0]))
+    st = RevisionState(np.array([300]), np.array([2.0]), t_prev=np.array([2.0 - 1 / 30]))  # the root kept pace
     r = rv.revise(p.points[305], st)
     assert r.i_d[0] == 305
     np.testing.assert_allclose(r.indices[0], 305 + np.array(OFFSETS) * 150)
@@ -223,7 +224,7 @@ def test_on_a_followed_path_the_query_is_the_path_ahead():
 
 def test_desired_position_window_never_goes_back_nor_far_ahead():
     p = straight(1.0)
-    rv = QueryReviser(p, OFFSETS, RevisionSettings(v_max=3.0))
+    rv = QueryReviser(p, OFFSETS, RevisionSettings(v_max=3.0, min_pace=None, max_pace=None))  # the paper's window
     st = RevisionState(np.array([300, 300]), np.zeros(2))
     behind, ahead = p.points[100], p.points[900]
     i_d = rv.desired_index(np.stack([behind, ahead]), st)
@@ -284,8 +285,9 @@ def corner_path(speed=1.0, leg=4.0):
 
 def test_sharp_corner_moves_the_point_after_it_toward_the_corner():
     p = corner_path()  # a 90-degree corner at z = 4 (sample 600), then toward -X
-    rv = QueryReviser(p, OFFSETS, RevisionSettings(v_max=3.0))
-    plain = QueryReviser(p, OFFSETS, RevisionSettings(v_max=3.0, sharp_corners=False))
+    paper = dict(v_max=3.0, min_pace=None, max_pace=None, steer=False)  # Eq. 1's window and the path's tangents
+    rv = QueryReviser(p, OFFSETS, RevisionSettings(**paper))
+    plain = QueryReviser(p, OFFSETS, RevisionSettings(**paper, sharp_corners=False))
     i = 520  # future points at 570, 620, 670: the corner (sample 600) lies between p_f^1 and p_f^2
     st = RevisionState(np.array([i - 5]), np.zeros(1))
     r, r0 = rv.revise(p.points[i], st), plain.revise(p.points[i], st)
@@ -364,7 +366,7 @@ def test_a_pause_in_the_drawing_lasts_as_long_as_drawn():
     t = np.array([0.0, 3.0, 5.0, 8.0])
     xz = np.array([[0.0, 0.0], [0.0, 3.0], [0.0, 3.0], [0.0, 6.0]])  # 1 m/s, 2 s still, 1 m/s
     p = TimedPath.from_samples(t, xz, smooth=False)
-    rv = QueryReviser(p, OFFSETS, RevisionSettings(v_max=3.0))
+    rv = QueryReviser(p, OFFSETS, RevisionSettings(v_max=3.0, min_pace=None, max_pace=None))  # Eq. 1 and the ties
     st = RevisionState(np.array([440]), np.zeros(1))
     at = p.points[450]
     frames = 0
@@ -463,3 +465,62 @@ def test_smoothing_blur_is_capped_where_the_path_is_fast():
     t, xz = arc_events(0.8, 150.0, 0.5)
     np.testing.assert_allclose(TimedPath.from_samples(t, xz).points,
                                TimedPath.from_samples(t, xz, max_blur=None).points, atol=1e-9)
+
+
+def test_braking_profile_slows_down_ahead_of_a_slow_stretch_and_speeds_up_after():
+    """A 1 m/s limit at 5 m of a 10 m path, 3 m/s elsewhere, braking at 2 m/s^2: the
+    speed d metres away is sqrt(1 + 4 d) up to 3 m/s (2 m away), on both sides."""
+    arc = np.linspace(0.0, 10.0, 1001)
+    lim = np.full(len(arc), 3.0)
+    lim[500] = 1.0
+    v = braking_profile(lim, arc, 2.0)
+    d = np.abs(arc - 5.0)
+    np.testing.assert_allclose(v, np.minimum(3.0, np.sqrt(1.0 + 4.0 * d)), atol=1e-9)
+    assert np.all(v <= lim)
+    inf = braking_profile(np.full(5, np.inf), np.arange(5.0), 2.0)
+    assert np.all(np.isinf(inf))
+
+
+def test_a_turn_is_braked_for_before_it_and_the_desired_position_keeps_pace():
+    """With brake_accel the query slows down ahead of a tight turn (the future points
+    bunch up earlier than with the turn limit alone); with max_pace the desired position
+    of a character that cut inside the turn stays near the apex instead of jumping to the
+    nearest point past it."""
+    t, xz = arc_events(0.4, 180.0, 4.0, lead=6.0, tail=6.0)
+    p = TimedPath.from_samples(t, xz, smooth=False)
+    plain = QueryReviser(p, OFFSETS, RevisionSettings(v_max=5.0, turn_accel=3.0, sharp_corners=False))
+    braked = QueryReviser(p, OFFSETS, RevisionSettings(v_max=5.0, turn_accel=3.0, brake_accel=2.5, min_pace=None,
+                                                       max_pace=None, sharp_corners=False))
+    i = int(np.flatnonzero(p.arc >= 4.5)[0])  # 1.5 m before the turn
+    assert plain.limits[i] == pytest.approx(5.0)
+    assert braked.limits[i] == pytest.approx(math.sqrt(3.0 * 0.4 + 2 * 2.5 * 1.5), rel=0.05)
+    st = RevisionState(np.array([i]), np.zeros(1))
+    assert braked.revise(p.points[i], st).indices[0, -1] < plain.revise(p.points[i], st).indices[0, -1]
+    # a character at the turn's centre, 1/6 s after a query at its entry
+    entry = int(np.flatnonzero(p.arc >= 6.0)[0])
+    centre = np.array([0.4, 0.0, 6.0])
+    st = RevisionState(np.array([entry]), np.full(1, 1 / 6), t_prev=np.zeros(1))
+    free = braked.revise(centre, st).i_d[0]
+    paced = QueryReviser(p, OFFSETS, RevisionSettings(v_max=5.0, turn_accel=3.0, brake_accel=2.5, max_pace=1.25,
+                                                      sharp_corners=False))
+    held = paced.revise(centre, st).i_d[0]
+    assert paced.time_to_run(held) - paced.time_to_run(entry) <= 1.25 / 6 + 1e-6
+    assert p.arc[held] < p.arc[free]
+
+
+def test_the_pace_bounds_let_a_query_revised_every_frame_move_on():
+    """Revised every 1/60 s on a tight turn the limits slow to a walk (samples further
+    apart in limited time than a frame), the desired position still moves on with a
+    character walking the path, at no more than the next sample per frame."""
+    t, xz = arc_events(0.4, 180.0, 4.0, lead=1.0, tail=1.0)
+    p = TimedPath.from_samples(t, xz, smooth=False)
+    rv = QueryReviser(p, OFFSETS, RevisionSettings(v_max=3.0, turn_accel=1.8, brake_accel=1.5))
+    i = int(np.flatnonzero(p.arc >= 1.0)[0])  # the turn's entry
+    st = RevisionState(np.array([i]), np.zeros(1))
+    seen = [i]
+    for _ in range(60):
+        r = rv.revise(p.points[min(seen[-1] + 1, p.last)], st)  # the character a step ahead
+        seen.append(int(r.i_d[0]))
+        st = r.state.later(1 / 60)
+    steps = np.diff(seen)
+    assert seen[-1] - seen[0] >= 30 and steps.min() >= 0 and steps.max() <= 1, steps

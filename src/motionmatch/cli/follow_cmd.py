@@ -72,7 +72,8 @@ def cmd_follow(args: argparse.Namespace) -> int:
 
         sc = load_scenario(args.scene, agents_required=False)
         scene = sc.scene()
-    common = dict(alpha=args.alpha, beta=args.beta, v_max=args.v_max, turn_accel=args.turn_accel, facing=args.facing,
+    common = dict(alpha=args.alpha, beta=args.beta, v_max=args.v_max, turn_accel=args.turn_accel,
+                  brake_accel=args.brake_accel, facing=args.facing,
                   joystick_deg=args.joystick_deg, corner_deg=args.corner_deg, corner_advance=args.corner_advance)
     if args.raw:
         rev = RevisionSettings.raw(**common)
@@ -235,7 +236,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     f.add_argument("--net-epochs", type=EPOCHS, default=10, help="epochs when training DirectionNet here")
     f.add_argument("--v-max", type=arg.positive, help="speed limit in m/s (default: from the database's speeds)")
     f.add_argument("--turn-accel", type=arg.positive, help="turn limit: the sideways acceleration (m/s^2) the "
-                   "character runs a turn at, at most (default: the database's 99th percentile)")
+                   "character runs a turn at, at most (default: the database's 90th percentile)")
+    f.add_argument("--brake-accel", type=arg.positive, help="turn limit: how hard (m/s^2) the character slows "
+                   "down before a tight turn and speeds up after it (default: the database's 90th percentile)")
     f.add_argument("--no-turn-limit", action="store_true", help="ablation: do not slow down for tight turns")
     f.add_argument("--revise-every-frame", action="store_true",
                    help="revise the query on every frame instead of once per match (the paper)")

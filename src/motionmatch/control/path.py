@@ -23,6 +23,11 @@ Sections V and VI):
    apart) between two future points moves the point after it onto the line toward the
    corner (and advances ``i_d`` by ``c = 2`` frames when it is stuck); facing directions
    are the path's tangents, tangents turned by a joystick angle, or DirectionNet's.
+   Beyond the paper (issue 17, for turns tighter than the data runs at the drawn speed):
+   the limits include a turn limit reached by braking ahead of the turn, ``i_d`` keeps
+   pace with the limited timeline (``min_pace``, ``max_pace``), and tangent facings
+   follow the query's own polyline from the root (``steer``): see
+   :class:`RevisionSettings`.
 
 Units. Metres and seconds on the ground plane (x, z), Y up. Parameters that the paper
 counts in *path frames* (smoothing sigma and width, alpha, beta, c) keep its meaning of
@@ -64,6 +69,7 @@ __all__ = [
     "RevisionSettings",
     "RevisionState",
     "TimedPath",
+    "braking_profile",
     "gaussian_kernel",
     "load_path",
     "parse_path",
@@ -552,6 +558,25 @@ def smooth_path_capped(points: ArrayLike, sigma: float, width: int, fps: float, 
     return np.einsum("pcw,pw->pc", win, wts)
 
 
+def braking_profile(limits: ArrayLike, arc: ArrayLike, accel: float) -> np.ndarray:
+    """Speed limits ``[P]`` (m/s, ``inf`` allowed) at path lengths ``arc [P]`` (m,
+    non-decreasing) made reachable by a body that changes speed by at most ``accel``
+    m/s^2: ``v(s) <= sqrt(v(s')^2 + 2 accel |s - s'|)`` for every other sample ``s'``
+    (a backward pass brakes ahead of each slow stretch, a forward pass speeds up after
+    it). Never above ``limits``. One pass each way over the samples, once per path."""
+    v = np.array(limits, dtype=np.float64)
+    ds2 = 2.0 * accel * np.diff(np.asarray(arc, dtype=np.float64))
+    for i in range(len(v) - 2, -1, -1):
+        reach = math.sqrt(v[i + 1] * v[i + 1] + ds2[i]) if math.isfinite(v[i + 1]) else math.inf
+        if reach < v[i]:
+            v[i] = reach
+    for i in range(1, len(v)):
+        reach = math.sqrt(v[i - 1] * v[i - 1] + ds2[i - 1]) if math.isfinite(v[i - 1]) else math.inf
+        if reach < v[i]:
+            v[i] = reach
+    return v
+
+
 def _xz3(pts: np.ndarray) -> np.ndarray:
     return np.stack([pts[:, 0], np.zeros(len(pts)), pts[:, 1]], axis=1)
 
@@ -582,6 +607,24 @@ class RevisionSettings:
             tighter than the data can run at the drawn speed (see :meth:`QueryReviser.future_indices`).
         turn_accel: m/s^2 (``None``: no turn limit, unless the user of the reviser sets
             it, as the path follower does from the database).
+        brake_accel: m/s^2 along the path: the limits above are reached by slowing down
+            (and left by speeding up) no harder than this, ahead of time, as a runner
+            brakes before a hairpin instead of at its apex (``None``: the limits apply
+            only where they are, unless the user of the reviser sets it, as the path
+            follower does from the database).
+        min_pace, max_pace: between two queries the desired position moves along the
+            limited timeline (the time a character needs at the limited speeds) by at
+            least ``min_pace`` and at most ``max_pace`` times the time between them, within
+            the window (``None``: no bound; only with a speed limit). The nearest point
+            alone lets a character that cut inside a turn skip its apex (the nearest
+            point is past it: every turn is cut, ever more) and leaves one that cut into
+            a loop tighter than it can run at its centre, where every loop point is
+            equally near; the pace bounds lead it round.
+        steer: facings along the query's own polyline (root, then the future points:
+            :meth:`QueryReviser.revise`) instead of the path's tangents there, so a
+            character beside the path is asked to turn back toward it, as someone
+            rejoining a line does, instead of running parallel to it (tangent facing
+            only; on the path the two agree).
         sharp_corners: the corner modification (Appendix D).
         corner_deg: tangents further apart than this make a sharp corner.
         corner_advance: ``c``, path frames added to a stuck ``i_d`` before a corner.
@@ -598,6 +641,10 @@ class RevisionSettings:
     v_max: float | None = None
     turn_limit: bool = True
     turn_accel: float | None = None
+    brake_accel: float | None = None
+    min_pace: float | None = 0.5
+    max_pace: float | None = 1.25
+    steer: bool = True
     sharp_corners: bool = True
     corner_deg: float = 80.0
     corner_advance: float = 2.0
@@ -615,12 +662,19 @@ class RevisionSettings:
             raise ValueError(f"v_max must be > 0 m/s, got {self.v_max!r}")
         if self.turn_accel is not None and not self.turn_accel > 0:
             raise ValueError(f"turn_accel must be > 0 m/s^2, got {self.turn_accel!r}")
+        if self.brake_accel is not None and not self.brake_accel > 0:
+            raise ValueError(f"brake_accel must be > 0 m/s^2, got {self.brake_accel!r}")
+        lo, hi = self.min_pace, self.max_pace
+        if (lo is not None and not lo >= 0) or (hi is not None and not hi > 0) or (
+                lo is not None and hi is not None and lo > hi):
+            raise ValueError(f"need 0 <= min_pace <= max_pace, max_pace > 0; got {lo!r}, {hi!r}")
 
     @classmethod
     def raw(cls, **kw) -> RevisionSettings:
         """The raw future query: the path points at the current time + offsets, no speed
-        or turn limit, no corner modification (build the path without smoothing as well)."""
-        return cls(desired="current", speed_limit=False, turn_limit=False, sharp_corners=False, **kw)
+        or turn limit, no corner modification, the path's tangents as facings (build the
+        path without smoothing as well)."""
+        return cls(desired="current", speed_limit=False, turn_limit=False, sharp_corners=False, steer=False, **kw)
 
 
 @dataclass
@@ -724,13 +778,22 @@ class QueryReviser:
 
     def _speed_limits(self) -> np.ndarray:
         """``[P]`` m/s the character may move at each sample: ``v_max`` and the turn limit
-        ``sqrt(turn_accel / curvature)`` (``inf`` where neither applies)."""
+        ``sqrt(turn_accel / curvature)`` (``inf`` where neither applies), reached by
+        braking at ``brake_accel`` before and left by speeding up at ``brake_accel`` after
+        (:func:`braking_profile`)."""
         lim = np.full(self.path.num_samples, np.inf)
         if self.s.speed_limit:
             lim[:] = self.s.v_max
         if self.s.turn_limit and self.s.turn_accel is not None:
             lim = np.minimum(lim, np.sqrt(self.s.turn_accel / np.maximum(self.path.curvature, 1e-9)))
+            if self.s.brake_accel is not None:
+                lim = braking_profile(lim, self.path.arc, self.s.brake_accel)
         return lim
+
+    def time_to_run(self, i: ArrayLike) -> np.ndarray:
+        """Seconds ``[...]`` a character needs from the path's start to fractional indices
+        ``i``: the drawn time, or longer where the limits slow it down."""
+        return np.interp(np.asarray(i, dtype=np.float64), np.arange(len(self._tau), dtype=np.float64), self._tau)
 
     def speed_at(self, i: ArrayLike) -> np.ndarray:
         """Speed (m/s) ``[...]`` the query asks for at fractional indices: the drawn speed, limited."""
@@ -761,6 +824,28 @@ class QueryReviser:
             far = tau[cand] > tau[state.i_prev][:, None] + self._beta / path.fps + 1e-9
             far[:, 0] = False
             d = np.where(far, np.inf, d)
+        if self._limited and self.s.max_pace is not None:
+            # nor may it run ahead of the timeline faster than max_pace: a character that
+            # cuts inside a turn finds the nearest point past the apex, and would be asked
+            # to go on from there, cutting every turn; held near the apex, it is led round it
+            # (the next sample is always allowed: revised every frame, a slow stretch's
+            # samples may be further apart in time than a frame)
+            tau = self._tau
+            ceiling = tau[state.i_prev] + self.s.max_pace * (state.elapsed - state.t_prev)
+            ahead = tau[cand] > ceiling[:, None] + 1e-9
+            ahead[:, : self._alpha + 2] = False
+            d = np.where(ahead, np.inf, d)
+        if self._limited and self.s.min_pace is not None:
+            # the desired position keeps at least min_pace of the limited timeline: a
+            # character that cut inside a loop tighter than it can run (every loop point
+            # equally near) is led on around and out of it instead of waiting there
+            # (a whole sample behind: revised every frame, less than a sample is no lag)
+            tau = self._tau
+            floor = tau[state.i_prev] + self.s.min_pace * (state.elapsed - state.t_prev)
+            first = np.floor(np.interp(floor, tau, np.arange(len(tau), dtype=np.float64)) + 1e-9)
+            behind = cand < first[:, None]
+            behind[:, -1] = False
+            d = np.where(behind, np.inf, d)
         rows = np.arange(len(cand))
         best = cand[rows, np.argmin(d, axis=1)]
         # where the path stands still (points within TIE m of the nearest one), the drawn
@@ -803,9 +888,26 @@ class QueryReviser:
         if self.s.sharp_corners:
             i_d, idx, fut, corner = self._sharp_corners(i_d, idx, fut, state)
         dirs = self._directions(idx, state, joystick_deg)
+        if self.s.steer and self.s.facing == "tangent":
+            dirs = self._steered(pos, fut, dirs)
         vel = path.tangent(idx) * self.speed_at(idx)[..., None]
         new = RevisionState(i_d.copy(), state.elapsed.copy(), state.elapsed.copy(), carry)
         return Revision(i_d, idx, fut, dirs, vel, corner, new)
+
+    @staticmethod
+    def _steered(pos: np.ndarray, fut: np.ndarray, tangents: np.ndarray) -> np.ndarray:
+        """``[M, K, 3]`` facings along the query's own polyline (the root, then the future
+        points): at each point the direction from the point before it to the point after
+        it (the last: from the point before). On the path these are its tangents; a
+        character beside the path is asked to face back toward it, as someone rejoining
+        a line does, instead of running parallel to it. Where the points coincide, the
+        path tangent."""
+        chain = np.concatenate([pos[:, None, :], fut], axis=1)  # [M, K+1, 3]
+        nxt = np.concatenate([chain[:, 2:], chain[:, -1:]], axis=1)
+        d = nxt - chain[:, :-1]
+        d[..., 1] = 0.0
+        u, n = _unit(d)
+        return np.where((n > 1e-3)[..., None], u, tangents)
 
     def _sharp_corners(self, i_d, idx, fut, state):
         """Appendix D: for the first pair of consecutive query points (``p_d`` first) whose

@@ -67,6 +67,7 @@ __all__ = [
     "FollowSettings",
     "PathFollower",
     "PathPlanner",
+    "default_brake_accel",
     "default_turn_accel",
     "default_v_max",
     "follow_controller_settings",
@@ -104,13 +105,11 @@ def default_v_max(db: MotionDatabase, tags: str | None = "!dance & !creep & !jum
     return float(np.percentile(sp, percentile))
 
 
-def default_turn_accel(db: MotionDatabase, tags: str | None = "!dance & !creep & !jump", percentile: float = 99.0,
-                       window: float = 0.1, min_speed: float = 0.5) -> float:
-    """A sideways-acceleration limit (m/s^2) from the database: the ``percentile`` of the
-    root's lateral acceleration ``|v x a| / |v|`` (velocity and acceleration by central
-    differences over ``window`` seconds either side) over the frames ``tags`` admits
-    that move at ``min_speed`` m/s or more: how sharply the people in the data turn at
-    speed. The path follower's turn limit (:class:`~motionmatch.control.path.RevisionSettings`)."""
+def _root_accelerations(db: MotionDatabase, tags: str | None, window: float, min_speed: float):
+    """The root's sideways ``|v x a| / |v|`` and forward ``v . a / |v|`` accelerations
+    (m/s^2; velocity and acceleration by central differences over ``window`` seconds
+    either side, within one clip) over the frames ``tags`` admits that move at
+    ``min_speed`` m/s or more; ``None`` when fewer than 30 frames move so."""
     try:
         m = db.mask(tags)
     except Exception:
@@ -121,14 +120,44 @@ def default_turn_accel(db: MotionDatabase, tags: str | None = "!dance & !creep &
     same = db.frame_clip[i - h] == db.frame_clip[i + h]
     v = (p[i + h] - p[i - h]) * (db.fps / (2 * h))
     a = (p[i + h] - 2 * p[i] + p[i - h]) * (db.fps / h) ** 2
-    sp = np.hypot(v[:, 0], v[:, 1])
-    lat = np.abs(v[:, 0] * a[:, 1] - v[:, 1] * a[:, 0]) / np.maximum(sp, 1e-9)
+    sp = np.maximum(np.hypot(v[:, 0], v[:, 1]), 1e-9)
+    lat = np.abs(v[:, 0] * a[:, 1] - v[:, 1] * a[:, 0]) / sp
+    lon = (v[:, 0] * a[:, 0] + v[:, 1] * a[:, 1]) / sp
     ok = same & m[i] & (sp >= min_speed)
     if ok.sum() < 30:
         ok = same & (sp >= min_speed)
     if ok.sum() < 30:
+        return None
+    return lat[ok], lon[ok]
+
+
+def default_turn_accel(db: MotionDatabase, tags: str | None = "!dance & !creep & !jump", percentile: float = 90.0,
+                       window: float = 0.1, min_speed: float = 0.5) -> float:
+    """A sideways-acceleration limit (m/s^2) from the database: the ``percentile`` of the
+    root's lateral acceleration ``|v x a| / |v|`` (velocity and acceleration by central
+    differences over ``window`` seconds either side) over the frames ``tags`` admits
+    that move at ``min_speed`` m/s or more: how sharply the people in the data turn at
+    speed, often enough for a search to find it (the 90th percentile: on LAFAN1 1.8
+    m/s^2, i.e. a turn of radius 0.4 m at 0.86 m/s, a walk; the data's median speed on
+    such turns is 0.63 m/s). The path follower's turn limit
+    (:class:`~motionmatch.control.path.RevisionSettings`)."""
+    acc = _root_accelerations(db, tags, window, min_speed)
+    if acc is None:
         return 3.0  # too little moving data to say: a jogger's turn
-    return float(np.percentile(lat[ok], percentile))
+    return float(np.percentile(acc[0], percentile))
+
+
+def default_brake_accel(db: MotionDatabase, tags: str | None = "!dance & !creep & !jump", percentile: float = 90.0,
+                        window: float = 0.1, min_speed: float = 0.5) -> float:
+    """A braking limit (m/s^2) from the database: the ``percentile`` of the root's
+    deceleration along its travel (``-v . a / |v|``, as :func:`default_turn_accel`
+    measures) over the moving frames ``tags`` admits: how hard the people in the data
+    slow down, often enough for a search to find it. The path follower slows down this
+    gently before a turn tighter than its turn limit allows at speed."""
+    acc = _root_accelerations(db, tags, window, min_speed)
+    if acc is None:
+        return 2.0  # too little moving data to say
+    return float(np.percentile(-acc[1], percentile))
 
 
 @dataclass(frozen=True)
@@ -141,7 +170,8 @@ class FollowSettings:
         interval: seconds between matches (the paper: 1/6).
         revision: :class:`~motionmatch.control.path.RevisionSettings` (its ``v_max``
             ``None``: :func:`default_v_max` of the database; its ``turn_accel`` ``None``:
-            :func:`default_turn_accel` of the database).
+            :func:`default_turn_accel` of the database; its ``brake_accel`` ``None``:
+            :func:`default_brake_accel` of the database).
         revise_every_frame: revise the query (desired position, future points) on every
             frame instead of once per match. Off (the paper, Algorithm 2): the query is
             revised when a match is due, so ``alpha``, ``beta`` and ``c`` count per match;
@@ -392,6 +422,8 @@ class PathFollower(InputSource):
             rev = replace(rev, v_max=default_v_max(db, tags))
         if rev.turn_accel is None:
             rev = replace(rev, turn_accel=default_turn_accel(db, tags))
+        if rev.brake_accel is None:
+            rev = replace(rev, brake_accel=default_brake_accel(db, tags))
         self.v_max = float(rev.v_max)
         self.revision = rev
         start = np.zeros(3) if position is None else np.asarray(position, dtype=np.float64)
@@ -429,7 +461,9 @@ class PathFollower(InputSource):
         self.completion_index = -1
         self.done = False
         length_time = path.length / max(self.v_max, 0.1)
-        self.time_limit = s.time_limit if s.time_limit is not None else 2 * path.duration + length_time + 5.0
+        # the time the limits let a character take (slower than drawn through tight turns)
+        run_time = max(path.duration, self.reviser.time_to_run(path.last))
+        self.time_limit = s.time_limit if s.time_limit is not None else 2 * run_time + length_time + 5.0
         self.name = name
         #: the last frames in full (``settings.keep_frames``); older ones folded into totals
         self._rows = RecentRows(s.keep_frames, block=max(s.keep_frames // 8, 1), on_drop=self._fold)
@@ -549,13 +583,11 @@ class PathFollower(InputSource):
         dirs = rev.directions[0]
         traj = PredictedTrajectory(self.offsets.copy(), rev.positions[0].copy(), rev.velocities[0].copy(), dirs,
                                    yaw_rotation(dirs))
-        # the simulated root moves at the path's velocity (speed-limited), pulled toward p_d
+        # the simulated root moves at the path's velocity (speed-limited, slowed for turns
+        # as the query is), pulled toward p_d
         path = self.path
-        v = path.velocity(float(i_d))
+        v = path.tangent(float(i_d)) * float(self.reviser.speed_at(float(i_d)))
         limit = self.v_max if self.revision.speed_limit else np.inf
-        sp = float(np.hypot(v[0], v[2]))
-        if sp > limit:
-            v = v * (limit / sp)
         at_end = self.at_end(i_d)
         if at_end:
             v = np.zeros(3)
