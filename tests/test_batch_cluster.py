@@ -10,10 +10,12 @@ the missing ones."""
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -79,9 +81,11 @@ def _stop(nodes: list[subprocess.Popen]) -> None:
 
 
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory):
+def cluster():
     """``(address, env, worker node)`` of a two-node cluster on 127.0.0.1."""
-    tmp = tmp_path_factory.mktemp("ray")
+    # a short folder: Ray's sockets live in it and a Unix socket's path has at most 107 bytes
+    # (pytest's own temporary folders, under pytest-xdist, are longer)
+    tmp = Path(tempfile.mkdtemp(prefix="mmray", dir="/tmp"))
     # this checkout's code on every node; a local test cluster without token authentication
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO / "src"), os.environ.get("PYTHONPATH", "")]),
                RAY_AUTH_MODE="disabled", RAY_USAGE_STATS_ENABLED="0")
@@ -97,6 +101,7 @@ def cluster(tmp_path_factory):
         yield f"127.0.0.1:{port}", env, nodes[1]
     finally:
         _stop(nodes)
+        shutil.rmtree(tmp, ignore_errors=True)
         if old is None:
             os.environ.pop("RAY_AUTH_MODE", None)
         else:
