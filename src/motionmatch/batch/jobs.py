@@ -16,6 +16,7 @@ import hashlib
 import json
 import platform
 import time
+import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass, field, replace
@@ -158,8 +159,9 @@ def _previous(manifest: Path, journal: Path) -> dict[str, dict]:
     if manifest.is_file():
         try:
             cells.update(json.loads(manifest.read_text(encoding="utf-8")).get("cells", {}))
-        except (OSError, ValueError, AttributeError):
-            pass  # unreadable: every cell is computed again
+        except (OSError, ValueError, AttributeError) as e:
+            warnings.warn(f"{manifest}: unreadable ({e}); every cell not in the journal is computed again",
+                          stacklevel=2)
     if journal.is_file():
         for line in journal.read_text(encoding="utf-8", errors="replace").splitlines():
             try:
