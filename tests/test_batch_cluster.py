@@ -9,6 +9,7 @@ the missing ones."""
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import shutil
 import signal
@@ -94,9 +95,11 @@ def cluster():
     old = os.environ.get("RAY_AUTH_MODE")
     os.environ["RAY_AUTH_MODE"] = "disabled"
     try:
+        # Ray's client server (default port 10001) runs only where grpcio is installed
+        # (``ray[client]``); a port of its own then, and the option refused without it
+        client = ["--ray-client-server-port", str(_free_port())] if importlib.util.find_spec("grpc") else []
         nodes.append(_start(["--head", "--port", str(port), "--include-dashboard", "false", "--dashboard-port",
-                             str(_free_port()), "--ray-client-server-port", str(_free_port()),
-                             "--temp-dir", str(tmp)], tmp / "head.log", env))
+                             str(_free_port()), *client, "--temp-dir", str(tmp)], tmp / "head.log", env))
         nodes.append(_start(["--address", f"127.0.0.1:{port}"], tmp / "worker.log", env))
         yield f"127.0.0.1:{port}", env, nodes[1]
     finally:

@@ -470,3 +470,15 @@ def test_a_scenario_agent_follows_a_timed_path_as_motionmatch_follow_does(lafan)
     np.testing.assert_allclose(rec.root_positions[0, :n][:, [0, 2]], follow_roots[:n], atol=1e-9)
     rep = scenario_report(world, rec, sc)["agents"][0]
     assert rep["error_m"] < 0.3 and rep["collision_fraction"] < 0.1, rep
+
+
+def test_turn_and_brake_limits_of_data_that_only_walks_straight_fall_back_to_the_defaults():
+    """A database whose moving frames go straight at constant speed says nothing about how
+    sharply people turn or brake: the limits are the defaults' fallbacks, never 0 (a 0 limit
+    was refused by RevisionSettings, so such a database could not follow any path)."""
+    from motionmatch.runtime.follow import default_brake_accel, default_turn_accel
+
+    db = MotionDatabase.build([walker(n=240), walker(n=240, speed=0.0, name="idle")], mirror_copies=False)
+    assert default_turn_accel(db) == 3.0 and default_brake_accel(db) == 2.0
+    turning = MotionDatabase.build([walker(n=240, speed=1.2, turn_rate=1.5)], mirror_copies=False)
+    assert 1.0 < default_turn_accel(turning) < 3.0  # 1.2 m/s * 1.5 rad/s = 1.8 m/s^2

@@ -410,24 +410,53 @@ def test_stride_is_the_smallest_k_whose_square_exceeds_the_scaled_dissimilarity(
     assert PK.stride_for(0.0, 1.0, 1.0, 64) == 1
 
 
-def test_mask_bits_pack_the_representatives_mask_and_are_cached_only_for_read_only_masks():
+def _segments_admitted(co, mask):
+    return np.array([mask[co.rep_lo[j]:co.rep_hi[j]].any() for j in range(len(co.reps))])
+
+
+def test_mask_bits_pack_the_segments_that_hold_admitted_frames_and_are_cached_only_for_read_only_masks():
     ps, rng = _problem(7)
-    reps = ps.representatives(True)[0]
-    mask = rng.uniform(size=ps.n_frames) > 0.3
-    bits = ps._mask_bits(reps, mask)
+    plan = ps._plan_for(SearchOptions(method="coherent-approx"))
+    co = plan.coarse
+    reps = co.reps
+    mask = rng.uniform(size=ps.n_frames) > 0.97  # sparse: many representatives not admitted
+    bits = ps._mask_bits(co, mask)
     unpacked = np.unpackbits(bits, bitorder="little")[: len(reps)].astype(bool)
-    np.testing.assert_array_equal(unpacked, mask[reps])
+    want = _segments_admitted(co, mask)
+    assert (want & ~mask[reps]).any()  # segments admitted through frames other than their representative
+    np.testing.assert_array_equal(unpacked, want)
     # a writable mask is packed anew on every call: changing it in place changes the bits
-    mask[reps[0]] = not mask[reps[0]]
-    assert bool(ps._mask_bits(reps, mask)[0] & 1) == bool(mask[reps[0]])
+    mask[co.rep_lo[0]:co.rep_hi[0]] = not want[0]
+    assert bool(ps._mask_bits(co, mask)[0] & 1) == (not want[0])
     # a read-only mask that owns its data is cached by identity
     ro = mask.copy()
     ro.setflags(write=False)
-    assert ps._mask_bits(reps, ro) is ps._mask_bits(reps, ro)
+    assert ps._mask_bits(co, ro) is ps._mask_bits(co, ro)
     other = ~mask
     other.setflags(write=False)
-    np.testing.assert_array_equal(np.unpackbits(ps._mask_bits(reps, other), bitorder="little")[: len(reps)]
-                                  .astype(bool), other[reps])
+    np.testing.assert_array_equal(np.unpackbits(ps._mask_bits(co, other), bitorder="little")[: len(reps)]
+                                  .astype(bool), _segments_admitted(co, other))
+
+
+def test_a_sparse_mask_of_frames_that_are_no_representatives_still_finds_its_best_frame():
+    """A mask of a few frames inside segments whose representatives it does not admit (an
+    idle clip's entry frames): the coherent search visits those segments and returns the
+    best admitted frame, never -1 (it used to find nothing, and the character jumped)."""
+    ps, rng = _problem(11)
+    opt = SearchOptions()
+    co = ps._plan_for(opt).coarse
+    seg = int(np.argmax(co.rep_hi - co.rep_lo))
+    inside = [i for i in range(co.rep_lo[seg], co.rep_hi[seg]) if i != co.reps[seg] and ps.valid[i]][:3]
+    assert len(inside) == 3
+    mask = np.zeros(ps.n_frames, dtype=bool)
+    mask[inside] = True
+    mask.setflags(write=False)
+    for _ in range(6):
+        obs, cnt, _ = _obstacles(rng)
+        q = ps.features[rng.integers(ps.n_frames)] + rng.normal(scale=0.3, size=ps.dim)
+        lin = ps.search(q, obs, cnt, mask=mask, options=SearchOptions(method="linear"))
+        got = ps.search(q, obs, cnt, mask=mask, options=opt)
+        assert got.index in inside and got.score == pytest.approx(lin.score, rel=1e-9)
 
 
 def test_searches_with_masks_that_take_turns_match_the_linear_optimum():

@@ -573,7 +573,6 @@ def test_walking_at_a_disk_goes_around_it_without_touching_it(server):
         assert env["controls"] == {"responsiveness": 1.5, "continuity": 0.8, "evasion": 0.2, "anticipation": 1.2}
 
 
-@pytest.mark.xfail(reason="regression of this wave's path-following changes (query revised once per match, pacing): the viewer's character no longer clears the obstacle by 0.1 m; open in issue 17", strict=False)
 def test_a_path_drawn_through_an_obstacle_is_walked_around(server):
     with Client(server) as c:
         cid, start, centre, radius = _paused_with_a_disk_ahead(c)
@@ -607,7 +606,6 @@ def test_two_agents_walking_at_each_other_pass(server):
         assert np.hypot(roots[-1, 1, 0] - 0.15, roots[-1, 1, 2]) < 0.8, roots[-1, 1]
 
 
-@pytest.mark.xfail(reason="regression of this wave's idle (issue 17 core): arrived agents idle among each other, the idle's periodic obstacle search steps one aside and it drifts 4 m from its goal; open in issue 17", strict=False)
 def test_a_spawned_group_reaches_its_goals(server):
     with Client(server) as c:
         _plugins_or_skip(c, "crowd")
@@ -700,7 +698,6 @@ def test_every_scenario_of_the_repository_loads_and_plays(server):
                 assert moved.max() > 0.3, (f, moved)  # its agents act: scripts, paths, goals
 
 
-@pytest.mark.xfail(reason="regression of this wave's idle clip (issue 17 core): agents made together enter idle together on their first pose, 12 searches in one tick; open in issue 17", strict=False)
 def test_a_spawned_group_spreads_its_searches_over_ticks(tmp_path_factory):
     """Members of a group spawned together all search on their first tick (their first
     intents are sharp changes); afterwards their periodic searches are spread over the

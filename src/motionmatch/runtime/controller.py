@@ -535,6 +535,9 @@ class Controller:
         self.searches += 1
         self._since_search = 0.0
         best, best_cost = int(idx[0]), float(cost[0])
+        if best < 0:  # no frame admitted (an empty mask): keep playing
+            self.last_costs = {}
+            return False
         self.last_costs = self.db.group_costs(q, best)
         if only_near_obstacles and not getattr(self.chooser, "near", False):
             return False

@@ -131,6 +131,11 @@ def _root_accelerations(db: MotionDatabase, tags: str | None, window: float, min
     return lat[ok], lon[ok]
 
 
+#: m/s^2: below this, a database's turning (or braking) says nothing about a limit (its
+#: moving frames go straight at constant speed): the defaults' fallbacks apply
+MIN_TURN_ACCEL = 0.1
+
+
 def default_turn_accel(db: MotionDatabase, tags: str | None = "!dance & !creep & !jump", percentile: float = 90.0,
                        window: float = 0.1, min_speed: float = 0.5) -> float:
     """A sideways-acceleration limit (m/s^2) from the database: the ``percentile`` of the
@@ -142,9 +147,10 @@ def default_turn_accel(db: MotionDatabase, tags: str | None = "!dance & !creep &
     such turns is 0.63 m/s). The path follower's turn limit
     (:class:`~motionmatch.control.path.RevisionSettings`)."""
     acc = _root_accelerations(db, tags, window, min_speed)
-    if acc is None:
-        return 3.0  # too little moving data to say: a jogger's turn
-    return float(np.percentile(acc[0], percentile))
+    value = float(np.percentile(acc[0], percentile)) if acc is not None else 0.0
+    if not value >= MIN_TURN_ACCEL:
+        return 3.0  # too little moving or turning data to say (e.g. only straight walks): a jogger's turn
+    return value
 
 
 def default_brake_accel(db: MotionDatabase, tags: str | None = "!dance & !creep & !jump", percentile: float = 90.0,
@@ -155,9 +161,10 @@ def default_brake_accel(db: MotionDatabase, tags: str | None = "!dance & !creep 
     slow down, often enough for a search to find it. The path follower slows down this
     gently before a turn tighter than its turn limit allows at speed."""
     acc = _root_accelerations(db, tags, window, min_speed)
-    if acc is None:
-        return 2.0  # too little moving data to say
-    return float(np.percentile(-acc[1], percentile))
+    value = float(np.percentile(-acc[1], percentile)) if acc is not None else 0.0
+    if not value >= MIN_TURN_ACCEL:
+        return 2.0  # too little moving or slowing data to say
+    return value
 
 
 @dataclass(frozen=True)

@@ -108,7 +108,7 @@ class Query(NamedTuple):
     q: np.ndarray         #: ``[D]`` float64 the query features
     w: np.ndarray         #: ``[D]`` float64 per-dimension weights of the squared distance
     mask: np.ndarray      #: ``[N]`` bool frames allowed (with :attr:`Frames.valid`)
-    rep_bits: np.ndarray  #: ``[ceil(R / 8)]`` uint8 ``mask`` at the representatives, packed (:func:`mask_bits`)
+    rep_bits: np.ndarray  #: ``[ceil(R / 8)]`` uint8 segments holding a frame ``mask`` admits, packed (:func:`mask_bits`)
 
 
 class Options(NamedTuple):
@@ -434,8 +434,9 @@ def coherent_search(fr, qr, env, co, opt, scr, start, init, init_score, init_seg
     super_block), Dp]``, the same codes bounding runs of ``super_block`` blocks, checked
     first on entering one of them (then skipped whole, with the same guarantee): small
     blocks give tight bounds, and the super-blocks keep their checks few. ``qr.rep_bits``:
-    bit ``t`` of byte ``b`` is ``mask[reps[8 b + t]]`` (see :func:`mask_bits`; a visit then
-    reads neither ``reps`` nor ``mask``). Scratch (:class:`Scratch` ``scr``, no allocation
+    bit ``t`` of byte ``b`` says whether segment ``8 b + t`` holds a frame the mask admits
+    (see :func:`mask_bits`; a visit then reads neither ``reps`` nor ``mask``, but for a
+    representative close enough to be scored). Scratch (:class:`Scratch` ``scr``, no allocation
     here: see :mod:`motionmatch._jit`): ``qcodes`` (the query's codes), ``qpad`` (the query,
     the weights and the best frame's features padded with zeros to the width of
     ``rep_feats``' rows), ``gaps`` (every block's bound). Returns (index, score)."""
@@ -568,7 +569,7 @@ def coherent_search(fr, qr, env, co, opt, scr, start, init, init_score, init_seg
                     continue
         nr += 1
         step = 1
-        if (rep_bits[j >> 3] >> (j & 7)) & 1:  # mask[reps[j]], from a few hundred bytes
+        if (rep_bits[j >> 3] >> (j & 7)) & 1:  # the segment holds an admitted frame, from a few hundred bytes
             nd += 1
             fused = dissim == 1 and bi >= 0
             if fused:
@@ -590,13 +591,17 @@ def coherent_search(fr, qr, env, co, opt, scr, start, init, init_score, init_seg
                 r = reps[j]
             if r >= 0 and r != bi:  # (the best frame's own representative: nothing to gain;
                 # its dissimilarity to the best is 0, so the stride below is 1)
+                open_seg = slack > 1.0
                 if dr < best:
-                    s = _penalised(r, dr, env, best, True, stats)
-                    if s < best:
-                        best = s
-                        bi = r
-                        improved = True
-                if improved or slack > 1.0:
+                    if mask[r]:
+                        s = _penalised(r, dr, env, best, True, stats)
+                        if s < best:
+                            best = s
+                            bi = r
+                            improved = True
+                    else:  # the representative stands for the segment's admitted frames
+                        open_seg = True
+                if improved or open_seg:
                     nf += 1
                     for i in range(rep_lo[j], rep_hi[j]):
                         if i == r or not (valid[i] and mask[i]):
@@ -908,13 +913,22 @@ def encode_block_bounds(lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.
 
 
 @no_refcount
-def mask_bits(reps, mask, out):
-    """``out [ceil(len(reps) / 8)]`` uint8: bit ``t`` of byte ``b`` set when
-    ``mask[reps[8 b + t]]`` (the representatives' mask, packed)."""
+def mask_bits(reps, rep_lo, rep_hi, mask, out):
+    """``out [ceil(len(reps) / 8)]`` uint8: bit ``t`` of byte ``b`` set when segment
+    ``j = 8 b + t`` (frames ``[rep_lo[j], rep_hi[j])``) holds a frame ``mask`` admits: its
+    representative ``reps[j]``, or (a sparse mask, e.g. a few entry frames of one clip)
+    another one. The search then visits the segment through its representative even when
+    the representative itself is not admitted (it is then not a candidate)."""
     for b in range(out.shape[0]):
         out[b] = 0
     for j in range(reps.shape[0]):
-        if mask[reps[j]]:
+        hit = mask[reps[j]]
+        if not hit:
+            for i in range(rep_lo[j], rep_hi[j]):
+                if mask[i]:
+                    hit = True
+                    break
+        if hit:
             out[j >> 3] |= np.uint8(1 << (j & 7))
 
 

@@ -492,7 +492,7 @@ class PenalizedSearch:
             used = PK.USED_CLEAR
         else:
             idx, used = PK.run_search(self._frames, plan.co, plan.opt, pen, buffers.scratch_for(plan.coarse.blk_lo), q,
-                                      w, readonly(mask), self._mask_bits(plan.coarse.reps, mask), obs, cnt, env_weight, init,
+                                      w, readonly(mask), self._mask_bits(plan.coarse, mask), obs, cnt, env_weight, init,
                                       -1 if previous is None else previous, buffers.cur)
         if used == PK.USED_CLEAR:
             return self._plain_choice(q, mask, w, init_index, opt, obs, cnt, near, pen, env_weight, buffers.cur,
@@ -543,7 +543,7 @@ class PenalizedSearch:
         if key is None or key[0] is not plan or key[1] is not q or key[2] is not w or key[3] is not mask \
                 or key[4] is not obs or key[5] is not cnt or key[6] is not pen or mask.flags.writeable:
             b._tail = (self._frames, plan.co, plan.opt, pen, b.scratch_for(plan.coarse.blk_lo), q, w, readonly(mask),
-                       self._mask_bits(plan.coarse.reps, mask), obs, cnt)
+                       self._mask_bits(plan.coarse, mask), obs, cnt)
             b._tail_key = (plan, q, w, mask, obs, cnt, pen)
         idx, used, plain = PK.choose(view, controls, query, cur, *b._tail, env_weight,
                                      -1 if previous is None else previous)
@@ -551,17 +551,19 @@ class PenalizedSearch:
             return self._plain_choice(q, mask, w, cur, opt, obs, cnt, near, pen, env_weight, cur, b), "plain", plain
         return int(idx), _USED_NAMES[used], plain
 
-    def _mask_bits(self, reps: np.ndarray, mask: np.ndarray) -> np.ndarray:
-        """``mask`` at the representatives ``reps``, packed 8 to a byte (:func:`PK.mask_bits`).
-        Cached for a read-only mask that owns its data (the controllers' tag masks are
-        shared read-only): such a mask must not be made writable and changed while in use."""
+    def _mask_bits(self, co: PK.Coarse, mask: np.ndarray) -> np.ndarray:
+        """Which segments of the representatives ``co`` hold a frame ``mask`` admits, packed 8
+        to a byte (:func:`PK.mask_bits`). Cached for a read-only mask that owns its data (the
+        controllers' tag masks are shared read-only): such a mask must not be made writable
+        and changed while in use."""
+        reps = co.reps
         cacheable = not mask.flags.writeable and mask.base is None
         if cacheable:
             hit = self._bits.get(id(mask))
             if hit is not None and hit[0] is mask and hit[1] is reps:
                 return hit[2]
         out = np.empty((len(reps) + 7) // 8, dtype=np.uint8)
-        PK.mask_bits(reps, mask, out)
+        PK.mask_bits(reps, co.rep_lo, co.rep_hi, mask, out)
         if cacheable:
             if len(self._bits) >= 16:
                 self._bits.pop(next(iter(self._bits)))
