@@ -499,7 +499,9 @@ class PathFollower(InputSource):
         a new match is due at once on the first step and after a sharp corner."""
         t0 = time.perf_counter()
         first = self._rows.total == 0
-        due = first or self._want is None or self.ctrl.since_search + dt >= self.s.interval - 1e-9
+        # due when the controller's periodic search runs this step (its interval: the
+        # follower's own for the characters it makes; a viewer character keeps its own)
+        due = first or self._want is None or self.ctrl.since_search + dt >= self.ctrl.s.search_interval - 1e-9
         if self.s.revise_every_frame or due or self._passed_corner():
             traj, intent, force, i_d = self.desired()
             # the paper's root motion only, unless the follower's settings name a controller of their own

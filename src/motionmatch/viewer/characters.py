@@ -268,10 +268,7 @@ class MMCharacter:
         from motionmatch.runtime.follow import FollowSettings, PathFollower
 
         path = TimedPath.from_samples(times, np.asarray(xz, dtype=np.float64), rate=150.0, scale=scale)
-        # the viewer revises the query every frame (the documented option): revised once per
-        # match, as the CLI does, a viewer character's path stalled (its controller's search
-        # clock differs from a follower's own; left for the path-following work)
-        fs = FollowSettings(mode=mode, k=k, levels=levels, time_limit=None, revise_every_frame=True)
+        fs = FollowSettings(mode=mode, k=k, levels=levels, time_limit=None)  # revised once per match, as the CLI
         ctrl = self.ctrl
         before = self.agent.source if self.follower is None else self._before_path
         scene = world.scene if world is not None and self.environment else None
