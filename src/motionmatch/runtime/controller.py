@@ -400,6 +400,7 @@ class Controller:
         self.mode = "locomotion"
         self._mode_until = np.inf
         self._jump_start = 0.0  # when the jump's vertical spring began (s)
+        self._idle_evading = False  # idle: the last periodic search stepped aside from an obstacle
         self._since_search = np.inf
         self._last_intent: Intent | None = None
         self._prev_actions: frozenset[str] = frozenset()
@@ -666,18 +667,21 @@ class Controller:
             # to its start, and so on (its joints move a few cm/s, so a turn is not seen).
             # A desired trajectory given (a path's end still ahead) keeps matching instead.
             # With an environment-aware chooser the periodic search goes on, to see the
-            # obstacles: near one, its answer is played (the character steps aside).
-            evading = False
-            if self.chooser is not None and not force and self._since_search >= self.s.search_interval - 1e-9:
+            # obstacles: near one, its answer is played (the character steps aside) until
+            # a periodic search finds nothing near; then the idle clip again.
+            if force:
+                self._idle_evading = False
+            elif self.chooser is not None and self._since_search >= self.s.search_interval - 1e-9:
                 searched = True
                 transitioned = self._search(Intent.idle(), self.s.locomotion_tags, None, force=False,
                                             only_near_obstacles=True)
-                evading = bool(getattr(self.chooser, "near", False))
+                self._idle_evading = bool(getattr(self.chooser, "near", False))
             slack = dt * self.db.fps + 1.0  # a step may overshoot the clip's ends before it turns
             fp = self.frame_pos
-            if evading:
-                pass
-            elif force or not idle.start - slack <= fp <= idle.stop - 1 + slack:
+            in_clip = idle.start - slack <= fp <= idle.stop - 1 + slack
+            if not in_clip and self._idle_evading:
+                pass  # stepping aside: the evasion plays on
+            elif force or not in_clip:
                 searched = True
                 transitioned = self._search(Intent.idle(), self._idle_tags, None, force=True)
             elif self.play_rate > 0 and fp >= idle.stop - 1:
