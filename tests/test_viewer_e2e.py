@@ -395,8 +395,10 @@ def test_genmm_panel_synthesizes_variants_side_by_side(page):
     ids = page.evaluate("() => window.__mm.state.genmm.ids")
     assert len(ids) == 3
     page.wait_for_function(f"() => window.__mm.state.frame.characters.some(c => c.id === {ids[-1]})", timeout=5000)
+    # side by side (placed in a row along x; walking their circles they may since have
+    # passed each other, the more so on a loaded machine where the check comes later)
     xs = page.evaluate(f"() => {ids}.map(id => window.__mm.character(id).root[0])")
-    assert sorted(xs) == xs and xs[-1] - xs[0] > 2.0
+    assert max(xs) - min(xs) > 2.0, xs
     page.uncheck("input[type=checkbox] >> nth=0")  # stop following so all variants stay in view
     page.evaluate("() => { const v = window.__mm.view; const c = window.__mm.character(); "
                   "v.controls.target.set(c.root[0] + 1.5, 0.9, c.root[2]); v.camera.position.set(c.root[0] + 1.5, 3.5, c.root[2] - 8); }")
@@ -610,9 +612,10 @@ def test_keys_act_after_a_slider_a_checkbox_or_a_button(page):
     page.click("input[type=checkbox] >> nth=0")  # follow on
     p0 = root(page)
     page.keyboard.down("w")
-    time.sleep(1.5)
+    # (1.5 s on a quiet machine; the simulation falls behind real time on a loaded one)
+    walked = wait_until(lambda: math.dist(p0, root(page)) > 0.5, timeout=8.0)
     page.keyboard.up("w")
-    assert math.dist(p0, root(page)) > 0.5, (p0, root(page))
+    assert walked, (p0, root(page))
     page.evaluate(KEY_SPY)
     # a slider used with the mouse gives the keyboard back to the view
     slider = page.locator("input[data-control=continuity]")
