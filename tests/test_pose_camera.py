@@ -131,6 +131,92 @@ def _quantiles(values) -> tuple[float, float]:
     return float(np.median(v)), float(np.percentile(v, 95))
 
 
+class _Flatbuffer:
+    """Just enough of a flatbuffer reader to check the page's model bundles."""
+
+    def __init__(self, data: bytes, base: int = 0):
+        self.d, self.base = data, base
+
+    def u32(self, p: int) -> int:
+        return int.from_bytes(self.d[p:p + 4], "little")
+
+    def root(self) -> int:
+        return self.base + self.u32(self.base)
+
+    def ident(self) -> bytes:
+        return self.d[self.base + 4:self.base + 8]
+
+    def field(self, table: int, slot: int) -> int | None:
+        """Position of a table's field (``None``: absent)."""
+        vt = table - int.from_bytes(self.d[table:table + 4], "little", signed=True)
+        size = int.from_bytes(self.d[vt:vt + 2], "little")
+        if 4 + 2 * slot >= size:
+            return None
+        off = int.from_bytes(self.d[vt + 4 + 2 * slot:vt + 6 + 2 * slot], "little")
+        return table + off if off else None
+
+    def ref(self, table: int, slot: int) -> int:
+        p = self.field(table, slot)
+        return p + self.u32(p)
+
+    def vector(self, table: int, slot: int, tables: bool = True) -> list[int]:
+        v = self.ref(table, slot)
+        return [v + 4 + 4 * k + (self.u32(v + 4 + 4 * k) if tables else 0) for k in range(self.u32(v))]
+
+    def string(self, table: int, slot: int) -> str:
+        v = self.ref(table, slot)
+        return self.d[v + 4:v + 4 + self.u32(v)].decode()
+
+
+def _input_normalisation(model: bytes) -> tuple[float, float]:
+    """(mean, std) of a TFLite model's input from its TFLITE_METADATA (metadata_schema.fbs)."""
+    import struct
+
+    fb = _Flatbuffer(model)
+    assert fb.ident() == b"TFL3"
+    root = fb.root()
+    meta = {fb.string(m, 0): fb.u32(fb.field(m, 1)) for m in fb.vector(root, 6)}
+    buffer = fb.vector(root, 4)[meta["TFLITE_METADATA"]]
+    data = fb.ref(buffer, 0) + 4
+    assert data % 16 == 0                                                    # force_align: 16
+    mm = _Flatbuffer(model, data)
+    assert mm.ident() == b"M001"
+    subgraph = mm.vector(mm.root(), 3)[0]
+    tensor = mm.vector(subgraph, 2)[0]
+    unit = mm.vector(tensor, 4)[0]
+    assert model[mm.field(unit, 0)] == 1                                    # NormalizationOptions
+    norm = mm.ref(unit, 1)
+    mean, std = (struct.unpack("<f", model[v + 4:v + 8])[0] for v in (mm.ref(norm, 0), mm.ref(norm, 1)))
+    return mean, std
+
+
+def test_the_page_model_bundles_are_the_packaged_models_with_their_input_normalisation():
+    """web/pose_task.mjs: each .task is a zip of the detector and one landmark model from
+    @mediapipe/pose, unchanged after a prefix holding a new root table and the metadata
+    (the detector reads [-1, 1], the landmark models [0, 1], as in MediaPipe's graphs)."""
+    import zipfile
+
+    from motionmatch.viewer._bundle import STATIC_DIR, web_source
+
+    web = web_source()
+    pose = None if web is None else web / "node_modules" / "@mediapipe" / "pose"
+    if pose is None or not (STATIC_DIR / "pose" / "pose_landmarker_lite.task").is_file() or not pose.is_dir():
+        pytest.skip("the page is not built here (cd web && npm ci && npm run build)")
+    detector = (pose / "pose_solution_packed_assets.data").read_bytes()
+    for m in ("lite", "full", "heavy"):
+        with zipfile.ZipFile(STATIC_DIR / "pose" / f"pose_landmarker_{m}.task") as z:
+            assert z.namelist() == ["pose_detector.tflite", "pose_landmarks_detector.tflite"]
+            assert all(i.compress_type == zipfile.ZIP_STORED for i in z.infolist())
+            det, lm = z.read("pose_detector.tflite"), z.read("pose_landmarks_detector.tflite")
+        original = (pose / f"pose_landmark_{m}.tflite").read_bytes()
+        for built, source, expected in ((det, detector, (127.5, 127.5)), (lm, original, (0.0, 255.0))):
+            prefix = len(built) - len(source)
+            assert prefix % 64 == 0 and built[prefix:] == source                  # weights untouched, aligned
+            assert _input_normalisation(built) == expected
+            new, old = _Flatbuffer(built), _Flatbuffer(source)
+            assert new.ref(new.root(), 2) == prefix + old.ref(old.root(), 2)    # the same subgraphs
+
+
 def test_the_page_camera_drives_the_character_with_nothing_from_outside(tmp_path_factory, request):
     """The page's "Use camera" in headless Chromium, its fake camera playing a rendered
     stand / walk / run performance: MediaPipe's PoseLandmarker (CPU, WebAssembly) finds the
