@@ -289,6 +289,7 @@ def test_the_page_camera_drives_the_character_with_nothing_from_outside(tmp_path
             stats = page.evaluate("() => window.__cameraStats")
             shown = page.locator("#camera-info").text_content()
             page.screenshot(path=str(tmp / "camera.png"))
+            page.locator("#camera-view").screenshot(path=str(tmp / "camera-preview.png"))
             ctx.close()
     finally:
         srv.stop()
@@ -314,7 +315,8 @@ def test_the_page_camera_drives_the_character_with_nothing_from_outside(tmp_path
     print(f"camera: {stats['frames']} frames, body in {100 * stats['detected'] / stats['frames']:.0f}%, "
           f"estimator {stats['fps']:.1f} frames/s ({est_med:.0f} ms median, {est_p95:.0f} ms p95 per frame), "
           f"capture ({stats.get('clock')}) -> keypoints sent median {page_med:.0f} ms p95 {page_p95:.0f} ms, "
-          f"server arrival->intent median {running[-1][1]['intent_ms']} ms; character moved {moved:.1f} m")
+          f"server arrival->intent median {running[-1][1]['intent_ms']} ms p95 {running[-1][1]['intent_ms_p95']} ms; "
+          f"character moved {moved:.1f} m")
     # walk, then run: the classifier's part (issue 18's domain check). On this video the
     # estimator's keypoints are classified as a mix of walk, dance, creep and stand
     # (MediaPipe's Python package with the same models, every frame: the same mix), so this

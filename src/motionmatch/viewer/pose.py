@@ -9,13 +9,14 @@ A :class:`ViewerPoseSource` is made per ``pose_source`` message:
 * ``kind="webcam"``: the page sends one frame of keypoints at a time (``pose_keypoints``:
   ``[[x, y, score], ...]`` in the order of :data:`~motionmatch.control.pose.keypoints.KEYPOINTS`,
   image coordinates of the raw, unmirrored camera image, y down), passed to
-  :meth:`ViewerPoseSource.push`: the page's "Use camera" runs MediaPipe Pose in the
-  browser (``web/src/camera.js``), or any other program sends them. The first
+  :meth:`ViewerPoseSource.push`: the page's "Use camera" runs MediaPipe's PoseLandmarker
+  in the browser (``web/src/camera.js``), or any other program sends them. The first
   :data:`~motionmatch.control.pose.calibrate.CALIBRATION_S` seconds calibrate
   (:mod:`motionmatch.control.pose.calibrate`: the performer stands still, facing the
   camera); later frames are corrected by the calibration before they are classified.
-  ``status()["intent_ms"]`` is the median time from a frame's arrival to the intent it
-  produced (the server's part of the camera-to-intent latency).
+  ``status()["intent_ms"]`` (``"intent_ms_p95"``) is the median (95th percentile) time from
+  a frame's arrival to the intent it produced, over the last 90 frames (the server's part
+  of the camera-to-intent latency).
 
 Either way the frames go through a :class:`~motionmatch.control.pose.classify.StreamingClassifier`
 (the default classifier, :func:`~motionmatch.control.pose.default.default_classifier`,
@@ -277,6 +278,7 @@ class ViewerPoseSource(InputSource):
             out["calibration"] = self.calibration.to_dict()
         if self._delays:
             out["intent_ms"] = round(1000.0 * float(np.median(self._delays)), 1)
+            out["intent_ms_p95"] = round(1000.0 * float(np.percentile(self._delays, 95)), 1)
         if self.dropped:
             out["dropped"] = self.dropped
         cs = self._clf_stream
