@@ -300,7 +300,7 @@ def test_the_page_camera_drives_the_character_with_nothing_from_outside(tmp_path
     assert not errors, (errors, console[-20:])
     assert stats["frames"] > 2 * end and stats["detected"] >= 0.8 * stats["frames"], (stats, console[-20:])
     running = [(vt, s) for vt, s in samples if s and s.get("state") == "running"]
-    assert running and running[-1][1]["frames"] > 2 * end, samples[-3:]                 # keypoints reach the server
+    assert running and running[-1][1]["frames"] > 2 * end, running[-1:] or samples[-1:]   # keypoints reach the server
     assert "calibration" in running[-1][1] and "intent_ms" in running[-1][1]
     assert running[0][0] < stand_s + 1.0, running[0]                   # calibrated on the standing frames
     assert "latency" in shown and "frames/s" in shown, shown
@@ -325,8 +325,9 @@ def test_the_page_camera_drives_the_character_with_nothing_from_outside(tmp_path
     walk = collections.Counter(c for vt, c in family if stand_s + 1.5 <= vt < stand_s + walk_s).most_common(1)
     run = collections.Counter(c for vt, c in family if stand_s + walk_s + 1.5 <= vt).most_common(1)
     if not (walk and walk[0][0] == "walk" and run and run[0][0] == "run" and moved > 2.0):
+        seen = [f"{vt:.1f}:{c}" for i, (vt, c) in enumerate(commands) if i == 0 or c != commands[i - 1][1]]
         pytest.xfail(f"the classifier does not yet tell walk from run on the page estimator's keypoints "
-                     f"(walk part: {walk}, run part: {run}, moved {moved:.1f} m): {commands}")
+                     f"(walk part: {walk}, run part: {run}, moved {moved:.1f} m; stream s:command {' '.join(seen)})")
 
 
 def test_the_viewer_webcam_source_calibrates_first_then_corrects_frames():

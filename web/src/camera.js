@@ -133,7 +133,7 @@ export class CameraControl {
       const r = await this.conn.send('pose_source', { kind: 'webcam' });
       if (r.type !== 'ack') throw new Error(r.message || 'the session refused the webcam pose source');
       this.running = true;
-      this.stats.startedAt = performance.now();
+      this.stats.startedAt = performance.now() - 1000;   // frames' times (s) are positive, as the session needs
       this.button.textContent = 'Stop camera';
       this.canvas.hidden = false;
       this.info.textContent = 'stand still, facing the camera, for 3 s (calibration)…';
@@ -179,6 +179,7 @@ export class CameraControl {
     const v = this.video;
     let lastTime = -1;
     this.lastTimestamp = 0;
+    this.lastCaptured = -Infinity;
     this.rateStart = performance.now();
     this.rateFrames = 0;
     const frame = async (now, meta) => {
@@ -186,8 +187,11 @@ export class CameraControl {
       if (!this.estimator.busy && v.readyState >= 2 && v.currentTime !== lastTime) {
         lastTime = v.currentTime;
         // the frame's capture time where the camera gives one, else when the page learnt of it
-        const captured = meta && meta.captureTime > 0 ? meta.captureTime : performance.now();
-        this.stats.clock = meta && meta.captureTime > 0 ? 'capture' : 'callback';
+        // (never earlier than the previous frame's: the session drops frames whose time goes back)
+        const hasCapture = meta && meta.captureTime > 0;
+        const captured = Math.max(hasCapture ? meta.captureTime : performance.now(), this.lastCaptured + 0.5);
+        this.lastCaptured = captured;
+        this.stats.clock = hasCapture ? 'capture' : 'callback';
         const videoTime = v.currentTime;
         this.estimator.busy = true;
         try {
