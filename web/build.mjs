@@ -3,7 +3,7 @@
 // camera's pose estimator: pose-worker.js (src/pose_worker.js and MediaPipe Tasks) with pose/.
 // Usage: node build.mjs [--outdir DIR] [--watch] [--dev]
 import { build, context } from 'esbuild';
-import { copyFileSync, mkdirSync, readdirSync, rmSync } from 'node:fs';
+import { copyFileSync, mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { writePoseTasks } from './pose_task.mjs';
@@ -42,6 +42,14 @@ mkdirSync(poseOut, { recursive: true });
 const wasmSrc = join(here, 'node_modules', '@mediapipe', 'tasks-vision', 'wasm');
 for (const f of readdirSync(wasmSrc)) if (/\.(js|wasm)$/.test(f)) copyFileSync(join(wasmSrc, f), join(poseOut, f));
 writePoseTasks(join(here, 'node_modules', '@mediapipe', 'pose'), poseOut);
+const pkg = (name) => JSON.parse(readFileSync(join(here, 'node_modules', ...name.split('/'), 'package.json'), 'utf8'));
+writeFileSync(join(poseOut, 'NOTICE.txt'), ['@mediapipe/tasks-vision', '@mediapipe/pose'].map((n) => {
+  const p = pkg(n);
+  return `${n} ${p.version} (${p.license}, by Google): ${n === '@mediapipe/pose'
+    ? 'the BlazePose models in the .task files (pose_detection.tflite and pose_landmark_*.tflite, '
+      + 'with TFLite metadata added by web/pose_task.mjs)'
+    : 'the WebAssembly runtime (vision_wasm_*) and the library bundled into pose-worker.js'}`;
+}).join('\n') + '\nApache License 2.0: https://www.apache.org/licenses/LICENSE-2.0\n');
 // the estimator's worker: a classic script (MediaPipe Tasks loads its runtime with importScripts)
 const workerOptions = { ...options, entryPoints: { 'pose-worker': join(here, 'src', 'pose_worker.js') }, format: 'iife' };
 if (flag('--watch')) {
