@@ -290,8 +290,16 @@ def test_the_page_camera_drives_the_character_with_nothing_from_outside(tmp_path
                 if vt >= end or time.monotonic() - clock["first keypoints"] > 2 * end:
                     break
                 time.sleep(0.2)
-            root = page.evaluate("() => window.__mm.character().root")
             stats = page.evaluate("() => window.__cameraStats")
+            # the session's own view (the page's pose_status lags when the server is starved):
+            # every frame sent so far arrives (the page goes on sending meanwhile)
+            (source,) = [s.pose_source for s in list(srv.viewer.sessions.values()) if s.pose_source is not None]
+            deadline = time.monotonic() + 10.0
+            while time.monotonic() < deadline and source.frames_received < stats["sent"]:
+                time.sleep(0.1)
+            received, classified, changes = source.frames_received, source.frames_in, list(source.history)
+            clock["video played, keypoints in"] = time.monotonic()
+            root = page.evaluate("() => window.__mm.character().root")
             shown = page.locator("#camera-info").text_content()
             page.screenshot(path=str(tmp / "camera.png"))
             page.locator("#camera-view").screenshot(path=str(tmp / "camera-preview.png"))
@@ -310,14 +318,14 @@ def test_the_page_camera_drives_the_character_with_nothing_from_outside(tmp_path
     states = [(round(vt, 1), s.get("state"), s.get("frames"), s.get("dropped"), (s.get("message") or "")[-90:])
               for i, (vt, s) in enumerate(samples) if s and (i == 0 or s.get("state") != (samples[i - 1][1] or {}).get("state")
                                                            or s.get("message") != (samples[i - 1][1] or {}).get("message"))]
-    # keypoints reach the server and are classified (how many depends on the server's own
-    # rate too: under load its session ticks slow down)
-    assert running and running[-1][1]["frames"] > 10, states
+    # every keypoint frame the page sent reached the session, which calibrated on the standing
+    # frames and classified the rest into commands other than standing
+    assert received >= stats["sent"] and classified > 10, (received, classified, stats["sent"], states)
+    assert running and running[0][0] < stand_s + 1.0, states
     assert "calibration" in running[-1][1] and "intent_ms" in running[-1][1]
-    assert running[0][0] < stand_s + 1.0, running[0]                   # calibrated on the standing frames
     assert "latency" in shown and "frames/s" in shown, shown
+    assert {c for _, c in changes} - {"stand_still", ""}, changes
     commands = [(round(vt, 2), s["command"]) for vt, s in running]
-    assert {c for _, c in commands} - {"stand_still", ""}, commands                      # the server classifies
     moved = math.dist(p0, root)
     outside = [u for u in requests if not (u.startswith(origin) or u.startswith(("data:", "blob:")))]
     assert not outside, outside                                                           # nothing from outside

@@ -145,7 +145,8 @@ class ViewerPoseSource(InputSource):
         self.mapper: CommandMapper | None = None
         self.command = ""
         self.history: list[tuple[float, str]] = []  # (time, command) at each change
-        self.frames_in = 0
+        self.frames_in = 0          # frames classified
+        self.frames_received = 0    # webcam frames pushed (calibration and dropped ones included)
         self.dropped = 0
         self._pending: list[tuple[float, np.ndarray, np.ndarray, float]] = []
         self.calibrate_s = float(calibrate_s)
@@ -160,6 +161,7 @@ class ViewerPoseSource(InputSource):
         order, at page time ``t`` seconds (``None``: 1/30 s after the previous frame)."""
         if self.kind != "webcam":
             raise ValueError("this pose source plays a recorded file; switch to 'webcam' to send keypoints")
+        self.frames_received += 1
         kp = np.asarray(keypoints, dtype=np.float64)
         if kp.ndim != 2 or kp.shape[0] != len(KEYPOINTS) or kp.shape[1] not in (2, 3):
             raise KeypointError(f"a webcam frame must be [{len(KEYPOINTS)}, 2|3] keypoints in the order "
@@ -260,7 +262,7 @@ class ViewerPoseSource(InputSource):
         else:
             state = "running"
         out = {"kind": self.kind, "state": state, "command": self.command, "t": round(self.t, 2),
-               "frames": self.frames_in, "classifier": self.loader.description,
+               "frames": self.frames_in, "received": self.frames_received, "classifier": self.loader.description,
                "history": [[t, c] for t, c in self.history[-6:]]}
         if self.stream is not None:
             out["file"] = self.path.name if self.path is not None else ""
