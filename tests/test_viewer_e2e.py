@@ -163,7 +163,8 @@ def test_the_page_loads_and_draws(page):
     im = Image.open(p).convert("L").crop((300, 150, 900, 650))
     assert max(im.getextrema()) - min(im.getextrema()) > 60  # a character on the ground, not a blank canvas
     page.wait_for_function("() => window.__mm.state.stats", timeout=5000)
-    assert page.evaluate("() => document.querySelector('#stats').textContent").endswith("char.")
+    # (under load the far characters' update rate drops: "... 1 char. (others at 30 Hz)")
+    assert " 1 char." in page.evaluate("() => document.querySelector('#stats').textContent")
 
 
 def test_holding_w_walks_the_character(page):
@@ -327,6 +328,33 @@ def test_characters_are_skinned_bodies_and_the_stick_figure_a_toggle(page):
     colors = page.evaluate(f"() => {ids}.map(id => window.__mm.characterColor(id))")
     assert len(set(colors)) == 10
     assert sum(character_pixels(p, c) > 200 for c in colors) >= 8  # (colours a hue apart may overlap)
+
+
+def test_characters_outside_the_view_are_streamed_less_and_still_drawn(page):
+    """A group far outside the camera's view: the page tells the server what it sees, the
+    frames then come partial (the far members a sixth of the ticks) and the page still
+    holds and draws every character; zoomed out over both, the frames are whole again."""
+    page.evaluate("() => window.__mm.conn.send('spawn_group', {count: 4, center: [70, 0], spacing: 1.5, "
+                  "target: [0, 3], speed: 1.2})")
+    page.evaluate("() => { const v = window.__mm.view; v.controls.target.set(0, 0.9, 0); "
+                  "v.camera.position.set(0, 2.5, -5); }")
+    state = "() => [window.__mm.state.frame.flags, window.__mm.state.frame.characters.map(c => c.id)]"
+    try:
+        page.wait_for_function("() => (window.__mm.state.frame.flags & 4) !== 0 "
+                               "&& window.__mm.state.frame.characters.length === 5", timeout=60000)
+    except Exception as e:
+        raise AssertionError(f"no partial frame with all five: {page.evaluate(state)}") from e
+    for _ in range(5):  # every frame the page holds has all five
+        time.sleep(0.1)
+        assert len(page.evaluate(state)[1]) == 5, page.evaluate(state)
+    page.evaluate("() => { const v = window.__mm.view; v.controls.target.set(35, 0, 0); "
+                  "v.camera.position.set(35, 60, -40); }")
+    try:
+        page.wait_for_function("() => (window.__mm.state.frame.flags & 4) === 0 "
+                               "&& window.__mm.state.frame.characters.length === 5", timeout=60000)
+    except Exception as e:
+        raise AssertionError(f"zoomed out, the frames stay partial: {page.evaluate(state)}, "
+                             f"view {page.evaluate('() => window.__mm.view.groundView()')}") from e
 
 
 def test_bvh_glb_and_video_export(page, tmp_path):

@@ -58,7 +58,7 @@ def server(tmp_path_factory):
 def test_welcome_and_a_60hz_binary_pose_stream(server):
     with Client(server) as c:
         w = c.welcome
-        assert w["tick_hz"] == 60 and w["protocol"] == 2
+        assert w["tick_hz"] == 60 and w["protocol"] == 3
         sk = w["skeletons"]["0"]
         assert len(sk["names"]) == len(sk["parents"]) == 23 and len(sk["feet"]) == 2
         c.next_frame()
@@ -986,3 +986,55 @@ def test_a_mode_the_database_cannot_play_is_refused_with_a_reason(server):
         c.send("key", key="KeyW", down=False, yaw=0.0)
         r = c.request("hello")
         assert r["type"] == "ack"  # the session lives
+
+
+def test_characters_outside_the_pages_view_are_sent_at_a_sixth_of_the_rate(tmp_path_factory):
+    """With a view from the page, the frames carry the selected character and those the
+    camera sees every tick, the others every sixth tick (staggered), flagged partial; the
+    scrub history keeps every character; while paused, or with the view cleared, every
+    frame carries everyone."""
+    from motionmatch.viewer.protocol import FLAG_PARTIAL, decode_frame
+    from motionmatch.viewer.server import Viewer
+    from motionmatch.viewer.session import OFF_VIEW_EVERY, Session
+
+    db = small_database(tmp_path_factory.getbasetemp())
+    out: list = []
+    s = Session(Viewer(db, adaptive_rate=False), out.append)
+    hero = s.selected
+    s.handle({"type": "spawn_group", "seq": None, "count": 4, "center": (0.0, 3.0), "spacing": 1.5,
+              "target": (0.0, 0.0), "speed": 1.3})
+    s.handle({"type": "spawn_group", "seq": None, "count": 4, "center": (60.0, 0.0), "spacing": 1.5,
+              "target": (0.0, 0.0), "speed": 1.3})
+    near = [c for c in s.chars if c != hero and s.chars[c].root_xz[0] < 10]
+    far = [c for c in s.chars if s.chars[c].root_xz[0] > 50]
+    assert len(near) == len(far) == 4
+    s.handle({"type": "view", "seq": 1, "polygon": [(-8.0, -8.0), (8.0, -8.0), (8.0, 8.0), (-8.0, 8.0)]})
+    s.paused = False
+
+    def run(ticks):
+        del out[:]
+        for _ in range(ticks):
+            s.step()
+            s._emit_pose(stepped=True)
+        return [decode_frame(m) for m in out if isinstance(m, (bytes, bytearray))]
+
+    frames = run(60)
+    seen = {c: sum(any(x.id == c for x in f.characters) for f in frames) for c in s.chars}
+    assert seen[hero] == 60 and all(seen[c] == 60 for c in near), seen
+    assert all(seen[c] == 60 // OFF_VIEW_EVERY for c in far), seen
+    assert all(f.flags & FLAG_PARTIAL for f in frames if len(f.characters) < len(s.chars))
+    assert len(decode_frame(s.history[-1]).characters) == len(s.chars)
+    # the view cleared (the page's polygon null): everyone, every frame
+    s.handle({"type": "view", "seq": 2, "polygon": None})
+    assert all(len(f.characters) == len(s.chars) and not f.flags & FLAG_PARTIAL for f in run(12))
+
+
+def test_ground_distance_to_the_view_polygon_has_known_answers():
+    from motionmatch.viewer.session import ground_distance
+
+    square = np.array([(0.0, 0.0), (4.0, 0.0), (4.0, 4.0), (0.0, 4.0)])
+    pts = np.array([(2.0, 2.0), (1.0, 3.5), (6.0, 2.0), (2.0, -3.0), (7.0, 8.0)])
+    want = [-2.0, -0.5, 2.0, 3.0, 4.0]  # (a corner: the larger of its two edge distances)
+    np.testing.assert_allclose(ground_distance(square, pts), want)
+    np.testing.assert_allclose(ground_distance(square[::-1], pts), want)  # either turn
+    assert np.all(ground_distance(np.zeros((3, 2)), pts) == -np.inf)  # no area: everything

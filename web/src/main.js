@@ -8,7 +8,7 @@ import { Keyboard, Pointer, returnFocusAfterPointer } from './input.js';
 import { VideoRecorder } from './recorder.js';
 import { CameraControl } from './camera.js';
 import { FilePicker, fillGrouped, groupFiles } from './picker.js';
-import { FLAG_PAUSED, FLAG_HISTORY } from './protocol.js';
+import { FLAG_PAUSED, FLAG_HISTORY, FLAG_PARTIAL } from './protocol.js';
 
 // ------------------------------------------------------------------ tiny DOM helpers
 function h(tag, attrs = {}, ...children) {
@@ -641,6 +641,12 @@ conn.on('arrived', (m) => { state.arrived.push(m.id); });
 conn.on('scenario_end', () => { if (state.scenario) { state.scenario.ended = true; renderScenarioNote(); } });
 
 conn.onFrame = (f) => {
+  if ((f.flags & FLAG_PARTIAL) && state.frame) {
+    // characters outside the view come at a lower rate: the others keep their last pose
+    const here = new Set(f.characters.map((c) => c.id));
+    const known = new Set((state.characters || []).map((c) => c.id));
+    for (const c of state.frame.characters) if (!here.has(c.id) && known.has(c.id)) f.characters.push(c);
+  }
   state.frame = f;
   state.paused = (f.flags & FLAG_PAUSED) !== 0;
   if ((f.flags & FLAG_HISTORY) === 0) { state.tick = f.tick; state.time = f.time; state.history = f.history; state.back = 0; }
@@ -657,6 +663,20 @@ new Pointer({
 
 // ------------------------------------------------------------------ render loop
 let lastTimeUpdate = 0;
+let lastView = null;
+let lastViewAt = 0;
+conn.on('welcome', () => { lastView = null; }); // a new session: tell it the view
+/** Tell the server what ground the camera sees (a few times a second, when it changed). */
+function sendView(now) {
+  if (now - lastViewAt < 200 || !conn.open) return;
+  lastViewAt = now;
+  const v = view.groundView().map((p) => p.map((x) => Math.max(-999, Math.min(999, Math.round(x * 10) / 10))));
+  const moved = !lastView || v.some((p, i) => Math.hypot(p[0] - lastView[i][0], p[1] - lastView[i][1]) > 0.5);
+  if (!moved) return;
+  lastView = v;
+  conn.post('view', { polygon: v });
+}
+
 let lastRender = -1e9;
 // With a software renderer (no GPU: SwiftShader) the 3D view takes the CPU that the camera's
 // pose estimator needs: while the camera starts or runs, the view is drawn once per estimated
@@ -666,6 +686,7 @@ function loop(now) {
     lastRender = now;
     view.render();
   }
+  sendView(now);
   if (renderTime.pending && now - lastTimeUpdate > 100) { renderTime.pending = false; lastTimeUpdate = now; renderTime(); }
   if (now - renderMode.at > 100) { renderMode.at = now; renderMode(now); }
   requestAnimationFrame(loop);

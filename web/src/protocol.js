@@ -1,9 +1,11 @@
 // Reader of the server's binary pose frames (see motionmatch/viewer/protocol.py for the layout).
 
 export const KIND_POSE = 1;
-export const PROTOCOL_VERSION = 2;
+export const PROTOCOL_VERSION = 3;
 export const FLAG_PAUSED = 1;
 export const FLAG_HISTORY = 2;
+/** The frame holds only some characters (the others are outside the view: keep their last pose). */
+export const FLAG_PARTIAL = 4;
 export const CF_SEARCHED = 1;
 export const CF_TRANSITIONED = 2;
 export const CF_SELECTED = 4;

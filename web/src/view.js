@@ -15,6 +15,9 @@ const tmpM = new THREE.Matrix4();
 const tmpS = new THREE.Vector3();
 const tmpC = new THREE.Color();
 const tmpCol = new THREE.Color();
+const tmpNdc = new THREE.Vector2();
+/** Metres: how far out a view corner above the horizon counts (see ``groundView``). */
+const VIEW_FAR = 120;
 /** Half the side (m) of the square around the camera target where shadows fall. */
 const SHADOW_REACH = 12;
 
@@ -228,6 +231,28 @@ export class View {
   cameraYaw() {
     tmpD.subVectors(this.controls.target, this.camera.position);
     return Math.atan2(tmpD.x, tmpD.z);
+  }
+
+  /**
+   * The ground the camera sees: the quadrilateral ``[[x, z], ...]`` (metres, in order)
+   * where the four corners of the view meet the ground (a corner above the horizon counts
+   * ``VIEW_FAR`` metres out along its direction). The server sends the characters outside
+   * it at a lower rate.
+   */
+  groundView() {
+    const pts = [];
+    const ray = this.raycaster.ray;
+    const eye = this.camera.position;
+    for (const [x, y] of [[-1, -1], [1, -1], [1, 1], [-1, 1]]) {
+      this.raycaster.setFromCamera(tmpNdc.set(x, y), this.camera);
+      if (ray.intersectPlane(this.groundPlane, tmpA) && tmpA.distanceTo(eye) < VIEW_FAR) {
+        pts.push([tmpA.x, tmpA.z]);
+      } else {
+        const d = Math.hypot(ray.direction.x, ray.direction.z) || 1;
+        pts.push([eye.x + (ray.direction.x / d) * VIEW_FAR, eye.z + (ray.direction.z / d) * VIEW_FAR]);
+      }
+    }
+    return pts;
   }
 
   /** World point on the ground under a pointer event, or null. */

@@ -26,6 +26,10 @@ key                ``key`` (str: w a s d up down shift j p c, browser codes acce
 keys               ``held`` (list of keys), ``yaw``: the full set of held keys (e.g. []
                    when the page loses focus); mode keys as for ``key``.
 camera             ``yaw``: camera heading (rad): keys are camera-relative.
+view               ``polygon`` ([[x, z], ...], 3..8 points in order, convex; or null:
+                   everything): the ground the camera sees. The characters more than 2 m
+                   outside it (and not selected) are sent a sixth of the ticks, in frames
+                   flagged ``FLAG_PARTIAL``.
 select             ``id``: the character the keyboard steers and the camera follows.
 path               ``points`` ([[t, x, z], ...], 2..4096, drawing seconds and metres),
                    ``mode`` (``local``/``global``), ``id`` (optional), ``scale`` (drawing
@@ -157,6 +161,7 @@ SCHEMAS: dict[str, dict[str, Field]] = {
     "key": {"key": _KEY, "down": Bool(), "yaw": _YAW},
     "keys": {"held": List(_KEY, 0, KEYS_HELD), "yaw": _YAW},
     "camera": {"yaw": Num(*CAMERA_YAW)},
+    "view": {"polygon": List(point(), 3, 8, optional=True)},
     "select": {"id": _ID},
     "path": {"points": TimedPoints(2, Limits.path_points), "mode": Str(16, ("local", "global"), optional=True, default="local"),
              "id": Num(0, 65535, integer=True, optional=True), "scale": Num(*PATH_SCALE, optional=True, default=1.0)},

@@ -9,7 +9,7 @@ Pose frame, little-endian (``FRAME_HEADER`` then one block per character)::
     offset size  field
     0      1     kind            u8   = 1 (KIND_POSE)
     1      1     version         u8   = PROTOCOL_VERSION
-    2      2     flags           u16  FLAG_PAUSED | FLAG_HISTORY
+    2      2     flags           u16  FLAG_PAUSED | FLAG_HISTORY | FLAG_PARTIAL
     4      4     tick            u32  simulation tick (60 per simulated second)
     8      4     time            f32  simulated seconds
     12     2     characters      u16  number of blocks that follow
@@ -53,11 +53,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-PROTOCOL_VERSION = 2
+PROTOCOL_VERSION = 3
 KIND_POSE = 1
 
 FLAG_PAUSED = 1
 FLAG_HISTORY = 2
+#: the frame holds only some characters (those outside the page's view are sent less
+#: often): the page keeps the last pose of the others
+FLAG_PARTIAL = 4
 
 CF_SEARCHED = 1
 CF_TRANSITIONED = 2

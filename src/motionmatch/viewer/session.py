@@ -51,7 +51,7 @@ from motionmatch.viewer.data import DataError
 from motionmatch.viewer.environment import environment_debug, scene_from_viewer, shared_matcher
 from motionmatch.viewer.messages import Limits, MessageError, validate_obstacle
 from motionmatch.viewer.pose import ViewerPoseSource
-from motionmatch.viewer.protocol import FLAG_PAUSED, PROTOCOL_VERSION, encode_frame, with_history_flags
+from motionmatch.viewer.protocol import FLAG_PARTIAL, FLAG_PAUSED, PROTOCOL_VERSION, encode_frame, with_history_flags
 
 __all__ = ["DT", "TICK_HZ", "Session"]
 
@@ -61,8 +61,35 @@ DT = 1.0 / TICK_HZ
 #: other characters, crowds, scenarios)
 NEEDS_ENVIRONMENT = frozenset({"path", "obstacle_add", "obstacle_update", "scene_set", "scenario_load", "spawn_group",
                                "add_character"})
+#: the page's view (see Session._in_view): characters farther than this (m) outside the
+#: ground the camera sees are sent every OFF_VIEW_EVERY-th tick (10 Hz) instead of every tick
+VIEW_MARGIN = 2.0
+OFF_VIEW_EVERY = 6
+
+
+def ground_distance(polygon: np.ndarray, points: np.ndarray) -> np.ndarray:
+    """``[N]`` how far (m) each ground point ``points [N, 2]`` lies outside the convex
+    ``polygon [P, 2]`` (vertices in order, either turn): the largest of its signed
+    distances to the edges' lines (``<= 0`` inside; a bound of the true distance near a
+    vertex). A degenerate polygon (no area) is everything: ``-inf``."""
+    p = np.asarray(polygon, dtype=np.float64)
+    a, b = p, np.roll(p, -1, axis=0)
+    area2 = float(np.sum(a[:, 0] * b[:, 1] - b[:, 0] * a[:, 1]))
+    if abs(area2) < 1e-9:
+        return np.full(len(points), -np.inf)
+    e = b - a
+    length = np.hypot(e[:, 0], e[:, 1])
+    ok = length > 1e-9
+    a, e, length = a[ok], e[ok], length[ok]
+    d = points[:, None, :] - a[None]
+    # cross(e, d) > 0: left of the edge; inside a counter-clockwise polygon is left of every edge
+    cross = e[None, :, 0] * d[..., 1] - e[None, :, 1] * d[..., 0]
+    outside = -np.sign(area2) * cross / length[None]
+    return outside.max(axis=1)
+
+
 #: requests carried out at once even while others are held
-NEVER_HELD = frozenset({"hello", "key", "keys", "camera", "files", "pose_keypoints", "debug", "_warmup_ready",
+NEVER_HELD = frozenset({"hello", "key", "keys", "camera", "view", "files", "pose_keypoints", "debug", "_warmup_ready",
                         "_genmm_done"})
 
 
@@ -213,6 +240,9 @@ class Session:
         self._step_times: list[float] = []
         self._tick_stamps: deque[float] = deque(maxlen=TICK_HZ + 1)
         self._stagger_ids: list[int] = []  # spawned together: spread their periodic searches
+        #: the ground the page's camera sees, a convex polygon ``[P, 2]`` (m; None: all of it): see _in_view
+        self.view: np.ndarray | None = None
+        self.poses_sent = 0  # character blocks sent in pose frames
         self.late_ticks = 0
         self.dropped_ticks = 0
         self.divisor = 1  # background characters are updated every divisor-th tick (see step)
@@ -407,13 +437,34 @@ class Session:
     def poses(self):
         return [ch.pose(cid == self.selected) for cid, ch in self.chars.items()]
 
+    def _in_view(self) -> list[bool] | None:
+        """Per character (in ``self.chars`` order): whether this tick's frame carries it. With
+        a view from the page (running, not paused): the selected character and those within
+        ``VIEW_MARGIN`` of the ground the camera sees, every tick; the others every
+        ``OFF_VIEW_EVERY``-th tick, staggered by id. ``None``: every character."""
+        if self.view is None or self.paused:
+            return None
+        ids = np.fromiter(self.chars, dtype=np.int64, count=len(self.chars))
+        roots = np.array([ch.root_xz for ch in self.chars.values()], dtype=np.float64).reshape(-1, 2)
+        keep = ground_distance(self.view, roots) <= VIEW_MARGIN
+        keep |= (ids == self.selected) | ((self.tick + ids) % OFF_VIEW_EVERY == 0)
+        return keep.tolist()
+
     def _emit_pose(self, stepped: bool) -> None:
-        frame = encode_frame(self.tick, self.time, self.poses(), flags=FLAG_PAUSED if self.paused else 0,
-                             history=len(self.history) + (1 if stepped else 0), history_back=0)
+        poses = self.poses()
+        flags = FLAG_PAUSED if self.paused else 0
+        history = len(self.history) + (1 if stepped else 0)
+        frame = encode_frame(self.tick, self.time, poses, flags=flags, history=history, history_back=0)
         if stepped:
-            self.history.append(frame)
+            self.history.append(frame)  # the scrub history keeps every character
+        keep = self._in_view()
+        if keep is not None and not all(keep):
+            poses = [p for p, k in zip(poses, keep) if k]
+            frame = encode_frame(self.tick, self.time, poses, flags=flags | FLAG_PARTIAL, history=history,
+                                 history_back=0)
         self.send(frame)
         self.frames_sent += 1
+        self.poses_sent += len(poses)
 
     def _emit_events(self) -> None:
         for ch in self.chars.values():
@@ -436,7 +487,7 @@ class Session:
                    "step_ms_max": round(float(st.max()), 3), "tick_ms_max": round(tick_max * 1e3, 3),
                    "characters": len(self.chars),
                    "bytes_per_s": round(bps), "late_ticks": self.late_ticks, "dropped_ticks": self.dropped_ticks,
-                   "tick": self.tick, "agent_hz": round(TICK_HZ / self.divisor, 1)})
+                   "tick": self.tick, "agent_hz": round(TICK_HZ / self.divisor, 1), "poses_sent": self.poses_sent})
 
     def _emit_pose_status(self) -> None:
         """The pose source's ``status()`` for the page (about 5 times a second)."""
@@ -651,6 +702,10 @@ class Session:
 
     def _on_camera(self, m):
         self._set_yaw(m["yaw"])
+
+    def _on_view(self, m):
+        poly = m.get("polygon")
+        self.view = None if poly is None else np.array(poly, dtype=np.float64)
 
     def _on_select(self, m):
         cid = int(m["id"])
