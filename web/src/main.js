@@ -677,8 +677,15 @@ function sendView(now) {
   conn.post('view', { polygon: v });
 }
 
+let lastRender = -1e9;
+// With a software renderer (no GPU: SwiftShader) the 3D view takes the CPU that the camera's
+// pose estimator needs: while the camera starts or runs, the view is drawn once per estimated
+// camera frame (the character moves with them), and at least 4 times a second.
 function loop(now) {
-  view.render();
+  if (!(view.software && camera.active) || camera.takeNewFrame() || now - lastRender > 250) {
+    lastRender = now;
+    view.render();
+  }
   sendView(now);
   if (renderTime.pending && now - lastTimeUpdate > 100) { renderTime.pending = false; lastTimeUpdate = now; renderTime(); }
   if (now - renderMode.at > 100) { renderMode.at = now; renderMode(now); }

@@ -3,8 +3,10 @@
 Standard library only: the wheel's build hook (``web/hatch_build.py``) loads this file by
 path, before any of the package's dependencies are installed.
 
-The bundle (``index.html``, ``app.js``, ``app.css``, ``build-info.json``) lives in the
-package folder ``motionmatch/viewer/static/``. It is produced from the front-end source
+The bundle (``index.html``, ``app.js``, ``app.css``, ``build-info.json``, and ``pose/``: the
+camera's pose estimator, MediaPipe Tasks' WebAssembly runtime and model bundles assembled
+from npm packages by ``web/pose_task.mjs``) lives in the package folder
+``motionmatch/viewer/static/``. It is produced from the front-end source
 in ``web/`` (``npm ci`` then ``node build.mjs``): when a wheel is built, or on the first
 ``motionmatch viewer`` run from a source checkout (and again when the source is newer
 than the bundle). It is never committed.
@@ -20,8 +22,10 @@ import subprocess
 from pathlib import Path
 
 STATIC_DIR = Path(__file__).resolve().parent / "static"
-BUNDLE_FILES = ("index.html", "app.js", "app.css")
+BUNDLE_FILES = ("index.html", "app.js", "app.css", "pose-worker.js")
 MIN_NODE = 18
+#: what ``npm ci`` installs that the build reads (missing: ``npm ci`` runs again)
+NODE_PACKAGES = ("esbuild", "three", "@mediapipe/tasks-vision", "@mediapipe/pose")
 
 NODE_MISSING = (
     "Node.js (version {min} or newer, with npm) is needed to build the viewer's page from its source in {web}, "
@@ -56,7 +60,7 @@ def bundle_ready(static: Path = STATIC_DIR) -> bool:
 def source_digest(web: Path) -> str:
     """SHA-256 over the front end's source files (what the bundle is built from)."""
     h = hashlib.sha256()
-    files = [web / "package.json", web / "package-lock.json", web / "build.mjs", web / "index.html"]
+    files = [web / "package.json", web / "package-lock.json", web / "index.html", *sorted(web.glob("*.mjs"))]
     files += sorted(p for p in (web / "src").rglob("*") if p.is_file())
     for p in files:
         if p.is_file():
@@ -94,7 +98,7 @@ def build_bundle(web: Path, out: Path = STATIC_DIR, *, log=print, install: bool 
                           .split("\n", 1)[1])
     mods = web / "node_modules"
     marker = mods / ".package-lock.json"
-    stale = not (mods / "esbuild").is_dir() or not (mods / "three").is_dir() or (
+    stale = not all((mods / p).is_dir() for p in NODE_PACKAGES) or (
         marker.is_file() and marker.stat().st_mtime < (web / "package-lock.json").stat().st_mtime)
     env = dict(os.environ, npm_config_update_notifier="false", npm_config_fund="false", npm_config_audit="false")
     if install and stale:

@@ -9,13 +9,14 @@ A :class:`ViewerPoseSource` is made per ``pose_source`` message:
 * ``kind="webcam"``: the page sends one frame of keypoints at a time (``pose_keypoints``:
   ``[[x, y, score], ...]`` in the order of :data:`~motionmatch.control.pose.keypoints.KEYPOINTS`,
   image coordinates of the raw, unmirrored camera image, y down), passed to
-  :meth:`ViewerPoseSource.push`: the page's "Use camera" runs MediaPipe Pose in the
-  browser (``web/src/camera.js``), or any other program sends them. The first
+  :meth:`ViewerPoseSource.push`: the page's "Use camera" runs MediaPipe's PoseLandmarker
+  in the browser (``web/src/camera.js``), or any other program sends them. The first
   :data:`~motionmatch.control.pose.calibrate.CALIBRATION_S` seconds calibrate
   (:mod:`motionmatch.control.pose.calibrate`: the performer stands still, facing the
   camera); later frames are corrected by the calibration before they are classified.
-  ``status()["intent_ms"]`` is the median time from a frame's arrival to the intent it
-  produced (the server's part of the camera-to-intent latency).
+  ``status()["intent_ms"]`` (``"intent_ms_p95"``) is the median (95th percentile) time from
+  a frame's arrival to the intent it produced, over the last 90 frames (the server's part
+  of the camera-to-intent latency).
 
 Either way the frames go through a :class:`~motionmatch.control.pose.classify.StreamingClassifier`
 (the default classifier, :func:`~motionmatch.control.pose.default.default_classifier`,
@@ -144,7 +145,8 @@ class ViewerPoseSource(InputSource):
         self.mapper: CommandMapper | None = None
         self.command = ""
         self.history: list[tuple[float, str]] = []  # (time, command) at each change
-        self.frames_in = 0
+        self.frames_in = 0          # frames classified
+        self.frames_received = 0    # webcam frames pushed (calibration and dropped ones included)
         self.dropped = 0
         self._pending: list[tuple[float, np.ndarray, np.ndarray, float]] = []
         self.calibrate_s = float(calibrate_s)
@@ -159,6 +161,7 @@ class ViewerPoseSource(InputSource):
         order, at page time ``t`` seconds (``None``: 1/30 s after the previous frame)."""
         if self.kind != "webcam":
             raise ValueError("this pose source plays a recorded file; switch to 'webcam' to send keypoints")
+        self.frames_received += 1
         kp = np.asarray(keypoints, dtype=np.float64)
         if kp.ndim != 2 or kp.shape[0] != len(KEYPOINTS) or kp.shape[1] not in (2, 3):
             raise KeypointError(f"a webcam frame must be [{len(KEYPOINTS)}, 2|3] keypoints in the order "
@@ -259,7 +262,7 @@ class ViewerPoseSource(InputSource):
         else:
             state = "running"
         out = {"kind": self.kind, "state": state, "command": self.command, "t": round(self.t, 2),
-               "frames": self.frames_in, "classifier": self.loader.description,
+               "frames": self.frames_in, "received": self.frames_received, "classifier": self.loader.description,
                "history": [[t, c] for t, c in self.history[-6:]]}
         if self.stream is not None:
             out["file"] = self.path.name if self.path is not None else ""
@@ -277,6 +280,7 @@ class ViewerPoseSource(InputSource):
             out["calibration"] = self.calibration.to_dict()
         if self._delays:
             out["intent_ms"] = round(1000.0 * float(np.median(self._delays)), 1)
+            out["intent_ms_p95"] = round(1000.0 * float(np.percentile(self._delays, 95)), 1)
         if self.dropped:
             out["dropped"] = self.dropped
         cs = self._clf_stream
