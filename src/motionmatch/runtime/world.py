@@ -68,7 +68,7 @@ from motionmatch.environment.scene import Scene
 from motionmatch.geometry.grid import build_grid, grid_query
 from motionmatch.geometry.shapes import ROW
 from motionmatch.runtime.batch import ControllerBatch, intent_goal_tuple
-from motionmatch.runtime.controller import Controller, ControllerSettings
+from motionmatch.runtime.controller import Controller, ControllerSettings, FrameResult
 from motionmatch.runtime.inputs import IDLE, IdleInput, InputSource, ScriptInput, Want
 from motionmatch.runtime.modes import vertical_columns
 from motionmatch.runtime.recent import RecentRows
@@ -1023,7 +1023,9 @@ class World:
         """Step the controllers of ``group`` (rows of the world's batch) through the stages of
         :meth:`Controller.update <motionmatch.runtime.controller.Controller.update>`: the
         playback, the simulated roots and the poses of all of them in one compiled call
-        each, the rest (mode, search) agent by agent in between."""
+        each, the rest (mode, search) agent by agent in between. An agent that only walks
+        on this frame (no search due, locomotion, :meth:`Controller._coast`) takes a short
+        lane; the results' poses are copied out of the batch at once."""
         n = len(group)
         ctrls = [a.ctrl for a, _, _ in group]
         rows = np.fromiter((c._row for c in ctrls), dtype=np.int64, count=n)
@@ -1032,30 +1034,43 @@ class World:
         for c, (a, _, h) in zip(ctrls, group):
             c._begin(h, a.desired)
         self._batch.playback(rows, dts, at_end, speed, turn)
-        ends, speeds, turns = at_end.tolist(), speed.tolist(), turn.tolist()
+        ends = at_end.tolist()
+        speeds = turns = None  # (lists, when an agent needs its full decision)
         decided = []
         goals = []  # the simulated roots the compiled stage advances: (k, goal)
+        coasting = (False, False, -1)  # no search, no transition, no chooser asked
         for k, (c, (a, want, h)) in enumerate(zip(ctrls, group)):
             # (World._before_update, inline: this loop runs for every agent every frame)
             own = a.source.chooser(a)
             ch = a.chooser
             c.chooser = own if own is not None else ch
-            before = ch.log.count if ch is not None else 0
             intent = a.intent
-            decided.append(c._decide(h, intent, ends[k], speeds[k], turns[k], want.search_now,
-                                     (ch is not None and ch.near) or want.root_motion_only) + (before,))
+            near = (ch is not None and ch.near) or want.root_motion_only
+            if c._coast(h, intent, ends[k], want.search_now, near):
+                decided.append(coasting)
+            else:
+                if speeds is None:
+                    speeds, turns = speed.tolist(), turn.tolist()
+                before = ch.log.count if ch is not None else 0
+                decided.append(c._decide(h, intent, ends[k], speeds[k], turns[k], want.search_now, near) + (before,))
             if c.predictor.batched(intent):
                 goals.append((k, intent_goal_tuple(intent)))
             else:
                 c._advance_sim(h, intent)
-            c._advance_offsets(h)
+            if c.inert.method == "spring":
+                c._advance_offsets(h)
         if goals:
             sprung = np.fromiter((k for k, _ in goals), dtype=np.int64, count=len(goals))
             self._batch.advance_sim(rows[sprung], dts[sprung], np.array([g for _, g in goals], dtype=np.float64))
         self._batch.pose(rows, dts)
-        for c, (a, _, _), (searched, transitioned, before) in zip(ctrls, group, decided):
-            a.result = c._result(searched, transitioned, c._output())
-            self._after_update(a, before)
+        st = self._batch.state
+        out_rot, out_pos, out_contacts = st.out_rot[rows], st.out_pos[rows], st.out_contacts[rows]  # (copies)
+        frames = st.frame[rows].tolist()
+        for k, (c, (a, _, _), (searched, transitioned, before)) in enumerate(zip(ctrls, group, decided)):
+            a.result = FrameResult(out_rot[k], out_pos[k], frames[k], c.mode, searched, transitioned, c.last_desired,
+                                   out_contacts[k], c.last_costs if searched else {})
+            ch = a.chooser
+            a.searched = searched or (before >= 0 and ch is not None and ch.log.count > before)
 
     def run(self, n_frames: int, *, progress: bool = False) -> WorldRecord:
         """Step ``n_frames`` frames at the world's fps and record them."""
