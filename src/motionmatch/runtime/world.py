@@ -81,6 +81,7 @@ from motionmatch.search.penalized import (
     chooser_view,
     control_weights,
     gather_static,
+    gather_with_agents,
     prepare_obstacles,
     prepare_obstacles_into,
     prepare_static,
@@ -584,8 +585,11 @@ class EnvironmentChooser:
                 self._pts_world = np.empty((P, 2))
                 self._pts_local = np.empty((P, 2))
             pts_w, local = self._pts_world, self._pts_local
-            if self.obstacles_fn is None and not sc.moving_ids.size:
-                return self._gather_static(root, yaw, pos, radius, pts_w, local)
+            if not sc.moving_ids.size:
+                if self.obstacles_fn is None:
+                    return self._gather_static(root, yaw, pos, radius, pts_w, local)
+                if isinstance(self.obstacles_fn, _OtherAgents):
+                    return self._gather_with_agents(self.obstacles_fn, root, yaw, pos, radius, pts_w, local)
             trajectory_points(float(root[0]), float(root[2]), yaw, pos, pts_w, local)
         else:
             pts_w = np.array([[root[0], root[2]]], dtype=np.float64)
@@ -631,6 +635,28 @@ class EnvironmentChooser:
             return self._empty(self._K) + (None,)
         M, nearest = gather_static(*grid, sc.next_tick(), float(root[0]), float(root[2]), yaw, positions, radius,
                                    pts_w, local, self._buf, self._cnt, self._key)
+        if M == 0:
+            return self._empty(self._K) + (None,)
+        return self._buf, self._cnt, nearest, local
+
+    def _gather_with_agents(self, others: _OtherAgents, root, yaw: float, positions, radius: float, pts_w,
+                            local) -> tuple:
+        """:meth:`gather` among static obstacles and a world's other agents (``others``):
+        the trajectory points, both grid queries and the pre-selection in one compiled call
+        (:func:`~motionmatch.search.penalized.gather_with_agents`: the rows and their order
+        of the general path)."""
+        sc = self.scene
+        if self._grid is None or self._grid[0] is not sc:
+            self._grid = (sc, sc.grid_arrays())
+            self._fit(max(len(sc.static_rows), 1))
+        grid = self._grid[1] if self._grid[1] is not None else _NO_GRID
+        while True:  # (again with larger buffers when they were too small; new visit marks)
+            tick = sc.next_tick() if grid is not _NO_GRID else 0
+            M, nearest = gather_with_agents(grid, tick, *others.grid(), others.uid, float(root[0]), float(root[2]), yaw,
+                                            positions, radius, pts_w, local, self._buf, self._cnt, self._key)
+            if M >= 0:
+                break
+            self._fit(-M)
         if M == 0:
             return self._empty(self._K) + (None,)
         return self._buf, self._cnt, nearest, local
@@ -703,6 +729,35 @@ class EnvironmentChooser:
 
 
 # ---------------------------------------------------------------------------- agents
+#: a grid over no rows (the ten arrays of ``gather_with_agents``), and no row indices
+_NO_IDS = np.zeros(0, dtype=np.int64)
+_NO_GRID = (np.zeros(2, dtype=np.int64), _NO_IDS, 1, 1, 0.0, 0.0, 1.0, np.zeros((0, ROW)), _NO_IDS, _NO_IDS)
+
+
+class _OtherAgents:
+    """An :class:`EnvironmentChooser`'s ``obstacles_fn`` for agent ``uid`` of ``world``: the
+    other agents' future ellipse rows near the search's points, its own left out (the
+    chooser gathers them with the scene's in one compiled call; called, as any
+    ``obstacles_fn``, it returns them)."""
+
+    def __init__(self, world: World, uid: int):
+        self._world = world
+        self.uid = uid
+
+    def grid(self) -> tuple:
+        """The world's agent grid for one query (:meth:`World._agent_grid_query`)."""
+        return self._world._agent_grid_query()
+
+    def __call__(self, chooser: EnvironmentChooser, points: np.ndarray, radius: float):
+        w = self._world
+        if len(w.agents) < 2:
+            return np.zeros((0, ROW)), np.zeros(0, dtype=np.int64)
+        rows, slots, owner = w.agent_rows()
+        ids = w.agents_near(points, radius)
+        ids = ids[owner[ids] != self.uid]
+        return rows[ids], slots[ids]
+
+
 class Agent:
     """One character of a :class:`World`: a controller, its environment-aware chooser and
     its input (an :class:`~motionmatch.runtime.inputs.InputSource`, replaceable at any step).
@@ -879,17 +934,24 @@ class World:
             if a.chooser is not None:
                 a.chooser.scene = scene
 
-    def _others_fn(self, uid: int):
+    def _others_fn(self, uid: int) -> _OtherAgents:
         """The obstacles of agent ``uid``'s searches among the others: their rows near the
         search's points (:meth:`agents_near`), its own left out."""
-        def fn(chooser: EnvironmentChooser, points: np.ndarray, radius: float):
-            if len(self.agents) < 2:
-                return np.zeros((0, ROW)), np.zeros(0, dtype=np.int64)
-            rows, slots, owner = self.agent_rows()
-            ids = self.agents_near(points, radius)
-            ids = ids[owner[ids] != uid]
-            return rows[ids], slots[ids]
-        return fn
+        return _OtherAgents(self, uid)
+
+    def _agent_grid_query(self) -> tuple:
+        """``(grid, tick, owner, slots)``: the grid over :meth:`agent_rows` as the ten
+        arrays of :func:`~motionmatch.search.penalized.gather_with_agents` (an empty one
+        with fewer than two agents), a new visit mark, and the rows' owners and slots."""
+        if len(self.agents) < 2:
+            return _NO_GRID, 0, _NO_IDS, _NO_IDS
+        rows, slots, owner = self.agent_rows()
+        grid = self._agent_grid
+        if grid is None:
+            return _NO_GRID, 0, _NO_IDS, _NO_IDS
+        self._grid_tick += 1
+        start, items, nx, nz, x0, z0, stamp, out = grid
+        return (start, items, nx, nz, float(x0), float(z0), AGENT_CELL, rows, stamp, out), self._grid_tick, owner, slots
 
     def agents_near(self, points: np.ndarray, radius: float) -> np.ndarray:
         """Indices (ascending) into :meth:`agent_rows` of the rows whose shapes come within
