@@ -54,7 +54,7 @@ from dataclasses import dataclass, field, fields, replace
 
 import numpy as np
 
-from motionmatch.control.intent import Intent
+from motionmatch.control.intent import STILL_SPEED, Intent
 from motionmatch.control.trajectory import PredictedTrajectory
 from motionmatch.database import MotionDatabase
 from motionmatch.environment.body import (
@@ -68,7 +68,7 @@ from motionmatch.environment.scene import Scene
 from motionmatch.geometry.grid import build_grid, grid_query
 from motionmatch.geometry.shapes import ROW
 from motionmatch.runtime.batch import ControllerBatch, intent_goal_tuple
-from motionmatch.runtime.controller import Controller, ControllerSettings, FrameResult
+from motionmatch.runtime.controller import SHARP_SPEED_DELTA, Controller, ControllerSettings, FrameResult
 from motionmatch.runtime.inputs import IDLE, IdleInput, InputSource, ScriptInput, Want
 from motionmatch.runtime.modes import vertical_columns
 from motionmatch.runtime.recent import RecentRows
@@ -1101,6 +1101,7 @@ class World:
         decided = []
         goals = []  # the simulated roots the compiled stage advances: (k, goal)
         coasting = (False, False, -1)  # no search, no transition, no chooser asked
+        steady = _steady_intents(ctrls, [a.intent for a, _, _ in group])
         for k, (c, (a, want, h)) in enumerate(zip(ctrls, group)):
             # (World._before_update, inline: this loop runs for every agent every frame)
             own = a.source.chooser(a)
@@ -1108,7 +1109,7 @@ class World:
             c.chooser = own if own is not None else ch
             intent = a.intent
             near = (ch is not None and ch.near) or want.root_motion_only
-            if c._coast(h, intent, ends[k], want.search_now, near):
+            if c._coast(h, intent, ends[k], want.search_now, near, steady[k]):
                 decided.append(coasting)
             else:
                 if speeds is None:
@@ -1167,6 +1168,41 @@ class World:
         logs = [a.chooser.log if a.chooser is not None else None for a in self.agents]
         return WorldRecord([a.name for a in self.agents], self.fps, pos, yaw, frames, searched, desired, rots, trs,
                            secs, logs)
+
+
+def _steady_intents(ctrls: list[Controller], intents: list) -> list[bool]:
+    """Which controllers' new ``intents`` surely did not change sharply from their last
+    (:meth:`Controller._changed_sharply <motionmatch.runtime.controller.Controller._changed_sharply>`),
+    all tested at once: plain intents with no facing and no actions, the same gait, speeds
+    less than 1 m/s apart and directions less than ``sharp_turn_deg`` apart (or one of
+    them nearly still), each by a margin (1e-9) that the vectorised arithmetic's rounding
+    cannot cross. ``False`` leaves the exact per-agent test to :meth:`Controller._coast`."""
+    n = len(ctrls)
+    out = [False] * n
+    idx, now, before, limits = [], [], [], []
+    for k, (c, it) in enumerate(zip(ctrls, intents)):
+        last = c._last_intent
+        if last is None or last is it:
+            out[k] = True
+        elif (type(it) is Intent and type(last) is Intent and it.facing is None and last.facing is None
+              and not it.actions and not last.actions and it.gait == last.gait):
+            idx.append(k)
+            now.append(it.velocity)
+            before.append(last.velocity)
+            limits.append(c.s.sharp_turn_deg)
+    if not idx:
+        return out
+    a, b = np.array(now), np.array(before)
+    sa, sb = np.hypot(a[:, 0], a[:, 2]), np.hypot(b[:, 0], b[:, 2])
+    eps = 1e-9
+    with np.errstate(invalid="ignore", divide="ignore"):
+        cos = (a[:, 0] / sa) * (b[:, 0] / sb) + (a[:, 2] / sa) * (b[:, 2] / sb)
+    still = np.minimum(sa, sb) < STILL_SPEED - eps
+    turning = (np.minimum(sa, sb) >= STILL_SPEED + eps) & (cos > np.cos(np.radians(np.array(limits))) + eps)
+    ok = (np.abs(sa - sb) < SHARP_SPEED_DELTA - eps) & (still | turning)
+    for k, good in zip(idx, ok.tolist()):
+        out[k] = good
+    return out
 
 
 # ---------------------------------------------------------------------------- scenarios
