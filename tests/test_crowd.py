@@ -239,3 +239,43 @@ def test_bench_crowd_command_prints_its_numbers(small_env_db, tmp_path, capsys):
     assert r["agents"] == 6 and r["frames"] == 6 and r["steps_per_s"] > 0
     assert r["ms_per_step"]["p95"] >= r["ms_per_step"]["median"] > 0
     assert 0.0 <= r["agent_collision_fraction"] <= 1.0
+
+
+def test_compiled_query_and_gather_equal_the_general_path(small_env_db):
+    """A door crowd's searches: the query built in one compiled call equals the Python
+    formulation (spring prediction, character frame, normalisation) bit for bit, and the
+    obstacles gathered in one compiled call (walls and the other agents' bodies through
+    their grids) are the general path's rows, in its order."""
+    from motionmatch.environment import parse_scenario
+    from motionmatch.runtime.crowd import door_crowd
+    from motionmatch.runtime.world import world_from_scenario
+
+    db, m = small_env_db
+    w = world_from_scenario(db, parse_scenario(door_crowd(40, band=12)), matcher=m, record_poses=False)
+    queries = near = 0
+    for f in range(24):
+        w.step(0.0 if f == 0 else 1 / 60)
+        if f % 8:
+            continue
+        for a in w.agents:
+            c, ch = a.ctrl, a.chooser
+            q, traj = c._planar_query(a.intent)
+            c.predictor.batched = lambda desired: False  # the Python formulation
+            q_ref, traj_ref = c._query(a.intent, None)
+            del c.predictor.batched
+            np.testing.assert_array_equal(q, q_ref)
+            for name in ("positions", "velocities", "directions", "rotations"):
+                np.testing.assert_array_equal(getattr(traj, name), getattr(traj_ref, name))
+            queries += 1
+            obs, cnt, nearest, _ = ch.gather(c)
+            obs, cnt = obs.copy(), cnt.copy()
+            fused = ch.obstacles_fn
+            ch.obstacles_fn = lambda *args, f=fused: f(*args)  # any other callable: the general path
+            obs_ref, cnt_ref, nearest_ref, _ = ch.gather(c)
+            ch.obstacles_fn = fused
+            np.testing.assert_array_equal(cnt, cnt_ref)
+            assert nearest == nearest_ref
+            for k in range(len(cnt)):
+                np.testing.assert_array_equal(obs[k, :cnt[k]], obs_ref[k, :cnt_ref[k]])
+            near += bool(cnt.any())
+    assert queries == 120 and near > 40  # most agents had walls or others near

@@ -331,3 +331,89 @@ def advance_sim_rows(rows, dt, goals, arrays):
         half = 0.5 * _heading_of_angle(angle)  # the heading its RootState reports (RootState._trusted)
         st.sim_heading[r] = _heading_of(math.cos(half), math.sin(half))
         st.sim_version[r] += 1
+
+
+@numba.njit(cache=True, nogil=True)
+def planar_query(r, root_pos, root_yaw, sim_vel, sim_acc, sim_rate, velocity_halflife, facing_halflife, goal, times,
+                 raw, pos_cols, dir_cols, mean, scale, weights, vcols, q, pos, vel, dirs, rot):
+    """The query of row ``r``'s controller for an intent ``goal [5]`` (:func:`advance_sim_rows`'
+    packing) in the common case, as :meth:`Controller._query
+    <motionmatch.runtime.controller.Controller._query>` builds it from the spring
+    prediction (:meth:`TrajectoryPredictor._predict_planar
+    <motionmatch.control.trajectory.TrajectoryPredictor._predict_planar>` from the
+    character's root with the simulated root's velocity, acceleration and turning rate;
+    the same operations in the same order): the desired trajectory at ``times [T]`` into
+    ``pos, vel, dirs [T, 3]`` and ``rot [T, 4]``; the query ``q [D]`` (float32): the raw
+    features of the frame playing, ``raw [D]``, with the trajectory's positions and
+    directions in the character frame at ``pos_cols, dir_cols [P, 3]`` (x column, z
+    column, sample), normalised (``(raw - mean) / scale * weights``), the vertical
+    columns ``vcols`` zeroed (the planar view). Arrays ``root_pos`` to
+    ``facing_halflife`` are the batch's rows."""
+    px = root_pos[r, 0]
+    py = root_pos[r, 1]
+    pz = root_pos[r, 2]
+    yaw0 = root_yaw[r]
+    half = 0.5 * _heading_of_angle(yaw0)  # the yaw of RootState._trusted(..., yaw0, ...)
+    syaw = _heading_of(math.cos(half), math.sin(half))
+    gx = goal[0]
+    gz = goal[1]
+    if goal[4] != 0.0:
+        g = _heading_of_angle(math.atan2(goal[2], goal[3]))
+    elif math.hypot(gx, gz) >= STILL_SPEED:
+        g = _heading_of_angle(math.atan2(gx, gz))
+    else:
+        g = syaw
+    y = SPRING_HALFLIFE_FACTOR / max(velocity_halflife[r], MIN_HALFLIFE)
+    yy = y * y
+    yh = SPRING_HALFLIFE_FACTOR / max(facing_halflife[r], MIN_HALFLIFE)
+    vx = sim_vel[r, 0]
+    vz = sim_vel[r, 2]
+    ax = sim_acc[r, 0]
+    az = sim_acc[r, 2]
+    j0x = vx - gx
+    j0z = vz - gz
+    j1x = ax + j0x * y
+    j1z = az + j0z * y
+    off0 = (syaw - g + math.pi) % (2.0 * math.pi) - math.pi
+    j1h = sim_rate[r] + off0 * yh
+    for k in range(times.shape[0]):
+        t = times[k]
+        yt = y * t
+        e = math.exp(-yt)
+        e1 = -math.expm1(-yt)
+        n2 = 1.0 - (1.0 + yt) * e
+        pos[k, 0] = px + gx * t + j0x * e1 / y + j1x * n2 / yy
+        pos[k, 1] = py
+        pos[k, 2] = pz + gz * t + j0z * e1 / y + j1z * n2 / yy
+        vel[k, 0] = gx + e * (j0x + j1x * t)
+        vel[k, 1] = 0.0
+        vel[k, 2] = gz + e * (j0z + j1z * t)
+        yaw = g + math.exp(-yh * t) * (off0 + j1h * t)
+        dirs[k, 0] = math.sin(yaw)
+        dirs[k, 1] = 0.0
+        dirs[k, 2] = math.cos(yaw)
+        rot[k, 0] = math.cos(0.5 * yaw)
+        rot[k, 1] = 0.0
+        rot[k, 2] = math.sin(0.5 * yaw)
+        rot[k, 3] = 0.0
+    c = math.cos(yaw0)
+    s = math.sin(yaw0)
+    full = np.empty(raw.shape[0])
+    for d in range(raw.shape[0]):
+        full[d] = np.float64(raw[d])
+    for n in range(pos_cols.shape[0]):
+        k = pos_cols[n, 2]
+        x = pos[k, 0] - px
+        z = pos[k, 2] - pz
+        full[pos_cols[n, 0]] = c * x - s * z
+        full[pos_cols[n, 1]] = s * x + c * z
+    for n in range(dir_cols.shape[0]):
+        k = dir_cols[n, 2]
+        x = dirs[k, 0]
+        z = dirs[k, 2]
+        full[dir_cols[n, 0]] = c * x - s * z
+        full[dir_cols[n, 1]] = s * x + c * z
+    for d in range(raw.shape[0]):
+        q[d] = np.float32((full[d] - mean[d]) / scale[d] * weights[d])
+    for n in range(vcols.shape[0]):
+        q[vcols[n]] = 0.0

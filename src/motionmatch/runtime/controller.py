@@ -55,8 +55,9 @@ from motionmatch.control.intent import STILL_SPEED, Intent
 from motionmatch.control.trajectory import PredictedTrajectory, RootState
 from motionmatch.database import MotionDatabase
 from motionmatch.database.tags import TagQueryError
+from motionmatch.runtime import _batch_kernels as BK
 from motionmatch.runtime import _kernels
-from motionmatch.runtime.batch import ControllerBatch, RowPredictor, database_arrays, leg_chains
+from motionmatch.runtime.batch import ControllerBatch, RowPredictor, database_arrays, intent_goal_tuple, leg_chains
 from motionmatch.runtime.inertialize import Inertializer
 from motionmatch.runtime.modes import (
     IdleClip,
@@ -487,6 +488,8 @@ class Controller:
     # -------------------------------------------------------------- searching
     def _query(self, intent: Intent, vertical: np.ndarray | None) -> tuple[np.ndarray, PredictedTrajectory]:
         """The normalised query ``[D]`` (float32) for this frame and the desired trajectory it encodes."""
+        if self._desired_override is None and vertical is None and self.predictor.batched(intent):
+            return self._planar_query(intent)
         if self._desired_override is not None:
             traj = self._desired_override
         else:
@@ -512,6 +515,30 @@ class Controller:
         if vertical is None and self.vcols.size:
             q[self.vcols] = 0.0
         return q, traj
+
+    def _planar_query(self, intent: Intent) -> tuple[np.ndarray, PredictedTrajectory]:
+        """:meth:`_query` of the common case (the spring prediction toward a plain intent,
+        the planar view) in one compiled call on the batch row (:func:`~motionmatch.runtime.
+        _batch_kernels.planar_query`: the same operations in the same order)."""
+        sh = self._shared
+        qa = sh.get("query_arrays")
+        if qa is None:
+            db = self.db
+            qa = sh["query_arrays"] = (
+                np.asarray(self._query_pos, dtype=np.int64).reshape(-1, 3),
+                np.asarray(self._query_dir, dtype=np.int64).reshape(-1, 3),
+                np.ascontiguousarray(db.mean, dtype=np.float64), np.ascontiguousarray(db.scale, dtype=np.float64),
+                np.ascontiguousarray(db.weights, dtype=np.float64), np.ascontiguousarray(self.vcols, dtype=np.int64))
+        st, r = self._batch.state, self._row
+        times = self.predictor.times
+        T = len(times)
+        pos, vel, dirs, rot = np.empty((T, 3)), np.empty((T, 3)), np.empty((T, 3)), np.empty((T, 4))
+        goal = np.array(intent_goal_tuple(intent))
+        q = np.empty(self.db.features.shape[1], dtype=np.float32)
+        BK.planar_query(r, st.root_pos, st.root_yaw, st.sim_vel, st.sim_acc, st.sim_rate, st.velocity_halflife,
+                        st.facing_halflife, goal, times, self.db.raw_features[int(st.frame[r])], *qa, q, pos, vel,
+                        dirs, rot)
+        return q, PredictedTrajectory(times.copy(), pos, vel, dirs, rot)
 
     def _search(self, intent: Intent, tags: str, vertical: np.ndarray | None, force: bool,
                 only_near_obstacles: bool = False) -> bool:
@@ -699,6 +726,30 @@ class Controller:
         self._prev_actions = intent.actions
         self._last_intent = intent
         return searched, transitioned
+
+    def _coast(self, dt: float, intent: Intent, at_end: bool, force_search: bool, root_motion_only: bool,
+               sharp_free: bool = False) -> bool:
+        """:meth:`_decide` for the common frame of a crowd's agent, when it is only
+        bookkeeping: locomotion goes on (a plain :class:`Intent` with no actions and a speed
+        over 1 mm/s, no desired trajectory given), no search is due (timer, clip end,
+        ``force_search``, a sharp change of intent), no root adjustment. Then it does what
+        :meth:`_decide` would (the intent remembered) and returns ``True``; otherwise it
+        changes nothing and returns ``False`` (call :meth:`_decide`). ``sharp_free``: the
+        caller has checked that ``intent`` did not change sharply from the last one (a
+        world tests all its agents at once)."""
+        if (self.mode != "locomotion" or at_end or force_search or self._desired_override is not None
+                or self._since_search >= self.s.search_interval - 1e-9 or type(intent) is not Intent
+                or intent.actions or not intent.speed > 1e-3
+                or (self.s.adjust_halflife > 0 and dt > 0 and not root_motion_only)):
+            return False
+        last = self._last_intent
+        if not sharp_free and last is not None and last is not intent and self._changed_sharply(intent, last):
+            return False
+        if self.play_rate < 0:
+            self.play_rate = 1.0
+        self._prev_actions = intent.actions
+        self._last_intent = intent
+        return True
 
     def _result(self, searched: bool, transitioned: bool, pose: tuple) -> FrameResult:
         """The :class:`FrameResult` of this frame, ``pose`` as :meth:`_pose` returns it (copied)."""

@@ -178,6 +178,12 @@ class SteeringInput(InputSource):
         crowd = self._crowd
         if crowd is None or crowd._world() is not self.world:
             crowd = self._crowd = _crowd(self.world)
+        got = crowd.want(agent, self)
+        if got is not None:  # (steered with the world's other steering agents this step)
+            self._k, want, arrived = got
+            if arrived:
+                self.arrived = True
+            return want
         p, self._k, v = crowd.steering(agent, self)
         goal = self.targets[self._k]
         if self._k == len(self.targets) - 1 and math.hypot(goal[0] - p[0], goal[1] - p[1]) < self.s.arrive_distance:
@@ -204,6 +210,21 @@ class _Crowd:
         self._groups: list[tuple] = []
         self._rows: dict[int, tuple] = {}  # agent uid -> (source, group number, its place in the group)
         self._out: list[tuple] = []  # per group: (positions [G, 2], target indices [G], velocities [G, 2])
+        self._wants: list[tuple] = []  # per group: (target indices [G], wants [G], arrived [G])
+
+    def want(self, agent, source: SteeringInput) -> tuple[int, Want, bool] | None:
+        """``(target index, want, arrived)`` of ``agent`` driven by ``source`` this step (what
+        :meth:`SteeringInput.intent` returns and records, made for the whole group at
+        once), or ``None`` for an input the step did not see."""
+        world = self._world()
+        if self._frame != world.frame:
+            self._steer(world)
+        row = self._rows.get(agent.uid)
+        if row is None or row[0] is not source:
+            return None
+        ks, wants, arrived = self._wants[row[1]]
+        j = row[2]
+        return ks[j], wants[j], arrived[j]
 
     def steering(self, agent, source: SteeringInput) -> tuple[np.ndarray, int, np.ndarray]:
         """``(position [2], target index, desired velocity [2])`` of ``agent`` driven by
@@ -252,6 +273,7 @@ class _Crowd:
         if key != self._key:
             self._build(world, key)
         self._out = []
+        self._wants = []
         for idx, srcs, targets, last, speeds, sides, settings in self._groups:
             k = np.fromiter((s_._k for s_ in srcs), dtype=np.int64, count=len(srcs))
             p = pos[idx]
@@ -262,8 +284,19 @@ class _Crowd:
                 if not move.any():
                     break
                 k = k + move
-            v = steer_all(pos, idx, targets[rows, k], speeds, sides, settings)
-            self._out.append((p.tolist(), k.tolist(), v.tolist()))  # (read one agent at a time)
+            aims = targets[rows, k]
+            v = steer_all(pos, idx, aims, speeds, sides, settings)
+            P, K, V = p.tolist(), k.tolist(), v.tolist()
+            self._out.append((P, K, V))  # (read one agent at a time)
+            # SteeringInput.intent's arithmetic for the whole group (the same float operations)
+            wants = []
+            for vx, vz in V:
+                sp = math.hypot(vx, vz)
+                wants.append(IDLE if sp < 0.05 else Want(Intent.planar(vx, vz, "walk" if sp < 2.5 else "run")))
+            arrive = settings.arrive_distance
+            arrived = [kj == lj and math.hypot(a[0] - q[0], a[1] - q[1]) < arrive
+                       for kj, lj, a, q in zip(K, last.tolist(), aims.tolist(), P)]
+            self._wants.append((K, wants, arrived))
         self._frame = world.frame
 
 

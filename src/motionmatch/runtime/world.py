@@ -54,7 +54,7 @@ from dataclasses import dataclass, field, fields, replace
 
 import numpy as np
 
-from motionmatch.control.intent import Intent
+from motionmatch.control.intent import STILL_SPEED, Intent
 from motionmatch.control.trajectory import PredictedTrajectory
 from motionmatch.database import MotionDatabase
 from motionmatch.environment.body import (
@@ -68,7 +68,7 @@ from motionmatch.environment.scene import Scene
 from motionmatch.geometry.grid import build_grid, grid_query
 from motionmatch.geometry.shapes import ROW
 from motionmatch.runtime.batch import ControllerBatch, intent_goal_tuple
-from motionmatch.runtime.controller import Controller, ControllerSettings
+from motionmatch.runtime.controller import SHARP_SPEED_DELTA, Controller, ControllerSettings, FrameResult
 from motionmatch.runtime.inputs import IDLE, IdleInput, InputSource, ScriptInput, Want
 from motionmatch.runtime.modes import vertical_columns
 from motionmatch.runtime.recent import RecentRows
@@ -81,6 +81,7 @@ from motionmatch.search.penalized import (
     chooser_view,
     control_weights,
     gather_static,
+    gather_with_agents,
     prepare_obstacles,
     prepare_obstacles_into,
     prepare_static,
@@ -584,8 +585,11 @@ class EnvironmentChooser:
                 self._pts_world = np.empty((P, 2))
                 self._pts_local = np.empty((P, 2))
             pts_w, local = self._pts_world, self._pts_local
-            if self.obstacles_fn is None and not sc.moving_ids.size:
-                return self._gather_static(root, yaw, pos, radius, pts_w, local)
+            if not sc.moving_ids.size:
+                if self.obstacles_fn is None:
+                    return self._gather_static(root, yaw, pos, radius, pts_w, local)
+                if isinstance(self.obstacles_fn, _OtherAgents):
+                    return self._gather_with_agents(self.obstacles_fn, root, yaw, pos, radius, pts_w, local)
             trajectory_points(float(root[0]), float(root[2]), yaw, pos, pts_w, local)
         else:
             pts_w = np.array([[root[0], root[2]]], dtype=np.float64)
@@ -631,6 +635,28 @@ class EnvironmentChooser:
             return self._empty(self._K) + (None,)
         M, nearest = gather_static(*grid, sc.next_tick(), float(root[0]), float(root[2]), yaw, positions, radius,
                                    pts_w, local, self._buf, self._cnt, self._key)
+        if M == 0:
+            return self._empty(self._K) + (None,)
+        return self._buf, self._cnt, nearest, local
+
+    def _gather_with_agents(self, others: _OtherAgents, root, yaw: float, positions, radius: float, pts_w,
+                            local) -> tuple:
+        """:meth:`gather` among static obstacles and a world's other agents (``others``):
+        the trajectory points, both grid queries and the pre-selection in one compiled call
+        (:func:`~motionmatch.search.penalized.gather_with_agents`: the rows and their order
+        of the general path)."""
+        sc = self.scene
+        if self._grid is None or self._grid[0] is not sc:
+            self._grid = (sc, sc.grid_arrays())
+            self._fit(max(len(sc.static_rows), 1))
+        grid = self._grid[1] if self._grid[1] is not None else _NO_GRID
+        while True:  # (again with larger buffers when they were too small; new visit marks)
+            tick = sc.next_tick() if grid is not _NO_GRID else 0
+            M, nearest = gather_with_agents(grid, tick, *others.grid(), others.uid, float(root[0]), float(root[2]), yaw,
+                                            positions, radius, pts_w, local, self._buf, self._cnt, self._key)
+            if M >= 0:
+                break
+            self._fit(-M)
         if M == 0:
             return self._empty(self._K) + (None,)
         return self._buf, self._cnt, nearest, local
@@ -703,6 +729,35 @@ class EnvironmentChooser:
 
 
 # ---------------------------------------------------------------------------- agents
+#: a grid over no rows (the ten arrays of ``gather_with_agents``), and no row indices
+_NO_IDS = np.zeros(0, dtype=np.int64)
+_NO_GRID = (np.zeros(2, dtype=np.int64), _NO_IDS, 1, 1, 0.0, 0.0, 1.0, np.zeros((0, ROW)), _NO_IDS, _NO_IDS)
+
+
+class _OtherAgents:
+    """An :class:`EnvironmentChooser`'s ``obstacles_fn`` for agent ``uid`` of ``world``: the
+    other agents' future ellipse rows near the search's points, its own left out (the
+    chooser gathers them with the scene's in one compiled call; called, as any
+    ``obstacles_fn``, it returns them)."""
+
+    def __init__(self, world: World, uid: int):
+        self._world = world
+        self.uid = uid
+
+    def grid(self) -> tuple:
+        """The world's agent grid for one query (:meth:`World._agent_grid_query`)."""
+        return self._world._agent_grid_query()
+
+    def __call__(self, chooser: EnvironmentChooser, points: np.ndarray, radius: float):
+        w = self._world
+        if len(w.agents) < 2:
+            return np.zeros((0, ROW)), np.zeros(0, dtype=np.int64)
+        rows, slots, owner = w.agent_rows()
+        ids = w.agents_near(points, radius)
+        ids = ids[owner[ids] != self.uid]
+        return rows[ids], slots[ids]
+
+
 class Agent:
     """One character of a :class:`World`: a controller, its environment-aware chooser and
     its input (an :class:`~motionmatch.runtime.inputs.InputSource`, replaceable at any step).
@@ -879,17 +934,24 @@ class World:
             if a.chooser is not None:
                 a.chooser.scene = scene
 
-    def _others_fn(self, uid: int):
+    def _others_fn(self, uid: int) -> _OtherAgents:
         """The obstacles of agent ``uid``'s searches among the others: their rows near the
         search's points (:meth:`agents_near`), its own left out."""
-        def fn(chooser: EnvironmentChooser, points: np.ndarray, radius: float):
-            if len(self.agents) < 2:
-                return np.zeros((0, ROW)), np.zeros(0, dtype=np.int64)
-            rows, slots, owner = self.agent_rows()
-            ids = self.agents_near(points, radius)
-            ids = ids[owner[ids] != uid]
-            return rows[ids], slots[ids]
-        return fn
+        return _OtherAgents(self, uid)
+
+    def _agent_grid_query(self) -> tuple:
+        """``(grid, tick, owner, slots)``: the grid over :meth:`agent_rows` as the ten
+        arrays of :func:`~motionmatch.search.penalized.gather_with_agents` (an empty one
+        with fewer than two agents), a new visit mark, and the rows' owners and slots."""
+        if len(self.agents) < 2:
+            return _NO_GRID, 0, _NO_IDS, _NO_IDS
+        rows, slots, owner = self.agent_rows()
+        grid = self._agent_grid
+        if grid is None:
+            return _NO_GRID, 0, _NO_IDS, _NO_IDS
+        self._grid_tick += 1
+        start, items, nx, nz, x0, z0, stamp, out = grid
+        return (start, items, nx, nz, float(x0), float(z0), AGENT_CELL, rows, stamp, out), self._grid_tick, owner, slots
 
     def agents_near(self, points: np.ndarray, radius: float) -> np.ndarray:
         """Indices (ascending) into :meth:`agent_rows` of the rows whose shapes come within
@@ -1023,7 +1085,9 @@ class World:
         """Step the controllers of ``group`` (rows of the world's batch) through the stages of
         :meth:`Controller.update <motionmatch.runtime.controller.Controller.update>`: the
         playback, the simulated roots and the poses of all of them in one compiled call
-        each, the rest (mode, search) agent by agent in between."""
+        each, the rest (mode, search) agent by agent in between. An agent that only walks
+        on this frame (no search due, locomotion, :meth:`Controller._coast`) takes a short
+        lane; the results' poses are copied out of the batch at once."""
         n = len(group)
         ctrls = [a.ctrl for a, _, _ in group]
         rows = np.fromiter((c._row for c in ctrls), dtype=np.int64, count=n)
@@ -1032,30 +1096,44 @@ class World:
         for c, (a, _, h) in zip(ctrls, group):
             c._begin(h, a.desired)
         self._batch.playback(rows, dts, at_end, speed, turn)
-        ends, speeds, turns = at_end.tolist(), speed.tolist(), turn.tolist()
+        ends = at_end.tolist()
+        speeds = turns = None  # (lists, when an agent needs its full decision)
         decided = []
         goals = []  # the simulated roots the compiled stage advances: (k, goal)
+        coasting = (False, False, -1)  # no search, no transition, no chooser asked
+        steady = _steady_intents(ctrls, [a.intent for a, _, _ in group])
         for k, (c, (a, want, h)) in enumerate(zip(ctrls, group)):
             # (World._before_update, inline: this loop runs for every agent every frame)
             own = a.source.chooser(a)
             ch = a.chooser
             c.chooser = own if own is not None else ch
-            before = ch.log.count if ch is not None else 0
             intent = a.intent
-            decided.append(c._decide(h, intent, ends[k], speeds[k], turns[k], want.search_now,
-                                     (ch is not None and ch.near) or want.root_motion_only) + (before,))
+            near = (ch is not None and ch.near) or want.root_motion_only
+            if c._coast(h, intent, ends[k], want.search_now, near, steady[k]):
+                decided.append(coasting)
+            else:
+                if speeds is None:
+                    speeds, turns = speed.tolist(), turn.tolist()
+                before = ch.log.count if ch is not None else 0
+                decided.append(c._decide(h, intent, ends[k], speeds[k], turns[k], want.search_now, near) + (before,))
             if c.predictor.batched(intent):
                 goals.append((k, intent_goal_tuple(intent)))
             else:
                 c._advance_sim(h, intent)
-            c._advance_offsets(h)
+            if c.inert.method == "spring":
+                c._advance_offsets(h)
         if goals:
             sprung = np.fromiter((k for k, _ in goals), dtype=np.int64, count=len(goals))
             self._batch.advance_sim(rows[sprung], dts[sprung], np.array([g for _, g in goals], dtype=np.float64))
         self._batch.pose(rows, dts)
-        for c, (a, _, _), (searched, transitioned, before) in zip(ctrls, group, decided):
-            a.result = c._result(searched, transitioned, c._output())
-            self._after_update(a, before)
+        st = self._batch.state
+        out_rot, out_pos, out_contacts = st.out_rot[rows], st.out_pos[rows], st.out_contacts[rows]  # (copies)
+        frames = st.frame[rows].tolist()
+        for k, (c, (a, _, _), (searched, transitioned, before)) in enumerate(zip(ctrls, group, decided)):
+            a.result = FrameResult(out_rot[k], out_pos[k], frames[k], c.mode, searched, transitioned, c.last_desired,
+                                   out_contacts[k], c.last_costs if searched else {})
+            ch = a.chooser
+            a.searched = searched or (before >= 0 and ch is not None and ch.log.count > before)
 
     def run(self, n_frames: int, *, progress: bool = False) -> WorldRecord:
         """Step ``n_frames`` frames at the world's fps and record them."""
@@ -1090,6 +1168,41 @@ class World:
         logs = [a.chooser.log if a.chooser is not None else None for a in self.agents]
         return WorldRecord([a.name for a in self.agents], self.fps, pos, yaw, frames, searched, desired, rots, trs,
                            secs, logs)
+
+
+def _steady_intents(ctrls: list[Controller], intents: list) -> list[bool]:
+    """Which controllers' new ``intents`` surely did not change sharply from their last
+    (:meth:`Controller._changed_sharply <motionmatch.runtime.controller.Controller._changed_sharply>`),
+    all tested at once: plain intents with no facing and no actions, the same gait, speeds
+    less than 1 m/s apart and directions less than ``sharp_turn_deg`` apart (or one of
+    them nearly still), each by a margin (1e-9) that the vectorised arithmetic's rounding
+    cannot cross. ``False`` leaves the exact per-agent test to :meth:`Controller._coast`."""
+    n = len(ctrls)
+    out = [False] * n
+    idx, now, before, limits = [], [], [], []
+    for k, (c, it) in enumerate(zip(ctrls, intents)):
+        last = c._last_intent
+        if last is None or last is it:
+            out[k] = True
+        elif (type(it) is Intent and type(last) is Intent and it.facing is None and last.facing is None
+              and not it.actions and not last.actions and it.gait == last.gait):
+            idx.append(k)
+            now.append(it.velocity)
+            before.append(last.velocity)
+            limits.append(c.s.sharp_turn_deg)
+    if not idx:
+        return out
+    a, b = np.array(now), np.array(before)
+    sa, sb = np.hypot(a[:, 0], a[:, 2]), np.hypot(b[:, 0], b[:, 2])
+    eps = 1e-9
+    with np.errstate(invalid="ignore", divide="ignore"):
+        cos = (a[:, 0] / sa) * (b[:, 0] / sb) + (a[:, 2] / sa) * (b[:, 2] / sb)
+    still = np.minimum(sa, sb) < STILL_SPEED - eps
+    turning = (np.minimum(sa, sb) >= STILL_SPEED + eps) & (cos > np.cos(np.radians(np.array(limits))) + eps)
+    ok = (np.abs(sa - sb) < SHARP_SPEED_DELTA - eps) & (still | turning)
+    for k, good in zip(idx, ok.tolist()):
+        out[k] = good
+    return out
 
 
 # ---------------------------------------------------------------------------- scenarios

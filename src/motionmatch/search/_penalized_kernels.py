@@ -1163,6 +1163,59 @@ def gather_static(cell_start, items, nx, nz, x0, z0, cell, rows, stamp, ids, tic
     return M, prepare_static(rows, ids[:M], root_x, root_z, yaw, local, radius, out, counts, order_key)
 
 
+@numba.njit(cache=True, nogil=True)
+def gather_with_agents(static_grid, static_tick, agent_grid, agent_tick, owner, agent_slots, uid, root_x, root_z, yaw,
+                       positions, radius, world, local, out, counts, order_key):
+    """The obstacles of a search among static obstacles and the other agents of a world, in
+    one call: :func:`trajectory_points` (into ``world, local [P + 1, 2]``), the scene's
+    grid query (``static_grid``: :meth:`Scene.grid_arrays
+    <motionmatch.environment.scene.Scene.grid_arrays>`, or an empty tuple's stand-in with
+    no rows; ``static_tick`` its visit mark), the agents' (``agent_grid``: the same ten
+    arrays over the agents' future ellipse rows, queried ``radius + 1e-6``; their rows in
+    ascending order, those of ``owner == uid`` left out; ``agent_slots`` the slot of each),
+    the static rows first (every slot) then the agents', and :func:`prepare_obstacles`
+    into ``out [K, >= M, ROW]``, ``counts [K]``: what ``EnvironmentChooser.gather`` does
+    with a world's agents as ``obstacles_fn`` (the same rows in the same order). Returns
+    ``(M, nearest)``: rows near (0: none, ``counts`` zeroed, ``nearest`` inf); ``-M`` when
+    ``out`` holds fewer than ``M`` rows per slot (nothing prepared: grow it and call again)."""
+    trajectory_points(root_x, root_z, yaw, positions, world, local)
+    s_start, s_items, s_nx, s_nz, s_x0, s_z0, s_cell, s_rows, s_stamp, s_ids = static_grid
+    a_start, a_items, a_nx, a_nz, a_x0, a_z0, a_cell, a_rows, a_stamp, a_ids = agent_grid
+    ms = 0
+    if s_rows.shape[0] > 0:
+        ms = grid_query(s_start, s_items, s_nx, s_nz, s_x0, s_z0, s_cell, world, radius, s_rows, s_stamp,
+                        static_tick, s_ids)
+    ma = 0
+    if a_rows.shape[0] > 0:
+        ma = grid_query(a_start, a_items, a_nx, a_nz, a_x0, a_z0, a_cell, world, radius + 1e-6, a_rows, a_stamp,
+                        agent_tick, a_ids)
+    near = np.sort(a_ids[:ma])
+    keep = 0
+    for n in range(ma):
+        if owner[near[n]] != uid:
+            near[keep] = near[n]
+            keep += 1
+    M = ms + keep
+    if M == 0:
+        for k in range(counts.shape[0]):
+            counts[k] = 0
+        return 0, np.inf
+    if out.shape[1] < M or order_key.shape[0] < M:
+        return -M, np.inf
+    sel = np.empty((M, s_rows.shape[1] if s_rows.shape[0] > 0 else a_rows.shape[1]))
+    slot_of = np.empty(M, dtype=np.int64)
+    for m in range(ms):
+        for j in range(sel.shape[1]):
+            sel[m, j] = s_rows[s_ids[m], j]
+        slot_of[m] = -1
+    for n in range(keep):
+        i = near[n]
+        for j in range(sel.shape[1]):
+            sel[ms + n, j] = a_rows[i, j]
+        slot_of[ms + n] = agent_slots[i]
+    return M, prepare_obstacles(sel, slot_of, root_x, root_z, yaw, local, radius, out, counts, order_key)
+
+
 @no_refcount
 def plain_choice(view, controls, query, cur, q, w):
     """The first half of :func:`choose` alone, for a choice with nothing near (the caller

@@ -51,7 +51,8 @@ from motionmatch.search._validate import SearchError, check_features
 from motionmatch.search.box import BoxSearch
 
 __all__ = ["METHODS", "PenalizedSearch", "PenaltyParams", "SearchBuffers", "SearchOptions", "SearchResult",
-           "chooser_view", "control_weights", "gather_static", "prepare_obstacles", "prepare_obstacles_into",
+           "chooser_view", "control_weights", "gather_static", "gather_with_agents", "prepare_obstacles",
+           "prepare_obstacles_into",
            "prepare_static", "trajectory_points"]
 
 METHODS = ("coherent-approx", "linear", "plain")
@@ -709,3 +710,5 @@ prepare_static = PK.prepare_static
 trajectory_points = PK.trajectory_points
 #: points, grid query and pre-selection in one call for a scene of static obstacles
 gather_static = PK.gather_static
+#: the same among static obstacles and a world's other agents (their grid)
+gather_with_agents = PK.gather_with_agents
