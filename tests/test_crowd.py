@@ -279,3 +279,51 @@ def test_compiled_query_and_gather_equal_the_general_path(small_env_db):
                 np.testing.assert_array_equal(obs[k, :cnt[k]], obs_ref[k, :cnt_ref[k]])
             near += bool(cnt.any())
     assert queries == 120 and near > 40  # most agents had walls or others near
+
+
+def test_a_step_collects_garbage_once_and_group_costs_on_demand(small_env_db):
+    """A World's step keeps Python's cyclic collector out of its work (with a threshold of
+    one allocation it would run hundreds of times a step): at most one run at its end and
+    one due on entry, every generation in turn; none when it was disabled on entry, which
+    it stays. A search's group costs, computed when read, are the database's for the query
+    and the frame the search chose."""
+    import gc
+
+    db, _ = small_env_db
+    world = _crowd_world(small_env_db, True)
+    runs, every = [], []
+
+    def count(phase, info):
+        if phase == "start":
+            runs.append(info["generation"])
+
+    old = gc.get_threshold()
+    gc.callbacks.append(count)
+    try:
+        gc.set_threshold(1, 1, 1)
+        world.step(0.0)
+        for _ in range(12):
+            runs.clear()
+            world.step(1 / 60)
+            assert len(runs) <= 2 and gc.isenabled()
+            every += runs
+        assert set(every) == {0, 1, 2}
+        gc.disable()
+        runs.clear()
+        world.step(1 / 60)
+        assert runs == [] and not gc.isenabled()
+    finally:
+        gc.enable()
+        gc.callbacks.remove(count)
+        gc.set_threshold(*old)
+    checked = 0
+    for _ in range(20):
+        world.step(1 / 60)
+        for a in world.agents:
+            if a.result.searched and a.chooser is not None and a.chooser.last.index >= 0:
+                costs = a.result.costs
+                assert costs is a.ctrl.last_costs
+                expect = db.group_costs(a.ctrl.last_query[0], a.chooser.last.index)
+                assert dict(costs) == expect and costs == expect and set(costs) == set(expect)
+                checked += 1
+    assert checked > 10

@@ -46,6 +46,7 @@ from __future__ import annotations
 
 import math
 import weakref
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -140,6 +141,42 @@ class ControllerSettings:
     locomotion_tags: str = "!dance & !creep & !jump"
 
 
+class GroupCosts(Mapping):
+    """The squared distance per feature group between a search's normalised query and the
+    frame it chose (:meth:`MotionDatabase.group_costs`), computed when first read: a
+    crowd's searches make them every frame and almost nobody reads them (the viewer's debug
+    panel does). A read-only mapping ``{group: cost}``; ``dict(costs)`` copies it.
+
+    Args:
+        db: the database; query: ``[D]`` the normalised query (held, not copied: the
+            controller makes a new one for every search); frame: the chosen frame.
+    """
+
+    __slots__ = ("_costs", "_db", "_frame", "_query")
+
+    def __init__(self, db: MotionDatabase, query: np.ndarray, frame: int):
+        self._db, self._query, self._frame = db, query, int(frame)
+        self._costs: dict[str, float] | None = None
+
+    def _get(self) -> dict[str, float]:
+        if self._costs is None:
+            self._costs = self._db.group_costs(self._query, self._frame)
+            self._db = self._query = None
+        return self._costs
+
+    def __getitem__(self, key: str) -> float:
+        return self._get()[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._get())
+
+    def __len__(self) -> int:
+        return len(self._get())
+
+    def __repr__(self) -> str:
+        return f"GroupCosts({self._get()!r})"
+
+
 @dataclass
 class FrameResult:
     """What one update produced.
@@ -162,7 +199,7 @@ class FrameResult:
     transitioned: bool
     desired: PredictedTrajectory | None
     contacts: np.ndarray
-    costs: dict[str, float] = field(default_factory=dict)
+    costs: Mapping[str, float] = field(default_factory=dict)
 
 
 def _shown_pose(which: int) -> property:
@@ -416,7 +453,9 @@ class Controller:
         self._release_t[:] = np.inf
         self._lock_t[:] = 0.0
         self.last_desired: PredictedTrajectory | None = None
-        self.last_costs: dict[str, float] = {}
+        #: the last search's group costs (:class:`GroupCosts`, computed when read; ``{}``
+        #: before a search and after one that admitted no frame)
+        self.last_costs: Mapping[str, float] = {}
 
     # ------------------------------------------------------------ search phase
     @property
@@ -566,7 +605,7 @@ class Controller:
         if best < 0:  # no frame admitted (an empty mask): keep playing
             self.last_costs = {}
             return False
-        self.last_costs = self.db.group_costs(q, best)
+        self.last_costs = GroupCosts(self.db, q, best)
         if only_near_obstacles and not getattr(self.chooser, "near", False):
             return False
         if cur_ok and not force:

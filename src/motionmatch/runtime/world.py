@@ -47,6 +47,7 @@ comes from the database, so body and root motion stay consistent (paper Sec. 5.1
 from __future__ import annotations
 
 import functools
+import gc
 import math
 import time
 from collections.abc import Callable
@@ -758,6 +759,20 @@ class _OtherAgents:
         return rows[ids], slots[ids]
 
 
+def _collect_as_due() -> None:
+    """Run the cyclic garbage collector once if the automatic collector would run now: the
+    oldest generation whose count passed its threshold (:func:`gc.get_threshold`), as
+    CPython picks it (without its extra condition on a full collection: so a full one
+    comes every ``threshold1 * threshold2`` collections of the youngest, about every
+    hundred steps of a large world). Nothing when automatic collection is off
+    (``threshold0 == 0``) or not due."""
+    t0, t1, t2 = gc.get_threshold()
+    c0, c1, c2 = gc.get_count()
+    if t0 <= 0 or c0 <= t0:
+        return
+    gc.collect(2 if c2 > t2 else 1 if c1 > t1 else 0)
+
+
 class Agent:
     """One character of a :class:`World`: a controller, its environment-aware chooser and
     its input (an :class:`~motionmatch.runtime.inputs.InputSource`, replaceable at any step).
@@ -1018,7 +1033,25 @@ class World:
         their simulated roots and their poses in one compiled call each over the world's
         :class:`~motionmatch.runtime.batch.ControllerBatch`, their searches one by one in
         between (each agent's search phase spreads them over frames); the numbers are
-        those of each controller's own :meth:`~motionmatch.runtime.controller.Controller.update`."""
+        those of each controller's own :meth:`~motionmatch.runtime.controller.Controller.update`.
+
+        Python's cyclic garbage collector runs once at the end of a step (the generation it
+        would collect then: :func:`_collect_as_due`), not every few hundred allocations
+        within it: a step of many agents allocates tens of thousands of small objects,
+        which otherwise cost a dozen collections a step, a full one every few steps (when
+        the collector was disabled on entry, it stays so)."""
+        if not gc.isenabled():
+            self._step(dt, skip)
+            return
+        gc.disable()
+        try:
+            self._step(dt, skip)
+        finally:
+            _collect_as_due()
+            gc.enable()
+
+    def _step(self, dt: float, skip: frozenset) -> None:
+        """:meth:`step` (the collector aside)."""
         moving = self._ask_inputs(dt, skip)
         if self.agents_as_obstacles and len(self.agents) > 1:
             self.agent_rows()  # snapshot before anyone moves
