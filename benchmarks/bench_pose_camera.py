@@ -7,9 +7,10 @@ azimuths (:func:`motionmatch.control.pose.bodyvideo.render_body_video`), MediaPi
 (the ``webcam`` extra) runs on every frame, and the classifier is scored on both keypoint
 streams against the same labels: macro-F1 and the confusion matrix, on the rendered
 keypoints, on the estimator's keypoints, on both restricted to the frames where the
-estimator found a body, and on the estimator's keypoints after the stand-still calibration
+estimator found a body, on the estimator's keypoints after the stand-still calibration
 (:mod:`motionmatch.control.pose.calibrate`; only where test clips stand still filmed from
-the front). The estimator's keypoints are cached in ``$MOTIONMATCH_CACHE/pose-domain``
+the front), and on the rendered keypoints of the same frames with the estimator imitated by
+the shipped noise model (:mod:`motionmatch.control.pose.imitate`: does it reproduce the gap?). The estimator's keypoints are cached in ``$MOTIONMATCH_CACHE/pose-domain``
 (rendering and MediaPipe take a few frames per second on 2 cores; a cached run takes
 seconds plus the classifier).
 
@@ -159,6 +160,9 @@ def _pass(root: Path, split: str, clips: int, seconds: float, scale: float, mode
         kp = world_keypoints(m)
         stream, info = render_keypoints(kp, settings.fps, settings, base + i, az)
         clean, _ = render_keypoints(kp, settings.fps, replace(settings, noise_px=0.0, noise_rel=0.0), base + i, az)
+        imitated = None
+        if SHIPPED["mediapipe"].is_file():
+            imitated, _ = render_keypoints(kp, settings.fps, replace(settings, estimator="mediapipe"), base + i, az)
         stream.labels = label_frames(motion_facts(m, kp), info.cam_forward, info.cam_right)
         facing = body_facing(kp)
         view = view_azimuth(kp, facing, info.cameras, info.anchors)
@@ -170,7 +174,7 @@ def _pass(root: Path, split: str, clips: int, seconds: float, scale: float, mode
               + (f", render {t_r:.1f} s, estimator {F / max(t_e, 1e-9):.1f} frames/s" if t_e else " (cached)"),
               file=sys.stderr)
         out.append({"name": f.stem, "group": sub.split("/")[0], "azimuth": az, "rendered": stream,
-                    "clean": clean.keypoints, "view": view, "estimated": est, "confidence": conf, "found": found,
+                    "clean": clean.keypoints, "imitated": imitated, "view": view, "estimated": est, "confidence": conf, "found": found,
                     "t_render": t_r, "t_est": t_e})
     return out
 
@@ -233,7 +237,7 @@ def main() -> int:
     else:
         clfs = {"default improved": default_classifier("improved", root=root)}
     items = _pass(root, "test", args.clips, args.seconds, args.scale, args.model)
-    rendered, estimated, found_r, found_e, groups = [], [], [], [], []
+    rendered, estimated, found_r, found_e, groups, imitated = [], [], [], [], [], []
     for c in items:
         r = c["rendered"]
         F = len(r)
@@ -243,6 +247,9 @@ def main() -> int:
         rc = RenderedClip(c["name"], "test", False, r, cuts, np.full(F, c["azimuth"]))
         ec = RenderedClip(c["name"], "test", False, e, cuts, np.full(F, c["azimuth"]))
         rendered.append(rc)
+        if c["imitated"] is not None:
+            im = replace(c["imitated"], labels=r.labels)
+            imitated.append(RenderedClip(c["name"], "test", False, im, cuts, np.full(F, c["azimuth"])))
         estimated.append(ec)
         found_r.append(_only_found(rc, c["found"]))
         found_e.append(_only_found(ec, c["found"]))
@@ -286,6 +293,8 @@ def main() -> int:
                    "estimator, body found": evaluate_renders(clf, found_e)}
         if cal_info:
             results["estimator, calibrated"] = evaluate_renders(clf, calibrated)
+        if imitated:   # the noise model's own check: does imitating the estimator reproduce the gap?
+            results["imitated estimator"] = evaluate_renders(clf, imitated)
         print(f"\nclassifier: {cname} ({clf.meta.get('trained_on', '?')})")
         print(f"{'keypoints':24s} {'macro-F1':>9s} {'accuracy':>9s} {'frames':>7s}")
         for name, ev in results.items():
