@@ -200,3 +200,28 @@ def test_the_shipped_estimator_model_loads_and_a_bad_file_says_what_to_do(tmp_pa
         load_estimator_noise(str(tmp_path / "bad.json"))
     with pytest.raises(MotionMatchError, match="no such estimator noise model"):
         load_estimator_noise(str(tmp_path / "none.json"))
+
+
+def test_training_renders_can_imitate_the_estimator_and_test_renders_never_do(data_dir):
+    """``DataConfig(estimator="mediapipe")``: every second training render imitates MediaPipe
+    (lost bodies unlabelled, limbs missing), validation and test renders stay clean."""
+    from dataclasses import replace
+
+    from motionmatch.control.pose.dataset import DataConfig, load_clips, render_clips
+
+    base = DataConfig(folders=(("bandai-namco/dataset-1", 1, "*_walk-left_[a-c]*"),), train_passes=1, rare_passes=1,
+                      min_test_frames=0, min_val_frames=0, train_azimuths=(70.0, -70.0, 100.0, -100.0))
+    clips = load_clips(data_dir, base)
+    assert {c.split for c in clips} >= {"train", "test"}
+    assert not any(r.stream.meta.get("estimator") for r in render_clips(clips, base))     # off by default
+    renders = render_clips(clips, replace(base, estimator="mediapipe"))
+    train = [r for r in renders if r.split == "train"]
+    imitated = [r for r in train if r.stream.meta.get("estimator") == "mediapipe"]
+    assert len(imitated) == len(train) // 2
+    assert not any(r.stream.meta.get("estimator") for r in renders if r.split != "train")
+    body = [1, 2, 7, 8]
+    lost = [~r.stream.present()[:, body].all(axis=1) for r in imitated]
+    assert all((r.labels[x] == "").all() for r, x in zip(imitated, lost))       # no body, no label
+    assert any((~r.stream.present()[:, [3, 4, 5, 6]]).any() for r in imitated)  # limbs go missing side on
+    clean = [r for r in train if not r.stream.meta.get("estimator")]
+    assert all(r.stream.present().all() for r in clean)

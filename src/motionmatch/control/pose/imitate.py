@@ -9,8 +9,8 @@ camera's azimuth relative to the performer's facing (degrees, 0 in front, +90 on
 left; :func:`view_azimuth`), in :data:`BINS` bins of 30 degrees:
 
 * ``offset [B, K, 2]``: the median difference per keypoint (torso lengths, x right, y up):
-  where the estimator puts a joint on the body (its hips and shoulders sit apart from a
-  skeleton's joints, its nose lower than the head joint's), per view;
+  where the estimator puts a joint on the body (seen from the front MediaPipe's elbows,
+  wrists and ankles sit 0.1-0.15 torso lengths above the skeleton's joints), per view;
 * ``noise [B, K, 2]``: the robust spread (1.4826 x the median absolute deviation) of the
   rest, with ``ar [K]`` its frame-to-frame correlation (AR(1) at 30 Hz);
 * ``missing [B, K]``: the chance that a keypoint is missing (confidence under 0.2) while
@@ -18,8 +18,11 @@ left; :func:`view_azimuth`), in :data:`BINS` bins of 30 degrees:
 * ``lost [B]`` and ``lost_run``: the chance that no body is found at all, and the mean
   length of those runs (frames);
 * ``swap [B]`` and ``swap_run``: the chance that the estimator takes the performer's left
-  for their right (the whole body mirrored: seen side on, a front and a back view look
-  alike), and the mean run length.
+  for their right (the whole body mirrored; counted where the view separates the left and
+  right shoulders and hips clearly), and the mean run length.
+
+Every number is measured on a view and its mirror image together (a view from the left
+is a view from the right with left and right swapped), so the model is symmetric.
 
 :func:`imitate_estimator` adds all of it to rendered keypoints (``RenderSettings(estimator=
 "mediapipe")``): the offsets and the correlated noise in the current frame's torso
