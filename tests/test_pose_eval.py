@@ -132,3 +132,96 @@ def test_default_classifiers_are_cached(data_dir, tmp_path, monkeypatch):
     assert len(calls) == 1 and len(list(tmp_path.glob("*.npz"))) == 2
     s = data.test[0].stream
     np.testing.assert_allclose(a[1].classify(s).proba, b[1].classify(s).proba, atol=1e-5)
+
+
+# ----------------------------------------------------------------------------- estimator imitation (issue 18)
+def _symmetric_model(seed: int = 0):
+    """A made-up estimator whose numbers are mirror-symmetric (as fitting makes them)."""
+    from motionmatch.control.pose.imitate import BINS, EstimatorNoise, _mirror_xy
+    from motionmatch.control.pose.keypoints import KEYPOINTS, MIRROR
+
+    rng = np.random.default_rng(seed)
+    K = len(KEYPOINTS)
+    off = rng.normal(0, 0.08, (BINS, K, 2))
+    off = 0.5 * (off + _mirror_xy(off[::-1]))
+    noise = np.full((BINS, K, 2), 0.03)
+    miss = np.tile(np.linspace(0.0, 0.2, K), (BINS, 1))
+    miss = 0.5 * (miss + miss[::-1][:, MIRROR])
+    miss[:, [1, 2, 7, 8]] = 0.0        # without shoulders and hips there is no body: that is `lost`
+    lost = np.r_[np.linspace(0.3, 0.0, BINS // 2), np.linspace(0.0, 0.3, BINS // 2)]
+    swap = np.full(BINS, 0.1)
+    return EstimatorNoise(off, noise, np.full(K, 0.6), miss, lost, 6.0, swap, 4.0, np.zeros(BINS, np.int64))
+
+
+def test_estimator_imitation_is_measured_back_by_the_fit():
+    """Keypoints made by a known model: fitting them gives that model back (a known answer)."""
+    from motionmatch.control.pose.imitate import fit_estimator_noise, imitate_estimator, view_bin
+    from motionmatch.control.pose.keypoints import standing_pose
+
+    model = _symmetric_model()
+    rng = np.random.default_rng(1)
+    samples = []
+    for clip in range(12):
+        F = 900
+        true = standing_pose(60.0 + 5 * clip)[None] + rng.normal(0, 2.0, (F, 13, 2))
+        view = np.full(F, -165.0 + 30.0 * clip)
+        est, conf = imitate_estimator(true, view, model, rng)
+        samples.append((true, est, conf, view))
+    fit = fit_estimator_noise(samples)
+    b = view_bin(np.array([-165.0 + 30.0 * c for c in range(12)]))
+    assert np.abs(fit.offset[b] - model.offset[b]).max() < 0.02
+    assert np.abs(fit.noise[b] / model.noise[b] - 1).max() < 0.25
+    assert np.abs(fit.missing - model.missing).max() < 0.05
+    assert np.abs(fit.lost - model.lost).max() < 0.1
+    assert np.abs(fit.swap - model.swap).max() < 0.08 and 2.5 < fit.swap_run < 6.0 and 4.0 < fit.lost_run < 8.0
+    assert np.abs(fit.ar - model.ar).max() < 0.15
+    # a model that adds nothing leaves the keypoints alone; the shipped one does not
+    from dataclasses import replace
+
+    zero = replace(model, offset=0 * model.offset, noise=0 * model.noise, missing=0 * model.missing,
+                   lost=0 * model.lost, swap=0 * model.swap)
+    true = samples[0][0]
+    out, conf = imitate_estimator(true, np.zeros(len(true)), zero, rng)
+    assert np.array_equal(out, true) and conf.min() == 1.0
+
+
+def test_the_shipped_estimator_model_loads_and_a_bad_file_says_what_to_do(tmp_path):
+    from motionmatch.control.pose.imitate import BINS, EstimatorNoise, load_estimator_noise
+    from motionmatch.errors import MotionMatchError
+
+    m = load_estimator_noise("mediapipe")
+    assert m.offset.shape == (BINS, 13, 2) and m.frames.sum() > 1000 and "MediaPipe" in m.source
+    assert 0 <= m.lost.min() and m.lost.max() < 1 and np.all(m.noise > 0)
+    p = m.save(tmp_path / "m.json")
+    again = EstimatorNoise.from_dict(json.loads(p.read_text()))
+    assert np.allclose(again.offset, m.offset, atol=1e-4)
+    (tmp_path / "bad.json").write_text('{"format": "something else"}')
+    with pytest.raises(MotionMatchError, match=r"bench_pose_camera\.py --fit"):
+        load_estimator_noise(str(tmp_path / "bad.json"))
+    with pytest.raises(MotionMatchError, match="no such estimator noise model"):
+        load_estimator_noise(str(tmp_path / "none.json"))
+
+
+def test_training_renders_can_imitate_the_estimator_and_test_renders_never_do(data_dir):
+    """``DataConfig(estimator="mediapipe")``: every second training render imitates MediaPipe
+    (lost bodies unlabelled, limbs missing), validation and test renders stay clean."""
+    from dataclasses import replace
+
+    from motionmatch.control.pose.dataset import DataConfig, load_clips, render_clips
+
+    base = DataConfig(folders=(("bandai-namco/dataset-1", 1, "*_walk-left_[a-c]*"),), train_passes=1, rare_passes=1,
+                      min_test_frames=0, min_val_frames=0, train_azimuths=(70.0, -70.0, 100.0, -100.0))
+    clips = load_clips(data_dir, base)
+    assert {c.split for c in clips} >= {"train", "test"}
+    assert not any(r.stream.meta.get("estimator") for r in render_clips(clips, base))     # off by default
+    renders = render_clips(clips, replace(base, estimator="mediapipe"))
+    train = [r for r in renders if r.split == "train"]
+    imitated = [r for r in train if r.stream.meta.get("estimator") == "mediapipe"]
+    assert len(imitated) == len(train) // 2
+    assert not any(r.stream.meta.get("estimator") for r in renders if r.split != "train")
+    body = [1, 2, 7, 8]
+    lost = [~r.stream.present()[:, body].all(axis=1) for r in imitated]
+    assert all((r.labels[x] == "").all() for r, x in zip(imitated, lost))       # no body, no label
+    assert any((~r.stream.present()[:, [3, 4, 5, 6]]).any() for r in imitated)  # limbs go missing side on
+    clean = [r for r in train if not r.stream.meta.get("estimator")]
+    assert all(r.stream.present().all() for r in clean)

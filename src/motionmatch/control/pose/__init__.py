@@ -3,7 +3,7 @@ commands, drive the character.
 
 Pipeline: body keypoints over time (:mod:`.keypoints`: files; :mod:`.sources`: a webcam
 through MediaPipe, an optional extra; :mod:`.render`: motion capture filmed by a virtual
-camera) -> normalisation (:mod:`.normalize`: hips-centred, torso-scaled) -> window
+camera; :mod:`.imitate`: a real estimator's measured errors added to them) -> normalisation (:mod:`.normalize`: hips-centred, torso-scaled) -> window
 features (:mod:`.features`) -> a classifier over the 13 commands (:mod:`.classify`: the
 paper's kNN baseline and an improved temporal classifier) -> intents
 (:mod:`.commands`) -> the controller (:mod:`.drive`).

@@ -46,7 +46,7 @@ import numpy as np
 from motionmatch.anim.motion import Motion
 from motionmatch.anim.resample import resample
 from motionmatch.control.pose.features import WINDOW
-from motionmatch.control.pose.keypoints import KeypointStream
+from motionmatch.control.pose.keypoints import KP, KeypointStream
 from motionmatch.control.pose.labels import COMMAND_INDEX, COMMANDS, MotionFacts, label_frames, motion_facts
 from motionmatch.control.pose.normalize import NormalizedPoses, normalize_stream
 from motionmatch.control.pose.render import RenderSettings, mirror_keypoints, render_keypoints, world_keypoints
@@ -67,7 +67,10 @@ class DataConfig:
 
     ``folders`` are ``(sub-folder of the data root, take every n-th file, file-name
     pattern)``; a file selected twice is read once. ``extra_tags`` add tags to files
-    whose stem matches a pattern (e.g. a dance whose name does not say so).
+    whose stem matches a pattern (e.g. a dance whose name does not say so). With
+    ``estimator`` (a model of :mod:`.imitate`, ``"mediapipe"``) one in ``estimator_every``
+    renders of the ``estimator_splits`` imitates that estimator instead of adding Gaussian
+    noise (frames where the imitated estimator loses the body are unlabelled).
     """
 
     folders: tuple[tuple[str, int, str], ...] = (("lafan1-60fps", 1, "*.bvh"), ("lafan1", 1, "*.bvh"),
@@ -89,6 +92,9 @@ class DataConfig:
     train_azimuths: tuple[float, ...] = TRAIN_AZIMUTHS
     test_azimuths: tuple[float, ...] = TEST_AZIMUTHS
     val_azimuths: tuple[float, ...] = VAL_AZIMUTHS
+    estimator: str = ""
+    estimator_every: int = 2
+    estimator_splits: tuple[str, ...] = ("train",)
 
     def azimuths(self, split: str) -> tuple[float, ...]:
         """The camera azimuths (degrees) of a split."""
@@ -286,6 +292,9 @@ def render_clip(clip: Clip, settings: RenderSettings, rng: np.random.Generator, 
     facts = clip.facts.mirrored() if mirrored else clip.facts
     stream, info = render_keypoints(kp, settings.fps, settings, rng, azimuth)
     stream.labels = label_frames(facts, info.cam_forward, info.cam_right)
+    if settings.estimator:   # no body, no label
+        stream.labels[~stream.present()[:, [KP["left_hip"], KP["right_hip"], KP["left_shoulder"],
+                                            KP["right_shoulder"]]].all(axis=1)] = ""
     stream.meta.update({"clip": clip.name, "mirrored": mirrored})
     return RenderedClip(clip.name + ("~m" if mirrored else ""), clip.split, mirrored, stream, info.cuts, info.azimuth_deg)
 
@@ -300,7 +309,9 @@ def render_clips(clips: list[Clip], config: DataConfig | None = None, splits: tu
         s = replace(base, fps=cfg.fps, azimuths_deg=cfg.azimuths(split))
         passes = cfg.passes(split)
         rng = np.random.default_rng([cfg.seed, {"train": 0, "test": 1, "val": 2}[split]])
-        for c in clips:
+        imitate = bool(cfg.estimator) and cfg.estimator_every > 0 and split in cfg.estimator_splits
+        s_est = replace(s, estimator=cfg.estimator)
+        for ci, c in enumerate(clips):
             if c.split != split:
                 continue
             n = passes
@@ -308,9 +319,10 @@ def render_clips(clips: list[Clip], config: DataConfig | None = None, splits: tu
                 fam = _family_labels(c.facts)
                 if sum(int((fam == f).sum()) for f in RARE) >= c.facts.fps:
                     n = cfg.rare_passes
-            for _ in range(n):
+            for p in range(n):
                 for mirrored in (False, True):
-                    out.append(render_clip(c, s, rng, mirrored))
+                    est = imitate and (ci + p + int(mirrored)) % cfg.estimator_every == 0
+                    out.append(render_clip(c, s_est if est else s, rng, mirrored))
     return out
 
 

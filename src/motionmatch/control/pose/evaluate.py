@@ -33,6 +33,7 @@ from motionmatch.control.pose.dataset import (
     scored_frames,
     steady_segments,
 )
+from motionmatch.control.pose.keypoints import KP
 from motionmatch.control.pose.labels import COMMAND_INDEX, COMMANDS, label_frames
 from motionmatch.control.pose.render import RenderSettings, render_keypoints
 
@@ -134,7 +135,8 @@ class Transition:
 def transition_renders(clips: list[Clip], config: DataConfig | None = None, pairs: int = 60, part_s: float = 2.0,
                        seed: int = 0, settings: RenderSettings | None = None, split: str = "test") -> list[Transition]:
     """``pairs`` two-part performances of different kinds of motion from the ``split``
-    clips, filmed from that split's azimuths."""
+    clips, filmed from that split's azimuths (one in ``estimator_every`` imitating the
+    config's estimator where it imitates one for the split, as :func:`~.dataset.render_clips`)."""
     cfg = config or DataConfig()
     fps = cfg.fps
     segs = steady_segments(clips, min_s=part_s, split=split)
@@ -144,6 +146,7 @@ def transition_renders(clips: list[Clip], config: DataConfig | None = None, pair
     s = replace(settings or RenderSettings(fps=fps), fps=fps, azimuths_deg=az, distance=(4.5, 6.5),
                 max_angle_deg=35.0)
     n = round(part_s * fps)
+    imitate = bool(cfg.estimator) and cfg.estimator_every > 0 and split in cfg.estimator_splits
     out: list[Transition] = []
     tries = 0
     while len(out) < pairs and tries < 20 * pairs and len(kinds) >= 2:
@@ -161,9 +164,13 @@ def transition_renders(clips: list[Clip], config: DataConfig | None = None, pair
             from motionmatch.control.pose.render import mirror_keypoints
 
             kp, facts = mirror_keypoints(kp), facts.mirrored()
-        stream, info = render_keypoints(kp, fps, s, rng)
+        est = imitate and tries % cfg.estimator_every == 0
+        stream, info = render_keypoints(kp, fps, replace(s, estimator=cfg.estimator) if est else s, rng)
         boundary = int(np.flatnonzero(part == 1)[0])
         labels = label_frames(facts, info.cam_forward, info.cam_right)
+        if est:   # no body, no label
+            labels[~stream.present()[:, [KP["left_hip"], KP["right_hip"], KP["left_shoulder"],
+                                         KP["right_shoulder"]]].all(axis=1)] = ""
         stream.labels = labels
         lb = labels[boundary:]
         lb = lb[lb != ""]

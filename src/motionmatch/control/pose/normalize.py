@@ -97,7 +97,9 @@ def raw_torso_scale(p: np.ndarray) -> np.ndarray:
     sh = 0.5 * (p[:, KP["left_shoulder"]] + p[:, KP["right_shoulder"]])
     cands = [np.linalg.norm(sh - hips, axis=1)]
     for left, right, ratio in SEGMENT_RATIOS:
-        seg = np.nanmean(np.stack([_segment(p, *left), _segment(p, *right)]), axis=0) if p.shape[0] else np.zeros(0)
+        pair = np.stack([_segment(p, *left), _segment(p, *right)])
+        n = np.isfinite(pair).sum(axis=0)
+        seg = np.where(n > 0, np.nansum(pair, axis=0) / np.maximum(n, 1), np.nan)   # both missing: NaN, quietly
         cands.append(seg / ratio)
     c = np.stack(cands, axis=1)
     with np.errstate(all="ignore"):

@@ -16,7 +16,8 @@ metres from the performer, ``height`` metres above the ground, looking at them, 
 optical axis) or after ``max_segment_s``, the camera is anchored again in front of them
 (a cut, flagged in :attr:`RenderInfo.cuts`). Images are ``width x height`` pixels with
 ``y`` down; Gaussian noise (``noise_px`` plus ``noise_rel`` of the torso's image length)
-and random keypoint dropouts imitate an estimator.
+and random keypoint dropouts imitate an estimator, or, with ``estimator`` set (``"mediapipe"``),
+the behaviour of a real estimator measured on video of the skinned body (:mod:`.imitate`).
 """
 
 from __future__ import annotations
@@ -188,6 +189,7 @@ class RenderSettings:
     max_distance: float = 9.0
     max_angle_deg: float = 30.0
     max_segment_s: float = 10.0
+    estimator: str = ""
 
     def to_dict(self) -> dict:
         from dataclasses import asdict
@@ -279,6 +281,14 @@ def render_keypoints(kp: np.ndarray, fps: float, settings: RenderSettings | None
         cams.append(cam)
         anchors.append(i)
         i += n
+    if s.estimator:   # a real estimator's measured behaviour instead of Gaussian noise
+        from motionmatch.control.pose.imitate import imitate_estimator, load_estimator_noise, view_azimuth
+
+        view = view_azimuth(kp, facing, cams, anchors)
+        uv, conf = imitate_estimator(uv, view, load_estimator_noise(s.estimator), rng)
+        stream = KeypointStream(np.arange(F) / fps, uv, KEYPOINTS, conf, True, (s.width, s.height_px), labels,
+                                {"source": "virtual-camera", "fps": fps, "estimator": s.estimator})
+        return stream, RenderInfo(cuts, cf, cr, az, cams, anchors)
     # estimator noise: absolute pixels plus a fraction of the torso's image length
     torso = np.linalg.norm(0.5 * (uv[:, KP["left_shoulder"]] + uv[:, KP["right_shoulder"]])
                            - 0.5 * (uv[:, KP["left_hip"]] + uv[:, KP["right_hip"]]), axis=1)
