@@ -21,20 +21,7 @@ import numpy as np
 from _common import data_root
 from motionmatch.anim import load_bvh
 from motionmatch.anim.mannequin import _cached, bind_pose, bone_distances, mannequin, sliding_joints
-
-TAKES = [
-    "lafan1-60fps/walk1_subject1_walk2.bvh",
-    "lafan1/walk1_subject1_stop.bvh",
-    "bandai-namco/dataset-1/dataset-1_walk-left_tired_001.bvh",
-    "bandai-namco/dataset-2/dataset-2_run_active_001.bvh",
-    "quadruped-dog/D1_025_KAN01_001.bvh",
-    "genmm-examples/Crabnew_Crab-dance-long.bvh",
-    "genmm-examples/Elephant_idle1.bvh",
-    "genmm-examples/Joe_Baseball-Milling-Idle-edited-keyframes.bvh",
-    "genmm-examples/Joe_Salsa-Dancing-6.bvh",
-    "genmm-examples/Malcolm_Gangnam-Style.bvh",
-    "genmm-examples/Xia_normal.bvh",
-]
+from motionmatch.datasets import SKELETON_SAMPLES as TAKES
 
 
 def main() -> None:

@@ -9,23 +9,9 @@ import pytest
 
 from motionmatch.anim import kinematics, load_bvh, quat
 from motionmatch.anim.mannequin import _cached, body_joints, mannequin, mannequin_for
+from motionmatch.datasets import SKELETON_SAMPLES as TAKES
 
 pytestmark = pytest.mark.data
-
-#: One take per skeleton in the data folder.
-TAKES = [
-    "lafan1-60fps/walk1_subject1_walk2.bvh",
-    "lafan1/walk1_subject1_stop.bvh",
-    "bandai-namco/dataset-1/dataset-1_walk-left_tired_001.bvh",
-    "bandai-namco/dataset-2/dataset-2_run_active_001.bvh",
-    "quadruped-dog/D1_025_KAN01_001.bvh",
-    "genmm-examples/Crabnew_Crab-dance-long.bvh",
-    "genmm-examples/Elephant_idle1.bvh",
-    "genmm-examples/Joe_Baseball-Milling-Idle-edited-keyframes.bvh",
-    "genmm-examples/Joe_Salsa-Dancing-6.bvh",
-    "genmm-examples/Malcolm_Gangnam-Style.bvh",
-    "genmm-examples/Xia_normal.bvh",
-]
 
 
 def winding_numbers(points: np.ndarray, vertices: np.ndarray, triangles: np.ndarray, chunk: int = 4) -> np.ndarray:

@@ -12,7 +12,7 @@ Every dataset here is licensed for non-commercial research only; see each entry'
 ``licence`` and ``attribution`` (``motionmatch datasets list``).
 """
 
-from motionmatch.datasets.catalogue import ARCHIVE_FORMATS, Dataset, get_dataset, list_datasets
+from motionmatch.datasets.catalogue import ARCHIVE_FORMATS, SKELETON_SAMPLES, Dataset, get_dataset, list_datasets
 from motionmatch.datasets.download import (
     ENV_CACHE,
     ENV_DATA,
@@ -41,6 +41,7 @@ __all__ = [
     "ARCHIVE_FORMATS",
     "ENV_CACHE",
     "ENV_DATA",
+    "SKELETON_SAMPLES",
     "TAG_SYNONYMS",
     "TAG_VOCABULARY",
     "Dataset",

@@ -305,3 +305,21 @@ def get_dataset(name: str | Dataset) -> Dataset:
     except KeyError:
         known = ", ".join(_CATALOGUE)
         raise DatasetError(f"unknown dataset {name!r}; known datasets: {known}") from None
+
+
+#: One take per skeleton of the shared data folder (paths relative to the data root):
+#: LAFAN1 (60 and 30 fps), both Bandai-Namco sets, the dog and the GenMM examples' six
+#: rigs. Tests and benchmarks that must cover every skeleton use these.
+SKELETON_SAMPLES: tuple[str, ...] = (
+    "lafan1-60fps/walk1_subject1_walk2.bvh",
+    "lafan1/walk1_subject1_stop.bvh",
+    "bandai-namco/dataset-1/dataset-1_walk-left_tired_001.bvh",
+    "bandai-namco/dataset-2/dataset-2_run_active_001.bvh",
+    "quadruped-dog/D1_025_KAN01_001.bvh",
+    "genmm-examples/Crabnew_Crab-dance-long.bvh",
+    "genmm-examples/Elephant_idle1.bvh",
+    "genmm-examples/Joe_Baseball-Milling-Idle-edited-keyframes.bvh",
+    "genmm-examples/Joe_Salsa-Dancing-6.bvh",
+    "genmm-examples/Malcolm_Gangnam-Style.bvh",
+    "genmm-examples/Xia_normal.bvh",
+)

@@ -745,14 +745,13 @@ class Controller:
             slack = dt * self.db.fps + 1.0  # a step may overshoot the clip's ends before it turns
             fp = self.frame_pos
             in_clip = idle.start - slack <= fp <= idle.stop - 1 + slack
-            if not in_clip and self._idle_evading:
-                pass  # stepping aside: the evasion plays on
-            elif force or not in_clip:
+            # (off the clip while stepping aside, the evasion plays on)
+            if force or not (in_clip or self._idle_evading):
                 searched = True
                 transitioned = self._search(Intent.idle(), self._idle_tags, None, force=True)
-            elif self.play_rate > 0 and fp >= idle.stop - 1:
+            elif in_clip and self.play_rate > 0 and fp >= idle.stop - 1:
                 self.play_rate = -1.0
-            elif self.play_rate < 0 and fp <= idle.start:
+            elif in_clip and self.play_rate < 0 and fp <= idle.start:
                 self.play_rate = 1.0
         else:
             # tolerance: six steps of 1/60 s sum to 0.09999... < 0.1, which would search every 7th frame
