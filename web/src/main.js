@@ -599,7 +599,8 @@ conn.on('debug', (m) => { if (!debugBox.checked) return; state.debug = m; view.s
 conn.on('stats', (m) => {
   state.stats = m;
   const lod = m.agent_hz && m.agent_hz < 60 ? ` (others at ${m.agent_hz} Hz)` : '';
-  $('stats').textContent = `${m.tick_hz.toFixed(0)} Hz · step ${m.step_ms_mean.toFixed(2)} ms · ${(m.bytes_per_s / 1024).toFixed(1)} KB/s · ${m.characters} char.${lod}`;
+  $('stats').textContent = `${m.tick_hz.toFixed(0)} Hz · step ${m.step_ms_mean.toFixed(2)} ms · ${(m.bytes_per_s / 1024).toFixed(1)} KB/s · ${m.characters} char.${lod}`
+    + (view.quality ? ` · drawn with ${view.quality} (slow frames)` : '');
 });
 conn.on('time', (m) => { Object.assign(state, { paused: m.paused, history: m.history, back: m.back, tick: m.tick, time: m.time }); renderTime(); });
 conn.on('files', (m) => {
@@ -678,11 +679,28 @@ function sendView(now) {
 }
 
 let lastRender = -1e9;
+// Frames that come too slowly (under about 20 a second, the median of the last 20) make the
+// view draw cheaper (View.drawCheaper), a step at a time, at most one step a second. Only
+// frames drawn back to back count (not those the camera paces, nor a hidden tab's gaps).
+const frameGaps = [];
+let cheaperAt = 0;
+function adaptQuality(now, gap) {
+  if (gap > 1000) { frameGaps.length = 0; return; }
+  frameGaps.push(gap);
+  if (frameGaps.length > 20) frameGaps.shift();
+  if (frameGaps.length < 20 || now - cheaperAt < 1000) return;
+  const median = [...frameGaps].sort((a, b) => a - b)[10];
+  if (median <= 50) return;
+  cheaperAt = now;
+  frameGaps.length = 0;
+  view.drawCheaper();
+}
 // With a software renderer (no GPU: SwiftShader) the 3D view takes the CPU that the camera's
 // pose estimator needs: while the camera starts or runs, the view is drawn once per estimated
 // camera frame (the character moves with them), and at least 4 times a second.
 function loop(now) {
   if (!(view.software && camera.active) || camera.takeNewFrame() || now - lastRender > 250) {
+    if (!camera.active) adaptQuality(now, now - lastRender);
     lastRender = now;
     view.render();
   }

@@ -136,6 +136,8 @@ export class View {
     this.controls.maxDistance = 80;
     this.controls.update();
     this.follow = true;
+    /** What ``drawCheaper`` gave up so far (null: full quality). */
+    this.quality = null;
 
     this.scene.add(new THREE.HemisphereLight(0xdfe8ff, 0x4a4038, 1.5));
     // the sun casts the characters' shadows on the ground; its shadow box follows the camera target
@@ -217,6 +219,28 @@ export class View {
     this.lastRender = performance.now();
     this.resize();
     window.addEventListener('resize', () => this.resize());
+  }
+
+  /**
+   * Draw cheaper when frames come too slowly (a software rasteriser, a weak GPU): the first
+   * step turns the sun's shadows off (half the cost on SwiftShader), each next one lowers
+   * the drawing resolution (down to half the canvas's pixels per side, scaled up to fill
+   * it). Returns what changed (a few words for the page's stats line), or null at the floor.
+   */
+  drawCheaper() {
+    if (this.renderer.shadowMap.enabled) {
+      this.renderer.shadowMap.enabled = false;
+      this.sun.castShadow = false;
+      this.shadowLayer.visible = false;
+      this.quality = 'no shadows';
+      return this.quality;
+    }
+    const ratio = this.renderer.getPixelRatio();
+    if (ratio <= 0.5 + 1e-6) return null;
+    this.renderer.setPixelRatio(Math.max(0.5, Math.round((ratio - 0.25) * 100) / 100));
+    this.resize();
+    this.quality = `no shadows, ${Math.round(this.renderer.getPixelRatio() * 100)}% resolution`;
+    return this.quality;
   }
 
   resize() {
