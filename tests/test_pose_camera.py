@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import collections
 import math
+import os
 import tempfile
 import time
 from pathlib import Path
@@ -251,8 +252,16 @@ def test_the_page_camera_drives_the_character_with_nothing_from_outside(tmp_path
     tmp = tmp_path_factory.mktemp("camera")
     video, stand_s, walk_s, run_s = camera_video(tmp / "performance.y4m")
     clock["video"] = time.monotonic()
-    _, clf = d.default_classifiers(data_root(), d.QUICK, cache_dir=request.config.cache.mkdir("motionmatch-pose-quick"))
-    plugin.set_classifier(clf, "quick default classifier (test)")
+    # the default classifier where this machine has it (`motionmatch pose eval` caches it;
+    # MOTIONMATCH_TRAIN_TESTS=1 trains it here, about 4 min), else the quick one of the tests
+    pair = d.cached_classifiers(data_root())
+    if pair is None and os.environ.get("MOTIONMATCH_TRAIN_TESTS") == "1":
+        pair = d.default_classifiers(data_root(), progress=True)
+    quick = pair is None
+    if quick:
+        pair = d.default_classifiers(data_root(), d.QUICK, cache_dir=request.config.cache.mkdir("motionmatch-pose-quick"))
+    clf = pair[1]
+    plugin.set_classifier(clf, "quick default classifier (test)" if quick else "default classifier")
     clock["classifier"] = time.monotonic()
     srv = start_server(small_database(tmp_path_factory.getbasetemp()), {"data": data_root()}, static_dir=static)
     clock["server"] = time.monotonic()
@@ -339,17 +348,22 @@ def test_the_page_camera_drives_the_character_with_nothing_from_outside(tmp_path
           f"capture ({stats.get('clock')}) -> keypoints sent median {page_med:.0f} ms p95 {page_p95:.0f} ms, "
           f"server arrival->intent median {running[-1][1]['intent_ms']} ms p95 {running[-1][1]['intent_ms_p95']} ms; "
           f"character moved {moved:.1f} m")
-    # walk, then run: the classifier's part (issue 18's domain check). On this video the
-    # estimator's keypoints are classified as a mix of walk, dance, creep and stand
-    # (MediaPipe's Python package with the same models, every frame: the same mix), so this
-    # is reported, not asserted, until the classifier is trained for estimator keypoints.
+    # walk, then run: the classifier's part (issue 18's domain check). The default classifier
+    # (full rendered data) tells them apart on the estimator's keypoints (MediaPipe's Python
+    # package on the same video, every frame: walk 32 of 37 frames, run 30 of 44); the quick
+    # one of the tests reads the estimator's damped run (the limbs keep about half their
+    # swing) as a dance, so with it this is reported, not asserted.
     family = [(vt, (c or "-").split("_")[0]) for vt, c in commands]
     walk = collections.Counter(c for vt, c in family if stand_s + 1.5 <= vt < stand_s + walk_s).most_common(1)
     run = collections.Counter(c for vt, c in family if stand_s + walk_s + 1.5 <= vt).most_common(1)
     if not (walk and walk[0][0] == "walk" and run and run[0][0] == "run" and moved > 2.0):
         seen = [f"{vt:.1f}:{c}" for i, (vt, c) in enumerate(commands) if i == 0 or c != commands[i - 1][1]]
-        pytest.xfail(f"the classifier does not yet tell walk from run on the page estimator's keypoints "
-                     f"(walk part: {walk}, run part: {run}, moved {moved:.1f} m; stream s:command {' '.join(seen)})")
+        said = (f"walk part: {walk}, run part: {run}, moved {moved:.1f} m; stream s:command {' '.join(seen)}")
+        if quick:
+            pytest.xfail(f"the quick classifier of the tests does not tell walk from run on the page estimator's "
+                         f"keypoints ({said}); the default classifier, where cached, is asserted to")
+        raise AssertionError(f"the default classifier does not tell walk from run on the page estimator's keypoints "
+                             f"({said})")
 
 
 def test_the_viewer_webcam_source_calibrates_first_then_corrects_frames():

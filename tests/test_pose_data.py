@@ -19,9 +19,11 @@ from motionmatch.control.pose.labels import (
     motion_facts,
 )
 from motionmatch.control.pose.render import (
+    LIMBS,
     Camera,
     RenderSettings,
     body_facing,
+    damp_limbs,
     joint_map,
     mirror_keypoints,
     render_keypoints,
@@ -144,3 +146,30 @@ def test_still_parts_of_a_tagged_take_are_not_its_action(data_dir):
     lead = Counter(lab[30:210].tolist())
     assert lead["stand_still"] > 150 and lead["dance"] == 0, lead
     assert Counter(lab[600:1500].tolist())["dance"] > 850
+
+
+def test_damp_limbs_scales_only_the_limbs_fast_motion():
+    """Known answers: a wrist swinging at 2 Hz around a fixed offset from moving hips keeps
+    its offset and the hips' path, and loses (gain 0) or keeps (gain 1) its swing; the
+    torso and head never change; each camera segment draws its own gain."""
+    F, fps = 120, 30.0
+    t = np.arange(F) / fps
+    uv = np.zeros((F, len(KP), 2))
+    uv[:, :, 0] = 100.0 + 20.0 * t[:, None]                      # everything walks right
+    uv[:, KP["left_wrist"], 1] = 50.0 + 10.0 * np.sin(2 * np.pi * 2.0 * t)   # a 2 Hz swing
+    uv[:, KP["nose"], 1] = 5.0 * np.sin(2 * np.pi * 2.0 * t)
+    rng = np.random.default_rng(0)
+    same = damp_limbs(uv, fps, [0], (1.0, 1.0), rng)
+    assert np.allclose(same, uv)
+    flat = damp_limbs(uv, fps, [0], (0.0, 0.0), rng)
+    limb = [KP[n] for pair in LIMBS for n in pair]
+    other = [k for k in range(len(KP)) if k not in limb]
+    assert np.array_equal(flat[:, other], uv[:, other])             # torso, hips and head untouched
+    w = flat[10:-10, KP["left_wrist"], 1]
+    assert abs(w.mean() - 50.0) < 0.5 and w.std() < 0.25 * (uv[10:-10, KP["left_wrist"], 1]).std()
+    assert np.allclose(flat[:, KP["left_wrist"], 0], uv[:, KP["left_wrist"], 0])   # the walk is slow motion
+    # two segments, gains drawn from [0.2, 0.9]: the swing's amplitude differs between them
+    two = damp_limbs(uv, fps, [0, 60], (0.2, 0.9), np.random.default_rng(1))
+    amp = [np.ptp(two[a + 10:a + 50, KP["left_wrist"], 1]) / np.ptp(uv[a + 10:a + 50, KP["left_wrist"], 1])
+           for a in (0, 60)]
+    assert all(0.1 < a < 1.0 for a in amp) and abs(amp[0] - amp[1]) > 0.02, amp

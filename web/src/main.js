@@ -682,9 +682,12 @@ let lastRender = -1e9;
 // Frames that come too slowly (under about 20 a second, the median of the last 20) make the
 // view draw cheaper (View.drawCheaper), a step at a time, at most one step a second. Only
 // frames drawn back to back count (not those the camera paces, nor a hidden tab's gaps).
+// "?quality=full" in the page's address keeps the full drawing (benchmarks compare drawings).
 const frameGaps = [];
 let cheaperAt = 0;
+const fullQuality = new URLSearchParams(window.location.search).get('quality') === 'full';
 function adaptQuality(now, gap) {
+  if (fullQuality) return;
   if (gap > 1000) { frameGaps.length = 0; return; }
   frameGaps.push(gap);
   if (frameGaps.length > 20) frameGaps.shift();

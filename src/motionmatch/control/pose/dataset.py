@@ -70,7 +70,10 @@ class DataConfig:
     whose stem matches a pattern (e.g. a dance whose name does not say so). With
     ``estimator`` (a model of :mod:`.imitate`, ``"mediapipe"``) one in ``estimator_every``
     renders of the ``estimator_splits`` imitates that estimator instead of adding Gaussian
-    noise (frames where the imitated estimator loses the body are unlabelled).
+    noise (frames where the imitated estimator loses the body are unlabelled). With
+    ``limb_gain`` (a range, not ``(1, 1)``) one in ``limb_gain_every`` training renders
+    has each limb's swing scaled by a gain drawn from it
+    (:func:`~motionmatch.control.pose.render.damp_limbs`: what a video estimator does).
     """
 
     folders: tuple[tuple[str, int, str], ...] = (("lafan1-60fps", 1, "*.bvh"), ("lafan1", 1, "*.bvh"),
@@ -94,6 +97,8 @@ class DataConfig:
     val_azimuths: tuple[float, ...] = VAL_AZIMUTHS
     estimator: str = ""
     estimator_every: int = 2
+    limb_gain: tuple[float, float] = (1.0, 1.0)
+    limb_gain_every: int = 2
     estimator_splits: tuple[str, ...] = ("train",)
 
     def azimuths(self, split: str) -> tuple[float, ...]:
@@ -310,7 +315,8 @@ def render_clips(clips: list[Clip], config: DataConfig | None = None, splits: tu
         passes = cfg.passes(split)
         rng = np.random.default_rng([cfg.seed, {"train": 0, "test": 1, "val": 2}[split]])
         imitate = bool(cfg.estimator) and cfg.estimator_every > 0 and split in cfg.estimator_splits
-        s_est = replace(s, estimator=cfg.estimator)
+        damp = split == "train" and tuple(cfg.limb_gain) != (1.0, 1.0) and cfg.limb_gain_every > 0
+        s_damped = replace(s, limb_gain=tuple(cfg.limb_gain))
         for ci, c in enumerate(clips):
             if c.split != split:
                 continue
@@ -322,7 +328,9 @@ def render_clips(clips: list[Clip], config: DataConfig | None = None, splits: tu
             for p in range(n):
                 for mirrored in (False, True):
                     est = imitate and (ci + p + int(mirrored)) % cfg.estimator_every == 0
-                    out.append(render_clip(c, s_est if est else s, rng, mirrored))
+                    damped = damp and (ci + p + int(mirrored)) % cfg.limb_gain_every == 0
+                    r = s_damped if damped else s
+                    out.append(render_clip(c, replace(r, estimator=cfg.estimator) if est else r, rng, mirrored))
     return out
 
 

@@ -22,6 +22,7 @@ the behaviour of a real estimator measured on video of the skinned body (:mod:`.
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -190,6 +191,7 @@ class RenderSettings:
     max_angle_deg: float = 30.0
     max_segment_s: float = 10.0
     estimator: str = ""
+    limb_gain: tuple[float, float] = (1.0, 1.0)
 
     def to_dict(self) -> dict:
         from dataclasses import asdict
@@ -233,6 +235,41 @@ def _anchor(kp: np.ndarray, facing: np.ndarray, i: int, azimuth: float, s: Rende
     target = ground + np.array([0.0, s.target_height, 0.0])
     return Camera.look_at(pos, target, focal=s.focal, width=s.width, height=s.height_px,
                           orthographic=s.orthographic, ortho_depth=dist)
+
+
+#: the keypoints of each limb whose fast motion :func:`damp_limbs` scales together
+LIMBS = (("left_elbow", "left_wrist"), ("right_elbow", "right_wrist"), ("left_knee", "left_ankle"),
+         ("right_knee", "right_ankle"))
+#: seconds: a limb's motion about its moving average over this long (a stride) is scaled
+DAMP_WINDOW_S = 1.0
+
+
+def damp_limbs(uv: np.ndarray, fps: float, anchors: list[int], gain: tuple[float, float],
+               rng: np.random.Generator) -> np.ndarray:
+    """Rendered keypoints ``uv [F, K, 2]`` (pixels) with each limb's fast motion scaled,
+    as a video pose estimator does: measured against the rendered keypoints of the same
+    frames, MediaPipe keeps only about half of the wrists' and ankles' swing about their
+    mean (relative to the hips) on 15 fps video of a run (benchmarks/README.md, "limb
+    damping"), and a classifier trained on full swings reads the damped run as a dance.
+    Each limb of :data:`LIMBS` gets its own gain, drawn uniformly from ``gain`` for every
+    camera segment (``anchors``: their first frames): the part of its motion (relative to
+    the hips' midpoint) that a moving average over :data:`DAMP_WINDOW_S` does not follow
+    is multiplied by it."""
+    from scipy.ndimage import uniform_filter1d
+
+    F = uv.shape[0]
+    out = uv.copy()
+    hips = 0.5 * (uv[:, KP["left_hip"]] + uv[:, KP["right_hip"]])
+    win = max(2, round(DAMP_WINDOW_S * fps))
+    bounds = [*anchors, F]
+    for a, b in itertools.pairwise(bounds):
+        for limb in LIMBS:
+            g = rng.uniform(*gain)
+            idx = [KP[n] for n in limb]
+            rel = uv[a:b, idx] - hips[a:b, None]
+            slow = uniform_filter1d(rel, win, axis=0, mode="nearest")
+            out[a:b, idx] = hips[a:b, None] + slow + g * (rel - slow)
+    return out
 
 
 def render_keypoints(kp: np.ndarray, fps: float, settings: RenderSettings | None = None,
@@ -281,6 +318,8 @@ def render_keypoints(kp: np.ndarray, fps: float, settings: RenderSettings | None
         cams.append(cam)
         anchors.append(i)
         i += n
+    if s.limb_gain != (1.0, 1.0):
+        uv = damp_limbs(uv, fps, anchors, s.limb_gain, rng)
     if s.estimator:   # a real estimator's measured behaviour instead of Gaussian noise
         from motionmatch.control.pose.imitate import imitate_estimator, load_estimator_noise, view_azimuth
 
