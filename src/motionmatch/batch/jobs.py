@@ -303,28 +303,33 @@ def run_cells(
 
 def _collect(ray, pending: dict, outcomes: dict, journal: Path, folder: Path, save: Callable,
              progress: Callable | None, status: Callable[[], JobStatus]) -> None:
-    """Wait for the tasks in ``pending`` one by one: save each finished cell's outputs,
-    note it in the journal, report progress; an exception (from ``progress``, or an
-    interrupt) cancels what is still running."""
+    """Wait for the tasks in ``pending``: save each finished cell's outputs, note it in the
+    journal, report progress; an exception (from ``progress``, or an interrupt) cancels
+    what is still running. Every wait takes all the tasks finished by then (one wait per
+    finished task would cost the driver, on the cores the workers need, a pass over every
+    pending task each time: quadratic in the cells)."""
     try:
         with open(journal, "a", encoding="utf-8") as jf:
             while pending:
                 ready, _ = ray.wait(list(pending), num_returns=1)
-                cell, started = pending.pop(ready[0])
-                try:
-                    value = ray.get(ready[0])
-                    save(cell, value)
-                    out = CellOutcome(cell.key, "done", cell.input_hash, seconds=time.perf_counter() - started,
-                                      outputs={rel: sha256_file(folder / rel) for rel in cell.outputs}, value=value)
-                except (ray.exceptions.RayError, Exception) as e:
-                    out = CellOutcome(cell.key, "failed", cell.input_hash, error=_error_line(ray, e))
-                outcomes[cell.key] = out
-                entry = {"key": out.key, "status": out.status, "input_hash": out.input_hash,
-                         "seconds": round(out.seconds, 4), "error": out.error, "outputs": out.outputs}
-                jf.write(json.dumps(entry) + "\n")
-                jf.flush()
-                if progress:
-                    progress(status())
+                more, _ = ray.wait([r for r in pending if r is not ready[0]], num_returns=len(pending) - 1, timeout=0)
+                for ref in [*ready, *more]:
+                    cell, started = pending.pop(ref)
+                    try:
+                        value = ray.get(ref)
+                        save(cell, value)
+                        out = CellOutcome(cell.key, "done", cell.input_hash, seconds=time.perf_counter() - started,
+                                          outputs={rel: sha256_file(folder / rel) for rel in cell.outputs},
+                                          value=value)
+                    except (ray.exceptions.RayError, Exception) as e:
+                        out = CellOutcome(cell.key, "failed", cell.input_hash, error=_error_line(ray, e))
+                    outcomes[cell.key] = out
+                    entry = {"key": out.key, "status": out.status, "input_hash": out.input_hash,
+                             "seconds": round(out.seconds, 4), "error": out.error, "outputs": out.outputs}
+                    jf.write(json.dumps(entry) + "\n")
+                    jf.flush()
+                    if progress:
+                        progress(status())
     except BaseException:
         for ref in pending:
             try:
