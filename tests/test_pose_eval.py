@@ -225,3 +225,19 @@ def test_training_renders_can_imitate_the_estimator_and_test_renders_never_do(da
     assert any((~r.stream.present()[:, [3, 4, 5, 6]]).any() for r in imitated)  # limbs go missing side on
     clean = [r for r in train if not r.stream.meta.get("estimator")]
     assert all(r.stream.present().all() for r in clean)
+
+
+def test_training_is_locked_per_configuration(tmp_path):
+    """While one process trains a configuration (holds its lock), another cannot take the
+    lock and waits; released, it can (then it reads the first one's cache)."""
+    import fcntl
+
+    from motionmatch.control.pose.default import _training_lock
+
+    target = tmp_path / "cache" / "improved-abc.npz"
+    with _training_lock(target):
+        with open(target.with_name(target.name + ".lock"), "a") as other:
+            with pytest.raises(BlockingIOError):
+                fcntl.flock(other.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+    with open(target.with_name(target.name + ".lock"), "a") as other:
+        fcntl.flock(other.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)

@@ -13,6 +13,7 @@ files, the configuration and the package version, so it is built once, on first 
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import time
@@ -247,10 +248,34 @@ def default_classifiers(root: str | Path | None = None, config: TrainConfig | No
         pair = cached_classifiers(r, cfg, cache_dir)
         if pair is not None:
             return pair
-    data = data if data is not None and data.config == cfg else prepare(r, cfg, progress)
-    knn, imp = train(data)
-    cache_classifiers(knn, imp, r, cfg, cache_dir)
+    # one process trains a configuration at a time; the others wait, then read its cache
+    with _training_lock(_cache_paths(r, cfg, cache_dir)[1]):
+        if not retrain:
+            pair = cached_classifiers(r, cfg, cache_dir)
+            if pair is not None:
+                return pair
+        data = data if data is not None and data.config == cfg else prepare(r, cfg, progress)
+        knn, imp = train(data)
+        cache_classifiers(knn, imp, r, cfg, cache_dir)
     return knn, imp
+
+
+@contextlib.contextmanager
+def _training_lock(path: Path):
+    """Hold an exclusive lock on ``path`` + ``.lock`` (POSIX ``flock``: released when the
+    process ends, however it ends); where the platform has no ``flock``, no lock."""
+    try:
+        import fcntl
+    except ImportError:  # (Windows)
+        yield
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path.with_name(path.name + ".lock"), "a") as f:
+        fcntl.flock(f.fileno(), fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f.fileno(), fcntl.LOCK_UN)
 
 
 def cache_classifiers(knn: KNNPoseClassifier, improved: MLPPoseClassifier, root: str | Path | None = None,
