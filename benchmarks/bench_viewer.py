@@ -213,6 +213,20 @@ _FPS_JS = """(ms) => new Promise((done) => {
 })"""
 
 
+def _open_crowd(page, url: str, n: int) -> None:
+    """Load the page at ``url`` with ``n`` characters (the selected one and a group) drawn as
+    bodies, seen all at once by a fixed camera."""
+    page.goto(url)
+    page.wait_for_function("() => window.__mm && window.__mm.state.frame", timeout=60000)
+    if n > 1:
+        page.evaluate("(k) => window.__mm.conn.send('spawn_group', {count: k, center: [0, 5], spacing: 1.3,"
+                      " target: [0, 6], speed: 1.2})", n - 1)
+    page.wait_for_function("(k) => window.__mm.state.frame.characters.length === k", arg=n, timeout=60000)
+    page.wait_for_function("(k) => window.__mm.bodiesDrawn() === k", arg=n, timeout=120000)
+    page.evaluate("""() => { const v = window.__mm.view; v.follow = false;
+        v.controls.target.set(0, 0.8, 5); v.camera.position.set(0, 11, -10); v.controls.update(); }""")
+
+
 def page_frame_rate(viewer, counts: list[int], seconds: float, repeats: int = 3) -> dict:
     """The page's frame rate (frames/s) with bodies and with stick figures for each count
     of characters, paused and running (see the module doc): the median of ``repeats``
@@ -238,16 +252,7 @@ def page_frame_rate(viewer, counts: list[int], seconds: float, repeats: int = 3)
                                         args=[*CHROMIUM_ARGS, "--disable-frame-rate-limit", "--disable-gpu-vsync"])
             for n in counts:
                 page = browser.new_page(viewport={"width": 1280, "height": 760})
-                page.goto(srv.url + "?quality=full")  # both drawings at full quality (no drawing cheaper)
-                page.wait_for_function("() => window.__mm && window.__mm.state.frame", timeout=60000)
-                if n > 1:
-                    page.evaluate("(k) => window.__mm.conn.send('spawn_group', {count: k, center: [0, 5], spacing: 1.3,"
-                                  " target: [0, 6], speed: 1.2})", n - 1)
-                page.wait_for_function("(k) => window.__mm.state.frame.characters.length === k", arg=n, timeout=60000)
-                page.wait_for_function("(k) => window.__mm.bodiesDrawn() === k", arg=n, timeout=120000)
-                # a camera that sees them all, fixed
-                page.evaluate("""() => { const v = window.__mm.view; v.follow = false;
-                    v.controls.target.set(0, 0.8, 5); v.camera.position.set(0, 11, -10); v.controls.update(); }""")
+                _open_crowd(page, srv.url + "?quality=full", n)  # both drawings at full quality (no drawing cheaper)
                 time.sleep(1.0)
                 row = {}
                 for state in ("paused", "running"):
@@ -263,14 +268,7 @@ def page_frame_rate(viewer, counts: list[int], seconds: float, repeats: int = 3)
                         row[f"{state}_{mode}_fps"] = round(float(np.median(v)), 1)
                     row[f"{state}_ratio"] = round(row[f"{state}_body_fps"] / max(row[f"{state}_stick_fps"], 1e-9), 2)
                 # what a user gets: the page drawing cheaper while its frames come slowly
-                page.goto(srv.url)
-                page.wait_for_function("() => window.__mm && window.__mm.state.frame", timeout=60000)
-                if n > 1:  # (a new page is a new session)
-                    page.evaluate("(k) => window.__mm.conn.send('spawn_group', {count: k, center: [0, 5], spacing: 1.3,"
-                                  " target: [0, 6], speed: 1.2})", n - 1)
-                page.wait_for_function("(k) => window.__mm.bodiesDrawn() === k", arg=n, timeout=120000)
-                page.evaluate("() => { const v = window.__mm.view; v.follow = false; "
-                              "v.controls.target.set(0, 0.8, 5); v.camera.position.set(0, 11, -10); v.controls.update(); }")
+                _open_crowd(page, srv.url, n)  # (a new page is a new session)
                 page.evaluate("(p) => window.__mm.conn.send('pause', {paused: p})", False)
                 time.sleep(8.0)
                 row["adaptive_fps"] = round(float(np.median([page.evaluate(_FPS_JS, int(seconds * 1000))

@@ -683,11 +683,12 @@ let lastRender = -1e9;
 // view draw cheaper (View.drawCheaper), a step at a time, at most one step a second. Only
 // frames drawn back to back count (not those the camera paces, nor a hidden tab's gaps).
 // "?quality=full" in the page's address keeps the full drawing (benchmarks compare drawings).
+// (``atFloor``: nothing is measured, with ?quality=full or once the cheapest drawing is reached)
 const frameGaps = [];
 let cheaperAt = 0;
-const fullQuality = new URLSearchParams(window.location.search).get('quality') === 'full';
+let atFloor = new URLSearchParams(window.location.search).get('quality') === 'full';
 function adaptQuality(now, gap) {
-  if (fullQuality) return;
+  if (atFloor) return;
   if (gap > 1000) { frameGaps.length = 0; return; }
   frameGaps.push(gap);
   if (frameGaps.length > 20) frameGaps.shift();
@@ -696,7 +697,7 @@ function adaptQuality(now, gap) {
   if (median <= 50) return;
   cheaperAt = now;
   frameGaps.length = 0;
-  view.drawCheaper();
+  atFloor = view.drawCheaper() === null;  // (nothing left to give up: stop measuring)
 }
 // With a software renderer (no GPU: SwiftShader) the 3D view takes the CPU that the camera's
 // pose estimator needs: while the camera starts or runs, the view is drawn once per estimated

@@ -311,9 +311,9 @@ def _collect(ray, pending: dict, outcomes: dict, journal: Path, folder: Path, sa
     try:
         with open(journal, "a", encoding="utf-8") as jf:
             while pending:
-                ready, _ = ray.wait(list(pending), num_returns=1)
-                more, _ = ray.wait([r for r in pending if r is not ready[0]], num_returns=len(pending) - 1, timeout=0)
-                for ref in [*ready, *more]:
+                ray.wait(list(pending), num_returns=1)  # (blocks until one is done)
+                ready, _ = ray.wait(list(pending), num_returns=len(pending), timeout=0)
+                for ref in ready:
                     cell, started = pending.pop(ref)
                     try:
                         value = ray.get(ref)

@@ -316,7 +316,10 @@ def render_clips(clips: list[Clip], config: DataConfig | None = None, splits: tu
         rng = np.random.default_rng([cfg.seed, {"train": 0, "test": 1, "val": 2}[split]])
         imitate = bool(cfg.estimator) and cfg.estimator_every > 0 and split in cfg.estimator_splits
         damp = split == "train" and tuple(cfg.limb_gain) != (1.0, 1.0) and cfg.limb_gain_every > 0
-        s_damped = replace(s, limb_gain=tuple(cfg.limb_gain))
+        # the settings of a render: (damped, imitating the estimator) -> RenderSettings
+        variant = {(dm, e): replace(s, limb_gain=tuple(cfg.limb_gain) if dm else s.limb_gain,
+                                    estimator=cfg.estimator if e else s.estimator)
+                   for dm in (False, True) for e in (False, True)}
         for ci, c in enumerate(clips):
             if c.split != split:
                 continue
@@ -329,8 +332,7 @@ def render_clips(clips: list[Clip], config: DataConfig | None = None, splits: tu
                 for mirrored in (False, True):
                     est = imitate and (ci + p + int(mirrored)) % cfg.estimator_every == 0
                     damped = damp and (ci + p + int(mirrored)) % cfg.limb_gain_every == 0
-                    r = s_damped if damped else s
-                    out.append(render_clip(c, replace(r, estimator=cfg.estimator) if est else r, rng, mirrored))
+                    out.append(render_clip(c, variant[damped, est], rng, mirrored))
     return out
 
 
