@@ -132,3 +132,58 @@ def test_without_ray_the_error_names_the_extra(monkeypatch, capsys, tmp_path):
     assert main(["batch", "genmm", str(tmp_path / "x.bvh"), "-o", str(tmp_path / "out")]) == 1
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "pip install 'motionmatch[ray]'" in err
+
+
+def test_cells_run_in_groups_fail_alone_and_keep_their_digests(tmp_path, embedded_ray):
+    from motionmatch.batch.jobs import Cell, _groups, run_cells, sha256_file
+
+    def square(x):  # a local function: Ray pickles it by value
+        if x == 4:
+            raise ValueError("four is refused")
+        return x * x
+
+    def save(cell, value):
+        (tmp_path / cell.outputs[0]).write_text(str(value))  # no digest returned: the files are hashed
+
+    cells = [Cell(key=f"c{i}", input_hash=str(i), outputs=(f"c{i}.txt",), args=(i,), cost=i) for i in range(7)]
+    assert [[c.key for c in g] for g in _groups(cells, 3)] == [["c6", "c5", "c4"], ["c3", "c2", "c1"], ["c0"]]
+    result = run_cells("squares", tmp_path, tmp_path / "m.json", cells, square, save, cells_per_task=3)
+    assert [c.status for c in result.cells] == ["done"] * 4 + ["failed"] + ["done"] * 2
+    assert result.cells[4].error == "ValueError: four is refused"  # its group's other cells are done
+    assert [(tmp_path / f"c{i}.txt").read_text() for i in (3, 5, 6)] == ["9", "25", "36"]
+    assert all(c.outputs == {f"{c.key}.txt": sha256_file(tmp_path / f"{c.key}.txt")} for c in result.done)
+    again = run_cells("squares", tmp_path, tmp_path / "m.json", cells, square, save, cells_per_task=None)
+    assert len(again.skipped) == 6 and [c.key for c in again.failed] == ["c4"]
+
+
+def test_manifest_text_is_the_document_one_entry_a_line():
+    from motionmatch.batch.jobs import _json_text
+
+    doc = {"job": "build", "cells": {"a/\u00e9.bvh": {"status": "done", "outputs": {"x": "00"}}, "b": {}},
+           "empty": {}, "inputs": {"p": "h"}, "n": [1, 2.5, None], "timings": {"job_s": 1.0}}
+    text = _json_text(doc)
+    assert json.loads(text) == doc
+    assert '    "a/\\u00e9.bvh": {"status": "done", "outputs": {"x": "00"}},' in text.splitlines()
+
+
+def test_a_clips_parts_file_round_trips_with_its_digest(tmp_path, data_dir):
+    import numpy as np
+
+    from motionmatch.batch.build import build_clip, load_parts, save_parts
+    from motionmatch.batch.jobs import sha256_file
+    from motionmatch.database.schema import schema_by_name
+
+    value = build_clip(schema_by_name("classic").to_json(), str(data_dir / "lafan1-60fps" / BUILD_CLIPS[0]),
+                       "auto", 30.0, True)
+    digest = save_parts(tmp_path / "clip.part", value)
+    assert digest == sha256_file(tmp_path / "clip.part")
+    back = load_parts(tmp_path / "clip.part")
+    assert back[:2] == value[:2] and len(back[2]) == len(value[2]) == 2  # the clip and its mirrored copy
+    for a, b in zip(value[2], back[2]):
+        assert (a.name, a.tags, a.foot_joints, a.skeleton.names) == (b.name, b.tags, b.foot_joints, b.skeleton.names)
+        for k in ("raw_features", "valid", "rotations", "translations", "contacts"):
+            x, y = getattr(a, k), getattr(b, k)
+            assert x.dtype == y.dtype and np.array_equal(x, y), k
+    (tmp_path / "bad.part").write_bytes(b"PK\x03\x04 an npz")
+    with pytest.raises(batch.BatchError, match="not a parts file"):
+        load_parts(tmp_path / "bad.part")

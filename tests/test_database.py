@@ -58,6 +58,19 @@ def test_normalisation_and_weights():
         db.set_weights({"nope": 1.0})
 
 
+def test_compiled_normalisation_is_numpys_to_the_last_bit():
+    from motionmatch.database._normalise import column_mean_std, normalized
+
+    rng = np.random.default_rng(3)
+    raw = (rng.normal(size=(5003, 7)) * [1e-3, 1, 50, 1e4, 0.1, 3, 7] + [0, 100, -3, 1e5, 0, 0, 2]).astype(np.float32)
+    raw[:, 6] = 2.0  # a constant column
+    x = raw.astype(np.float64)
+    mean, std = column_mean_std(raw)
+    assert np.array_equal(mean, x.mean(axis=0)) and np.array_equal(std, x.std(axis=0))
+    scale, weights = rng.uniform(0.1, 3, 7), rng.uniform(0, 2, 7)
+    assert np.array_equal(normalized(raw, mean, scale, weights), ((x - mean) / scale * weights).astype(np.float32))
+
+
 def test_tag_queries():
     clips = [walker(name="a", tags=("walk",)), walker(name="b", tags=("run",)), walker(name="c", tags=("dance", "walk"))]
     db = MotionDatabase.build(clips)

@@ -2,8 +2,9 @@
 
 A job is a list of :class:`Cell` s, each a unit of work with the hash of its inputs and the
 files it produces. :func:`run_cells` skips the cells whose outputs exist, unchanged, from
-an earlier run with the same input hash; runs the others as Ray tasks (large read-only
-inputs are put in Ray's object store once and handed to every task by reference); writes
+an earlier run with the same input hash; runs the others as Ray tasks (a task runs one cell,
+or a few small ones in turn; large read-only inputs are put in Ray's object store once and
+handed to every task by reference); writes
 each finished cell's outputs atomically in this process as soon as it arrives and notes
 it in a journal, so that a job stopped at any point (a worker, a node or this process
 killed) keeps every finished cell; carries on past failed cells, reporting each with its
@@ -187,14 +188,75 @@ def _still_there(cell: Cell, entry: dict | None, folder: Path) -> dict[str, str]
     return dict(recorded)
 
 
+def _exception_line(e: BaseException) -> str:
+    """An exception on one line, naming its type."""
+    return f"{type(e).__name__}: {' '.join(str(e).split()) or type(e).__name__}"[:500]
+
+
+def _run_group(task: Callable, n_shared: int, *args) -> list[tuple[bool, Any, float]]:
+    """A Ray task: ``task`` on each cell of a group in turn (``args``: the ``n_shared`` shared
+    inputs, then the cells' argument tuples with :class:`Shared` placeholders). Returns per
+    cell ``(True, value, seconds)``, or ``(False, error line, seconds)`` when it raised: a
+    cell's failure is its own, not its group's."""
+    shared, group = args[:n_shared], args[n_shared]
+    out = []
+    for cell_args in group:
+        t0 = time.perf_counter()
+        try:
+            value = task(*[shared[a.index] if isinstance(a, Shared) else a for a in cell_args])
+            out.append((True, value, time.perf_counter() - t0))
+        except Exception as e:
+            out.append((False, _exception_line(e), time.perf_counter() - t0))
+    return out
+
+
+def _groups(todo: list[Cell], size: int) -> list[list[Cell]]:
+    """``todo`` costliest first, in groups of ``size`` cells (one task each)."""
+    ordered = sorted(todo, key=lambda c: -c.cost)
+    return [ordered[i:i + size] for i in range(0, len(ordered), size)]
+
+
+def _group_size(ray, cells: int, per_task: int | None) -> int:
+    """Cells per task: ``per_task`` as given, or (``None``) enough for about eight tasks
+    per CPU of the cluster, at most eight cells each: a task's cost to the driver (about
+    3 ms: submitting, waiting, receiving) is then spread over small cells (a clip's
+    features take about 25 ms) while the CPUs stay evenly loaded to the end."""
+    if per_task is not None:
+        if per_task < 1:
+            raise ValueError(f"cells per task must be >= 1, got {per_task}")
+        return per_task
+    cpus = max(1, int(ray.cluster_resources().get("CPU", 1)))
+    return max(1, min(8, cells // (8 * cpus)))
+
+
+def _json_text(doc: Mapping[str, Any]) -> str:
+    """``doc`` as JSON text, an entry of its top-level mappings per line: readable, and
+    made by :mod:`json`'s C encoder (its pure-Python indenting encoder took about a quarter
+    of a second for a job of 400 cells)."""
+    lines = []
+    for k, v in doc.items():
+        if isinstance(v, Mapping) and v:
+            inner = ",\n".join(f"    {json.dumps(str(kk))}: {json.dumps(vv, default=str)}" for kk, vv in v.items())
+            lines.append(f"  {json.dumps(k)}: {{\n{inner}\n  }}")
+        else:
+            lines.append(f"  {json.dumps(k)}: {json.dumps(v, default=str)}")
+    return "{\n" + ",\n".join(lines) + "\n}\n"
+
+
+def write_manifest(path: Path, doc: Mapping[str, Any]) -> None:
+    """Write a manifest (JSON, :func:`_json_text`) atomically."""
+    with atomic_write(path, "w", encoding="utf-8") as f:
+        f.write(_json_text(doc))
+
+
 def _error_line(ray, e: BaseException) -> str:
     """A failed task's error on one line, naming the exception."""
     cause = getattr(e, "cause", None) if isinstance(e, ray.exceptions.RayTaskError) else None
     err = cause if isinstance(cause, BaseException) else e
-    text = " ".join(str(err).split()) or type(err).__name__
+    line = _exception_line(err)
     if isinstance(err, ray.exceptions.RayError) and not isinstance(err, ray.exceptions.RayTaskError):
-        text = text.split(". ")[0]
-    return f"{type(err).__name__}: {text}"[:500]
+        line = line.split(". ")[0]
+    return line
 
 
 def run_cells(
@@ -203,7 +265,7 @@ def run_cells(
     manifest: str | Path,
     cells: Sequence[Cell],
     task: Callable,
-    save: Callable[[Cell, Any], None],
+    save: Callable[[Cell, Any], Mapping[str, str] | None],
     *,
     shared: Sequence[Any] = (),
     inputs: Mapping[str, str] | None = None,
@@ -212,6 +274,7 @@ def run_cells(
     retries: int = 1,
     address: str | None = None,
     workers: int | None = None,
+    cells_per_task: int | None = 1,
 ) -> JobResult:
     """Run a job's cells on Ray (:func:`~motionmatch.batch.cluster.ray_session`, started
     only when some cell is left to compute).
@@ -221,10 +284,12 @@ def run_cells(
         folder: where the cells' outputs go (their paths are relative to it).
         manifest: the manifest file to write at the end (JSON); its folder holds the journal.
         cells: the cells, with unique keys.
-        task: a module-level function ``task(*cell.args)`` run as a Ray task (each
+        task: a module-level function ``task(*cell.args)`` run in a Ray task (each
             :class:`Shared` argument replaced by that shared input); its return value goes
-            to ``save``.
-        save: ``save(cell, value)``, run here, writes the cell's outputs (atomically).
+            to ``save``; an exception it raises fails that cell alone.
+        save: ``save(cell, value)``, run here, writes the cell's outputs (atomically) and
+            may return their SHA-256 (relative path -> hex digest; else the files are read
+            back to hash them).
         shared: large read-only inputs, put in the object store once for all tasks.
         inputs: the job's input files (path -> SHA-256), for the manifest.
         settings: the job's settings, for the manifest.
@@ -233,6 +298,8 @@ def run_cells(
             cells are kept for the next run).
         retries: times Ray re-runs a task whose worker died.
         address, workers: the Ray cluster to join, or the embedded Ray's workers.
+        cells_per_task: cells run in turn by one task (``None``: chosen from the number
+            of cells and the cluster's CPUs, for jobs of many small cells).
     """
     ray = import_ray()
     folder, manifest = Path(folder), Path(manifest)
@@ -265,7 +332,7 @@ def run_cells(
 
     if progress:
         progress(status())
-    pending: dict[Any, tuple[Cell, float]] = {}
+    pending: dict[Any, list[Cell]] = {}
     manifest.parent.mkdir(parents=True, exist_ok=True)
     start_s = 0.0
     with ExitStack() as stack:
@@ -275,10 +342,9 @@ def run_cells(
             start_s = stack.enter_context(ray_session(address, workers))
             since[0] = time.perf_counter()
             refs = [ray.put(x) for x in shared]
-            remote = ray.remote(max_retries=retries)(task)
-            for c in sorted(todo, key=lambda c: -c.cost):
-                args = [refs[a.index] if isinstance(a, Shared) else a for a in c.args]
-                pending[remote.remote(*args)] = (c, time.perf_counter())
+            remote = ray.remote(max_retries=retries)(_run_group)
+            for group in _groups(todo, _group_size(ray, len(todo), cells_per_task)):
+                pending[remote.remote(task, len(refs), *refs, [c.args for c in group])] = group
         _collect(ray, pending, outcomes, journal, folder, save, progress, status)
     ordered = [outcomes[k] for k in keys]
     seconds = time.perf_counter() - t0 - start_s
@@ -294,39 +360,35 @@ def run_cells(
         "timings": {"job_s": round(seconds, 3), "ray_start_s": round(start_s, 3),
                     "cells_s": round(sum(o.seconds for o in ordered if o.status == "done"), 3)},
     }
-    with atomic_write(manifest, "w", encoding="utf-8") as f:
-        json.dump(doc, f, indent=2)
-        f.write("\n")
+    write_manifest(manifest, doc)
     journal.unlink(missing_ok=True)
     return JobResult(job, folder, manifest, ordered, seconds, start_s)
 
 
 def _collect(ray, pending: dict, outcomes: dict, journal: Path, folder: Path, save: Callable,
              progress: Callable | None, status: Callable[[], JobStatus]) -> None:
-    """Wait for the tasks in ``pending``: save each finished cell's outputs, note it in the
-    journal, report progress; an exception (from ``progress``, or an interrupt) cancels
-    what is still running. Every wait takes all the tasks finished by then (one wait per
-    finished task would cost the driver, on the cores the workers need, a pass over every
-    pending task each time: quadratic in the cells)."""
+    """Wait for the tasks in ``pending`` (each a group of cells): save each finished cell's
+    outputs, note it in the journal, report progress; an exception (from ``progress``, or an
+    interrupt) cancels what is still running. Every wait takes all the tasks finished by then
+    (one wait per finished task would cost the driver, on the cores the workers need, a pass
+    over every pending task each time: quadratic in the tasks)."""
     try:
         with open(journal, "a", encoding="utf-8") as jf:
             while pending:
                 ray.wait(list(pending), num_returns=1)  # (blocks until one is done)
                 ready, _ = ray.wait(list(pending), num_returns=len(pending), timeout=0)
                 for ref in ready:
-                    cell, started = pending.pop(ref)
+                    group = pending.pop(ref)
                     try:
-                        value = ray.get(ref)
-                        save(cell, value)
-                        out = CellOutcome(cell.key, "done", cell.input_hash, seconds=time.perf_counter() - started,
-                                          outputs={rel: sha256_file(folder / rel) for rel in cell.outputs},
-                                          value=value)
-                    except (ray.exceptions.RayError, Exception) as e:
-                        out = CellOutcome(cell.key, "failed", cell.input_hash, error=_error_line(ray, e))
-                    outcomes[cell.key] = out
-                    entry = {"key": out.key, "status": out.status, "input_hash": out.input_hash,
-                             "seconds": round(out.seconds, 4), "error": out.error, "outputs": out.outputs}
-                    jf.write(json.dumps(entry) + "\n")
+                        results = ray.get(ref)
+                    except (ray.exceptions.RayError, Exception) as e:  # the task itself: a worker lost
+                        results = [(False, _error_line(ray, e), 0.0)] * len(group)
+                    for cell, (ok, value, seconds) in zip(group, results):
+                        out = _finish(cell, ok, value, seconds, folder, save)
+                        outcomes[cell.key] = out
+                        entry = {"key": out.key, "status": out.status, "input_hash": out.input_hash,
+                                 "seconds": round(out.seconds, 4), "error": out.error, "outputs": out.outputs}
+                        jf.write(json.dumps(entry) + "\n")
                     jf.flush()
                     if progress:
                         progress(status())
@@ -339,6 +401,18 @@ def _collect(ray, pending: dict, outcomes: dict, journal: Path, folder: Path, sa
         raise
 
 
+def _finish(cell: Cell, ok: bool, value: Any, seconds: float, folder: Path, save: Callable) -> CellOutcome:
+    """A cell's outcome from its task's result: its outputs saved, or why it failed."""
+    if not ok:
+        return CellOutcome(cell.key, "failed", cell.input_hash, seconds=seconds, error=value)
+    try:
+        digests = save(cell, value)
+        outputs = {rel: digests[rel] if digests else sha256_file(folder / rel) for rel in cell.outputs}
+    except Exception as e:
+        return CellOutcome(cell.key, "failed", cell.input_hash, seconds=seconds, error=_exception_line(e))
+    return CellOutcome(cell.key, "done", cell.input_hash, seconds=seconds, outputs=outputs, value=value)
+
+
 def add_outputs_to_manifest(result: JobResult, extra: Mapping[str, Any], files: Iterable[str | Path] = ()) -> None:
     """Add fields (``extra``) and job-level output files (their SHA-256) to a finished job's manifest."""
     doc = json.loads(result.manifest.read_text(encoding="utf-8"))
@@ -347,6 +421,4 @@ def add_outputs_to_manifest(result: JobResult, extra: Mapping[str, Any], files: 
         p = Path(p)
         rel = p.relative_to(result.folder).as_posix() if p.is_relative_to(result.folder) else str(p)
         doc["outputs"][rel] = sha256_file(p)
-    with atomic_write(result.manifest, "w", encoding="utf-8") as f:
-        json.dump(doc, f, indent=2)
-        f.write("\n")
+    write_manifest(result.manifest, doc)

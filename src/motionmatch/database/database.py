@@ -23,6 +23,7 @@ from motionmatch.anim.motion import Motion
 from motionmatch.anim.resample import resample
 from motionmatch.anim.root import with_root_bone
 from motionmatch.anim.skeleton import Skeleton
+from motionmatch.database._normalise import column_mean_std, normalized
 from motionmatch.database.features import clip_features, resolve_joint
 from motionmatch.database.schema import FeatureSchema, default_schema
 from motionmatch.database.tags import tag_mask
@@ -256,10 +257,8 @@ class MotionDatabase:
 
     # ------------------------------------------------------------- normalisation
     def _compute_normalisation(self) -> None:
-        raw = self.raw_features.astype(np.float64)
-        self.mean = raw.mean(axis=0)
+        self.mean, std = column_mean_std(self.raw_features)  # numpy's float64 mean and std, compiled
         self.scale = np.ones(self.schema.dims)
-        std = raw.std(axis=0)
         for t in self.schema.terms:
             sl = self.schema.slice(t.name)
             s = float(std[sl].mean())
@@ -299,7 +298,7 @@ class MotionDatabase:
                 gw[t.name], knob = 0.0, 0.0
             w[self.schema.slice(t.name)] = gw[t.name] * np.sqrt(knob)
         self.weights = w
-        self.features = np.ascontiguousarray(self.normalize(self.raw_features))
+        self.features = normalized(self.raw_features, self.mean, self.scale, self.weights)  # = normalize(raw_features)
 
     def normalize(self, raw: np.ndarray) -> np.ndarray:
         """Raw features ``[..., D]`` -> normalised, weighted float32 ``[..., D]``."""
