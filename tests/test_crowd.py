@@ -297,21 +297,35 @@ def test_a_step_collects_garbage_once_and_group_costs_on_demand(small_env_db):
         if phase == "start":
             runs.append(info["generation"])
 
+    from motionmatch.runtime import world as world_module
+
     old = gc.get_threshold()
     gc.callbacks.append(count)
     try:
         gc.set_threshold(1, 1, 1)
-        world.step(0.0)
-        for _ in range(12):
-            runs.clear()
-            world.step(1 / 60)
-            assert len(runs) <= 2 and gc.isenabled()
-            every += runs
+        world_module.YOUNG_OBJECTS_PER_AGENT, young = 0, world_module.YOUNG_OBJECTS_PER_AGENT
+        try:
+            world.step(0.0)
+            for _ in range(12):
+                runs.clear()
+                world.step(1 / 60)
+                assert len(runs) <= 2 and gc.isenabled()
+                every += runs
+        finally:
+            world_module.YOUNG_OBJECTS_PER_AGENT = young
         assert set(every) == {0, 1, 2}
         gc.disable()
         runs.clear()
         world.step(1 / 60)
         assert runs == [] and not gc.isenabled()
+        # the youngest generation's threshold is at least the world's budget (objects per agent)
+        gc.collect()
+        keep = [[] for _ in range(300)]  # 300 tracked objects, alive
+        runs.clear()
+        world_module._collect_as_due(young=1000)
+        assert runs == [] and len(keep) == 300
+        world_module._collect_as_due(young=100)
+        assert runs == [0]
     finally:
         gc.enable()
         gc.callbacks.remove(count)

@@ -163,6 +163,9 @@ class SteeringInput(InputSource):
         self.side = side
         self._k = 0
         self._crowd: _Crowd | None = None  # the world's steering (looked up on first use)
+        #: ``(world frame, agent uid, target index, want, arrived)``: this step's, made by the
+        #: world's steering for the whole group (read without a lookup)
+        self._now: tuple | None = None
         #: whether the agent reached its goal (within ``arrive_distance``, after the waypoints)
         self.arrived = False
 
@@ -175,6 +178,12 @@ class SteeringInput(InputSource):
         return k, self.targets[k]
 
     def intent(self, agent, t: float, dt: float) -> Want:
+        now = self._now
+        if now is not None and now[0] == self.world.frame and now[1] == agent.uid and self._crowd is not None:
+            _, _, self._k, want, arrived = now  # (steered with the world's other steering agents this step)
+            if arrived:
+                self.arrived = True
+            return want
         crowd = self._crowd
         if crowd is None or crowd._world() is not self.world:
             crowd = self._crowd = _crowd(self.world)
@@ -261,7 +270,7 @@ class _Crowd:
                 targets[j, :len(s_.targets)] = s_.targets
                 self._rows[ms[j][1]] = (s_, g, j)
             last = np.array([len(s_.targets) - 1 for s_ in srcs], dtype=np.int64)
-            self._groups.append((np.array([m[0] for m in ms], dtype=np.int64), srcs, targets, last,
+            self._groups.append((np.array([m[0] for m in ms], dtype=np.int64), [m[1] for m in ms], srcs, targets, last,
                                  np.array([s_.speed for s_ in srcs]), np.array([s_.side for s_ in srcs], dtype=np.float64),
                                  srcs[0].s))
         self._key = key
@@ -274,7 +283,7 @@ class _Crowd:
             self._build(world, key)
         self._out = []
         self._wants = []
-        for idx, srcs, targets, last, speeds, sides, settings in self._groups:
+        for idx, uids, srcs, targets, last, speeds, sides, settings in self._groups:
             k = np.fromiter((s_._k for s_ in srcs), dtype=np.int64, count=len(srcs))
             p = pos[idx]
             rows = np.arange(len(idx))
@@ -297,6 +306,9 @@ class _Crowd:
             arrived = [kj == lj and math.hypot(a[0] - q[0], a[1] - q[1]) < arrive
                        for kj, lj, a, q in zip(K, last.tolist(), aims.tolist(), P)]
             self._wants.append((K, wants, arrived))
+            frame = world.frame
+            for s_, uid, kj, w, ar in zip(srcs, uids, K, wants, arrived):
+                s_._now = (frame, uid, kj, w, ar)
         self._frame = world.frame
 
 
