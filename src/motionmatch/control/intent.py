@@ -13,7 +13,7 @@ strafing (moving one way while looking another).
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -185,6 +185,21 @@ class Intent:
         put(it, "gait", gait)
         put(it, "actions", frozenset())
         return it
+
+    @classmethod
+    def planar_rows(cls, velocity: np.ndarray, rows: Sequence[int], gaits: Sequence[str]) -> list[Intent]:
+        """:meth:`planar` for many at once: the intents moving at ``velocity[rows]``
+        (``velocity`` ``[G, 3]`` float64 m/s, finite, ``y = 0``; made read-only here, each
+        intent's velocity a view of its row) with known ``gaits`` (one per row). About five
+        times as fast as :meth:`planar` one by one (a steered crowd's step)."""
+        velocity.flags.writeable = False
+        new, empty = object.__new__, frozenset()
+        out = []
+        for r, g in zip(rows, gaits):
+            it = new(cls)
+            it.__dict__.update(velocity=velocity[r], facing=None, gait=g, actions=empty)  # (frozen: no setattr)
+            out.append(it)
+        return out
 
     # -- derived quantities ---------------------------------------------------------------
 

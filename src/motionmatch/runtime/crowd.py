@@ -298,10 +298,18 @@ class _Crowd:
             P, K, V = p.tolist(), k.tolist(), v.tolist()
             self._out.append((P, K, V))  # (read one agent at a time)
             # SteeringInput.intent's arithmetic for the whole group (the same float operations)
-            wants = []
-            for vx, vz in V:
+            wants = [IDLE] * len(V)
+            going, gaits = [], []
+            for j, (vx, vz) in enumerate(V):
                 sp = math.hypot(vx, vz)
-                wants.append(IDLE if sp < 0.05 else Want(Intent.planar(vx, vz, "walk" if sp < 2.5 else "run")))
+                if sp >= 0.05:
+                    going.append(j)
+                    gaits.append("walk" if sp < 2.5 else "run")
+            vel = np.zeros((len(V), 3))
+            vel[:, 0], vel[:, 2] = v[:, 0], v[:, 1]
+            new = tuple.__new__
+            for j, it in zip(going, Intent.planar_rows(vel, going, gaits)):
+                wants[j] = new(Want, (it, None, False, False))  # Want(it), without its keyword handling
             arrive = settings.arrive_distance
             arrived = [kj == lj and math.hypot(a[0] - q[0], a[1] - q[1]) < arrive
                        for kj, lj, a, q in zip(K, last.tolist(), aims.tolist(), P)]
@@ -312,14 +320,13 @@ class _Crowd:
         self._frame = world.frame
 
 
-_CROWDS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-
-
 def _crowd(world) -> _Crowd:
-    """The :class:`_Crowd` of ``world`` (made on first use, gone with the world)."""
-    c = _CROWDS.get(world)
+    """The :class:`_Crowd` of ``world`` (made on first use, kept by the world: its
+    ``steering`` slot; a table beside the worlds would keep every world alive through its
+    agents' inputs)."""
+    c = world.steering
     if c is None:
-        c = _CROWDS[world] = _Crowd(world)
+        c = world.steering = _Crowd(world)
     return c
 
 

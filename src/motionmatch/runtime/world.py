@@ -49,7 +49,10 @@ from __future__ import annotations
 import functools
 import gc
 import math
+import os
+import threading
 import time
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field, fields, replace
 
@@ -675,7 +678,8 @@ class EnvironmentChooser:
         m = self.matcher
         _radius, opts = self._packed()
         if s.enabled:
-            obs, cnt, nearest, _ = self.gather(ctrl)
+            with _GATHER_LOCK:  # (the grids' visit marks and output buffers are shared)
+                obs, cnt, nearest, _ = self.gather(ctrl)
         else:
             obs, cnt, nearest = self._empty(self._K)
         self.near = nearest < math.inf
@@ -728,6 +732,15 @@ class EnvironmentChooser:
             return None
         return self._buffers.result(*self._last)
 
+
+DECISIONS_PER_THREAD = 8
+"""Fewer full decisions per search thread than this in a step are made on the calling
+thread alone (a thread's hand-over costs about as much as a few decisions)."""
+
+#: gathering obstacles marks and fills the scene's and the world's grids (shared
+#: scratch arrays): one search at a time gathers (the searches of a world's step may run
+#: on several threads, :meth:`World.step`)
+_GATHER_LOCK = threading.Lock()
 
 # ---------------------------------------------------------------------------- agents
 #: a grid over no rows (the ten arrays of ``gather_with_agents``), and no row indices
@@ -886,15 +899,24 @@ class World:
             motion matching, or its input's own chooser) and the matcher is never built.
         batched: step the agents' controllers together (see :meth:`step`); ``False``: one
             by one, each with its own ``update`` (the same numbers; for comparisons).
+        search_threads: threads that answer a batched step's searches (default: two, or
+            one on a one-core machine); see :meth:`step`.
     """
 
     def __init__(self, db: MotionDatabase, scene: Scene | None = None, *,
                  settings: EnvironmentSettings | None = None, controller: ControllerSettings | None = None,
                  matcher: EnvironmentMatcher | None = None, agents_as_obstacles: bool = True,
                  stagger: bool = True, record_poses: bool = True, fps: float = 60.0, environment: bool = True,
-                 batched: bool = True):
+                 batched: bool = True, search_threads: int | None = None):
         self.db = db
         self.batched = bool(batched)
+        if search_threads is not None and search_threads < 1:
+            raise ValueError(f"search_threads must be >= 1, got {search_threads}")
+        self.search_threads = search_threads or min(2, os.cpu_count() or 1)
+        self._pool = None  # a thread pool for the searches (made when first needed)
+        #: the steering of its :class:`~motionmatch.runtime.crowd.SteeringInput` agents, all
+        #: at once each step (made by the first of them to steer)
+        self.steering = None
         self._batch = ControllerBatch(db)  # every agent's controller state, one row each
         self.scene = scene or Scene()
         self.settings = settings or EnvironmentSettings()
@@ -1144,25 +1166,23 @@ class World:
             c._begin(h, a.desired)
         self._batch.playback(rows, dts, at_end, speed, turn)
         ends = at_end.tolist()
-        speeds = turns = None  # (lists, when an agent needs its full decision)
-        decided = []
-        goals = []  # the simulated roots the compiled stage advances: (k, goal)
         coasting = (False, False, -1)  # no search, no transition, no chooser asked
+        decided = [coasting] * n
+        deciding = []  # (k, near) of the agents that need their full decision (a search, maybe)
         steady = _steady_intents(ctrls, [a.intent for a, _, _ in group])
         for k, (c, (a, want, h)) in enumerate(zip(ctrls, group)):
             # (World._before_update, inline: this loop runs for every agent every frame)
             own = a.source.chooser(a)
             ch = a.chooser
             c.chooser = own if own is not None else ch
-            intent = a.intent
             near = (ch is not None and ch.near) or want.root_motion_only
-            if c._coast(h, intent, ends[k], want.search_now, near, steady[k]):
-                decided.append(coasting)
-            else:
-                if speeds is None:
-                    speeds, turns = speed.tolist(), turn.tolist()
-                before = ch.log.count if ch is not None else 0
-                decided.append(c._decide(h, intent, ends[k], speeds[k], turns[k], want.search_now, near) + (before,))
+            if not c._coast(h, a.intent, ends[k], want.search_now, near, steady[k]):
+                deciding.append((k, near))
+        if deciding:
+            self._decide_all(group, ctrls, deciding, ends, speed.tolist(), turn.tolist(), decided)
+        goals = []  # the simulated roots the compiled stage advances: (k, goal)
+        for k, (c, (a, _, h)) in enumerate(zip(ctrls, group)):
+            intent = a.intent
             if c.predictor.batched(intent):
                 goals.append((k, intent_goal_tuple(intent)))
             else:
@@ -1181,6 +1201,37 @@ class World:
                                    out_contacts[k], c.last_costs if searched else {})
             ch = a.chooser
             a.searched = searched or (before >= 0 and ch is not None and ch.log.count > before)
+
+    def _decide_all(self, group, ctrls, deciding, ends, speeds, turns, decided) -> None:
+        """The full decisions (:meth:`Controller._decide`: mode, search, transition) of the
+        agents ``deciding`` (``(k, near)``, indices into ``group``) into ``decided[k]``. With
+        :attr:`search_threads` above one and enough of them, they are shared among threads:
+        a decision is its agent's alone (its controller, its chooser's buffers; the other
+        agents seen as they stood at the step's start), and a search spends about half its
+        time in compiled code that lets the other thread's Python run meanwhile (gathering
+        the obstacles is one thread at a time: it marks the shared grids)."""
+        def decide(part) -> None:
+            for k, near in part:
+                a, want, h = group[k]
+                ch = a.chooser
+                before = ch.log.count if ch is not None else 0
+                decided[k] = ctrls[k]._decide(h, a.intent, ends[k], speeds[k], turns[k], want.search_now,
+                                              near) + (before,)
+
+        T = self.search_threads
+        if T < 2 or len(deciding) < DECISIONS_PER_THREAD * T:
+            decide(deciding)
+            return
+        if self._pool is None:
+            from concurrent.futures import ThreadPoolExecutor
+
+            self._pool = ThreadPoolExecutor(T - 1, thread_name_prefix="motionmatch-search")
+            weakref.finalize(self, self._pool.shutdown, wait=False)  # (its threads end with the world)
+        parts = [deciding[i::T] for i in range(T)]
+        futures = [self._pool.submit(decide, p) for p in parts[1:]]
+        decide(parts[0])
+        for f in futures:
+            f.result()
 
     def run(self, n_frames: int, *, progress: bool = False) -> WorldRecord:
         """Step ``n_frames`` frames at the world's fps and record them."""
