@@ -194,10 +194,11 @@ class Intent:
         times as fast as :meth:`planar` one by one (a steered crowd's step)."""
         velocity.flags.writeable = False
         new, empty = object.__new__, frozenset()
+        speeds = np.hypot(velocity[rows, 0], velocity[rows, 2]).tolist()  # (:attr:`speed`'s, at once)
         out = []
-        for r, g in zip(rows, gaits):
+        for r, g, sp in zip(rows, gaits, speeds):
             it = new(cls)
-            it.__dict__.update(velocity=velocity[r], facing=None, gait=g, actions=empty)  # (frozen: no setattr)
+            it.__dict__.update(velocity=velocity[r], facing=None, gait=g, actions=empty, _speed=sp)  # (frozen)
             out.append(it)
         return out
 

@@ -766,7 +766,7 @@ class Controller:
         return searched, transitioned
 
     def _coast(self, dt: float, intent: Intent, at_end: bool, force_search: bool, root_motion_only: bool,
-               sharp_free: bool = False) -> bool:
+               sharp_free: bool = False, play_rate: float | None = None) -> bool:
         """:meth:`_decide` for the common frame of a crowd's agent, when it is only
         bookkeeping: locomotion goes on (a plain :class:`Intent` with no actions and a speed
         over 1 mm/s, no desired trajectory given), no search is due (timer, clip end,
@@ -774,7 +774,8 @@ class Controller:
         :meth:`_decide` would (the intent remembered) and returns ``True``; otherwise it
         changes nothing and returns ``False`` (call :meth:`_decide`). ``sharp_free``: the
         caller has checked that ``intent`` did not change sharply from the last one (a
-        world tests all its agents at once)."""
+        world tests all its agents at once). ``play_rate``: :attr:`play_rate` if the caller
+        has it (a world reads its agents' at once)."""
         if (self.mode != "locomotion" or at_end or force_search or self._desired_override is not None
                 or self._since_search >= self.s.search_interval - 1e-9 or type(intent) is not Intent
                 or intent.actions or not intent.speed > 1e-3
@@ -783,7 +784,7 @@ class Controller:
         last = self._last_intent
         if not sharp_free and last is not None and last is not intent and self._changed_sharply(intent, last):
             return False
-        if self.play_rate < 0:
+        if (self.play_rate if play_rate is None else play_rate) < 0:
             self.play_rate = 1.0
         self._prev_actions = intent.actions
         self._last_intent = intent

@@ -827,8 +827,23 @@ class Agent:
         self.local_time = 0.0  # seconds of input since the agent started (the sum of its steps)
         self.intent = Intent.idle()
         self.desired: PredictedTrajectory | None = None
-        self.result = None  # the controller's last FrameResult
+        self._result: FrameResult | tuple | None = None  # (a batched step's: its fields, built when read)
         self.searched = False
+
+    @property
+    def result(self) -> FrameResult | None:
+        """The controller's last :class:`~motionmatch.runtime.controller.FrameResult`
+        (``None`` before the first step)."""
+        r = self._result
+        if type(r) is tuple:
+            (rot, pos, frames, contacts), k, mode, searched, transitioned, desired, costs = r
+            r = self._result = FrameResult(rot[k], pos[k], frames[k], mode, searched, transitioned, desired,
+                                           contacts[k], {} if costs is None else costs)
+        return r
+
+    @result.setter
+    def result(self, r: FrameResult | None) -> None:
+        self._result = r
 
     @property
     def root_xz(self) -> np.ndarray:
@@ -936,6 +951,7 @@ class World:
         self._rows_frame = -1
         self._next_uid = 0
         self._positions: tuple[int, np.ndarray, np.ndarray] | None = None
+        self._agent_batch_rows: np.ndarray | None = None  # (see _rows; None when the agents changed)
 
     @property
     def matcher(self) -> EnvironmentMatcher:
@@ -968,7 +984,7 @@ class World:
                       path=None if path is None else np.asarray(path), goal=None if goal is None else np.asarray(goal))
         agent.uid = uid
         self.agents.append(agent)
-        self._agent_rows = self._positions = None
+        self._agent_rows = self._positions = self._agent_batch_rows = None
         return agent
 
     def remove_agent(self, agent: Agent) -> None:
@@ -976,7 +992,7 @@ class World:
         controller keeps its state, in a batch of its own)."""
         self.agents.remove(agent)
         agent.ctrl.move_to(ControllerBatch(self.db))
-        self._agent_rows = self._positions = None
+        self._agent_rows = self._positions = self._agent_batch_rows = None
 
     def set_scene(self, scene: Scene) -> None:
         """Replace the obstacles (every agent's search sees the new scene from now on)."""
@@ -1028,8 +1044,13 @@ class World:
         return self._positions[1], self._positions[2]
 
     def _rows(self) -> np.ndarray:
-        """``[A]`` every agent's row of the world's controller batch."""
-        return np.fromiter((a.ctrl._row for a in self.agents), dtype=np.int64, count=len(self.agents))
+        """``[A]`` every agent's row of the world's controller batch (kept until an agent is
+        added or removed: a controller keeps its row while it is in the world)."""
+        r = self._agent_batch_rows
+        if r is None or len(r) != len(self.agents):
+            r = self._agent_batch_rows = np.fromiter((a.ctrl._row for a in self.agents), dtype=np.int64,
+                                                     count=len(self.agents))
+        return r
 
     def agent_rows(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Every agent's future ellipses as obstacle rows, id ``-1 - agent.uid`` (computed
@@ -1170,13 +1191,14 @@ class World:
         decided = [coasting] * n
         deciding = []  # (k, near) of the agents that need their full decision (a search, maybe)
         steady = _steady_intents(ctrls, [a.intent for a, _, _ in group])
+        rates = self._batch.state.play_rate[rows].tolist()
         for k, (c, (a, want, h)) in enumerate(zip(ctrls, group)):
             # (World._before_update, inline: this loop runs for every agent every frame)
             own = a.source.chooser(a)
             ch = a.chooser
             c.chooser = own if own is not None else ch
             near = (ch is not None and ch.near) or want.root_motion_only
-            if not c._coast(h, a.intent, ends[k], want.search_now, near, steady[k]):
+            if not c._coast(h, a.intent, ends[k], want.search_now, near, steady[k], rates[k]):
                 deciding.append((k, near))
         if deciding:
             self._decide_all(group, ctrls, deciding, ends, speed.tolist(), turn.tolist(), decided)
@@ -1195,10 +1217,10 @@ class World:
         self._batch.pose(rows, dts)
         st = self._batch.state
         out_rot, out_pos, out_contacts = st.out_rot[rows], st.out_pos[rows], st.out_contacts[rows]  # (copies)
-        frames = st.frame[rows].tolist()
+        out = (out_rot, out_pos, st.frame[rows].tolist(), out_contacts)
         for k, (c, (a, _, _), (searched, transitioned, before)) in enumerate(zip(ctrls, group, decided)):
-            a.result = FrameResult(out_rot[k], out_pos[k], frames[k], c.mode, searched, transitioned, c.last_desired,
-                                   out_contacts[k], c.last_costs if searched else {})
+            # the FrameResult's fields, built into one when read (Agent.result)
+            a._result = (out, k, c.mode, searched, transitioned, c.last_desired, c.last_costs if searched else None)
             ch = a.chooser
             a.searched = searched or (before >= 0 and ch is not None and ch.log.count > before)
 
@@ -1275,21 +1297,16 @@ def _steady_intents(ctrls: list[Controller], intents: list) -> list[bool]:
     less than 1 m/s apart and directions less than ``sharp_turn_deg`` apart (or one of
     them nearly still), each by a margin (1e-9) that the vectorised arithmetic's rounding
     cannot cross. ``False`` leaves the exact per-agent test to :meth:`Controller._coast`."""
-    n = len(ctrls)
-    out = [False] * n
-    idx, now, before, limits = [], [], [], []
-    for k, (c, it) in enumerate(zip(ctrls, intents)):
-        last = c._last_intent
-        if last is None or last is it:
-            out[k] = True
-        elif (type(it) is Intent and type(last) is Intent and it.facing is None and last.facing is None
-              and not it.actions and not last.actions and it.gait == last.gait):
-            idx.append(k)
-            now.append(it.velocity)
-            before.append(last.velocity)
-            limits.append(c.s.sharp_turn_deg)
+    lasts = [c._last_intent for c in ctrls]
+    out = [last is None or last is it for it, last in zip(intents, lasts)]
+    idx = [k for k, (it, last, done) in enumerate(zip(intents, lasts, out))
+           if not done and type(it) is Intent and type(last) is Intent and it.facing is None and last.facing is None
+           and not it.actions and not last.actions and it.gait == last.gait]
     if not idx:
         return out
+    now = [intents[k].velocity for k in idx]
+    before = [lasts[k].velocity for k in idx]
+    limits = [ctrls[k].s.sharp_turn_deg for k in idx]
     a, b = np.array(now), np.array(before)
     sa, sb = np.hypot(a[:, 0], a[:, 2]), np.hypot(b[:, 0], b[:, 2])
     eps = 1e-9
