@@ -225,14 +225,15 @@ def playback_rows(rows, dt, at_end, speed, turn_rate, arrays):
             turn_rate[n] = 0.0
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def pose_rows(rows, dt, arrays):
     """Every row's pose this frame: the database pose at its fractional frame plus its
     inertialization offsets (quintic ones evaluated here, spring ones already current),
     forward kinematics and foot-locking IK on its legs, into ``out_rot [J, 4]``,
     ``out_pos [J, 3]`` (joint 0: the character root in the world) and ``out_contacts [K]``.
     The pose shown before becomes the previous one (when ``dt > 0``). ``arrays``: a plain
-    :class:`PoseArrays`."""
+    :class:`PoseArrays`. A row's pose reads and writes that row alone (and the database):
+    calls on different rows may run at once, on several threads (it holds no GIL)."""
     p = PoseArrays(*arrays)
     for n in range(rows.shape[0]):
         r = rows[n]

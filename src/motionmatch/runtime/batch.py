@@ -102,6 +102,10 @@ def _controller_rows(J: int, K: int, capacity: int) -> RowArrays:
     return RowArrays({name: shapes[name] for name in ControllerRows._fields}, capacity)
 
 
+POSE_SPLIT_ROWS = 64
+"""Fewer rows than this are posed on the calling thread alone (:meth:`ControllerBatch.pose`)."""
+
+
 class _StageArgs(NamedTuple):
     """A batch's stage arguments, as the kernels take them (plain tuples), for the arrays
     of one size of the batch (``frame_pos``: its state's array then)."""
@@ -179,11 +183,20 @@ class ControllerBatch:
         :func:`intent_goal` packs one)."""
         BK.advance_sim_rows(rows, dt, goals, self._packed().sim)
 
-    def pose(self, rows: np.ndarray, dt: np.ndarray) -> None:
-        """The poses of ``rows [R]`` after ``dt [R]`` seconds into ``state.out_rot``,
-        ``state.out_pos`` and ``state.out_contacts`` (spring inertialization offsets must
-        have been advanced by their inertializers first)."""
-        BK.pose_rows(rows, dt, self._packed().pose)
+    def pose(self, rows: np.ndarray, dt: np.ndarray, pool=None) -> None:
+        """The poses of ``rows [R]`` (distinct) after ``dt [R]`` seconds into
+        ``state.out_rot``, ``state.out_pos`` and ``state.out_contacts`` (spring
+        inertialization offsets must have been advanced by their inertializers first).
+        ``pool``: a :class:`concurrent.futures.Executor` whose thread poses the second half
+        of many rows meanwhile."""
+        arrays = self._packed().pose
+        if pool is None or len(rows) < POSE_SPLIT_ROWS:
+            BK.pose_rows(rows, dt, arrays)
+            return
+        half = len(rows) // 2
+        other = pool.submit(BK.pose_rows, rows[half:], dt[half:], arrays)
+        BK.pose_rows(rows[:half], dt[:half], arrays)
+        other.result()
 
 
 def intent_goal(intent: Intent, out: np.ndarray) -> None:

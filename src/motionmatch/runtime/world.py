@@ -1214,7 +1214,7 @@ class World:
         if goals:
             sprung = np.fromiter((k for k, _ in goals), dtype=np.int64, count=len(goals))
             self._batch.advance_sim(rows[sprung], dts[sprung], np.array([g for _, g in goals], dtype=np.float64))
-        self._batch.pose(rows, dts)
+        self._batch.pose(rows, dts, self._threads())
         st = self._batch.state
         out_rot, out_pos, out_contacts = st.out_rot[rows], st.out_pos[rows], st.out_contacts[rows]  # (copies)
         out = (out_rot, out_pos, st.frame[rows].tolist(), out_contacts)
@@ -1223,6 +1223,18 @@ class World:
             a._result = (out, k, c.mode, searched, transitioned, c.last_desired, c.last_costs if searched else None)
             ch = a.chooser
             a.searched = searched or (before >= 0 and ch is not None and ch.log.count > before)
+
+    def _threads(self):
+        """The world's pool of ``search_threads - 1`` threads (made on first use; its threads
+        end with the world), or ``None`` with one search thread."""
+        if self.search_threads < 2:
+            return None
+        if self._pool is None:
+            from concurrent.futures import ThreadPoolExecutor
+
+            self._pool = ThreadPoolExecutor(self.search_threads - 1, thread_name_prefix="motionmatch-world")
+            weakref.finalize(self, self._pool.shutdown, wait=False)
+        return self._pool
 
     def _decide_all(self, group, ctrls, deciding, ends, speeds, turns, decided) -> None:
         """The full decisions (:meth:`Controller._decide`: mode, search, transition) of the
@@ -1244,13 +1256,9 @@ class World:
         if T < 2 or len(deciding) < DECISIONS_PER_THREAD * T:
             decide(deciding)
             return
-        if self._pool is None:
-            from concurrent.futures import ThreadPoolExecutor
-
-            self._pool = ThreadPoolExecutor(T - 1, thread_name_prefix="motionmatch-search")
-            weakref.finalize(self, self._pool.shutdown, wait=False)  # (its threads end with the world)
         parts = [deciding[i::T] for i in range(T)]
-        futures = [self._pool.submit(decide, p) for p in parts[1:]]
+        pool = self._threads()
+        futures = [pool.submit(decide, p) for p in parts[1:]]
         decide(parts[0])
         for f in futures:
             f.result()
