@@ -19,11 +19,13 @@ inertialization and foot locking. With --environment every search is environment
 (penalised, the walls and the other agents' future bodies as obstacles); without it, plain
 motion matching. After --warmup simulated seconds (the first searches of every agent and
 Numba's one-off compilation, reported apart), --seconds simulated seconds at 60 Hz are
-timed step by step: wall time and the thread's CPU time (robust to a busy machine).
+timed step by step: wall time, the calling thread's CPU time and the process's (every
+thread; robust to a busy machine). --threads sets the World's search threads (a step's
+searches and poses shared among them; default two, one on a one-core machine).
 
 Prints (--json: one JSON object) agents, steps_per_s (simulated frames per second of wall
 time; 30 is real time at 30 fps), ms_per_step median and p95 (wall), the same in thread CPU
-time, and agent_collision_fraction: the share of agent-frames whose body (the ellipse of
+time, process_cpu_ms_per_step (all threads), and agent_collision_fraction: the share of agent-frames whose body (the ellipse of
 the frame it plays, at its root) overlaps another agent's. --per-agent steps each agent's
 controller alone (World(batched=False)), the reference the batched path is compared with.
 The database needs body ellipses for --environment (build it with '--schema environment').
@@ -49,6 +51,8 @@ def cmd_bench_crowd(args: argparse.Namespace) -> int:
     progress.update("building the world", done=0.0)
     world = world_from_scenario(db, sc, settings=settings, record_poses=False)
     world.batched = not args.per_agent
+    if args.threads is not None:
+        world.search_threads = args.threads
     played = world.matcher.played_ellipses
     dt = 1.0 / sc.fps
     warm = max(0, round(args.warmup * sc.fps))
@@ -59,34 +63,39 @@ def cmd_bench_crowd(args: argparse.Namespace) -> int:
         progress.update(f"warm-up {f + 1}/{warm}", done=f / (warm + frames))
         world.step(dt)
     warm_s = time.perf_counter() - t0
-    wall, cpu = np.empty(frames), np.empty(frames)
+    wall, cpu, pcpu = np.empty(frames), np.empty(frames), np.empty(frames)
     colliding = np.zeros(frames)
     st, rows = world._batch.state, world._rows()
     for f in range(frames):
         progress.update(f"step {f + 1}/{frames}", done=(warm + f) / (warm + frames))
-        c0, w0 = time.thread_time(), time.perf_counter()
+        c0, p0, w0 = time.thread_time(), time.process_time(), time.perf_counter()
         world.step(dt)
-        wall[f], cpu[f] = time.perf_counter() - w0, time.thread_time() - c0
+        wall[f], cpu[f], pcpu[f] = time.perf_counter() - w0, time.thread_time() - c0, time.process_time() - p0
         ell = placed_ellipses(played[st.frame[rows]], st.root_pos[rows][:, [0, 2]], st.root_yaw[rows])
         colliding[f] = agents_colliding(ell).mean()
     progress.close()
     res = {"agents": len(world.agents), "environment": bool(args.environment), "batched": world.batched,
+           "threads": world.search_threads,
            "seconds": frames / sc.fps, "frames": frames,
            "steps_per_s": float(frames / wall.sum()), "ms_per_step": {"median": 1e3 * float(np.median(wall)),
                                                                      "p95": 1e3 * float(np.percentile(wall, 95))},
            "cpu_steps_per_s": float(frames / max(cpu.sum(), 1e-9)),
            "cpu_ms_per_step": {"median": 1e3 * float(np.median(cpu)), "p95": 1e3 * float(np.percentile(cpu, 95))},
+           "process_cpu_ms_per_step": {"median": 1e3 * float(np.median(pcpu)),
+                                       "p95": 1e3 * float(np.percentile(pcpu, 95))},
            "agent_collision_fraction": float(colliding.mean()), "warmup_s": warm_s,
            "warmup_frames": warm + 1}
     if args.json:
         print(json.dumps(res))
         return 0
     print(f"{res['agents']} agents ({'environment-aware' if args.environment else 'plain'} search, "
-          f"{'batched' if world.batched else 'per-agent'} stepping), {frames} frames at {sc.fps:g} Hz:")
+          f"{'batched' if world.batched else 'per-agent'} stepping, {world.search_threads} search thread(s)), "
+          f"{frames} frames at {sc.fps:g} Hz:")
     print(f"  {res['steps_per_s']:.1f} steps/s of wall time ({res['ms_per_step']['median']:.2f} ms median, "
           f"{res['ms_per_step']['p95']:.2f} ms p95 per step)")
     print(f"  {res['cpu_steps_per_s']:.1f} steps/s of thread CPU time ({res['cpu_ms_per_step']['median']:.2f} ms "
-          f"median, {res['cpu_ms_per_step']['p95']:.2f} ms p95)")
+          f"median, {res['cpu_ms_per_step']['p95']:.2f} ms p95); all threads {res['process_cpu_ms_per_step']['median']:.2f} "
+          f"ms median per step")
     print(f"  agent collision fraction {res['agent_collision_fraction']:.4f}; warm-up {warm_s:.1f} s "
           f"({warm + 1} frames, compilation included)")
     return 0
@@ -110,6 +119,8 @@ def register(sub) -> None:
                    help="simulated seconds stepped before timing (default 1; compilation happens here)")
     c.add_argument("--per-agent", action="store_true",
                    help="step each agent's controller alone (the reference the batched World is compared with)")
+    c.add_argument("--threads", type=arg.int_range(1, 64), default=None, metavar="T",
+                   help="the World's search threads (default: two, one on a one-core machine)")
     c.add_argument("--json", action="store_true", help="print the numbers as one JSON object")
     c.add_argument("--quiet", action="store_true", help="no progress on stderr")
     c.set_defaults(func=cmd_bench_crowd)
