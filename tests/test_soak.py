@@ -44,7 +44,10 @@ def test_recent_rows_stay_bounded_and_hand_every_dropped_row_to_the_totals():
     folded = []
     rows = RecentRows(100, block=16, on_drop=lambda cols: folded.append((cols["i"].copy(), cols["v"].copy())))
     for i in range(1000):
-        rows.append(i=np.int64(i), v=np.array([i, 2.0 * i]))
+        if i % 2:  # (the short path: values in the columns' order)
+            rows.append_values(i, [i, 2.0 * i])
+        else:
+            rows.append(i=np.int64(i), v=np.array([i, 2.0 * i]))
         assert len(rows) <= rows.capacity == 116
     assert rows.total == 1000 and rows.dropped + len(rows) == 1000 and len(rows) >= 100
     dropped = np.concatenate([f[0] for f in folded])
@@ -62,6 +65,10 @@ def test_recent_rows_refuse_other_columns():
         rows.append(b=1.0)
     with pytest.raises(KeyError):
         rows.column("b")
+    with pytest.raises(KeyError):
+        rows.append_values(1.0, 2.0)
+    with pytest.raises(KeyError):
+        RecentRows(4).append_values(1.0)
 
 
 # ---------------------------------------------------------------------------- SearchLog

@@ -86,6 +86,23 @@ class RecentRows:
             self._cols[name][n] = v
         self._n = n + 1
 
+    def append_values(self, *values) -> None:
+        """:meth:`append` of a row given as one value per column in the columns' order
+        (fixed by the first :meth:`append`, which must have come before): the short path
+        of a log appended to many times a frame."""
+        if not self._cols:
+            raise KeyError("no columns yet: the first row is added with append(name=value, ...)")
+        if len(values) != len(self._cols):
+            raise KeyError(f"{len(values)} values for the {len(self._cols)} columns {list(self._cols)}")
+        if self._n == self.capacity:
+            self._drop_block()
+        elif self._n == len(next(iter(self._cols.values()))):
+            self._grow()
+        n = self._n
+        for a, v in zip(self._cols.values(), values):
+            a[n] = v
+        self._n = n + 1
+
     def column(self, name: str) -> np.ndarray:
         """``[n, ...]`` the held rows of column ``name``, oldest first (a view: copy to keep)."""
         if name not in self._cols:

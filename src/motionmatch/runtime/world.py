@@ -455,6 +455,9 @@ class SearchLog:
         self.cpu_total += cpu
         self.search_cpu_total += search_cpu
         self.collisions += bool(collides)
+        if self.count > 1:  # (the columns exist: values in their order)
+            self._recent.append_values(seconds, start, cpu, search_cpu, code, collides, obstacles, frame)
+            return
         self._recent.append(time=np.float64(seconds), start=np.float64(start), cpu=np.float64(cpu),
                             search_cpu=np.float64(search_cpu), method=np.int16(code),
                             collides=np.bool_(collides), obstacles=np.int32(obstacles), frame=np.int32(frame))
