@@ -1091,9 +1091,11 @@ class World:
 
         The agents' controllers are stepped together (:attr:`batched`): their playback,
         their simulated roots and their poses in one compiled call each over the world's
-        :class:`~motionmatch.runtime.batch.ControllerBatch`, their searches one by one in
-        between (each agent's search phase spreads them over frames); the numbers are
-        those of each controller's own :meth:`~motionmatch.runtime.controller.Controller.update`.
+        :class:`~motionmatch.runtime.batch.ControllerBatch` (the poses of many agents in
+        two halves on two threads), their searches in between, shared among
+        :attr:`search_threads` threads when there are many (each agent's search phase
+        spreads them over frames); the numbers are those of each controller's own
+        :meth:`~motionmatch.runtime.controller.Controller.update`, whatever the threads.
 
         Python's cyclic garbage collector runs once at the end of a step (the generation it
         would collect then: :func:`_collect_as_due`), not every few hundred allocations
