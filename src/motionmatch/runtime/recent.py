@@ -77,14 +77,7 @@ class RecentRows:
                 self._cols[name] = np.empty((self._initial, *v.shape), dtype=v.dtype)
         elif values.keys() != self._cols.keys():
             raise KeyError(f"columns are {sorted(self._cols)}, got {sorted(values)}")
-        if self._n == self.capacity:
-            self._drop_block()
-        elif self._n == len(next(iter(self._cols.values()))):
-            self._grow()
-        n = self._n
-        for name, v in values.items():
-            self._cols[name][n] = v
-        self._n = n + 1
+        self._put(values.values())
 
     def append_values(self, *values) -> None:
         """:meth:`append` of a row given as one value per column in the columns' order
@@ -94,6 +87,10 @@ class RecentRows:
             raise KeyError("no columns yet: the first row is added with append(name=value, ...)")
         if len(values) != len(self._cols):
             raise KeyError(f"{len(values)} values for the {len(self._cols)} columns {list(self._cols)}")
+        self._put(values)
+
+    def _put(self, values) -> None:
+        """Write one row (a value per column, in their order) after the held ones."""
         if self._n == self.capacity:
             self._drop_block()
         elif self._n == len(next(iter(self._cols.values()))):
