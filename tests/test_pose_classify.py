@@ -20,7 +20,7 @@ from motionmatch.control.pose.classify import (
 )
 from motionmatch.control.pose.commands import CommandMapper
 from motionmatch.control.pose.features import mirror_motion_features, motion_features, pose_window_features
-from motionmatch.control.pose.keypoints import KEYPOINTS, KeypointStream
+from motionmatch.control.pose.keypoints import KEYPOINTS, KeypointError, KeypointStream
 from motionmatch.control.pose.labels import COMMAND_INDEX, COMMANDS
 from motionmatch.control.pose.normalize import normalize_stream
 from test_pose_common import synthetic_stream
@@ -125,6 +125,35 @@ def test_streaming_equals_batch(trained):
         sc = StreamingClassifier(clf, s.names)
         live = [sc.push(t, k) for t, k in zip(s.times, s.keypoints)]
         assert live == batch, type(clf)
+
+
+def test_streaming_a_backlog_at_once_equals_one_by_one_at_the_cost_of_one(trained):
+    """A live source that fell behind hands the classifier seconds of frames at once
+    (``push_many``): the same commands as one push per frame, from one pass of the
+    networks, not one per 30 Hz frame (that cost, per frame, is what made a loaded
+    session fall further and further behind)."""
+    _, mlp = trained
+    s = _switching_stream()
+    rng = np.random.default_rng(3)
+    t = np.cumsum(rng.uniform(0.05, 0.2, 60))                 # an estimator at 5-20 frames/s
+    t = t[t < s.times[-1]]
+    kp = np.stack([np.stack([np.interp(t, s.times, s.keypoints[:, k, d]) for d in range(2)], axis=1)
+                   for k in range(len(KEYPOINTS))], axis=1)
+    one = StreamingClassifier(mlp, KEYPOINTS)
+    each = [one.push(ti, k) for ti, k in zip(t, kp)]
+
+    calls = []
+    counted = replace(mlp)
+    counted.predict_proba = lambda X: calls.append(len(X)) or mlp.predict_proba(X)
+    many = StreamingClassifier(counted, KEYPOINTS)
+    cut = [0, 1, 5, 25, len(t)]                                # bursts of 1, 4, 20 and the rest
+    after = [many.push_many(t[a:b], kp[a:b]) for a, b in zip(cut, cut[1:])]
+    assert after == [each[b - 1] for b in cut[1:]]
+    assert len(calls) == 4 and sum(calls) == int(np.floor((t[-1] - t[0]) * mlp.rate + 1e-6)) + 1
+    np.testing.assert_allclose(many.last_proba, one.last_proba)
+    with pytest.raises(KeypointError, match="increase"):      # refused whole: nothing taken
+        many.push_many([t[-1] + 0.1, t[-1] + 0.05], kp[:2])
+    assert many.push(t[-1] + 0.1, kp[-1]) == one.push(t[-1] + 0.1, kp[-1])
 
 
 def test_streaming_resamples_other_rates(trained):

@@ -121,6 +121,9 @@ class ViewerPoseSource(InputSource):
         calibrate_s: seconds of stand-still calibration at the start of a webcam (0: none).
     """
 
+    #: webcam frames kept while waiting for the session's next tick (older ones are dropped)
+    MAX_PENDING = 120
+
     def __init__(self, kind: str, path: Path | None = None, loader: ClassifierLoader | None = None,
                  fallback: KeyboardInput | None = None, calibrate_s: float = CALIBRATION_S):
         if kind not in ("file", "webcam"):
@@ -173,7 +176,9 @@ class ViewerPoseSource(InputSource):
             self.dropped += 1
             return
         self._pending.append((float(t), kp[:, :2], conf, time.monotonic()))
-        del self._pending[:-120]
+        if len(self._pending) > self.MAX_PENDING:   # the session has stalled for seconds: keep the newest
+            self.dropped += len(self._pending) - self.MAX_PENDING
+            del self._pending[:-self.MAX_PENDING]
 
     def _classifier_stream(self) -> StreamingClassifier | None:
         if self._clf_stream is None:
@@ -214,14 +219,26 @@ class ViewerPoseSource(InputSource):
         else:
             self.t += dt
             received = []
-            for t, kp, conf, at in self._pending:
+            pending, self._pending = self._pending, []
+            if pending:
+                # every frame that came since the last tick, classified together: the cost of a
+                # tick hardly grows with the frames it takes, so a session that fell behind (a
+                # loaded machine) catches up instead of falling further behind
+                kps = np.stack([kp for _, kp, _, _ in pending])
+                if self.calibration is not None:
+                    kps = self.calibration.apply(kps)
                 try:
-                    cs.push(t, kp if self.calibration is None else self.calibration.apply(kp), conf)
-                    self.frames_in += 1
-                    received.append(at)
+                    cs.push_many([t for t, _, _, _ in pending], kps, [c for _, _, c, _ in pending])
+                    self.frames_in += len(pending)
+                    received = [at for _, _, _, at in pending]
                 except KeypointError:
-                    self.dropped += 1
-            self._pending.clear()
+                    for (t, _, conf, at), kp in zip(pending, kps):
+                        try:
+                            cs.push(t, kp, conf)
+                            self.frames_in += 1
+                            received.append(at)
+                        except KeypointError:
+                            self.dropped += 1
             now = time.monotonic()
             self._delays.extend(now - at for at in received)
         cmd = cs.command_name
