@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import replace
 
 import numpy as np
@@ -147,7 +148,7 @@ def test_streaming_a_backlog_at_once_equals_one_by_one_at_the_cost_of_one(traine
     counted.predict_proba = lambda X: calls.append(len(X)) or mlp.predict_proba(X)
     many = StreamingClassifier(counted, KEYPOINTS)
     cut = [0, 1, 5, 25, len(t)]                                # bursts of 1, 4, 20 and the rest
-    after = [many.push_many(t[a:b], kp[a:b]) for a, b in zip(cut, cut[1:])]
+    after = [many.push_many(t[a:b], kp[a:b]) for a, b in itertools.pairwise(cut)]
     assert after == [each[b - 1] for b in cut[1:]]
     assert len(calls) == 4 and sum(calls) == int(np.floor((t[-1] - t[0]) * mlp.rate + 1e-6)) + 1
     np.testing.assert_allclose(many.last_proba, one.last_proba)
@@ -281,3 +282,32 @@ def test_boosted_trees_blend_in_and_are_saved_with_the_networks(tmp_path):
     np.savez(tmp_path / "cut.npz", **d)
     with pytest.raises(ClassifierError, match=r"cut\.npz.*missing"):
         load_classifier(tmp_path / "cut.npz")
+
+
+def test_the_viewer_webcam_source_places_each_change_at_its_frame_time(trained):
+    """A session tick that takes seconds of webcam frames at once (a starved session)
+    classifies them in one pass and still records each change of command at the time of
+    the frame that made it: the changes of the whole stream classified offline."""
+    from motionmatch.viewer.pose import ClassifierLoader, ViewerPoseSource
+
+    _, mlp = trained
+    loader = ClassifierLoader()
+    loader.set(mlp)
+    src = ViewerPoseSource("webcam", loader=loader, calibrate_s=0)
+    full = _switching_stream()                                # stand 2 s, left 2 s, right 2 s
+    s = KeypointStream(full.times[::2], full.keypoints[::2], full.names)    # 15 frames/s
+    for ti, k in zip(s.times + 100.0, s.keypoints):           # the page's clock
+        src.push(np.c_[k, np.ones(len(k))], ti)
+    calls = []
+    real = mlp.predict_proba
+    mlp.predict_proba = lambda X: calls.append(len(X)) or real(X)
+    try:
+        src._feed(1 / 60)
+    finally:
+        del mlp.predict_proba
+    assert len(calls) == 1 and src.frames_in == len(s)
+    out = mlp.classify(s)                                     # (resampled to 30 Hz)
+    names = out.names()
+    changes = [(round(float(out.times[i]), 3), c) for i, c in enumerate(names) if i == 0 or c != names[i - 1]]
+    assert list(src.timeline) == changes and {"stand_still", "walk_left", "walk_right"} <= {c for _, c in changes}
+    assert src.status()["history"] == [list(e) for e in changes[-6:]] and src.command == names[-1]

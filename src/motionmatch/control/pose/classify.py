@@ -524,6 +524,9 @@ class StreamingClassifier:
     input rate works. Returns the emitted command (or ``""`` before the first). The
     output is the same as :meth:`PoseClassifier.classify` on the whole stream.
 
+    After each call, ``emitted`` holds the ``(time, command index)`` of every resampled
+    frame it classified (none when the frame did not reach the next 30 Hz time).
+
     ``push_many`` takes several frames at once (a live source that fell behind) and gives
     the same commands as pushing them one by one, at about the cost of one push: the
     resampled frames of a call are normalised, described and classified together, so a
@@ -552,6 +555,7 @@ class StreamingClassifier:
         self._smoother = self.clf.make_smoother()
         self.command = -1
         self.last_proba: np.ndarray | None = None
+        self.emitted: list[tuple[float, int]] = []   # (time, command) of each frame the last call classified
 
     @property
     def command_name(self) -> str:
@@ -559,6 +563,7 @@ class StreamingClassifier:
 
     def _emit(self, times: list[float], kps: list[np.ndarray], confs: list[np.ndarray]) -> None:
         """Classify resampled frames (in order) with the history before them."""
+        self.emitted = []
         if not times:
             return
         h = len(self._times)
@@ -574,6 +579,7 @@ class StreamingClassifier:
             if norm.reset[i]:
                 self._smoother.reset()
             self.command = self._smoother.update(P[row])
+            self.emitted.append((self._times[i], self.command))
         self.last_proba = P[-1]
         del self._times[:-self.HISTORY], self._kp[:-self.HISTORY], self._conf[:-self.HISTORY]
 
