@@ -157,6 +157,26 @@ def test_streaming_a_backlog_at_once_equals_one_by_one_at_the_cost_of_one(traine
     assert many.push(t[-1] + 0.1, kp[-1]) == one.push(t[-1] + 0.1, kp[-1])
 
 
+def test_the_live_classifier_multiplies_on_one_blas_thread(trained):
+    """A few rows at a time gain nothing from BLAS threads, and on a loaded machine each
+    product waited for the second thread to be scheduled (a viewer session stalled for
+    seconds); batch classification keeps its threads."""
+    threadpoolctl = pytest.importorskip("threadpoolctl")
+
+    def blas_threads() -> int:
+        return max((i["num_threads"] for i in threadpoolctl.threadpool_info() if i["user_api"] == "blas"), default=0)
+
+    _, mlp = trained
+    before = blas_threads()
+    seen = []
+    counted = replace(mlp)
+    counted.predict_proba = lambda X: seen.append(blas_threads()) or mlp.predict_proba(X)
+    s = _switching_stream()
+    StreamingClassifier(counted, KEYPOINTS).push_many(s.times[:10], s.keypoints[:10])
+    counted.classify(s)
+    assert seen == [min(before, 1), before] and blas_threads() == before
+
+
 def test_streaming_resamples_other_rates(trained):
     _, mlp = trained
     s = _switching_stream()

@@ -28,6 +28,7 @@ predicting with a saved improved classifier needs only numpy and numba.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 from abc import ABC, abstractmethod
@@ -516,6 +517,27 @@ def load_classifier(path: str | Path) -> PoseClassifier:
 
 
 # ----------------------------------------------------------------------------- streaming
+@functools.cache
+def _blas_threads():
+    """threadpoolctl's controller of numpy's BLAS (installed with scikit-learn), or ``None``."""
+    try:
+        from threadpoolctl import ThreadpoolController
+
+        return ThreadpoolController()
+    except Exception:  # not installed, or an unknown BLAS
+        return None
+
+
+def one_blas_thread():
+    """A context in which numpy's BLAS runs on the calling thread only (where threadpoolctl
+    is installed; else it changes nothing). The live classifier multiplies a few rows at a
+    time, which a second BLAS thread does not speed up; on a loaded machine every matrix
+    product then also waits for that thread to be scheduled (and it spins afterwards,
+    taking CPU from the session): a viewer session stalled for 1-3 s per tick."""
+    c = _blas_threads()
+    return contextlib.nullcontext() if c is None else c.limit(limits=1, user_api="blas")
+
+
 class StreamingClassifier:
     """Feed poses one at a time (live use); get the current command after each.
 
@@ -574,7 +596,8 @@ class StreamingClassifier:
         norm = normalize_stream(s)
         # the normaliser is causal with a bounded memory, so the tail equals the full stream's
         new = np.arange(h, len(norm))
-        P = self.clf.predict_proba(self.clf.features(norm, new))
+        with one_blas_thread():
+            P = self.clf.predict_proba(self.clf.features(norm, new))
         for row, i in enumerate(new):
             if norm.reset[i]:
                 self._smoother.reset()
