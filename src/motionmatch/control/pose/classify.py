@@ -54,6 +54,9 @@ from motionmatch.control.pose.trees import BoostedTrees
 from motionmatch.errors import MotionMatchError
 
 RATE = 30.0
+#: Longest gap between two frames that resampling interpolates across (s); across a longer
+#: one the resampled frames are missing and the track starts again.
+MAX_INTERPOLATED_GAP_S = 0.25
 MODEL_FORMAT = "motionmatch-pose-classifier"
 MODEL_VERSION = 2  # 2: the improved classifier may hold boosted trees (a version-1 reader would ignore them)
 
@@ -91,7 +94,7 @@ def resample_stream(stream: KeypointStream, fps: float = RATE) -> KeypointStream
     out = (1 - a)[:, None, None] * kp[j] + a[:, None, None] * kp[j1]
     exact = np.isclose(t, stream.times[j], atol=1e-6)
     out[exact] = kp[j[exact]]
-    gap = (span > 0.25) & ~exact
+    gap = (span > MAX_INTERPOLATED_GAP_S) & ~exact
     out[gap] = np.nan
     conf = None
     if stream.confidence is not None:
@@ -643,7 +646,7 @@ class StreamingClassifier:
                     k, c = kp, conf
                 else:
                     t0, k0, c0 = self._raw_t[-2], self._raw_kp[-2], self._raw_c[-2]
-                    if t - t0 > 0.25:
+                    if t - t0 > MAX_INTERPOLATED_GAP_S:
                         k, c = np.full_like(kp, np.nan), np.zeros_like(conf)
                     else:
                         a = (tn - t0) / (t - t0)
