@@ -225,9 +225,10 @@ def test_the_page_camera_drives_the_character_with_nothing_from_outside(tmp_path
     """The page's "Use camera" in headless Chromium, its fake camera playing a rendered
     stand / walk / run performance (about 50 s on the loaded 2-core machine): MediaPipe's
     PoseLandmarker (CPU, WebAssembly, in a worker) finds the body, the keypoints calibrate and
-    reach the session's classifier, and every request stays on the viewer's origin. That the
-    character walks then runs is an expected failure (xfail) until the classifier handles
-    the estimator's keypoints (see the end)."""
+    reach the session's classifier, every request stays on the viewer's origin, the session
+    reads the walk as a walk and the run as a run, and the character moves. With the quick
+    classifier of the tests (no default classifier cached here), walk then run is an expected
+    failure (see the end)."""
     pytest.importorskip("sklearn")
     pytest.importorskip("playwright.sync_api", reason="Playwright is not installed")
     from test_viewer_e2e import CHROMIUM_ARGS, chromium_path
@@ -292,6 +293,8 @@ def test_the_page_camera_drives_the_character_with_nothing_from_outside(tmp_path
             page.click("#camera-use")
             page.wait_for_function("() => window.__cameraStats && window.__cameraStats.sent > 0", timeout=60000)
             clock["first keypoints"] = time.monotonic()
+            (session,) = [s for s in list(srv.viewer.sessions.values()) if s.pose_source is not None]
+            dropped0 = session.dropped_ticks         # ticks a starved session skipped (60 a second)
             samples = []                   # (video seconds of the last estimated frame, pose status)
             while True:
                 vt, st = page.evaluate("() => [window.__cameraStats.videoTime, window.__mm.state.pose]")
@@ -302,11 +305,12 @@ def test_the_page_camera_drives_the_character_with_nothing_from_outside(tmp_path
             stats = page.evaluate("() => window.__cameraStats")
             # the session's own view (the page's pose_status lags when the server is starved):
             # every frame sent so far arrives (the page goes on sending meanwhile)
-            (source,) = [s.pose_source for s in list(srv.viewer.sessions.values()) if s.pose_source is not None]
+            source = session.pose_source
+            lost_s = (session.dropped_ticks - dropped0) / 60.0
             deadline = time.monotonic() + 10.0
             while time.monotonic() < deadline and source.frames_received < stats["sent"]:
                 time.sleep(0.1)
-            received, classified, changes = source.frames_received, source.frames_in, list(source.history)
+            received, classified, timeline = source.frames_received, source.frames_in, list(source.timeline)
             clock["video played, keypoints in"] = time.monotonic()
             root = page.evaluate("() => window.__mm.character().root")
             shown = page.locator("#camera-info").text_content()
@@ -328,13 +332,17 @@ def test_the_page_camera_drives_the_character_with_nothing_from_outside(tmp_path
               for i, (vt, s) in enumerate(samples) if s and (i == 0 or s.get("state") != (samples[i - 1][1] or {}).get("state")
                                                            or s.get("message") != (samples[i - 1][1] or {}).get("message"))]
     # every keypoint frame the page sent reached the session, which calibrated on the standing
-    # frames and classified the rest into commands other than standing
+    # frames and classified the rest into commands other than standing. The session's
+    # commands are taken at the camera time of the frames that made them (its timeline: on a
+    # loaded machine the page's pose_status can lag by seconds), put on the video's clock by
+    # the first frame sent (its video time in the page's log of estimates)
     assert received >= stats["sent"] and classified > 10, (received, classified, stats["sent"], states)
-    assert running and running[0][0] < stand_s + 1.0, states
-    assert "calibration" in running[-1][1] and "intent_ms" in running[-1][1]
+    first_sent = next(vt for vt, found in stats["log"] if found)
+    timeline = [(round(t + first_sent, 2), c) for t, c in timeline]
+    assert timeline and timeline[0][0] < stand_s + 1.0, (timeline[:3], states)          # calibrated standing
+    assert running and "calibration" in running[-1][1] and "intent_ms" in running[-1][1], states
     assert "latency" in shown and "frames/s" in shown, shown
-    assert {c for _, c in changes} - {"stand_still", ""}, changes
-    commands = [(round(vt, 2), s["command"]) for vt, s in running]
+    assert {c for _, c in timeline} - {"stand_still", ""}, timeline
     moved = math.dist(p0, root)
     outside = [u for u in requests if not (u.startswith(origin) or u.startswith(("data:", "blob:")))]
     assert not outside, outside                                                           # nothing from outside
@@ -348,22 +356,49 @@ def test_the_page_camera_drives_the_character_with_nothing_from_outside(tmp_path
           f"capture ({stats.get('clock')}) -> keypoints sent median {page_med:.0f} ms p95 {page_p95:.0f} ms, "
           f"server arrival->intent median {running[-1][1]['intent_ms']} ms p95 {running[-1][1]['intent_ms_p95']} ms; "
           f"character moved {moved:.1f} m")
-    # walk, then run: the classifier's part (issue 18's domain check). The default classifier
-    # (full rendered data) tells them apart on the estimator's keypoints (MediaPipe's Python
-    # package on the same video, every frame: walk 32 of 37 frames, run 30 of 44); the quick
-    # one of the tests reads the estimator's damped run (the limbs keep about half their
-    # swing) as a dance. On a loaded machine (the full suite, or three busy processes) the
-    # default classifier read the walk as jump, or stand throughout: not understood yet, so
-    # this is reported, not asserted, with either classifier (issue 18 stays open for it).
-    family = [(vt, (c or "-").split("_")[0]) for vt, c in commands]
-    walk = collections.Counter(c for vt, c in family if stand_s + 1.5 <= vt < stand_s + walk_s).most_common(1)
-    run = collections.Counter(c for vt, c in family if stand_s + walk_s + 1.5 <= vt).most_common(1)
-    if not (walk and walk[0][0] == "walk" and run and run[0][0] == "run" and moved > 2.0):
-        seen = [f"{vt:.1f}:{c}" for i, (vt, c) in enumerate(commands) if i == 0 or c != commands[i - 1][1]]
-        said = (f"walk part: {walk}, run part: {run}, moved {moved:.1f} m; stream s:command {' '.join(seen)}")
-        which = "the quick classifier of the tests" if quick else "the default classifier"
-        pytest.xfail(f"{which} did not read walk then run on the page estimator's keypoints ({said}); the default "
-                     f"classifier does on an idle machine (benchmarks/README.md, limb damping), not yet on a loaded one")
+    # walk, then run (issue 18's domain check): the share of each part's time (after 1.5 s to
+    # switch) that the session spent in each family of commands, and the page's view
+    walk = _shares(timeline, stand_s + 1.5, stand_s + walk_s)
+    run = _shares(timeline, stand_s + walk_s + 1.5, end)
+    commands = [(round(vt, 1), s["command"]) for vt, s in running]
+    page = [f"{vt}:{c}" for i, (vt, c) in enumerate(commands) if i == 0 or c != commands[i - 1][1]]
+    said = (f"walk part {walk}, run part {run}, moved {moved:.1f} m; session (video s:command) "
+            f"{' '.join(f'{vt}:{c}' for vt, c in timeline)}; page {' '.join(page)}")
+    print("camera commands: " + said)
+    rate = (len(log) - 1) / (log[-1][0] - log[0][0])
+    print(f"camera session: {lost_s:.1f} s of ticks skipped while the video played; estimator {rate:.1f} frames/s")
+    ok = walk.get("walk", 0) > 0.5 and run.get("run", 0) > 0.5 and moved > 2.0
+    if not ok and quick:
+        # the quick classifier of the tests reads the estimator's damped run as a dance (the
+        # limbs keep about half their swing), whatever of its data or settings was tried
+        # (benchmarks/README.md, "Page camera under load"); the default one reads it
+        pytest.xfail(f"the quick classifier of the tests did not read walk then run ({said}); the default "
+                     "classifier does (`motionmatch pose eval` caches it)")
+    # What a loaded machine does, measured here and reported rather than failed
+    # (benchmarks/README.md, "Page camera under load"): below 7 estimates a second (the
+    # classifier was trained on 30 Hz keypoints; the page's estimates at 5-6 a second, the
+    # same recordings thinned, read the run as creep, dance or jump, where 8-10 a second read
+    # it), or a session starved of the CPU for over 2 s of the video (its character stands
+    # while it waits, whatever the commands)
+    if not ok and rate < 7.0:
+        pytest.xfail(f"the estimator made {rate:.1f} frames/s (a loaded machine), too few for the classifier: {said}")
+    if not ok and lost_s > 2.0:
+        pytest.xfail(f"the session skipped {lost_s:.1f} s of ticks (a CPU-starved machine): {said}")
+    assert walk.get("walk", 0) > 0.5, said
+    assert run.get("run", 0) > 0.5, said
+    assert moved > 2.0, said
+
+
+def _shares(timeline: list[tuple[float, str]], start: float, stop: float) -> dict[str, float]:
+    """The share of ``[start, stop)`` seconds spent in each family of commands (``walk``,
+    ``run``, ...), from ``timeline`` (the time and command of each change, in order)."""
+    out: dict[str, float] = collections.defaultdict(float)
+    for i, (t, c) in enumerate(timeline):
+        t1 = timeline[i + 1][0] if i + 1 < len(timeline) else stop
+        a, b = max(t, start), min(t1, stop)
+        if b > a:
+            out[(c or "-").split("_")[0]] += (b - a) / (stop - start)
+    return {k: round(v, 2) for k, v in sorted(out.items(), key=lambda kv: -kv[1])}
 
 
 def test_the_viewer_webcam_source_calibrates_first_then_corrects_frames():

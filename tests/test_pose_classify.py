@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import replace
 
 import numpy as np
@@ -20,7 +21,7 @@ from motionmatch.control.pose.classify import (
 )
 from motionmatch.control.pose.commands import CommandMapper
 from motionmatch.control.pose.features import mirror_motion_features, motion_features, pose_window_features
-from motionmatch.control.pose.keypoints import KEYPOINTS, KeypointStream
+from motionmatch.control.pose.keypoints import KEYPOINTS, KeypointError, KeypointStream
 from motionmatch.control.pose.labels import COMMAND_INDEX, COMMANDS
 from motionmatch.control.pose.normalize import normalize_stream
 from test_pose_common import synthetic_stream
@@ -125,6 +126,55 @@ def test_streaming_equals_batch(trained):
         sc = StreamingClassifier(clf, s.names)
         live = [sc.push(t, k) for t, k in zip(s.times, s.keypoints)]
         assert live == batch, type(clf)
+
+
+def test_streaming_a_backlog_at_once_equals_one_by_one_at_the_cost_of_one(trained):
+    """A live source that fell behind hands the classifier seconds of frames at once
+    (``push_many``): the same commands as one push per frame, from one pass of the
+    networks, not one per 30 Hz frame (that cost, per frame, is what made a loaded
+    session fall further and further behind)."""
+    _, mlp = trained
+    s = _switching_stream()
+    rng = np.random.default_rng(3)
+    t = np.cumsum(rng.uniform(0.05, 0.2, 60))                 # an estimator at 5-20 frames/s
+    t = t[t < s.times[-1]]
+    kp = np.stack([np.stack([np.interp(t, s.times, s.keypoints[:, k, d]) for d in range(2)], axis=1)
+                   for k in range(len(KEYPOINTS))], axis=1)
+    one = StreamingClassifier(mlp, KEYPOINTS)
+    each = [one.push(ti, k) for ti, k in zip(t, kp)]
+
+    calls = []
+    counted = replace(mlp)
+    counted.predict_proba = lambda X: calls.append(len(X)) or mlp.predict_proba(X)
+    many = StreamingClassifier(counted, KEYPOINTS)
+    cut = [0, 1, 5, 25, len(t)]                                # bursts of 1, 4, 20 and the rest
+    after = [many.push_many(t[a:b], kp[a:b]) for a, b in itertools.pairwise(cut)]
+    assert after == [each[b - 1] for b in cut[1:]]
+    assert len(calls) == 4 and sum(calls) == int(np.floor((t[-1] - t[0]) * mlp.rate + 1e-6)) + 1
+    np.testing.assert_allclose(many.last_proba, one.last_proba)
+    with pytest.raises(KeypointError, match="increase"):      # refused whole: nothing taken
+        many.push_many([t[-1] + 0.1, t[-1] + 0.05], kp[:2])
+    assert many.push(t[-1] + 0.1, kp[-1]) == one.push(t[-1] + 0.1, kp[-1])
+
+
+def test_the_live_classifier_multiplies_on_one_blas_thread(trained):
+    """A few rows at a time gain nothing from BLAS threads, and on a loaded machine each
+    product waited for the second thread to be scheduled (a viewer session stalled for
+    seconds); batch classification keeps its threads."""
+    threadpoolctl = pytest.importorskip("threadpoolctl")
+
+    def blas_threads() -> int:
+        return max((i["num_threads"] for i in threadpoolctl.threadpool_info() if i["user_api"] == "blas"), default=0)
+
+    _, mlp = trained
+    before = blas_threads()
+    seen = []
+    counted = replace(mlp)
+    counted.predict_proba = lambda X: seen.append(blas_threads()) or mlp.predict_proba(X)
+    s = _switching_stream()
+    StreamingClassifier(counted, KEYPOINTS).push_many(s.times[:10], s.keypoints[:10])
+    counted.classify(s)
+    assert seen == [min(before, 1), before] and blas_threads() == before
 
 
 def test_streaming_resamples_other_rates(trained):
@@ -252,3 +302,32 @@ def test_boosted_trees_blend_in_and_are_saved_with_the_networks(tmp_path):
     np.savez(tmp_path / "cut.npz", **d)
     with pytest.raises(ClassifierError, match=r"cut\.npz.*missing"):
         load_classifier(tmp_path / "cut.npz")
+
+
+def test_the_viewer_webcam_source_places_each_change_at_its_frame_time(trained):
+    """A session tick that takes seconds of webcam frames at once (a starved session)
+    classifies them in one pass and still records each change of command at the time of
+    the frame that made it: the changes of the whole stream classified offline."""
+    from motionmatch.viewer.pose import ClassifierLoader, ViewerPoseSource
+
+    _, mlp = trained
+    loader = ClassifierLoader()
+    loader.set(mlp)
+    src = ViewerPoseSource("webcam", loader=loader, calibrate_s=0)
+    full = _switching_stream()                                # stand 2 s, left 2 s, right 2 s
+    s = KeypointStream(full.times[::2], full.keypoints[::2], full.names)    # 15 frames/s
+    for ti, k in zip(s.times + 100.0, s.keypoints):           # the page's clock
+        src.push(np.c_[k, np.ones(len(k))], ti)
+    calls = []
+    real = mlp.predict_proba
+    mlp.predict_proba = lambda X: calls.append(len(X)) or real(X)
+    try:
+        src._feed(1 / 60)
+    finally:
+        del mlp.predict_proba
+    assert len(calls) == 1 and src.frames_in == len(s)
+    out = mlp.classify(s)                                     # (resampled to 30 Hz)
+    names = out.names()
+    changes = [(round(float(out.times[i]), 3), c) for i, c in enumerate(names) if i == 0 or c != names[i - 1]]
+    assert list(src.timeline) == changes and {"stand_still", "walk_left", "walk_right"} <= {c for _, c in changes}
+    assert src.status()["history"] == [list(e) for e in changes[-6:]] and src.command == names[-1]

@@ -16,7 +16,9 @@ A :class:`ViewerPoseSource` is made per ``pose_source`` message:
   camera); later frames are corrected by the calibration before they are classified.
   ``status()["intent_ms"]`` (``"intent_ms_p95"``) is the median (95th percentile) time from
   a frame's arrival to the intent it produced, over the last 90 frames (the server's part
-  of the camera-to-intent latency).
+  of the camera-to-intent latency). The frames that came since the session's last tick are
+  classified together (:meth:`~motionmatch.control.pose.classify.StreamingClassifier.push_many`),
+  so a session slowed down by a loaded machine catches up instead of falling behind.
 
 Either way the frames go through a :class:`~motionmatch.control.pose.classify.StreamingClassifier`
 (the default classifier, :func:`~motionmatch.control.pose.default.default_classifier`,
@@ -25,7 +27,10 @@ thread so the session never stalls), and the current command becomes an intent t
 :class:`~motionmatch.control.pose.commands.CommandMapper` (directions relative to the
 viewer's camera, like the keys). Until the classifier is ready, or after the recording
 ends, the source gives no intent and the keyboard drives the character.
-:meth:`ViewerPoseSource.status` is what the page's pose panel shows.
+:meth:`ViewerPoseSource.status` is what the page's pose panel shows. Each change of command is
+kept at the time of the frame that made it, in seconds of the camera's (the recording's)
+clock since its first frame: the last ones in ``status()["history"]``, all of them in
+:attr:`ViewerPoseSource.timeline`.
 """
 
 from __future__ import annotations
@@ -121,6 +126,9 @@ class ViewerPoseSource(InputSource):
         calibrate_s: seconds of stand-still calibration at the start of a webcam (0: none).
     """
 
+    #: webcam frames kept while waiting for the session's next tick (older ones are dropped)
+    MAX_PENDING = 120
+
     def __init__(self, kind: str, path: Path | None = None, loader: ClassifierLoader | None = None,
                  fallback: KeyboardInput | None = None, calibrate_s: float = CALIBRATION_S):
         if kind not in ("file", "webcam"):
@@ -144,7 +152,10 @@ class ViewerPoseSource(InputSource):
         self._clf_stream: StreamingClassifier | None = None
         self.mapper: CommandMapper | None = None
         self.command = ""
-        self.history: list[tuple[float, str]] = []  # (time, command) at each change
+        self.history: list[tuple[float, str]] = []  # (time, command) at each change, the last 20
+        # every change: (seconds of the camera's / recording's clock since its first frame, command)
+        self.timeline: deque[tuple[float, str]] = deque(maxlen=2000)
+        self._t_first: float | None = None if self.stream is None else float(self.stream.times[0])
         self.frames_in = 0          # frames classified
         self.frames_received = 0    # webcam frames pushed (calibration and dropped ones included)
         self.dropped = 0
@@ -172,8 +183,12 @@ class ViewerPoseSource(InputSource):
         if self._pending and t <= self._pending[-1][0]:
             self.dropped += 1
             return
+        if self._t_first is None:
+            self._t_first = float(t)
         self._pending.append((float(t), kp[:, :2], conf, time.monotonic()))
-        del self._pending[:-120]
+        if len(self._pending) > self.MAX_PENDING:   # the session has stalled for seconds: keep the newest
+            self.dropped += len(self._pending) - self.MAX_PENDING
+            del self._pending[:-self.MAX_PENDING]
 
     def _classifier_stream(self) -> StreamingClassifier | None:
         if self._clf_stream is None:
@@ -205,30 +220,50 @@ class ViewerPoseSource(InputSource):
             s = self.stream
             self.t += dt
             end = s.times[0] + self.t
+            i = self._next
             while self._next < len(s) and s.times[self._next] <= end + 1e-9:
-                i = self._next
-                conf = None if s.confidence is None else s.confidence[i]
-                cs.push(float(s.times[i]), s.keypoints[i, :, :2], conf)
                 self._next += 1
-                self.frames_in += 1
+            if self._next > i:
+                cs.push_many(s.times[i:self._next], s.keypoints[i:self._next, :, :2],
+                             None if s.confidence is None else s.confidence[i:self._next])
+                self.frames_in += self._next - i
         else:
             self.t += dt
             received = []
-            for t, kp, conf, at in self._pending:
+            pending, self._pending = self._pending, []
+            if pending:
+                # every frame that came since the last tick, classified together: the cost of a
+                # tick hardly grows with the frames it takes, so a session that fell behind (a
+                # loaded machine) catches up instead of falling further behind
+                kps = np.stack([kp for _, kp, _, _ in pending])
+                if self.calibration is not None:
+                    kps = self.calibration.apply(kps)
                 try:
-                    cs.push(t, kp if self.calibration is None else self.calibration.apply(kp), conf)
-                    self.frames_in += 1
-                    received.append(at)
+                    cs.push_many([t for t, _, _, _ in pending], kps, [c for _, _, c, _ in pending])
+                    self.frames_in += len(pending)
+                    received = [at for _, _, _, at in pending]
                 except KeypointError:
-                    self.dropped += 1
-            self._pending.clear()
+                    emitted = []
+                    for (t, _, conf, at), kp in zip(pending, kps):
+                        try:
+                            cs.push(t, kp, conf)
+                            emitted += cs.emitted
+                            self.frames_in += 1
+                            received.append(at)
+                        except KeypointError:
+                            self.dropped += 1
+                    cs.emitted = emitted
             now = time.monotonic()
             self._delays.extend(now - at for at in received)
-        cmd = cs.command_name
-        if cmd != self.command:
-            self.command = cmd
-            self.history.append((round(self.t, 3), cmd))
-            del self.history[:-20]
+        # each change at the time of the frame that made it (a tick may classify several)
+        emitted, cs.emitted = cs.emitted, []
+        for t, c in emitted:
+            cmd = cs.clf.commands[c] if c >= 0 else ""
+            if cmd != self.command:
+                self.command = cmd
+                self.timeline.append((round(t - self._t_first, 3), cmd))
+                self.history.append(self.timeline[-1])
+                del self.history[:-20]
 
     @property
     def finished(self) -> bool:

@@ -28,6 +28,7 @@ predicting with a saved improved classifier needs only numpy and numba.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 from abc import ABC, abstractmethod
@@ -53,6 +54,9 @@ from motionmatch.control.pose.trees import BoostedTrees
 from motionmatch.errors import MotionMatchError
 
 RATE = 30.0
+#: Longest gap between two frames that resampling interpolates across (s); across a longer
+#: one the resampled frames are missing and the track starts again.
+MAX_INTERPOLATED_GAP_S = 0.25
 MODEL_FORMAT = "motionmatch-pose-classifier"
 MODEL_VERSION = 2  # 2: the improved classifier may hold boosted trees (a version-1 reader would ignore them)
 
@@ -90,7 +94,7 @@ def resample_stream(stream: KeypointStream, fps: float = RATE) -> KeypointStream
     out = (1 - a)[:, None, None] * kp[j] + a[:, None, None] * kp[j1]
     exact = np.isclose(t, stream.times[j], atol=1e-6)
     out[exact] = kp[j[exact]]
-    gap = (span > 0.25) & ~exact
+    gap = (span > MAX_INTERPOLATED_GAP_S) & ~exact
     out[gap] = np.nan
     conf = None
     if stream.confidence is not None:
@@ -516,6 +520,27 @@ def load_classifier(path: str | Path) -> PoseClassifier:
 
 
 # ----------------------------------------------------------------------------- streaming
+@functools.cache
+def _blas_threads():
+    """threadpoolctl's controller of numpy's BLAS (installed with scikit-learn), or ``None``."""
+    try:
+        from threadpoolctl import ThreadpoolController
+
+        return ThreadpoolController()
+    except Exception:  # not installed, or an unknown BLAS
+        return None
+
+
+def one_blas_thread():
+    """A context in which numpy's BLAS runs on the calling thread only (where threadpoolctl
+    is installed; else it changes nothing). The live classifier multiplies a few rows at a
+    time, which a second BLAS thread does not speed up; on a loaded machine every matrix
+    product then also waits for that thread to be scheduled (and it spins afterwards,
+    taking CPU from the session): a viewer session stalled for 1-3 s per tick."""
+    c = _blas_threads()
+    return contextlib.nullcontext() if c is None else c.limit(limits=1, user_api="blas")
+
+
 class StreamingClassifier:
     """Feed poses one at a time (live use); get the current command after each.
 
@@ -523,6 +548,17 @@ class StreamingClassifier:
     of keypoints named ``names``; frames are resampled to the classifier's rate, so any
     input rate works. Returns the emitted command (or ``""`` before the first). The
     output is the same as :meth:`PoseClassifier.classify` on the whole stream.
+
+    After each call, ``emitted`` holds the ``(time, command index)`` of every resampled
+    frame it classified (none when the frame did not reach the next 30 Hz time).
+
+    ``push_many`` takes several frames at once (a live source that fell behind) and gives
+    the same commands as pushing them one by one, at about the cost of one push: the
+    resampled frames of a call are normalised, described and classified together, so a
+    live source that falls behind catches up instead of falling further behind (one
+    frame at a time, each 30 Hz frame costs a normalisation of the history, its features
+    and the networks: about a core's time at a camera's 10 frames a second on a 2-core
+    machine).
     """
 
     HISTORY = 90
@@ -534,9 +570,9 @@ class StreamingClassifier:
         self.reset()
 
     def reset(self) -> None:
-        self._times: deque[float] = deque(maxlen=self.HISTORY)
-        self._kp: deque[np.ndarray] = deque(maxlen=self.HISTORY)
-        self._conf: deque[np.ndarray] = deque(maxlen=self.HISTORY)
+        self._times: list[float] = []
+        self._kp: list[np.ndarray] = []
+        self._conf: list[np.ndarray] = []
         self._raw_t: list[float] = []
         self._raw_kp: list[np.ndarray] = []
         self._raw_c: list[np.ndarray] = []
@@ -544,54 +580,82 @@ class StreamingClassifier:
         self._smoother = self.clf.make_smoother()
         self.command = -1
         self.last_proba: np.ndarray | None = None
+        self.emitted: list[tuple[float, int]] = []   # (time, command) of each frame the last call classified
 
     @property
     def command_name(self) -> str:
         return self.clf.commands[self.command] if self.command >= 0 else ""
 
-    def _emit(self, t: float, kp: np.ndarray, conf: np.ndarray) -> None:
-        self._times.append(t)
-        self._kp.append(kp)
-        self._conf.append(conf)
+    def _emit(self, times: list[float], kps: list[np.ndarray], confs: list[np.ndarray]) -> None:
+        """Classify resampled frames (in order) with the history before them."""
+        self.emitted = []
+        if not times:
+            return
+        h = len(self._times)
+        self._times += times
+        self._kp += kps
+        self._conf += confs
         s = KeypointStream(np.asarray(self._times), np.stack(self._kp), self.names, np.stack(self._conf), self.y_down)
         norm = normalize_stream(s)
         # the normaliser is causal with a bounded memory, so the tail equals the full stream's
-        last = len(norm) - 1
-        X = self.clf.features(norm, np.array([last]))
-        P = self.clf.predict_proba(X)[0]
-        if norm.reset[last]:
-            self._smoother.reset()
-        self.command = self._smoother.update(P)
-        self.last_proba = P
+        new = np.arange(h, len(norm))
+        with one_blas_thread():
+            P = self.clf.predict_proba(self.clf.features(norm, new))
+        for row, i in enumerate(new):
+            if norm.reset[i]:
+                self._smoother.reset()
+            self.command = self._smoother.update(P[row])
+            self.emitted.append((self._times[i], self.command))
+        self.last_proba = P[-1]
+        del self._times[:-self.HISTORY], self._kp[:-self.HISTORY], self._conf[:-self.HISTORY]
 
     def push(self, t: float, keypoints: np.ndarray, confidence: np.ndarray | None = None) -> str:
-        kp = np.asarray(keypoints, dtype=np.float64)
-        if kp.ndim != 2 or kp.shape[0] != len(self.names):
-            raise KeypointError(f"one frame must be [K={len(self.names)}, 2|3], got {list(kp.shape)}")
-        conf = np.ones(kp.shape[0]) if confidence is None else np.asarray(confidence, dtype=np.float64)
+        return self.push_many([t], [keypoints], None if confidence is None else [confidence])
+
+    def push_many(self, times, keypoints, confidence=None) -> str:
+        """Frames ``keypoints [N][K, 2|3]`` at ``times [N]`` (s, increasing), with
+        ``confidence [N][K]`` or ``None``; returns the command after the last. A bad frame
+        raises :class:`~.keypoints.KeypointError` before any frame is taken."""
+        frames = []
+        last = self._raw_t[-1] if self._raw_t else None
+        for i, t in enumerate(times):
+            kp = np.asarray(keypoints[i], dtype=np.float64)
+            if kp.ndim != 2 or kp.shape[0] != len(self.names):
+                raise KeypointError(f"one frame must be [K={len(self.names)}, 2|3], got {list(kp.shape)}")
+            c = None if confidence is None else confidence[i]
+            conf = np.ones(kp.shape[0]) if c is None else np.asarray(c, dtype=np.float64)
+            if last is not None and t <= last:
+                raise KeypointError(f"times must increase: {t} after {last}")
+            last = float(t)
+            frames.append((float(t), kp, conf))
         dt = 1.0 / self.clf.rate
-        if self._raw_t and t <= self._raw_t[-1]:
-            raise KeypointError(f"times must increase: {t} after {self._raw_t[-1]}")
-        self._raw_t.append(float(t))
-        self._raw_kp.append(kp)
-        self._raw_c.append(conf)
-        if self._next_t is None:
-            self._t0, self._k = float(t), 0
-            self._next_t = float(t)
-        # every resampled time in (previous frame, this frame] lies between the last two frames
-        while self._next_t <= t + 1e-9:
-            tn = self._next_t
-            if abs(tn - t) < 1e-6 or len(self._raw_t) < 2:
-                k, c = kp, conf
-            else:
-                t0, k0, c0 = self._raw_t[-2], self._raw_kp[-2], self._raw_c[-2]
-                if t - t0 > 0.25:
-                    k, c = np.full_like(kp, np.nan), np.zeros_like(conf)
+        out_t: list[float] = []
+        out_k: list[np.ndarray] = []
+        out_c: list[np.ndarray] = []
+        for t, kp, conf in frames:
+            self._raw_t.append(t)
+            self._raw_kp.append(kp)
+            self._raw_c.append(conf)
+            if self._next_t is None:
+                self._t0, self._k = t, 0
+                self._next_t = t
+            # every resampled time in (previous frame, this frame] lies between the last two frames
+            while self._next_t <= t + 1e-9:
+                tn = self._next_t
+                if abs(tn - t) < 1e-6 or len(self._raw_t) < 2:
+                    k, c = kp, conf
                 else:
-                    a = (tn - t0) / (t - t0)
-                    k, c = (1 - a) * k0 + a * kp, np.minimum(c0, conf)
-            self._emit(tn, k, c)
-            self._k += 1
-            self._next_t = self._t0 + self._k * dt
-        del self._raw_t[:-2], self._raw_kp[:-2], self._raw_c[:-2]
+                    t0, k0, c0 = self._raw_t[-2], self._raw_kp[-2], self._raw_c[-2]
+                    if t - t0 > MAX_INTERPOLATED_GAP_S:
+                        k, c = np.full_like(kp, np.nan), np.zeros_like(conf)
+                    else:
+                        a = (tn - t0) / (t - t0)
+                        k, c = (1 - a) * k0 + a * kp, np.minimum(c0, conf)
+                out_t.append(tn)
+                out_k.append(k)
+                out_c.append(c)
+                self._k += 1
+                self._next_t = self._t0 + self._k * dt
+            del self._raw_t[:-2], self._raw_kp[:-2], self._raw_c[:-2]
+        self._emit(out_t, out_k, out_c)
         return self.command_name

@@ -135,17 +135,27 @@ def normalize_stream(stream: KeypointStream) -> NormalizedPoses:
         reset[1:] |= c_ok[1:] & ~c_ok[:-1]        # finding it again
     # smoothed scale: median of the last SCALE_WINDOW estimates since the last reset,
     # with resets also where the centre or the scale jumps
-    scale = np.empty(T)
+    # (a loop over Python floats: each frame depends on the previous one's scale, and a
+    # median of at most 9 numbers is cheaper sorted here than through numpy, which matters
+    # to the live classifier that normalises its history at every camera frame)
+    jump = np.hypot(*np.diff(centre_h, axis=0).T).tolist() if T else []
+    raw_l = raw_h.tolist()
+    flags = reset.tolist()
+    scale_l = [0.0] * T
     start = 0
     for t in range(T):
-        if t > 0 and not reset[t]:
-            prev = scale[t - 1]
-            if (np.hypot(*(centre_h[t] - centre_h[t - 1])) > MAX_JUMP_TORSO * prev
-                    or raw_h[t] > MAX_SCALE_CHANGE * prev or raw_h[t] * MAX_SCALE_CHANGE < prev):
-                reset[t] = True
-        if reset[t]:
+        r = raw_l[t]
+        if t > 0 and not flags[t]:
+            prev = scale_l[t - 1]
+            if jump[t - 1] > MAX_JUMP_TORSO * prev or r > MAX_SCALE_CHANGE * prev or r * MAX_SCALE_CHANGE < prev:
+                flags[t] = True
+        if flags[t]:
             start = t
-        scale[t] = np.median(raw_h[max(start, t - SCALE_WINDOW + 1): t + 1])
+        w = sorted(raw_l[max(start, t - SCALE_WINDOW + 1): t + 1])
+        n = len(w)
+        scale_l[t] = w[n // 2] if n % 2 else (w[n // 2 - 1] + w[n // 2]) / 2.0
+    reset = np.asarray(flags, dtype=bool)
+    scale = np.asarray(scale_l, dtype=np.float64)
     poses = (xy - centre_h[:, None, :]) / scale[:, None, None]
     kp_ok = np.isfinite(poses).all(axis=2)
     filled = np.empty_like(poses)
