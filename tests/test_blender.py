@@ -67,12 +67,14 @@ def bpy_python() -> str:
     return python
 
 
-#: The characters the round trips write: a LAFAN1 walker, the GenMM crab, and a 60 fps LAFAN1
-#: walker whose ``Hips`` moves under ``SimulationBone`` (an animated location, which Blender's
-#: FBX importer dropped when it connected the two bones). One frame rate (the 60 fps clip's;
-#: the 30 fps ones are played twice as fast) so that one FBX and one GLB hold all three.
+#: The characters the round trips write: a LAFAN1 walker, the GenMM crab, a 60 fps LAFAN1
+#: walker whose ``Hips`` moves under ``SimulationBone`` and a Bandai-Namco walker whose
+#: ``Hips`` moves under ``joint_Root`` (animated locations, which Blender's FBX importer
+#: dropped when it connected the two bones). One frame rate (the 60 fps clip's; the 30 fps
+#: ones are played twice as fast) so that one FBX and one GLB hold them all.
 CHARACTERS = (("walker", "lafan1/walk1_subject1_stop.bvh"), ("crab", "genmm-examples/Crabnew_Crab-dance-long.bvh"),
-              ("walker60", "lafan1-60fps/walk1_subject1_walk2.bvh"))
+              ("walker60", "lafan1-60fps/walk1_subject1_walk2.bvh"),
+              ("bandai", "bandai-namco/dataset-1/dataset-1_walk-left_tired_001.bvh"))
 FRAMES = 40
 FPS = 60.0
 
@@ -106,16 +108,16 @@ def _check_joints(seen: dict, name: str, motion) -> None:
 def blender_view(bpy_python, characters, data_dir, tmp_path_factory) -> dict:
     """The characters written to one FBX (through ``save_fbx``'s Blender subprocess) and one
     GLB, the 60 fps walker's clip converted to GLB by ``motionmatch convert``, and what
-    Blender makes of each file (one Blender start for all three)."""
+    Blender makes of each file (one Blender start for the three files)."""
     from motionmatch.cli.main import main
     from motionmatch.io.fbx import save_fbx
     from motionmatch.io.motion_files import write_motion
 
     folder = tmp_path_factory.mktemp("blender")
     names, motions, bodies = zip(*characters)
-    fbx = save_fbx(list(motions), folder / "three.fbx", meshes=list(bodies), names=list(names),
+    fbx = save_fbx(list(motions), folder / "all.fbx", meshes=list(bodies), names=list(names),
                    blender_python_path=bpy_python)
-    glb = write_motion(folder / "three.glb", list(zip(names, motions)))
+    glb = write_motion(folder / "all.glb", list(zip(names, motions)))
     converted = folder / "walker60.glb"
     assert main(["convert", str(data_dir / CHARACTERS[2][1]), "--range", f"0:{FRAMES}", str(converted)]) == 0
     m = motions[0]
