@@ -202,14 +202,65 @@ def test_fbx_without_bpy_names_the_extra(tmp_path, monkeypatch):
 
 
 # ---------------------------------------------------------------------- the add-on
-@pytest.mark.data
-def test_addon_genmm_on_an_imported_bvh(bpy_python, data_dir):
+@pytest.fixture(scope="module")
+def addon_run(bpy_python, data_dir, characters, tmp_path_factory) -> dict:
+    """One Blender start for the add-on's operators: GenMM on a BVH imported by Blender's own
+    importer, motionmatch's Import of the 60 fps LAFAN1 walker's BVH, and Walk along curve
+    on a small synthetic database (:func:`blender_addon_check.main`, ``import_and_follow``)."""
+    from motionmatch.anim import save_bvh
+    from motionmatch.database import MotionDatabase
+    from synthetic import walker
+
     example = data_dir / "genmm-examples" / "Joe_Walk-In-Circle.bvh"
     other = data_dir / "genmm-examples" / "Joe_Salsa-Dancing-6.bvh"
     for p in (example, other):
         if not p.is_file():
             pytest.skip(f"{p} not found in the motion data")
-    out = run_in_blender(bpy_python, str(HERE / "blender_addon_check.py"), str(example), str(other))
+    folder = tmp_path_factory.mktemp("addon")
+    bvh = save_bvh(characters[2][1], folder / "walker60.bvh")
+    specs = [(1.3, 1.3, 0.0), (1.3, 1.3, 0.45), (1.3, 1.3, -0.45), (1.0, 1.4, 0.0)]  # speed, end speed, turn rate
+    db = MotionDatabase.build([walker(n=240, speed=a, end_speed=b, turn_rate=r, name=f"walk_{i}")
+                               for i, (a, b, r) in enumerate(specs)], mirror_copies=True)
+    db.save(folder / "walkers.npz")
+    return run_in_blender(bpy_python, str(HERE / "blender_addon_check.py"), str(example), str(other), str(bvh),
+                          str(folder / "walkers.npz"))
+
+
+@pytest.mark.data
+def test_addon_import_bvh_plays_the_motion(addon_run, characters):
+    """The add-on's Import of a BVH (60 fps LAFAN1, Hips moving under SimulationBone) into a
+    30 fps scene: an armature and its body; the motion keyed frame for frame, every joint
+    within 1 mm of forward kinematics."""
+    out = addon_run
+    name, m, _ = characters[2]
+    assert out["import_result"] == ["FINISHED"]
+    assert out["import_objects"] == [["walker60", "ARMATURE"], ["walker60_body", "MESH"]]
+    assert out["import_frames"][1] - out["import_frames"][0] == m.num_frames - 1
+    _check_joints({"joints": {name: out["import_joints"]}}, name, m)
+
+
+@pytest.mark.data
+def test_addon_walks_along_a_curve(addon_run):
+    """Walk along curve on a circle of radius 3 m at 1.3 m/s: the walker goes round it, near
+    the curve all the way, taking at least the drawn time, and ends where it started. (How
+    closely motion matching follows a path is tests/test_follow.py's business.)"""
+    out = addon_run
+    assert out["follow_result"] == ["FINISHED"]
+    assert 18.0 < out["curve_length"] < 18.9  # 2 pi 3 m, as Blender's polygon of it
+    drawn = out["curve_length"] / 1.3 * out["fps"]
+    assert drawn * 0.95 <= out["walker_frames"] <= drawn * 2.0
+    xz = np.array(out["walker_root_xz"])
+    radius = np.hypot(xz[:, 0], xz[:, 1])
+    off = np.abs(radius - 3.0)  # a database of four synthetic walkers: near, not on, the curve
+    assert off.max() < 1.0 and np.median(off) < 0.3, f"the walker strays {off.max():.2f} m off the circle"
+    turned = np.unwrap(np.arctan2(xz[:, 1], xz[:, 0]))
+    assert abs(turned[-1] - turned[0]) > 0.9 * 2 * np.pi  # all the way round
+    assert np.hypot(*(xz[-1] - xz[0])) < 0.6
+
+
+@pytest.mark.data
+def test_addon_genmm_on_an_imported_bvh(addon_run):
+    out = addon_run
     assert out["result"] == out["keyed_result"] == ["FINISHED"]
     assert out["fps"] == 30.0 and out["source_frames"] > 300
     assert [a["name"] for a in out["actions"]] == ["Joe_Walk-In-Circle_genmm_0", "Joe_Walk-In-Circle_genmm_1"]
