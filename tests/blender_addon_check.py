@@ -1,15 +1,19 @@
 """The add-on, headless: register it, import a BVH with Blender's own importer, run the GenMM
 operator on its action (two variants; then one more with a timeline marker's pose pinned),
-and report what came out. Run by ``tests/test_blender_addon.py`` in
-a Python that has ``bpy``::
+and report what came out; then (optional) its Import operator on a BVH and its Walk along
+curve operator on a circle. Run by ``tests/test_blender.py`` in a Python that has ``bpy``::
 
-    python tests/blender_addon_check.py EXAMPLE.bvh OTHER.bvh
+    python tests/blender_addon_check.py EXAMPLE.bvh OTHER.bvh [IMPORT.bvh DATABASE.npz]
 
 prints JSON on the last line of stdout: the example's frame count and rate, each new action's
 name and frame count, its coverage of the example and local patch distance to it
 (motionmatch.metrics.genmm), the same of OTHER (a control that does not come from the example), the largest rotation
 difference at the marker's frame between the outputs and the example's pose there, and
-between the two variants.
+between the two variants. With IMPORT and DATABASE also: what ``motionmatch.import_motion``
+made of IMPORT (its objects, and its bones' world positions at the first, middle and last
+frames, Y up) and what ``motionmatch.follow_curve`` made on a Bezier circle (radius 3 m,
+speed 1.3 m/s, DATABASE): its result, the walker's frame count, the circle's length and
+the walker's root (joint 0) on the ground at every frame (x, z; Y up).
 """
 
 from __future__ import annotations
@@ -69,5 +73,41 @@ def main(example: str, other: str) -> dict:
     }
 
 
+def import_and_follow(path: str, database: str) -> dict:
+    """The Import and Walk along curve operators (after :func:`main`, in its scene)."""
+    from motionmatch.blender import operators
+    from motionmatch.io import blender_scene as bs
+
+    scene = bpy.context.scene
+    before = set(bpy.data.objects.keys())
+    imported = bpy.ops.motionmatch.import_motion(filepath=path)
+    made = sorted((o.name, o.type) for o in bpy.data.objects if o.name not in before)
+    arm = next(bpy.data.objects[n] for n, t in made if t == "ARMATURE")
+    lo, hi = (round(f) for f in arm.animation_data.action.frame_range)
+    joints: dict = {}
+    for f in (lo, lo + (hi - lo + 1) // 2, hi):  # motion frames 0, n // 2, n - 1
+        scene.frame_set(f)
+        for pb in arm.pose.bones:
+            x, y, z = arm.matrix_world @ pb.head
+            joints.setdefault(pb.name, []).append([x, z, -y])
+    bpy.ops.object.select_all(action="DESELECT")
+    bpy.ops.curve.primitive_bezier_circle_add(radius=3.0, location=(0.0, 0.0, 0.0))
+    curve = bpy.context.active_object
+    xz = operators.curve_points(bpy.context, curve)
+    followed = bpy.ops.motionmatch.follow_curve(database=database, speed=1.3)
+    walker = bpy.data.objects.get(f"{curve.name}_walker")
+    out = {"import_result": sorted(imported), "import_objects": made, "import_frames": [lo, hi],
+           "import_joints": joints, "follow_result": sorted(followed), "fps": scene.render.fps / scene.render.fps_base,
+           "curve_length": float(np.linalg.norm(np.diff(np.r_[xz, xz[:1]], axis=0), axis=1).sum())}
+    if walker is not None and walker.type == "ARMATURE":
+        walked = bs.read_motion(walker)
+        out["walker_frames"] = walked.num_frames
+        out["walker_root_xz"] = walked.world_positions[:, 0][:, [0, 2]].round(4).tolist()
+    return out
+
+
 if __name__ == "__main__":
-    print(json.dumps(main(sys.argv[1], sys.argv[2])))
+    report = main(sys.argv[1], sys.argv[2])
+    if len(sys.argv) > 4:
+        report.update(import_and_follow(sys.argv[3], sys.argv[4]))
+    print(json.dumps(report))

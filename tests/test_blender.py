@@ -67,17 +67,30 @@ def bpy_python() -> str:
     return python
 
 
+#: The characters the round trips write: a LAFAN1 walker, the GenMM crab, a 60 fps LAFAN1
+#: walker whose ``Hips`` moves under ``SimulationBone`` and a Bandai-Namco walker whose
+#: ``Hips`` moves under ``joint_Root`` (animated locations, which Blender's FBX importer
+#: dropped when it connected the two bones). One frame rate (the 60 fps clip's; the 30 fps
+#: ones are played twice as fast) so that one FBX and one GLB hold them all.
+CHARACTERS = (("walker", "lafan1/walk1_subject1_stop.bvh"), ("crab", "genmm-examples/Crabnew_Crab-dance-long.bvh"),
+              ("walker60", "lafan1-60fps/walk1_subject1_walk2.bvh"),
+              ("bandai", "bandai-namco/dataset-1/dataset-1_walk-left_tired_001.bvh"))
+FRAMES = 40
+FPS = 60.0
+
+
 @pytest.fixture(scope="module")
 def characters(data_dir):
-    """A LAFAN1 walker and the GenMM crab (two skeletons, one frame rate), with their mannequins."""
+    """The :data:`CHARACTERS` (three skeletons, one frame rate), with their mannequins."""
     out = []
-    for rel, frames in (("lafan1/walk1_subject1_stop.bvh", 40), ("genmm-examples/Crabnew_Crab-dance-long.bvh", 40)):
+    for name, rel in CHARACTERS:
         path = data_dir / rel
         if not path.is_file():
             pytest.skip(f"{path} not found in the motion data")
-        m = load_bvh(path)[0:frames]
-        out.append(m.with_data(m.rotations, m.translations, fps=30.0))
-    return [(name, m, mannequin_for(m)) for name, m in zip(("walker", "crab"), out)]
+        m = load_bvh(path)[0:FRAMES]
+        m = m.with_data(m.rotations, m.translations, fps=FPS)
+        out.append((name, m, mannequin_for(m)))
+    return out
 
 
 def _frames(motion) -> list[int]:
@@ -92,21 +105,25 @@ def _check_joints(seen: dict, name: str, motion) -> None:
 
 
 @pytest.fixture(scope="module")
-def blender_view(bpy_python, characters, tmp_path_factory) -> dict:
-    """Both characters written to one FBX (through ``save_fbx``'s Blender subprocess) and one
-    GLB, and what Blender makes of each file (one Blender start for both)."""
+def blender_view(bpy_python, characters, data_dir, tmp_path_factory) -> dict:
+    """The characters written to one FBX (through ``save_fbx``'s Blender subprocess) and one
+    GLB, the 60 fps walker's clip converted to GLB by ``motionmatch convert``, and what
+    Blender makes of each file (one Blender start for the three files)."""
+    from motionmatch.cli.main import main
     from motionmatch.io.fbx import save_fbx
     from motionmatch.io.motion_files import write_motion
 
     folder = tmp_path_factory.mktemp("blender")
     names, motions, bodies = zip(*characters)
-    fbx = save_fbx(list(motions), folder / "two.fbx", meshes=list(bodies), names=list(names),
+    fbx = save_fbx(list(motions), folder / "all.fbx", meshes=list(bodies), names=list(names),
                    blender_python_path=bpy_python)
-    glb = write_motion(folder / "two.glb", list(zip(names, motions)))
+    glb = write_motion(folder / "all.glb", list(zip(names, motions)))
+    converted = folder / "walker60.glb"
+    assert main(["convert", str(data_dir / CHARACTERS[2][1]), "--range", f"0:{FRAMES}", str(converted)]) == 0
     m = motions[0]
     seen = run_in_blender(bpy_python, str(PROBE), str(m.fps), ",".join(map(str, _frames(m))), "--mesh",
-                          str(fbx), str(glb))
-    return {"fbx": seen[str(fbx)], "glb": seen[str(glb)]}
+                          str(fbx), str(glb), str(converted))
+    return {"fbx": seen[str(fbx)], "glb": seen[str(glb)], "converted": seen[str(converted)]}
 
 
 @pytest.mark.data
@@ -121,14 +138,53 @@ def test_fbx_round_trip_joints_and_skin(blender_view, characters):
         assert err < TOLERANCE_M, f"{name}: skinned vertices {err * 1000:.3f} mm away from the mannequin's skinning"
 
 
+def _armature_of(seen: dict, name: str, motion) -> dict:
+    """The imported armature that is ``name``'s: the one named so, else the only one with
+    exactly its joints."""
+    joints = set(motion.skeleton.names)
+    arms = [a for a, bones in seen["joints"].items() if a == name or set(bones) == joints]
+    assert arms, f"{name}: no armature with its joints among {list(seen['joints'])}"
+    return {"joints": {name: seen["joints"][sorted(arms, key=lambda a: a != name)[0]]}}
+
+
 @pytest.mark.data
 def test_glb_round_trip_joints(blender_view, characters):
-    seen = blender_view["glb"]
     for name, m, _ in characters:
-        joints = set(m.skeleton.names)
-        arms = [a for a, bones in seen["joints"].items() if joints <= set(bones)]
-        assert arms, f"{name}: no armature with its joints among {list(seen['joints'])}"
-        _check_joints({"joints": {name: seen["joints"][arms[0]]}}, name, m)
+        _check_joints(_armature_of(blender_view["glb"], name, m), name, m)
+
+
+@pytest.mark.data
+def test_converted_60fps_glb_round_trip_joints(blender_view, characters):
+    name, m, _ = characters[2]
+    assert m.skeleton.names[:2] == ("SimulationBone", "Hips")
+    hips = m.translations[:, 1] - m.skeleton.offsets[1]
+    assert np.abs(hips).max() > 0.01  # the layout under test: Hips moves under SimulationBone
+    _check_joints(_armature_of(blender_view["converted"], name, m), name, m)
+
+
+def test_no_bone_points_at_a_child_whose_location_is_animated():
+    """LAFAN1's layout: a root whose only child's location is animated. Pointed at that child
+    (as it was), Blender's FBX importer would connect the child and drop its location keys;
+    the root turns forward instead, and the other bones keep pointing at their children.
+    Pure numpy: runs without bpy."""
+    from motionmatch.anim import Motion, Skeleton, quat
+    from motionmatch.io import blender_scene as bs
+
+    names, parents = ("root", "hips", "spine", "head"), np.array([-1, 0, 1, 2])
+    offsets = np.array([[0, 0, 0], [0, 0.9, 0], [0, 0.3, 0], [0, 0.4, 0]], dtype=float)
+    tr = np.broadcast_to(offsets, (4, 4, 3)).copy()
+    tr[:, 1, 2] += np.linspace(0.0, 0.05, 4)  # hips slides forward from the root
+    motion = Motion(Skeleton(names, parents, offsets), quat.identity((4, 4)), tr, 30.0)
+    moving = bs.moving_joints(motion)
+    assert moving.tolist() == [False, True, False, False]
+    skel, heads = motion.skeleton, bs._rest_positions(motion.skeleton)
+    before = bs._bone_tails(skel, heads, skel.end_site_offsets) - heads
+    after = bs._bone_tails(skel, heads, skel.end_site_offsets, moving) - heads
+    assert bs._fbx_connects(heads, 0, [1], [1], before[0])  # what main wrote: root at hips
+    assert not bs._fbx_connects(heads, 0, [1], [1], after[0])
+    assert np.allclose(after[0], [0, 0, 0.9])  # forward, as long as the distance to hips
+    assert np.allclose(after[1:], before[1:])
+    assert bs._fbx_connects(heads, 1, [2], [2], after[1])  # a fixed child stays connectable
 
 
 def test_fbx_without_bpy_names_the_extra(tmp_path, monkeypatch):
@@ -146,14 +202,65 @@ def test_fbx_without_bpy_names_the_extra(tmp_path, monkeypatch):
 
 
 # ---------------------------------------------------------------------- the add-on
-@pytest.mark.data
-def test_addon_genmm_on_an_imported_bvh(bpy_python, data_dir):
+@pytest.fixture(scope="module")
+def addon_run(bpy_python, data_dir, characters, tmp_path_factory) -> dict:
+    """One Blender start for the add-on's operators: GenMM on a BVH imported by Blender's own
+    importer, motionmatch's Import of the 60 fps LAFAN1 walker's BVH, and Walk along curve
+    on a small synthetic database (:func:`blender_addon_check.main`, ``import_and_follow``)."""
+    from motionmatch.anim import save_bvh
+    from motionmatch.database import MotionDatabase
+    from synthetic import walker
+
     example = data_dir / "genmm-examples" / "Joe_Walk-In-Circle.bvh"
     other = data_dir / "genmm-examples" / "Joe_Salsa-Dancing-6.bvh"
     for p in (example, other):
         if not p.is_file():
             pytest.skip(f"{p} not found in the motion data")
-    out = run_in_blender(bpy_python, str(HERE / "blender_addon_check.py"), str(example), str(other))
+    folder = tmp_path_factory.mktemp("addon")
+    bvh = save_bvh(characters[2][1], folder / "walker60.bvh")
+    specs = [(1.3, 1.3, 0.0), (1.3, 1.3, 0.45), (1.3, 1.3, -0.45), (1.0, 1.4, 0.0)]  # speed, end speed, turn rate
+    db = MotionDatabase.build([walker(n=240, speed=a, end_speed=b, turn_rate=r, name=f"walk_{i}")
+                               for i, (a, b, r) in enumerate(specs)], mirror_copies=True)
+    db.save(folder / "walkers.npz")
+    return run_in_blender(bpy_python, str(HERE / "blender_addon_check.py"), str(example), str(other), str(bvh),
+                          str(folder / "walkers.npz"))
+
+
+@pytest.mark.data
+def test_addon_import_bvh_plays_the_motion(addon_run, characters):
+    """The add-on's Import of a BVH (60 fps LAFAN1, Hips moving under SimulationBone) into a
+    30 fps scene: an armature and its body; the motion keyed frame for frame, every joint
+    within 1 mm of forward kinematics."""
+    out = addon_run
+    name, m, _ = characters[2]
+    assert out["import_result"] == ["FINISHED"]
+    assert out["import_objects"] == [["walker60", "ARMATURE"], ["walker60_body", "MESH"]]
+    assert out["import_frames"][1] - out["import_frames"][0] == m.num_frames - 1
+    _check_joints({"joints": {name: out["import_joints"]}}, name, m)
+
+
+@pytest.mark.data
+def test_addon_walks_along_a_curve(addon_run):
+    """Walk along curve on a circle of radius 3 m at 1.3 m/s: the walker goes round it, near
+    the curve all the way, taking at least the drawn time, and ends where it started. (How
+    closely motion matching follows a path is tests/test_follow.py's business.)"""
+    out = addon_run
+    assert out["follow_result"] == ["FINISHED"]
+    assert 18.0 < out["curve_length"] < 18.9  # 2 pi 3 m, as Blender's polygon of it
+    drawn = out["curve_length"] / 1.3 * out["fps"]
+    assert drawn * 0.95 <= out["walker_frames"] <= drawn * 2.0
+    xz = np.array(out["walker_root_xz"])
+    radius = np.hypot(xz[:, 0], xz[:, 1])
+    off = np.abs(radius - 3.0)  # a database of four synthetic walkers: near, not on, the curve
+    assert off.max() < 1.0 and np.median(off) < 0.3, f"the walker strays {off.max():.2f} m off the circle"
+    turned = np.unwrap(np.arctan2(xz[:, 1], xz[:, 0]))
+    assert abs(turned[-1] - turned[0]) > 0.9 * 2 * np.pi  # all the way round
+    assert np.hypot(*(xz[-1] - xz[0])) < 0.6
+
+
+@pytest.mark.data
+def test_addon_genmm_on_an_imported_bvh(addon_run):
+    out = addon_run
     assert out["result"] == out["keyed_result"] == ["FINISHED"]
     assert out["fps"] == 30.0 and out["source_frames"] > 300
     assert [a["name"] for a in out["actions"]] == ["Joe_Walk-In-Circle_genmm_0", "Joe_Walk-In-Circle_genmm_1"]

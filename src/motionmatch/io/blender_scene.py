@@ -42,6 +42,7 @@ from motionmatch.io.preview import MissingDependencyError
 __all__ = [
     "build_character",
     "from_blender",
+    "moving_joints",
     "new_armature",
     "new_skinned_mesh",
     "quat_from_blender",
@@ -116,9 +117,14 @@ def _rest_positions(skeleton: Skeleton) -> np.ndarray:
     return pos
 
 
-def _bone_tails(skeleton: Skeleton, heads: np.ndarray, end_sites: np.ndarray) -> np.ndarray:
+def _bone_tails(skeleton: Skeleton, heads: np.ndarray, end_sites: np.ndarray,
+                moving: np.ndarray | None = None) -> np.ndarray:
     """``[J, 3]`` bone tails: towards the mean of the children (or the end site), else along the
-    parent bone, at least :data:`MIN_BONE_LENGTH` long (motionmatch axes)."""
+    parent bone, at least :data:`MIN_BONE_LENGTH` long (motionmatch axes).
+
+    ``moving [J]`` (bool) marks joints whose location is animated: no bone points at such a
+    child (see :func:`_keep_off_moving_children`), or Blender's FBX importer connects the
+    child to it and drops the child's location keys."""
     J = skeleton.num_joints
     direction = np.zeros((J, 3))
     for j in range(J):
@@ -133,28 +139,74 @@ def _bone_tails(skeleton: Skeleton, heads: np.ndarray, end_sites: np.ndarray) ->
             p = skeleton.parents[j]
             d = direction[p] if p >= 0 else np.zeros(3)
             direction[j] = 0.5 * d if np.linalg.norm(d) > 1e-6 else np.array([0.0, 0.1, 0.0])
+    if moving is not None:
+        _keep_off_moving_children(skeleton, heads, direction, np.asarray(moving, dtype=bool))
     length = np.linalg.norm(direction, axis=1, keepdims=True)
     direction = np.where(length < MIN_BONE_LENGTH, direction / np.maximum(length, 1e-9) * MIN_BONE_LENGTH, direction)
     return heads + direction
 
 
-def new_armature(skeleton: Skeleton, name: str, *, bind: Any = None, collection: Any = None) -> Any:
+def _fbx_connects(heads: np.ndarray, j: int, kids: list[int], moving_kids: list[int], direction: np.ndarray) -> bool:
+    """Whether Blender's FBX importer would connect one of ``moving_kids`` to bone ``j`` if
+    the bone pointed along ``direction [3]``: the importer makes each bone's tail its head
+    plus its axis times the mean distance to its child bones (at least 1 cm) and connects a
+    child whose head is at that tail (``io_scene_fbx/import_fbx.py``,
+    ``FbxImportHelperNode.build_skeleton``, ``child_connect``)."""
+    norm = float(np.linalg.norm(direction))
+    if norm < 1e-9:
+        return True
+    reach = max(0.01, float(np.mean(np.linalg.norm(heads[kids] - heads[j], axis=1))))
+    tail = heads[j] + direction / norm * reach
+    gap = float(np.linalg.norm(heads[moving_kids] - tail, axis=1).min())
+    return gap < 1e-3 * reach
+
+
+def _keep_off_moving_children(skeleton: Skeleton, heads: np.ndarray, direction: np.ndarray,
+                              moving: np.ndarray) -> None:
+    """Turn (in place) each bone of ``direction [J, 3]`` that Blender's FBX importer would
+    connect to a child whose location is animated (:func:`_fbx_connects`).
+
+    A connected bone's location is ignored, so e.g. LAFAN1's ``Hips`` (an animated offset
+    from ``SimulationBone``) came back centimetres off. Such a bone points at the mean of
+    its other children instead, else along the first of forward, side and up (motionmatch's
+    +Z, +X, +Y) that is well off its moving children, as long as the distance to them."""
+    for j in range(skeleton.num_joints):
+        kids = skeleton.children(j)
+        moving_kids = [c for c in kids if moving[c]]
+        if not moving_kids or not _fbx_connects(heads, j, kids, moving_kids, direction[j]):
+            continue
+        fixed = [c for c in kids if not moving[c]]
+        off = np.mean(heads[moving_kids] - heads[j], axis=0)
+        size = max(float(np.linalg.norm(off)), MIN_BONE_LENGTH)
+        candidates = [np.mean(heads[fixed] - heads[j], axis=0)] if fixed else []
+        candidates += [axis * size for axis in np.eye(3)[[2, 0, 1]] if abs(axis @ off) < 0.5 * size]
+        for d in candidates:
+            if not _fbx_connects(heads, j, kids, moving_kids, d):
+                direction[j] = d
+                break
+
+
+def new_armature(skeleton: Skeleton, name: str, *, bind: Any = None, collection: Any = None,
+                 moving: np.ndarray | None = None) -> Any:
     """A new armature object with one bone per joint of ``skeleton`` (named after the joints),
     linked into ``collection`` (default the scene's). Its rest pose is the skeleton's rest
     pose, or ``bind``'s pose (an object with ``bind_positions [J, 3]`` and ``bind_rotations
     [J, 4]``, joint world transforms, e.g. a :class:`~motionmatch.anim.mannequin.Mannequin`)
-    so that a mesh made in that pose is skinned as it was made. Leaves object mode."""
+    so that a mesh made in that pose is skinned as it was made. ``moving [J]`` (bool) marks
+    joints whose location is animated (e.g. :func:`moving_joints`): no bone's tail points at
+    such a child, so that Blender's FBX importer does not connect it (and drop its location
+    keys) when the armature is exported and imported again. Leaves object mode."""
     bpy = require_bpy()
     data = bpy.data.armatures.new(name)
     obj = bpy.data.objects.new(name, data)
     _collection(collection).objects.link(obj)
     if bind is None:
         heads = _rest_positions(skeleton)
-        tails = _bone_tails(skeleton, heads, skeleton.end_site_offsets)
+        tails = _bone_tails(skeleton, heads, skeleton.end_site_offsets, moving)
     else:
         heads = np.asarray(bind.bind_positions, dtype=np.float64)
         ends = quat.rotate(np.asarray(bind.bind_rotations)[skeleton.end_site_parents], skeleton.end_site_offsets)
-        tails = _bone_tails(skeleton, heads, ends)
+        tails = _bone_tails(skeleton, heads, ends, moving)
     hb, tb = to_blender(heads), to_blender(tails)
     view_layer = bpy.context.view_layer
     previous = view_layer.objects.active
@@ -217,6 +269,16 @@ def new_skinned_mesh(armature: Any, mesh: Any, name: str, *, collection: Any = N
     return obj
 
 
+def moving_joints(motion: Motion, tolerance: float = 1e-5) -> np.ndarray:
+    """``[J]`` bool: the joints (besides the root) whose translation from their parent leaves
+    their rest offset by more than ``tolerance`` metres in some frame (an animated location,
+    e.g. LAFAN1's ``Hips`` under ``SimulationBone``)."""
+    drift = np.abs(motion.translations - motion.skeleton.offsets).max(axis=(0, 2))
+    out = drift > tolerance
+    out[0] = False
+    return out
+
+
 def build_character(motion: Motion, *, mesh: Any = None, name: str | None = None, start: int = 0,
                     collection: Any = None) -> tuple[Any, Any]:
     """An armature playing ``motion`` (a new action, keys at frames ``start + i``) and, when
@@ -224,7 +286,7 @@ def build_character(motion: Motion, *, mesh: Any = None, name: str | None = None
     pose, when it has one). Returns ``(armature object, mesh object or None)``."""
     name = name or motion.name or "character"
     bind = mesh if mesh is not None and hasattr(mesh, "bind_rotations") else None
-    arm = new_armature(motion.skeleton, name, bind=bind, collection=collection)
+    arm = new_armature(motion.skeleton, name, bind=bind, collection=collection, moving=moving_joints(motion))
     write_action(arm, motion, name=f"{name}_action", start=start,
                  bind_rotations=None if bind is None else bind.bind_rotations)
     body = new_skinned_mesh(arm, mesh, f"{name}_body", collection=collection) if mesh is not None else None

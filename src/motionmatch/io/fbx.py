@@ -5,7 +5,10 @@ each character in an empty Blender scene (:mod:`motionmatch.io.blender_scene`: a
 action with a key per frame, skinned mesh) and exports it: Y up, -Z forward, one FBX unit
 scale with all transforms applied (``FBX_SCALE_ALL``, what Unity and Unreal import at scale
 1), no added leaf bones, the animation baked at every frame without curve simplification,
-at the motion's frame rate, frame ``i`` at FBX frame ``i``.
+at the motion's frame rate, frame ``i`` at FBX frame ``i``. No bone points at a child whose
+location is animated (e.g. LAFAN1's ``Hips`` under ``SimulationBone``): Blender's FBX importer
+would connect the two and drop that child's location keys
+(:func:`motionmatch.io.blender_scene.moving_joints`).
 
 Where ``bpy`` runs:
 
