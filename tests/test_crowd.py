@@ -172,24 +172,22 @@ def test_simulated_roots_in_batch_rows_are_the_predictors_own(small_env_db):
 
 def test_a_door_crowd_steps_together_as_each_agent_alone(small_env_db, monkeypatch):
     """A few dozen agents of the benchmark's door crowd (several groups, waypoints), each
-    an obstacle to the others: the batched World, the batched World with its searches and
-    poses on three threads (every step's, however few) and per-agent stepping play the same
-    frames and roots, step by step."""
+    an obstacle to the others: the batched World, the batched World with its poses on two
+    threads (every step's, however few) and per-agent stepping play the same frames and
+    roots, step by step."""
     from motionmatch.environment import parse_scenario
     from motionmatch.runtime import batch as batch_module
-    from motionmatch.runtime import world as world_module
     from motionmatch.runtime.crowd import door_crowd
     from motionmatch.runtime.world import world_from_scenario
 
     db, m = small_env_db
     sc = parse_scenario(door_crowd(40, band=12))
     assert len(sc.agents) == 40 and len({a.goal[1] > 0 for a in sc.agents}) == 2
-    monkeypatch.setattr(world_module, "DECISIONS_PER_THREAD", 1)
     monkeypatch.setattr(batch_module, "POSE_SPLIT_ROWS", 2)
     worlds = []
-    for batched, threads in ((True, 1), (False, 1), (True, 3)):
+    for batched, threads in ((True, 1), (False, 1), (True, 2)):
         w = world_from_scenario(db, sc, matcher=m, record_poses=False)
-        w.batched, w.search_threads = batched, threads
+        w.batched, w.threads = batched, threads
         worlds.append(w)
     searched = 0
     for f in range(50):
@@ -204,7 +202,7 @@ def test_a_door_crowd_steps_together_as_each_agent_alone(small_env_db, monkeypat
                 np.testing.assert_array_equal(x.result.rotations, y.result.rotations)
         searched += sum(x.result.searched for x in a.agents)
     assert searched > 150  # every agent searched several times
-    assert worlds[2]._pool is not None  # (its searches did run on threads)
+    assert worlds[2]._pool is not None  # (its poses did run on two threads)
 
 
 def test_agents_colliding_is_the_pairwise_measure():

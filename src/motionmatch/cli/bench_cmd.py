@@ -20,8 +20,8 @@ inertialization and foot locking. With --environment every search is environment
 motion matching. After --warmup simulated seconds (the first searches of every agent and
 Numba's one-off compilation, reported apart), --seconds simulated seconds at 60 Hz are
 timed step by step: wall time, the calling thread's CPU time and the process's (every
-thread; robust to a busy machine). --threads sets the World's search threads (a step's
-searches and poses shared among them; default two, one on a one-core machine).
+thread; robust to a busy machine). --threads sets the World's threads (the poses of many
+agents in two halves on two threads; default two, one on a one-core machine).
 
 Prints (--json: one JSON object) agents, steps_per_s (simulated frames per second of wall
 time; 30 is real time at 30 fps), ms_per_step median and p95 (wall), the same in thread CPU
@@ -52,7 +52,7 @@ def cmd_bench_crowd(args: argparse.Namespace) -> int:
     world = world_from_scenario(db, sc, settings=settings, record_poses=False)
     world.batched = not args.per_agent
     if args.threads is not None:
-        world.search_threads = args.threads
+        world.threads = args.threads
     played = world.matcher.played_ellipses
     dt = 1.0 / sc.fps
     warm = max(0, round(args.warmup * sc.fps))
@@ -75,7 +75,7 @@ def cmd_bench_crowd(args: argparse.Namespace) -> int:
         colliding[f] = agents_colliding(ell).mean()
     progress.close()
     res = {"agents": len(world.agents), "environment": bool(args.environment), "batched": world.batched,
-           "threads": world.search_threads,
+           "threads": world.threads,
            "seconds": frames / sc.fps, "frames": frames,
            "steps_per_s": float(frames / wall.sum()), "ms_per_step": {"median": 1e3 * float(np.median(wall)),
                                                                      "p95": 1e3 * float(np.percentile(wall, 95))},
@@ -89,7 +89,7 @@ def cmd_bench_crowd(args: argparse.Namespace) -> int:
         print(json.dumps(res))
         return 0
     print(f"{res['agents']} agents ({'environment-aware' if args.environment else 'plain'} search, "
-          f"{'batched' if world.batched else 'per-agent'} stepping, {world.search_threads} search thread(s)), "
+          f"{'batched' if world.batched else 'per-agent'} stepping, {world.threads} thread(s)), "
           f"{frames} frames at {sc.fps:g} Hz:")
     print(f"  {res['steps_per_s']:.1f} steps/s of wall time ({res['ms_per_step']['median']:.2f} ms median, "
           f"{res['ms_per_step']['p95']:.2f} ms p95 per step)")
@@ -120,7 +120,7 @@ def register(sub) -> None:
     c.add_argument("--per-agent", action="store_true",
                    help="step each agent's controller alone (the reference the batched World is compared with)")
     c.add_argument("--threads", type=arg.int_range(1, 64), default=None, metavar="T",
-                   help="the World's search threads (default: two, one on a one-core machine)")
+                   help="the World's threads for the poses (default: two, one on a one-core machine)")
     c.add_argument("--json", action="store_true", help="print the numbers as one JSON object")
     c.add_argument("--quiet", action="store_true", help="no progress on stderr")
     c.set_defaults(func=cmd_bench_crowd)

@@ -50,7 +50,6 @@ import functools
 import gc
 import math
 import os
-import threading
 import time
 import weakref
 from collections.abc import Callable
@@ -681,8 +680,7 @@ class EnvironmentChooser:
         m = self.matcher
         _radius, opts = self._packed()
         if s.enabled:
-            with _GATHER_LOCK:  # (the grids' visit marks and output buffers are shared)
-                obs, cnt, nearest, _ = self.gather(ctrl)
+            obs, cnt, nearest, _ = self.gather(ctrl)
         else:
             obs, cnt, nearest = self._empty(self._K)
         self.near = nearest < math.inf
@@ -735,15 +733,6 @@ class EnvironmentChooser:
             return None
         return self._buffers.result(*self._last)
 
-
-DECISIONS_PER_THREAD = 8
-"""Fewer full decisions per search thread than this in a step are made on the calling
-thread alone (a thread's hand-over costs about as much as a few decisions)."""
-
-#: gathering obstacles marks and fills the scene's and the world's grids (shared
-#: scratch arrays): one search at a time gathers (the searches of a world's step may run
-#: on several threads, :meth:`World.step`)
-_GATHER_LOCK = threading.Lock()
 
 # ---------------------------------------------------------------------------- agents
 #: a grid over no rows (the ten arrays of ``gather_with_agents``), and no row indices
@@ -917,21 +906,21 @@ class World:
             motion matching, or its input's own chooser) and the matcher is never built.
         batched: step the agents' controllers together (see :meth:`step`); ``False``: one
             by one, each with its own ``update`` (the same numbers; for comparisons).
-        search_threads: threads that answer a batched step's searches (default: two, or
-            one on a one-core machine); see :meth:`step`.
+        threads: threads for a batched step's poses (default: two, or one on a one-core
+            machine); see :meth:`step`.
     """
 
     def __init__(self, db: MotionDatabase, scene: Scene | None = None, *,
                  settings: EnvironmentSettings | None = None, controller: ControllerSettings | None = None,
                  matcher: EnvironmentMatcher | None = None, agents_as_obstacles: bool = True,
                  stagger: bool = True, record_poses: bool = True, fps: float = 60.0, environment: bool = True,
-                 batched: bool = True, search_threads: int | None = None):
+                 batched: bool = True, threads: int | None = None):
         self.db = db
         self.batched = bool(batched)
-        if search_threads is not None and search_threads < 1:
-            raise ValueError(f"search_threads must be >= 1, got {search_threads}")
-        self.search_threads = search_threads or min(2, os.cpu_count() or 1)
-        self._pool = None  # a thread pool for the searches (made when first needed)
+        if threads is not None and threads < 1:
+            raise ValueError(f"threads must be >= 1, got {threads}")
+        self.threads = threads or min(2, os.cpu_count() or 1)
+        self._pool = None  # a thread pool for the poses (made when first needed)
         #: the steering of its :class:`~motionmatch.runtime.crowd.SteeringInput` agents, all
         #: at once each step (made by the first of them to steer)
         self.steering = None
@@ -1092,10 +1081,13 @@ class World:
         The agents' controllers are stepped together (:attr:`batched`): their playback,
         their simulated roots and their poses in one compiled call each over the world's
         :class:`~motionmatch.runtime.batch.ControllerBatch` (the poses of many agents in
-        two halves on two threads), their searches in between, shared among
-        :attr:`search_threads` threads when there are many (each agent's search phase
-        spreads them over frames); the numbers are those of each controller's own
+        two halves on two threads, :attr:`threads`), their searches one by one in
+        between (each agent's search phase spreads them over frames); the numbers are
+        those of each controller's own
         :meth:`~motionmatch.runtime.controller.Controller.update`, whatever the threads.
+        (Searches shared among threads were measured and dropped: half of a search's time
+        is Python, which holds the interpreter's lock, so two threads stepped 1000 agents
+        no faster and with a third more CPU; ``benchmarks/README.md``.)
 
         Python's cyclic garbage collector runs once at the end of a step (the generation it
         would collect then: :func:`_collect_as_due`), not every few hundred allocations
@@ -1230,43 +1222,25 @@ class World:
             a.searched = searched or (before >= 0 and ch is not None and ch.log.count > before)
 
     def _threads(self):
-        """The world's pool of ``search_threads - 1`` threads (made on first use; its threads
-        end with the world), or ``None`` with one search thread."""
-        if self.search_threads < 2:
+        """The world's pool of ``threads - 1`` threads (made on first use; its threads end
+        with the world), or ``None`` with one thread."""
+        if self.threads < 2:
             return None
         if self._pool is None:
             from concurrent.futures import ThreadPoolExecutor
 
-            self._pool = ThreadPoolExecutor(self.search_threads - 1, thread_name_prefix="motionmatch-world")
+            self._pool = ThreadPoolExecutor(self.threads - 1, thread_name_prefix="motionmatch-world")
             weakref.finalize(self, self._pool.shutdown, wait=False)
         return self._pool
 
     def _decide_all(self, group, ctrls, deciding, ends, speeds, turns, decided) -> None:
         """The full decisions (:meth:`Controller._decide`: mode, search, transition) of the
-        agents ``deciding`` (``(k, near)``, indices into ``group``) into ``decided[k]``. With
-        :attr:`search_threads` above one and enough of them, they are shared among threads:
-        a decision is its agent's alone (its controller, its chooser's buffers; the other
-        agents seen as they stood at the step's start), and a search spends about half its
-        time in compiled code that lets the other thread's Python run meanwhile (gathering
-        the obstacles is one thread at a time: it marks the shared grids)."""
-        def decide(part) -> None:
-            for k, near in part:
-                a, want, h = group[k]
-                ch = a.chooser
-                before = ch.log.count if ch is not None else 0
-                decided[k] = ctrls[k]._decide(h, a.intent, ends[k], speeds[k], turns[k], want.search_now,
-                                              near) + (before,)
-
-        T = self.search_threads
-        if T < 2 or len(deciding) < DECISIONS_PER_THREAD * T:
-            decide(deciding)
-            return
-        parts = [deciding[i::T] for i in range(T)]
-        pool = self._threads()
-        futures = [pool.submit(decide, p) for p in parts[1:]]
-        decide(parts[0])
-        for f in futures:
-            f.result()
+        agents ``deciding`` (``(k, near)``, indices into ``group``) into ``decided[k]``."""
+        for k, near in deciding:
+            a, want, h = group[k]
+            ch = a.chooser
+            before = ch.log.count if ch is not None else 0
+            decided[k] = ctrls[k]._decide(h, a.intent, ends[k], speeds[k], turns[k], want.search_now, near) + (before,)
 
     def run(self, n_frames: int, *, progress: bool = False) -> WorldRecord:
         """Step ``n_frames`` frames at the world's fps and record them."""
