@@ -178,22 +178,25 @@ class SteeringInput(InputSource):
         return k, self.targets[k]
 
     def intent(self, agent, t: float, dt: float) -> Want:
+        world = self.world
         now = self._now
-        if now is not None and now[0] == self.world.frame and now[1] == agent.uid and self._crowd is not None:
+        if now is None or now[0] != world.frame:
+            crowd = self._crowd
+            if crowd is None or crowd._world() is not world:
+                crowd = self._crowd = _crowd(world)
+            crowd.steer_once(world)  # (every steering agent of the world, this step's wants into their inputs)
+            now = self._now
+        if now is not None and now[0] == world.frame and now[1] == agent.uid:
             _, _, self._k, want, arrived = now  # (steered with the world's other steering agents this step)
             if arrived:
                 self.arrived = True
             return want
-        crowd = self._crowd
-        if crowd is None or crowd._world() is not self.world:
-            crowd = self._crowd = _crowd(self.world)
-        got = crowd.want(agent, self)
-        if got is not None:  # (steered with the world's other steering agents this step)
-            self._k, want, arrived = got
-            if arrived:
-                self.arrived = True
-            return want
-        p, self._k, v = crowd.steering(agent, self)
+        # an input the step did not see (e.g. inside another input): steered alone
+        pos, uids = world.ground_positions()
+        p = agent.root_xz
+        self._k, aim = self.aim(p)
+        v = steer_all(np.vstack([p[None], pos[uids != agent.uid]]), np.zeros(1, dtype=np.int64), aim[None],
+                      np.array([self.speed]), np.array([self.side], dtype=np.float64), self.s)[0]
         goal = self.targets[self._k]
         if self._k == len(self.targets) - 1 and math.hypot(goal[0] - p[0], goal[1] - p[1]) < self.s.arrive_distance:
             self.arrived = True
@@ -217,43 +220,12 @@ class _Crowd:
         self._frame: int | None = None
         self._key: tuple | None = None  # (the inputs' ids, in the world's order): when the groups were built
         self._groups: list[tuple] = []
-        self._rows: dict[int, tuple] = {}  # agent uid -> (source, group number, its place in the group)
-        self._out: list[tuple] = []  # per group: (positions [G, 2], target indices [G], velocities [G, 2])
-        self._wants: list[tuple] = []  # per group: (target indices [G], wants [G], arrived [G])
 
-    def want(self, agent, source: SteeringInput) -> tuple[int, Want, bool] | None:
-        """``(target index, want, arrived)`` of ``agent`` driven by ``source`` this step (what
-        :meth:`SteeringInput.intent` returns and records, made for the whole group at
-        once), or ``None`` for an input the step did not see."""
-        world = self._world()
+    def steer_once(self, world) -> None:
+        """Steer every steering agent of ``world`` for this step, unless done already:
+        each input's ``_now`` holds its agent's want (see :meth:`_steer`)."""
         if self._frame != world.frame:
             self._steer(world)
-        row = self._rows.get(agent.uid)
-        if row is None or row[0] is not source:
-            return None
-        ks, wants, arrived = self._wants[row[1]]
-        j = row[2]
-        return ks[j], wants[j], arrived[j]
-
-    def steering(self, agent, source: SteeringInput) -> tuple[np.ndarray, int, np.ndarray]:
-        """``(position [2], target index, desired velocity [2])`` of ``agent`` driven by
-        ``source`` this step (m, m/s; sequences of floats)."""
-        world = self._world()
-        if self._frame != world.frame:
-            self._steer(world)
-        row = self._rows.get(agent.uid)
-        if row is not None and row[0] is source:
-            pos, ks, v = self._out[row[1]]
-            j = row[2]
-            return pos[j], ks[j], v[j]
-        # an input the step did not see (e.g. inside another input): steered alone
-        pos, uids = world.ground_positions()
-        p = agent.root_xz
-        pts = np.vstack([p[None], pos[uids != agent.uid]])
-        k, aim = source.aim(p)
-        v = steer_all(pts, np.zeros(1, dtype=np.int64), aim[None], np.array([source.speed]),
-                      np.array([source.side], dtype=np.float64), source.s)[0]
-        return p, k, v
 
     def _build(self, world, key: tuple) -> None:
         """The groups of the world's steering agents (by settings object) and their arrays."""
@@ -261,14 +233,13 @@ class _Crowd:
         for n, a in enumerate(world.agents):
             if isinstance(a.source, SteeringInput):
                 members.setdefault(id(a.source.s), []).append((n, a.uid, a.source))
-        self._groups, self._rows = [], {}
-        for g, ms in enumerate(members.values()):
+        self._groups = []
+        for ms in members.values():
             srcs = [m[2] for m in ms]
             T = max(len(s.targets) for s in srcs)
             targets = np.zeros((len(ms), T, 2))
             for j, s_ in enumerate(srcs):
                 targets[j, :len(s_.targets)] = s_.targets
-                self._rows[ms[j][1]] = (s_, g, j)
             last = np.array([len(s_.targets) - 1 for s_ in srcs], dtype=np.int64)
             self._groups.append((np.array([m[0] for m in ms], dtype=np.int64), [m[1] for m in ms], srcs, targets, last,
                                  np.array([s_.speed for s_ in srcs]), np.array([s_.side for s_ in srcs], dtype=np.float64),
@@ -276,13 +247,12 @@ class _Crowd:
         self._key = key
 
     def _steer(self, world) -> None:
-        """Every steering agent's velocity, from where the agents stand at the step's start."""
+        """Every steering agent's want, from where the agents stand at the step's start, into
+        its input's ``_now``: ``(world frame, agent uid, target index, want, arrived)``."""
         pos, _uids = world.ground_positions()
         key = tuple(map(id, (a.source for a in world.agents)))
         if key != self._key:
             self._build(world, key)
-        self._out = []
-        self._wants = []
         for idx, uids, srcs, targets, last, speeds, sides, settings in self._groups:
             k = np.fromiter((s_._k for s_ in srcs), dtype=np.int64, count=len(srcs))
             p = pos[idx]
@@ -296,7 +266,6 @@ class _Crowd:
             aims = targets[rows, k]
             v = steer_all(pos, idx, aims, speeds, sides, settings)
             P, K, V = p.tolist(), k.tolist(), v.tolist()
-            self._out.append((P, K, V))  # (read one agent at a time)
             # SteeringInput.intent's arithmetic for the whole group (the same float operations)
             wants = [IDLE] * len(V)
             going, gaits = [], []
@@ -313,7 +282,6 @@ class _Crowd:
             arrive = settings.arrive_distance
             arrived = [kj == lj and math.hypot(a[0] - q[0], a[1] - q[1]) < arrive
                        for kj, lj, a, q in zip(K, last.tolist(), aims.tolist(), P)]
-            self._wants.append((K, wants, arrived))
             frame = world.frame
             for s_, uid, kj, w, ar in zip(srcs, uids, K, wants, arrived):
                 s_._now = (frame, uid, kj, w, ar)

@@ -1184,9 +1184,10 @@ class World:
             c._begin(h, a.desired)
         self._batch.playback(rows, dts, at_end, speed, turn)
         ends = at_end.tolist()
+        speeds = turns = None  # (lists, when an agent needs its full decision)
+        decided = []
+        goals = []  # the simulated roots the compiled stage advances: (k, goal)
         coasting = (False, False, -1)  # no search, no transition, no chooser asked
-        decided = [coasting] * n
-        deciding = []  # (k, near) of the agents that need their full decision (a search, maybe)
         steady = _steady_intents(ctrls, [a.intent for a, _, _ in group])
         rates = self._batch.state.play_rate[rows].tolist()
         for k, (c, (a, want, h)) in enumerate(zip(ctrls, group)):
@@ -1194,14 +1195,15 @@ class World:
             own = a.source.chooser(a)
             ch = a.chooser
             c.chooser = own if own is not None else ch
-            near = (ch is not None and ch.near) or want.root_motion_only
-            if not c._coast(h, a.intent, ends[k], want.search_now, near, steady[k], rates[k]):
-                deciding.append((k, near))
-        if deciding:
-            self._decide_all(group, ctrls, deciding, ends, speed.tolist(), turn.tolist(), decided)
-        goals = []  # the simulated roots the compiled stage advances: (k, goal)
-        for k, (c, (a, _, h)) in enumerate(zip(ctrls, group)):
             intent = a.intent
+            near = (ch is not None and ch.near) or want.root_motion_only
+            if c._coast(h, intent, ends[k], want.search_now, near, steady[k], rates[k]):
+                decided.append(coasting)
+            else:
+                if speeds is None:
+                    speeds, turns = speed.tolist(), turn.tolist()
+                before = ch.log.count if ch is not None else 0
+                decided.append(c._decide(h, intent, ends[k], speeds[k], turns[k], want.search_now, near) + (before,))
             if c.predictor.batched(intent):
                 goals.append((k, intent_goal_tuple(intent)))
             else:
@@ -1232,15 +1234,6 @@ class World:
             self._pool = ThreadPoolExecutor(self.threads - 1, thread_name_prefix="motionmatch-world")
             weakref.finalize(self, self._pool.shutdown, wait=False)
         return self._pool
-
-    def _decide_all(self, group, ctrls, deciding, ends, speeds, turns, decided) -> None:
-        """The full decisions (:meth:`Controller._decide`: mode, search, transition) of the
-        agents ``deciding`` (``(k, near)``, indices into ``group``) into ``decided[k]``."""
-        for k, near in deciding:
-            a, want, h = group[k]
-            ch = a.chooser
-            before = ch.log.count if ch is not None else 0
-            decided[k] = ctrls[k]._decide(h, a.intent, ends[k], speeds[k], turns[k], want.search_now, near) + (before,)
 
     def run(self, n_frames: int, *, progress: bool = False) -> WorldRecord:
         """Step ``n_frames`` frames at the world's fps and record them."""
