@@ -12,8 +12,8 @@ equal a single-process build's.
 Each finished clip's parts are kept in ``DB.npz.parts/`` (one ``.part`` file per source
 file, :func:`save_parts`): a build stopped midway, or rerun after a file changed,
 recomputes only the missing or changed clips. Tasks take a few clips each (a clip costs
-about 25 ms, a task about 3 ms of the driver's time). ``DB.manifest.json`` beside the database lists the inputs' and outputs'
-SHA-256, the versions and the timings.
+about 25 ms, a task about 3 ms of the driver's time). ``DB.manifest.json`` beside the
+database lists the inputs' and outputs' SHA-256, the versions and the timings.
 """
 
 from __future__ import annotations

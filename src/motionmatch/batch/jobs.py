@@ -2,13 +2,13 @@
 
 A job is a list of :class:`Cell` s, each a unit of work with the hash of its inputs and the
 files it produces. :func:`run_cells` skips the cells whose outputs exist, unchanged, from
-an earlier run with the same input hash; runs the others as Ray tasks (a task runs one cell,
-or a few small ones in turn; large read-only inputs are put in Ray's object store once and
-handed to every task by reference); writes
-each finished cell's outputs atomically in this process as soon as it arrives and notes
-it in a journal, so that a job stopped at any point (a worker, a node or this process
-killed) keeps every finished cell; carries on past failed cells, reporting each with its
-error; and ends with a manifest (inputs' and outputs' SHA-256, versions, timings).
+an earlier run with the same input hash; runs the others as Ray tasks (a task runs one
+cell, or a few small ones in turn; large read-only inputs are put in Ray's object store
+once and handed to every task by reference); writes each finished cell's outputs
+atomically in this process as soon as it arrives and notes it in a journal, so that a job
+stopped at any point (a worker, a node or this process killed) keeps every finished cell;
+carries on past failed cells, reporting each with its error; and ends with a manifest
+(inputs' and outputs' SHA-256, versions, timings).
 """
 
 from __future__ import annotations

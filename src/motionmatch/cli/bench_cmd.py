@@ -25,8 +25,9 @@ agents in two halves on two threads; default two, one on a one-core machine).
 
 Prints (--json: one JSON object) agents, steps_per_s (simulated frames per second of wall
 time; 30 is real time at 30 fps), ms_per_step median and p95 (wall), the same in thread CPU
-time, process_cpu_ms_per_step (all threads), and agent_collision_fraction: the share of agent-frames whose body (the ellipse of
-the frame it plays, at its root) overlaps another agent's. --per-agent steps each agent's
+time, process_cpu_ms_per_step (all threads), and agent_collision_fraction: the share of
+agent-frames whose body (the ellipse of the frame it plays, at its root) overlaps another
+agent's. --per-agent steps each agent's
 controller alone (World(batched=False)), the reference the batched path is compared with.
 The database needs body ellipses for --environment (build it with '--schema environment').
 """
