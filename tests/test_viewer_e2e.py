@@ -267,8 +267,11 @@ def test_debug_panel_pause_step_and_scrub(page):
     page.click("#view")
     page.keyboard.down("w")
     page.check("#debug-toggle")
-    page.wait_for_selector("#cost-table tr", timeout=5000)
-    page.wait_for_selector("#cand-table tr:nth-child(2)", timeout=5000)
+    # the panel is rebuilt from each debug message (10 a second): count rows in the DOM, polled on a
+    # timer rather than on animation frames, which a loaded machine's software GL may starve
+    page.wait_for_function("() => document.querySelectorAll('#cost-table tr').length > 0 "
+                           "&& document.querySelectorAll('#cand-table tr').length > 1", polling=100, timeout=15000)
+    assert page.locator("#cost-table").is_visible()
     groups = page.evaluate("() => window.__mm.state.welcome.db.groups")
     assert page.locator("#cost-table tr").count() == len(groups)
     time.sleep(1.0)
