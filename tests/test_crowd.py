@@ -172,11 +172,12 @@ def test_simulated_roots_in_batch_rows_are_the_predictors_own(small_env_db):
 
 def test_a_door_crowd_steps_together_as_each_agent_alone(small_env_db, monkeypatch):
     """A few dozen agents of the benchmark's door crowd (several groups, waypoints), each
-    an obstacle to the others: the batched World, the batched World with its poses on two
-    threads (every step's, however few) and per-agent stepping play the same frames and
-    roots, step by step."""
+    an obstacle to the others: the batched World, the batched World on two threads (its
+    poses in two halves every step, however few; its searches' kernels run together, half
+    on each thread) and per-agent stepping play the same frames and roots, step by step."""
     from motionmatch.environment import parse_scenario
     from motionmatch.runtime import batch as batch_module
+    from motionmatch.runtime import world as world_module
     from motionmatch.runtime.crowd import door_crowd
     from motionmatch.runtime.world import world_from_scenario
 
@@ -184,6 +185,9 @@ def test_a_door_crowd_steps_together_as_each_agent_alone(small_env_db, monkeypat
     sc = parse_scenario(door_crowd(40, band=12))
     assert len(sc.agents) == 40 and len({a.goal[1] > 0 for a in sc.agents}) == 2
     monkeypatch.setattr(batch_module, "POSE_SPLIT_ROWS", 2)
+    deferred = []
+    run = world_module._DeferredSearches.run
+    monkeypatch.setattr(world_module._DeferredSearches, "run", lambda self: (deferred.append(len(self)), run(self)))
     worlds = []
     for batched, threads in ((True, 1), (False, 1), (True, 2)):
         w = world_from_scenario(db, sc, matcher=m, record_poses=False)
@@ -200,9 +204,11 @@ def test_a_door_crowd_steps_together_as_each_agent_alone(small_env_db, monkeypat
                     (y.result.frame, y.result.searched, y.result.transitioned)
                 np.testing.assert_array_equal(x.result.translations, y.result.translations)
                 np.testing.assert_array_equal(x.result.rotations, y.result.rotations)
+                assert x.chooser.log.count == y.chooser.log.count
         searched += sum(x.result.searched for x in a.agents)
     assert searched > 150  # every agent searched several times
     assert worlds[2]._pool is not None  # (its poses did run on two threads)
+    assert sum(deferred) > 100  # (most of its searches were deferred and run together)
 
 
 def test_agents_colliding_is_the_pairwise_measure():

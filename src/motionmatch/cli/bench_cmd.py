@@ -21,7 +21,8 @@ motion matching. After --warmup simulated seconds (the first searches of every a
 Numba's one-off compilation, reported apart), --seconds simulated seconds at 60 Hz are
 timed step by step: wall time, the calling thread's CPU time and the process's (every
 thread; robust to a busy machine). --threads sets the World's threads (the poses of many
-agents in two halves on two threads; default two, one on a one-core machine).
+agents, and the kernels of the step's searches, in two halves on two threads; default two,
+one on a one-core machine).
 
 Prints (--json: one JSON object) agents, steps_per_s (simulated frames per second of wall
 time; 30 is real time at 30 fps), ms_per_step median and p95 (wall), the same in thread CPU
@@ -121,7 +122,7 @@ def register(sub) -> None:
     c.add_argument("--per-agent", action="store_true",
                    help="step each agent's controller alone (the reference the batched World is compared with)")
     c.add_argument("--threads", type=arg.int_range(1, 64), default=None, metavar="T",
-                   help="the World's threads for the poses (default: two, one on a one-core machine)")
+                   help="the World's threads for the poses and the searches' kernels (default: two, one on a one-core machine)")
     c.add_argument("--json", action="store_true", help="print the numbers as one JSON object")
     c.add_argument("--quiet", action="store_true", help="no progress on stderr")
     c.set_defaults(func=cmd_bench_crowd)

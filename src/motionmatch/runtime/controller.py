@@ -580,10 +580,15 @@ class Controller:
         return q, PredictedTrajectory(times.copy(), pos, vel, dirs, rot)
 
     def _search(self, intent: Intent, tags: str, vertical: np.ndarray | None, force: bool,
-                only_near_obstacles: bool = False) -> bool:
+                only_near_obstacles: bool = False, defer: list | None = None) -> bool | None:
         """Search and transition if clearly better (or ``force``); with
         ``only_near_obstacles``, only if the chooser found an obstacle near (its ``near``).
-        Returns whether it transitioned."""
+        Returns whether it transitioned.
+
+        ``defer``: a list to which a chooser that can split its choice (``begin``/``end``, an
+        :class:`~motionmatch.runtime.world.EnvironmentChooser`) appends ``(self, job,
+        rest)`` instead of choosing now; this returns ``None`` and :meth:`_search_end` finishes
+        the search once the job has run (a world runs its agents' jobs on another thread)."""
         view = "planar" if vertical is None else "full"
         q, traj = self._query(intent, vertical)
         self.last_desired = traj
@@ -594,13 +599,30 @@ class Controller:
         cur_ok = bool(self._clip_allowed(tags)[self.db.frame_clip[cur]]) and self.frame_pos + 1 < self._clip_last(cur)
         self.search_forced = bool(force)
         self.last_query = (q, mask, view)
-        if self.chooser is not None:
-            idx, cost = self.chooser(self, q, mask, view)
-        else:
-            idx, cost = self.searcher().nearest(q, mask=mask, k=1, init_index=cur if mask[cur] else None,
-                                                weights=self._view_weights[view])
         self.searches += 1
         self._since_search = 0.0
+        rest = (q, cur, cur_ok, view, force, only_near_obstacles)
+        ch = self.chooser
+        if ch is None:
+            idx, cost = self.searcher().nearest(q, mask=mask, k=1, init_index=cur if mask[cur] else None,
+                                                weights=self._view_weights[view])
+        elif defer is not None and hasattr(ch, "begin"):
+            defer.append((self, ch.begin(self, q, mask, view), rest))
+            return None
+        else:
+            idx, cost = ch(self, q, mask, view)
+        return self._searched(idx, cost, *rest)
+
+    def _search_end(self, job, rest: tuple) -> bool:
+        """Finish a search deferred by :meth:`_search` (``job``, ``rest``: its entry) once the
+        job has run; returns whether it transitioned."""
+        idx, cost = self.chooser.end(job)
+        return self._searched(idx, cost, *rest)
+
+    def _searched(self, idx: np.ndarray, cost: np.ndarray, q: np.ndarray, cur: int, cur_ok: bool, view: str,
+                  force: bool, only_near_obstacles: bool) -> bool:
+        """The end of :meth:`_search` once the chooser answered (``idx``, ``cost``: its
+        nearest frame and cost): transition if clearly better; returns whether it did."""
         best, best_cost = int(idx[0]), float(cost[0])
         if best < 0:  # no frame admitted (an empty mask): keep playing
             self.last_costs = {}
@@ -691,10 +713,11 @@ class Controller:
         return dt
 
     def _decide(self, dt: float, intent: Intent, at_end: bool, speed: float, turn_rate: float, force_search: bool,
-                root_motion_only: bool) -> tuple[bool, bool]:
+                root_motion_only: bool, defer: list | None = None) -> tuple[bool, bool | None]:
         """After playback (``at_end``, the root motion's ``speed`` and ``turn_rate``): the
         root adjustment, the mode, the search if one is due (and the transition it may
-        start). Returns whether it searched and transitioned."""
+        start). Returns whether it searched and transitioned (``None``: a locomotion search
+        deferred to ``defer``, see :meth:`_search`)."""
         if self.s.adjust_halflife > 0 and dt > 0 and not root_motion_only:
             self._adjust_root(dt, speed, turn_rate)
         mode, force = self._choose_mode(intent)
@@ -760,7 +783,7 @@ class Controller:
                 tags = "creep" if mode == "creep" else self.s.locomotion_tags
                 vert = self.vtargets.creep if mode == "creep" else None
                 searched = True
-                transitioned = self._search(intent, tags, vert, force=force or at_end)
+                transitioned = self._search(intent, tags, vert, force=force or at_end, defer=defer)
         self._prev_actions = intent.actions
         self._last_intent = intent
         return searched, transitioned

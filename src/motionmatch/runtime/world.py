@@ -76,6 +76,7 @@ from motionmatch.runtime.inputs import IDLE, IdleInput, InputSource, ScriptInput
 from motionmatch.runtime.modes import vertical_columns
 from motionmatch.runtime.recent import RecentRows
 from motionmatch.search.penalized import (
+    ChoiceJob,
     PenalizedSearch,
     PenaltyParams,
     SearchBuffers,
@@ -674,6 +675,15 @@ class EnvironmentChooser:
             self._key = np.empty(2 * M)
 
     def __call__(self, ctrl: Controller, query: np.ndarray, mask: np.ndarray, view: str):
+        job = self.begin(ctrl, query, mask, view)
+        job.run()
+        return self.end(job)
+
+    def begin(self, ctrl: Controller, query: np.ndarray, mask: np.ndarray, view: str) -> ChoiceJob:
+        """A choice made ready (the obstacles gathered, the controls' weights, the kernel's
+        arguments): a :class:`~motionmatch.search.penalized.ChoiceJob` to :meth:`~motionmatch.
+        search.penalized.ChoiceJob.run` (on any thread), then to give to :meth:`end`. A
+        chooser has one choice under way at a time (the job owns its buffers)."""
         t0 = time.perf_counter()
         c0 = time.thread_time()
         s = self.settings
@@ -694,35 +704,45 @@ class EnvironmentChooser:
         if mask.shape[0] != ps.n_frames:
             raise ValueError(f"mask: expected {ps.n_frames} frames, got {mask.shape}")
         b = self._buffers
-        # one compiled call: the query's search columns and the controls' weights (into the
-        # chooser's buffers), the plain distance to the frame playing now, and the search
-        # (PenalizedSearch.search_into without its checks: every array is built here,
+        # one compiled call (the job's): the query's search columns and the controls' weights
+        # (into the chooser's buffers), the plain distance to the frame playing now, and the
+        # search (PenalizedSearch.search_into without its checks: every array is built here,
         # contiguous and of the right type), without building a SearchResult (see last)
         pen = b.penalty(s.penalty)
-        sview = m.search_view(view)
         prev = self.previous
-        q, w = self._q, self._w
-        c1 = time.thread_time()
-        idx, method, cur_plain = ps.choose_into(sview, query, cur,
-                                                (float(c.continuity), float(c.responsiveness), float(ev)), q, w,
-                                                obs, cnt, mask, prev, pen, envw, opts, b)
-        c2 = time.thread_time()
+        job = ps.choice_job(m.search_view(view), query, cur, (float(c.continuity), float(c.responsiveness), float(ev)),
+                            self._q, self._w, obs, cnt, mask, prev, pen, envw, opts, b)
+        job.context = (ctrl, t0, time.perf_counter() - t0, time.thread_time() - c0, obs, cnt, mask, cur, prev, envw,
+                       opts)
+        return job
+
+    def end(self, job: ChoiceJob) -> tuple[np.ndarray, np.ndarray]:
+        """The choice of a job from :meth:`begin` that has run: ``([index], [cost])``, as a
+        frame chooser returns them (logged)."""
+        t1, c1 = time.perf_counter(), time.thread_time()
+        ctrl, t0, wall0, cpu0, obs, cnt, mask, cur, prev, envw, opts = job.context
+        job.context = None
+        idx, method, cur_plain = self.matcher.search.choice_end(job)
+        search_cpu = job.cpu_s + (time.thread_time() - c1)  # (with the plain search, when it ran here)
         self._last = (idx, method)
         self.previous = idx
         self.last_obstacles = (obs, cnt)
+        b = self._buffers
         out = b.out
         if EnvironmentChooser.record is not None:
-            EnvironmentChooser.record(q.copy(), obs, cnt, {"mask": mask, "init_index": cur, "previous": prev,
-                                                           "weights": w.copy(), "penalty": s.penalty,
-                                                           "env_weight": envw,
-                                                    "options": opts}, b.result(idx, method))
+            EnvironmentChooser.record(self._q.copy(), obs, cnt, {"mask": mask, "init_index": cur, "previous": prev,
+                                                                 "weights": self._w.copy(),
+                                                                 "penalty": self.settings.penalty, "env_weight": envw,
+                                                                 "options": opts}, b.result(idx, method))
         # The controller compares the returned cost with ratio * (its plain distance to the
         # frame playing now); shift the cost so that this compares penalised scores:
         # cost' < ratio * plain(cur)  <=>  score(best) < ratio * score(cur).
         ratio = ctrl.s.transition_ratio
         cost = out[0] - ratio * out[2] + ratio * cur_plain
-        self.log.add(time.perf_counter() - t0, time.thread_time() - c0, c2 - c1, method, bool(out[3] > 0.0),
-                     sum(cnt.tolist()), idx, t0)
+        # times: this thread's before and after the job, and the job's own (wherever it ran)
+        wall = wall0 + job.wall_s + (time.perf_counter() - t1)
+        cpu = cpu0 + job.cpu_s + (time.thread_time() - c1)
+        self.log.add(wall, cpu, search_cpu, method, bool(out[3] > 0.0), sum(cnt.tolist()), idx, t0)
         return np.array([idx], dtype=np.int64), np.array([cost])
 
     @property
@@ -906,8 +926,10 @@ class World:
             motion matching, or its input's own chooser) and the matcher is never built.
         batched: step the agents' controllers together (see :meth:`step`); ``False``: one
             by one, each with its own ``update`` (the same numbers; for comparisons).
-        threads: threads for a batched step's poses (default: two, or one on a one-core
-            machine); see :meth:`step`.
+        threads: threads for a batched step (default: two, or one on a one-core machine):
+            with two, the poses are computed in two halves at once, and so are the
+            searches' compiled kernels (made ready agent by agent, then run together); see
+            :meth:`step`.
     """
 
     def __init__(self, db: MotionDatabase, scene: Scene | None = None, *,
@@ -1081,13 +1103,17 @@ class World:
         The agents' controllers are stepped together (:attr:`batched`): their playback,
         their simulated roots and their poses in one compiled call each over the world's
         :class:`~motionmatch.runtime.batch.ControllerBatch` (the poses of many agents in
-        two halves on two threads, :attr:`threads`), their searches one by one in
-        between (each agent's search phase spreads them over frames); the numbers are
-        those of each controller's own
-        :meth:`~motionmatch.runtime.controller.Controller.update`, whatever the threads.
-        (Searches shared among threads were measured and dropped: half of a search's time
-        is Python, which holds the interpreter's lock, so two threads stepped 1000 agents
-        no faster and with a third more CPU; ``benchmarks/README.md``.)
+        two halves on two threads, :attr:`threads`), their decisions one by one in
+        between (each agent's search phase spreads its searches over frames). With two
+        threads, an environment-aware locomotion search is made ready in its agent's turn
+        (query, obstacles, weights) and its compiled kernel deferred: the step's kernels run
+        together, half on each thread (they hold no lock), then each deferred search ends
+        (the transition it may start) in the agents' order. The numbers are those of each
+        controller's own :meth:`~motionmatch.runtime.controller.Controller.update`,
+        whatever the threads. (Whole searches shared among threads were measured and
+        dropped: half of a search's time is Python, which holds the interpreter's lock; a
+        kernel run on a second thread while the first went on with other agents waited
+        for that lock about as long as it ran; ``benchmarks/README.md``.)
 
         Python's cyclic garbage collector runs once at the end of a step (the generation it
         would collect then: :func:`_collect_as_due`), not every few hundred allocations
@@ -1190,6 +1216,8 @@ class World:
         coasting = (False, False, -1)  # no search, no transition, no chooser asked
         steady = _steady_intents(ctrls, [a.intent for a, _, _ in group])
         rates = self._batch.state.play_rate[rows].tolist()
+        defer = self._deferred_searches()
+        late = []  # agents whose search is deferred: (k, whether its simulated root advances alone)
         for k, (c, (a, want, h)) in enumerate(zip(ctrls, group)):
             # (World._before_update, inline: this loop runs for every agent every frame)
             own = a.source.chooser(a)
@@ -1203,13 +1231,30 @@ class World:
                 if speeds is None:
                     speeds, turns = speed.tolist(), turn.tolist()
                 before = ch.log.count if ch is not None else 0
-                decided.append(c._decide(h, intent, ends[k], speeds[k], turns[k], want.search_now, near) + (before,))
+                decided.append(c._decide(h, intent, ends[k], speeds[k], turns[k], want.search_now, near, defer)
+                               + (before,))
+                if decided[-1][1] is None:  # (its search's kernel deferred: run below with the others)
+                    late.append((k, not c.predictor.batched(intent)))
+                    if c.predictor.batched(intent):
+                        goals.append((k, intent_goal_tuple(intent)))
+                    continue
             if c.predictor.batched(intent):
                 goals.append((k, intent_goal_tuple(intent)))
             else:
                 c._advance_sim(h, intent)
             if c.inert.method == "spring":
                 c._advance_offsets(h)
+        if late:
+            # the deferred searches' ends, in the agents' order (each touches its own agent
+            # only), then what followed each one's decision
+            defer.run()
+            for (k, alone), (c, job, rest) in zip(late, defer):
+                decided[k] = (True, c._search_end(job, rest), decided[k][2])
+                if alone:
+                    c._advance_sim(dts[k], group[k][0].intent)
+                if c.inert.method == "spring":
+                    c._advance_offsets(dts[k])
+            defer.clear()
         if goals:
             sprung = np.fromiter((k for k, _ in goals), dtype=np.int64, count=len(goals))
             self._batch.advance_sim(rows[sprung], dts[sprung], np.array([g for _, g in goals], dtype=np.float64))
@@ -1222,6 +1267,13 @@ class World:
             a._result = (out, k, c.mode, searched, transitioned, c.last_desired, c.last_costs if searched else None)
             ch = a.chooser
             a.searched = searched or (before >= 0 and ch is not None and ch.log.count > before)
+
+    def _deferred_searches(self) -> _DeferredSearches | None:
+        """With two threads or more, a list that takes the step's deferred searches (their
+        jobs run on two threads at once, :meth:`_DeferredSearches.run`); ``None`` with one
+        (each search runs where it is made)."""
+        pool = self._threads()
+        return None if pool is None else _DeferredSearches(pool)
 
     def _threads(self):
         """The world's pool of ``threads - 1`` threads (made on first use; its threads end
@@ -1268,6 +1320,29 @@ class World:
         logs = [a.chooser.log if a.chooser is not None else None for a in self.agents]
         return WorldRecord([a.name for a in self.agents], self.fps, pos, yaw, frames, searched, desired, rots, trs,
                            secs, logs)
+
+
+class _DeferredSearches(list):
+    """A step's deferred searches, ``(controller, job, rest)`` each (see :meth:`Controller.
+    _search <motionmatch.runtime.controller.Controller._search>`), whose jobs :meth:`run`
+    runs at once on two threads (a job's kernel holds no lock and releases the
+    interpreter's)."""
+
+    def __init__(self, pool):
+        super().__init__()
+        self._pool = pool
+
+    def run(self) -> None:
+        """Run every job: every other one on the pool's thread, the rest on this one."""
+        jobs = [job for _, job, _ in self if job.args is not None]
+        there = self._pool.submit(_run_jobs, jobs[1::2])
+        _run_jobs(jobs[0::2])
+        there.result()
+
+
+def _run_jobs(jobs: list) -> None:
+    for job in jobs:
+        job.run()
 
 
 def _steady_intents(ctrls: list[Controller], intents: list) -> list[bool]:

@@ -39,6 +39,7 @@ matching costs. Each optimisation can be switched off for the ablation.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, replace
 from typing import NamedTuple
 
@@ -270,6 +271,44 @@ class SearchBuffers:
         out = self.out
         return SearchResult(int(index), float(out[0]), float(out[1]), float(out[0] - out[1]), self.clearance.copy(),
                             bool(out[3] > 0.0), method, dict(zip(STAT_NAMES, self.stats.tolist())))
+
+
+class ChoiceJob:
+    """One choice of :meth:`PenalizedSearch.choice_job`: :meth:`run` makes it (the compiled
+    search alone: it takes no lock and releases the interpreter's, so another thread may run
+    it while the caller prepares the next), :meth:`PenalizedSearch.choice_end` reads it.
+
+    Attributes:
+        args: the search kernel's arguments (``None``: nothing to run, the choice is the
+            plain accelerated search's); idx, used, plain: the kernel's answer (the frame,
+            the method's code, the plain distance to the frame playing now).
+        cpu_s, wall_s: the run's thread CPU and wall time (s); error: what it raised.
+        context: the caller's (e.g. a chooser's clock readings), carried along.
+    """
+
+    __slots__ = ("args", "context", "cpu_s", "error", "idx", "plain", "plain_args", "used", "wall_s")
+
+    def __init__(self, plain_args: tuple):
+        self.args: tuple | None = None
+        self.plain_args = plain_args
+        self.idx = -1
+        self.used = PK.USED_CLEAR
+        self.plain = 0.0
+        self.cpu_s = self.wall_s = 0.0
+        self.error: BaseException | None = None
+        self.context = None
+
+    def run(self) -> None:
+        """Run the search kernel (nothing when :attr:`args` is ``None``); an exception is kept
+        in :attr:`error`, raised by :meth:`PenalizedSearch.choice_end`."""
+        if self.args is None:
+            return
+        t0, c0 = time.perf_counter(), time.thread_time()
+        try:
+            self.idx, self.used, self.plain = PK.choose(*self.args)
+        except BaseException as e:  # (raised again on the caller's thread)
+            self.error = e
+        self.cpu_s, self.wall_s = time.thread_time() - c0, time.perf_counter() - t0
 
 
 class _Plan(NamedTuple):
@@ -528,6 +567,21 @@ class PenalizedSearch:
         in ``buffers.out[2]``. No checks: every array must be contiguous and of the right
         type (as :meth:`search_into`). Returns ``(index, method, plain distance)``.
 
+        The same as :meth:`choice_job`, :meth:`ChoiceJob.run` and :meth:`choice_end` in a
+        row (a caller with many choices to make runs the jobs on another thread)."""
+        job = self.choice_job(view, query, cur, controls, q, w, obs, cnt, mask, previous, pen, env_weight, opt,
+                              buffers)
+        job.run()
+        return self.choice_end(job)
+
+    def choice_job(self, view: tuple, query: np.ndarray, cur: int, controls: tuple[float, float, float],
+                   q: np.ndarray, w: np.ndarray, obs: np.ndarray, cnt: np.ndarray, mask: np.ndarray,
+                   previous: int | None, pen: tuple, env_weight: float, opt: SearchOptions,
+                   buffers: SearchBuffers) -> ChoiceJob:
+        """:meth:`choose_into`'s choice made ready (arguments as there): a :class:`ChoiceJob`
+        whose :meth:`~ChoiceJob.run` is the compiled search alone. Until :meth:`choice_end`,
+        the arrays passed and ``buffers`` belong to the job.
+
         The kernel's arguments from the searcher's frames to the obstacles are kept in
         ``buffers`` while the plan, the buffers ``q`` and ``w``, the mask, the obstacle
         buffers and the packed penalty stay the same objects (a chooser's case: building
@@ -537,20 +591,28 @@ class PenalizedSearch:
         b = buffers
         o = plan.options
         near = any(cnt.tolist())
+        job = ChoiceJob((q, mask, w, cur, opt, obs, cnt, near, pen, env_weight, cur, b))
         if o.method < 0 or (o.method == 1 and o.clear and not near):  # plain, or nothing near
-            plain = PK.plain_choice(view, controls, query, cur, q, w)
-            return self._plain_choice(q, mask, w, cur, opt, obs, cnt, near, pen, env_weight, cur, b), "plain", plain
+            job.plain = PK.plain_choice(view, controls, query, cur, q, w)
+            return job
         key = b._tail_key
         if key is None or key[0] is not plan or key[1] is not q or key[2] is not w or key[3] is not mask \
                 or key[4] is not obs or key[5] is not cnt or key[6] is not pen or mask.flags.writeable:
             b._tail = (self._frames, plan.co, plan.opt, pen, b.scratch_for(plan.coarse.blk_lo), q, w, readonly(mask),
                        self._mask_bits(plan.coarse, mask), obs, cnt)
             b._tail_key = (plan, q, w, mask, obs, cnt, pen)
-        idx, used, plain = PK.choose(view, controls, query, cur, *b._tail, env_weight,
-                                     -1 if previous is None else previous)
-        if used == PK.USED_CLEAR:
-            return self._plain_choice(q, mask, w, cur, opt, obs, cnt, near, pen, env_weight, cur, b), "plain", plain
-        return int(idx), _USED_NAMES[used], plain
+        job.args = (view, controls, query, cur, *b._tail, env_weight, -1 if previous is None else previous)
+        return job
+
+    def choice_end(self, job: ChoiceJob) -> tuple[int, str, float]:
+        """The choice of a :class:`ChoiceJob` that has run: ``(index, method, plain
+        distance)`` as :meth:`choose_into` returns them (the plain accelerated search, when
+        nothing was near, runs here)."""
+        if job.error is not None:
+            raise job.error
+        if job.used == PK.USED_CLEAR:
+            return self._plain_choice(*job.plain_args), "plain", job.plain
+        return int(job.idx), _USED_NAMES[job.used], job.plain
 
     def _mask_bits(self, co: PK.Coarse, mask: np.ndarray) -> np.ndarray:
         """Which segments of the representatives ``co`` hold a frame ``mask`` admits, packed 8
