@@ -1335,6 +1335,9 @@ class _DeferredSearches(list):
     def run(self) -> None:
         """Run every job: every other one on the pool's thread, the rest on this one."""
         jobs = [job for _, job, _ in self if job.args is not None]
+        if len(jobs) < 2:
+            _run_jobs(jobs)
+            return
         there = self._pool.submit(_run_jobs, jobs[1::2])
         _run_jobs(jobs[0::2])
         there.result()
