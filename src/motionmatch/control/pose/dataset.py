@@ -74,6 +74,9 @@ class DataConfig:
     ``limb_gain`` (a range, not ``(1, 1)``) one in ``limb_gain_every`` training renders
     has each limb's swing scaled by a gain drawn from it
     (:func:`~motionmatch.control.pose.render.damp_limbs`: what a video estimator does).
+    With ``estimator_fps`` (a range of estimates per second, not ``(0, 0)``), one in
+    ``estimator_fps_every`` training renders is thinned to an estimator that slow
+    (:func:`~motionmatch.control.pose.render.thin_frame_rate`: a loaded machine's).
     """
 
     folders: tuple[tuple[str, int, str], ...] = (("lafan1-60fps", 1, "*.bvh"), ("lafan1", 1, "*.bvh"),
@@ -99,6 +102,8 @@ class DataConfig:
     estimator_every: int = 2
     limb_gain: tuple[float, float] = (1.0, 1.0)
     limb_gain_every: int = 2
+    estimator_fps: tuple[float, float] = (0.0, 0.0)
+    estimator_fps_every: int = 2
     estimator_splits: tuple[str, ...] = ("train",)
 
     def azimuths(self, split: str) -> tuple[float, ...]:
@@ -112,7 +117,18 @@ class DataConfig:
         return {"train": self.train_passes, "val": self.val_passes, "test": self.test_passes}[split]
 
     def to_dict(self) -> dict:
-        return json.loads(json.dumps(asdict(self)))
+        """The settings as JSON values; the ones added since a classifier was last shipped
+        (:data:`_LATER_FIELDS`) only when they differ from their defaults, so the caches
+        and the shipped classifier trained before them keep their keys."""
+        d = json.loads(json.dumps(asdict(self)))
+        for k in _LATER_FIELDS:
+            if getattr(self, k) == getattr(DataConfig, k):
+                del d[k]
+        return d
+
+
+#: fields of :class:`DataConfig` that its dictionary leaves out at their defaults
+_LATER_FIELDS = ("estimator_fps", "estimator_fps_every")
 
 
 @dataclass
@@ -316,10 +332,12 @@ def render_clips(clips: list[Clip], config: DataConfig | None = None, splits: tu
         rng = np.random.default_rng([cfg.seed, {"train": 0, "test": 1, "val": 2}[split]])
         imitate = bool(cfg.estimator) and cfg.estimator_every > 0 and split in cfg.estimator_splits
         damp = split == "train" and tuple(cfg.limb_gain) != (1.0, 1.0) and cfg.limb_gain_every > 0
-        # the settings of a render: (damped, imitating the estimator) -> RenderSettings
-        variant = {(dm, e): replace(s, limb_gain=tuple(cfg.limb_gain) if dm else s.limb_gain,
-                                    estimator=cfg.estimator if e else s.estimator)
-                   for dm in (False, True) for e in (False, True)}
+        thin = split == "train" and tuple(cfg.estimator_fps) != (0.0, 0.0) and cfg.estimator_fps_every > 0
+        # the settings of a render: (damped, imitating the estimator, thinned) -> RenderSettings
+        variant = {(dm, e, th): replace(s, limb_gain=tuple(cfg.limb_gain) if dm else s.limb_gain,
+                                        estimator=cfg.estimator if e else s.estimator,
+                                        estimator_fps=tuple(cfg.estimator_fps) if th else s.estimator_fps)
+                   for dm in (False, True) for e in (False, True) for th in (False, True)}
         for ci, c in enumerate(clips):
             if c.split != split:
                 continue
@@ -332,7 +350,9 @@ def render_clips(clips: list[Clip], config: DataConfig | None = None, splits: tu
                 for mirrored in (False, True):
                     est = imitate and (ci + p + int(mirrored)) % cfg.estimator_every == 0
                     damped = damp and (ci + p + int(mirrored)) % cfg.limb_gain_every == 0
-                    out.append(render_clip(c, variant[damped, est], rng, mirrored))
+                    # (by another count than the damping's, so that every mix of the two occurs)
+                    thinned = thin and ((ci + p) // 2 + int(mirrored)) % cfg.estimator_fps_every == 0
+                    out.append(render_clip(c, variant[damped, est, thinned], rng, mirrored))
     return out
 
 

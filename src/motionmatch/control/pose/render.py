@@ -192,6 +192,9 @@ class RenderSettings:
     max_segment_s: float = 10.0
     estimator: str = ""
     limb_gain: tuple[float, float] = (1.0, 1.0)
+    #: estimates per second of a pose estimator slower than the camera (a range, per camera
+    #: segment; ``(0, 0)``: one estimate per frame), see :func:`thin_frame_rate`
+    estimator_fps: tuple[float, float] = (0.0, 0.0)
 
     def to_dict(self) -> dict:
         from dataclasses import asdict
@@ -272,6 +275,41 @@ def damp_limbs(uv: np.ndarray, fps: float, anchors: list[int], gain: tuple[float
     return out
 
 
+def thin_frame_rate(uv: np.ndarray, conf: np.ndarray, fps: float, anchors: list[int], rate: tuple[float, float],
+                    rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """Keypoints ``uv [F, K, 2]`` and confidences ``conf [F, K]`` at ``fps`` as a slower
+    estimator delivers them once resampled to ``fps``: an estimator that manages ``r``
+    frames a second (drawn uniformly from ``rate`` for every camera segment, ``anchors``:
+    their first frames) reads every ``fps / r``-th camera frame (from a random first one),
+    and the classifier's resampling (:func:`~motionmatch.control.pose.classify.
+    resample_stream`) draws straight lines between its estimates. On a loaded machine the
+    page's estimator makes 5-8 estimates a second (benchmarks/README.md, "Page camera under
+    load"): a run's limbs then swing in straight strokes, which a classifier trained on
+    30 Hz keypoints alone reads as a dance or a creep. Frames missing in an estimate (NaN)
+    stay missing on the frames it decides. Returns new arrays."""
+    F = uv.shape[0]
+    out, out_conf = uv.copy(), conf.copy()
+    bounds = [*anchors, F]
+    for a, b in itertools.pairwise(bounds):
+        r = rng.uniform(*rate)
+        step = fps / max(r, 1e-6)
+        if b - a < 2 or step <= 1.0:
+            continue
+        picks = np.unique(np.minimum(a + np.round(rng.uniform(0.0, step) + step * np.arange(int((b - a) / step) + 1))
+                                     .astype(np.int64), b - 1))
+        frames = np.arange(a, b)
+        # each frame between two estimates: the line between them (before the first and after
+        # the last: held)
+        j = np.clip(np.searchsorted(picks, frames, side="right") - 1, 0, len(picks) - 1)
+        k = np.minimum(j + 1, len(picks) - 1)
+        span = np.maximum(picks[k] - picks[j], 1)
+        w = np.clip((frames - picks[j]) / span, 0.0, 1.0)[:, None, None]
+        out[a:b] = (1.0 - w) * uv[picks[j]] + w * uv[picks[k]]
+        nearer = np.where(w[:, 0, 0] < 0.5, picks[j], picks[k])
+        out_conf[a:b] = conf[nearer]
+    return out, out_conf
+
+
 def render_keypoints(kp: np.ndarray, fps: float, settings: RenderSettings | None = None,
                      rng: np.random.Generator | int | None = 0, azimuth: float | None = None,
                      labels: np.ndarray | None = None) -> tuple[KeypointStream, RenderInfo]:
@@ -325,6 +363,8 @@ def render_keypoints(kp: np.ndarray, fps: float, settings: RenderSettings | None
 
         view = view_azimuth(kp, facing, cams, anchors)
         uv, conf = imitate_estimator(uv, view, load_estimator_noise(s.estimator), rng)
+        if tuple(s.estimator_fps) != (0.0, 0.0):
+            uv, conf = thin_frame_rate(uv, conf, fps, anchors, s.estimator_fps, rng)
         stream = KeypointStream(np.arange(F) / fps, uv, KEYPOINTS, conf, True, (s.width, s.height_px), labels,
                                 {"source": "virtual-camera", "fps": fps, "estimator": s.estimator})
         return stream, RenderInfo(cuts, cf, cr, az, cams, anchors)
@@ -339,6 +379,8 @@ def render_keypoints(kp: np.ndarray, fps: float, settings: RenderSettings | None
         drop[:, [KP["left_hip"], KP["right_hip"]]] = False
         conf[drop] = 0.0
         uv[drop] = np.nan
+    if tuple(s.estimator_fps) != (0.0, 0.0):
+        uv, conf = thin_frame_rate(uv, conf, fps, anchors, s.estimator_fps, rng)
     stream = KeypointStream(np.arange(F) / fps, uv, KEYPOINTS, conf, True, (s.width, s.height_px), labels,
                             {"source": "virtual-camera", "fps": fps})
     return stream, RenderInfo(cuts, cf, cr, az, cams, anchors)
