@@ -4,6 +4,7 @@ keypoints to a slow estimator's rate (``render.thin_frame_rate``)."""
 from __future__ import annotations
 
 import collections
+import itertools
 
 import numpy as np
 import pytest
@@ -27,7 +28,7 @@ def test_thinning_draws_straight_lines_between_the_estimates():
     kept = np.flatnonzero(np.all(np.isclose(out, uv), axis=(1, 2)))
     # about 6 estimates a second in each half (from a random first frame), 5 frames apart
     assert 55 <= len(kept) <= 65, len(kept)
-    for a, b in zip(kept[:-1], kept[1:]):
+    for a, b in itertools.pairwise(kept):
         if a >= 150 or b < 150:  # (two estimates of one camera segment)
             w = ((np.arange(a, b + 1) - a) / (b - a))[:, None, None]
             np.testing.assert_allclose(out[a:b + 1], (1 - w) * uv[a] + w * uv[b], atol=1e-9)

@@ -377,5 +377,5 @@ def summary_line(ev: PoseEvaluation) -> str:
 
 
 __all__ = ["DEFAULT_DATA", "QUICK", "QUICK_DATA", "SHIPPED", "PoseData", "PoseEvaluation", "TrainConfig",
-           "default_classifier", "shipped_classifier",
-           "default_classifiers", "evaluate", "prepare", "protocol", "summary_line", "train", "with_seed"]
+           "default_classifier", "default_classifiers", "evaluate", "prepare", "protocol", "shipped_classifier",
+           "summary_line", "train", "with_seed"]
