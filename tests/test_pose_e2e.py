@@ -141,19 +141,17 @@ def test_cli_pose_render_and_train(data_dir, tmp_path):
     assert load_classifier(model).kind == "knn"
 
 
-def test_the_viewer_warms_the_classifier_up_before_a_session_uses_it(data_dir, tmp_path):
+def test_the_viewer_warms_the_classifier_up_before_a_session_uses_it(tmp_path):
     """The viewer's classifier loader classifies a standing figure on its own thread, so the
     first webcam frame in a session compiles nothing (a fresh process, empty Numba cache;
-    a classifier with boosted trees, as the default one, whose kernel is compiled)."""
+    the shipped default classifier, whose boosted trees' kernel is compiled)."""
     import subprocess
     import sys
-    from dataclasses import replace
 
     from motionmatch.control.pose import default as d
 
-    data = quick_bundle(str(data_dir))[0]
-    with_trees = d._fit_mlp(replace(d.QUICK, tree_weight=0.5, tree_iter=5), data.train)
-    path = with_trees.save(tmp_path / "imp.npz")
+    assert d.shipped_classifier().tree_weight > 0
+    path = d.SHIPPED
     code = f"""
 import numpy as np
 from motionmatch._jit import compile_intervals
