@@ -54,6 +54,7 @@ import time
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field, fields, replace
+from typing import NamedTuple
 
 import numpy as np
 
@@ -485,6 +486,22 @@ class SearchLog:
         return len(self._recent)
 
 
+class _ChoiceContext(NamedTuple):
+    """What :meth:`EnvironmentChooser.begin` leaves on its job for :meth:`~EnvironmentChooser.end`."""
+
+    ctrl: Controller
+    start: float  # time.perf_counter() when the choice began (s)
+    wall: float  # wall and thread CPU seconds of begin
+    cpu: float
+    obstacles: np.ndarray  # [K, M, ROW], the chooser's buffer
+    counts: np.ndarray  # [K]
+    mask: np.ndarray  # [N] bool
+    current: int  # the frame playing
+    previous: int | None  # the chooser's previous choice
+    env_weight: float
+    options: SearchOptions
+
+
 class EnvironmentChooser:
     """The controller's frame chooser for one environment-aware character.
 
@@ -712,15 +729,15 @@ class EnvironmentChooser:
         prev = self.previous
         job = ps.choice_job(m.search_view(view), query, cur, (float(c.continuity), float(c.responsiveness), float(ev)),
                             self._q, self._w, obs, cnt, mask, prev, pen, envw, opts, b)
-        job.context = (ctrl, t0, time.perf_counter() - t0, time.thread_time() - c0, obs, cnt, mask, cur, prev, envw,
-                       opts)
+        job.context = _ChoiceContext(ctrl, t0, time.perf_counter() - t0, time.thread_time() - c0, obs, cnt, mask, cur,
+                                     prev, envw, opts)
         return job
 
     def end(self, job: ChoiceJob) -> tuple[np.ndarray, np.ndarray]:
         """The choice of a job from :meth:`begin` that has run: ``([index], [cost])``, as a
         frame chooser returns them (logged)."""
         t1, c1 = time.perf_counter(), time.thread_time()
-        ctrl, t0, wall0, cpu0, obs, cnt, mask, cur, prev, envw, opts = job.context
+        ctrl, t0, wall0, cpu0, obs, cnt, mask, cur, prev, envw, opts = job.context  # (a _ChoiceContext)
         job.context = None
         idx, method, cur_plain = self.matcher.search.choice_end(job)
         search_cpu = job.cpu_s + (time.thread_time() - c1)  # (with the plain search, when it ran here)
