@@ -265,23 +265,21 @@ class _Crowd:
                 k = k + move
             aims = targets[rows, k]
             v = steer_all(pos, idx, aims, speeds, sides, settings)
-            P, K, V = p.tolist(), k.tolist(), v.tolist()
-            # SteeringInput.intent's arithmetic for the whole group (the same float operations)
-            wants = [IDLE] * len(V)
-            going, gaits = [], []
-            for j, (vx, vz) in enumerate(V):
-                sp = math.hypot(vx, vz)
-                if sp >= 0.05:
-                    going.append(j)
-                    gaits.append("walk" if sp < 2.5 else "run")
-            vel = np.zeros((len(V), 3))
+            # SteeringInput.intent's rule for the whole group at once: idle under 5 cm/s, a
+            # walk under 2.5 m/s, else a run; arrived within arrive_distance of the goal
+            sp = np.hypot(v[:, 0], v[:, 1])
+            go = sp >= 0.05
+            going = np.flatnonzero(go).tolist()
+            gaits = ["run" if r else "walk" for r in (sp[go] >= 2.5).tolist()]
+            wants = [IDLE] * len(sp)
+            vel = np.zeros((len(sp), 3))
             vel[:, 0], vel[:, 2] = v[:, 0], v[:, 1]
             new = tuple.__new__
             for j, it in zip(going, Intent.planar_rows(vel, going, gaits)):
                 wants[j] = new(Want, (it, None, False, False))  # Want(it), without its keyword handling
-            arrive = settings.arrive_distance
-            arrived = [kj == lj and math.hypot(a[0] - q[0], a[1] - q[1]) < arrive
-                       for kj, lj, a, q in zip(K, last.tolist(), aims.tolist(), P)]
+            K = k.tolist()
+            arrived = ((k == last) & (np.hypot(aims[:, 0] - p[:, 0], aims[:, 1] - p[:, 1]) < settings.arrive_distance)
+                       ).tolist()
             frame = world.frame
             for s_, uid, kj, w, ar in zip(srcs, uids, K, wants, arrived):
                 s_._now = (frame, uid, kj, w, ar)
