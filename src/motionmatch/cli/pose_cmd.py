@@ -448,7 +448,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                     help="stand-still calibration at the start (default 3; 0: none)")
     lv.add_argument("--seconds", type=arg.seconds, help="stop after this long")
     lv.add_argument("--fps", type=arg.fps, default=60.0, help="output frame rate (default 60)")
-    lv.add_argument("--data", type=arg.existing_folder, metavar="DIR")
+    lv.add_argument("--data", type=arg.existing_folder, metavar="DIR",
+                    help="motion-capture root to train the default classifiers from (instead of the shipped one)")
     _camera_args(lv)
     lv.set_defaults(func=cmd_live)
 
