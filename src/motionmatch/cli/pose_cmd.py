@@ -56,9 +56,6 @@ def _classifier(spec: str, data: str | None, quick: bool = False):
     from motionmatch.control.pose.classify import load_classifier
     from motionmatch.control.pose.default import QUICK, TrainConfig, default_classifier
 
-    if spec in ("improved", "best") and not quick and data is None:
-        # this machine's trained one, else the shipped one (no motion capture needed), else trained now
-        return default_classifier(spec)
     if spec in ("improved", "best", "knn"):
         cfg = QUICK if quick else TrainConfig()
         root = _check_data(data, cfg)  # its cache is keyed by the data too
@@ -394,11 +391,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     r.add_argument("-o", "--output", required=True, metavar="OUT.bvh")
     r.add_argument("--report", metavar="R.json", help="write metrics and the command timeline")
     r.add_argument("--classifier", default="improved", metavar="improved|knn|MODEL.npz",
-                   help="the default improved classifier (shipped with the package; this machine's own once "
-                        "'pose eval' has trained it), the kNN baseline (trained from the motion capture on first "
-                        "use), or a trained model file")
-    r.add_argument("--data", type=arg.existing_folder, metavar="DIR",
-                   help="motion-capture root to train the default classifiers from (instead of the shipped one)")
+                   help="the default improved classifier, the kNN baseline, or a trained model file")
+    r.add_argument("--data", type=arg.existing_folder, metavar="DIR", help="motion-capture root for training the default classifier")
     r.add_argument("--fps", type=arg.fps, default=60.0, help="simulation and output frame rate (default 60)")
     r.set_defaults(func=cmd_run)
 
@@ -442,14 +436,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     lv.add_argument("--db", required=True, metavar="DB.npz", help="database (build with --schema classic-3d for jump/creep)")
     lv.add_argument("-o", "--output", metavar="OUT.bvh|.glb", help="write the driven character when the input ends "
                     "(Ctrl+C ends the camera)")
-    lv.add_argument("--classifier", default="improved", metavar="improved|knn|MODEL.npz",
-                    help="the default improved classifier (shipped), the kNN baseline, or a trained model file")
+    lv.add_argument("--classifier", default="improved", metavar="improved|knn|MODEL.npz")
     lv.add_argument("--calibrate", type=arg.float_range(0, 30), default=3.0, metavar="SECONDS",
                     help="stand-still calibration at the start (default 3; 0: none)")
     lv.add_argument("--seconds", type=arg.seconds, help="stop after this long")
     lv.add_argument("--fps", type=arg.fps, default=60.0, help="output frame rate (default 60)")
     lv.add_argument("--data", type=arg.existing_folder, metavar="DIR",
-                    help="motion-capture root to train the default classifiers from (instead of the shipped one)")
+                    help="motion-capture root for training the default classifier")
     _camera_args(lv)
     lv.set_defaults(func=cmd_live)
 

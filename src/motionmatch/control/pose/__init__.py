@@ -18,7 +18,7 @@ Typical use::
     from motionmatch.control.pose import default_classifier, load_keypoints
     from motionmatch.runtime.pose_run import run_keypoints
 
-    clf = default_classifier()                        # shipped (or this machine's own, once trained)
+    clf = default_classifier()                        # trained once, then cached
     stream = load_keypoints("performance.json")
     run = run_keypoints(db, stream, clf)              # run.record.motion: the character
 """

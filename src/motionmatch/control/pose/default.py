@@ -291,43 +291,8 @@ def cache_classifiers(knn: KNNPoseClassifier, improved: MLPPoseClassifier, root:
     improved.save(paths[1])
 
 
-#: The default improved classifier, trained here and shipped in the package, so that the
-#: camera works on first use, with or without the motion capture (training it takes about
-#: ten minutes on two cores). Trained on LAFAN1 (Ubisoft La Forge, CC BY-NC-ND 4.0), the
-#: Bandai-Namco Research Motion datasets 1 and 2 (CC BY-NC 4.0) and two GANimator examples:
-#: for non-commercial use, as its data. Made by ``motionmatch pose eval --save-models --out
-#: DIR`` (``DIR/improved.npz``); ``tests/test_pose_shipped.py`` checks that it was trained
-#: with the current :class:`TrainConfig`.
-SHIPPED = Path(__file__).with_name("default_improved.npz")
-
-
-def shipped_classifier() -> MLPPoseClassifier | None:
-    """The shipped default improved classifier (:data:`SHIPPED`), or ``None`` when the
-    package has none or it was trained with another configuration than today's default."""
-    if not SHIPPED.is_file():
-        return None
-    clf = load_classifier(SHIPPED)
-    if not isinstance(clf, MLPPoseClassifier) or clf.meta.get("config") != TrainConfig().to_dict():
-        return None
-    return clf
-
-
 def default_classifier(kind: str = "improved", **kw) -> PoseClassifier:
-    """One of the default classifiers: ``"improved"`` (alias ``"best"``) or ``"knn"``.
-
-    With no arguments, the improved one is the one this machine trained and cached for the
-    default configuration (``motionmatch pose eval``), else the shipped one
-    (:data:`SHIPPED`, which needs no motion capture), else trained now (and cached); with
-    arguments (a data root, a configuration, ``retrain``...) it is trained or read from
-    the cache as :func:`default_classifiers` does."""
-    if kind in ("improved", "best", "mlp") and not kw:
-        with contextlib.suppress(DatasetError):  # (no motion capture here: the shipped one)
-            pair = cached_classifiers()
-            if pair is not None:
-                return pair[1]
-        shipped = shipped_classifier()
-        if shipped is not None:
-            return shipped
+    """One of the default classifiers: ``"improved"`` (alias ``"best"``) or ``"knn"``."""
     knn, imp = default_classifiers(**kw)
     if kind in ("improved", "best", "mlp"):
         return imp
@@ -376,6 +341,5 @@ def summary_line(ev: PoseEvaluation) -> str:
     return "; ".join(parts)
 
 
-__all__ = ["DEFAULT_DATA", "QUICK", "QUICK_DATA", "SHIPPED", "PoseData", "PoseEvaluation", "TrainConfig",
-           "default_classifier", "default_classifiers", "evaluate", "prepare", "protocol", "shipped_classifier",
-           "summary_line", "train", "with_seed"]
+__all__ = ["DEFAULT_DATA", "QUICK", "QUICK_DATA", "PoseData", "PoseEvaluation", "TrainConfig", "default_classifier",
+           "default_classifiers", "evaluate", "prepare", "protocol", "summary_line", "train", "with_seed"]
