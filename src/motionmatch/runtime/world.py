@@ -1242,6 +1242,7 @@ class World:
             c.chooser = own if own is not None else ch
             intent = a.intent
             near = (ch is not None and ch.near) or want.root_motion_only
+            deferred = False
             if c._coast(h, intent, ends[k], want.search_now, near, steady[k], rates[k]):
                 decided.append(coasting)
             else:
@@ -1250,14 +1251,14 @@ class World:
                 before = ch.log.count if ch is not None else 0
                 decided.append(c._decide(h, intent, ends[k], speeds[k], turns[k], want.search_now, near, defer)
                                + (before,))
-                if decided[-1][1] is None:  # (its search's kernel deferred: run below with the others)
-                    late.append((k, not c.predictor.batched(intent)))
-                    if c.predictor.batched(intent):
-                        goals.append((k, intent_goal_tuple(intent)))
-                    continue
-            if c.predictor.batched(intent):
+                deferred = decided[-1][1] is None
+            compiled_sim = c.predictor.batched(intent)
+            if compiled_sim:
                 goals.append((k, intent_goal_tuple(intent)))
-            else:
+            if deferred:  # (its search's kernel runs below with the others; what follows its decision, after it)
+                late.append((k, not compiled_sim))
+                continue
+            if not compiled_sim:
                 c._advance_sim(h, intent)
             if c.inert.method == "spring":
                 c._advance_offsets(h)
