@@ -33,6 +33,11 @@ from motionmatch.runtime.inputs import IDLE, InputSource, Want
 __all__ = ["SteeringInput", "SteeringSettings", "door_crowd", "steer_all"]
 
 
+#: steered speeds (m/s) under which an agent stands, and from which it runs rather than walks
+STILL_BELOW = 0.05
+RUN_FROM = 2.5
+
+
 @dataclass(frozen=True)
 class SteeringSettings:
     """Crowd steering parameters (metres, degrees, m/s)."""
@@ -202,9 +207,9 @@ class SteeringInput(InputSource):
             self.arrived = True
         vx, vz = float(v[0]), float(v[1])
         sp = math.hypot(vx, vz)
-        if sp < 0.05:
+        if sp < STILL_BELOW:
             return IDLE
-        return Want(Intent.planar(vx, vz, "walk" if sp < 2.5 else "run"))
+        return Want(Intent.planar(vx, vz, "walk" if sp < RUN_FROM else "run"))
 
 
 class _Crowd:
@@ -265,12 +270,12 @@ class _Crowd:
                 k = k + move
             aims = targets[rows, k]
             v = steer_all(pos, idx, aims, speeds, sides, settings)
-            # SteeringInput.intent's rule for the whole group at once: idle under 5 cm/s, a
-            # walk under 2.5 m/s, else a run; arrived within arrive_distance of the goal
+            # SteeringInput.intent's rule for the whole group at once (idle, walk or run by the
+            # speed; arrived within arrive_distance of the goal)
             sp = np.hypot(v[:, 0], v[:, 1])
-            go = sp >= 0.05
+            go = sp >= STILL_BELOW
             going = np.flatnonzero(go).tolist()
-            gaits = ["run" if r else "walk" for r in (sp[go] >= 2.5).tolist()]
+            gaits = ["run" if r else "walk" for r in (sp[go] >= RUN_FROM).tolist()]
             wants = [IDLE] * len(sp)
             vel = np.zeros((len(sp), 3))
             vel[:, 0], vel[:, 2] = v[:, 0], v[:, 1]

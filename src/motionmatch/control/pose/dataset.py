@@ -117,9 +117,9 @@ class DataConfig:
         return {"train": self.train_passes, "val": self.val_passes, "test": self.test_passes}[split]
 
     def to_dict(self) -> dict:
-        """The settings as JSON values; the ones added since a classifier was last shipped
-        (:data:`_LATER_FIELDS`) only when they differ from their defaults, so the caches
-        and the shipped classifier trained before them keep their keys."""
+        """The settings as JSON values (a cache key); the fields added after classifiers were
+        cached (:data:`_LATER_FIELDS`) only when they differ from their defaults, so those
+        classifiers keep their keys."""
         d = json.loads(json.dumps(asdict(self)))
         for k in _LATER_FIELDS:
             if getattr(self, k) == getattr(DataConfig, k):
