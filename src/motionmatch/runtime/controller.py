@@ -712,6 +712,47 @@ class Controller:
         self._since_search += dt
         return dt
 
+    @staticmethod
+    def _begin_rows(ctrls: list[Controller], dts: list[float], desireds: list) -> None:
+        """:meth:`_begin` for many controllers (a world's agents, one item of each list per
+        controller): the same checks and clocks, the common case (a finite ``dt >= 0`` and no
+        desired trajectory) without a call per controller."""
+        for c, dt, desired in zip(ctrls, dts, desireds):
+            if desired is not None or not (0.0 <= dt < math.inf):
+                c._begin(dt, desired)
+                continue
+            c._desired_override = None
+            c.time += dt
+            c._since_search += dt
+
+    @staticmethod
+    def _coast_rows(ctrls: list[Controller], dts: list[float], intents: list, at_end: list[bool],
+                    force_search: list[bool], root_motion_only: list[bool], sharp_free: list[bool],
+                    play_rates: list[float]) -> list[bool]:
+        """:meth:`_coast` for many controllers at once (one item of each list per controller,
+        after :meth:`_begin_rows`): which coasted (the others are unchanged: call
+        :meth:`_decide` for them)."""
+        out = []
+        for c, dt, intent, end, force, rmo, free, rate in zip(ctrls, dts, intents, at_end, force_search,
+                                                               root_motion_only, sharp_free, play_rates):
+            s = c.s
+            if (end or force or c.mode != "locomotion" or c._desired_override is not None
+                    or c._since_search >= s.search_interval - 1e-9 or type(intent) is not Intent
+                    or intent.actions or not intent.speed > 1e-3
+                    or (s.adjust_halflife > 0 and dt > 0 and not rmo)):
+                out.append(False)
+                continue
+            last = c._last_intent
+            if not free and last is not None and last is not intent and c._changed_sharply(intent, last):
+                out.append(False)
+                continue
+            if rate < 0:
+                c.play_rate = 1.0
+            c._prev_actions = intent.actions
+            c._last_intent = intent
+            out.append(True)
+        return out
+
     def _decide(self, dt: float, intent: Intent, at_end: bool, speed: float, turn_rate: float, force_search: bool,
                 root_motion_only: bool, defer: list | None = None) -> tuple[bool, bool | None]:
         """After playback (``at_end``, the root motion's ``speed`` and ``turn_rate``): the
@@ -799,19 +840,8 @@ class Controller:
         caller has checked that ``intent`` did not change sharply from the last one (a
         world tests all its agents at once). ``play_rate``: :attr:`play_rate` if the caller
         has it (a world reads its agents' at once)."""
-        if (self.mode != "locomotion" or at_end or force_search or self._desired_override is not None
-                or self._since_search >= self.s.search_interval - 1e-9 or type(intent) is not Intent
-                or intent.actions or not intent.speed > 1e-3
-                or (self.s.adjust_halflife > 0 and dt > 0 and not root_motion_only)):
-            return False
-        last = self._last_intent
-        if not sharp_free and last is not None and last is not intent and self._changed_sharply(intent, last):
-            return False
-        if (self.play_rate if play_rate is None else play_rate) < 0:
-            self.play_rate = 1.0
-        self._prev_actions = intent.actions
-        self._last_intent = intent
-        return True
+        return self._coast_rows([self], [dt], [intent], [at_end], [force_search], [root_motion_only], [sharp_free],
+                                [self.play_rate if play_rate is None else play_rate])[0]
 
     def _result(self, searched: bool, transitioned: bool, pose: tuple) -> FrameResult:
         """The :class:`FrameResult` of this frame, ``pose`` as :meth:`_pose` returns it (copied)."""

@@ -71,7 +71,7 @@ from motionmatch.environment.body import (
 from motionmatch.environment.scene import Scene
 from motionmatch.geometry.grid import build_grid, grid_query
 from motionmatch.geometry.shapes import ROW
-from motionmatch.runtime.batch import ControllerBatch, intent_goal_tuple
+from motionmatch.runtime.batch import ControllerBatch, intent_goals
 from motionmatch.runtime.controller import SHARP_SPEED_DELTA, Controller, ControllerSettings, FrameResult
 from motionmatch.runtime.inputs import IDLE, IdleInput, InputSource, ScriptInput, Want
 from motionmatch.runtime.modes import vertical_columns
@@ -1152,10 +1152,13 @@ class World:
         moving = self._ask_inputs(dt, skip)
         if self.agents_as_obstacles and len(self.agents) > 1:
             self.agent_rows()  # snapshot before anyone moves
-        together, alone = [], []
-        for m in moving:
-            c = m[0].ctrl
-            (together if self.batched and c.batched and c._batch is self._batch else alone).append(m)
+        if self.batched:
+            b = self._batch
+            ours = [m[0].ctrl._batch is b and m[0].ctrl.batched for m in moving]
+            together = [m for m, yes in zip(moving, ours) if yes]
+            alone = [m for m, yes in zip(moving, ours) if not yes]
+        else:
+            together, alone = [], moving
         if together:
             self._step_together(together)
         for a, want, step_dt in alone:
@@ -1164,7 +1167,7 @@ class World:
                                      root_motion_only=root_motion_only)
             self._after_update(a, n)
         for a, _want, step_dt in moving:
-            if a.started:
+            if a.started and _reports_steps(type(a.source)):
                 a.source.stepped(a, step_dt)
         if self.frame == 0 and self.stagger and len(self.agents) > 1:
             # spread searches: agent i searches i frames later (mod the search interval)
@@ -1219,71 +1222,61 @@ class World:
         on this frame (no search due, locomotion, :meth:`Controller._coast`) takes a short
         lane; the results' poses are copied out of the batch at once."""
         n = len(group)
-        ctrls = [a.ctrl for a, _, _ in group]
+        agents = [m[0] for m in group]
+        wants = [m[1] for m in group]
+        hs = [m[2] for m in group]
+        ctrls = [a.ctrl for a in agents]
+        intents = [a.intent for a in agents]
         rows = np.fromiter((c._row for c in ctrls), dtype=np.int64, count=n)
-        dts = np.fromiter((h for _, _, h in group), dtype=np.float64, count=n)
+        dts = np.array(hs, dtype=np.float64)
         at_end, speed, turn = np.empty(n, dtype=bool), np.empty(n), np.empty(n)
-        for c, (a, _, h) in zip(ctrls, group):
-            c._begin(h, a.desired)
+        Controller._begin_rows(ctrls, hs, [a.desired for a in agents])
         self._batch.playback(rows, dts, at_end, speed, turn)
-        ends = at_end.tolist()
-        speeds = turns = None  # (lists, when an agent needs its full decision)
-        decided = []
-        goals = []  # the simulated roots the compiled stage advances: (k, goal)
-        coasting = (False, False, -1)  # no search, no transition, no chooser asked
-        steady = _steady_intents(ctrls, [a.intent for a, _, _ in group])
-        rates = self._batch.state.play_rate[rows].tolist()
+        # (World._before_update, for all: the frame chooser of each agent this step)
+        choosers = [a.chooser for a in agents]
+        for c, a, ch in zip(ctrls, agents, choosers):
+            own = a.source.chooser(a)
+            c.chooser = own if own is not None else ch
+        near = [(ch is not None and ch.near) or w.root_motion_only for ch, w in zip(choosers, wants)]
+        coasted = Controller._coast_rows(ctrls, hs, intents, at_end.tolist(), [w.search_now for w in wants], near,
+                                         _steady_intents(ctrls, intents), self._batch.state.play_rate[rows].tolist())
+        decided = [_COASTED] * n  # (searched, transitioned, the chooser's log count before; -1: not asked)
         defer = self._deferred_searches()
         late = []  # agents whose search is deferred: (k, whether its simulated root advances alone)
-        for k, (c, (a, want, h)) in enumerate(zip(ctrls, group)):
-            # (World._before_update, inline: this loop runs for every agent every frame)
-            own = a.source.chooser(a)
-            ch = a.chooser
-            c.chooser = own if own is not None else ch
-            intent = a.intent
-            near = (ch is not None and ch.near) or want.root_motion_only
-            deferred = False
-            if c._coast(h, intent, ends[k], want.search_now, near, steady[k], rates[k]):
-                decided.append(coasting)
-            else:
-                if speeds is None:
-                    speeds, turns = speed.tolist(), turn.tolist()
-                before = ch.log.count if ch is not None else 0
-                decided.append(c._decide(h, intent, ends[k], speeds[k], turns[k], want.search_now, near, defer)
-                               + (before,))
-                deferred = decided[-1][1] is None
-            compiled_sim = c.predictor.batched(intent)
-            if compiled_sim:
-                goals.append((k, intent_goal_tuple(intent)))
-            if deferred:  # (its search's kernel runs below with the others; what follows its decision, after it)
-                late.append((k, not compiled_sim))
-                continue
-            if not compiled_sim:
+        speeds = turns = None  # (lists, when an agent needs its full decision)
+        for k in [k for k, done in enumerate(coasted) if not done]:
+            c, ch, intent, h = ctrls[k], choosers[k], intents[k], hs[k]
+            if speeds is None:
+                speeds, turns, ends = speed.tolist(), turn.tolist(), at_end.tolist()
+            before = ch.log.count if ch is not None else 0
+            decided[k] = c._decide(h, intent, ends[k], speeds[k], turns[k], wants[k].search_now, near[k], defer) \
+                + (before,)
+            if decided[k][1] is None:  # (its search's kernel runs below with the others; what follows, after it)
+                late.append(k)
+            elif not c.predictor.batched(intent):
                 c._advance_sim(h, intent)
-            if c.inert.method == "spring":
-                c._advance_offsets(h)
         if late:
             # the deferred searches' ends, in the agents' order (each touches its own agent
             # only), then what followed each one's decision
             defer.run()
-            for (k, alone), (c, job, rest) in zip(late, defer):
+            for k, (c, job, rest) in zip(late, defer):
                 decided[k] = (True, c._search_end(job, rest), decided[k][2])
-                if alone:
-                    c._advance_sim(dts[k], group[k][0].intent)
-                if c.inert.method == "spring":
-                    c._advance_offsets(dts[k])
+                if not c.predictor.batched(intents[k]):
+                    c._advance_sim(hs[k], intents[k])
             defer.clear()
-        if goals:
-            sprung = np.fromiter((k for k, _ in goals), dtype=np.int64, count=len(goals))
-            self._batch.advance_sim(rows[sprung], dts[sprung], np.array([g for _, g in goals], dtype=np.float64))
+        for c, h in zip(ctrls, hs):
+            if c.inert.method == "spring":
+                c._advance_offsets(h)
+        sprung = [k for k, (c, it) in enumerate(zip(ctrls, intents)) if c.predictor.batched(it)]
+        if sprung:
+            self._batch.advance_sim(rows[sprung], dts[sprung], intent_goals([intents[k] for k in sprung]))
         self._batch.pose(rows, dts, self._threads())
         st = self._batch.state
         out_rot, out_pos, out_contacts = st.out_rot[rows], st.out_pos[rows], st.out_contacts[rows]  # (copies)
         out = (out_rot, out_pos, st.frame[rows].tolist(), out_contacts)
-        for k, (c, (a, _, _), (searched, transitioned, before)) in enumerate(zip(ctrls, group, decided)):
+        for k, (c, a, ch, (searched, transitioned, before)) in enumerate(zip(ctrls, agents, choosers, decided)):
             # the FrameResult's fields, built into one when read (Agent.result)
             a._result = (out, k, c.mode, searched, transitioned, c.last_desired, c.last_costs if searched else None)
-            ch = a.chooser
             a.searched = searched or (before >= 0 and ch is not None and ch.log.count > before)
 
     def _deferred_searches(self) -> _DeferredSearches | None:
@@ -1366,6 +1359,18 @@ def _run_jobs(jobs: list) -> None:
         job.run()
 
 
+@functools.cache
+def _reports_steps(kind: type) -> bool:
+    """Whether inputs of class ``kind`` do something in :meth:`InputSource.stepped` (the
+    contract's default does nothing: a world of many agents skips calling it)."""
+    return getattr(kind, "stepped", None) is not InputSource.stepped
+
+
+#: a decision of :meth:`World._step_together` for an agent that coasted: no search, no
+#: transition, no chooser asked
+_COASTED = (False, False, -1)
+
+
 def _steady_intents(ctrls: list[Controller], intents: list) -> list[bool]:
     """Which controllers' new ``intents`` surely did not change sharply from their last
     (:meth:`Controller._changed_sharply <motionmatch.runtime.controller.Controller._changed_sharply>`),
@@ -1383,7 +1388,7 @@ def _steady_intents(ctrls: list[Controller], intents: list) -> list[bool]:
     now = [intents[k].velocity for k in idx]
     before = [lasts[k].velocity for k in idx]
     limits = [ctrls[k].s.sharp_turn_deg for k in idx]
-    a, b = np.array(now), np.array(before)
+    a, b = np.concatenate(now).reshape(-1, 3), np.concatenate(before).reshape(-1, 3)  # (4x np.array's speed)
     sa, sb = np.hypot(a[:, 0], a[:, 2]), np.hypot(b[:, 0], b[:, 2])
     eps = 1e-9
     with np.errstate(invalid="ignore", divide="ignore"):
