@@ -536,6 +536,37 @@ def test_masks_of_any_memory_layout():
             assert_same_knn(f, q, box.nearest(q, mask=mask, k=3), brute.nearest(q, mask=mask, k=3), mask)
 
 
+def test_read_only_masks_are_remembered_and_writable_ones_read_anew():
+    """A read-only mask that owns its data (a controller's tag mask) has its leaf flags
+    computed once; a writable mask changed between calls is read anew each time; both give
+    the brute force's answer, and asking a remembered mask for more frames than it admits
+    still fails."""
+    rng = np.random.default_rng(9)
+    f = np.cumsum(rng.normal(size=(3000, 6)), axis=0).astype(np.float32)
+    box, brute = BoxSearch(f), BruteForceSearch(f)
+    shared = rng.random(3000) < 0.3
+    shared.setflags(write=False)
+    qs = f[rng.integers(len(f), size=20)] + 0.3
+    for q in qs:
+        assert_same_knn(f, q, box.nearest(q, mask=shared, k=3), brute.nearest(q, mask=shared, k=3), shared)
+    assert id(shared) in box._masks
+    few = np.zeros(3000, dtype=bool)
+    few[[10, 2000]] = True
+    few.setflags(write=False)
+    box.nearest(qs[0], mask=few, k=2)
+    with pytest.raises(SearchError, match="only 2 frames"):
+        box.nearest(qs[0], mask=few, k=3)  # (remembered now: the count is checked from the cache)
+    live = np.zeros(3000, dtype=bool)
+    for lo in (0, 1000, 2000):
+        live[:] = False
+        live[lo : lo + 500] = True  # the same writable array, changed
+        for q in qs[:5]:
+            got = box.nearest(q, mask=live, k=2)
+            assert_same_knn(f, q, got, brute.nearest(q, mask=live, k=2), live)
+            assert ((got[0] >= lo) & (got[0] < lo + 500)).all()
+    assert id(live) not in box._masks
+
+
 def test_query_dtypes_and_lists_are_accepted():
     f = np.random.default_rng(5).normal(size=(400, 3)).astype(np.float32)
     box, brute = BoxSearch(f), BruteForceSearch(f)

@@ -43,6 +43,9 @@ from motionmatch.search._validate import (
     too_few,
 )
 
+#: read-only masks whose leaf flags a searcher keeps (:meth:`BoxSearch._mask_state`)
+MASK_CACHE = 16
+
 __all__ = ["BoxSearch"]
 
 
@@ -176,6 +179,8 @@ class BoxSearch:
         # `valid` of the whole leaves as uint64 words (2 per leaf), for call masks
         self._n_full_words = (n // K.LEAF) * 2
         self._valid_words = np.ascontiguousarray(v[: self._n_full_words * 8]).view(np.uint64)
+        #: per read-only mask: (mask, its checked copy, leaf flags, top penalties, frames admitted)
+        self._masks: dict[int, tuple] = {}
 
     # ------------------------------------------------------------------ helpers
     def _mask_state(self, mask: np.ndarray | None, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -184,11 +189,24 @@ class BoxSearch:
             if k > self.n_valid:
                 raise too_few(k, self.n_valid)
             return self.valid, self._leaf_ok, self._top_pen
+        # a read-only mask that owns its data (a controller's tag mask, shared by every
+        # search it makes) cannot change while it is held here: its leaf flags are computed once
+        cacheable = type(mask) is np.ndarray and not mask.flags.writeable and mask.base is None
+        if cacheable:
+            hit = self._masks.get(id(mask))
+            if hit is not None and hit[0] is mask:
+                if k > hit[4]:
+                    raise too_few(k, hit[4])
+                return hit[1:4]
         m = check_mask(mask, self.n_frames)
         leaf_ok = np.empty(self.n_leaf, dtype=bool)
         top_pen = np.empty(self.n_top, dtype=np.float32)
         words = m[: self._n_full_words * 8].view(np.uint64)
         count = K.mask_boxes(words, self._valid_words, m, self.valid, leaf_ok, top_pen)
+        if cacheable:
+            if len(self._masks) >= MASK_CACHE:
+                self._masks.pop(next(iter(self._masks)))
+            self._masks[id(mask)] = (mask, m, leaf_ok, top_pen, count)  # (holds the mask: its id stays its own)
         if k > count:
             raise too_few(k, count)
         return m, leaf_ok, top_pen
