@@ -1242,7 +1242,7 @@ class World:
                                          _steady_intents(ctrls, intents), self._batch.state.play_rate[rows].tolist())
         decided = [_COASTED] * n  # (searched, transitioned, the chooser's log count before; -1: not asked)
         defer = self._deferred_searches()
-        late = []  # agents whose search is deferred: (k, whether its simulated root advances alone)
+        late = []  # the agents (their k) whose search is deferred
         speeds = turns = None  # (lists, when an agent needs its full decision)
         for k in [k for k, done in enumerate(coasted) if not done]:
             c, ch, intent, h = ctrls[k], choosers[k], intents[k], hs[k]
