@@ -729,9 +729,16 @@ class Controller:
     def _coast_rows(ctrls: list[Controller], dts: list[float], intents: list, at_end: list[bool],
                     force_search: list[bool], root_motion_only: list[bool], sharp_free: list[bool],
                     play_rates: list[float]) -> list[bool]:
-        """:meth:`_coast` for many controllers at once (one item of each list per controller,
-        after :meth:`_begin_rows`): which coasted (the others are unchanged: call
-        :meth:`_decide` for them)."""
+        """:meth:`_decide` for the common frame of a crowd's agents, when it is only
+        bookkeeping, for many controllers at once (one item of each list per controller,
+        after :meth:`_begin_rows`): locomotion goes on (a plain :class:`Intent` with no
+        actions and a speed over 1 mm/s, no desired trajectory given), no search is due
+        (timer, clip end, ``force_search``, a sharp change of intent), no root adjustment.
+        For those it does what :meth:`_decide` would (the intent remembered) and returns
+        ``True``; the others are unchanged and ``False`` (call :meth:`_decide` for them).
+        ``sharp_free``: the caller has checked that the intent did not change sharply from
+        the last one (a world tests all its agents at once, ``False``: test it here);
+        ``play_rates``: the controllers' :attr:`play_rate`."""
         out = []
         for c, dt, intent, end, force, rmo, free, rate in zip(ctrls, dts, intents, at_end, force_search,
                                                                root_motion_only, sharp_free, play_rates):
@@ -828,20 +835,6 @@ class Controller:
         self._prev_actions = intent.actions
         self._last_intent = intent
         return searched, transitioned
-
-    def _coast(self, dt: float, intent: Intent, at_end: bool, force_search: bool, root_motion_only: bool,
-               sharp_free: bool = False, play_rate: float | None = None) -> bool:
-        """:meth:`_decide` for the common frame of a crowd's agent, when it is only
-        bookkeeping: locomotion goes on (a plain :class:`Intent` with no actions and a speed
-        over 1 mm/s, no desired trajectory given), no search is due (timer, clip end,
-        ``force_search``, a sharp change of intent), no root adjustment. Then it does what
-        :meth:`_decide` would (the intent remembered) and returns ``True``; otherwise it
-        changes nothing and returns ``False`` (call :meth:`_decide`). ``sharp_free``: the
-        caller has checked that ``intent`` did not change sharply from the last one (a
-        world tests all its agents at once). ``play_rate``: :attr:`play_rate` if the caller
-        has it (a world reads its agents' at once)."""
-        return self._coast_rows([self], [dt], [intent], [at_end], [force_search], [root_motion_only], [sharp_free],
-                                [self.play_rate if play_rate is None else play_rate])[0]
 
     def _result(self, searched: bool, transitioned: bool, pose: tuple) -> FrameResult:
         """The :class:`FrameResult` of this frame, ``pose`` as :meth:`_pose` returns it (copied)."""

@@ -1219,7 +1219,7 @@ class World:
         :meth:`Controller.update <motionmatch.runtime.controller.Controller.update>`: the
         playback, the simulated roots and the poses of all of them in one compiled call
         each, the rest (mode, search) agent by agent in between. An agent that only walks
-        on this frame (no search due, locomotion, :meth:`Controller._coast`) takes a short
+        on this frame (no search due, locomotion, :meth:`Controller._coast_rows`) takes a short
         lane; the results' poses are copied out of the batch at once."""
         n = len(group)
         agents = [m[0] for m in group]
@@ -1238,8 +1238,11 @@ class World:
             own = a.source.chooser(a)
             c.chooser = own if own is not None else ch
         near = [(ch is not None and ch.near) or w.root_motion_only for ch, w in zip(choosers, wants)]
-        coasted = Controller._coast_rows(ctrls, hs, intents, at_end.tolist(), [w.search_now for w in wants], near,
+        ends = at_end.tolist()
+        coasted = Controller._coast_rows(ctrls, hs, intents, ends, [w.search_now for w in wants], near,
                                          _steady_intents(ctrls, intents), self._batch.state.play_rate[rows].tolist())
+        # whose simulated root the compiled stage advances (the others advance their own)
+        compiled_sim = [c.predictor.batched(it) for c, it in zip(ctrls, intents)]
         decided = [_COASTED] * n  # (searched, transitioned, the chooser's log count before; -1: not asked)
         defer = self._deferred_searches()
         late = []  # the agents (their k) whose search is deferred
@@ -1247,13 +1250,13 @@ class World:
         for k in [k for k, done in enumerate(coasted) if not done]:
             c, ch, intent, h = ctrls[k], choosers[k], intents[k], hs[k]
             if speeds is None:
-                speeds, turns, ends = speed.tolist(), turn.tolist(), at_end.tolist()
+                speeds, turns = speed.tolist(), turn.tolist()
             before = ch.log.count if ch is not None else 0
             decided[k] = c._decide(h, intent, ends[k], speeds[k], turns[k], wants[k].search_now, near[k], defer) \
                 + (before,)
             if decided[k][1] is None:  # (its search's kernel runs below with the others; what follows, after it)
                 late.append(k)
-            elif not c.predictor.batched(intent):
+            elif not compiled_sim[k]:
                 c._advance_sim(h, intent)
         if late:
             # the deferred searches' ends, in the agents' order (each touches its own agent
@@ -1261,13 +1264,13 @@ class World:
             defer.run()
             for k, (c, job, rest) in zip(late, defer):
                 decided[k] = (True, c._search_end(job, rest), decided[k][2])
-                if not c.predictor.batched(intents[k]):
+                if not compiled_sim[k]:
                     c._advance_sim(hs[k], intents[k])
             defer.clear()
         for c, h in zip(ctrls, hs):
             if c.inert.method == "spring":
                 c._advance_offsets(h)
-        sprung = [k for k, (c, it) in enumerate(zip(ctrls, intents)) if c.predictor.batched(it)]
+        sprung = [k for k, yes in enumerate(compiled_sim) if yes]
         if sprung:
             self._batch.advance_sim(rows[sprung], dts[sprung], intent_goals([intents[k] for k in sprung]))
         self._batch.pose(rows, dts, self._threads())
@@ -1377,7 +1380,7 @@ def _steady_intents(ctrls: list[Controller], intents: list) -> list[bool]:
     all tested at once: plain intents with no facing and no actions, the same gait, speeds
     less than 1 m/s apart and directions less than ``sharp_turn_deg`` apart (or one of
     them nearly still), each by a margin (1e-9) that the vectorised arithmetic's rounding
-    cannot cross. ``False`` leaves the exact per-agent test to :meth:`Controller._coast`."""
+    cannot cross. ``False`` leaves the exact per-agent test to :meth:`Controller._coast_rows`."""
     lasts = [c._last_intent for c in ctrls]
     out = [last is None or last is it for it, last in zip(intents, lasts)]
     idx = [k for k, (it, last, done) in enumerate(zip(intents, lasts, out))

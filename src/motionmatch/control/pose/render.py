@@ -363,26 +363,23 @@ def render_keypoints(kp: np.ndarray, fps: float, settings: RenderSettings | None
 
         view = view_azimuth(kp, facing, cams, anchors)
         uv, conf = imitate_estimator(uv, view, load_estimator_noise(s.estimator), rng)
-        if tuple(s.estimator_fps) != (0.0, 0.0):
-            uv, conf = thin_frame_rate(uv, conf, fps, anchors, s.estimator_fps, rng)
-        stream = KeypointStream(np.arange(F) / fps, uv, KEYPOINTS, conf, True, (s.width, s.height_px), labels,
-                                {"source": "virtual-camera", "fps": fps, "estimator": s.estimator})
-        return stream, RenderInfo(cuts, cf, cr, az, cams, anchors)
-    # estimator noise: absolute pixels plus a fraction of the torso's image length
-    torso = np.linalg.norm(0.5 * (uv[:, KP["left_shoulder"]] + uv[:, KP["right_shoulder"]])
-                           - 0.5 * (uv[:, KP["left_hip"]] + uv[:, KP["right_hip"]]), axis=1)
-    sigma = s.noise_px + s.noise_rel * torso
-    uv = uv + rng.normal(size=uv.shape) * sigma[:, None, None]
-    conf = np.ones(uv.shape[:2])
-    if s.dropout > 0:
-        drop = rng.random(conf.shape) < s.dropout
-        drop[:, [KP["left_hip"], KP["right_hip"]]] = False
-        conf[drop] = 0.0
-        uv[drop] = np.nan
+        meta = {"source": "virtual-camera", "fps": fps, "estimator": s.estimator}
+    else:
+        # estimator noise: absolute pixels plus a fraction of the torso's image length
+        torso = np.linalg.norm(0.5 * (uv[:, KP["left_shoulder"]] + uv[:, KP["right_shoulder"]])
+                               - 0.5 * (uv[:, KP["left_hip"]] + uv[:, KP["right_hip"]]), axis=1)
+        sigma = s.noise_px + s.noise_rel * torso
+        uv = uv + rng.normal(size=uv.shape) * sigma[:, None, None]
+        conf = np.ones(uv.shape[:2])
+        if s.dropout > 0:
+            drop = rng.random(conf.shape) < s.dropout
+            drop[:, [KP["left_hip"], KP["right_hip"]]] = False
+            conf[drop] = 0.0
+            uv[drop] = np.nan
+        meta = {"source": "virtual-camera", "fps": fps}
     if tuple(s.estimator_fps) != (0.0, 0.0):
         uv, conf = thin_frame_rate(uv, conf, fps, anchors, s.estimator_fps, rng)
-    stream = KeypointStream(np.arange(F) / fps, uv, KEYPOINTS, conf, True, (s.width, s.height_px), labels,
-                            {"source": "virtual-camera", "fps": fps})
+    stream = KeypointStream(np.arange(F) / fps, uv, KEYPOINTS, conf, True, (s.width, s.height_px), labels, meta)
     return stream, RenderInfo(cuts, cf, cr, az, cams, anchors)
 
 
