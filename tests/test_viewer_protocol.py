@@ -91,16 +91,16 @@ def test_holding_w_for_two_seconds_walks_forward(server):
         c.pump(0.3)
         p0 = c.root()
         c.send("key", key="KeyW", down=True, yaw=0.0)  # camera looking along +Z: W = +Z
-        c.pump(2.0)
+        c.pump_world(2.0)
         c.send("key", key="KeyW", down=False, yaw=0.0)
         p1 = c.root()
         d = p1 - p0
         assert 0.6 < d[2] < 5.0, f"moved {d} in 2 s"
         assert abs(d[0]) < 0.4 * d[2]
         # released: it slows down and stops
-        c.pump(1.5)
+        c.pump_world(1.5)
         p2 = c.root()
-        c.pump(0.5)
+        c.pump_world(0.5)
         assert np.linalg.norm(c.root() - p2) < 0.3
 
 
@@ -110,7 +110,7 @@ def test_camera_relative_keys(server):
         p0 = c.root()
         yaw = np.pi / 2  # camera looking along +X: W walks toward +X
         c.send("key", key="w", down=True, yaw=yaw)
-        c.pump(2.0)
+        c.pump_world(2.0)
         c.send("key", key="w", down=False, yaw=yaw)
         d = c.root() - p0
         assert d[0] > 0.5 and abs(d[2]) < 0.5 * d[0], d
@@ -336,7 +336,7 @@ def test_bvh_and_glb_export_of_the_session(server, tmp_path):
 
     with Client(server) as c:
         c.send("key", key="KeyW", down=True, yaw=0.0)
-        c.pump(1.0)
+        c.pump_world(1.0)
         c.request("pause", paused=True)  # both files hold the same frames
         dl, p = download(c)  # the default format: BVH
         m = load_bvh(p)
@@ -424,7 +424,7 @@ def test_scenario_agents_and_groups(server):
         assert c.request("pause", paused=False)["type"] == "ack"
         c.next_frame()
         starts = {i: c.frame.by_id(i).root for i in r["ids"]}
-        c.pump(2.0)
+        c.pump_world(2.0)
         assert len(c.frame.characters) >= 5
         moved = [c.frame.by_id(i).root[2] - starts[i][2] for i in r["ids"]]
         assert min(moved) > 0.5, moved  # every member walks toward its target (+Z)
@@ -976,7 +976,7 @@ def test_a_mode_the_database_cannot_play_is_refused_with_a_reason(server):
         assert m["mode"] == "creep" and m["key"] == "c" and m["message"] == f"creep: {m['reason']}"
         assert "\n" not in m["message"]
         start = len(c.frames)
-        c.pump(1.5)
+        c.pump_world(1.5)
         shown = {f.by_id(c.welcome["selected"]).mode for f in c.frames[start:]}
         assert "creep" not in shown and "locomotion" in shown, shown
         assert c.root()[2] - p0[2] > 0.5  # it walks (at the walking speed, not the creep speed)

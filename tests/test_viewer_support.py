@@ -110,6 +110,12 @@ class Client:
         while (left := end - time.monotonic()) > 0:
             self._recv(left)
 
+    def pump_world(self, seconds: float, timeout: float = 30.0) -> None:
+        """Read until the World has stepped ``seconds`` of simulated time from the next frame on
+        (a loaded machine steps fewer frames per wall-clock second)."""
+        start = self.next_frame().time
+        self.wait(lambda m: not isinstance(m, dict) and m.time >= start + seconds, timeout)
+
     def wait(self, pred, timeout: float = 10.0):
         """The first incoming message or frame (from now on) for which ``pred`` is true."""
         end = time.monotonic() + timeout
