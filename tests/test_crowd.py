@@ -174,7 +174,10 @@ def test_a_door_crowd_steps_together_as_each_agent_alone(small_env_db, monkeypat
     """A few dozen agents of the benchmark's door crowd (several groups, waypoints), each
     an obstacle to the others: the batched World, the batched World on two threads (its
     poses in two halves every step, however few; its searches' kernels run together, half
-    on each thread) and per-agent stepping play the same frames and roots, step by step."""
+    on each thread), the batched World whose step's obstacle buffers start too small for
+    most searches (those gather alone, the buffers grow) and per-agent stepping play the
+    same frames and roots, step by step. The batched worlds make their searches ready
+    together (queries and obstacles in one compiled call each)."""
     from motionmatch.environment import parse_scenario
     from motionmatch.runtime import batch as batch_module
     from motionmatch.runtime import world as world_module
@@ -188,11 +191,15 @@ def test_a_door_crowd_steps_together_as_each_agent_alone(small_env_db, monkeypat
     deferred = []
     run = world_module._DeferredSearches.run
     monkeypatch.setattr(world_module._DeferredSearches, "run", lambda self: (deferred.append(len(self)), run(self)))
+    planned = []
+    gather = world_module._gather_planned
+    monkeypatch.setattr(world_module, "_gather_planned", lambda w, c, *a: (planned.append(len(c)), gather(w, c, *a))[1])
     worlds = []
-    for batched, threads in ((True, 1), (False, 1), (True, 2)):
+    for batched, threads in ((True, 1), (False, 1), (True, 2), (True, 1)):
         w = world_from_scenario(db, sc, matcher=m, record_poses=False)
         w.batched, w.threads = batched, threads
         worlds.append(w)
+    worlds[3]._gather_capacity = 1
     searched = 0
     for f in range(50):
         for w in worlds:
@@ -209,6 +216,8 @@ def test_a_door_crowd_steps_together_as_each_agent_alone(small_env_db, monkeypat
     assert searched > 150  # every agent searched several times
     assert worlds[2]._pool is not None  # (its poses did run on two threads)
     assert sum(deferred) > 100  # (most of its searches were deferred and run together)
+    assert sum(planned) > 300  # (and made ready together, in the three batched worlds)
+    assert worlds[3]._gather_capacity > 1  # (it fell back and grew)
 
 
 def test_agents_colliding_is_the_pairwise_measure():

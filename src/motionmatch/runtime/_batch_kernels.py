@@ -23,6 +23,7 @@ import numpy as np
 from motionmatch.control.intent import STILL_SPEED
 from motionmatch.control.springs import MIN_HALFLIFE, SPRING_HALFLIFE_FACTOR
 from motionmatch.runtime._kernels import FootLocks, Pose, PoseData, Quintic, controller_pose
+from motionmatch.search.penalized import gather_with_agents
 
 #: ``ControllerRows.inert_kind``: how a row's inertialization offsets come
 NO_OFFSETS, QUINTIC, SPRING = 0, 1, 2
@@ -418,3 +419,40 @@ def planar_query(r, root_pos, root_yaw, sim_vel, sim_acc, sim_rate, velocity_hal
         q[d] = np.float32((full[d] - mean[d]) / scale[d] * weights[d])
     for n in range(vcols.shape[0]):
         q[vcols[n]] = 0.0
+
+
+@numba.njit(cache=True, nogil=True)
+def planar_queries(rows, goals, root_pos, root_yaw, sim_vel, sim_acc, sim_rate, velocity_halflife, facing_halflife,
+                   frame, times, raw_features, pos_cols, dir_cols, mean, scale, weights, vcols, q, pos, vel, dirs, rot):
+    """:func:`planar_query` of many rows at once: row ``rows[i]`` toward ``goals[i]`` into
+    ``q[i]``, ``pos[i]``, ``vel[i]``, ``dirs[i]``, ``rot[i]`` (``[R, D]``, ``[R, T, 3]``,
+    ``[R, T, 4]``), the frame playing of each read from ``frame`` (the batch's rows): the
+    queries of a step's searches in one call, each computed as alone."""
+    for i in range(rows.shape[0]):
+        r = rows[i]
+        planar_query(r, root_pos, root_yaw, sim_vel, sim_acc, sim_rate, velocity_halflife, facing_halflife, goals[i],
+                     times, raw_features[frame[r]], pos_cols, dir_cols, mean, scale, weights, vcols, q[i], pos[i],
+                     vel[i], dirs[i], rot[i])
+
+
+@numba.njit(cache=True, nogil=True)
+def gather_many(static_grid, static_tick, agent_grid, agent_tick, owner, agent_slots, uids, rows, root_pos, root_yaw,
+                positions, radii, world, local, out, counts, order_key, found, nearest):
+    """:func:`~motionmatch.search.penalized.gather_with_agents` for many searches at once:
+    search ``i`` of the character in batch row ``rows[i]`` (world agent ``uids[i]``) along
+    ``positions[i] [T, 3]`` within ``radii[i]``, into ``world[i], local[i]``, ``out[i]``,
+    ``counts[i]``; ``found[i]``, ``nearest[i]``: its ``(M, nearest)`` (``-M``: ``out`` too
+    small, nothing prepared). Each search takes its own visit marks, counting up from
+    ``static_tick`` and ``agent_tick`` (``static_tick`` 0: the scene has no grid); returns
+    the last of each."""
+    for i in range(rows.shape[0]):
+        r = rows[i]
+        if static_tick > 0:
+            static_tick += 1
+        agent_tick += 1
+        m, near = gather_with_agents(static_grid, static_tick, agent_grid, agent_tick, owner, agent_slots, uids[i],
+                                     root_pos[r, 0], root_pos[r, 2], root_yaw[r], positions[i], radii[i], world[i],
+                                     local[i], out[i], counts[i], order_key)
+        found[i] = m
+        nearest[i] = near
+    return static_tick, agent_tick

@@ -58,7 +58,14 @@ from motionmatch.database import MotionDatabase
 from motionmatch.database.tags import TagQueryError
 from motionmatch.runtime import _batch_kernels as BK
 from motionmatch.runtime import _kernels
-from motionmatch.runtime.batch import ControllerBatch, RowPredictor, database_arrays, intent_goal_tuple, leg_chains
+from motionmatch.runtime.batch import (
+    ControllerBatch,
+    RowPredictor,
+    database_arrays,
+    intent_goal_tuple,
+    intent_goals,
+    leg_chains,
+)
 from motionmatch.runtime.inertialize import Inertializer
 from motionmatch.runtime.modes import (
     IdleClip,
@@ -559,15 +566,7 @@ class Controller:
         """:meth:`_query` of the common case (the spring prediction toward a plain intent,
         the planar view) in one compiled call on the batch row (:func:`~motionmatch.runtime.
         _batch_kernels.planar_query`: the same operations in the same order)."""
-        sh = self._shared
-        qa = sh.get("query_arrays")
-        if qa is None:
-            db = self.db
-            qa = sh["query_arrays"] = (
-                np.asarray(self._query_pos, dtype=np.int64).reshape(-1, 3),
-                np.asarray(self._query_dir, dtype=np.int64).reshape(-1, 3),
-                np.ascontiguousarray(db.mean, dtype=np.float64), np.ascontiguousarray(db.scale, dtype=np.float64),
-                np.ascontiguousarray(db.weights, dtype=np.float64), np.ascontiguousarray(self.vcols, dtype=np.int64))
+        qa = self._planar_query_arrays()
         st, r = self._batch.state, self._row
         times = self.predictor.times
         T = len(times)
@@ -578,6 +577,20 @@ class Controller:
                         st.facing_halflife, goal, times, self.db.raw_features[int(st.frame[r])], *qa, q, pos, vel,
                         dirs, rot)
         return q, PredictedTrajectory(times.copy(), pos, vel, dirs, rot)
+
+    def _planar_query_arrays(self) -> tuple:
+        """The database's arrays of :func:`~motionmatch.runtime._batch_kernels.planar_query`
+        (made on first use, shared by the database's controllers)."""
+        sh = self._shared
+        qa = sh.get("query_arrays")
+        if qa is None:
+            db = self.db
+            qa = sh["query_arrays"] = (
+                np.asarray(self._query_pos, dtype=np.int64).reshape(-1, 3),
+                np.asarray(self._query_dir, dtype=np.int64).reshape(-1, 3),
+                np.ascontiguousarray(db.mean, dtype=np.float64), np.ascontiguousarray(db.scale, dtype=np.float64),
+                np.ascontiguousarray(db.weights, dtype=np.float64), np.ascontiguousarray(self.vcols, dtype=np.int64))
+        return qa
 
     def _search(self, intent: Intent, tags: str, vertical: np.ndarray | None, force: bool,
                 only_near_obstacles: bool = False, defer: list | None = None) -> bool | None:
@@ -590,19 +603,29 @@ class Controller:
         rest)`` instead of choosing now; this returns ``None`` and :meth:`_search_end` finishes
         the search once the job has run (a world runs its agents' jobs on another thread)."""
         view = "planar" if vertical is None else "full"
-        q, traj = self._query(intent, vertical)
-        self.last_desired = traj
+        ch = self.chooser
+        plan = getattr(defer, "plan", None) if ch is not None else None
+        planned = plan is not None and self._desired_override is None and vertical is None \
+            and self.predictor.batched(intent) and hasattr(ch, "begin")
+        if not planned:
+            q, traj = self._query(intent, vertical)
+            self.last_desired = traj
         mask = self.mask(tags)
         cur = self.frame
         # Continuing is possible to the clip's real end (also through its last second, whose
         # frames a search may not return), if the clip matches the tags.
         cur_ok = bool(self._clip_allowed(tags)[self.db.frame_clip[cur]]) and self.frame_pos + 1 < self._clip_last(cur)
         self.search_forced = bool(force)
-        self.last_query = (q, mask, view)
         self.searches += 1
         self._since_search = 0.0
+        if planned:
+            # the query (the planar common case), the obstacles and the kernel's arguments
+            # are made later, for all of the step's planned searches at once (defer.plan:
+            # a world's _DeferredSearches; see _planned_queries)
+            plan(self, intent, mask, (cur, cur_ok, view, force, only_near_obstacles))
+            return None
+        self.last_query = (q, mask, view)
         rest = (q, cur, cur_ok, view, force, only_near_obstacles)
-        ch = self.chooser
         if ch is None:
             idx, cost = self.searcher().nearest(q, mask=mask, k=1, init_index=cur if mask[cur] else None,
                                                 weights=self._view_weights[view])
@@ -612,6 +635,37 @@ class Controller:
         else:
             idx, cost = ch(self, q, mask, view)
         return self._searched(idx, cost, *rest)
+
+    @staticmethod
+    def _planned_queries(ctrls: list[Controller], intents: list[Intent], masks: list[np.ndarray]) -> list[np.ndarray]:
+        """The queries of searches planned by :meth:`_search` (controllers of one batch and
+        database, each its intent and its search's mask), all in one compiled call
+        (:func:`~motionmatch.runtime._batch_kernels.planar_queries`: :meth:`_planar_query`'s
+        numbers): sets each controller's ``last_desired`` and ``last_query`` as
+        :meth:`_search` does; returns the queries ``[D]`` (float32)."""
+        c0 = ctrls[0]
+        c0._planar_query_arrays()  # (made once per database, shared)
+        sh, st, times = c0._shared, c0._batch.state, c0.predictor.times
+        if any(c._shared is not sh or c._batch is not c0._batch or (c.predictor.times is not times
+               and not np.array_equal(c.predictor.times, times)) for c in ctrls):
+            out = []
+            for c, it, m in zip(ctrls, intents, masks):
+                q, c.last_desired = c._planar_query(it)
+                c.last_query = (q, m, "planar")
+                out.append(q)
+            return out
+        n, T, D = len(ctrls), len(times), c0.db.features.shape[1]
+        rows = np.fromiter((c._row for c in ctrls), dtype=np.int64, count=n)
+        Q = np.empty((n, D), dtype=np.float32)
+        pos, vel, dirs, rot = np.empty((n, T, 3)), np.empty((n, T, 3)), np.empty((n, T, 3)), np.empty((n, T, 4))
+        BK.planar_queries(rows, intent_goals(intents), st.root_pos, st.root_yaw, st.sim_vel, st.sim_acc, st.sim_rate,
+                          st.velocity_halflife, st.facing_halflife, st.frame, times, c0.db.raw_features,
+                          *sh["query_arrays"], Q, pos, vel, dirs, rot)
+        out = list(Q)
+        for i, (c, m, q) in enumerate(zip(ctrls, masks, out)):
+            c.last_desired = PredictedTrajectory(times.copy(), pos[i], vel[i], dirs[i], rot[i])
+            c.last_query = (q, m, "planar")
+        return out
 
     def _search_end(self, job, rest: tuple) -> bool:
         """Finish a search deferred by :meth:`_search` (``job``, ``rest``: its entry) once the

@@ -703,13 +703,20 @@ class EnvironmentChooser:
         chooser has one choice under way at a time (the job owns its buffers)."""
         t0 = time.perf_counter()
         c0 = time.thread_time()
-        s = self.settings
-        m = self.matcher
-        _radius, opts = self._packed()
-        if s.enabled:
+        if self.settings.enabled:
             obs, cnt, nearest, _ = self.gather(ctrl)
         else:
             obs, cnt, nearest = self._empty(self._K)
+        return self._job(ctrl, query, mask, view, obs, cnt, nearest, t0, 0.0, 0.0, c0)
+
+    def _job(self, ctrl: Controller, query: np.ndarray, mask: np.ndarray, view: str, obs: np.ndarray,
+             cnt: np.ndarray, nearest: float, t0: float, wall: float, cpu: float, c0: float) -> ChoiceJob:
+        """:meth:`begin` once the obstacles are gathered (``obs``, ``cnt``, ``nearest`` as
+        :meth:`gather` returns them); ``t0`` when the choice began, ``wall`` and ``cpu``
+        seconds spent on it elsewhere before ``c0`` (this thread's CPU clock then)."""
+        s = self.settings
+        m = self.matcher
+        _radius, opts = self._packed()
         self.near = nearest < math.inf
         c = self.controls
         ev = self._evasion(ctrl, evasion_factor(c, s, nearest))
@@ -729,9 +736,14 @@ class EnvironmentChooser:
         prev = self.previous
         job = ps.choice_job(m.search_view(view), query, cur, (float(c.continuity), float(c.responsiveness), float(ev)),
                             self._q, self._w, obs, cnt, mask, prev, pen, envw, opts, b)
-        job.context = _ChoiceContext(ctrl, t0, time.perf_counter() - t0, time.thread_time() - c0, obs, cnt, mask, cur,
-                                     prev, envw, opts)
+        job.context = _ChoiceContext(ctrl, t0, wall + time.perf_counter() - t0, cpu + time.thread_time() - c0, obs, cnt,
+                                     mask, cur, prev, envw, opts)
         return job
+
+    def _gathers_with_agents(self) -> bool:
+        """Whether :meth:`gather` would take :meth:`_gather_with_agents` for a search with
+        a desired trajectory (what :func:`begin_planned` does for many choosers at once)."""
+        return self.settings.enabled and not self.scene.moving_ids.size and isinstance(self.obstacles_fn, _OtherAgents)
 
     def end(self, job: ChoiceJob) -> tuple[np.ndarray, np.ndarray]:
         """The choice of a job from :meth:`begin` that has run: ``([index], [cost])``, as a
@@ -979,6 +991,7 @@ class World:
         self._agent_rows: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
         self._agent_grid: tuple | None = None  # over the agent rows: build_grid's arrays, visit marks, ids
         self._grid_tick = 0
+        self._gather_capacity = 32  # obstacle rows per slot of a step's planned searches (grown on demand)
         self._rows_frame = -1
         self._next_uid = 0
         self._positions: tuple[int, np.ndarray, np.ndarray] | None = None
@@ -1282,12 +1295,10 @@ class World:
             a._result = (out, k, c.mode, searched, transitioned, c.last_desired, c.last_costs if searched else None)
             a.searched = searched or (before >= 0 and ch is not None and ch.log.count > before)
 
-    def _deferred_searches(self) -> _DeferredSearches | None:
-        """With two threads or more, a list that takes the step's deferred searches (their
-        jobs run on two threads at once, :meth:`_DeferredSearches.run`); ``None`` with one
-        (each search runs where it is made)."""
-        pool = self._threads()
-        return None if pool is None else _DeferredSearches(pool)
+    def _deferred_searches(self) -> _DeferredSearches:
+        """A list that takes the step's deferred searches: made ready together, their jobs
+        run at once (on two threads with two or more, :meth:`_DeferredSearches.run`)."""
+        return _DeferredSearches(self._threads(), self)
 
     def _threads(self):
         """The world's pool of ``threads - 1`` threads (made on first use; its threads end
@@ -1337,19 +1348,48 @@ class World:
 
 
 class _DeferredSearches(list):
-    """A step's deferred searches, ``(controller, job, rest)`` each (see :meth:`Controller.
+    """A step's deferred searches, ``[controller, job, rest]`` each (see :meth:`Controller.
     _search <motionmatch.runtime.controller.Controller._search>`), whose jobs :meth:`run`
-    runs at once on two threads (a job's kernel holds no lock and releases the
-    interpreter's)."""
+    runs at once, on two threads with a pool (a job's kernel holds no lock and releases
+    the interpreter's).
 
-    def __init__(self, pool):
+    A planned search (:meth:`plan`: the common case, a planar query and an environment
+    chooser) is made ready with the step's other planned searches by :meth:`prepare`:
+    their queries in one compiled call, their obstacles in another, then each one's
+    kernel arguments (:meth:`EnvironmentChooser.begin`'s, as if each had begun alone)."""
+
+    def __init__(self, pool, world: World):
         super().__init__()
         self._pool = pool
+        self._world = world
+        self._planned: list[tuple] = []  # (index into the list, intent, mask)
+
+    def plan(self, ctrl: Controller, intent: Intent, mask: np.ndarray, tail: tuple) -> None:
+        """Take a search of ``ctrl`` whose query and job :meth:`prepare` makes (``tail``:
+        its ``rest`` after the query, see :meth:`Controller._search`)."""
+        self._planned.append((len(self), intent, mask))
+        self.append([ctrl, None, tail])
+
+    def prepare(self) -> None:
+        """Make the planned searches ready: their queries (:meth:`Controller._planned_queries`),
+        their obstacles (:func:`begin_planned`) and their jobs."""
+        if not self._planned:
+            return
+        entries = [self[i] for i, _, _ in self._planned]
+        ctrls = [e[0] for e in entries]
+        queries = Controller._planned_queries(ctrls, [p[1] for p in self._planned],
+                                              [p[2] for p in self._planned])
+        jobs = begin_planned(self._world, ctrls, queries, [p[2] for p in self._planned])
+        for e, q, job in zip(entries, queries, jobs):
+            e[1] = job
+            e[2] = (q, *e[2])
+        self._planned.clear()
 
     def run(self) -> None:
         """Run every job: every other one on the pool's thread, the rest on this one."""
+        self.prepare()
         jobs = [job for _, job, _ in self if job.args is not None]
-        if len(jobs) < 2:
+        if len(jobs) < 2 or self._pool is None:
             _run_jobs(jobs)
             return
         there = self._pool.submit(_run_jobs, jobs[1::2])
@@ -1360,6 +1400,85 @@ class _DeferredSearches(list):
 def _run_jobs(jobs: list) -> None:
     for job in jobs:
         job.run()
+
+
+def begin_planned(world: World, ctrls: list[Controller], queries: list[np.ndarray], masks: list[np.ndarray]) -> list:
+    """:meth:`EnvironmentChooser.begin` of each controller's chooser for its query and mask,
+    the obstacles of those that gather among the world's agents (:meth:`EnvironmentChooser.
+    _gathers_with_agents`) all in one compiled call (:func:`~motionmatch.runtime._batch_kernels.
+    gather_many`: each search's rows, order and numbers as alone); the others begin alone.
+    Each search's log gets an equal share of the batched call's time."""
+    t0, c0 = time.perf_counter(), time.thread_time()
+    choosers = [c.chooser for c in ctrls]
+    together = [k for k, ch in enumerate(choosers) if type(ch) is EnvironmentChooser and ch._gathers_with_agents()]
+    gathered: dict[int, tuple] = {}
+    if together:
+        gathered = _gather_planned(world, [ctrls[k] for k in together], [choosers[k] for k in together], together)
+    n = len(ctrls)
+    wall, cpu = (time.perf_counter() - t0) / n, (time.thread_time() - c0) / n
+    jobs = []
+    for k, (c, ch, q, m) in enumerate(zip(ctrls, choosers, queries, masks)):
+        g = gathered.get(k)
+        if g is None:
+            jobs.append(ch.begin(c, q, m, "planar"))
+        else:
+            jobs.append(ch._job(c, q, m, "planar", *g, time.perf_counter(), wall, cpu, time.thread_time()))
+    return jobs
+
+
+def _gather_planned(world: World, ctrls: list[Controller], choosers: list[EnvironmentChooser], keys: list[int]) -> dict:
+    """The obstacles of each chooser's search (``{key: (obstacles, counts, nearest)}``, as
+    :meth:`EnvironmentChooser.gather` returns them) among the static obstacles of one scene
+    and the world's agents, in one compiled call; choosers of other scenes, or searches
+    whose rows did not fit the buffers (then grown for the next step), gather alone."""
+    from motionmatch.runtime import _batch_kernels as BK
+
+    sc = choosers[0].scene
+    same = [i for i, ch in enumerate(choosers) if ch.scene is sc]
+    out: dict[int, tuple] = {}
+    for i in (i for i, ch in enumerate(choosers) if ch.scene is not sc):
+        obs, cnt, nearest, _ = choosers[i].gather(ctrls[i])
+        out[keys[i]] = (obs, cnt, nearest)
+    ch0 = choosers[same[0]]
+    if ch0._grid is None or ch0._grid[0] is not sc:
+        ch0._grid = (sc, sc.grid_arrays())
+    grid = ch0._grid[1] if ch0._grid[1] is not None else _NO_GRID
+    agent_grid, agent_tick, owner, slots = world._agent_grid_query()
+    n = len(same)
+    traj = [ctrls[i].last_desired.positions for i in same]
+    T = traj[0].shape[0]
+    if any(p.shape[0] != T for p in traj):
+        for i in same:
+            obs, cnt, nearest, _ = choosers[i].gather(ctrls[i])
+            out[keys[i]] = (obs, cnt, nearest)
+        return out
+    K = ch0._K
+    cap = world._gather_capacity
+    pool = np.empty((n, K, cap, ROW))
+    counts = np.empty((n, K), dtype=np.int64)
+    found, nearest = np.empty(n, dtype=np.int64), np.empty(n)
+    rows = np.fromiter((ctrls[i]._row for i in same), dtype=np.int64, count=n)
+    uids = np.fromiter((choosers[i].obstacles_fn.uid for i in same), dtype=np.int64, count=n)
+    radii = np.fromiter((choosers[i]._packed()[0] for i in same), dtype=np.float64, count=n)
+    st = ctrls[same[0]]._batch.state
+    tick = sc.next_tick() if grid is not _NO_GRID else 0
+    last_static, last_agent = BK.gather_many(grid, tick, agent_grid, agent_tick, owner, slots, uids, rows, st.root_pos,
+                                             st.root_yaw, np.stack(traj), radii, np.empty((n, T + 1, 2)),
+                                             np.empty((n, T + 1, 2)), pool, counts, np.empty(cap), found, nearest)
+    if last_static:
+        sc._tick = last_static
+    world._grid_tick = max(world._grid_tick, last_agent)
+    for j, (i, m, near) in enumerate(zip(same, found.tolist(), nearest.tolist())):
+        ch = choosers[i]
+        if m == 0:
+            out[keys[i]] = ch._empty(K)
+        elif m > 0:
+            out[keys[i]] = (pool[j], counts[j], near)
+        else:  # (too many rows for the pool: this one alone, and a larger pool from now on)
+            world._gather_capacity = max(world._gather_capacity, 2 * -m)
+            obs, cnt, near, _ = ch.gather(ctrls[i])
+            out[keys[i]] = (obs, cnt, near)
+    return out
 
 
 @functools.cache
