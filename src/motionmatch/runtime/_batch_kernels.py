@@ -440,8 +440,8 @@ def gather_many(static_grid, static_tick, agent_grid, agent_tick, owner, agent_s
                 positions, radii, world, local, out, counts, order_key, found, nearest):
     """:func:`~motionmatch.search.penalized.gather_with_agents` for many searches at once:
     search ``i`` of the character in batch row ``rows[i]`` (world agent ``uids[i]``) along
-    ``positions[i] [T, 3]`` within ``radii[i]``, into ``world[i], local[i]``, ``out[i]``,
-    ``counts[i]``; ``found[i]``, ``nearest[i]``: its ``(M, nearest)`` (``-M``: ``out`` too
+    ``positions[i] [T, 3]`` within ``radii[i]``, into ``world[i], local[i]``, ``out[rows[i]]``,
+    ``counts[rows[i]]``; ``found[i]``, ``nearest[i]``: its ``(M, nearest)`` (``-M``: ``out`` too
     small, nothing prepared). Each search takes its own visit marks, counting up from
     ``static_tick`` and ``agent_tick`` (``static_tick`` 0: the scene has no grid); returns
     the last of each."""
@@ -452,7 +452,7 @@ def gather_many(static_grid, static_tick, agent_grid, agent_tick, owner, agent_s
         agent_tick += 1
         m, near = gather_with_agents(static_grid, static_tick, agent_grid, agent_tick, owner, agent_slots, uids[i],
                                      root_pos[r, 0], root_pos[r, 2], root_yaw[r], positions[i], radii[i], world[i],
-                                     local[i], out[i], counts[i], order_key)
+                                     local[i], out[r], counts[r], order_key)
         found[i] = m
         nearest[i] = near
     return static_tick, agent_tick

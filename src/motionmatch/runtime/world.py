@@ -565,6 +565,8 @@ class EnvironmentChooser:
         #: Evasion's factor on the direction weights at the last search (1: none)
         self.direction_factor = 1.0
         self._evasion_at: float | None = None
+        #: (the world's obstacle pool, batch row, its two views) of planned searches (_gather_planned)
+        self._pooled: tuple | None = None
 
     def _packed(self) -> tuple[float, SearchOptions]:
         """Pre-selection radius and search options of the current settings (recomputed only
@@ -992,6 +994,7 @@ class World:
         self._agent_grid: tuple | None = None  # over the agent rows: build_grid's arrays, visit marks, ids
         self._grid_tick = 0
         self._gather_capacity = 32  # obstacle rows per slot of a step's planned searches (grown on demand)
+        self._obstacles: tuple | None = None  # (see _obstacle_pool)
         self._rows_frame = -1
         self._next_uid = 0
         self._positions: tuple[int, np.ndarray, np.ndarray] | None = None
@@ -1295,6 +1298,17 @@ class World:
             a._result = (out, k, c.mode, searched, transitioned, c.last_desired, c.last_costs if searched else None)
             a.searched = searched or (before >= 0 and ch is not None and ch.log.count > before)
 
+    def _obstacle_pool(self, K: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(obstacles [R, K, M, ROW], counts [R, K], scratch [M])``: the obstacle buffers of
+        planned searches (:func:`_gather_planned`), one per batch row (a chooser's search
+        reads its row's until its next search, as its own buffers), ``M`` rows per slot (the
+        world's ``_gather_capacity``); made anew when the batch or the capacity grew."""
+        R, cap = len(self._batch.state.frame), self._gather_capacity
+        p = self._obstacles
+        if p is None or p[0].shape[0] < R or p[0].shape[1] != K or p[0].shape[2] < cap:
+            p = self._obstacles = (np.empty((R, K, cap, ROW)), np.zeros((R, K), dtype=np.int64), np.empty(cap))
+        return p
+
     def _deferred_searches(self) -> _DeferredSearches:
         """A list that takes the step's deferred searches: made ready together, their jobs
         run at once (on two threads with two or more, :meth:`_DeferredSearches.run`)."""
@@ -1453,27 +1467,28 @@ def _gather_planned(world: World, ctrls: list[Controller], choosers: list[Enviro
             out[keys[i]] = (obs, cnt, nearest)
         return out
     K = ch0._K
-    cap = world._gather_capacity
-    pool = np.empty((n, K, cap, ROW))
-    counts = np.empty((n, K), dtype=np.int64)
-    found, nearest = np.empty(n, dtype=np.int64), np.empty(n)
     rows = np.fromiter((ctrls[i]._row for i in same), dtype=np.int64, count=n)
+    pool, counts, key = world._obstacle_pool(K)
+    found, nearest = np.empty(n, dtype=np.int64), np.empty(n)
     uids = np.fromiter((choosers[i].obstacles_fn.uid for i in same), dtype=np.int64, count=n)
     radii = np.fromiter((choosers[i]._packed()[0] for i in same), dtype=np.float64, count=n)
     st = ctrls[same[0]]._batch.state
     tick = sc.next_tick() if grid is not _NO_GRID else 0
     last_static, last_agent = BK.gather_many(grid, tick, agent_grid, agent_tick, owner, slots, uids, rows, st.root_pos,
                                              st.root_yaw, np.stack(traj), radii, np.empty((n, T + 1, 2)),
-                                             np.empty((n, T + 1, 2)), pool, counts, np.empty(cap), found, nearest)
+                                             np.empty((n, T + 1, 2)), pool, counts, key, found, nearest)
     if last_static:
         sc._tick = last_static
     world._grid_tick = max(world._grid_tick, last_agent)
-    for j, (i, m, near) in enumerate(zip(same, found.tolist(), nearest.tolist())):
+    for i, r, m, near in zip(same, rows.tolist(), found.tolist(), nearest.tolist()):
         ch = choosers[i]
         if m == 0:
             out[keys[i]] = ch._empty(K)
         elif m > 0:
-            out[keys[i]] = (pool[j], counts[j], near)
+            views = ch._pooled
+            if views is None or views[0] is not pool or views[1] != r:
+                views = ch._pooled = (pool, r, pool[r], counts[r])  # (the same objects step after step)
+            out[keys[i]] = (views[2], views[3], near)
         else:  # (too many rows for the pool: this one alone, and a larger pool from now on)
             world._gather_capacity = max(world._gather_capacity, 2 * -m)
             obs, cnt, near, _ = ch.gather(ctrls[i])
