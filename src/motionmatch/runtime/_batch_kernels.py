@@ -22,7 +22,7 @@ import numpy as np
 
 from motionmatch.control.intent import STILL_SPEED
 from motionmatch.control.springs import MIN_HALFLIFE, SPRING_HALFLIFE_FACTOR
-from motionmatch.runtime._kernels import FootLocks, Pose, PoseData, Quintic, controller_pose
+from motionmatch.runtime._kernels import FootLocks, Pose, PoseData, Quintic, controller_pose, quintic_transition
 from motionmatch.search.penalized import gather_with_agents
 
 #: ``ControllerRows.inert_kind``: how a row's inertialization offsets come
@@ -456,3 +456,40 @@ def gather_many(static_grid, static_tick, agent_grid, agent_tick, owner, agent_s
         found[i] = m
         nearest[i] = near
     return static_tick, agent_tick
+
+
+@numba.njit(cache=True, nogil=True)
+def quintic_transitions(rows, frames, clip_last, blend_times, db_rot, db_pos, fps, track_pos, track_yaw, shown_rot,
+                        shown_pos, shown_slot, last_dt, frame, frame_pos, play_rate, db_root_pos, db_root_yaw,
+                        rot_off, rot_axis, rot_coeffs, pos_off, pos_dir, pos_coeffs, started, elapsed):
+    """The transitions of many controllers at once (:meth:`Controller._transition_to
+    <motionmatch.runtime.controller.Controller._transition_to>` with quintic
+    inertialization): row ``rows[i]`` plays database frame ``frames[i]`` next (its clip's
+    last frame ``clip_last[i]``), blended over ``blend_times[i]`` s from the pose it shows
+    (:func:`~motionmatch.runtime._kernels.quintic_transition` into its inertialization
+    row), its clip time and database root (``track_pos [N, 3]``, ``track_yaw [N]``) set as
+    ``_db_root_at`` reads them: the same operations in the same order."""
+    two_pi = 2.0 * math.pi
+    for i in range(rows.shape[0]):
+        r = rows[i]
+        f = frames[i]
+        nxt = min(f + 1, clip_last[i])
+        k = shown_slot[r]
+        quintic_transition(db_rot, db_pos, f, nxt, fps, shown_rot[r, k], shown_pos[r, k], shown_rot[r, k ^ 1],
+                           shown_pos[r, k ^ 1], last_dt[r], blend_times[i], rot_off[r], rot_axis[r], rot_coeffs[r],
+                           pos_off[r], pos_dir[r], pos_coeffs[r])
+        started[r] = True
+        elapsed[r] = 0.0
+        frame[r] = f
+        fpos = float(f)
+        frame_pos[r] = fpos
+        play_rate[r] = 1.0
+        # _db_root_at(fpos): i = int(fpos), j = min(i + 1, clip last of i), a = fpos - i
+        j = min(f + 1, clip_last[i])
+        a = fpos - f
+        b = 1 - a
+        for c in range(3):
+            db_root_pos[r, c] = b * track_pos[f, c] + a * track_pos[j, c]
+        y0 = track_yaw[f]
+        dy = (track_yaw[j] - y0 + math.pi) % two_pi - math.pi
+        db_root_yaw[r] = y0 + a * dy

@@ -667,16 +667,19 @@ class Controller:
             c.last_query = (q, m, "planar")
         return out
 
-    def _search_end(self, job, rest: tuple) -> bool:
+    def _search_end(self, job, rest: tuple, later: list | None = None) -> bool:
         """Finish a search deferred by :meth:`_search` (``job``, ``rest``: its entry) once the
-        job has run; returns whether it transitioned."""
+        job has run; returns whether it transitioned (``later``: see :meth:`_searched`)."""
         idx, cost = self.chooser.end(job)
-        return self._searched(idx, cost, *rest)
+        return self._searched(idx, cost, *rest, later=later)
 
     def _searched(self, idx: np.ndarray, cost: np.ndarray, q: np.ndarray, cur: int, cur_ok: bool, view: str,
-                  force: bool, only_near_obstacles: bool) -> bool:
+                  force: bool, only_near_obstacles: bool, later: list | None = None) -> bool:
         """The end of :meth:`_search` once the chooser answered (``idx``, ``cost``: its
-        nearest frame and cost): transition if clearly better; returns whether it did."""
+        nearest frame and cost): transition if clearly better; returns whether it did.
+        ``later``: a list that takes ``(self, frame)`` for a quintic transition, to be made
+        with others by :meth:`_transition_rows` (before anything reads this controller's
+        pose or clip time)."""
         best, best_cost = int(idx[0]), float(cost[0])
         if best < 0:  # no frame admitted (an empty mask): keep playing
             self.last_costs = {}
@@ -689,8 +692,36 @@ class Controller:
             same_clip_ahead = self.db.frame_clip[best] == self.db.frame_clip[cur] and 0 <= best - cur <= self.s.same_clip_window
             if same_clip_ahead or best_cost >= self.s.transition_ratio * cur_cost:
                 return False
-        self._transition_to(best)
+        if later is not None and self.inert.method == "quintic":
+            later.append((self, best))
+        else:
+            self._transition_to(best)
         return True
+
+    @staticmethod
+    def _transition_rows(moves: list[tuple[Controller, int]]) -> None:
+        """:meth:`_transition_to` for many controllers (``(controller, frame)`` each, quintic
+        inertialization), those of one batch and database in one compiled call
+        (:func:`~motionmatch.runtime._batch_kernels.quintic_transitions`: the same numbers)."""
+        c0 = moves[0][0]
+        b, db = c0._batch, c0.db
+        if any(c._batch is not b or c.db is not db for c, _ in moves):
+            for c, frame in moves:
+                c._transition_to(frame)
+            return
+        n = len(moves)
+        rows = np.fromiter((c._row for c, _ in moves), dtype=np.int64, count=n)
+        frames = np.fromiter((f for _, f in moves), dtype=np.int64, count=n)
+        blend = np.fromiter((c.inert.blend_time for c, _ in moves), dtype=np.float64, count=n)
+        clip_last = (db.clip_stops[db.frame_clip[frames]] - 1).astype(np.int64)
+        st, ir = b.state, b.inert
+        BK.quintic_transitions(rows, frames, clip_last, blend, db.rotations, db.translations, float(db.fps),
+                               c0._db_root_pos, c0._db_root_yaw, st.shown_rot, st.shown_pos, st.shown_slot,
+                               st.last_dt, st.frame, st.frame_pos, st.play_rate, st.db_root_pos, st.db_root_yaw,
+                               ir.rot_offset, ir.rot_axis, ir.rot_coeffs, ir.pos_offset, ir.pos_dir, ir.pos_coeffs,
+                               ir.started, ir.elapsed)
+        for c, _ in moves:
+            c.transitions += 1
 
     def _transition_to(self, frame: int) -> None:
         """Play database ``frame`` next, blending from the pose shown by inertialization."""

@@ -1278,11 +1278,14 @@ class World:
             # the deferred searches' ends, in the agents' order (each touches its own agent
             # only), then what followed each one's decision
             defer.run()
+            moves = []  # (the quintic transitions, made together after the ends)
             for k, (c, job, rest) in zip(late, defer):
-                decided[k] = (True, c._search_end(job, rest), decided[k][2])
+                decided[k] = (True, c._search_end(job, rest, moves), decided[k][2])
                 if not compiled_sim[k]:
                     c._advance_sim(hs[k], intents[k])
             defer.clear()
+            if moves:
+                Controller._transition_rows(moves)
         for c, h in zip(ctrls, hs):
             if c.inert.method == "spring":
                 c._advance_offsets(h)
