@@ -1403,18 +1403,23 @@ class _DeferredSearches(list):
         self._planned.clear()
 
     def run(self) -> None:
-        """Run every job: every other one on the pool's thread, the rest on this one."""
+        """Run every job: with a pool, its thread and this one each take the next job not
+        taken yet from one iterator (a list's iterator hands each item out once, under the
+        interpreter's lock), so that the two finish together however the jobs' costs vary
+        (they vary threefold in a dense crowd: every other job to each thread left one
+        waiting about a tenth of the time)."""
         self.prepare()
         jobs = [job for _, job, _ in self if job.args is not None]
         if len(jobs) < 2 or self._pool is None:
             _run_jobs(jobs)
             return
-        there = self._pool.submit(_run_jobs, jobs[1::2])
-        _run_jobs(jobs[0::2])
+        shared = iter(jobs)
+        there = self._pool.submit(_run_jobs, shared)
+        _run_jobs(shared)
         there.result()
 
 
-def _run_jobs(jobs: list) -> None:
+def _run_jobs(jobs) -> None:
     for job in jobs:
         job.run()
 
