@@ -601,7 +601,11 @@ class Controller:
         ``defer``: a list to which a chooser that can split its choice (``begin``/``end``, an
         :class:`~motionmatch.runtime.world.EnvironmentChooser`) appends ``(self, job,
         rest)`` instead of choosing now; this returns ``None`` and :meth:`_search_end` finishes
-        the search once the job has run (a world runs its agents' jobs on another thread)."""
+        the search once the job has run (a world runs its agents' jobs on another thread).
+        When ``defer`` has a ``plan`` method (a world's) and the query is the planar common
+        case, even the query and the job are left to it (``plan(self, intent, mask, rest
+        after the query)``: a world makes them for all of a step's planned searches at once,
+        :meth:`_planned_queries`)."""
         view = "planar" if vertical is None else "full"
         ch = self.chooser
         plan = getattr(defer, "plan", None) if ch is not None else None

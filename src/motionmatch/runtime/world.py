@@ -1137,11 +1137,13 @@ class World:
         their simulated roots and their poses in one compiled call each over the world's
         :class:`~motionmatch.runtime.batch.ControllerBatch` (the poses of many agents in
         two halves on two threads, :attr:`threads`), their decisions one by one in
-        between (each agent's search phase spreads its searches over frames). With two
-        threads, an environment-aware locomotion search is made ready in its agent's turn
-        (query, obstacles, weights) and its compiled kernel deferred: the step's kernels run
-        together, half on each thread (they hold no lock), then each deferred search ends
-        (the transition it may start) in the agents' order. The numbers are those of each
+        between (each agent's search phase spreads its searches over frames). An
+        environment-aware locomotion search is planned in its agent's turn and made ready
+        with the step's others after the loop (their queries in one compiled call, their
+        obstacles in another, then each one's kernel arguments); the step's kernels then
+        run together, on both threads with two (they hold no lock), each search ends (the
+        choice, the cost comparison) in the agents' order, and the quintic transitions
+        they start are made in one more compiled call. The numbers are those of each
         controller's own :meth:`~motionmatch.runtime.controller.Controller.update`,
         whatever the threads. (Whole searches shared among threads were measured and
         dropped: half of a search's time is Python, which holds the interpreter's lock; a
