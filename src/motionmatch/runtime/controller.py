@@ -268,6 +268,9 @@ class Controller:
         times = db.schema.trajectory_offsets
         self.predictor = RowPredictor(self._batch, self._row, times, self.s.velocity_halflife,
                                       self.s.facing_halflife, mode=self.s.trajectory_mode)
+        # one array of sample times for the database's controllers (a world's batched
+        # queries check that they are the same object)
+        self.predictor.times = sh.setdefault("times", self.predictor.times)
         self._term_layout = [(t, db.schema.slice(t.name), [times.index(o) for o in t.offsets])
                              for t in db.schema.terms if t.is_trajectory]
         self._query_pos, self._query_dir = self._query_layout()
