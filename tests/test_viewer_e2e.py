@@ -528,7 +528,8 @@ def test_an_obstacle_gets_a_velocity_and_a_group_walks_to_its_goals(page):
     page.click("text=Apply to selected")
     page.wait_for_function("() => { const o = window.__mm.state.obstacles[0]; "
                            "return o.velocity && Math.abs(o.velocity[1] + 0.4) < 1e-9; }", timeout=5000)
-    z0 = page.evaluate("() => [...window.__mm.view.obstacles.values()][0].position.z")
+    z0, tick0 = page.evaluate("() => [[...window.__mm.view.obstacles.values()][0].position.z, "
+                              "window.__mm.state.frame.tick]")
     page.click("button[data-tool=orbit]")
     page.fill("#panel details[data-section=characters] input[type=number] >> nth=0", "6")     # count
     page.fill("#group-via", "2 3")
@@ -538,10 +539,11 @@ def test_an_obstacle_gets_a_velocity_and_a_group_walks_to_its_goals(page):
     page.uncheck("input[type=checkbox] >> nth=0")
     page.evaluate("() => { const v = window.__mm.view; v.controls.target.set(1, 0, 5); "
                   "v.camera.position.set(1.01, 13, -5); }")
-    time.sleep(3.0)
+    # three simulated seconds (a loaded machine steps fewer ticks per wall-clock second)
+    page.wait_for_function(f"() => window.__mm.state.frame.tick >= {tick0 + 180}", timeout=30000)
     shot(page, "moving_obstacle_and_group")
     z1 = page.evaluate("() => [...window.__mm.view.obstacles.values()][0].position.z")
-    assert z1 < z0 - 0.8, (z0, z1)  # it moves at its velocity
+    assert z1 < z0 - 0.8, (z0, z1)  # it moves at its velocity (0.4 m/s: 1.2 m in 3 s)
     page.wait_for_function("() => window.__mm.state.arrived.length >= 6", timeout=40000)
 
 
