@@ -1396,9 +1396,9 @@ class _DeferredSearches(list):
             return
         entries = [self[i] for i, _, _ in self._planned]
         ctrls = [e[0] for e in entries]
-        queries = Controller._planned_queries(ctrls, [p[1] for p in self._planned],
-                                              [p[2] for p in self._planned])
-        jobs = begin_planned(self._world, ctrls, queries, [p[2] for p in self._planned])
+        masks = [m for _, _, m in self._planned]
+        queries = Controller._planned_queries(ctrls, [it for _, it, _ in self._planned], masks)
+        jobs = begin_planned(self._world, ctrls, queries, masks)
         for e, q, job in zip(entries, queries, jobs):
             e[1] = job
             e[2] = (q, *e[2])
