@@ -96,9 +96,9 @@ def main() -> int:
         shutil.rmtree(tmp, ignore_errors=True)  # the databases: about 1 GB
 
 
-def _single_pass(kept: list, tmp: Path, tag: str) -> tuple[float, list[float]]:
-    """``motionmatch build`` of every kept source once: total and per-database seconds (the
-    databases checked identical to the first pass's, then deleted)."""
+def _single_pass(kept: list, tmp: Path, tag: str) -> float:
+    """``motionmatch build`` of every kept source once: total seconds (the databases
+    checked identical to the first pass's, then deleted)."""
     times = []
     for i, (name, data, ref) in enumerate(kept):
         out = tmp / f"single-{tag}-{i}.npz"
@@ -108,7 +108,7 @@ def _single_pass(kept: list, tmp: Path, tag: str) -> tuple[float, list[float]]:
                 raise RuntimeError(f"{name}: motionmatch build made a different database on a second run")
         out.unlink()
         print(f"  {name}: {times[-1]:.1f} s", flush=True)
-    return sum(times), times
+    return sum(times)
 
 
 def _batch_pass(kept: list, tmp: Path, tag: str, workers: int) -> tuple[float, list[dict]]:
@@ -172,7 +172,7 @@ def _run(args: argparse.Namespace, root: Path, tmp: Path) -> int:
             rows.append(r)
     for p in range(1, args.passes):
         print(f"motionmatch build, one process (pass {p + 1}):", flush=True)
-        single.append(_single_pass(kept, tmp, f"pass{p + 1}")[0])
+        single.append(_single_pass(kept, tmp, f"pass{p + 1}"))
     startup = init_s + warm_s
     frames = sum(r["frames"] for r in rows[0])
     identical = all(r["identical"] for rs in rows for r in rs)
