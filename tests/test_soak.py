@@ -40,9 +40,11 @@ def small_db():
 
 
 # ---------------------------------------------------------------------------- RecentRows
-def test_recent_rows_stay_bounded_and_hand_every_dropped_row_to_the_totals():
+@pytest.mark.parametrize("packed", [False, True], ids=["columns", "packed"])
+def test_recent_rows_stay_bounded_and_hand_every_dropped_row_to_the_totals(packed):
     folded = []
-    rows = RecentRows(100, block=16, on_drop=lambda cols: folded.append((cols["i"].copy(), cols["v"].copy())))
+    rows = RecentRows(100, block=16, on_drop=lambda cols: folded.append((cols["i"].copy(), cols["v"].copy())),
+                      packed=packed)
     for i in range(1000):
         if i % 2:  # (the short path: values in the columns' order)
             rows.append_values(i, [i, 2.0 * i])
@@ -58,8 +60,9 @@ def test_recent_rows_stay_bounded_and_hand_every_dropped_row_to_the_totals():
     assert rows.nbytes() == 116 * (8 + 16)  # grown to its capacity, no further
 
 
-def test_recent_rows_refuse_other_columns():
-    rows = RecentRows(4)
+@pytest.mark.parametrize("packed", [False, True], ids=["columns", "packed"])
+def test_recent_rows_refuse_other_columns(packed):
+    rows = RecentRows(4, packed=packed)
     rows.append(a=1.0)
     with pytest.raises(KeyError):
         rows.append(b=1.0)

@@ -7,7 +7,10 @@ It holds between ``keep`` and ``keep + block`` rows: when ``keep + block`` rows 
 there, the oldest ``block`` are handed to an ``on_drop(columns)`` callback (which folds
 them into running aggregates: sums, counts, masks) and forgotten. Rows stay contiguous
 and in order (no wrap-around), so a column is a plain ``[n, ...]`` view; dropping costs
-one copy of ``keep`` rows every ``block`` appends.
+one copy of ``keep`` rows every ``block`` appends. With ``packed=True`` a row's values lie
+side by side (one record of a structured array, the columns its fields' views): appending
+then touches one or two cache lines, not one per column, which counts when thousands of
+series are appended to in turn (a crowd's search logs).
 """
 
 from __future__ import annotations
@@ -30,13 +33,15 @@ class RecentRows:
             be dropped (oldest first), e.g. to fold them into aggregates.
         initial: rows allocated at first (the buffers double up to ``keep + block``);
             ``None``: ``keep + block`` at once (fixed memory from the start).
+        packed: the rows' values side by side in one structured buffer (columns are then
+            strided views, not contiguous arrays).
 
     The first :meth:`append` fixes the columns: their names, each row's shape and dtype
     (from the values given; pass numpy scalars or arrays to choose a dtype).
     """
 
     def __init__(self, keep: int, block: int | None = None, on_drop: Callable[[dict], None] | None = None,
-                 initial: int | None = 64):
+                 initial: int | None = 64, packed: bool = False):
         if int(keep) < 1:
             raise ValueError(f"keep must be >= 1, got {keep!r}")
         self.keep = int(keep)
@@ -44,6 +49,8 @@ class RecentRows:
         self.on_drop = on_drop
         self._initial = self.capacity if initial is None else max(min(int(initial), self.capacity), 1)
         self._cols: dict[str, np.ndarray] = {}
+        self._packed = bool(packed)
+        self._buf: np.ndarray | None = None  # (packed: the structured buffer whose fields are the columns)
         self._n = 0
         #: rows dropped so far (folded away): the row held at index ``i`` is row ``dropped + i`` of the series
         self.dropped = 0
@@ -72,9 +79,12 @@ class RecentRows:
     def append(self, **values) -> None:
         """Add one row: a value (scalar or array) per column."""
         if not self._cols:
-            for name, v in values.items():
-                v = np.asarray(v)
-                self._cols[name] = np.empty((self._initial, *v.shape), dtype=v.dtype)
+            kinds = {name: np.asarray(v) for name, v in values.items()}
+            if self._packed:
+                self._buf = np.empty(self._initial, dtype=[(name, v.dtype, v.shape) for name, v in kinds.items()])
+                self._cols = {name: self._buf[name] for name in kinds}
+            else:
+                self._cols = {name: np.empty((self._initial, *v.shape), dtype=v.dtype) for name, v in kinds.items()}
         elif values.keys() != self._cols.keys():
             raise KeyError(f"columns are {sorted(self._cols)}, got {sorted(values)}")
         self._put(values.values())
@@ -96,8 +106,11 @@ class RecentRows:
         elif self._n == len(next(iter(self._cols.values()))):
             self._grow()
         n = self._n
-        for a, v in zip(self._cols.values(), values):
-            a[n] = v
+        if self._buf is not None:
+            self._buf[n] = tuple(values)
+        else:
+            for a, v in zip(self._cols.values(), values):
+                a[n] = v
         self._n = n + 1
 
     def column(self, name: str) -> np.ndarray:
@@ -115,6 +128,12 @@ class RecentRows:
 
     def _grow(self) -> None:
         size = min(2 * len(next(iter(self._cols.values()))), self.capacity)
+        if self._buf is not None:
+            b = np.empty(size, dtype=self._buf.dtype)
+            b[: self._n] = self._buf[: self._n]
+            self._buf = b
+            self._cols = {name: b[name] for name in self._cols}
+            return
         for name, a in self._cols.items():
             b = np.empty((size, *a.shape[1:]), dtype=a.dtype)
             b[: self._n] = a[: self._n]
@@ -125,7 +144,9 @@ class RecentRows:
         k = self.block
         if self.on_drop is not None:
             self.on_drop({name: a[:k] for name, a in self._cols.items()})
-        for a in self._cols.values():
+        if self._buf is not None:
+            self._buf[: self._n - k] = self._buf[k: self._n].copy()
+        for a in self._cols.values() if self._buf is None else ():
             a[: self._n - k] = a[k: self._n]
         self._n -= k
         self.dropped += k

@@ -429,7 +429,8 @@ class SearchLog:
     """
 
     def __init__(self, keep: int | None = None):
-        self._recent = RecentRows(SEARCH_LOG_KEEP if keep is None else keep, initial=None)  # fixed memory, allocated at the first search
+        self._recent = RecentRows(SEARCH_LOG_KEEP if keep is None else keep, initial=None,
+                                  packed=True)  # fixed memory, allocated at the first search; a search's row in one record
         self._method_code: dict[str, int] = {}  # method name -> its code in the recent rows
         self._method_totals: list[int] = []     # searches per method code
         self.count = 0

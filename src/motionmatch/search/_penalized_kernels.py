@@ -281,6 +281,7 @@ def frame_penalty(i, env, budget, early, stats):
         # a cheap lower bound first: the ellipse contains the disk of its smaller semi-axis
         # around its centre, so sd(ellipse, obstacle) <= sd(centre, obstacle) - min(a, b);
         # the barrier decreases, so barrier(that) bounds the pair's penalty from below
+        # (the bound only grows: the frame is rejected as soon as it reaches the budget)
         low = 0.0
         for k in range(K):
             n = counts[k]
@@ -299,8 +300,8 @@ def frame_penalty(i, env, budget, early, stats):
                 ub = _point_ub(cx, cz, obs, k, m) - inner - margin
                 if ub < dhat:
                     low += slotw[k] * obs[k, m, C_W] * barrier(ub, dhat, kappa)
-        if low >= budget:
-            return low
+                    if low >= budget:
+                        return low
     total = 0.0
     for k in range(K):
         n = counts[k]
