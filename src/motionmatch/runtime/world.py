@@ -58,7 +58,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from motionmatch.control.intent import STILL_SPEED, Intent
+from motionmatch.control.intent import Intent
 from motionmatch.control.trajectory import PredictedTrajectory
 from motionmatch.database import MotionDatabase
 from motionmatch.environment.body import (
@@ -72,7 +72,7 @@ from motionmatch.environment.scene import Scene
 from motionmatch.geometry.grid import build_grid, grid_query
 from motionmatch.geometry.shapes import ROW
 from motionmatch.runtime.batch import ControllerBatch, intent_goals
-from motionmatch.runtime.controller import SHARP_SPEED_DELTA, Controller, ControllerSettings, FrameResult
+from motionmatch.runtime.controller import COASTS, COASTS_IF_STEADY, Controller, ControllerSettings, FrameResult
 from motionmatch.runtime.inputs import IDLE, IdleInput, InputSource, ScriptInput, Want
 from motionmatch.runtime.modes import vertical_columns
 from motionmatch.runtime.recent import RecentRows
@@ -1238,7 +1238,7 @@ class World:
         :meth:`Controller.update <motionmatch.runtime.controller.Controller.update>`: the
         playback, the simulated roots and the poses of all of them in one compiled call
         each, the rest (mode, search) agent by agent in between. An agent that only walks
-        on this frame (no search due, locomotion, :meth:`Controller._coast_rows`) takes a short
+        on this frame (no search due, locomotion, :meth:`Controller._coast_kind`) takes a short
         lane; the results' poses are copied out of the batch at once."""
         n = len(group)
         agents = [m[0] for m in group]
@@ -1251,17 +1251,41 @@ class World:
         at_end, speed, turn = np.empty(n, dtype=bool), np.empty(n), np.empty(n)
         Controller._begin_rows(ctrls, hs, [a.desired for a in agents])
         self._batch.playback(rows, dts, at_end, speed, turn)
-        # (World._before_update, for all: the frame chooser of each agent this step)
+        # one pass over the agents: the frame chooser of each this step (World._before_update),
+        # whether it moves by root motion only, whose simulated root the compiled stage
+        # advances (the others advance their own), whose inertialization is a spring, and
+        # whether its decision is only bookkeeping (Controller._coast_kind: then done at once)
         choosers = [a.chooser for a in agents]
-        for c, a, ch in zip(ctrls, agents, choosers):
-            own = a.source.chooser(a)
-            c.chooser = own if own is not None else ch
-        near = [(ch is not None and ch.near) or w.root_motion_only for ch, w in zip(choosers, wants)]
-        ends = at_end.tolist()
-        coasted = Controller._coast_rows(ctrls, hs, intents, ends, [w.search_now for w in wants], near,
-                                         _steady_intents(ctrls, intents), self._batch.state.play_rate[rows].tolist())
-        # whose simulated root the compiled stage advances (the others advance their own)
-        compiled_sim = [c.predictor.batched(it) for c, it in zip(ctrls, intents)]
+        ends, rates = at_end.tolist(), self._batch.state.play_rate[rows].tolist()
+        near, compiled_sim, coasted, sprung, springs, pairs = [], [], [], [], [], []
+        for k, (a, c, ch, w, it, h, end, rate) in enumerate(zip(agents, ctrls, choosers, wants, intents, hs, ends,
+                                                               rates)):
+            if _has_own_chooser(type(a.source)):
+                own = a.source.chooser(a)
+                c.chooser = own if own is not None else ch
+            else:
+                c.chooser = ch
+            rmo = (ch is not None and ch.near) or w.root_motion_only
+            near.append(rmo)
+            sim = c.predictor.batched(it)
+            compiled_sim.append(sim)
+            if sim:
+                sprung.append(k)
+            if c.inert.method == "spring":
+                springs.append(k)
+            kind = c._coast_kind(h, it, end, w.search_now, rmo)
+            if kind == COASTS:
+                c._coast(it, rate)
+            elif kind == COASTS_IF_STEADY:
+                pairs.append(k)
+            coasted.append(kind == COASTS)
+        if pairs:  # (their plain intents compared with their last ones at once)
+            steady = Controller._steady_pairs([ctrls[k] for k in pairs], [intents[k] for k in pairs])
+            for k, sure in zip(pairs, steady):
+                c, it = ctrls[k], intents[k]
+                if sure or not c._changed_sharply(it, c._last_intent):
+                    c._coast(it, rates[k])
+                    coasted[k] = True
         decided = [_COASTED] * n  # (searched, transitioned, the chooser's log count before; -1: not asked)
         defer = self._deferred_searches()
         late = []  # the agents (their k) whose search is deferred
@@ -1289,10 +1313,8 @@ class World:
             defer.clear()
             if moves:
                 Controller._transition_rows(moves)
-        for c, h in zip(ctrls, hs):
-            if c.inert.method == "spring":
-                c._advance_offsets(h)
-        sprung = [k for k, yes in enumerate(compiled_sim) if yes]
+        for k in springs:
+            ctrls[k]._advance_offsets(hs[k])
         if sprung:
             self._batch.advance_sim(rows[sprung], dts[sprung], intent_goals([intents[k] for k in sprung]))
         self._batch.pose(rows, dts, self._threads())
@@ -1508,6 +1530,13 @@ def _gather_planned(world: World, ctrls: list[Controller], choosers: list[Enviro
 
 
 @functools.cache
+def _has_own_chooser(kind: type) -> bool:
+    """Whether inputs of class ``kind`` may name a frame chooser (:meth:`InputSource.chooser`;
+    the contract's default names none: a world of many agents skips calling it)."""
+    return getattr(kind, "chooser", None) is not InputSource.chooser
+
+
+@functools.cache
 def _reports_steps(kind: type) -> bool:
     """Whether inputs of class ``kind`` do something in :meth:`InputSource.stepped` (the
     contract's default does nothing: a world of many agents skips calling it)."""
@@ -1517,36 +1546,6 @@ def _reports_steps(kind: type) -> bool:
 #: a decision of :meth:`World._step_together` for an agent that coasted: no search, no
 #: transition, no chooser asked
 _COASTED = (False, False, -1)
-
-
-def _steady_intents(ctrls: list[Controller], intents: list) -> list[bool]:
-    """Which controllers' new ``intents`` surely did not change sharply from their last
-    (:meth:`Controller._changed_sharply <motionmatch.runtime.controller.Controller._changed_sharply>`),
-    all tested at once: plain intents with no facing and no actions, the same gait, speeds
-    less than 1 m/s apart and directions less than ``sharp_turn_deg`` apart (or one of
-    them nearly still), each by a margin (1e-9) that the vectorised arithmetic's rounding
-    cannot cross. ``False`` leaves the exact per-agent test to :meth:`Controller._coast_rows`."""
-    lasts = [c._last_intent for c in ctrls]
-    out = [last is None or last is it for it, last in zip(intents, lasts)]
-    idx = [k for k, (it, last, done) in enumerate(zip(intents, lasts, out))
-           if not done and type(it) is Intent and type(last) is Intent and it.facing is None and last.facing is None
-           and not it.actions and not last.actions and it.gait == last.gait]
-    if not idx:
-        return out
-    now = [intents[k].velocity for k in idx]
-    before = [lasts[k].velocity for k in idx]
-    limits = [ctrls[k].s.sharp_turn_deg for k in idx]
-    a, b = np.concatenate(now).reshape(-1, 3), np.concatenate(before).reshape(-1, 3)  # (4x np.array's speed)
-    sa, sb = np.hypot(a[:, 0], a[:, 2]), np.hypot(b[:, 0], b[:, 2])
-    eps = 1e-9
-    with np.errstate(invalid="ignore", divide="ignore"):
-        cos = (a[:, 0] / sa) * (b[:, 0] / sb) + (a[:, 2] / sa) * (b[:, 2] / sb)
-    still = np.minimum(sa, sb) < STILL_SPEED - eps
-    turning = (np.minimum(sa, sb) >= STILL_SPEED + eps) & (cos > np.cos(np.radians(np.array(limits))) + eps)
-    ok = (np.abs(sa - sb) < SHARP_SPEED_DELTA - eps) & (still | turning)
-    for k, good in zip(idx, ok.tolist()):
-        out[k] = good
-    return out
 
 
 # ---------------------------------------------------------------------------- scenarios
