@@ -17,16 +17,20 @@ def _reference(pos, idx, aims, speeds, sides, s):
                      for k, i in enumerate(idx)]).reshape(-1, 2)
 
 
-@pytest.mark.parametrize("n, spread, seed", [(30, 3.0, 0), (400, 25.0, 1), (300, 4.0, 2)])
-def test_steering_of_many_agents_equals_the_per_agent_rule(n, spread, seed):
+@pytest.mark.parametrize("n, spread, seed, angle", [(30, 3.0, 0, 60.0), (400, 25.0, 1, 60.0), (300, 4.0, 2, 60.0),
+                                                    (300, 4.0, 3, 120.0), (200, 3.0, 4, 180.0)])
+def test_steering_of_many_agents_equals_the_per_agent_rule(n, spread, seed, angle):
     """Sparse and dense crowds (most agents see several others), some arrived, agents on
-    grid-cell borders and at equal distances from another."""
+    grid-cell borders, at equal distances from another and exactly at the view distance;
+    cones of vision narrower and wider than a half-plane (the compiled loop skips agents
+    behind only for the narrower)."""
     rng = np.random.default_rng(seed)
-    s = SteeringSettings()
+    s = SteeringSettings(view_angle_deg=angle)
     pos = rng.uniform(-spread, spread, (n, 2))
     pos[:10] = np.round(pos[:10] / s.view_distance) * s.view_distance  # on cell borders
     pos[10] = pos[11] + [1.0, 0.0]  # two agents equally far ahead of a third
     pos[12] = pos[11] + [-1.0, 0.0]
+    pos[13] = pos[14] + [s.view_distance, 0.0]  # exactly at the view distance
     idx = np.arange(0, n, 2) if n > 40 else np.arange(n)
     aims = pos[idx] + rng.uniform(-8, 8, (len(idx), 2))
     aims[3] = pos[idx[3]] + 0.1  # arrived

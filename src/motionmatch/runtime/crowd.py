@@ -110,6 +110,7 @@ def _steer_rows(pos, idx, aims, speeds, sides, view_cos, view, gain, arrive, slo
         v = speeds[a] * min(1.0, dist / max(slow, 1e-6))
         best = np.inf
         j = -1
+        far2 = view * view * (1.0 + 1e-9)  # (surely out of view beyond: no square root)
         i0 = max(int(np.floor((px - view - x0) / cell)), 0)
         i1 = min(int(np.floor((px + view - x0) / cell)), nx - 1)
         j0 = max(int(np.floor((pz - view - z0) / cell)), 0)
@@ -123,8 +124,11 @@ def _steer_rows(pos, idx, aims, speeds, sides, view_cos, view, gain, arrive, slo
                         continue
                     rx = pos[m, 0] - px
                     rz = pos[m, 1] - pz
+                    ahead = rx * dx + rz * dz
+                    if (view_cos >= 0.0 and ahead <= 0.0) or rx * rx + rz * rz > far2:
+                        continue  # (behind, with a cone of vision under 180 degrees; or too far)
                     r = math.hypot(rx, rz)
-                    if not (r < view and r > 1e-6 and (rx * dx + rz * dz) / max(r, 1e-9) > view_cos):
+                    if not (r < view and r > 1e-6 and ahead / max(r, 1e-9) > view_cos):
                         continue
                     if r < best or (r == best and m < j):  # the nearest; ties: the first agent
                         best = r
@@ -215,7 +219,8 @@ class SteeringInput(InputSource):
 class _Crowd:
     """The steering of one world's :class:`SteeringInput` agents, all at once per step.
 
-    The agents are grouped by settings object (one :func:`steer_all` call each); a group's
+    The agents are grouped by their settings' values (one :func:`steer_all` call each: a
+    scenario's groups, each with its own settings object, usually make one); a group's
     arrays (targets padded to the longest route, speeds, sides) are kept while the world's
     agents and their inputs stay the same, and each step advances every agent's target
     past the waypoints it is within reach of in a few vectorised passes."""
@@ -233,11 +238,11 @@ class _Crowd:
             self._steer(world)
 
     def _build(self, world, key: tuple) -> None:
-        """The groups of the world's steering agents (by settings object) and their arrays."""
+        """The groups of the world's steering agents (by settings, compared by value) and their arrays."""
         members: dict[int, list] = {}
         for n, a in enumerate(world.agents):
             if isinstance(a.source, SteeringInput):
-                members.setdefault(id(a.source.s), []).append((n, a.uid, a.source))
+                members.setdefault(a.source.s, []).append((n, a.uid, a.source))
         self._groups = []
         for ms in members.values():
             srcs = [m[2] for m in ms]
