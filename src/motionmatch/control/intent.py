@@ -195,10 +195,12 @@ class Intent:
         velocity.flags.writeable = False
         new, empty = object.__new__, frozenset()
         speeds = np.hypot(velocity[rows, 0], velocity[rows, 2]).tolist()  # (:attr:`speed`'s, at once)
+        vx, vz = velocity[rows, 0].tolist(), velocity[rows, 2].tolist()  # (:attr:`planar_velocity`'s)
         out = []
-        for r, g, sp in zip(rows, gaits, speeds):
+        for r, g, sp, x, z in zip(rows, gaits, speeds, vx, vz):
             it = new(cls)
-            it.__dict__.update(velocity=velocity[r], facing=None, gait=g, actions=empty, _speed=sp)  # (frozen)
+            it.__dict__.update(velocity=velocity[r], facing=None, gait=g, actions=empty, _speed=sp,
+                               _xz=(x, z))  # (frozen)
             out.append(it)
         return out
 
@@ -212,6 +214,17 @@ class Intent:
             sp = float(np.hypot(self.velocity[0], self.velocity[2]))
             object.__setattr__(self, "_speed", sp)
         return sp
+
+    @property
+    def planar_velocity(self) -> tuple[float, float]:
+        """``(vx, vz)``: the velocity's ground components in m/s, as floats (read once: the
+        intent is immutable)."""
+        xz = self.__dict__.get("_xz")
+        if xz is None:
+            vx, _, vz = self.velocity.tolist()
+            xz = (vx, vz)
+            object.__setattr__(self, "_xz", xz)
+        return xz
 
     @property
     def direction(self) -> np.ndarray:

@@ -83,8 +83,6 @@ from motionmatch.search import build_searcher
 
 FORWARD = np.array([0.0, 0.0, 1.0])
 SHARP_SPEED_DELTA = 1.0  # m/s: the default speed change of Intent.changed_sharply
-#: :meth:`Controller._coast_kind`'s answers: decide in full, coast, coast unless the intent changed sharply
-DECIDES, COASTS, COASTS_IF_STEADY = 0, 1, 2
 
 
 _SHARED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
@@ -819,58 +817,29 @@ class Controller:
             c.time += dt
             c._since_search += dt
 
-    def _coast_kind(self, dt: float, intent: Intent, at_end: bool, force_search: bool,
-                    root_motion_only: bool) -> int:
+    def _coasts(self, dt: float, intent: Intent, at_end: bool, force_search: bool, root_motion_only: bool) -> bool:
         """Whether :meth:`_decide` is only bookkeeping on this frame (after :meth:`_begin`,
         for a crowd's agents): locomotion goes on (a plain :class:`Intent` with no actions
         and a speed over 1 mm/s, no desired trajectory given), no search is due (timer,
         clip end, ``force_search``, a sharp change of intent), no root adjustment. Returns
-        :data:`DECIDES` (call :meth:`_decide`), :data:`COASTS` (call :meth:`_coast`), or
-        :data:`COASTS_IF_STEADY`: the intent and the last one are plain, with no facing and
-        the same gait, and it coasts unless it changed sharply from it (tested for many
-        controllers at once by :meth:`_steady_pairs`, then :meth:`_changed_sharply` where
-        that is not sure). Reads the controller only."""
+        whether it coasts (then call :meth:`_coast`; else :meth:`_decide`). Reads the
+        controller only."""
         s = self.s
         if (at_end or force_search or self.mode != "locomotion" or self._desired_override is not None
                 or self._since_search >= s.search_interval - 1e-9 or type(intent) is not Intent
                 or intent.actions or not intent.speed > 1e-3
                 or (s.adjust_halflife > 0 and dt > 0 and not root_motion_only)):
-            return DECIDES
+            return False
         last = self._last_intent
-        if last is None or last is intent:
-            return COASTS
-        if (type(last) is Intent and intent.facing is None and last.facing is None and not last.actions
-                and intent.gait == last.gait):
-            return COASTS_IF_STEADY
-        return DECIDES if self._changed_sharply(intent, last) else COASTS
+        return last is None or last is intent or not self._changed_sharply(intent, last)
 
     def _coast(self, intent: Intent, play_rate: float) -> None:
-        """What :meth:`_decide` does on a frame that :meth:`_coast_kind` let coast (``play_rate``:
+        """What :meth:`_decide` does on a frame that :meth:`_coasts` let coast (``play_rate``:
         :attr:`play_rate` read before): the intent remembered, playback forward."""
         if play_rate < 0:
             self.play_rate = 1.0
         self._prev_actions = intent.actions
         self._last_intent = intent
-
-    @staticmethod
-    def _steady_pairs(ctrls: list[Controller], intents: list[Intent]) -> list[bool]:
-        """For controllers whose :meth:`_coast_kind` is :data:`COASTS_IF_STEADY`: which new
-        ``intents`` surely did not change sharply from their last (:meth:`_changed_sharply`),
-        all tested at once: speeds less than 1 m/s apart and directions less than
-        ``sharp_turn_deg`` apart (or one of them nearly still), each by a margin (1e-9) that
-        the vectorised arithmetic's rounding cannot cross. ``False``: not sure (test it alone)."""
-        if not ctrls:
-            return []
-        a = np.concatenate([it.velocity for it in intents]).reshape(-1, 3)  # (4x np.array's speed)
-        b = np.concatenate([c._last_intent.velocity for c in ctrls]).reshape(-1, 3)
-        limits = np.array([c.s.sharp_turn_deg for c in ctrls])
-        sa, sb = np.hypot(a[:, 0], a[:, 2]), np.hypot(b[:, 0], b[:, 2])
-        eps = 1e-9
-        with np.errstate(invalid="ignore", divide="ignore"):
-            cos = (a[:, 0] / sa) * (b[:, 0] / sb) + (a[:, 2] / sa) * (b[:, 2] / sb)
-        still = np.minimum(sa, sb) < STILL_SPEED - eps
-        turning = (np.minimum(sa, sb) >= STILL_SPEED + eps) & (cos > np.cos(np.radians(limits)) + eps)
-        return ((np.abs(sa - sb) < SHARP_SPEED_DELTA - eps) & (still | turning)).tolist()
 
     def _decide(self, dt: float, intent: Intent, at_end: bool, speed: float, turn_rate: float, force_search: bool,
                 root_motion_only: bool, defer: list | None = None) -> tuple[bool, bool | None]:
@@ -959,8 +928,8 @@ class Controller:
         :class:`Intent` objects (the method builds several small arrays per call)."""
         if type(intent) is not Intent or type(last) is not Intent:
             return intent.changed_sharply(last, self.s.sharp_turn_deg)
-        ax, _, az = intent.velocity.tolist()
-        bx, _, bz = last.velocity.tolist()
+        ax, az = intent.planar_velocity
+        bx, bz = last.planar_velocity
         sa, sb = math.hypot(ax, az), math.hypot(bx, bz)
         if abs(sa - sb) >= SHARP_SPEED_DELTA:
             return True

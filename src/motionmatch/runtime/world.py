@@ -72,7 +72,7 @@ from motionmatch.environment.scene import Scene
 from motionmatch.geometry.grid import build_grid, grid_query
 from motionmatch.geometry.shapes import ROW
 from motionmatch.runtime.batch import ControllerBatch, intent_goals
-from motionmatch.runtime.controller import COASTS, COASTS_IF_STEADY, Controller, ControllerSettings, FrameResult
+from motionmatch.runtime.controller import Controller, ControllerSettings, FrameResult
 from motionmatch.runtime.inputs import IDLE, IdleInput, InputSource, ScriptInput, Want
 from motionmatch.runtime.modes import vertical_columns
 from motionmatch.runtime.recent import RecentRows
@@ -1238,7 +1238,7 @@ class World:
         :meth:`Controller.update <motionmatch.runtime.controller.Controller.update>`: the
         playback, the simulated roots and the poses of all of them in one compiled call
         each, the rest (mode, search) agent by agent in between. An agent that only walks
-        on this frame (no search due, locomotion, :meth:`Controller._coast_kind`) takes a short
+        on this frame (no search due, locomotion, :meth:`Controller._coasts`) takes a short
         lane; the results' poses are copied out of the batch at once."""
         n = len(group)
         agents = [m[0] for m in group]
@@ -1254,10 +1254,10 @@ class World:
         # one pass over the agents: the frame chooser of each this step (World._before_update),
         # whether it moves by root motion only, whose simulated root the compiled stage
         # advances (the others advance their own), whose inertialization is a spring, and
-        # whether its decision is only bookkeeping (Controller._coast_kind: then done at once)
+        # whether its decision is only bookkeeping (Controller._coasts: then done at once)
         choosers = [a.chooser for a in agents]
         ends, rates = at_end.tolist(), self._batch.state.play_rate[rows].tolist()
-        near, compiled_sim, coasted, sprung, springs, pairs = [], [], [], [], [], []
+        near, compiled_sim, coasted, sprung, springs = [], [], [], [], []
         for k, (a, c, ch, w, it, h, end, rate) in enumerate(zip(agents, ctrls, choosers, wants, intents, hs, ends,
                                                                rates)):
             if _has_own_chooser(type(a.source)):
@@ -1273,19 +1273,10 @@ class World:
                 sprung.append(k)
             if c.inert.method == "spring":
                 springs.append(k)
-            kind = c._coast_kind(h, it, end, w.search_now, rmo)
-            if kind == COASTS:
+            coasts = c._coasts(h, it, end, w.search_now, rmo)
+            if coasts:
                 c._coast(it, rate)
-            elif kind == COASTS_IF_STEADY:
-                pairs.append(k)
-            coasted.append(kind == COASTS)
-        if pairs:  # (their plain intents compared with their last ones at once)
-            steady = Controller._steady_pairs([ctrls[k] for k in pairs], [intents[k] for k in pairs])
-            for k, sure in zip(pairs, steady):
-                c, it = ctrls[k], intents[k]
-                if sure or not c._changed_sharply(it, c._last_intent):
-                    c._coast(it, rates[k])
-                    coasted[k] = True
+            coasted.append(coasts)
         decided = [_COASTED] * n  # (searched, transitioned, the chooser's log count before; -1: not asked)
         defer = self._deferred_searches()
         late = []  # the agents (their k) whose search is deferred
