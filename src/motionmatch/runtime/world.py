@@ -542,6 +542,8 @@ class EnvironmentChooser:
         self.scene = scene or Scene()
         self.obstacles_fn = obstacles_fn
         self.clock = clock or (lambda: 0.0)
+        #: the speed (m/s) its agent's input asks for, set by the world before the agent decides
+        #: (the anticipation weight of its next search)
         self.target_speed = 0.0
         self.previous: int | None = None
         self.log = SearchLog()
@@ -1214,11 +1216,9 @@ class World:
                 want = a.source.intent(a, a.local_time, step)
             else:
                 want = IDLE
-            intent = a.intent = want.intent
+            a.intent = want.intent
             a.desired = want.desired
             moving.append((a, want, step_dt))
-            if a.chooser is not None:
-                a.chooser.target_speed = intent.speed
         return moving
 
     def _before_update(self, a: Agent, want: Want) -> tuple[int, bool]:
@@ -1226,6 +1226,8 @@ class World:
         how many searches its chooser logged so far and whether it moves by root motion only."""
         own = a.source.chooser(a)
         a.ctrl.chooser = own if own is not None else a.chooser
+        if a.chooser is not None:  # (read by its searches only)
+            a.chooser.target_speed = want.intent.speed
         n = a.chooser.log.count if a.chooser is not None else 0
         near = a.chooser is not None and a.chooser.near
         return n, near or want.root_motion_only
@@ -1285,7 +1287,10 @@ class World:
             c, ch, intent, h = ctrls[k], choosers[k], intents[k], hs[k]
             if speeds is None:
                 speeds, turns = speed.tolist(), turn.tolist()
-            before = ch.log.count if ch is not None else 0
+            before = 0
+            if ch is not None:
+                before = ch.log.count
+                ch.target_speed = intent.speed  # (read by its searches only: not set for the agents that coast)
             decided[k] = c._decide(h, intent, ends[k], speeds[k], turns[k], wants[k].search_now, near[k], defer) \
                 + (before,)
             if decided[k][1] is None:  # (its search's kernel runs below with the others; what follows, after it)
