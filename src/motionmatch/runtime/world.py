@@ -1170,24 +1170,28 @@ class World:
 
     def _step(self, dt: float, skip: frozenset) -> None:
         """:meth:`step` (the collector aside)."""
-        moving = self._ask_inputs(dt, skip)
+        agents, wants, dts = self._ask_inputs(dt, skip)
         if self.agents_as_obstacles and len(self.agents) > 1:
             self.agent_rows()  # snapshot before anyone moves
+        alone = range(len(agents))
         if self.batched:
             b = self._batch
-            ours = [m[0].ctrl._batch is b and m[0].ctrl.batched for m in moving]
-            together = [m for m, yes in zip(moving, ours) if yes]
-            alone = [m for m, yes in zip(moving, ours) if not yes]
-        else:
-            together, alone = [], moving
-        if together:
-            self._step_together(together)
-        for a, want, step_dt in alone:
+            ours = [a.ctrl._batch is b and a.ctrl.batched for a in agents]
+            if all(ours):
+                self._step_together(agents, wants, dts)
+                alone = ()
+            else:
+                k = [i for i, yes in enumerate(ours) if yes]
+                if k:
+                    self._step_together([agents[i] for i in k], [wants[i] for i in k], [dts[i] for i in k])
+                alone = [i for i, yes in enumerate(ours) if not yes]
+        for i in alone:
+            a, want = agents[i], wants[i]
             n, root_motion_only = self._before_update(a, want)
-            a.result = a.ctrl.update(step_dt, a.intent, desired=a.desired, force_search=want.search_now,
+            a.result = a.ctrl.update(dts[i], a.intent, desired=a.desired, force_search=want.search_now,
                                      root_motion_only=root_motion_only)
             self._after_update(a, n)
-        for a, _want, step_dt in moving:
+        for a, step_dt in zip(agents, dts):
             if a.started and _reports_steps(type(a.source)):
                 a.source.stepped(a, step_dt)
         if self.frame == 0 and self.stagger and len(self.agents) > 1:
@@ -1198,10 +1202,10 @@ class World:
         self.time += dt
         self.frame += 1
 
-    def _ask_inputs(self, dt: float, skip: frozenset) -> list[tuple[Agent, Want, float]]:
-        """Every input's want for this step, from the state at its start: ``(agent, want,
-        its step in seconds)`` of the agents to update (the others owe the time)."""
-        moving = []
+    def _ask_inputs(self, dt: float, skip: frozenset) -> tuple[list[Agent], list[Want], list[float]]:
+        """Every input's want for this step, from the state at its start: the agents to
+        update (the others owe the time), their wants and their steps in seconds."""
+        agents, wants, dts = [], [], []
         now = self.time + 1e-9
         for a in self.agents:
             if skip and a.uid in skip:
@@ -1218,8 +1222,10 @@ class World:
                 want = IDLE
             a.intent = want.intent
             a.desired = want.desired
-            moving.append((a, want, step_dt))
-        return moving
+            agents.append(a)
+            wants.append(want)
+            dts.append(step_dt)
+        return agents, wants, dts
 
     def _before_update(self, a: Agent, want: Want) -> tuple[int, bool]:
         """The agent's frame chooser for this step (its input's, else its own); returns
@@ -1235,17 +1241,15 @@ class World:
     def _after_update(self, a: Agent, n: int) -> None:
         a.searched = a.result.searched or (a.chooser is not None and a.chooser.log.count > n)
 
-    def _step_together(self, group: list[tuple[Agent, Want, float]]) -> None:
-        """Step the controllers of ``group`` (rows of the world's batch) through the stages of
+    def _step_together(self, agents: list[Agent], wants: list[Want], hs: list[float]) -> None:
+        """Step the controllers of ``agents`` (rows of the world's batch; their ``wants`` and
+        steps ``hs`` in seconds, one each) through the stages of
         :meth:`Controller.update <motionmatch.runtime.controller.Controller.update>`: the
         playback, the simulated roots and the poses of all of them in one compiled call
         each, the rest (mode, search) agent by agent in between. An agent that only walks
         on this frame (no search due, locomotion, :meth:`Controller._coasts`) takes a short
         lane; the results' poses are copied out of the batch at once."""
-        n = len(group)
-        agents = [m[0] for m in group]
-        wants = [m[1] for m in group]
-        hs = [m[2] for m in group]
+        n = len(agents)
         ctrls = [a.ctrl for a in agents]
         intents = [a.intent for a in agents]
         rows = np.fromiter((c._row for c in ctrls), dtype=np.int64, count=n)
