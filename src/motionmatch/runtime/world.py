@@ -1002,6 +1002,7 @@ class World:
         self._next_uid = 0
         self._positions: tuple[int, np.ndarray, np.ndarray] | None = None
         self._agent_batch_rows: np.ndarray | None = None  # (see _rows; None when the agents changed)
+        self._agent_uids = np.zeros(0, dtype=np.int64)  # (see _uids)
 
     @property
     def matcher(self) -> EnvironmentMatcher:
@@ -1090,7 +1091,7 @@ class World:
         start of the current step (computed once per step: what inputs see of each other)."""
         if self._positions is None or self._positions[0] != self.frame or len(self._positions[2]) != len(self.agents):
             pos = self._batch.state.root_pos[self._rows()][:, [0, 2]]
-            self._positions = (self.frame, pos, np.array([a.uid for a in self.agents], dtype=np.int64))
+            self._positions = (self.frame, pos, self._uids())
         return self._positions[1], self._positions[2]
 
     def _rows(self) -> np.ndarray:
@@ -1100,7 +1101,14 @@ class World:
         if r is None or len(r) != len(self.agents):
             r = self._agent_batch_rows = np.fromiter((a.ctrl._row for a in self.agents), dtype=np.int64,
                                                      count=len(self.agents))
+            self._agent_uids = np.fromiter((a.uid for a in self.agents), dtype=np.int64, count=len(self.agents))
+            self._agent_uids.flags.writeable = False  # (handed out as is: ground_positions)
         return r
+
+    def _uids(self) -> np.ndarray:
+        """``[A]`` every agent's uid, in the world's order (kept with :meth:`_rows`)."""
+        self._rows()
+        return self._agent_uids
 
     def agent_rows(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Every agent's future ellipses as obstacle rows, id ``-1 - agent.uid`` (computed
@@ -1118,7 +1126,7 @@ class World:
         frames = st.frame[rows]
         pos = st.root_pos[rows][:, [0, 2]]
         yaw = st.root_yaw[rows]
-        uids = np.array([ag.uid for ag in self.agents], dtype=np.int64)
+        uids = self._uids()
         rows = body_obstacle_rows(self.matcher.ellipses[frames], pos, yaw, -1 - uids, self.settings.penalty.height_top)
         self._agent_rows = (rows, np.tile(np.arange(K), A), np.repeat(uids, K))
         self._agent_grid = (*build_grid(rows, AGENT_CELL), np.zeros(len(rows), dtype=np.int64),
