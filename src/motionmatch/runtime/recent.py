@@ -146,7 +146,8 @@ class RecentRows:
             self.on_drop({name: a[:k] for name, a in self._cols.items()})
         if self._buf is not None:
             self._buf[: self._n - k] = self._buf[k: self._n].copy()
-        for a in self._cols.values() if self._buf is None else ():
-            a[: self._n - k] = a[k: self._n]
+        else:
+            for a in self._cols.values():
+                a[: self._n - k] = a[k: self._n]
         self._n -= k
         self.dropped += k
