@@ -1488,12 +1488,16 @@ def _gather_planned(world: World, ctrls: list[Controller], choosers: list[Enviro
     whose rows did not fit the buffers (then grown for the next step), gather alone."""
     from motionmatch.runtime import _batch_kernels as BK
 
-    sc = choosers[0].scene
-    same = [i for i, ch in enumerate(choosers) if ch.scene is sc]
     out: dict[int, tuple] = {}
-    for i in (i for i, ch in enumerate(choosers) if ch.scene is not sc):
+
+    def alone(i: int) -> None:  # (search i gathers its obstacles by itself)
         obs, cnt, nearest, _ = choosers[i].gather(ctrls[i])
         out[keys[i]] = (obs, cnt, nearest)
+
+    sc = choosers[0].scene
+    same = [i for i, ch in enumerate(choosers) if ch.scene is sc]
+    for i in (i for i, ch in enumerate(choosers) if ch.scene is not sc):
+        alone(i)
     ch0 = choosers[same[0]]
     if ch0._grid is None or ch0._grid[0] is not sc:
         ch0._grid = (sc, sc.grid_arrays())
@@ -1504,8 +1508,7 @@ def _gather_planned(world: World, ctrls: list[Controller], choosers: list[Enviro
     T = traj[0].shape[0]
     if any(p.shape[0] != T for p in traj):
         for i in same:
-            obs, cnt, nearest, _ = choosers[i].gather(ctrls[i])
-            out[keys[i]] = (obs, cnt, nearest)
+            alone(i)
         return out
     K = ch0._K
     rows = np.fromiter((ctrls[i]._row for i in same), dtype=np.int64, count=n)
@@ -1532,8 +1535,7 @@ def _gather_planned(world: World, ctrls: list[Controller], choosers: list[Enviro
             out[keys[i]] = (views[2], views[3], near)
         else:  # (too many rows for the pool: this one alone, and a larger pool from now on)
             world._gather_capacity = max(world._gather_capacity, 2 * -m)
-            obs, cnt, near, _ = ch.gather(ctrls[i])
-            out[keys[i]] = (obs, cnt, near)
+            alone(i)
     return out
 
 
