@@ -257,13 +257,18 @@ def test_bench_crowd_command_prints_its_numbers(small_env_db, tmp_path, capsys):
 
     db, _ = small_env_db
     db.save(tmp_path / "db.npz")
-    rc = main(["bench", "crowd", "--db", str(tmp_path / "db.npz"), "--agents", "6", "--environment",
-               "--seconds", "0.1", "--warmup", "0", "--json", "--quiet"])
-    assert rc == 0
-    r = json.loads(capsys.readouterr().out)
-    assert r["agents"] == 6 and r["frames"] == 6 and r["steps_per_s"] > 0
-    assert r["ms_per_step"]["p95"] >= r["ms_per_step"]["median"] > 0
-    assert 0.0 <= r["agent_collision_fraction"] <= 1.0
+    got = []
+    for processes in ("1", "2"):  # (two: the agents shared between two processes, the same steps)
+        rc = main(["bench", "crowd", "--db", str(tmp_path / "db.npz"), "--agents", "12", "--environment",
+                   "--seconds", "0.5", "--warmup", "0", "--processes", processes, "--json", "--quiet"])
+        assert rc == 0
+        r = json.loads(capsys.readouterr().out)
+        assert r["agents"] == 12 and r["frames"] == 30 and r["steps_per_s"] > 0
+        assert r["processes"] == int(processes) and r["threads"] >= 1
+        assert r["ms_per_step"]["p95"] >= r["ms_per_step"]["median"] > 0
+        assert r["process_cpu_ms_per_step"]["median"] > 0
+        got.append(r["agent_collision_fraction"])
+    assert 0.0 <= got[0] <= 1.0 and got[0] == got[1]
 
 
 def test_compiled_query_and_gather_equal_the_general_path(small_env_db):
@@ -372,3 +377,125 @@ def test_a_step_collects_garbage_once_and_group_costs_on_demand(small_env_db):
                 assert dict(costs) == expect and costs == expect and set(costs) == set(expect)
                 checked += 1
     assert checked > 10
+
+
+# ------------------------------------------------------------------ worlds split among processes
+def _state(world):
+    st, rows = world._batch.state, world._rows()
+    return st.frame[rows].copy(), st.root_pos[rows].copy(), st.root_yaw[rows].copy()
+
+
+def _door_world(dbm, n: int):
+    from motionmatch.environment import parse_scenario
+    from motionmatch.runtime.crowd import door_crowd
+    from motionmatch.runtime.world import world_from_scenario
+
+    db, m = dbm
+    return world_from_scenario(db, parse_scenario(door_crowd(n, band=12)), matcher=m, record_poses=False)
+
+
+def test_split_worlds_step_every_agent_as_the_whole_world(small_env_db):
+    """A door crowd of 40 cut in two parts (World.split), each stepping its agents and told
+    where the other part's stand before each step, steps every agent as the whole world
+    does, bit for bit: steering among the others, the others' bodies as obstacles, the
+    searches' stagger. Parts left blind to each other's moves do not (the test can fail)."""
+    from motionmatch.runtime.shards import parts_of
+
+    whole = _door_world(small_env_db, 40)
+    parts = parts_of(40, 2)
+    worlds, blind = [_door_world(small_env_db, 40) for _ in parts], [_door_world(small_env_db, 40) for _ in parts]
+    for w, b, mine in zip(worlds, blind, parts):
+        w.split(mine)
+        b.split(mine)
+        assert len(w.agents) == len(mine) and w.seen() == 40
+        assert sorted(w.peer_uids.tolist()) == sorted(set(range(40)) - set(mine.tolist()))
+    order = np.concatenate(parts)
+    states = [np.concatenate(x)[np.argsort(order)] for x in zip(*(_state(w) for w in worlds))]
+    searched = blind_differs = 0
+    for f in range(90):
+        dt = 0.0 if f == 0 else 1 / 60
+        for w in worlds:  # (the uids of a scenario's agents are their places in the whole world)
+            peers = w.peer_uids
+            w.set_peer_state(states[0][peers], states[1][peers], states[2][peers])
+        for w in (*worlds, *blind):
+            w.step(dt)
+        whole.step(dt)
+        states = [np.concatenate(x)[np.argsort(order)] for x in zip(*(_state(w) for w in worlds))]
+        for got, want in zip(states, _state(whole)):
+            np.testing.assert_array_equal(got, want)
+        searched += sum(a.searched for a in whole.agents)
+        seen_blind = [np.concatenate(x)[np.argsort(order)] for x in zip(*(_state(w) for w in blind))]
+        blind_differs += not np.array_equal(seen_blind[1], states[1])
+    assert searched > 100 and blind_differs > 0
+
+
+def test_a_world_is_split_once_into_agents_it_has(small_env_db):
+    w = _door_world(small_env_db, 6)
+    with pytest.raises(ValueError, match=r"agent indices 0\.\.5"):
+        w.split([0, 6])
+    with pytest.raises(ValueError, match="no peers"):
+        w.set_peer_state(np.zeros(0), np.zeros((0, 3)), np.zeros(0))
+    w.split([0, 2, 4])
+    assert [a.uid for a in w.agents] == [0, 2, 4] and w.peer_uids.tolist() == [1, 3, 5]
+    with pytest.raises(ValueError, match="split once"):
+        w.split([0])
+
+
+def test_parts_of_deal_every_agent_once_in_runs():
+    from motionmatch.runtime.shards import parts_of
+
+    for count, parts in ((1000, 2), (7, 2), (3, 3), (1001, 3), (1, 1), (5, 4), (0, 2)):
+        got = parts_of(count, parts)
+        assert len(got) == parts
+        assert sorted(np.concatenate(got).tolist()) == list(range(count))
+        sizes = [len(p) for p in got]
+        assert max(sizes) - min(sizes) <= 1
+    a, b = parts_of(1000, 2)
+    assert a[0] == 0 and np.all(np.diff(a)[:62] == 1) and 900 < a[-1] and 900 < b[-1]  # runs, from everywhere
+
+
+def _build_here_only(path: str, n: int, pid: int):
+    """door_crowd_world in the process ``pid`` only (a part's build failing elsewhere)."""
+    import os
+
+    from motionmatch.runtime.crowd import door_crowd_world
+
+    if os.getpid() != pid:
+        raise OSError(f"no database at {path} here")
+    return door_crowd_world(path, n)
+
+
+@pytest.mark.slow
+def test_sharded_world_in_two_processes(small_env_db, tmp_path, monkeypatch):
+    """Two processes step a door crowd of 30 as one world does (every agent's frame, root
+    and yaw, every step); a part whose build fails, or whose process dies, is reported as
+    such in one line, and the other processes end."""
+    import os
+    from pathlib import Path
+
+    from motionmatch.runtime.crowd import door_crowd_world
+    from motionmatch.runtime.shards import ShardedWorld
+
+    db, _ = small_env_db
+    path = str(tmp_path / "db.npz")
+    db.save(path)
+    whole = door_crowd_world(path, 30)
+    with ShardedWorld(door_crowd_world, (path, 30), processes=2) as sw:
+        assert sw.processes == 2 and sw.agents == 30 and len(sw.world.agents) == 15
+        for f in range(40):
+            dt = 0.0 if f == 0 else 1 / 60
+            sw.step(dt)
+            whole.step(dt)
+            for got, want in zip(sw.state(), _state(whole)):
+                np.testing.assert_array_equal(got, want)
+        assert sw.cpu_seconds > 0
+        proc = sw._procs[0]
+        proc.kill()
+        proc.wait()
+        with pytest.raises(RuntimeError, match="process 1 ended while stepping"):
+            sw.step(1 / 60)
+    # (the helper's module is imported in the new process: this folder on its path)
+    here = str(Path(__file__).resolve().parent)
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([here, os.environ.get("PYTHONPATH", "")]))
+    with pytest.raises(RuntimeError, match=r"process 1 failed while building its world: OSError: no database at"):
+        ShardedWorld(_build_here_only, (path, 30, os.getpid()), processes=2)

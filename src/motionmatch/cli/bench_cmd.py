@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 
 from motionmatch.cli import _common as arg
@@ -19,19 +20,30 @@ inertialization and foot locking. With --environment every search is environment
 (penalised, the walls and the other agents' future bodies as obstacles); without it, plain
 motion matching. After --warmup simulated seconds (the first searches of every agent and
 Numba's one-off compilation, reported apart), --seconds simulated seconds at 60 Hz are
-timed step by step: wall time, the calling thread's CPU time and the process's (every
-thread; robust to a busy machine). --threads sets the World's threads (the poses of many
-agents, and the kernels of the step's searches, in two halves on two threads; default two,
-one on a one-core machine).
+timed step by step: wall time, the calling thread's CPU time and every process's (all
+their threads; robust to a busy machine).
 
-Prints (--json: one JSON object) agents, steps_per_s (simulated frames per second of wall
-time; 30 is real time at 30 fps), ms_per_step median and p95 (wall), the same in thread CPU
-time, process_cpu_ms_per_step (all threads), and agent_collision_fraction: the share of
-agent-frames whose body (the ellipse of the frame it plays, at its root) overlaps another
-agent's. --per-agent steps each agent's
+--processes shares the agents among worlds built alike, one per process, stepped in
+lockstep (motionmatch.runtime.shards.ShardedWorld: each sees the others' agents where they
+stood at the step's start, so every agent takes the same steps as in one world); the
+default is one per core, at most one per 250 agents. --threads sets each world's threads
+(the poses of many agents and the kernels of the step's searches in two halves; default:
+the cores shared among the processes).
+
+Prints (--json: one JSON object) agents, processes, threads, steps_per_s (simulated frames
+per second of wall time; 30 is real time at 30 fps), ms_per_step median and p95 (wall), the
+same in the calling thread's CPU time, process_cpu_ms_per_step (every process's threads),
+and agent_collision_fraction: the share of agent-frames whose body (the ellipse of the
+frame it plays, at its root) overlaps another agent's. --per-agent steps each agent's
 controller alone (World(batched=False)), the reference the batched path is compared with.
 The database needs body ellipses for --environment (build it with '--schema environment').
 """
+
+
+def default_processes(agents: int) -> int:
+    """``--processes``' default: a process per core, at most one per 250 agents (a process
+    costs a few seconds to start and a smaller crowd's step is short already)."""
+    return max(1, min(os.cpu_count() or 1, agents // 250))
 
 
 def cmd_bench_crowd(args: argparse.Namespace) -> int:
@@ -39,46 +51,41 @@ def cmd_bench_crowd(args: argparse.Namespace) -> int:
 
     import numpy as np
 
-    from motionmatch.database import MotionDatabase
-    from motionmatch.environment import parse_scenario
     from motionmatch.metrics.crowd import agents_colliding, placed_ellipses
-    from motionmatch.runtime.crowd import door_crowd
-    from motionmatch.runtime.world import EnvironmentSettings, world_from_scenario
+    from motionmatch.runtime.crowd import door_crowd_world
+    from motionmatch.runtime.shards import ShardedWorld
 
-    db = MotionDatabase.load(args.db)
-    sc = parse_scenario(door_crowd(args.agents), label=f"door crowd of {args.agents}")
-    settings = EnvironmentSettings.from_dicts(sc.penalty, sc.search, sc.controller.get("controls"),
-                                              enabled=args.environment)
+    fps = 60.0  # (door_crowd's scenario rate)
+    processes = args.processes or default_processes(args.agents)
     progress = arg.Progress("motionmatch bench crowd", enabled=not args.quiet)
-    progress.update("building the world", done=0.0)
-    world = world_from_scenario(db, sc, settings=settings, record_poses=False)
-    world.batched = not args.per_agent
-    if args.threads is not None:
-        world.threads = args.threads
-    played = world.matcher.played_ellipses
-    dt = 1.0 / sc.fps
-    warm = max(0, round(args.warmup * sc.fps))
-    frames = max(1, round(args.seconds * sc.fps))
+    progress.update(f"building the world ({processes} process{'es' if processes > 1 else ''})", done=0.0)
     t0 = time.perf_counter()
-    world.step(0.0)
-    for f in range(warm):
-        progress.update(f"warm-up {f + 1}/{warm}", done=f / (warm + frames))
-        world.step(dt)
-    warm_s = time.perf_counter() - t0
-    wall, cpu, pcpu = np.empty(frames), np.empty(frames), np.empty(frames)
-    colliding = np.zeros(frames)
-    st, rows = world._batch.state, world._rows()
-    for f in range(frames):
-        progress.update(f"step {f + 1}/{frames}", done=(warm + f) / (warm + frames))
-        c0, p0, w0 = time.thread_time(), time.process_time(), time.perf_counter()
-        world.step(dt)
-        wall[f], cpu[f], pcpu[f] = time.perf_counter() - w0, time.thread_time() - c0, time.process_time() - p0
-        ell = placed_ellipses(played[st.frame[rows]], st.root_pos[rows][:, [0, 2]], st.root_yaw[rows])
-        colliding[f] = agents_colliding(ell).mean()
+    with ShardedWorld(door_crowd_world, (args.db, args.agents, args.environment, not args.per_agent),
+                      processes=processes, threads=args.threads) as world:
+        played = world.world.matcher.played_ellipses
+        dt = 1.0 / fps
+        warm = max(0, round(args.warmup * fps))
+        frames = max(1, round(args.seconds * fps))
+        world.step(0.0)
+        for f in range(warm):
+            progress.update(f"warm-up {f + 1}/{warm}", done=f / (warm + frames))
+            world.step(dt)
+        warm_s = time.perf_counter() - t0
+        wall, cpu, pcpu = np.empty(frames), np.empty(frames), np.empty(frames)
+        colliding = np.zeros(frames)
+        for f in range(frames):
+            progress.update(f"step {f + 1}/{frames}", done=(warm + f) / (warm + frames))
+            c0, p0, w0 = time.thread_time(), time.process_time(), time.perf_counter()
+            world.step(dt)
+            wall[f], cpu[f] = time.perf_counter() - w0, time.thread_time() - c0
+            pcpu[f] = time.process_time() - p0 + world.cpu_seconds
+            frame, root, yaw = world.state()
+            colliding[f] = agents_colliding(placed_ellipses(played[frame], root[:, [0, 2]], yaw)).mean()
+        threads = world.threads
     progress.close()
-    res = {"agents": len(world.agents), "environment": bool(args.environment), "batched": world.batched,
-           "threads": world.threads,
-           "seconds": frames / sc.fps, "frames": frames,
+    res = {"agents": args.agents, "environment": bool(args.environment), "batched": not args.per_agent,
+           "processes": processes, "threads": threads,
+           "seconds": frames / fps, "frames": frames,
            "steps_per_s": float(frames / wall.sum()), "ms_per_step": {"median": 1e3 * float(np.median(wall)),
                                                                      "p95": 1e3 * float(np.percentile(wall, 95))},
            "cpu_steps_per_s": float(frames / max(cpu.sum(), 1e-9)),
@@ -91,15 +98,15 @@ def cmd_bench_crowd(args: argparse.Namespace) -> int:
         print(json.dumps(res))
         return 0
     print(f"{res['agents']} agents ({'environment-aware' if args.environment else 'plain'} search, "
-          f"{'batched' if world.batched else 'per-agent'} stepping, {world.threads} thread(s)), "
-          f"{frames} frames at {sc.fps:g} Hz:")
+          f"{'batched' if res['batched'] else 'per-agent'} stepping, {processes} process(es) of {threads} "
+          f"thread(s)), {frames} frames at {fps:g} Hz:")
     print(f"  {res['steps_per_s']:.1f} steps/s of wall time ({res['ms_per_step']['median']:.2f} ms median, "
           f"{res['ms_per_step']['p95']:.2f} ms p95 per step)")
-    print(f"  {res['cpu_steps_per_s']:.1f} steps/s of thread CPU time ({res['cpu_ms_per_step']['median']:.2f} ms "
-          f"median, {res['cpu_ms_per_step']['p95']:.2f} ms p95); all threads {res['process_cpu_ms_per_step']['median']:.2f} "
-          f"ms median per step")
+    print(f"  {res['cpu_steps_per_s']:.1f} steps/s of this thread's CPU time ({res['cpu_ms_per_step']['median']:.2f} "
+          f"ms median, {res['cpu_ms_per_step']['p95']:.2f} ms p95); all processes' threads "
+          f"{res['process_cpu_ms_per_step']['median']:.2f} ms median per step")
     print(f"  agent collision fraction {res['agent_collision_fraction']:.4f}; warm-up {warm_s:.1f} s "
-          f"({warm + 1} frames, compilation included)")
+          f"({warm + 1} frames; the processes' start and compilation included)")
     return 0
 
 
@@ -121,8 +128,12 @@ def register(sub) -> None:
                    help="simulated seconds stepped before timing (default 1; compilation happens here)")
     c.add_argument("--per-agent", action="store_true",
                    help="step each agent's controller alone (the reference the batched World is compared with)")
+    c.add_argument("--processes", type=arg.int_range(1, 64), default=None, metavar="P",
+                   help="worlds stepping the agents at once, one per process (default: one per core, at most one "
+                        "per 250 agents)")
     c.add_argument("--threads", type=arg.int_range(1, 64), default=None, metavar="T",
-                   help="the World's threads for the poses and the searches' kernels (default: two, one on a one-core machine)")
+                   help="each world's threads for the poses and the searches' kernels (default: the cores shared "
+                        "among the processes)")
     c.add_argument("--json", action="store_true", help="print the numbers as one JSON object")
     c.add_argument("--quiet", action="store_true", help="no progress on stderr")
     c.set_defaults(func=cmd_bench_crowd)

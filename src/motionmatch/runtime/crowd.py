@@ -30,7 +30,7 @@ from motionmatch.control.intent import Intent
 from motionmatch.geometry.grid import point_grid
 from motionmatch.runtime.inputs import IDLE, InputSource, Want
 
-__all__ = ["SteeringInput", "SteeringSettings", "door_crowd", "steer_all"]
+__all__ = ["SteeringInput", "SteeringSettings", "door_crowd", "door_crowd_world", "steer_all"]
 
 
 #: steered speeds (m/s) under which an agent stands, and from which it runs rather than walks
@@ -240,7 +240,8 @@ class _Crowd:
     def _build(self, world, key: tuple) -> None:
         """The groups of the world's steering agents (by settings, compared by value) and their arrays."""
         members: dict[int, list] = {}
-        for n, a in enumerate(world.agents):
+        at = world._global_rows().tolist()  # (each agent's row of world.ground_positions)
+        for n, a in zip(at, world.agents):
             if isinstance(a.source, SteeringInput):
                 members.setdefault(a.source.s, []).append((n, a.uid, a.source))
         self._groups = []
@@ -339,3 +340,24 @@ def door_crowd(n: int, *, band: int = 90, spacing: float = 0.9, width: float = 1
     return {"name": f"door-crowd-{n}", "description": f"{n} agents crossing a wall through two doors both ways",
             "duration": 60.0, "obstacles": walls, "agents": [], "groups": groups,
             "search": {"collision_fallback": False}}
+
+
+def door_crowd_world(db_path: str, n: int, environment: bool = True, batched: bool = True):
+    """The :class:`~motionmatch.runtime.world.World` of :func:`door_crowd`'s ``n`` agents over
+    the database saved at ``db_path`` (``environment``: environment-aware searches, the
+    walls and the other agents' future bodies as obstacles; else plain matching;
+    ``batched``: :attr:`World.batched <motionmatch.runtime.world.World.batched>`), the
+    scenario's settings, no poses recorded: what ``motionmatch bench crowd`` steps (a
+    module-level builder, so a :class:`~motionmatch.runtime.shards.ShardedWorld` can make it
+    in each of its processes)."""
+    from motionmatch.database import MotionDatabase
+    from motionmatch.environment import parse_scenario
+    from motionmatch.runtime.world import EnvironmentSettings, world_from_scenario
+
+    db = MotionDatabase.load(db_path)
+    sc = parse_scenario(door_crowd(n), label=f"door crowd of {n}")
+    settings = EnvironmentSettings.from_dicts(sc.penalty, sc.search, sc.controller.get("controls"),
+                                              enabled=environment)
+    world = world_from_scenario(db, sc, settings=settings, record_poses=False)
+    world.batched = batched
+    return world

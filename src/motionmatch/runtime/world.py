@@ -794,6 +794,21 @@ _NO_IDS = np.zeros(0, dtype=np.int64)
 _NO_GRID = (np.zeros(2, dtype=np.int64), _NO_IDS, 1, 1, 0.0, 0.0, 1.0, np.zeros((0, ROW)), _NO_IDS, _NO_IDS)
 
 
+@dataclass
+class _Peers:
+    """A split world's peers (:meth:`World.split`): the places (among everyone the world
+    sees, in the order of the world it was split from) of its own agents, ``own_at [A]``,
+    and of its peers, ``peer_at [P]``; everyone's uids ``[G]``; the peers' state at the
+    start of the next step (:meth:`World.set_peer_state`)."""
+
+    own_at: np.ndarray
+    peer_at: np.ndarray
+    uids: np.ndarray
+    frame: np.ndarray
+    root_pos: np.ndarray
+    root_yaw: np.ndarray
+
+
 class _OtherAgents:
     """An :class:`EnvironmentChooser`'s ``obstacles_fn`` for agent ``uid`` of ``world``: the
     other agents' future ellipse rows near the search's points, its own left out (the
@@ -810,7 +825,7 @@ class _OtherAgents:
 
     def __call__(self, chooser: EnvironmentChooser, points: np.ndarray, radius: float):
         w = self._world
-        if len(w.agents) < 2:
+        if w.seen() < 2:
             return np.zeros((0, ROW)), np.zeros(0, dtype=np.int64)
         rows, slots, owner = w.agent_rows()
         ids = w.agents_near(points, radius)
@@ -1003,6 +1018,7 @@ class World:
         self._positions: tuple[int, np.ndarray, np.ndarray] | None = None
         self._agent_batch_rows: np.ndarray | None = None  # (see _rows; None when the agents changed)
         self._agent_uids = np.zeros(0, dtype=np.int64)  # (see _uids)
+        self._peers: _Peers | None = None  # (agents stepped by other worlds: split)
 
     @property
     def matcher(self) -> EnvironmentMatcher:
@@ -1061,7 +1077,7 @@ class World:
         """``(grid, tick, owner, slots)``: the grid over :meth:`agent_rows` as the ten
         arrays of :func:`~motionmatch.search.penalized.gather_with_agents` (an empty one
         with fewer than two agents), a new visit mark, and the rows' owners and slots."""
-        if len(self.agents) < 2:
+        if self.seen() < 2:
             return _NO_GRID, 0, _NO_IDS, _NO_IDS
         rows, slots, owner = self.agent_rows()
         grid = self._agent_grid
@@ -1087,12 +1103,85 @@ class World:
         return np.sort(out[:n])
 
     def ground_positions(self) -> tuple[np.ndarray, np.ndarray]:
-        """``(positions [A, 2], uids [A])``: every agent's root on the ground (x, z, m) at the
-        start of the current step (computed once per step: what inputs see of each other)."""
-        if self._positions is None or self._positions[0] != self.frame or len(self._positions[2]) != len(self.agents):
-            pos = self._batch.state.root_pos[self._rows()][:, [0, 2]]
-            self._positions = (self.frame, pos, self._uids())
+        """``(positions [G, 2], uids [G])``: the root on the ground (x, z, m) of every agent its
+        agents see (its own and its peers, :meth:`split`, in the order of the world they were
+        split from) at the start of the current step (computed once per step: what inputs
+        see of each other)."""
+        if self._positions is None or self._positions[0] != self.frame or len(self._positions[2]) != self.seen():
+            if self._peers is None:
+                pos, uids = self._batch.state.root_pos[self._rows()][:, [0, 2]], self._uids()
+            else:
+                _, pos, _, uids = self._everyone()
+                pos = pos[:, [0, 2]]
+            self._positions = (self.frame, pos, uids)
         return self._positions[1], self._positions[2]
+
+    def seen(self) -> int:
+        """How many agents its agents see: its own and its peers (:meth:`split`)."""
+        return len(self.agents) + (0 if self._peers is None else len(self._peers.peer_at))
+
+    def split(self, keep) -> None:
+        """Step only the agents at indices ``keep`` of :attr:`agents` from now on; the others
+        become its *peers*: agents stepped by another world (in another process, see
+        :class:`~motionmatch.runtime.shards.ShardedWorld`) that its agents still see, where
+        :meth:`set_peer_state` puts them before each step: in crowd steering, as obstacles,
+        and in the searches' stagger (an agent keeps its place in the order of the world it
+        was split from). Worlds built alike, split into parts that together hold every
+        agent once and given each other's states before every step, step each agent as the
+        whole world would, to the last bit."""
+        keep = np.unique(np.asarray(keep, dtype=np.int64))
+        A = len(self.agents)
+        if self._peers is not None:
+            raise ValueError("a world is split once")
+        if len(keep) and (keep[0] < 0 or keep[-1] >= A):
+            raise ValueError(f"split: agent indices 0..{A - 1}, got {keep.tolist()}")
+        mine = np.zeros(A, dtype=bool)
+        mine[keep] = True
+        peers = [a for a, m in zip(self.agents, mine) if not m]
+        self._peers = _Peers(np.flatnonzero(mine), np.flatnonzero(~mine),
+                             np.array([a.uid for a in self.agents], dtype=np.int64),
+                             np.array([a.ctrl.frame for a in peers], dtype=np.int64),
+                             np.array([a.ctrl.root_pos for a in peers], dtype=np.float64).reshape(-1, 3),
+                             np.array([a.ctrl.root_yaw for a in peers], dtype=np.float64))
+        self.agents = [a for a, m in zip(self.agents, mine) if m]
+        self._agent_rows = self._positions = self._agent_batch_rows = None
+
+    @property
+    def peer_uids(self) -> np.ndarray:
+        """``[P]`` the uids of its peers (:meth:`split`), in the order :meth:`set_peer_state` takes them."""
+        p = self._peers
+        return np.zeros(0, dtype=np.int64) if p is None else p.uids[p.peer_at]
+
+    def set_peer_state(self, frames: np.ndarray, root_pos: np.ndarray, root_yaw: np.ndarray) -> None:
+        """Where its peers (:meth:`split`) stand at the start of the next step: their database
+        ``frames [P]``, roots ``root_pos [P, 3]`` (m) and yaws ``root_yaw [P]`` (rad), in the
+        order of :attr:`peer_uids`."""
+        p = self._peers
+        if p is None:
+            raise ValueError("set_peer_state: the world has no peers (see World.split)")
+        P = len(p.peer_at)
+        p.frame[:] = np.asarray(frames).reshape(P)
+        p.root_pos[:] = np.asarray(root_pos).reshape(P, 3)
+        p.root_yaw[:] = np.asarray(root_yaw).reshape(P)
+        self._agent_rows = self._positions = None
+        self._rows_frame = -1
+
+    def _global_rows(self) -> np.ndarray:
+        """``[A]`` each of its agents' place among all it sees (:meth:`split`; ``0..A-1`` without peers)."""
+        return np.arange(len(self.agents)) if self._peers is None else self._peers.own_at
+
+    def _everyone(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """``(frames [G], root_pos [G, 3], root_yaw [G], uids [G])`` of its agents and its
+        peers, in the order of the world they were split from (:meth:`split`)."""
+        st, rows = self._batch.state, self._rows()
+        if self._peers is None:
+            return st.frame[rows], st.root_pos[rows], st.root_yaw[rows], self._uids()
+        p = self._peers
+        G = len(p.uids)
+        frames, pos, yaw = np.empty(G, dtype=np.int64), np.empty((G, 3)), np.empty(G)
+        frames[p.own_at], pos[p.own_at], yaw[p.own_at] = st.frame[rows], st.root_pos[rows], st.root_yaw[rows]
+        frames[p.peer_at], pos[p.peer_at], yaw[p.peer_at] = p.frame, p.root_pos, p.root_yaw
+        return frames, pos, yaw, p.uids
 
     def _rows(self) -> np.ndarray:
         """``[A]`` every agent's row of the world's controller batch (kept until an agent is
@@ -1111,24 +1200,22 @@ class World:
         return self._agent_uids
 
     def agent_rows(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Every agent's future ellipses as obstacle rows, id ``-1 - agent.uid`` (computed
-        once per step, at its start): ``(rows [A*K, ROW], slot_of [A*K], owner uid [A*K])``."""
+        """The future ellipses of every agent it sees (its own and its peers, :meth:`split`) as
+        obstacle rows, id ``-1 - agent.uid`` (computed once per step, at its start):
+        ``(rows [G*K, ROW], slot_of [G*K], owner uid [G*K])``."""
         if self._rows_frame == self.frame and self._agent_rows is not None:
             return self._agent_rows
-        A = len(self.agents)
+        G = self.seen()
         K = len(self.matcher.slots)
         self._agent_grid = None
-        if A == 0:
+        if G == 0:
             self._agent_rows = (np.zeros((0, ROW)), np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64))
             self._rows_frame = self.frame
             return self._agent_rows
-        st, rows = self._batch.state, self._rows()
-        frames = st.frame[rows]
-        pos = st.root_pos[rows][:, [0, 2]]
-        yaw = st.root_yaw[rows]
-        uids = self._uids()
-        rows = body_obstacle_rows(self.matcher.ellipses[frames], pos, yaw, -1 - uids, self.settings.penalty.height_top)
-        self._agent_rows = (rows, np.tile(np.arange(K), A), np.repeat(uids, K))
+        frames, pos, yaw, uids = self._everyone()
+        rows = body_obstacle_rows(self.matcher.ellipses[frames], pos[:, [0, 2]], yaw, -1 - uids,
+                                  self.settings.penalty.height_top)
+        self._agent_rows = (rows, np.tile(np.arange(K), G), np.repeat(uids, K))
         self._agent_grid = (*build_grid(rows, AGENT_CELL), np.zeros(len(rows), dtype=np.int64),
                             np.empty(len(rows), dtype=np.int64))
         self._grid_tick = 0
@@ -1179,7 +1266,7 @@ class World:
     def _step(self, dt: float, skip: frozenset) -> None:
         """:meth:`step` (the collector aside)."""
         agents, wants, dts = self._ask_inputs(dt, skip)
-        if self.agents_as_obstacles and len(self.agents) > 1:
+        if self.agents_as_obstacles and self.seen() > 1:
             self.agent_rows()  # snapshot before anyone moves
         alone = range(len(agents))
         if self.batched:
@@ -1202,10 +1289,10 @@ class World:
         for a, step_dt in zip(agents, dts):
             if a.started and _reports_steps(type(a.source)):
                 a.source.stepped(a, step_dt)
-        if self.frame == 0 and self.stagger and len(self.agents) > 1:
+        if self.frame == 0 and self.stagger and self.seen() > 1:
             # spread searches: agent i searches i frames later (mod the search interval)
             n = max(1, round(self.controller_settings.search_interval * self.fps))
-            for i, a in enumerate(self.agents):
+            for i, a in zip(self._global_rows().tolist(), self.agents):
                 a.ctrl.since_search = -(i % n) / self.fps
         self.time += dt
         self.frame += 1
