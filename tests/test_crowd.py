@@ -494,6 +494,10 @@ def test_sharded_world_in_two_processes(small_env_db, tmp_path, monkeypatch):
         proc.wait()
         with pytest.raises(RuntimeError, match="process 1 ended while stepping"):
             sw.step(1 / 60)
+    with ShardedWorld(door_crowd_world, (path, 2), processes=3) as sw:  # (more processes than agents)
+        assert sw.processes == 2 and len(sw._procs) == 1
+        sw.step(0.0)
+        assert [x.shape for x in sw.state()] == [(2,), (2, 3), (2,)]
     # (the helper's module is imported in the new process: this folder on its path)
     here = str(Path(__file__).resolve().parent)
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([here, os.environ.get("PYTHONPATH", "")]))

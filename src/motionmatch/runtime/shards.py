@@ -85,26 +85,34 @@ class ShardedWorld:
                  threads: int | None = None, start_timeout: float = 300.0):
         if processes < 1:
             raise ValueError(f"processes must be >= 1, got {processes}")
-        self.world = build(*args)
-        G = self.agents = len(self.world.agents)
-        processes = min(processes, max(1, G))
-        self.processes = processes
-        self.threads = threads or max(1, (os.cpu_count() or 1) // processes)
-        self.world.threads = self.threads
+        if processes > 1 and os.name == "nt":
+            raise ValueError("a world in several processes needs a POSIX system (Linux, macOS): use processes=1")
         self._steps = 0
         self._cpu = 0.0
         self._conns: list = []
         self._procs: list = []
-        self._parts = parts_of(G, processes)
-        size = 2 * G * _STATE * 8
         self._file = tempfile.TemporaryFile(prefix="motionmatch-shards-")  # (no name: nothing to clean up)
-        self._file.truncate(max(size, 8))
-        self._map = mmap.mmap(self._file.fileno(), max(size, 8))
-        self._buf = np.frombuffer(self._map, dtype=np.float64, count=2 * G * _STATE).reshape(2, G, _STATE)
         self._finalizer = weakref.finalize(self, _stop, self._conns, self._procs)
         try:
-            for p in range(1, processes):
-                self._start(p, build, args)
+            for _ in range(1, processes):  # (they build their worlds while this one builds its own)
+                self._start(build, args)
+            self.world = build(*args)
+            G = self.agents = len(self.world.agents)
+            processes = self.processes = min(processes, max(1, G))
+            for conn, proc in zip(self._conns[processes - 1:], self._procs[processes - 1:]):  # (more than agents)
+                proc.kill()
+                proc.wait()
+                conn.close()
+            del self._conns[processes - 1:], self._procs[processes - 1:]
+            self.threads = threads or max(1, (os.cpu_count() or 1) // processes)
+            self.world.threads = self.threads
+            self._parts = parts_of(G, processes)
+            self._file.truncate(_buffer_bytes(G))
+            self._map = mmap.mmap(self._file.fileno(), _buffer_bytes(G))
+            self._buf = np.frombuffer(self._map, dtype=np.float64, count=2 * G * _STATE).reshape(2, G, _STATE)
+            names = [a.name for a in self.world.agents]
+            for p, conn in enumerate(self._conns, start=1):
+                conn.send(("part", self._parts[p], names, self.threads))
             if processes > 1:
                 self.world.split(self._parts[0])
                 _publish(self.world, self._buf[0], self._parts[0])
@@ -115,10 +123,10 @@ class ShardedWorld:
             self.close()
             raise
 
-    def _start(self, part: int, build: Callable[..., World], args: tuple) -> None:
-        """Start the process of part ``part`` (``python -m motionmatch.runtime.shards``: a new
-        interpreter that imports ``build`` by name and nothing of the caller's script) and
-        send it what to build."""
+    def _start(self, build: Callable[..., World], args: tuple) -> None:
+        """Start a part's process (``python -m motionmatch.runtime.shards``: a new interpreter
+        that imports ``build`` by name and nothing of the caller's script) and send it what
+        to build."""
         ours, theirs = socket.socketpair()
         with theirs:
             proc = subprocess.Popen([sys.executable, "-m", "motionmatch.runtime.shards", str(theirs.fileno()),
@@ -126,7 +134,7 @@ class ShardedWorld:
         conn = Connection(ours.detach())
         self._conns.append(conn)
         self._procs.append(proc)
-        conn.send((build, args, self._parts[part], [a.name for a in self.world.agents], self.threads))
+        conn.send(("build", build, args))
 
     @property
     def frame(self) -> int:
@@ -214,35 +222,44 @@ def _advance(world: World, buf: np.ndarray, f: int, dt: float, mine: np.ndarray,
         _publish(world, buf[(f + 1) % 2], mine)
 
 
+def _buffer_bytes(count: int) -> int:
+    """The shared buffer's size for ``count`` agents: two steps' states (at least one byte)."""
+    return max(2 * count * _STATE * 8, 8)
+
+
 def _serve(conn: Connection, buffer_fd: int) -> None:
-    """A part's process: receive ``(build, args, mine, names, threads)``, build the world (its
-    agents must be named ``names``, in that order), keep the agents ``mine``, then step on
-    request (``("step", dt, f)``, answered ``("done", CPU seconds)``) until the connection
-    closes or ``("close", None)``; a failure is answered ``("error", message)``."""
+    """A part's process: receive ``("build", build, args)`` and build the world, then
+    ``("part", mine, names, threads)``: its agents must be named ``names``, in that order,
+    and it keeps the agents ``mine``; then step on request (``("step", dt, f)``, answered
+    ``("done", CPU seconds)``) until the connection closes or another message comes (``("close",
+    None)``). A failure is answered ``("error", message)``."""
     try:
-        build, args, mine, names, threads = conn.recv()
-        world = build(*args)
+        msg = _receive(conn)
+        world = msg[1](*msg[2])
+        msg = _receive(conn)
+        if msg[0] != "part":
+            return
+        _, mine, names, threads = msg
         count = len(names)
         if [a.name for a in world.agents] != names:
             raise RuntimeError(f"the world was built with other agents here ({len(world.agents)}) than in the first "
                                f"process ({count}): the build must make the same world in every process")
         world.threads = threads
         world.split(mine)
-        shared = mmap.mmap(buffer_fd, max(2 * count * _STATE * 8, 8))
+        shared = mmap.mmap(buffer_fd, _buffer_bytes(count))
         buf = np.frombuffer(shared, dtype=np.float64, count=2 * count * _STATE).reshape(2, count, _STATE)
         _publish(world, buf[0], mine)
         conn.send(("ready", 0.0))
         while True:
-            try:
-                msg = conn.recv()
-            except (EOFError, OSError):
-                return
+            msg = _receive(conn)
             if msg[0] != "step":
                 return
             _, dt, f = msg
             c0 = time.process_time()
             _advance(world, buf, f, dt, mine, True)
             conn.send(("done", time.process_time() - c0))
+    except _Gone:
+        return  # (the first process ended: nothing to answer)
     except BaseException as e:  # (the caller raises it, with where it happened)
         where = traceback.extract_tb(e.__traceback__)[-1:]
         at = f" ({where[0].filename}:{where[0].lineno})" if where else ""
@@ -250,6 +267,18 @@ def _serve(conn: Connection, buffer_fd: int) -> None:
             conn.send(("error", f"{type(e).__name__}: {e}{at}"))
         except (EOFError, OSError):
             pass
+
+
+class _Gone(Exception):
+    """The first process's end of the connection closed."""
+
+
+def _receive(conn: Connection) -> tuple:
+    """The next message; :class:`_Gone` when the first process has ended."""
+    try:
+        return conn.recv()
+    except (EOFError, OSError):
+        raise _Gone from None
 
 
 def _stop(conns: list, procs: list) -> None:
