@@ -55,7 +55,6 @@ def cmd_bench_crowd(args: argparse.Namespace) -> int:
     from motionmatch.runtime.crowd import door_crowd_world
     from motionmatch.runtime.shards import ShardedWorld
 
-    fps = 60.0  # (door_crowd's scenario rate)
     processes = args.processes or default_processes(args.agents)
     progress = arg.Progress("motionmatch bench crowd", enabled=not args.quiet)
     progress.update(f"building the world ({processes} process{'es' if processes > 1 else ''})", done=0.0)
@@ -63,6 +62,7 @@ def cmd_bench_crowd(args: argparse.Namespace) -> int:
     with ShardedWorld(door_crowd_world, (args.db, args.agents, args.environment, not args.per_agent),
                       processes=processes, threads=args.threads) as world:
         played = world.world.matcher.played_ellipses
+        fps = world.world.fps  # (the scenario's rate)
         dt = 1.0 / fps
         warm = max(0, round(args.warmup * fps))
         frames = max(1, round(args.seconds * fps))

@@ -170,8 +170,7 @@ class ShardedWorld:
         """``(frames [G], root_pos [G, 3], root_yaw [G])``: every agent's database frame, root
         (m) and yaw (rad) now, in the order of the whole world's agents (copies)."""
         if not self._conns:
-            st, rows = self.world._batch.state, self.world._rows()
-            return st.frame[rows].copy(), st.root_pos[rows].copy(), st.root_yaw[rows].copy()
+            return self.world._everyone()[:3]  # (indexed by rows: copies)
         b = self._buf[self._steps % 2]
         return b[:, 0].astype(np.int64), b[:, 1:4].copy(), b[:, 4].copy()
 

@@ -1108,12 +1108,8 @@ class World:
         split from) at the start of the current step (computed once per step: what inputs
         see of each other)."""
         if self._positions is None or self._positions[0] != self.frame or len(self._positions[2]) != self.seen():
-            if self._peers is None:
-                pos, uids = self._batch.state.root_pos[self._rows()][:, [0, 2]], self._uids()
-            else:
-                _, pos, _, uids = self._everyone()
-                pos = pos[:, [0, 2]]
-            self._positions = (self.frame, pos, uids)
+            _, pos, _, uids = self._everyone()
+            self._positions = (self.frame, pos[:, [0, 2]], uids)
         return self._positions[1], self._positions[2]
 
     def seen(self) -> int:
