@@ -145,7 +145,7 @@ class RecentRows:
         if self.on_drop is not None:
             self.on_drop({name: a[:k] for name, a in self._cols.items()})
         if self._buf is not None:
-            self._buf[: self._n - k] = self._buf[k: self._n].copy()
+            self._buf[: self._n - k] = self._buf[k: self._n]  # (numpy copies overlapping slices safely)
         else:
             for a in self._cols.values():
                 a[: self._n - k] = a[k: self._n]

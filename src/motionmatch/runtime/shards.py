@@ -108,8 +108,7 @@ class ShardedWorld:
             self.world.threads = self.threads
             self._parts = parts_of(G, processes)
             self._file.truncate(_buffer_bytes(G))
-            self._map = mmap.mmap(self._file.fileno(), _buffer_bytes(G))
-            self._buf = np.frombuffer(self._map, dtype=np.float64, count=2 * G * _STATE).reshape(2, G, _STATE)
+            self._buf = _state_buffer(self._file.fileno(), G)
             names = [a.name for a in self.world.agents]
             for p, conn in enumerate(self._conns, start=1):
                 conn.send(("part", self._parts[p], names, self.threads))
@@ -226,6 +225,13 @@ def _buffer_bytes(count: int) -> int:
     return max(2 * count * _STATE * 8, 8)
 
 
+def _state_buffer(fd: int, count: int) -> np.ndarray:
+    """The shared file ``fd`` mapped as ``[2, count, 5]`` float64: two steps' states of
+    ``count`` agents (the view keeps the map open)."""
+    shared = mmap.mmap(fd, _buffer_bytes(count))
+    return np.frombuffer(shared, dtype=np.float64, count=2 * count * _STATE).reshape(2, count, _STATE)
+
+
 def _serve(conn: Connection, buffer_fd: int) -> None:
     """A part's process: receive ``("build", build, args)`` and build the world, then
     ``("part", mine, names, threads)``: its agents must be named ``names``, in that order,
@@ -245,8 +251,7 @@ def _serve(conn: Connection, buffer_fd: int) -> None:
                                f"process ({count}): the build must make the same world in every process")
         world.threads = threads
         world.split(mine)
-        shared = mmap.mmap(buffer_fd, _buffer_bytes(count))
-        buf = np.frombuffer(shared, dtype=np.float64, count=2 * count * _STATE).reshape(2, count, _STATE)
+        buf = _state_buffer(buffer_fd, count)
         _publish(world, buf[0], mine)
         conn.send(("ready", 0.0))
         while True:
