@@ -101,7 +101,9 @@ from motionmatch.database.schema import environment_schema
 from motionmatch.datasets import load_folder
 from motionmatch.environment import load_scenario
 from motionmatch.metrics.scenario import scenario_report
-from motionmatch.runtime.world import EnvironmentChooser, EnvironmentMatcher, EnvironmentSettings, run_scenario
+from motionmatch.runtime.chooser import EnvironmentChooser
+from motionmatch.runtime.environment_matching import EnvironmentMatcher, EnvironmentSettings
+from motionmatch.runtime.scenarios import run_scenario
 from motionmatch.search.penalized import SearchOptions
 
 SCENE = REPO / "scenarios" / "dense-obstacles.json"

@@ -8,7 +8,7 @@ to ``N`` agents in all (``N - N // 2`` south, ``N // 2`` north, on a 0.9 m grid 
 and as deep as the group needs; a side of more than 90 is split into groups of 90 on bands
 stacked away from the wall, as a scenario group holds 100 at most), each steering through
 its door to a goal 12 m ahead. ``motionmatch bench crowd`` measures the same kind of
-crowd (:func:`motionmatch.runtime.crowd.door_crowd`) with frames per second and collisions. For
+crowd (:func:`motionmatch.runtime.scenarios.door_crowd`) with frames per second and collisions. For
 each ``N``, with the environment-aware search (penalised, other agents as obstacles) and
 without it (plain motion matching, ``EnvironmentSettings(enabled=False)``), a
 :class:`~motionmatch.runtime.world.World` is built with ``world_from_scenario``, stepped
@@ -69,7 +69,11 @@ def crowd_scenario(n: int, base: dict | None = None, band: int = 90) -> dict:
 def time_world(db, matcher, n: int, environment: bool, frames: int, warmup: int) -> dict:
     """Step a crowd of ``n`` steering agents: ms per step (wall and thread CPU)."""
     from motionmatch.environment import parse_scenario
-    from motionmatch.runtime.world import EnvironmentSettings, world_from_scenario
+    try:
+        from motionmatch.runtime.environment_matching import EnvironmentSettings
+        from motionmatch.runtime.scenarios import world_from_scenario
+    except ImportError:  # (an older tree, --baseline REV: before the World was split by concept)
+        from motionmatch.runtime.world import EnvironmentSettings, world_from_scenario
 
     sc = parse_scenario(crowd_scenario(n))
     st = EnvironmentSettings.from_dicts(sc.penalty, sc.search, sc.controller.get("controls"), enabled=environment)
@@ -110,7 +114,10 @@ def main(argv=None) -> int:
     ap.add_argument("--json", action="store_true", help="print the results as one JSON line at the end")
     a = ap.parse_args(argv)
     from motionmatch.database import MotionDatabase
-    from motionmatch.runtime.world import EnvironmentMatcher
+    try:
+        from motionmatch.runtime.environment_matching import EnvironmentMatcher
+    except ImportError:  # (an older tree)
+        from motionmatch.runtime.world import EnvironmentMatcher
 
     db = MotionDatabase.load(a.db)
     rows = run(db, EnvironmentMatcher(db), a.agents, a.frames, a.warmup,

@@ -516,8 +516,9 @@ def soak_single(db, seconds: float, *, seed: int = 0, arena: float = 12.0, obsta
     module docstring); returns the run's numbers (``checks``, ``memory``, ...)."""
     from motionmatch.control.intent import Intent
     from motionmatch.runtime.controller import ControllerSettings
+    from motionmatch.runtime.environment_matching import EnvironmentMatcher
     from motionmatch.runtime.inputs import AroundObstacles, KeyboardInput
-    from motionmatch.runtime.world import EnvironmentMatcher, World
+    from motionmatch.runtime.world import World
 
     rng = np.random.default_rng(seed)
     world = World(db, arena_scene(rng, arena, obstacles), matcher=matcher or EnvironmentMatcher(db),
@@ -558,7 +559,8 @@ def soak_crowd(db, seconds: float, agents: int = 50, *, seed: int = 1, arena: fl
     """``agents`` crowd-steering agents to random goals for ``seconds`` simulated seconds at
     60 Hz (see the module docstring); returns the run's numbers."""
     from motionmatch.runtime.crowd import SteeringInput, SteeringSettings
-    from motionmatch.runtime.world import EnvironmentMatcher, World
+    from motionmatch.runtime.environment_matching import EnvironmentMatcher
+    from motionmatch.runtime.world import World
 
     rng = np.random.default_rng(seed)
     world = World(db, arena_scene(rng, arena, obstacles), matcher=matcher or EnvironmentMatcher(db), record_poses=False,
@@ -673,7 +675,7 @@ def main(argv=None) -> int:
     limits = Limits(max_slope_mb_per_hour=a.max_slope, max_lock_travel_m=a.max_lock_travel,
                     max_below_floor_s=a.max_below, foot_depth_m=a.foot_depth)
     runs = []
-    from motionmatch.runtime.world import EnvironmentMatcher
+    from motionmatch.runtime.environment_matching import EnvironmentMatcher
 
     common = dict(seed=a.seed, warmup=a.warmup, progress_every=a.progress_every, progress=not a.quiet, bands=bands,
                   matcher=EnvironmentMatcher(db))

@@ -71,7 +71,7 @@ def small_env_db(data_dir):
     from motionmatch.anim import load_bvh
     from motionmatch.database import MotionDatabase
     from motionmatch.database.schema import environment_schema
-    from motionmatch.runtime.world import EnvironmentMatcher
+    from motionmatch.runtime.environment_matching import EnvironmentMatcher
 
     names = ("walk1_subject1_walk2", "walk2_subject3_walk", "multipleActions1_subject1_run", "ground2_subject3_turn")
     paths = [data_dir / "lafan1-60fps" / f"{n}.bvh" for n in names]
@@ -88,8 +88,9 @@ def _crowd_world(dbm, batched: bool):
     from pathlib import Path
 
     from motionmatch.environment import load_scenario
+    from motionmatch.runtime.environment_matching import environment_controller_settings
     from motionmatch.runtime.inputs import ScriptInput
-    from motionmatch.runtime.world import environment_controller_settings, world_from_scenario
+    from motionmatch.runtime.scenarios import world_from_scenario
 
     db, m = dbm
     sc = load_scenario(Path(__file__).resolve().parents[1] / "scenarios" / "doors-small.json")
@@ -185,8 +186,8 @@ def test_a_door_crowd_steps_together_as_each_agent_alone(small_env_db, monkeypat
     from motionmatch.environment import parse_scenario
     from motionmatch.runtime import batch as batch_module
     from motionmatch.runtime import world as world_module
-    from motionmatch.runtime.crowd import door_crowd
-    from motionmatch.runtime.world import world_from_scenario
+    from motionmatch.runtime.chooser import EnvironmentChooser
+    from motionmatch.runtime.scenarios import door_crowd, world_from_scenario
 
     db, m = small_env_db
     sc = parse_scenario(door_crowd(40, band=12))
@@ -196,14 +197,15 @@ def test_a_door_crowd_steps_together_as_each_agent_alone(small_env_db, monkeypat
     run = world_module._DeferredSearches.run
     monkeypatch.setattr(world_module._DeferredSearches, "run", lambda self: (deferred.append(len(self)), run(self)))
     planned = []
-    gather = world_module._gather_planned
-    monkeypatch.setattr(world_module, "_gather_planned", lambda w, c, *a: (planned.append(len(c)), gather(w, c, *a))[1])
+    gather = EnvironmentChooser._gather_many
+    monkeypatch.setattr(EnvironmentChooser, "_gather_many",
+                        staticmethod(lambda c, *a: (planned.append(len(c)), gather(c, *a))[1]))
     worlds = []
     for batched, threads in ((True, 1), (False, 1), (True, 2), (True, 1)):
         w = world_from_scenario(db, sc, matcher=m, record_poses=False)
         w.batched, w.threads = batched, threads
         worlds.append(w)
-    worlds[3]._gather_capacity = 1
+    worlds[3].obstacle_pool.capacity = 1
     searched = 0
     for f in range(50):
         for w in worlds:
@@ -221,7 +223,7 @@ def test_a_door_crowd_steps_together_as_each_agent_alone(small_env_db, monkeypat
     assert worlds[2]._pool is not None  # (its poses did run on two threads)
     assert sum(deferred) > 100  # (most of its searches were deferred and run together)
     assert sum(planned) > 300  # (and made ready together, in the three batched worlds)
-    assert worlds[3]._gather_capacity > 1  # (it fell back and grew)
+    assert worlds[3].obstacle_pool.capacity > 1  # (it fell back and grew)
 
 
 def test_agents_colliding_is_the_pairwise_measure():
@@ -277,8 +279,7 @@ def test_compiled_query_and_gather_equal_the_general_path(small_env_db):
     obstacles gathered in one compiled call (walls and the other agents' bodies through
     their grids) are the general path's rows, in its order."""
     from motionmatch.environment import parse_scenario
-    from motionmatch.runtime.crowd import door_crowd
-    from motionmatch.runtime.world import world_from_scenario
+    from motionmatch.runtime.scenarios import door_crowd, world_from_scenario
 
     db, m = small_env_db
     w = world_from_scenario(db, parse_scenario(door_crowd(40, band=12)), matcher=m, record_poses=False)
@@ -387,8 +388,7 @@ def _state(world):
 
 def _door_world(dbm, n: int):
     from motionmatch.environment import parse_scenario
-    from motionmatch.runtime.crowd import door_crowd
-    from motionmatch.runtime.world import world_from_scenario
+    from motionmatch.runtime.scenarios import door_crowd, world_from_scenario
 
     db, m = dbm
     return world_from_scenario(db, parse_scenario(door_crowd(n, band=12)), matcher=m, record_poses=False)
@@ -458,7 +458,7 @@ def _build_here_only(path: str, n: int, pid: int):
     """door_crowd_world in the process ``pid`` only (a part's build failing elsewhere)."""
     import os
 
-    from motionmatch.runtime.crowd import door_crowd_world
+    from motionmatch.runtime.scenarios import door_crowd_world
 
     if os.getpid() != pid:
         raise OSError(f"no database at {path} here")
@@ -473,7 +473,7 @@ def test_sharded_world_in_two_processes(small_env_db, tmp_path, monkeypatch):
     import os
     from pathlib import Path
 
-    from motionmatch.runtime.crowd import door_crowd_world
+    from motionmatch.runtime.scenarios import door_crowd_world
     from motionmatch.runtime.shards import ShardedWorld
 
     db, _ = small_env_db

@@ -386,7 +386,12 @@ def test_evasion_and_anticipation_formulas():
     """Evasion (Eq. 5): the direction weight's factor is ``max(E, 1 + log10(c / t))``,
     clamped to 1, ``c`` the clearance (root distance minus the body radius); Anticipation
     (Eq. 6): ``W_env = W_env0 * max(A v, 1)``. Known answers."""
-    from motionmatch.runtime.world import Controls, EnvironmentSettings, anticipation_weight, evasion_factor
+    from motionmatch.runtime.environment_matching import (
+        Controls,
+        EnvironmentSettings,
+        anticipation_weight,
+        evasion_factor,
+    )
 
     st = EnvironmentSettings()
     t, r = st.penalty.threshold, st.body_radius

@@ -12,7 +12,9 @@ from motionmatch.database import MotionDatabase, default_schema
 from motionmatch.database.schema import environment_schema
 from motionmatch.environment import load_scenario
 from motionmatch.environment.body import database_ellipses
-from motionmatch.runtime.world import EnvironmentChooser, EnvironmentMatcher, EnvironmentSettings, run_scenario
+from motionmatch.runtime.chooser import EnvironmentChooser
+from motionmatch.runtime.environment_matching import EnvironmentMatcher, EnvironmentSettings
+from motionmatch.runtime.scenarios import run_scenario
 from motionmatch.search import BoxSearch
 from motionmatch.search.penalized import SearchOptions
 
@@ -168,7 +170,7 @@ def test_corridor_widths_explain_the_narrow_corridor(env_db):
 def test_searches_that_paid_a_compilation_are_kept_apart_from_the_search_times(env_db):
     from motionmatch.environment import load_scenario
     from motionmatch.metrics.scenario import scenario_report
-    from motionmatch.runtime.world import run_scenario
+    from motionmatch.runtime.scenarios import run_scenario
 
     db, m = env_db
     sc = load_scenario(SCENARIOS / "cubes-approach.json")
@@ -179,7 +181,7 @@ def test_searches_that_paid_a_compilation_are_kept_apart_from_the_search_times(e
     plain = scenario_report(world, rec, sc)
     assert plain["warm_up"]["searches"] == 0 and plain["warm_up"]["compile_s"] == 0.0
     # a (pretend) compilation during the first search: it is left out, and said so
-    from motionmatch.runtime.world import SearchLog
+    from motionmatch.runtime.chooser import SearchLog
 
     slow = SearchLog()
     for i, (t, c, sc_, m, hit, n, f, st) in enumerate(zip(lg.times, lg.cpu_times, lg.search_cpu_times, lg.methods,

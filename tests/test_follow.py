@@ -389,7 +389,7 @@ def test_lhmm_with_the_penalised_search_walks_a_path_past_obstacles(lafan, movin
     """LHMM(3, 3) planning ahead with the obstacle penalties collides at most a third as
     much as LHMM(3, 3) blind to them, staying within 0.1 m as close to the path on average."""
     from motionmatch.metrics.follow import follow_collisions
-    from motionmatch.runtime.world import EnvironmentMatcher
+    from motionmatch.runtime.environment_matching import EnvironmentMatcher
 
     path, scene = slalom_scene(0.2, moving)
     runs = {}
@@ -454,7 +454,7 @@ def test_a_scenario_agent_follows_a_timed_path_as_motionmatch_follow_does(lafan)
     the scenario report scores its path error and collisions."""
     from motionmatch.environment.scenario import parse_scenario
     from motionmatch.metrics.scenario import scenario_report
-    from motionmatch.runtime.world import run_scenario
+    from motionmatch.runtime.scenarios import run_scenario
 
     path, scene = slalom_scene(0.2, moving=False)
     events = [[float(t), float(p[0]), float(p[2])] for t, p in zip(path.input_times, path.input_points)]

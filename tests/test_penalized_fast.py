@@ -13,7 +13,8 @@ from motionmatch.database import MotionDatabase
 from motionmatch.database.schema import environment_schema
 from motionmatch.environment import Scene, box, disk, ellipse
 from motionmatch.geometry.shapes import ROW, T_BOX, T_DISK, T_ELLIPSE, make_row
-from motionmatch.runtime.world import EnvironmentChooser, EnvironmentMatcher, EnvironmentSettings
+from motionmatch.runtime.chooser import EnvironmentChooser
+from motionmatch.runtime.environment_matching import EnvironmentMatcher, EnvironmentSettings
 from motionmatch.search import _penalized_kernels as PK
 from motionmatch.search.penalized import (
     PenalizedSearch,
@@ -352,7 +353,7 @@ def test_chooser_cost_and_search_match_a_direct_search(walker_matcher):
     db, m = walker_matcher
     scene = Scene([disk(0.2, 0.9, 0.25), box(-0.4, 1.6, 0.4, 0.3)])
     ch = EnvironmentChooser(m, EnvironmentSettings(), scene=scene)
-    from motionmatch.runtime.world import anticipation_weight, evasion_factor
+    from motionmatch.runtime.environment_matching import anticipation_weight, evasion_factor
 
     rng = np.random.default_rng(7)
     ch.target_speed = 1.0

@@ -196,7 +196,7 @@ def test_the_settings_sections_name_the_settings_fields():
     settings they set, no more (the runtime's classes are above the environment layer)."""
     from motionmatch.runtime.controller import ControllerSettings
     from motionmatch.runtime.crowd import SteeringSettings
-    from motionmatch.runtime.world import Controls
+    from motionmatch.runtime.environment_matching import Controls
     from motionmatch.search.penalized import PenaltyParams, SearchOptions
 
     names = {k: set(f) for k, f in S.SECTIONS.items()}

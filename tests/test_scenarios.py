@@ -19,7 +19,8 @@ from motionmatch.database.schema import environment_schema
 from motionmatch.environment import load_scenario
 from motionmatch.environment.collision import body_distances, collision_summary, pair_distances
 from motionmatch.metrics.scenario import body_tracks, scenario_report
-from motionmatch.runtime.world import EnvironmentMatcher, EnvironmentSettings, run_scenario
+from motionmatch.runtime.environment_matching import EnvironmentMatcher, EnvironmentSettings
+from motionmatch.runtime.scenarios import run_scenario
 
 SCENARIOS = Path(__file__).resolve().parents[1] / "scenarios"
 

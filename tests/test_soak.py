@@ -15,9 +15,10 @@ import pytest
 from conftest import REPO, long_step
 from motionmatch.control.path import TimedPath
 from motionmatch.database import MotionDatabase
+from motionmatch.runtime.chooser import SearchLog
 from motionmatch.runtime.follow import FollowSettings, PathFollower
 from motionmatch.runtime.recent import RecentRows
-from motionmatch.runtime.world import SearchLog, World
+from motionmatch.runtime.world import World
 from synthetic import walker
 
 
@@ -94,14 +95,14 @@ def test_a_search_log_keeps_the_recent_searches_and_exact_totals():
 
 def test_a_world_still_sees_searches_once_its_agents_logs_are_full(small_db, monkeypatch):
     from motionmatch.control.intent import Intent
-    from motionmatch.runtime import world as world_mod
+    from motionmatch.runtime import chooser as chooser_mod
     from motionmatch.runtime.inputs import InputSource, Want
 
     class Turning(InputSource):
         def intent(self, agent, t, dt):
             return Want(Intent.planar(np.sin(t), np.cos(t), "walk"))
 
-    monkeypatch.setattr(world_mod, "SEARCH_LOG_KEEP", 8)
+    monkeypatch.setattr(chooser_mod, "SEARCH_LOG_KEEP", 8)
     w = World(small_db, record_poses=False)
     a = w.add_agent("a", (0.0, 0.0), (0.0, 1.0), Turning())
     searched, counts = [], []
@@ -274,7 +275,7 @@ def test_a_shortened_soak_passes_its_checks(soak, data_dir):
     a foot may stay below the floor: a foot lock keeps the toe where it was when it locked,
     also when a transition's blend had dipped it below the floor (benchmarks/README.md,
     Soak), so only the depth and the share of such frames are checked here."""
-    from motionmatch.runtime.world import EnvironmentMatcher
+    from motionmatch.runtime.environment_matching import EnvironmentMatcher
 
     folder = data_dir / "lafan1-60fps"
     if not folder.is_dir():

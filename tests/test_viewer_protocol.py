@@ -786,7 +786,7 @@ def test_scenario_environment_false_walks_through_what_the_others_avoid(server):
 
 
 def test_scenario_penalty_and_controls_reach_the_chooser(server):
-    from motionmatch.runtime.world import EnvironmentChooser
+    from motionmatch.runtime.chooser import EnvironmentChooser
 
     s, ch, _, _ = scenario_session(server, "settings.json", {
         "name": "settings", "duration": 10,
@@ -923,11 +923,11 @@ def test_a_scenario_out_of_bounds_is_an_error_reply_and_the_session_lives(server
 
 def test_a_scenario_plays_the_same_in_the_viewer_as_on_the_command_line(server):
     """One engine: the same scenario file, stepped by a viewer session and by
-    ``motionmatch scenario``'s :func:`~motionmatch.runtime.world.run_scenario` for 20 s,
+    ``motionmatch scenario``'s :func:`~motionmatch.runtime.scenarios.run_scenario` for 20 s,
     gives the same root trajectories (1e-6 m): scripts, a looping path, crowd steering to
     goals through waypoints, a late start, a plain agent, static and moving obstacles."""
     from motionmatch.environment.scenario import parse_scenario
-    from motionmatch.runtime.world import run_scenario
+    from motionmatch.runtime.scenarios import run_scenario
 
     scenario = {
         "name": "parity", "duration": 20,

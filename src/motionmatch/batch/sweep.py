@@ -1,7 +1,7 @@
 """``batch sweep``: a grid of scenarios and paths x settings x seeds run through the World.
 
 Every cell is one run in a :class:`~motionmatch.runtime.world.World` (a scenario's
-characters, :func:`~motionmatch.runtime.world.run_scenario`; or a path follower,
+characters, :func:`~motionmatch.runtime.scenarios.run_scenario`; or a path follower,
 :class:`~motionmatch.runtime.follow.PathFollower`) on the sweep's database, which is put
 in Ray's object store once for every task. Each cell writes its report
 (``DIR/cells/<kind>-<name>-<setting>-seed<S>.json``: the numbers of ``motionmatch
@@ -56,7 +56,8 @@ def run_scenario_cell(db, scenario_path: str, setting: dict, seed: int, duration
     from motionmatch._jit import compile_intervals
     from motionmatch.environment.scenario import parse_scenario
     from motionmatch.metrics.scenario import scenario_report
-    from motionmatch.runtime.world import EnvironmentSettings, run_scenario
+    from motionmatch.runtime.environment_matching import EnvironmentSettings
+    from motionmatch.runtime.scenarios import run_scenario
 
     data = json.loads(Path(scenario_path).read_text(encoding="utf-8"))
     for i, g in enumerate(data.get("groups") or []):

@@ -15,7 +15,7 @@ from motionmatch.cli import _common as arg
 CROWD_DESCRIPTION = """\
 Step a crowd of N steering agents through a World and time it: N agents cross a wall
 through two doors in opposite directions (the walls of scenarios/doors.json, a queue on
-each side; see motionmatch.runtime.crowd.door_crowd), each with its own controller,
+each side; see motionmatch.runtime.scenarios.door_crowd), each with its own controller,
 inertialization and foot locking. With --environment every search is environment-aware
 (penalised, the walls and the other agents' future bodies as obstacles); without it, plain
 motion matching. After --warmup simulated seconds (the first searches of every agent and
@@ -52,7 +52,7 @@ def cmd_bench_crowd(args: argparse.Namespace) -> int:
     import numpy as np
 
     from motionmatch.metrics.crowd import agents_colliding, placed_ellipses
-    from motionmatch.runtime.crowd import door_crowd_world
+    from motionmatch.runtime.scenarios import door_crowd_world
     from motionmatch.runtime.shards import ShardedWorld
 
     processes = args.processes or default_processes(args.agents)

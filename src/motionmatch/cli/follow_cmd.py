@@ -95,7 +95,7 @@ def cmd_follow(args: argparse.Namespace) -> int:
         except MotionMatchError as e:
             raise MotionMatchError(f"--tags: {e}") from None
     if sc is not None and not args.no_avoid:
-        from motionmatch.runtime.world import EnvironmentMatcher, EnvironmentSettings
+        from motionmatch.runtime.environment_matching import EnvironmentMatcher, EnvironmentSettings
 
         env = EnvironmentSettings.from_dicts(sc.penalty, sc.search)
         matcher = EnvironmentMatcher(db)

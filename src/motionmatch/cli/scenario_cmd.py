@@ -57,7 +57,8 @@ def cmd_scenario(args: argparse.Namespace) -> int:
     from motionmatch.environment import load_scenario
     from motionmatch.io.motion_files import check_writer
     from motionmatch.metrics.scenario import body_tracks, scenario_report
-    from motionmatch.runtime.world import EnvironmentSettings, run_scenario
+    from motionmatch.runtime.environment_matching import EnvironmentSettings
+    from motionmatch.runtime.scenarios import run_scenario
 
     out = arg.output_file(args.output, (".npz", *_ANIMATION_SUFFIXES), "output")
     check_writer(out)

@@ -291,6 +291,16 @@ class Controller:
         self._desired_override: PredictedTrajectory | None = None
         self.reset(position, facing, start_frame)
 
+    @property
+    def batch(self) -> ControllerBatch:
+        """The :class:`~motionmatch.runtime.batch.ControllerBatch` holding this controller's state."""
+        return self._batch
+
+    @property
+    def row(self) -> int:
+        """This controller's row of :attr:`batch`."""
+        return self._row
+
     # ----------------------------------------------------------------- state
     # The per-frame state, in the batch row (copies or views out, values in).
     def _in_batch(self) -> tuple:
@@ -602,7 +612,7 @@ class Controller:
         Returns whether it transitioned.
 
         ``defer``: a list to which a chooser that can split its choice (``begin``/``end``, an
-        :class:`~motionmatch.runtime.world.EnvironmentChooser`) appends ``(self, job,
+        :class:`~motionmatch.runtime.chooser.EnvironmentChooser`) appends ``(self, job,
         rest)`` instead of choosing now; this returns ``None`` and :meth:`_search_end` finishes
         the search once the job has run (a world runs its agents' jobs on another thread).
         When ``defer`` has a ``plan`` method (a world's) and the query is the planar common

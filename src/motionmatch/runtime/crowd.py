@@ -30,7 +30,7 @@ from motionmatch.control.intent import Intent
 from motionmatch.geometry.grid import point_grid
 from motionmatch.runtime.inputs import IDLE, InputSource, Want
 
-__all__ = ["SteeringInput", "SteeringSettings", "door_crowd", "door_crowd_world", "steer_all"]
+__all__ = ["SteeringInput", "SteeringSettings", "steer_all"]
 
 
 #: steered speeds (m/s) under which an agent stands, and from which it runs rather than walks
@@ -305,59 +305,3 @@ def _crowd(world) -> _Crowd:
     if c is None:
         c = world.steering = _Crowd(world)
     return c
-
-
-#: the door scene of ``scenarios/doors.json``: a wall along x at z = 0 with a 1.85 m door
-#: at x = -3 (taken northward by the south side) and a 0.9 m door at x = +3 (southward)
-_DOOR_WALLS = (((-7.9625, 0.0), 8.075), ((0.2375, 0.0), 4.625), ((7.725, 0.0), 8.55))
-
-
-def door_crowd(n: int, *, band: int = 90, spacing: float = 0.9, width: float = 16.0, speed: float = 1.3) -> dict:
-    """A scenario (the JSON object, for :func:`~motionmatch.environment.parse_scenario`) of
-    ``n`` agents crossing a wall through two doors in opposite directions: the walls of
-    ``scenarios/doors.json``, ``n - n // 2`` agents south of it heading 12 m north through
-    the wide door, ``n // 2`` north heading 12 m south through the narrow one, so the two
-    streams cross behind the wall. Each side stands on a jittered grid ``width`` m wide
-    (``spacing`` m apart) from 2.5 m off the wall back, in groups of at most ``band``
-    agents (a scenario group holds 100 at most) on bands stacked away from the wall, each
-    as deep as it needs plus a spare row to pick places from. A crowd of a thousand is a
-    queue some 30 m deep on each side."""
-    cols = int(width // spacing) + 1
-    groups = []
-    for side, count, door, seed in ((-1.0, n - n // 2, -3.0, 1), (1.0, n // 2, 3.0, 2)):
-        near = 2.5
-        for k, first in enumerate(range(0, count, band)):
-            m = min(band, count - first)
-            depth = spacing * (int(np.ceil(m / cols)) + 1)
-            groups.append({"name": f"{'south' if side < 0 else 'north'}-{k}", "count": m,
-                           "area": [[-width / 2, side * near], [width / 2, side * (near + depth)]],
-                           "facing": [0.0, -side], "goal_offset": [0.0, -side * 12.0],
-                           "via": [[door, side * 0.6], [door, -side * 0.6]], "speed": speed, "spacing": spacing,
-                           "seed": seed * 1000 + k})
-            near += depth + spacing
-    walls = [{"shape": "box", "center": list(c), "size": [length, 0.3], "yaw_deg": 90.0, "height": [0.0, 2.5],
-              "name": f"wall-{i}"} for i, (c, length) in enumerate(_DOOR_WALLS)]
-    return {"name": f"door-crowd-{n}", "description": f"{n} agents crossing a wall through two doors both ways",
-            "duration": 60.0, "obstacles": walls, "agents": [], "groups": groups,
-            "search": {"collision_fallback": False}}
-
-
-def door_crowd_world(db_path: str, n: int, environment: bool = True, batched: bool = True):
-    """The :class:`~motionmatch.runtime.world.World` of :func:`door_crowd`'s ``n`` agents over
-    the database saved at ``db_path`` (``environment``: environment-aware searches, the
-    walls and the other agents' future bodies as obstacles; else plain matching;
-    ``batched``: :attr:`World.batched <motionmatch.runtime.world.World.batched>`), the
-    scenario's settings, no poses recorded: what ``motionmatch bench crowd`` steps (a
-    module-level builder, so a :class:`~motionmatch.runtime.shards.ShardedWorld` can make it
-    in each of its processes)."""
-    from motionmatch.database import MotionDatabase
-    from motionmatch.environment import parse_scenario
-    from motionmatch.runtime.world import EnvironmentSettings, world_from_scenario
-
-    db = MotionDatabase.load(db_path)
-    sc = parse_scenario(door_crowd(n), label=f"door crowd of {n}")
-    settings = EnvironmentSettings.from_dicts(sc.penalty, sc.search, sc.controller.get("controls"),
-                                              enabled=environment)
-    world = world_from_scenario(db, sc, settings=settings, record_poses=False)
-    world.batched = batched
-    return world

@@ -49,18 +49,13 @@ from motionmatch.database import MotionDatabase
 from motionmatch.environment.scene import Scene
 from motionmatch.geometry.polyline import distance_to_path
 from motionmatch.runtime.controller import ControllerSettings, FrameResult
+from motionmatch.runtime.environment_matching import FOLLOW_CONTROLS, Controls, EnvironmentMatcher, EnvironmentSettings
 from motionmatch.runtime.inputs import InputSource, Want
 from motionmatch.runtime.lhmm import LongHorizonMatcher
 from motionmatch.runtime.modes import vertical_columns
+from motionmatch.runtime.node_search import PenalizedNodeSearch
 from motionmatch.runtime.recent import RecentRows
-from motionmatch.runtime.world import (
-    FOLLOW_CONTROLS,
-    Controls,
-    EnvironmentMatcher,
-    EnvironmentSettings,
-    PenalizedNodeSearch,
-    World,
-)
+from motionmatch.runtime.world import World
 
 __all__ = [
     "FollowRecord",
@@ -400,13 +395,13 @@ class PathFollower(InputSource):
         name: name of the output motion and of the agent.
         scene: obstacles (static and moving, world coordinates) the character avoids while
             it follows the path: every LHMM node is searched with the obstacle penalties
-            (:class:`~motionmatch.runtime.world.PenalizedNodeSearch`); ``None`` or an empty
+            (:class:`~motionmatch.runtime.node_search.PenalizedNodeSearch`); ``None`` or an empty
             scene: the path alone.
-        environment: the :class:`~motionmatch.runtime.world.EnvironmentMatcher` of ``db``
+        environment: the :class:`~motionmatch.runtime.environment_matching.EnvironmentMatcher` of ``db``
             (shared by several followers; built when ``None`` and a scene is given).
         environment_settings: penalty and search settings among obstacles.
         controls: the high-level controls of the search among obstacles (default
-            :data:`~motionmatch.runtime.world.FOLLOW_CONTROLS`: the plain penalised score).
+            :data:`~motionmatch.runtime.environment_matching.FOLLOW_CONTROLS`: the plain penalised score).
         world: the :class:`~motionmatch.runtime.world.World` to join (several followers
             stepped together, :func:`run_followers`); default a world of its own.
         agent: an agent of ``world`` already there to drive from where it stands (the

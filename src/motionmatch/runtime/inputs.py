@@ -18,7 +18,7 @@ path follower's long-horizon matcher) says so with :meth:`InputSource.chooser`.
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, NamedTuple, Protocol
+from typing import Any, NamedTuple, Protocol
 
 import numpy as np
 
@@ -27,10 +27,24 @@ from motionmatch.control.keyboard import KeyboardController, normalize_key
 from motionmatch.control.script import Script, ScriptPlayback, parse_script
 from motionmatch.control.trajectory import PredictedTrajectory
 
-if TYPE_CHECKING:  # pragma: no cover
-    from motionmatch.runtime.world import Agent
+__all__ = ["Agent", "AroundObstacles", "IdleInput", "InputSource", "KeyboardInput", "ScriptInput", "Want"]
 
-__all__ = ["AroundObstacles", "IdleInput", "InputSource", "KeyboardInput", "ScriptInput", "Want"]
+
+class Agent(Protocol):
+    """What an input may read of the agent it drives (a :class:`~motionmatch.runtime.world.
+    Agent`: its name, its number in its world, where it stands, its controller and the
+    frame it played last)."""
+
+    name: str
+    uid: int
+    ctrl: Any
+    result: Any
+
+    @property
+    def root_xz(self) -> np.ndarray: ...
+
+    @property
+    def yaw(self) -> float: ...
 
 
 class Want(NamedTuple):

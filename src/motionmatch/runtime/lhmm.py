@@ -28,7 +28,7 @@ calls it with the query it built (current pose + desired trajectory) whenever it
 Every node's k nearest frames come from a :class:`NodeSearch`, told where the node's
 character stands and how far ahead in time it is: :class:`PlainNodeSearch` (the default)
 is the controller's exact nearest-frame search; an environment-aware one
-(:class:`motionmatch.runtime.world.PenalizedNodeSearch`) adds each frame's obstacle
+(:class:`motionmatch.runtime.node_search.PenalizedNodeSearch`) adds each frame's obstacle
 penalty seen from the node's root, so a path follower plans ahead *and* avoids obstacles.
 """
 

@@ -65,7 +65,7 @@ class ShardedWorld:
 
     Args:
         build: makes the whole world, the same in every process (a module-level function,
-            e.g. :func:`motionmatch.runtime.crowd.door_crowd_world`; a new process imports it).
+            e.g. :func:`motionmatch.runtime.scenarios.door_crowd_world`; a new process imports it).
         args: its arguments (picklable: e.g. a database's path rather than the database).
         processes: how many worlds step the agents (this process's and ``processes - 1``
             more); at most the number of agents.

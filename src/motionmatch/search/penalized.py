@@ -68,7 +68,7 @@ class PenaltyParams:
     The shape of the penalty is not a per-scene setting: scenario files may not set
     ``threshold``, ``exponent``, ``env_weight``, ``slot_weights``, ``margin`` or the height
     margins (:mod:`motionmatch.environment.scenario_schema` refuses them); a scene sets
-    its characters' high-level controls instead (:class:`motionmatch.runtime.world.Controls`).
+    its characters' high-level controls instead (:class:`motionmatch.runtime.environment_matching.Controls`).
 
     Attributes:
         threshold: distance (m) below which penalties start. The paper uses 0.4 "for

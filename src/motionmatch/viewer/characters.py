@@ -310,7 +310,7 @@ class MMCharacter:
     def set_controls(self, **values) -> None:
         """High-level controls (Responsiveness, Continuity, Evasion, Anticipation): the
         weights of this character's searches from its next search on (no database copy)."""
-        from motionmatch.runtime.world import Controls
+        from motionmatch.runtime.environment_matching import Controls
 
         for k, v in values.items():
             if v is not None:

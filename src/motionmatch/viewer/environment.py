@@ -1,6 +1,6 @@
 """What the viewer needs of the environment around its session's world: the page's
 obstacles as a :class:`~motionmatch.environment.scene.Scene`, one shared
-:class:`~motionmatch.runtime.world.EnvironmentMatcher` per database, the debug panel's
+:class:`~motionmatch.runtime.environment_matching.EnvironmentMatcher` per database, the debug panel's
 overlays, and a warm-up that compiles the penalised search before the first page.
 
 Obstacle avoidance itself is the session world's (:class:`~motionmatch.runtime.world.World`):
@@ -16,7 +16,8 @@ import numpy as np
 from motionmatch.environment.obstacles import Obstacle
 from motionmatch.environment.scene import Scene
 from motionmatch.geometry.shapes import C_ID, C_R, C_X, C_Z, barrier, ellipse_obstacle_distances
-from motionmatch.runtime.world import EnvironmentMatcher, World
+from motionmatch.runtime.environment_matching import EnvironmentMatcher
+from motionmatch.runtime.world import World
 from motionmatch.validation import CONTROL_NAMES
 
 __all__ = ["CONTROL_NAMES", "environment_debug", "obstacle_from_viewer", "scene_from_viewer", "shared_matcher",

@@ -864,13 +864,13 @@ class Session:
 
     def _on_scenario_load(self, m):
         """Load a scenario file and set it up exactly as ``motionmatch scenario`` does: the
-        session's world becomes :func:`motionmatch.runtime.world.world_from_scenario`'s (its
+        session's world becomes :func:`motionmatch.runtime.scenarios.world_from_scenario`'s (its
         obstacles, penalty, search, controls, controller settings, steering and agents with
         their inputs), paused at its start (stepped once, as a run's first frame). Play
         stops (pauses) when the scenario's ``duration`` is over. Fields that cannot apply
         here are named in the reply's ``notes`` and a ``warning`` message."""
         from motionmatch.environment.scenario import load_scenario
-        from motionmatch.runtime.world import world_from_scenario
+        from motionmatch.runtime.scenarios import world_from_scenario
 
         path = self.viewer.catalog.resolve(m["file"], "scenario")
         sc = load_scenario(path, label=m["file"])  # a ScenarioError (one line, the file id) is the reply
