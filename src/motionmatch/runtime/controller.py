@@ -792,14 +792,85 @@ class Controller:
                 ``adjust_halflife=0``; e.g. near obstacles, where the frames were chosen
                 for where the clips' own root motion takes the body).
         """
-        dt = self._begin(dt, desired)
-        # 1. playback by time, with root motion
-        at_end, speed, turn_rate = self._playback(dt)
-        # 2. root adjustment, mode and search; the simulated root
-        searched, transitioned = self._decide(dt, intent, at_end, speed, turn_rate, force_search, root_motion_only)
-        self._advance_sim(dt, intent)
-        # 3. pose: database pose + inertialization offsets + foot locking
-        return self._result(searched, transitioned, self._pose(dt))
+        (searched, transitioned), = Controller.step_many([self], [dt], [intent], [desired], [force_search],
+                                                         [root_motion_only])
+        return self._result(searched, transitioned, self._output())
+
+    @staticmethod
+    def step_many(ctrls: list[Controller], dts: list[float], intents: list[Intent], desireds: list,
+                  search_now: list[bool], root_motion_only: list[bool], *, defer: list | None = None,
+                  threads=None) -> list[tuple[bool, bool]]:
+        """The update pipeline: :meth:`update` for every controller of ``ctrls`` (one item of
+        each list per controller; see :meth:`update` for their meaning), stage by stage over
+        their rows: the clocks (:meth:`_begin_rows`), the playback with root motion, the
+        decision (mode, coasting or searching: :meth:`_decide`), the searches deferred to
+        ``defer`` (a world's: run together, then ended in order, their quintic transitions in
+        one call), the spring inertialization's offsets, the simulated roots, the poses.
+        The numeric stages are one compiled call each over all the rows (the poses on
+        ``threads``, a world's pool, when given). Controllers of more than one must share a
+        batch and run the compiled stages (:attr:`batched`); a subclass that redefines one
+        (:attr:`batched` false) is stepped alone, through its own stages. This is the only
+        stepping code: :meth:`update` is this over one controller, a
+        :class:`~motionmatch.runtime.world.World` runs it over all its agents.
+
+        Returns ``(searched, transitioned)`` per controller; each one's pose is its batch's
+        output row (:meth:`_output`)."""
+        n = len(ctrls)
+        c0 = ctrls[0]
+        b = c0._batch
+        compiled = c0.batched
+        if n > 1 and not all(c._batch is b and c.batched for c in ctrls):
+            raise ValueError("step_many: controllers of one batch whose classes run the compiled stages")
+        Controller._begin_rows(ctrls, dts, desireds)
+        hs = [float(h) for h in dts]
+        at_end, speed, turn = np.empty(n, dtype=bool), np.empty(n), np.empty(n)
+        if compiled:
+            rows = np.fromiter((c._row for c in ctrls), dtype=np.int64, count=n)
+            h_arr = np.array(hs, dtype=np.float64)
+            b.playback(rows, h_arr, at_end, speed, turn)
+        else:
+            at_end[0], speed[0], turn[0] = c0._playback(hs[0])
+        ends, speeds, turns = at_end.tolist(), speed.tolist(), turn.tolist()
+        # the simulated roots the compiled stage advances (the others advance their own after
+        # deciding), and the spring inertializations (their offsets advanced before the poses)
+        sprung = [k for k, (c, it) in enumerate(zip(ctrls, intents)) if compiled and c.predictor.batched(it)]
+        decided = []
+        late = []  # the controllers (their k) whose search is deferred
+        for k, c in enumerate(ctrls):
+            d = c._decide(hs[k], intents[k], ends[k], speeds[k], turns[k], search_now[k], root_motion_only[k], defer)
+            decided.append(d)
+            if d[1] is None:  # (its search's kernel runs below with the others; what follows, after it)
+                late.append(k)
+        if late:
+            # the deferred searches' ends, in the controllers' order (each touches its own
+            # controller only), then the quintic transitions they started, together
+            defer.run()
+            moves = []
+            for k, (c, job, rest) in zip(late, defer):
+                decided[k] = (True, c._search_end(job, rest, moves))
+            defer.clear()
+            if moves:
+                Controller._transition_rows(moves)
+        if not compiled:  # (a subclass's own stages: its pose into the batch's output row)
+            c0._advance_sim(hs[0], intents[0])
+            rot, pos, contacts = c0._pose(hs[0])
+            st, r = b.state, c0._row
+            st.out_rot[r], st.out_pos[r], st.out_contacts[r] = rot, pos, contacts
+            return decided
+        if len(sprung) < n:
+            own = set(sprung)
+            for k, c in enumerate(ctrls):
+                if k not in own:
+                    c._advance_sim(hs[k], intents[k])
+        for c, h in zip(ctrls, hs):
+            if c.inert.method == "spring":
+                c._advance_offsets(h)
+        if sprung:
+            sel = rows if len(sprung) == n else rows[sprung]
+            b.advance_sim(sel, h_arr if len(sprung) == n else h_arr[sprung],
+                          intent_goals(intents if len(sprung) == n else [intents[k] for k in sprung]))
+        b.pose(rows, h_arr, threads)
+        return decided
 
     def _begin(self, dt: float, desired: PredictedTrajectory | None) -> float:
         """Checks ``dt`` and ``desired`` (see :meth:`update`), advances the clocks; returns ``dt``."""
@@ -827,37 +898,30 @@ class Controller:
             c.time += dt
             c._since_search += dt
 
-    def _coasts(self, dt: float, intent: Intent, at_end: bool, force_search: bool, root_motion_only: bool) -> bool:
-        """Whether :meth:`_decide` is only bookkeeping on this frame (after :meth:`_begin`,
-        for a crowd's agents): locomotion goes on (a plain :class:`Intent` with no actions
-        and a speed over 1 mm/s, no desired trajectory given), no search is due (timer,
-        clip end, ``force_search``, a sharp change of intent), no root adjustment. Returns
-        whether it coasts (then call :meth:`_coast`; else :meth:`_decide`). Reads the
-        controller only."""
-        s = self.s
-        if (at_end or force_search or self.mode != "locomotion" or self._desired_override is not None
-                or self._since_search >= s.search_interval - 1e-9 or type(intent) is not Intent
-                or intent.actions or not intent.speed > 1e-3
-                or (s.adjust_halflife > 0 and dt > 0 and not root_motion_only)):
-            return False
-        last = self._last_intent
-        return last is None or last is intent or not self._changed_sharply(intent, last)
-
-    def _coast(self, intent: Intent, play_rate: float) -> None:
-        """What :meth:`_decide` does on a frame that :meth:`_coasts` let coast (``play_rate``:
-        :attr:`play_rate` read before): the intent remembered, playback forward."""
-        if play_rate < 0:
-            self.play_rate = 1.0
-        self._prev_actions = intent.actions
-        self._last_intent = intent
-
     def _decide(self, dt: float, intent: Intent, at_end: bool, speed: float, turn_rate: float, force_search: bool,
                 root_motion_only: bool, defer: list | None = None) -> tuple[bool, bool | None]:
         """After playback (``at_end``, the root motion's ``speed`` and ``turn_rate``): the
         root adjustment, the mode, the search if one is due (and the transition it may
         start). Returns whether it searched and transitioned (``None``: a locomotion search
-        deferred to ``defer``, see :meth:`_search`)."""
-        if self.s.adjust_halflife > 0 and dt > 0 and not root_motion_only:
+        deferred to ``defer``, see :meth:`_search`).
+
+        Most frames of a walking character are only bookkeeping: locomotion goes on (a
+        plain :class:`Intent` with no actions and a speed over 1 mm/s, no desired
+        trajectory given), no search is due (timer, clip end, ``force_search``, a sharp
+        change of intent) and there is no root adjustment; those take the first branch."""
+        s = self.s
+        adjust = s.adjust_halflife > 0 and dt > 0 and not root_motion_only
+        if not (adjust or at_end or force_search or self.mode != "locomotion" or self._desired_override is not None
+                or self._since_search >= s.search_interval - 1e-9 or type(intent) is not Intent
+                or intent.actions or not intent.speed > 1e-3):
+            last = self._last_intent
+            if last is None or last is intent or not self._changed_sharply(intent, last):
+                if self.play_rate < 0:
+                    self.play_rate = 1.0
+                self._prev_actions = intent.actions
+                self._last_intent = intent
+                return False, False
+        if adjust:
             self._adjust_root(dt, speed, turn_rate)
         mode, force = self._choose_mode(intent)
         if self.mode == "jump" and mode != "jump":

@@ -29,7 +29,7 @@ from motionmatch.environment.body import body_obstacle_rows
 from motionmatch.environment.scene import Scene
 from motionmatch.geometry.grid import build_grid, grid_query
 from motionmatch.geometry.shapes import ROW
-from motionmatch.runtime.batch import ControllerBatch, intent_goals
+from motionmatch.runtime.batch import ControllerBatch
 from motionmatch.runtime.chooser import AGENT_CELL, NO_GRID, NO_IDS, AgentObstacles, EnvironmentChooser, ObstaclePool
 from motionmatch.runtime.controller import Controller, ControllerSettings, FrameResult
 from motionmatch.runtime.environment_matching import (
@@ -494,24 +494,18 @@ class World:
         agents, wants, dts = self._ask_inputs(dt, skip)
         if self.agents_as_obstacles and self.seen() > 1:
             self.agent_rows()  # snapshot before anyone moves
-        alone = range(len(agents))
-        if self.batched:
-            b = self._batch
-            ours = [a.ctrl._batch is b and a.ctrl.batched for a in agents]
-            if all(ours):
-                self._step_together(agents, wants, dts)
-                alone = ()
-            else:
-                k = [i for i, yes in enumerate(ours) if yes]
-                if k:
-                    self._step_together([agents[i] for i in k], [wants[i] for i in k], [dts[i] for i in k])
-                alone = [i for i, yes in enumerate(ours) if not yes]
-        for i in alone:
-            a, want = agents[i], wants[i]
-            n, root_motion_only = self._before_update(a, want)
-            a.result = a.ctrl.update(dts[i], a.intent, desired=a.desired, force_search=want.search_now,
-                                     root_motion_only=root_motion_only)
-            self._after_update(a, n)
+        b = self._batch
+        ours = [self.batched and a.ctrl.batch is b and a.ctrl.batched for a in agents]
+        if all(ours):
+            if agents:
+                self._step_agents(agents, wants, dts, self._deferred_searches(), self._threads())
+        else:
+            k = [i for i, yes in enumerate(ours) if yes]
+            if k:
+                self._step_agents([agents[i] for i in k], [wants[i] for i in k], [dts[i] for i in k],
+                                  self._deferred_searches(), self._threads())
+            for i in (i for i, yes in enumerate(ours) if not yes):  # (one by one, as their own update would)
+                self._step_agents([agents[i]], [wants[i]], [dts[i]], None, None)
         for a, step_dt in zip(agents, dts):
             if a.started and _reports_steps(type(a.source)):
                 a.source.stepped(a, step_dt)
@@ -548,104 +542,40 @@ class World:
             dts.append(step_dt)
         return agents, wants, dts
 
-    def _before_update(self, a: Agent, want: Want) -> tuple[int, bool]:
-        """The agent's frame chooser for this step (its input's, else its own); returns
-        how many searches its chooser logged so far and whether it moves by root motion only."""
-        own = a.source.chooser(a)
-        a.ctrl.chooser = own if own is not None else a.chooser
-        if a.chooser is not None:  # (read by its searches only)
-            a.chooser.target_speed = want.intent.speed
-        n = a.chooser.log.count if a.chooser is not None else 0
-        near = a.chooser is not None and a.chooser.near
-        return n, near or want.root_motion_only
-
-    def _after_update(self, a: Agent, n: int) -> None:
-        a.searched = a.result.searched or (a.chooser is not None and a.chooser.log.count > n)
-
-    def _step_together(self, agents: list[Agent], wants: list[Want], hs: list[float]) -> None:
-        """Step the controllers of ``agents`` (rows of the world's batch; their ``wants`` and
-        steps ``hs`` in seconds, one each) through the stages of
-        :meth:`Controller.update <motionmatch.runtime.controller.Controller.update>`: the
-        playback, the simulated roots and the poses of all of them in one compiled call
-        each, the rest (mode, search) agent by agent in between. An agent that only walks
-        on this frame (no search due, locomotion, :meth:`Controller._coasts`) takes a short
-        lane; the results' poses are copied out of the batch at once."""
-        n = len(agents)
+    def _step_agents(self, agents: list[Agent], wants: list[Want], hs: list[float], defer, threads) -> None:
+        """Step ``agents`` (their ``wants`` and steps ``hs`` in seconds, one each) through
+        the update pipeline (:meth:`Controller.step_many <motionmatch.runtime.controller.
+        Controller.step_many>`: several at once when they are rows of the world's batch),
+        after setting what the agents add to their controllers: each one's frame chooser
+        this step (its input's, else its environment-aware one), whether it moves by root
+        motion only (near obstacles, or as its input asks) and its chooser's target speed.
+        The results' poses are copied out of the batch at once (:attr:`Agent.result` builds
+        its :class:`~motionmatch.runtime.controller.FrameResult` when read)."""
         ctrls = [a.ctrl for a in agents]
-        intents = [a.intent for a in agents]
-        rows = np.fromiter((c._row for c in ctrls), dtype=np.int64, count=n)
-        dts = np.array(hs, dtype=np.float64)
-        at_end, speed, turn = np.empty(n, dtype=bool), np.empty(n), np.empty(n)
-        Controller._begin_rows(ctrls, hs, [a.desired for a in agents])
-        self._batch.playback(rows, dts, at_end, speed, turn)
-        # one pass over the agents: the frame chooser of each this step (World._before_update),
-        # whether it moves by root motion only, whose simulated root the compiled stage
-        # advances (the others advance their own), whose inertialization is a spring, and
-        # whether its decision is only bookkeeping (Controller._coasts: then done at once)
-        choosers = [a.chooser for a in agents]
-        ends, rates = at_end.tolist(), self._batch.state.play_rate[rows].tolist()
-        near, compiled_sim, coasted, sprung, springs = [], [], [], [], []
-        for k, (a, c, ch, w, it, h, end, rate) in enumerate(zip(agents, ctrls, choosers, wants, intents, hs, ends,
-                                                               rates)):
+        rmo, before = [], []
+        for a, c, w in zip(agents, ctrls, wants):
+            ch = a.chooser
             if _has_own_chooser(type(a.source)):
                 own = a.source.chooser(a)
                 c.chooser = own if own is not None else ch
             else:
                 c.chooser = ch
-            rmo = (ch is not None and ch.near) or w.root_motion_only
-            near.append(rmo)
-            sim = c.predictor.batched(it)
-            compiled_sim.append(sim)
-            if sim:
-                sprung.append(k)
-            if c.inert.method == "spring":
-                springs.append(k)
-            coasts = c._coasts(h, it, end, w.search_now, rmo)
-            if coasts:
-                c._coast(it, rate)
-            coasted.append(coasts)
-        decided = [_COASTED] * n  # (searched, transitioned, the chooser's log count before; -1: not asked)
-        defer = self._deferred_searches()
-        late = []  # the agents (their k) whose search is deferred
-        speeds = turns = None  # (lists, when an agent needs its full decision)
-        for k in [k for k, done in enumerate(coasted) if not done]:
-            c, ch, intent, h = ctrls[k], choosers[k], intents[k], hs[k]
-            if speeds is None:
-                speeds, turns = speed.tolist(), turn.tolist()
-            before = 0
-            if ch is not None:
-                before = ch.log.count
-                ch.target_speed = intent.speed  # (read by its searches only: not set for the agents that coast)
-            decided[k] = c._decide(h, intent, ends[k], speeds[k], turns[k], wants[k].search_now, near[k], defer) \
-                + (before,)
-            if decided[k][1] is None:  # (its search's kernel runs below with the others; what follows, after it)
-                late.append(k)
-            elif not compiled_sim[k]:
-                c._advance_sim(h, intent)
-        if late:
-            # the deferred searches' ends, in the agents' order (each touches its own agent
-            # only), then what followed each one's decision
-            defer.run()
-            moves = []  # (the quintic transitions, made together after the ends)
-            for k, (c, job, rest) in zip(late, defer):
-                decided[k] = (True, c._search_end(job, rest, moves), decided[k][2])
-                if not compiled_sim[k]:
-                    c._advance_sim(hs[k], intents[k])
-            defer.clear()
-            if moves:
-                Controller._transition_rows(moves)
-        for k in springs:
-            ctrls[k]._advance_offsets(hs[k])
-        if sprung:
-            self._batch.advance_sim(rows[sprung], dts[sprung], intent_goals([intents[k] for k in sprung]))
-        self._batch.pose(rows, dts, self._threads())
-        st = self._batch.state
-        out_rot, out_pos, out_contacts = st.out_rot[rows], st.out_pos[rows], st.out_contacts[rows]  # (copies)
-        out = (out_rot, out_pos, st.frame[rows].tolist(), out_contacts)
-        for k, (c, a, ch, (searched, transitioned, before)) in enumerate(zip(ctrls, agents, choosers, decided)):
+            if ch is None:
+                rmo.append(w.root_motion_only)
+                before.append(-1)
+            else:
+                rmo.append(ch.near or w.root_motion_only)
+                ch.target_speed = w.intent.speed  # (read by its searches only)
+                before.append(ch.log.count)
+        decided = Controller.step_many(ctrls, hs, [w.intent for w in wants], [w.desired for w in wants],
+                                       [w.search_now for w in wants], rmo, defer=defer, threads=threads)
+        st = ctrls[0].batch.state
+        rows = np.fromiter((c.row for c in ctrls), dtype=np.int64, count=len(ctrls))
+        out = (st.out_rot[rows], st.out_pos[rows], st.frame[rows].tolist(), st.out_contacts[rows])  # (copies)
+        for k, (c, a, (searched, transitioned), n) in enumerate(zip(ctrls, agents, decided, before)):
             # the FrameResult's fields, built into one when read (Agent.result)
             a._result = (out, k, c.mode, searched, transitioned, c.last_desired, c.last_costs if searched else None)
-            a.searched = searched or (before >= 0 and ch is not None and ch.log.count > before)
+            a.searched = searched or (n >= 0 and a.chooser.log.count > n)
 
     def _deferred_searches(self) -> _DeferredSearches:
         """A list that takes the step's deferred searches: made ready together, their jobs
@@ -771,8 +701,3 @@ def _reports_steps(kind: type) -> bool:
     """Whether inputs of class ``kind`` do something in :meth:`InputSource.stepped` (the
     contract's default does nothing: a world of many agents skips calling it)."""
     return getattr(kind, "stepped", None) is not InputSource.stepped
-
-
-#: a decision of :meth:`World._step_together` for an agent that coasted: no search, no
-#: transition, no chooser asked
-_COASTED = (False, False, -1)
