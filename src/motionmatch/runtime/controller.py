@@ -229,12 +229,13 @@ class Controller:
 
     Its per-frame state lives in a row of a :class:`~motionmatch.runtime.batch.ControllerBatch`
     (``batch``: a world's, shared with its other characters; default one of its own).
-    :meth:`update` is stages that a :class:`~motionmatch.runtime.world.World` runs for all
-    its agents at once, the numeric ones in one compiled call each over every agent's row:
-    :meth:`_begin` (checks, clocks), ``batch.playback`` (:meth:`_playback`: clip time, root
-    motion), :meth:`_decide` (root adjustment, mode, search), ``batch.advance_sim``
-    (:meth:`_advance_sim`: the simulated root's springs), ``batch.pose`` (:meth:`_pose`),
-    then :meth:`_result`. A subclass that redefines one of those three numeric stages is
+    :meth:`update` runs the one stepping pipeline, :meth:`step_many`, over its row; a
+    :class:`~motionmatch.runtime.world.World` runs it over every agent's row at once, the
+    numeric stages in one compiled call each: :meth:`_begin_rows` (checks, clocks),
+    ``batch.playback`` (:meth:`_playback`: clip time, root motion), :meth:`_decide` (root
+    adjustment, mode, search), ``batch.advance_sim`` (:meth:`_advance_sim`: the simulated
+    root's springs), ``batch.pose`` (:meth:`_pose`), then :meth:`_result`. A subclass that
+    redefines one of those three numeric stages is
     stepped one by one (:attr:`batched` is false).
     """
 
@@ -823,10 +824,14 @@ class Controller:
             raise ValueError("step_many: controllers of one batch whose classes run the compiled stages")
         Controller._begin_rows(ctrls, dts, desireds)
         hs = [float(h) for h in dts]
-        at_end, speed, turn = np.empty(n, dtype=bool), np.empty(n), np.empty(n)
-        if compiled:
+        if n == 1:  # (one controller: its own argument arrays, kept between updates)
+            rows, h_arr, at_end, speed, turn = c0._rows1, c0._dt1, c0._end1, c0._speed1, c0._turn1
+            h_arr[0] = hs[0]
+        else:
             rows = np.fromiter((c._row for c in ctrls), dtype=np.int64, count=n)
             h_arr = np.array(hs, dtype=np.float64)
+            at_end, speed, turn = np.empty(n, dtype=bool), np.empty(n), np.empty(n)
+        if compiled:
             b.playback(rows, h_arr, at_end, speed, turn)
         else:
             at_end[0], speed[0], turn[0] = c0._playback(hs[0])
