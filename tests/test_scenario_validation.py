@@ -113,8 +113,8 @@ def test_rules_across_fields_and_counts():
                        ({**GOOD, "agents": [{"start": [0, 0], "via": [[1, 1]]}]}, "agents[0].via: waypoints need a goal"),
                        ({**GOOD, "groups": [{"area": [[0, 0], [1, 1]]}]}, "groups[0]: give one of goal_offset / goal"),
                        ({**GOOD, "groups": [{"count": 100, "area": [[0, 0], [1, 1]], "goal": [0, 0]}]}, "do not fit"),
-                       ({**GOOD, "groups": [{"count": 100, "area": [[-900, -900], [900, 900]], "goal": [0, 0]}] * 10},
-                        "at most 1000 agents in all"),
+                       ({**GOOD, "groups": [{"count": 100, "area": [[-900, -900], [900, 900]], "goal": [0, 0]}] * 201},
+                        "at most 20000 agents in all"),
                        ({**GOOD, "agents": [{"start": [0, 0]}, {"start": [1, 0], "name": "agents[0]"}]}, "unique"),
                        ({"agents": []}, "missing field 'duration'"),
                        ([1, 2], "expected a JSON object, got list")]:

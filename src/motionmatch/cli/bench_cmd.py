@@ -123,8 +123,9 @@ def register(sub) -> None:
                         description=CROWD_DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
     c.add_argument("--db", required=True, metavar="DB.npz", help="database built with 'motionmatch build' "
                    "(with '--schema environment' for --environment)")
-    c.add_argument("--agents", type=arg.int_range(2, 1000), default=1000, metavar="N",
-                   help="agents in the crowd, 2 to 1000 (a scenario's limit; default 1000)")
+    c.add_argument("--agents", type=arg.int_range(2, 20_000), default=1000, metavar="N",
+                   help="agents in the crowd, 2 to 20000 (a scenario's limit; default 1000; a plain crowd of "
+                        "10000 takes a few seconds to build)")
     c.add_argument("--environment", action="store_true",
                    help="environment-aware searches (walls and other agents as obstacles)")
     c.add_argument("--seconds", type=arg.float_range(0.0, 3600.0, above=True), default=5.0, metavar="S",
