@@ -45,168 +45,30 @@ formulation they compare it with.
 from __future__ import annotations
 
 import math
-import weakref
-from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Mapping
 
 import numpy as np
 
 from motionmatch.anim import quat
 from motionmatch.control.intent import STILL_SPEED, Intent
-from motionmatch.control.trajectory import PredictedTrajectory, RootState
+from motionmatch.control.trajectory import PredictedTrajectory
 from motionmatch.database import MotionDatabase
 from motionmatch.database.tags import TagQueryError
-from motionmatch.runtime import _batch_kernels as BK
 from motionmatch.runtime import _kernels
-from motionmatch.runtime.batch import (
-    ControllerBatch,
-    RowPredictor,
-    database_arrays,
-    intent_goal_tuple,
-    intent_goals,
-    leg_chains,
-)
+from motionmatch.runtime.batch import ControllerBatch, RowPredictor, intent_goals, leg_chains
+from motionmatch.runtime.controller_settings import ControllerSettings
+from motionmatch.runtime.frame_result import FrameResult, GroupCosts
 from motionmatch.runtime.inertialize import Inertializer
-from motionmatch.runtime.modes import (
-    IdleClip,
-    gait_speeds_from_database,
-    idle_clip,
-    jump_query,
-    jump_spring,
-    takeoff_crouch,
-    takeoff_mask,
-    vertical_columns,
-    vertical_targets,
-)
+from motionmatch.runtime.modes import IdleClip, idle_clip, jump_query
+from motionmatch.runtime.query_building import QueryBuilding
 from motionmatch.runtime.rows import row_field
+from motionmatch.runtime.searching import Searching
+from motionmatch.runtime.shared import database_shared
 from motionmatch.search import build_searcher
 
-FORWARD = np.array([0.0, 0.0, 1.0])
+__all__ = ["Controller", "ControllerSettings", "FrameResult", "GroupCosts"]
+
 SHARP_SPEED_DELTA = 1.0  # m/s: the default speed change of Intent.changed_sharply
-
-
-_SHARED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-
-
-def _shared(db: MotionDatabase) -> dict:
-    """Data derived from ``db`` alone that all its controllers share (read-only arrays,
-    tag masks, searchers, gait speeds): a new controller of a database already in use
-    costs little time and memory. Rebuilt when ``db.features`` is replaced."""
-    sh = _SHARED.get(db)
-    if sh is not None and sh["features"] is db.features:
-        return sh
-    vcols = vertical_columns(db)
-    planar = None  # the planar view: the vertical columns weighted 0 (None: there are none)
-    if vcols.size:
-        planar = np.ones(db.features.shape[1])
-        planar[vcols] = 0.0
-        planar.setflags(write=False)
-    arrays = database_arrays(db)  # the root tracks as plain arrays (the root rotates about +Y only)
-    masks: dict[str, np.ndarray] = {}
-    takeoff = takeoff_mask(db)
-    if takeoff.sum() > 10:  # jumps found in the data (flight phases): search their take-offs
-        takeoff.setflags(write=False)
-        masks["@takeoff"] = takeoff
-    sh = {"features": db.features, "gaits": gait_speeds_from_database(db), "vcols": vcols,
-          "vtargets": vertical_targets(db), "view_weights": {"planar": planar, "full": None}, "masks": masks,
-          "searchers": {}, "root_pos": arrays.track_pos, "root_yaw": arrays.track_yaw, "start_frames": {},
-          "idle": {}, "jump_spring": jump_spring(db) if "@takeoff" in masks else None,
-          "crouch": takeoff_crouch(db) if "@takeoff" in masks else None}
-    _SHARED[db] = sh
-    return sh
-
-
-@dataclass(frozen=True)
-class ControllerSettings:
-    """Knobs of :class:`Controller` (seconds, metres, m/s)."""
-
-    search_interval: float = 0.1
-    search_method: str = "box"
-    inertialization: str = "quintic"   # "quintic" | "spring" | "none"
-    blend_time: float = 0.3            # quintic blend duration
-    spring_halflife: float = 0.08      # spring inertialization half-life
-    trajectory_mode: str = "spring"    # "spring" | "linear" (ablation)
-    velocity_halflife: float = 0.2
-    facing_halflife: float = 0.2
-    transition_ratio: float = 0.9      # switch only if best cost < ratio * cost of continuing
-    same_clip_window: int = 10         # a match this close ahead in the same clip just continues
-    sharp_turn_deg: float = 45.0
-    idle_speed: float = 0.2
-    idle_seconds: float = 3.0          # length of the standing stretch idle plays (chosen from the data; 0: none,
-    #                                    idle keeps matching with a standing query, the ablation)
-    foot_locking: bool = True
-    foot_unlock_distance: float = 0.25
-    foot_blend_time: float = 0.2       # fade-out of a released lock
-    foot_lock_in_time: float = 0.1     # fade-in of a new lock (no pop when the foot still moves)
-    jump_duration: float = 1.2         # a jump's length without a vertical spring fitted to the data
-    jump_settle: float = 0.3           # with one: how long the jump lasts after the spring lands
-    vertical_spring: bool = True       # the paper's vertical spring where the data allows it (False: the ablation)
-    adjust_halflife: float = 0.2       # root adjustment toward the simulated root (0: off)
-    adjust_max_ratio: float = 0.5      # ... at most this fraction of the root motion's own speed, plus
-    adjust_min_speed: float = 0.2      # ... this much (m/s), and as much turning (rad/s * 2)
-    sim_max_distance: float = 0.5      # the simulated root stays within this distance of the character
-    locomotion_tags: str = "!dance & !creep & !jump"
-
-
-class GroupCosts(Mapping):
-    """The squared distance per feature group between a search's normalised query and the
-    frame it chose (:meth:`MotionDatabase.group_costs`), computed when first read: a
-    crowd's searches make them every frame and almost nobody reads them (the viewer's debug
-    panel does). A read-only mapping ``{group: cost}``; ``dict(costs)`` copies it.
-
-    Args:
-        db: the database; query: ``[D]`` the normalised query (held, not copied: the
-            controller makes a new one for every search); frame: the chosen frame.
-    """
-
-    __slots__ = ("_costs", "_db", "_frame", "_query")
-
-    def __init__(self, db: MotionDatabase, query: np.ndarray, frame: int):
-        self._db, self._query, self._frame = db, query, int(frame)
-        self._costs: dict[str, float] | None = None
-
-    def _get(self) -> dict[str, float]:
-        if self._costs is None:
-            self._costs = self._db.group_costs(self._query, self._frame)
-            self._db = self._query = None
-        return self._costs
-
-    def __getitem__(self, key: str) -> float:
-        return self._get()[key]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._get())
-
-    def __len__(self) -> int:
-        return len(self._get())
-
-    def __repr__(self) -> str:
-        return f"GroupCosts({self._get()!r})"
-
-
-@dataclass
-class FrameResult:
-    """What one update produced.
-
-    Attributes:
-        rotations: ``[J, 4]`` local rotations; joint 0 is the character root (world yaw).
-        translations: ``[J, 3]`` local translations; joint 0 is the root's world position.
-        frame: database frame being played.
-        mode: the controller's mode.
-        searched, transitioned: whether a search / a transition happened this update.
-        desired: the desired trajectory (world) used for the last query.
-        contacts: ``[K]`` bool, feet locked this frame.
-    """
-
-    rotations: np.ndarray
-    translations: np.ndarray
-    frame: int
-    mode: str
-    searched: bool
-    transitioned: bool
-    desired: PredictedTrajectory | None
-    contacts: np.ndarray
-    costs: Mapping[str, float] = field(default_factory=dict)
 
 
 def _shown_pose(which: int) -> property:
@@ -223,8 +85,7 @@ def _shown_pose(which: int) -> property:
 
     return property(get, put)
 
-
-class Controller:
+class Controller(QueryBuilding, Searching):
     """Plays one character from a :class:`MotionDatabase` under changing intents.
 
     Its per-frame state lives in a row of a :class:`~motionmatch.runtime.batch.ControllerBatch`
@@ -259,7 +120,7 @@ class Controller:
         self._rows1 = np.array([self._row], dtype=np.int64)  # the stages' arguments for this row alone
         self._dt1 = np.zeros(1)
         self._end1, self._speed1, self._turn1 = np.zeros(1, dtype=bool), np.zeros(1), np.zeros(1)
-        sh = _shared(db)  # what every controller of this database can share
+        sh = database_shared(db)  # what every controller of this database can share
         self._shared = sh
         self.gaits = sh["gaits"]
         self.vcols = sh["vcols"]
@@ -373,17 +234,6 @@ class Controller:
             c.setflags(write=False)
             self._masks[key] = c
         return self._masks[key]
-
-    def _query_layout(self) -> tuple[list[tuple[int, int, int]], list[tuple[int, int, int]]]:
-        """Where the query's trajectory features go: ``(x column, z column, trajectory
-        sample)`` of every future position, and of every future direction."""
-        pos, dirs = [], []
-        for term, sl, ks in self._term_layout:
-            step = 3 if term.vertical else 2
-            out = pos if term.kind == "trajectory_position" else dirs
-            for n, k in enumerate(ks):
-                out.append((sl.start + step * n, sl.start + step * n + step - 1, k))
-        return pos, dirs
 
     def _has(self, tag: str) -> bool:
         if tag == "jump" and "@takeoff" in self._masks:
@@ -546,213 +396,6 @@ class Controller:
         return w, v
 
     # -------------------------------------------------------------- searching
-    def _query(self, intent: Intent, vertical: np.ndarray | None) -> tuple[np.ndarray, PredictedTrajectory]:
-        """The normalised query ``[D]`` (float32) for this frame and the desired trajectory it encodes."""
-        if self._desired_override is None and vertical is None and self.predictor.batched(intent):
-            return self._planar_query(intent)
-        if self._desired_override is not None:
-            traj = self._desired_override
-        else:
-            sim = self.predictor.state
-            state = RootState._trusted(self.root_pos.copy(), sim.velocity, sim.acceleration, self.root_yaw,
-                                       float(sim.angular_velocity[1]))
-            traj = self.predictor.predict(intent, state=state)
-        # the trajectory in the character's frame (inverse of the rotation by root_yaw about +Y)
-        c, s_ = math.cos(self.root_yaw), math.sin(self.root_yaw)
-        rx, _, rz = self.root_pos.tolist()
-        P, D = traj.positions.tolist(), traj.directions.tolist()
-        raw = self.db.raw_features[self.frame].tolist()
-        for cx, cz, k in self._query_pos:
-            x, z = P[k][0] - rx, P[k][2] - rz
-            raw[cx], raw[cz] = c * x - s_ * z, s_ * x + c * z
-        for cx, cz, k in self._query_dir:
-            x, z = D[k][0], D[k][2]
-            raw[cx], raw[cz] = c * x - s_ * z, s_ * x + c * z
-        raw = np.array(raw)
-        if vertical is not None and self.vcols.size:
-            raw[self.vcols] = vertical
-        q = self.db.normalize(raw)
-        if vertical is None and self.vcols.size:
-            q[self.vcols] = 0.0
-        return q, traj
-
-    def _planar_query(self, intent: Intent) -> tuple[np.ndarray, PredictedTrajectory]:
-        """:meth:`_query` of the common case (the spring prediction toward a plain intent,
-        the planar view) in one compiled call on the batch row (:func:`~motionmatch.runtime.
-        _batch_kernels.planar_query`: the same operations in the same order)."""
-        qa = self._planar_query_arrays()
-        st, r = self._batch.state, self._row
-        times = self.predictor.times
-        T = len(times)
-        pos, vel, dirs, rot = np.empty((T, 3)), np.empty((T, 3)), np.empty((T, 3)), np.empty((T, 4))
-        goal = np.array(intent_goal_tuple(intent))
-        q = np.empty(self.db.features.shape[1], dtype=np.float32)
-        BK.planar_query(r, st.root_pos, st.root_yaw, st.sim_vel, st.sim_acc, st.sim_rate, st.velocity_halflife,
-                        st.facing_halflife, goal, times, self.db.raw_features[int(st.frame[r])], *qa, q, pos, vel,
-                        dirs, rot)
-        return q, PredictedTrajectory(times.copy(), pos, vel, dirs, rot)
-
-    def _planar_query_arrays(self) -> tuple:
-        """The database's arrays of :func:`~motionmatch.runtime._batch_kernels.planar_query`
-        (made on first use, shared by the database's controllers)."""
-        sh = self._shared
-        qa = sh.get("query_arrays")
-        if qa is None:
-            db = self.db
-            qa = sh["query_arrays"] = (
-                np.asarray(self._query_pos, dtype=np.int64).reshape(-1, 3),
-                np.asarray(self._query_dir, dtype=np.int64).reshape(-1, 3),
-                np.ascontiguousarray(db.mean, dtype=np.float64), np.ascontiguousarray(db.scale, dtype=np.float64),
-                np.ascontiguousarray(db.weights, dtype=np.float64), np.ascontiguousarray(self.vcols, dtype=np.int64))
-        return qa
-
-    def _search(self, intent: Intent, tags: str, vertical: np.ndarray | None, force: bool,
-                only_near_obstacles: bool = False, defer: list | None = None) -> bool | None:
-        """Search and transition if clearly better (or ``force``); with
-        ``only_near_obstacles``, only if the chooser found an obstacle near (its ``near``).
-        Returns whether it transitioned.
-
-        ``defer``: a list to which a chooser that can split its choice (``begin``/``end``, an
-        :class:`~motionmatch.runtime.chooser.EnvironmentChooser`) appends ``(self, job,
-        rest)`` instead of choosing now; this returns ``None`` and :meth:`_search_end` finishes
-        the search once the job has run (a world runs its agents' jobs on another thread).
-        When ``defer`` has a ``plan`` method (a world's) and the query is the planar common
-        case, even the query and the job are left to it (``plan(self, intent, mask, rest
-        after the query)``: a world makes them for all of a step's planned searches at once,
-        :meth:`_planned_queries`)."""
-        view = "planar" if vertical is None else "full"
-        ch = self.chooser
-        plan = getattr(defer, "plan", None) if ch is not None else None
-        planned = plan is not None and self._desired_override is None and vertical is None \
-            and self.predictor.batched(intent) and hasattr(ch, "begin")
-        if not planned:
-            q, traj = self._query(intent, vertical)
-            self.last_desired = traj
-        mask = self.mask(tags)
-        cur = self.frame
-        # Continuing is possible to the clip's real end (also through its last second, whose
-        # frames a search may not return), if the clip matches the tags.
-        cur_ok = bool(self._clip_allowed(tags)[self.db.frame_clip[cur]]) and self.frame_pos + 1 < self._clip_last(cur)
-        self.search_forced = bool(force)
-        self.searches += 1
-        self._since_search = 0.0
-        if planned:
-            # the query (the planar common case), the obstacles and the kernel's arguments
-            # are made later, for all of the step's planned searches at once (defer.plan:
-            # a world's _DeferredSearches; see _planned_queries)
-            plan(self, intent, mask, (cur, cur_ok, view, force, only_near_obstacles))
-            return None
-        self.last_query = (q, mask, view)
-        rest = (q, cur, cur_ok, view, force, only_near_obstacles)
-        if ch is None:
-            idx, cost = self.searcher().nearest(q, mask=mask, k=1, init_index=cur if mask[cur] else None,
-                                                weights=self._view_weights[view])
-        elif defer is not None and hasattr(ch, "begin"):
-            defer.append((self, ch.begin(self, q, mask, view), rest))
-            return None
-        else:
-            idx, cost = ch(self, q, mask, view)
-        return self._searched(idx, cost, *rest)
-
-    @staticmethod
-    def _planned_queries(ctrls: list[Controller], intents: list[Intent], masks: list[np.ndarray]) -> list[np.ndarray]:
-        """The queries of searches planned by :meth:`_search` (controllers of one batch and
-        database, each its intent and its search's mask), all in one compiled call
-        (:func:`~motionmatch.runtime._batch_kernels.planar_queries`: :meth:`_planar_query`'s
-        numbers): sets each controller's ``last_desired`` and ``last_query`` as
-        :meth:`_search` does; returns the queries ``[D]`` (float32)."""
-        c0 = ctrls[0]
-        c0._planar_query_arrays()  # (made once per database, shared)
-        sh, st, times = c0._shared, c0._batch.state, c0.predictor.times
-        if any(c._shared is not sh or c._batch is not c0._batch or (c.predictor.times is not times
-               and not np.array_equal(c.predictor.times, times)) for c in ctrls):
-            out = []
-            for c, it, m in zip(ctrls, intents, masks):
-                q, c.last_desired = c._planar_query(it)
-                c.last_query = (q, m, "planar")
-                out.append(q)
-            return out
-        n, T, D = len(ctrls), len(times), c0.db.features.shape[1]
-        rows = np.fromiter((c._row for c in ctrls), dtype=np.int64, count=n)
-        Q = np.empty((n, D), dtype=np.float32)
-        pos, vel, dirs, rot = np.empty((n, T, 3)), np.empty((n, T, 3)), np.empty((n, T, 3)), np.empty((n, T, 4))
-        BK.planar_queries(rows, intent_goals(intents), st.root_pos, st.root_yaw, st.sim_vel, st.sim_acc, st.sim_rate,
-                          st.velocity_halflife, st.facing_halflife, st.frame, times, c0.db.raw_features,
-                          *sh["query_arrays"], Q, pos, vel, dirs, rot)
-        out = list(Q)
-        for i, (c, m, q) in enumerate(zip(ctrls, masks, out)):
-            c.last_desired = PredictedTrajectory(times.copy(), pos[i], vel[i], dirs[i], rot[i])
-            c.last_query = (q, m, "planar")
-        return out
-
-    def _search_end(self, job, rest: tuple, later: list | None = None) -> bool:
-        """Finish a search deferred by :meth:`_search` (``job``, ``rest``: its entry) once the
-        job has run; returns whether it transitioned (``later``: see :meth:`_searched`)."""
-        idx, cost = self.chooser.end(job)
-        return self._searched(idx, cost, *rest, later=later)
-
-    def _searched(self, idx: np.ndarray, cost: np.ndarray, q: np.ndarray, cur: int, cur_ok: bool, view: str,
-                  force: bool, only_near_obstacles: bool, later: list | None = None) -> bool:
-        """The end of :meth:`_search` once the chooser answered (``idx``, ``cost``: its
-        nearest frame and cost): transition if clearly better; returns whether it did.
-        ``later``: a list that takes ``(self, frame)`` for a quintic transition, to be made
-        with others by :meth:`_transition_rows` (before anything reads this controller's
-        pose or clip time)."""
-        best, best_cost = int(idx[0]), float(cost[0])
-        if best < 0:  # no frame admitted (an empty mask): keep playing
-            self.last_costs = {}
-            return False
-        self.last_costs = GroupCosts(self.db, q, best)
-        if only_near_obstacles and not getattr(self.chooser, "near", False):
-            return False
-        if cur_ok and not force:
-            cur_cost = self.view_cost(q, cur, view)
-            same_clip_ahead = self.db.frame_clip[best] == self.db.frame_clip[cur] and 0 <= best - cur <= self.s.same_clip_window
-            if same_clip_ahead or best_cost >= self.s.transition_ratio * cur_cost:
-                return False
-        if later is not None and self.inert.method == "quintic":
-            later.append((self, best))
-        else:
-            self._transition_to(best)
-        return True
-
-    @staticmethod
-    def _transition_rows(moves: list[tuple[Controller, int]]) -> None:
-        """:meth:`_transition_to` for many controllers (``(controller, frame)`` each, quintic
-        inertialization), those of one batch and database in one compiled call
-        (:func:`~motionmatch.runtime._batch_kernels.quintic_transitions`: the same numbers)."""
-        c0 = moves[0][0]
-        b, db = c0._batch, c0.db
-        if any(c._batch is not b or c.db is not db for c, _ in moves):
-            for c, frame in moves:
-                c._transition_to(frame)
-            return
-        n = len(moves)
-        rows = np.fromiter((c._row for c, _ in moves), dtype=np.int64, count=n)
-        frames = np.fromiter((f for _, f in moves), dtype=np.int64, count=n)
-        blend = np.fromiter((c.inert.blend_time for c, _ in moves), dtype=np.float64, count=n)
-        clip_last = (db.clip_stops[db.frame_clip[frames]] - 1).astype(np.int64)
-        st, ir = b.state, b.inert
-        BK.quintic_transitions(rows, frames, clip_last, blend, db.rotations, db.translations, float(db.fps),
-                               c0._db_root_pos, c0._db_root_yaw, st.shown_rot, st.shown_pos, st.shown_slot,
-                               st.last_dt, st.frame, st.frame_pos, st.play_rate, st.db_root_pos, st.db_root_yaw,
-                               ir.rot_offset, ir.rot_axis, ir.rot_coeffs, ir.pos_offset, ir.pos_dir, ir.pos_coeffs,
-                               ir.started, ir.elapsed)
-        for c, _ in moves:
-            c.transitions += 1
-
-    def _transition_to(self, frame: int) -> None:
-        """Play database ``frame`` next, blending from the pose shown by inertialization."""
-        self.transitions += 1
-        db = self.db
-        nxt = min(frame + 1, self._clip_last(frame))
-        (src_rot, src_pos), (prev_rot, prev_pos) = self._shown, self._prev_shown
-        self.inert.transition_to_frame(db.rotations, db.translations, frame, nxt, db.fps, src_rot, src_pos, prev_rot,
-                                       prev_pos, self._last_dt)
-        self.frame = frame
-        self.frame_pos = float(frame)
-        self.play_rate = 1.0
-        self._db_root = self._db_root_at(self.frame_pos)
 
     # ------------------------------------------------------------------ update
     def _choose_mode(self, intent: Intent) -> tuple[str, bool]:
