@@ -232,3 +232,32 @@ def test_sharp_change_test_matches_intent_method():
         assert ctrl._changed_sharply(a, b) == want
         both += want
     assert 200 < both < 1800  # both outcomes were exercised
+
+
+def test_last_intent_kept_in_the_row_compares_as_the_original():
+    """A plain last intent lives in the batch row (goal, gait) and comes back equal in every
+    number the sharp-change test reads; an intent with actions is kept as it is."""
+    db = MotionDatabase.build([walker(n=240, speed=1.0), walker(n=240, speed=0.0, name="idle")], mirror_copies=False)
+    ctrl = Controller(db, ControllerSettings(adjust_halflife=0.0))
+    assert ctrl._last_intent is None
+    strafe = Intent(velocity=[0.3, 0.0, 1.2], facing=[1.0, 0.0, 0.2], gait="walk")
+    ctrl._last_intent = strafe
+    back = ctrl._last_intent
+    assert back == strafe and back is not strafe
+    assert ctrl.batch.state.last_kind[ctrl.row] == 1  # (LAST_PLAIN: in the row's columns)
+    jumping = Intent(velocity=[0.0, 0.0, 1.0], gait="walk", actions={"jump"})
+    ctrl._last_intent = jumping
+    assert ctrl._last_intent is jumping
+    ctrl.update(1 / 60, strafe)
+    assert ctrl._last_intent == strafe
+    # a small change with no search due only coasts: the compiled stage decides it (no
+    # call of _decide) and keeps the row's last intent
+    decided = []
+    python_decide = ctrl._decide
+    ctrl._decide = lambda *a, **kw: decided.append(a) or python_decide(*a, **kw)
+    ctrl.since_search = 0.0
+    turned = Intent(velocity=[0.31, 0.0, 1.2], facing=[1.0, 0.0, 0.21], gait="walk")
+    r = ctrl.update(1 / 60, turned)
+    assert not r.searched and not decided and ctrl._last_intent == turned
+    r = ctrl.update(1 / 60, Intent(velocity=[-1.2, 0.0, 0.3], facing=[1.0, 0.0, 0.21], gait="walk"))
+    assert r.searched and len(decided) == 1  # a sharp turn: decided in Python, a search at once

@@ -172,16 +172,20 @@ class Intent:
         return cls(d * speed, facing, gait, frozenset(actions))
 
     @classmethod
-    def planar(cls, vx: float, vz: float, gait: str) -> Intent:
-        """Moving at ``(vx, 0, vz)`` m/s (finite floats) facing the direction of travel, with a
-        known ``gait``: ``Intent(velocity=[vx, 0, vz], gait=gait)`` without the constructor's
+    def planar(cls, vx: float, vz: float, gait: str, facing: tuple[float, float] | None = None) -> Intent:
+        """Moving at ``(vx, 0, vz)`` m/s (finite floats) facing the direction of travel, or
+        ``facing`` ``(x, z)`` (a unit vector, taken as it is), with a known ``gait``:
+        ``Intent(velocity=[vx, 0, vz], facing=..., gait=gait)`` without the constructor's
         checks and conversions (the per-step path of inputs that steer many agents)."""
         it = object.__new__(cls)
         v = np.array([vx, 0.0, vz], dtype=np.float64)
         v.setflags(write=False)
         put = object.__setattr__
         put(it, "velocity", v)
-        put(it, "facing", None)
+        if facing is not None:
+            facing = np.array([facing[0], 0.0, facing[1]], dtype=np.float64)
+            facing.setflags(write=False)
+        put(it, "facing", facing)
         put(it, "gait", gait)
         put(it, "actions", frozenset())
         return it

@@ -28,6 +28,18 @@ from motionmatch.search.penalized import gather_with_agents
 #: ``ControllerRows.inert_kind``: how a row's inertialization offsets come
 NO_OFFSETS, QUINTIC, SPRING = 0, 1, 2
 
+#: ``ControllerRows.mode``: a controller's mode (its ``mode`` names it)
+MODES = ("locomotion", "idle", "dance", "jump", "creep")
+LOCOMOTION = 0
+
+#: ``ControllerRows.last_kind``: what a controller's last intent was: none yet; a plain
+#: intent with no actions, held in ``last_goal`` and ``last_gait``; another (kept by the
+#: controller as an object)
+LAST_NONE, LAST_PLAIN, LAST_OBJECT = 0, 1, 2
+
+#: m/s: the default speed change of ``Intent.changed_sharply``
+SHARP_SPEED_DELTA = 1.0
+
 
 class DatabaseArrays(NamedTuple):
     """What the per-frame kernels read of a database (``N`` frames, ``J`` joints, ``K`` feet)."""
@@ -83,6 +95,15 @@ class ControllerRows(NamedTuple):
     sim_version: np.ndarray        #: ``[C]`` int64, counts the advances (a cached RootState is stale after one)
     velocity_halflife: np.ndarray  #: ``[C]`` of its velocity spring (s; its predictor's)
     facing_halflife: np.ndarray    #: ``[C]`` of its heading spring (s; its predictor's)
+    clock: np.ndarray              #: ``[C]`` the controller's time (s since it was made)
+    since_search: np.ndarray       #: ``[C]`` since its last search (``inf`` before the first)
+    mode: np.ndarray               #: ``[C]`` int64: its mode, an index of :data:`MODES`
+    last_kind: np.ndarray          #: ``[C]`` int64: :data:`LAST_NONE`, :data:`LAST_PLAIN` or :data:`LAST_OBJECT`
+    last_goal: np.ndarray          #: ``[C, 5]`` a plain last intent's goal (``runtime.batch.intent_goal``)
+    last_gait: np.ndarray          #: ``[C]`` int64: its gait, an index of ``control.intent.GAITS``
+    search_interval: np.ndarray    #: ``[C]`` (settings)
+    adjust_halflife: np.ndarray    #: ``[C]`` (settings)
+    sharp_turn_deg: np.ndarray     #: ``[C]`` (settings)
 
 
 class PlaybackArrays(NamedTuple):
@@ -157,6 +178,21 @@ class PoseArrays(NamedTuple):
     pos_coeffs: np.ndarray
 
 
+class DecisionArrays(NamedTuple):
+    """What :func:`decide_rows` reads and writes."""
+
+    clock: np.ndarray
+    since_search: np.ndarray
+    mode: np.ndarray
+    last_kind: np.ndarray
+    last_goal: np.ndarray
+    last_gait: np.ndarray
+    search_interval: np.ndarray
+    adjust_halflife: np.ndarray
+    sharp_turn_deg: np.ndarray
+    play_rate: np.ndarray
+
+
 def stage_arrays(cls, *sources) -> tuple:
     """The fields of ``cls`` (one of the stage tuples) taken by name from the first of
     ``sources`` that has each (a :class:`DatabaseArrays`, a batch's rows), as the stage's
@@ -224,6 +260,76 @@ def playback_rows(rows, dt, at_end, speed, turn_rate, arrays):
         else:
             speed[n] = 0.0
             turn_rate[n] = 0.0
+
+
+@numba.njit(cache=True)
+def decide_rows(rows, dt, at_end, force, root_motion_only, has_desired, plain, goals, gaits, coast, arrays):
+    """The clocks and the common decision of every row: advance its clock and search timer
+    by ``dt [R]``, then whether its frame only coasts (``coast [R]``, written): it plays
+    locomotion on, with no search due and nothing else to decide. That is: no root
+    adjustment (``adjust_halflife`` 0, ``dt`` 0 or ``root_motion_only [R]``), the clip's end
+    not reached (``at_end [R]``, after playback), no search forced (``force [R]``), the mode
+    locomotion, no desired trajectory given (``has_desired [R]``), the search timer under
+    ``search_interval`` (to 1e-9 s), a plain intent (``plain [R]``: an ``Intent`` with no
+    actions) moving faster than 1 mm/s, and no sharp change from the last intent (see
+    :func:`changed_sharply`; a last intent that is not plain is decided in Python). A
+    coasting row plays forward (``play_rate`` 1) and its intent (``goals [R, 5]``,
+    ``gaits [R]``) becomes its last. ``arrays``: a plain :class:`DecisionArrays`."""
+    st = DecisionArrays(*arrays)
+    for n in range(rows.shape[0]):
+        r = rows[n]
+        h = dt[n]
+        st.clock[r] += h
+        st.since_search[r] += h
+        coast[n] = False
+        if st.adjust_halflife[r] > 0 and h > 0 and not root_motion_only[n]:
+            continue
+        if at_end[n] or force[n] or st.mode[r] != LOCOMOTION or has_desired[n] or not plain[n]:
+            continue
+        if st.since_search[r] >= st.search_interval[r] - 1e-9 or not math.hypot(goals[n, 0], goals[n, 1]) > 1e-3:
+            continue
+        kind = st.last_kind[r]
+        if kind == LAST_OBJECT:
+            continue
+        if kind == LAST_PLAIN and changed_sharply(goals[n], gaits[n], st.last_goal[r], st.last_gait[r],
+                                                  st.sharp_turn_deg[r]):
+            continue
+        coast[n] = True
+        if st.play_rate[r] < 0:
+            st.play_rate[r] = 1.0
+        st.last_kind[r] = LAST_PLAIN
+        for k in range(5):
+            st.last_goal[r, k] = goals[n, k]
+        st.last_gait[r] = gaits[n]
+
+
+@numba.njit(cache=True)
+def changed_sharply(a, gait_a, b, gait_b, limit_deg):
+    """``Intent.changed_sharply`` of two plain intents with no actions, given as goals
+    ``a``, ``b`` ``[5]`` (``runtime.batch.intent_goal``: velocity x, z; facing x, z; 1 if
+    facing) and gait indices: the speed changes by :data:`SHARP_SPEED_DELTA` or more, the
+    gait changes, the direction of travel turns by ``limit_deg`` or more (both moving), the
+    facing is set or unset, or turns by ``limit_deg`` or more."""
+    ax = a[0]
+    az = a[1]
+    bx = b[0]
+    bz = b[1]
+    sa = math.hypot(ax, az)
+    sb = math.hypot(bx, bz)
+    if abs(sa - sb) >= SHARP_SPEED_DELTA:
+        return True
+    if gait_a != gait_b:
+        return True
+    if sa >= STILL_SPEED and sb >= STILL_SPEED:
+        cos = (ax / sa) * (bx / sb) + (az / sa) * (bz / sb)
+        if math.degrees(math.acos(max(-1.0, min(1.0, cos)))) >= limit_deg:
+            return True
+    if (a[4] > 0) != (b[4] > 0):
+        return True
+    if a[4] == 0:
+        return False
+    cos = a[2] * b[2] + 0.0 + a[3] * b[3]  # (the 3D facings' dot product: y is 0)
+    return math.degrees(math.acos(max(-1.0, min(1.0, cos)))) >= limit_deg
 
 
 @numba.njit(cache=True, nogil=True)

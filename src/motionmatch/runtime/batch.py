@@ -7,17 +7,19 @@ its inertialization offsets (:func:`~motionmatch.runtime.inertialize.inertial_ro
 foot locks, the last two poses it showed (a transition's source and its velocity) and
 the pose it outputs. Every :class:`~motionmatch.runtime.controller.Controller` owns a row:
 of a batch of its own, or of its :class:`~motionmatch.runtime.world.World`'s. The numeric
-work of a frame is three compiled calls over rows (:mod:`motionmatch.runtime._batch_kernels`):
+work of a frame is four compiled calls over rows (:mod:`motionmatch.runtime._batch_kernels`):
 
 1. :meth:`ControllerBatch.playback`: advance the clips by time and move the character
    roots by their root motion;
-2. :meth:`ControllerBatch.advance_sim`: the simulated roots' velocity and heading springs;
-3. :meth:`ControllerBatch.pose`: sample the database, add the inertialization offsets,
+2. :meth:`ControllerBatch.decide`: the clocks, and which rows only coast (no search, no
+   mode change: most frames of a walking character); the others decide in Python;
+3. :meth:`ControllerBatch.advance_sim`: the simulated roots' velocity and heading springs;
+4. :meth:`ControllerBatch.pose`: sample the database, add the inertialization offsets,
    forward kinematics and foot-locking IK.
 
 A controller's own update calls them for its one row; a world calls each once per frame
-for all its agents, with the searches (per agent, in Python) between the first and the
-second: the same code on the same numbers, one row or a thousand.
+for all its agents, with the decisions that are not coasting and the searches between the
+second and the third: the same code on the same numbers, one row or a thousand.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from motionmatch.runtime import _batch_kernels as BK
 from motionmatch.runtime._batch_kernels import (
     ControllerRows,
     DatabaseArrays,
+    DecisionArrays,
     PlaybackArrays,
     PoseArrays,
     SimArrays,
@@ -98,7 +101,9 @@ def _controller_rows(J: int, K: int, capacity: int) -> RowArrays:
               "foot_locking": ((), b), "unlock_distance": ((), f8), "foot_blend_time": ((), f8),
               "foot_lock_in_time": ((), f8), "sim_pos": ((3,), f8), "sim_vel": ((3,), f8), "sim_acc": ((3,), f8),
               "sim_heading": ((), f8), "sim_angle": ((), f8), "sim_rate": ((), f8), "sim_version": ((), i8),
-              "velocity_halflife": ((), f8), "facing_halflife": ((), f8)}
+              "velocity_halflife": ((), f8), "facing_halflife": ((), f8), "clock": ((), f8), "since_search": ((), f8),
+              "mode": ((), i8), "last_kind": ((), i8), "last_goal": ((5,), f8), "last_gait": ((), i8),
+              "search_interval": ((), f8), "adjust_halflife": ((), f8), "sharp_turn_deg": ((), f8)}
     return RowArrays({name: shapes[name] for name in ControllerRows._fields}, capacity)
 
 
@@ -112,6 +117,7 @@ class _StageArgs(NamedTuple):
 
     frame_pos: np.ndarray
     playback: tuple
+    decision: tuple
     sim: tuple
     pose: tuple
 
@@ -133,6 +139,8 @@ class ControllerBatch:
         J = db.skeleton.num_joints
         self.state = _controller_rows(J, len(self.arrays.legs), capacity)
         self.inert = inertial_rows(J - 1, capacity)
+        #: the desired trajectories given to rows for their current frame (``{row: PredictedTrajectory}``)
+        self.desired: dict[int, object] = {}
         self._views: _StageArgs | None = None
 
     def add(self, settings) -> int:
@@ -148,16 +156,25 @@ class ControllerBatch:
         st.unlock_distance[row] = settings.foot_unlock_distance
         st.foot_blend_time[row] = settings.foot_blend_time
         st.foot_lock_in_time[row] = settings.foot_lock_in_time
+        st.search_interval[row] = settings.search_interval
+        st.adjust_halflife[row] = settings.adjust_halflife
+        st.sharp_turn_deg[row] = settings.sharp_turn_deg
+        self.desired.pop(row, None)
         return row
 
     def remove(self, row: int) -> None:
         """Row ``row`` is free again."""
+        self.desired.pop(row, None)
         self.state.give_back(row)
 
     def copy_row(self, src: ControllerBatch, i: int, j: int) -> None:
         """Row ``j`` := row ``i`` of ``src`` (a batch of the same database)."""
         self.state.copy_row(src.state, i, j)
         self.inert.copy_row(src.inert, i, j)
+        if i in src.desired:
+            self.desired[j] = src.desired[i]
+        else:
+            self.desired.pop(j, None)
 
     def _packed(self) -> _StageArgs:
         """The stages' arguments (:class:`PlaybackArrays`, :class:`SimArrays`,
@@ -166,7 +183,8 @@ class ControllerBatch:
         if v is None or v.frame_pos is not self.state.frame_pos:
             src = (self.arrays, self.state, self.inert)
             v = self._views = _StageArgs(self.state.frame_pos, stage_arrays(PlaybackArrays, *src),
-                                         stage_arrays(SimArrays, *src), stage_arrays(PoseArrays, *src))
+                                         stage_arrays(DecisionArrays, *src), stage_arrays(SimArrays, *src),
+                                         stage_arrays(PoseArrays, *src))
         return v
 
     # ------------------------------------------------------------------ stages
@@ -176,6 +194,16 @@ class ControllerBatch:
         roots by the root motion; writes ``at_end [R]`` (bool: clip end reached),
         ``speed [R]`` (m/s) and ``turn_rate [R]`` (rad/s) of that root motion."""
         BK.playback_rows(rows, dt, at_end, speed, turn_rate, self._packed().playback)
+
+    def decide(self, rows: np.ndarray, dt: np.ndarray, at_end: np.ndarray, force: np.ndarray,
+               root_motion_only: np.ndarray, has_desired: np.ndarray, plain: np.ndarray, goals: np.ndarray,
+               gaits: np.ndarray, coast: np.ndarray) -> None:
+        """Advance the clocks of ``rows [R]`` by ``dt [R]`` seconds and write ``coast [R]``:
+        which of them only coast this frame (no search, no mode change, no root adjustment;
+        :func:`~motionmatch.runtime._batch_kernels.decide_rows`, where the other arguments
+        are described)."""
+        BK.decide_rows(rows, dt, at_end, force, root_motion_only, has_desired, plain, goals, gaits, coast,
+                       self._packed().decision)
 
     def advance_sim(self, rows: np.ndarray, dt: np.ndarray, goals: np.ndarray) -> None:
         """Advance the simulated roots of ``rows [R]`` by ``dt [R]`` seconds toward

@@ -50,12 +50,14 @@ from collections.abc import Mapping
 import numpy as np
 
 from motionmatch.anim import quat
-from motionmatch.control.intent import STILL_SPEED, Intent
+from motionmatch.control.intent import GAITS, Intent
 from motionmatch.control.trajectory import PredictedTrajectory
 from motionmatch.database import MotionDatabase
 from motionmatch.database.tags import TagQueryError
+from motionmatch.runtime import _batch_kernels as BK
 from motionmatch.runtime import _kernels
-from motionmatch.runtime.batch import ControllerBatch, RowPredictor, intent_goals, leg_chains
+from motionmatch.runtime._batch_kernels import LAST_NONE, LAST_OBJECT, LAST_PLAIN, MODES
+from motionmatch.runtime.batch import ControllerBatch, RowPredictor, intent_goal_tuple, intent_goals, leg_chains
 from motionmatch.runtime.controller_settings import ControllerSettings
 from motionmatch.runtime.frame_result import FrameResult, GroupCosts
 from motionmatch.runtime.inertialize import Inertializer
@@ -68,7 +70,8 @@ from motionmatch.search import build_searcher
 
 __all__ = ["Controller", "ControllerSettings", "FrameResult", "GroupCosts"]
 
-SHARP_SPEED_DELTA = 1.0  # m/s: the default speed change of Intent.changed_sharply
+_MODE_CODE = {m: k for k, m in enumerate(MODES)}
+_GAIT_CODE = {g: k for k, g in enumerate(GAITS)}
 
 
 def _shown_pose(which: int) -> property:
@@ -92,11 +95,11 @@ class Controller(QueryBuilding, Searching):
     (``batch``: a world's, shared with its other characters; default one of its own).
     :meth:`update` runs the one stepping pipeline, :meth:`step_many`, over its row; a
     :class:`~motionmatch.runtime.world.World` runs it over every agent's row at once, the
-    numeric stages in one compiled call each: :meth:`_begin_rows` (checks, clocks),
-    ``batch.playback`` (:meth:`_playback`: clip time, root motion), :meth:`_decide` (root
-    adjustment, mode, search), ``batch.advance_sim`` (:meth:`_advance_sim`: the simulated
-    root's springs), ``batch.pose`` (:meth:`_pose`), then :meth:`_result`. A subclass that
-    redefines one of those three numeric stages is
+    numeric stages in one compiled call each: ``batch.playback`` (:meth:`_playback`: clip
+    time, root motion), ``batch.decide`` (the clocks; which rows only coast), :meth:`_decide`
+    for the others (root adjustment, mode, search), ``batch.advance_sim``
+    (:meth:`_advance_sim`: the simulated root's springs), ``batch.pose`` (:meth:`_pose`),
+    then :meth:`_result`. A subclass that redefines one of those three numeric stages is
     stepped one by one (:attr:`batched` is false).
     """
 
@@ -149,8 +152,8 @@ class Controller(QueryBuilding, Searching):
         self.searches = 0
         self.transitions = 0
         self.time = 0.0
+        self._last_obj = None  # the last intent when it is not plain (see _last_intent)
         self.chooser = None  # optional (controller, query [D], mask [N], view) -> (indices [1], costs [1])
-        self._desired_override: PredictedTrajectory | None = None
         self.reset(position, facing, start_frame)
 
     @property
@@ -180,6 +183,51 @@ class Controller(QueryBuilding, Searching):
     _release = row_field(_in_batch, "release")
     _release_t = row_field(_in_batch, "release_t")
     _lock_t = row_field(_in_batch, "lock_t")
+    time = row_field(_in_batch, "clock", float, "Seconds of updates since the controller was made.")
+    _since_search = row_field(_in_batch, "since_search", float, "Seconds since the last search (see since_search).")
+
+    @property
+    def mode(self) -> str:
+        """The controller's mode: ``"locomotion"``, ``"idle"``, ``"dance"``, ``"jump"`` or ``"creep"``."""
+        return MODES[self._batch.state.mode[self._row]]
+
+    @mode.setter
+    def mode(self, value: str) -> None:
+        self._batch.state.mode[self._row] = _MODE_CODE[value]
+
+    @property
+    def _last_intent(self) -> Intent | None:
+        """The intent of the last update (``None`` before the first). A plain one (an
+        :class:`Intent` with no actions) is kept in the batch row (its goal and gait, as the
+        compiled decision reads and writes it) and made again when read: equal to it in
+        every number that :meth:`_changed_sharply` compares; another is kept as it is."""
+        st, r = self._batch.state, self._row
+        kind = st.last_kind[r]
+        if kind == LAST_NONE:
+            return None
+        if kind == LAST_OBJECT:
+            return self._last_obj
+        vx, vz, fx, fz, has_facing = st.last_goal[r].tolist()
+        return Intent.planar(vx, vz, GAITS[st.last_gait[r]], facing=(fx, fz) if has_facing else None)
+
+    @_last_intent.setter
+    def _last_intent(self, intent: Intent | None) -> None:
+        st, r = self._batch.state, self._row
+        self._last_obj = None
+        if intent is None:
+            st.last_kind[r] = LAST_NONE
+        elif type(intent) is Intent and not intent.actions:
+            st.last_kind[r] = LAST_PLAIN
+            st.last_goal[r] = intent_goal_tuple(intent)
+            st.last_gait[r] = _GAIT_CODE[intent.gait]
+        else:
+            st.last_kind[r] = LAST_OBJECT
+            self._last_obj = intent
+
+    @property
+    def _desired_override(self) -> PredictedTrajectory | None:
+        """The desired trajectory given to this frame's update (``None``: the spring prediction)."""
+        return self._batch.desired.get(self._row)
 
     @property
     def _db_root(self) -> tuple[tuple[float, float, float], float]:
@@ -311,8 +359,7 @@ class Controller(QueryBuilding, Searching):
         self._jump_start = 0.0  # when the jump's vertical spring began (s)
         self._idle_evading = False  # idle: the last periodic search stepped aside from an obstacle
         self._since_search = np.inf
-        self._last_intent: Intent | None = None
-        self._prev_actions: frozenset[str] = frozenset()
+        self._last_intent = None
         self.inert.reset()
         rot, pos = self._db_pose_at(self.frame_pos)
         self._shown = (rot, pos)
@@ -401,7 +448,8 @@ class Controller(QueryBuilding, Searching):
     def _choose_mode(self, intent: Intent) -> tuple[str, bool]:
         """The mode for this frame and whether entering it forces a search."""
         acts = intent.actions
-        new = acts - self._prev_actions
+        last = self._last_intent
+        new = acts - last.actions if last is not None else acts
         if self.mode == "jump" and self.time < self._mode_until:
             return "jump", False
         if "jump" in new and self._has("jump"):
@@ -446,8 +494,9 @@ class Controller(QueryBuilding, Searching):
                   threads=None) -> list[tuple[bool, bool]]:
         """The update pipeline: :meth:`update` for every controller of ``ctrls`` (one item of
         each list per controller; see :meth:`update` for their meaning), stage by stage over
-        their rows: the clocks (:meth:`_begin_rows`), the playback with root motion, the
-        decision (mode, coasting or searching: :meth:`_decide`), the searches deferred to
+        their rows: the checks (:meth:`_check_steps`), the playback with root motion, the
+        clocks and the rows that only coast (compiled), the decision of the others (mode,
+        search: :meth:`_decide`), the searches deferred to
         ``defer`` (a world's: run together, then ended in order, their quintic transitions in
         one call), the spring inertialization's offsets, the simulated roots, the poses.
         The numeric stages are one compiled call each over all the rows (the poses on
@@ -465,28 +514,39 @@ class Controller(QueryBuilding, Searching):
         compiled = c0.batched
         if n > 1 and not all(c._batch is b and c.batched for c in ctrls):
             raise ValueError("step_many: controllers of one batch whose classes run the compiled stages")
-        Controller._begin_rows(ctrls, dts, desireds)
-        hs = [float(h) for h in dts]
         if n == 1:  # (one controller: its own argument arrays, kept between updates)
             rows, h_arr, at_end, speed, turn = c0._rows1, c0._dt1, c0._end1, c0._speed1, c0._turn1
-            h_arr[0] = hs[0]
+            h_arr[0] = dts[0]
         else:
             rows = np.fromiter((c._row for c in ctrls), dtype=np.int64, count=n)
-            h_arr = np.array(hs, dtype=np.float64)
+            h_arr = np.array(dts, dtype=np.float64)
             at_end, speed, turn = np.empty(n, dtype=bool), np.empty(n), np.empty(n)
+        Controller._check_steps(ctrls, h_arr, desireds)
+        desired = b.desired
+        if desired:
+            for r in rows.tolist():
+                desired.pop(r, None)
+        for k in [k for k, d in enumerate(desireds) if d is not None]:
+            desired[ctrls[k]._row] = desireds[k]
+        hs = h_arr.tolist()
         if compiled:
             b.playback(rows, h_arr, at_end, speed, turn)
         else:
             at_end[0], speed[0], turn[0] = c0._playback(hs[0])
-        ends, speeds, turns = at_end.tolist(), speed.tolist(), turn.tolist()
-        # the simulated roots the compiled stage advances (the others advance their own after
-        # deciding), and the spring inertializations (their offsets advanced before the poses)
-        sprung = [k for k, (c, it) in enumerate(zip(ctrls, intents)) if compiled and c.predictor.batched(it)]
-        decided = []
+        # the clocks, and which rows only coast (compiled); the others decide here
+        goals = intent_goals(intents)
+        plain = np.fromiter((type(it) is Intent and not it.actions for it in intents), dtype=bool, count=n)
+        gaits = np.fromiter((_GAIT_CODE.get(it.gait, 0) for it in intents), dtype=np.int64, count=n)
+        coast = np.empty(n, dtype=bool)
+        b.decide(rows, h_arr, at_end, np.array(search_now, dtype=bool), np.array(root_motion_only, dtype=bool),
+                 np.array([d is not None for d in desireds], dtype=bool), plain, goals, gaits, coast)
+        decided = [(False, False)] * n
         late = []  # the controllers (their k) whose search is deferred
-        for k, c in enumerate(ctrls):
-            d = c._decide(hs[k], intents[k], ends[k], speeds[k], turns[k], search_now[k], root_motion_only[k], defer)
-            decided.append(d)
+        ends, speeds, turns = at_end.tolist(), speed.tolist(), turn.tolist()
+        for k in np.flatnonzero(~coast).tolist():
+            d = ctrls[k]._decide(hs[k], intents[k], ends[k], speeds[k], turns[k], search_now[k], root_motion_only[k],
+                                 defer)
+            decided[k] = d
             if d[1] is None:  # (its search's kernel runs below with the others; what follows, after it)
                 late.append(k)
         if late:
@@ -505,6 +565,9 @@ class Controller(QueryBuilding, Searching):
             st, r = b.state, c0._row
             st.out_rot[r], st.out_pos[r], st.out_contacts[r] = rot, pos, contacts
             return decided
+        # the simulated roots the compiled stage advances (the others advance their own),
+        # and the spring inertializations (their offsets advanced before the poses)
+        sprung = [k for k, (c, it) in enumerate(zip(ctrls, intents)) if c.predictor.batched(it)]
         if len(sprung) < n:
             own = set(sprung)
             for k, c in enumerate(ctrls):
@@ -514,37 +577,25 @@ class Controller(QueryBuilding, Searching):
             if c.inert.method == "spring":
                 c._advance_offsets(h)
         if sprung:
-            sel = rows if len(sprung) == n else rows[sprung]
-            b.advance_sim(sel, h_arr if len(sprung) == n else h_arr[sprung],
-                          intent_goals(intents if len(sprung) == n else [intents[k] for k in sprung]))
+            every = len(sprung) == n
+            b.advance_sim(rows if every else rows[sprung], h_arr if every else h_arr[sprung],
+                          goals if every else goals[sprung])
         b.pose(rows, h_arr, threads)
         return decided
 
-    def _begin(self, dt: float, desired: PredictedTrajectory | None) -> float:
-        """Checks ``dt`` and ``desired`` (see :meth:`update`), advances the clocks; returns ``dt``."""
-        if not (dt >= 0 and math.isfinite(dt)):
-            raise ValueError(f"dt must be a finite number of seconds >= 0, got {dt!r}")
-        if desired is not None and len(desired.positions) != len(self.db.schema.trajectory_offsets):
-            raise ValueError(f"desired trajectory has {len(desired.positions)} samples; the database's schema "
-                             f"needs {len(self.db.schema.trajectory_offsets)} (at {self.db.schema.trajectory_offsets} s)")
-        dt = float(dt)
-        self._desired_override = desired
-        self.time += dt
-        self._since_search += dt
-        return dt
-
     @staticmethod
-    def _begin_rows(ctrls: list[Controller], dts: list[float], desireds: list) -> None:
-        """:meth:`_begin` for many controllers (a world's agents, one item of each list per
-        controller): the same checks and clocks, the common case (a finite ``dt >= 0`` and no
-        desired trajectory) without a call per controller."""
-        for c, dt, desired in zip(ctrls, dts, desireds):
-            if desired is not None or not (0.0 <= dt < math.inf):
-                c._begin(dt, desired)
-                continue
-            c._desired_override = None
-            c.time += dt
-            c._since_search += dt
+    def _check_steps(ctrls: list[Controller], dts: np.ndarray, desireds: list) -> None:
+        """The checks of :meth:`update`'s arguments for many controllers: every ``dt`` a
+        finite number of seconds >= 0, every desired trajectory given with the schema's
+        samples (one line naming the fix, else a ``ValueError``)."""
+        if not np.all((dts >= 0) & (dts < np.inf)):
+            bad = dts[~((dts >= 0) & (dts < np.inf))][0]
+            raise ValueError(f"dt must be a finite number of seconds >= 0, got {float(bad)!r}")
+        for c, desired in zip(ctrls, desireds):
+            if desired is not None and len(desired.positions) != len(c.db.schema.trajectory_offsets):
+                offsets = c.db.schema.trajectory_offsets
+                raise ValueError(f"desired trajectory has {len(desired.positions)} samples; the database's schema "
+                                 f"needs {len(offsets)} (at {offsets} s)")
 
     def _decide(self, dt: float, intent: Intent, at_end: bool, speed: float, turn_rate: float, force_search: bool,
                 root_motion_only: bool, defer: list | None = None) -> tuple[bool, bool | None]:
@@ -553,22 +604,12 @@ class Controller(QueryBuilding, Searching):
         start). Returns whether it searched and transitioned (``None``: a locomotion search
         deferred to ``defer``, see :meth:`_search`).
 
-        Most frames of a walking character are only bookkeeping: locomotion goes on (a
-        plain :class:`Intent` with no actions and a speed over 1 mm/s, no desired
-        trajectory given), no search is due (timer, clip end, ``force_search``, a sharp
-        change of intent) and there is no root adjustment; those take the first branch."""
+        The frames that only coast (most frames of a walking character: locomotion goes
+        on, no search is due, no root adjustment) are not decided here: the compiled stage
+        before it (:meth:`ControllerBatch.decide <motionmatch.runtime.batch.ControllerBatch.
+        decide>`) found them."""
         s = self.s
         adjust = s.adjust_halflife > 0 and dt > 0 and not root_motion_only
-        if not (adjust or at_end or force_search or self.mode != "locomotion" or self._desired_override is not None
-                or self._since_search >= s.search_interval - 1e-9 or type(intent) is not Intent
-                or intent.actions or not intent.speed > 1e-3):
-            last = self._last_intent
-            if last is None or last is intent or not self._changed_sharply(intent, last):
-                if self.play_rate < 0:
-                    self.play_rate = 1.0
-                self._prev_actions = intent.actions
-                self._last_intent = intent
-                return False, False
         if adjust:
             self._adjust_root(dt, speed, turn_rate)
         mode, force = self._choose_mode(intent)
@@ -635,7 +676,6 @@ class Controller(QueryBuilding, Searching):
                 vert = self.vtargets.creep if mode == "creep" else None
                 searched = True
                 transitioned = self._search(intent, tags, vert, force=force or at_end, defer=defer)
-        self._prev_actions = intent.actions
         self._last_intent = intent
         return searched, transitioned
 
@@ -646,30 +686,13 @@ class Controller(QueryBuilding, Searching):
                            contacts.copy(), self.last_costs if searched else {})
 
     def _changed_sharply(self, intent: Intent, last: Intent) -> bool:
-        """``intent.changed_sharply(last, settings.sharp_turn_deg)``, on floats for plain
-        :class:`Intent` objects (the method builds several small arrays per call)."""
-        if type(intent) is not Intent or type(last) is not Intent:
+        """``intent.changed_sharply(last, settings.sharp_turn_deg)``; for two plain intents
+        with no actions, the compiled stage's test (:func:`~motionmatch.runtime._batch_kernels.
+        changed_sharply`: the same numbers, on their goals)."""
+        if type(intent) is not Intent or type(last) is not Intent or intent.actions or last.actions:
             return intent.changed_sharply(last, self.s.sharp_turn_deg)
-        ax, az = intent.planar_velocity
-        bx, bz = last.planar_velocity
-        sa, sb = math.hypot(ax, az), math.hypot(bx, bz)
-        if abs(sa - sb) >= SHARP_SPEED_DELTA:
-            return True
-        if intent.gait != last.gait or intent.actions != last.actions:
-            return True
-        limit = self.s.sharp_turn_deg
-        if sa >= STILL_SPEED and sb >= STILL_SPEED:
-            cos = (ax / sa) * (bx / sb) + (az / sa) * (bz / sb)
-            if math.degrees(math.acos(max(-1.0, min(1.0, cos)))) >= limit:
-                return True
-        fa, fb = intent.facing, last.facing
-        if (fa is None) != (fb is None):
-            return True
-        if fa is None:
-            return False
-        fa, fb = fa.tolist(), fb.tolist()
-        cos = fa[0] * fb[0] + fa[1] * fb[1] + fa[2] * fb[2]
-        return math.degrees(math.acos(max(-1.0, min(1.0, cos)))) >= limit
+        return bool(BK.changed_sharply(np.array(intent_goal_tuple(intent)), _GAIT_CODE[intent.gait],
+                                       np.array(intent_goal_tuple(last)), _GAIT_CODE[last.gait], self.s.sharp_turn_deg))
 
     # ------------------------------------------------------- per-frame stages
     def _playback(self, dt: float) -> tuple[bool, float, float]:
