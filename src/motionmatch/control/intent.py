@@ -301,3 +301,93 @@ class Intent:
         f = "None" if self.facing is None else "[" + ", ".join(f"{c:.3g}" for c in self.facing) + "]"
         acts = "{" + ", ".join(sorted(self.actions)) + "}"
         return f"Intent(velocity=[{v}], facing={f}, gait={self.gait!r}, actions={acts})"
+
+
+#: the gaits' indices (:class:`IntentRows`'s ``gaits``)
+GAIT_INDEX = {g: k for k, g in enumerate(GAITS)}
+
+
+def intent_goal_tuple(intent: Intent) -> tuple[float, float, float, float, float]:
+    """An intent's goal, the numbers a simulated root heads for: its velocity ``x, z``
+    (m/s), its facing ``x, z`` and 1 if it has one (else zeros)."""
+    vx, _, vz = intent.velocity.tolist()
+    f = intent.facing
+    if f is None:
+        return (vx, vz, 0.0, 0.0, 0.0)
+    fx, _, fz = f.tolist()
+    return (vx, vz, fx, fz, 1.0)
+
+
+def intent_goals(intents: Sequence[Intent]) -> np.ndarray:
+    """:func:`intent_goal_tuple` of many intents at once: ``[n, 5]``."""
+    if isinstance(intents, IntentRows):
+        return intents.goals
+    out = np.zeros((len(intents), 5))
+    if not len(intents):
+        return out
+    vel = np.concatenate([it.velocity for it in intents]).reshape(-1, 3)  # (4x np.array's speed on small arrays)
+    out[:, 0], out[:, 1] = vel[:, 0], vel[:, 2]
+    for k in [k for k, it in enumerate(intents) if it.facing is not None]:
+        out[k] = intent_goal_tuple(intents[k])
+    return out
+
+
+class IntentRows(Sequence):
+    """The intents of many agents as columns, for compiled stages over rows; the
+    :class:`Intent` objects are made when read.
+
+    Attributes:
+        goals: ``[n, 5]`` float64, each intent's goal (:func:`intent_goal_tuple`: velocity
+            x, z in m/s; facing x, z; 1 if it has a facing).
+        gaits: ``[n]`` int64, each one's gait (an index of :data:`GAITS`).
+        plain: ``[n]`` bool, whether it is a plain :class:`Intent` with no actions (then
+            ``goals`` and ``gaits`` say all of it: velocity ``y`` is 0).
+
+    ``rows[k]`` is intent ``k`` (the object given, or one made from the columns once)."""
+
+    __slots__ = ("_objects", "gaits", "goals", "plain")
+
+    def __init__(self, goals: np.ndarray, gaits: np.ndarray, plain: np.ndarray, objects: list):
+        self.goals, self.gaits, self.plain, self._objects = goals, gaits, plain, objects
+
+    @classmethod
+    def of(cls, intents: Sequence[Intent]) -> IntentRows:
+        """The columns of ``intents`` (any :class:`Intent` objects, kept as they are)."""
+        if isinstance(intents, IntentRows):
+            return intents
+        n = len(intents)
+        goals = intent_goals(intents)
+        plain = np.fromiter((type(it) is Intent and not it.actions for it in intents), dtype=bool, count=n)
+        if not plain.all() and not all(isinstance(it, Intent) for it in intents):
+            bad = next(it for it in intents if not isinstance(it, Intent))
+            raise TypeError(f"an intent must be an Intent, got {type(bad).__name__}")
+        gaits = np.fromiter((GAIT_INDEX.get(it.gait, 0) for it in intents), dtype=np.int64, count=n)
+        return cls(goals, gaits, plain, list(intents))
+
+    @classmethod
+    def planar(cls, velocity: np.ndarray, gaits: np.ndarray) -> IntentRows:
+        """Plain intents moving at ``velocity [n, 2]`` (x, z, m/s, finite) facing the
+        direction of travel, with ``gaits [n]`` (indices of :data:`GAITS`): what a steered
+        crowd wants, without an object per agent until one is read."""
+        n = len(velocity)
+        goals = np.zeros((n, 5))
+        goals[:, :2] = velocity
+        return cls(goals, np.asarray(gaits, dtype=np.int64), np.ones(n, dtype=bool), [None] * n)
+
+    def take(self, ks: Sequence[int]) -> IntentRows:
+        """Rows ``ks`` of these (in that order)."""
+        ks = np.asarray(ks, dtype=np.int64)
+        return IntentRows(self.goals[ks], self.gaits[ks], self.plain[ks], [self._objects[k] for k in ks.tolist()])
+
+    def __len__(self) -> int:
+        return len(self._objects)
+
+    def __getitem__(self, k):
+        if isinstance(k, slice):
+            return [self[i] for i in range(*k.indices(len(self)))]
+        it = self._objects[k]
+        if it is None:
+            vx, vz, fx, fz, has_facing = self.goals[k].tolist()
+            it = self._objects[k] = Intent.planar(vx, vz, GAITS[self.gaits[k]],
+                                                  facing=(fx, fz) if has_facing else None)
+        return it

@@ -104,6 +104,10 @@ class ControllerRows(NamedTuple):
     search_interval: np.ndarray    #: ``[C]`` (settings)
     adjust_halflife: np.ndarray    #: ``[C]`` (settings)
     sharp_turn_deg: np.ndarray     #: ``[C]`` (settings)
+    sim_compiled: np.ndarray       #: ``[C]`` bool: its simulated root advances in :func:`advance_sim_rows` (spring, 2D)
+    adjust_max_ratio: np.ndarray   #: ``[C]`` (settings)
+    adjust_min_speed: np.ndarray   #: ``[C]`` (settings)
+    sim_max_distance: np.ndarray   #: ``[C]`` (settings)
 
 
 class PlaybackArrays(NamedTuple):
@@ -191,6 +195,13 @@ class DecisionArrays(NamedTuple):
     adjust_halflife: np.ndarray
     sharp_turn_deg: np.ndarray
     play_rate: np.ndarray
+    root_pos: np.ndarray
+    root_yaw: np.ndarray
+    sim_pos: np.ndarray
+    sim_heading: np.ndarray
+    adjust_max_ratio: np.ndarray
+    adjust_min_speed: np.ndarray
+    sim_max_distance: np.ndarray
 
 
 def stage_arrays(cls, *sources) -> tuple:
@@ -263,18 +274,24 @@ def playback_rows(rows, dt, at_end, speed, turn_rate, arrays):
 
 
 @numba.njit(cache=True)
-def decide_rows(rows, dt, at_end, force, root_motion_only, has_desired, plain, goals, gaits, coast, arrays):
+def decide_rows(rows, dt, at_end, speed, turn_rate, force, root_motion_only, has_desired, plain, goals, gaits,
+                adjust_here, coast, sharp, arrays):
     """The clocks and the common decision of every row: advance its clock and search timer
-    by ``dt [R]``, then whether its frame only coasts (``coast [R]``, written): it plays
-    locomotion on, with no search due and nothing else to decide. That is: no root
-    adjustment (``adjust_halflife`` 0, ``dt`` 0 or ``root_motion_only [R]``), the clip's end
-    not reached (``at_end [R]``, after playback), no search forced (``force [R]``), the mode
-    locomotion, no desired trajectory given (``has_desired [R]``), the search timer under
+    by ``dt [R]``; whether its intent changed sharply from its last (``sharp [R]``, written:
+    1 or 0, -1 where an intent is not plain and Python decides, see :func:`changed_sharply`);
+    then whether its frame only coasts (``coast [R]``, written): it plays locomotion on,
+    with no search due and no mode to change. That is: the clip's end not reached
+    (``at_end [R]``, after playback), no search forced (``force [R]``), the mode locomotion,
+    no desired trajectory given (``has_desired [R]``), the search timer under
     ``search_interval`` (to 1e-9 s), a plain intent (``plain [R]``: an ``Intent`` with no
-    actions) moving faster than 1 mm/s, and no sharp change from the last intent (see
-    :func:`changed_sharply`; a last intent that is not plain is decided in Python). A
-    coasting row plays forward (``play_rate`` 1) and its intent (``goals [R, 5]``,
-    ``gaits [R]``) becomes its last. ``arrays``: a plain :class:`DecisionArrays`."""
+    actions) moving faster than 1 mm/s and no sharp change. A coasting row's root is pulled
+    toward its simulated root (:func:`adjust_root`, unless ``adjust_halflife`` is 0, ``dt``
+    0 or ``root_motion_only [R]``; with the root motion's ``speed``, ``turn_rate [R]``); a
+    row whose simulated root would then have to be pulled back toward it (farther than
+    ``sim_max_distance``), or that needs a root adjustment when ``adjust_here`` is false,
+    does not coast (Python adjusts it). A coasting row plays forward (``play_rate`` 1) and
+    its intent (``goals [R, 5]``, ``gaits [R]``) becomes its last. ``arrays``: a plain
+    :class:`DecisionArrays`."""
     st = DecisionArrays(*arrays)
     for n in range(rows.shape[0]):
         r = rows[n]
@@ -282,18 +299,30 @@ def decide_rows(rows, dt, at_end, force, root_motion_only, has_desired, plain, g
         st.clock[r] += h
         st.since_search[r] += h
         coast[n] = False
-        if st.adjust_halflife[r] > 0 and h > 0 and not root_motion_only[n]:
-            continue
-        if at_end[n] or force[n] or st.mode[r] != LOCOMOTION or has_desired[n] or not plain[n]:
+        kind = st.last_kind[r]
+        if kind == LAST_NONE:
+            sharp[n] = 0
+        elif kind == LAST_PLAIN and plain[n]:
+            sharp[n] = 1 if changed_sharply(goals[n], gaits[n], st.last_goal[r], st.last_gait[r],
+                                            st.sharp_turn_deg[r]) else 0
+        else:
+            sharp[n] = -1
+        if sharp[n] != 0 or at_end[n] or force[n] or st.mode[r] != LOCOMOTION or has_desired[n] or not plain[n]:
             continue
         if st.since_search[r] >= st.search_interval[r] - 1e-9 or not math.hypot(goals[n, 0], goals[n, 1]) > 1e-3:
             continue
-        kind = st.last_kind[r]
-        if kind == LAST_OBJECT:
-            continue
-        if kind == LAST_PLAIN and changed_sharply(goals[n], gaits[n], st.last_goal[r], st.last_gait[r],
-                                                  st.sharp_turn_deg[r]):
-            continue
+        if st.adjust_halflife[r] > 0 and h > 0 and not root_motion_only[n]:
+            if not adjust_here:
+                continue
+            x, z, yaw = adjust_root(st.root_pos[r, 0], st.root_pos[r, 2], st.root_yaw[r], st.sim_pos[r, 0],
+                                    st.sim_pos[r, 2], st.sim_heading[r], h, speed[n], turn_rate[n],
+                                    st.adjust_halflife[r], st.adjust_max_ratio[r], st.adjust_min_speed[r])
+            if math.hypot(st.sim_pos[r, 0] - x, st.sim_pos[r, 2] - z) > st.sim_max_distance[r]:
+                continue
+            st.root_pos[r, 0] = x
+            st.root_pos[r, 1] = st.root_pos[r, 1] + 0.0
+            st.root_pos[r, 2] = z
+            st.root_yaw[r] = yaw
         coast[n] = True
         if st.play_rate[r] < 0:
             st.play_rate[r] = 1.0
@@ -301,6 +330,30 @@ def decide_rows(rows, dt, at_end, force, root_motion_only, has_desired, plain, g
         for k in range(5):
             st.last_goal[r, k] = goals[n, k]
         st.last_gait[r] = gaits[n]
+
+
+@numba.njit(cache=True)
+def adjust_root(x, z, yaw, sim_x, sim_z, sim_yaw, dt, speed, turn_rate, halflife, max_ratio, min_speed):
+    """The character root ``(x, z)`` (m) and heading ``yaw`` (rad) pulled toward the
+    simulated root ``(sim_x, sim_z)``, ``sim_yaw`` over ``dt`` seconds with half-life
+    ``halflife`` (s), the pull at most ``max_ratio`` times the root motion's own ``speed``
+    (m/s) and ``turn_rate`` (rad/s) plus ``min_speed`` (m/s; twice as much in rad/s): the
+    new ``(x, z, yaw)``, yaw wrapped to ``[-pi, pi)``."""
+    k = 1.0 - 0.5 ** (dt / halflife)
+    stx = (sim_x - x) * k
+    stz = (sim_z - z) * k
+    limit = (max_ratio * speed + min_speed) * dt
+    n = math.hypot(stx, stz)
+    if n > limit:
+        f = limit / n
+        stx = stx * f
+        stz = stz * f
+    two_pi = 2 * math.pi
+    dyaw = (sim_yaw - yaw + math.pi) % two_pi - math.pi
+    ystep = dyaw * k
+    ylimit = (max_ratio * turn_rate + 2 * min_speed) * dt
+    ystep = min(max(ystep, -ylimit), ylimit)
+    return x + stx, z + stz, (yaw + ystep + math.pi) % two_pi - math.pi
 
 
 @numba.njit(cache=True)

@@ -30,7 +30,7 @@ from typing import NamedTuple
 import numpy as np
 
 from motionmatch.anim import quat
-from motionmatch.control.intent import Intent
+from motionmatch.control.intent import Intent, intent_goal_tuple, intent_goals
 from motionmatch.control.trajectory import RootState, TrajectoryPredictor
 from motionmatch.database import MotionDatabase
 from motionmatch.runtime import _batch_kernels as BK
@@ -103,7 +103,9 @@ def _controller_rows(J: int, K: int, capacity: int) -> RowArrays:
               "sim_heading": ((), f8), "sim_angle": ((), f8), "sim_rate": ((), f8), "sim_version": ((), i8),
               "velocity_halflife": ((), f8), "facing_halflife": ((), f8), "clock": ((), f8), "since_search": ((), f8),
               "mode": ((), i8), "last_kind": ((), i8), "last_goal": ((5,), f8), "last_gait": ((), i8),
-              "search_interval": ((), f8), "adjust_halflife": ((), f8), "sharp_turn_deg": ((), f8)}
+              "search_interval": ((), f8), "adjust_halflife": ((), f8), "sharp_turn_deg": ((), f8),
+              "sim_compiled": ((), b), "adjust_max_ratio": ((), f8), "adjust_min_speed": ((), f8),
+              "sim_max_distance": ((), f8)}
     return RowArrays({name: shapes[name] for name in ControllerRows._fields}, capacity)
 
 
@@ -141,6 +143,8 @@ class ControllerBatch:
         self.inert = inertial_rows(J - 1, capacity)
         #: the desired trajectories given to rows for their current frame (``{row: PredictedTrajectory}``)
         self.desired: dict[int, object] = {}
+        #: whether a row was ever given spring inertialization (whose offsets advance in Python)
+        self.has_spring = False
         self._views: _StageArgs | None = None
 
     def add(self, settings) -> int:
@@ -159,6 +163,11 @@ class ControllerBatch:
         st.search_interval[row] = settings.search_interval
         st.adjust_halflife[row] = settings.adjust_halflife
         st.sharp_turn_deg[row] = settings.sharp_turn_deg
+        st.adjust_max_ratio[row] = settings.adjust_max_ratio
+        st.adjust_min_speed[row] = settings.adjust_min_speed
+        st.sim_max_distance[row] = settings.sim_max_distance
+        if st.inert_kind[row] == BK.SPRING:
+            self.has_spring = True
         self.desired.pop(row, None)
         return row
 
@@ -195,15 +204,16 @@ class ControllerBatch:
         ``speed [R]`` (m/s) and ``turn_rate [R]`` (rad/s) of that root motion."""
         BK.playback_rows(rows, dt, at_end, speed, turn_rate, self._packed().playback)
 
-    def decide(self, rows: np.ndarray, dt: np.ndarray, at_end: np.ndarray, force: np.ndarray,
-               root_motion_only: np.ndarray, has_desired: np.ndarray, plain: np.ndarray, goals: np.ndarray,
-               gaits: np.ndarray, coast: np.ndarray) -> None:
-        """Advance the clocks of ``rows [R]`` by ``dt [R]`` seconds and write ``coast [R]``:
-        which of them only coast this frame (no search, no mode change, no root adjustment;
-        :func:`~motionmatch.runtime._batch_kernels.decide_rows`, where the other arguments
-        are described)."""
-        BK.decide_rows(rows, dt, at_end, force, root_motion_only, has_desired, plain, goals, gaits, coast,
-                       self._packed().decision)
+    def decide(self, rows: np.ndarray, dt: np.ndarray, at_end: np.ndarray, speed: np.ndarray, turn_rate: np.ndarray,
+               force: np.ndarray, root_motion_only: np.ndarray, has_desired: np.ndarray, plain: np.ndarray,
+               goals: np.ndarray, gaits: np.ndarray, adjust_here: bool, coast: np.ndarray, sharp: np.ndarray) -> None:
+        """Advance the clocks of ``rows [R]`` by ``dt [R]`` seconds and write ``coast [R]``
+        (which of them only coast this frame: no search, no mode change; their roots
+        adjusted) and ``sharp [R]`` (whether each intent changed sharply; -1: not known
+        here) (:func:`~motionmatch.runtime._batch_kernels.decide_rows`, where the other
+        arguments are described)."""
+        BK.decide_rows(rows, dt, at_end, speed, turn_rate, force, root_motion_only, has_desired, plain, goals, gaits,
+                       adjust_here, coast, sharp, self._packed().decision)
 
     def advance_sim(self, rows: np.ndarray, dt: np.ndarray, goals: np.ndarray) -> None:
         """Advance the simulated roots of ``rows [R]`` by ``dt [R]`` seconds toward
@@ -233,28 +243,6 @@ def intent_goal(intent: Intent, out: np.ndarray) -> None:
     out[:] = intent_goal_tuple(intent)
 
 
-def intent_goal_tuple(intent: Intent) -> tuple[float, float, float, float, float]:
-    """:func:`intent_goal` as a tuple of floats (a world packs its agents' goals at once)."""
-    vx, _, vz = intent.velocity.tolist()
-    f = intent.facing
-    if f is None:
-        return (vx, vz, 0.0, 0.0, 0.0)
-    fx, _, fz = f.tolist()
-    return (vx, vz, fx, fz, 1.0)
-
-
-def intent_goals(intents: list[Intent]) -> np.ndarray:
-    """:func:`intent_goal` of many intents at once: ``[R, 5]`` (a world's agents' goals)."""
-    out = np.zeros((len(intents), 5))
-    if not intents:
-        return out
-    vel = np.concatenate([it.velocity for it in intents]).reshape(-1, 3)  # (4x np.array's speed on small arrays)
-    out[:, 0], out[:, 1] = vel[:, 0], vel[:, 2]
-    for k in [k for k, it in enumerate(intents) if it.facing is not None]:
-        out[k] = intent_goal_tuple(intents[k])
-    return out
-
-
 class RowPredictor(TrajectoryPredictor):
     """A controller's simulated root kept in its batch row (``sim_*`` of
     :class:`ControllerRows`): :attr:`state` is built from the row when read (the same
@@ -269,6 +257,7 @@ class RowPredictor(TrajectoryPredictor):
         super().__init__(*args, **kw)
         batch.state.velocity_halflife[row] = self.velocity_halflife
         batch.state.facing_halflife[row] = self.facing_halflife
+        batch.state.sim_compiled[row] = self.mode == "spring" and not self.vertical
 
     def batched(self, desired) -> bool:
         """Whether :meth:`advance` toward ``desired`` is the batch's compiled stage."""

@@ -50,14 +50,14 @@ from collections.abc import Mapping
 import numpy as np
 
 from motionmatch.anim import quat
-from motionmatch.control.intent import GAITS, Intent
+from motionmatch.control.intent import GAIT_INDEX, GAITS, Intent, IntentRows, intent_goal_tuple
 from motionmatch.control.trajectory import PredictedTrajectory
 from motionmatch.database import MotionDatabase
 from motionmatch.database.tags import TagQueryError
 from motionmatch.runtime import _batch_kernels as BK
 from motionmatch.runtime import _kernels
 from motionmatch.runtime._batch_kernels import LAST_NONE, LAST_OBJECT, LAST_PLAIN, MODES
-from motionmatch.runtime.batch import ControllerBatch, RowPredictor, intent_goal_tuple, intent_goals, leg_chains
+from motionmatch.runtime.batch import ControllerBatch, RowPredictor, leg_chains
 from motionmatch.runtime.controller_settings import ControllerSettings
 from motionmatch.runtime.frame_result import FrameResult, GroupCosts
 from motionmatch.runtime.inertialize import Inertializer
@@ -71,7 +71,6 @@ from motionmatch.search import build_searcher
 __all__ = ["Controller", "ControllerSettings", "FrameResult", "GroupCosts"]
 
 _MODE_CODE = {m: k for k, m in enumerate(MODES)}
-_GAIT_CODE = {g: k for k, g in enumerate(GAITS)}
 
 
 def _shown_pose(which: int) -> property:
@@ -109,7 +108,8 @@ class Controller(QueryBuilding, Searching):
 
     def __init_subclass__(cls, **kw):
         super().__init_subclass__(**kw)
-        cls.batched = all(getattr(cls, m) is getattr(Controller, m) for m in ("_playback", "_advance_sim", "_pose"))
+        cls.batched = all(getattr(cls, m) is getattr(Controller, m)
+                          for m in ("_playback", "_advance_sim", "_pose", "_adjust_root"))
 
     def __init__(self, db: MotionDatabase, settings: ControllerSettings | None = None, *,
                  position=(0.0, 0.0, 0.0), facing=(0.0, 0.0, 1.0), start_frame: int | None = None,
@@ -219,7 +219,7 @@ class Controller(QueryBuilding, Searching):
         elif type(intent) is Intent and not intent.actions:
             st.last_kind[r] = LAST_PLAIN
             st.last_goal[r] = intent_goal_tuple(intent)
-            st.last_gait[r] = _GAIT_CODE[intent.gait]
+            st.last_gait[r] = GAIT_INDEX[intent.gait]
         else:
             st.last_kind[r] = LAST_OBJECT
             self._last_obj = intent
@@ -445,10 +445,9 @@ class Controller(QueryBuilding, Searching):
     # -------------------------------------------------------------- searching
 
     # ------------------------------------------------------------------ update
-    def _choose_mode(self, intent: Intent) -> tuple[str, bool]:
-        """The mode for this frame and whether entering it forces a search."""
+    def _choose_mode(self, intent: Intent, last: Intent | None) -> tuple[str, bool]:
+        """The mode for this frame (``last``: the last frame's intent) and whether entering it forces a search."""
         acts = intent.actions
-        last = self._last_intent
         new = acts - last.actions if last is not None else acts
         if self.mode == "jump" and self.time < self._mode_until:
             return "jump", False
@@ -521,31 +520,36 @@ class Controller(QueryBuilding, Searching):
             rows = np.fromiter((c._row for c in ctrls), dtype=np.int64, count=n)
             h_arr = np.array(dts, dtype=np.float64)
             at_end, speed, turn = np.empty(n, dtype=bool), np.empty(n), np.empty(n)
-        Controller._check_steps(ctrls, h_arr, desireds)
-        desired = b.desired
-        if desired:
-            for r in rows.tolist():
-                desired.pop(r, None)
-        for k in [k for k, d in enumerate(desireds) if d is not None]:
-            desired[ctrls[k]._row] = desireds[k]
         hs = h_arr.tolist()
+        has_desired = np.fromiter((d is not None for d in desireds), dtype=bool, count=n)
+        given = has_desired.nonzero()[0].tolist()
+        Controller._check_steps([ctrls[k] for k in given], hs if n < 16 else h_arr, [desireds[k] for k in given])
+        desired = b.desired  # (this step's desired trajectories, by row)
+        if desired:
+            keys = np.fromiter(desired, dtype=np.int64, count=len(desired))
+            for r in keys[np.isin(keys, rows)].tolist():
+                del desired[r]
+        for k in given:
+            desired[ctrls[k]._row] = desireds[k]
         if compiled:
             b.playback(rows, h_arr, at_end, speed, turn)
         else:
             at_end[0], speed[0], turn[0] = c0._playback(hs[0])
         # the clocks, and which rows only coast (compiled); the others decide here
-        goals = intent_goals(intents)
-        plain = np.fromiter((type(it) is Intent and not it.actions for it in intents), dtype=bool, count=n)
-        gaits = np.fromiter((_GAIT_CODE.get(it.gait, 0) for it in intents), dtype=np.int64, count=n)
-        coast = np.empty(n, dtype=bool)
-        b.decide(rows, h_arr, at_end, np.array(search_now, dtype=bool), np.array(root_motion_only, dtype=bool),
-                 np.array([d is not None for d in desireds], dtype=bool), plain, goals, gaits, coast)
+        intents = IntentRows.of(intents)
+        goals = intents.goals
+        coast, sharp = np.empty(n, dtype=bool), np.empty(n, dtype=np.int64)
+        b.decide(rows, h_arr, at_end, speed, turn, np.asarray(search_now, dtype=bool),
+                 np.asarray(root_motion_only, dtype=bool), has_desired, intents.plain, goals, intents.gaits, compiled,
+                 coast, sharp)
         decided = [(False, False)] * n
         late = []  # the controllers (their k) whose search is deferred
-        ends, speeds, turns = at_end.tolist(), speed.tolist(), turn.tolist()
-        for k in np.flatnonzero(~coast).tolist():
+        todo = (~coast).nonzero()[0].tolist()
+        if todo:
+            ends, speeds, turns, sharps = at_end.tolist(), speed.tolist(), turn.tolist(), sharp.tolist()
+        for k in todo:
             d = ctrls[k]._decide(hs[k], intents[k], ends[k], speeds[k], turns[k], search_now[k], root_motion_only[k],
-                                 defer)
+                                 defer, sharps[k])
             decided[k] = d
             if d[1] is None:  # (its search's kernel runs below with the others; what follows, after it)
                 late.append(k)
@@ -567,30 +571,31 @@ class Controller(QueryBuilding, Searching):
             return decided
         # the simulated roots the compiled stage advances (the others advance their own),
         # and the spring inertializations (their offsets advanced before the poses)
-        sprung = [k for k, (c, it) in enumerate(zip(ctrls, intents)) if c.predictor.batched(it)]
-        if len(sprung) < n:
-            own = set(sprung)
-            for k, c in enumerate(ctrls):
-                if k not in own:
-                    c._advance_sim(hs[k], intents[k])
-        for c, h in zip(ctrls, hs):
-            if c.inert.method == "spring":
-                c._advance_offsets(h)
-        if sprung:
-            every = len(sprung) == n
-            b.advance_sim(rows if every else rows[sprung], h_arr if every else h_arr[sprung],
-                          goals if every else goals[sprung])
+        st = b.state
+        own_sim = (~st.sim_compiled[rows]).nonzero()[0].tolist()
+        for k in own_sim:
+            ctrls[k]._advance_sim(hs[k], intents[k])
+        if b.has_spring:
+            for k in (st.inert_kind[rows] == BK.SPRING).nonzero()[0].tolist():
+                ctrls[k]._advance_offsets(hs[k])
+        if not own_sim:
+            b.advance_sim(rows, h_arr, goals)
+        elif len(own_sim) < n:
+            sim = st.sim_compiled[rows]
+            b.advance_sim(rows[sim], h_arr[sim], goals[sim])
         b.pose(rows, h_arr, threads)
         return decided
 
     @staticmethod
-    def _check_steps(ctrls: list[Controller], dts: np.ndarray, desireds: list) -> None:
-        """The checks of :meth:`update`'s arguments for many controllers: every ``dt`` a
-        finite number of seconds >= 0, every desired trajectory given with the schema's
-        samples (one line naming the fix, else a ``ValueError``)."""
-        if not np.all((dts >= 0) & (dts < np.inf)):
-            bad = dts[~((dts >= 0) & (dts < np.inf))][0]
-            raise ValueError(f"dt must be a finite number of seconds >= 0, got {float(bad)!r}")
+    def _check_steps(ctrls: list[Controller], dts: np.ndarray | list[float], desireds: list) -> None:
+        """The checks of :meth:`update`'s arguments for many controllers: every step ``dts``
+        a finite number of seconds >= 0, and each desired trajectory of ``desireds`` (given
+        to ``ctrls``, one each) with the schema's samples (one line naming the fix, else a
+        ``ValueError``)."""
+        ok = all(0.0 <= h < math.inf for h in dts) if isinstance(dts, list) else bool(np.all((dts >= 0) & (dts < np.inf)))
+        if not ok:
+            bad = next(h for h in np.asarray(dts, dtype=np.float64).tolist() if not 0.0 <= h < math.inf)
+            raise ValueError(f"dt must be a finite number of seconds >= 0, got {bad!r}")
         for c, desired in zip(ctrls, desireds):
             if desired is not None and len(desired.positions) != len(c.db.schema.trajectory_offsets):
                 offsets = c.db.schema.trajectory_offsets
@@ -598,26 +603,29 @@ class Controller(QueryBuilding, Searching):
                                  f"needs {len(offsets)} (at {offsets} s)")
 
     def _decide(self, dt: float, intent: Intent, at_end: bool, speed: float, turn_rate: float, force_search: bool,
-                root_motion_only: bool, defer: list | None = None) -> tuple[bool, bool | None]:
+                root_motion_only: bool, defer: list | None = None, sharp: int = -1) -> tuple[bool, bool | None]:
         """After playback (``at_end``, the root motion's ``speed`` and ``turn_rate``): the
         root adjustment, the mode, the search if one is due (and the transition it may
         start). Returns whether it searched and transitioned (``None``: a locomotion search
         deferred to ``defer``, see :meth:`_search`).
 
         The frames that only coast (most frames of a walking character: locomotion goes
-        on, no search is due, no root adjustment) are not decided here: the compiled stage
-        before it (:meth:`ControllerBatch.decide <motionmatch.runtime.batch.ControllerBatch.
-        decide>`) found them."""
+        on, no search is due) are not decided here: the compiled stage before it
+        (:meth:`ControllerBatch.decide <motionmatch.runtime.batch.ControllerBatch.decide>`)
+        found them and adjusted their roots. ``sharp``: whether the intent changed sharply
+        from the last, as that stage found it (-1: not known there)."""
         s = self.s
         adjust = s.adjust_halflife > 0 and dt > 0 and not root_motion_only
         if adjust:
             self._adjust_root(dt, speed, turn_rate)
-        mode, force = self._choose_mode(intent)
+        last = self._last_intent
+        mode, force = self._choose_mode(intent, last)
         if self.mode == "jump" and mode != "jump":
             force = True  # jump finished: back to locomotion now
         self.mode = mode
-        last = self._last_intent
-        sharp = force_search or (last is not None and last is not intent and self._changed_sharply(intent, last))
+        if sharp < 0:  # (not known from the compiled stage)
+            sharp = last is not None and last is not intent and self._changed_sharply(intent, last)
+        sharp = force_search or bool(sharp)
         searched = transitioned = False
         if mode != "idle" and self.play_rate < 0:
             self.play_rate = 1.0  # idle left while its clip played backward: forward again
@@ -691,8 +699,8 @@ class Controller(QueryBuilding, Searching):
         changed_sharply`: the same numbers, on their goals)."""
         if type(intent) is not Intent or type(last) is not Intent or intent.actions or last.actions:
             return intent.changed_sharply(last, self.s.sharp_turn_deg)
-        return bool(BK.changed_sharply(np.array(intent_goal_tuple(intent)), _GAIT_CODE[intent.gait],
-                                       np.array(intent_goal_tuple(last)), _GAIT_CODE[last.gait], self.s.sharp_turn_deg))
+        return bool(BK.changed_sharply(np.array(intent_goal_tuple(intent)), GAIT_INDEX[intent.gait],
+                                       np.array(intent_goal_tuple(last)), GAIT_INDEX[last.gait], self.s.sharp_turn_deg))
 
     # ------------------------------------------------------- per-frame stages
     def _playback(self, dt: float) -> tuple[bool, float, float]:
@@ -712,22 +720,11 @@ class Controller(QueryBuilding, Searching):
         foot locking absorbs the difference at the feet."""
         sim = self.predictor.state
         s = self.s
-        k = 1.0 - 0.5 ** (dt / s.adjust_halflife)
         sx, _, sz = sim.position.tolist()
         x, y, z = self.root_pos.tolist()
-        stx, stz = (sx - x) * k, (sz - z) * k
-        limit = (s.adjust_max_ratio * speed + s.adjust_min_speed) * dt
-        n = math.hypot(stx, stz)
-        if n > limit:
-            f = limit / n
-            stx, stz = stx * f, stz * f
-        x, z = x + stx, z + stz
+        x, z, self.root_yaw = BK.adjust_root(x, z, self.root_yaw, sx, sz, sim.yaw, dt, speed, turn_rate,
+                                             s.adjust_halflife, s.adjust_max_ratio, s.adjust_min_speed)
         self.root_pos = np.array([x, y + 0.0, z])
-        dyaw = (sim.yaw - self.root_yaw + math.pi) % (2 * math.pi) - math.pi
-        ystep = dyaw * k
-        ylimit = (s.adjust_max_ratio * turn_rate + 2 * s.adjust_min_speed) * dt
-        ystep = min(max(ystep, -ylimit), ylimit)
-        self.root_yaw = (self.root_yaw + ystep + math.pi) % (2 * math.pi) - math.pi
         # Keep the simulation from running away from the character.
         ox, oz = sx - x, sz - z
         dist = math.hypot(ox, oz)

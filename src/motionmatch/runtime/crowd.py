@@ -26,7 +26,7 @@ from dataclasses import dataclass, fields
 import numba
 import numpy as np
 
-from motionmatch.control.intent import Intent
+from motionmatch.control.intent import GAIT_INDEX, Intent, IntentRows
 from motionmatch.geometry.grid import point_grid
 from motionmatch.runtime.inputs import IDLE, InputSource, Want
 
@@ -158,9 +158,10 @@ class SteeringInput(InputSource):
     """An agent input (for :class:`~motionmatch.runtime.world.World`) that steers toward a
     goal, or through ``waypoints`` then the goal, among the world's other agents.
 
-    Every world step, the first steering input asked steers every agent of the world
-    whose input is a :class:`SteeringInput` at once (:func:`steer_all`); the others read
-    their row."""
+    A world asks all its agents with this input at once (:meth:`wants_together`): every
+    step steers them together (:func:`steer_all`) and their intents come as columns
+    (:class:`~motionmatch.control.intent.IntentRows`), not an object per agent; their
+    targets and arrivals are kept in the world's steering, in arrays."""
 
     def __init__(self, world, goal, speed: float, settings: SteeringSettings | None = None,
                  waypoints=None, side: float = 1.0):
@@ -170,45 +171,74 @@ class SteeringInput(InputSource):
         self.speed = float(speed)
         self.s = settings or SteeringSettings()
         self.side = side
-        self._k = 0
         self._crowd: _Crowd | None = None  # the world's steering (looked up on first use)
-        #: ``(world frame, agent uid, target index, want, arrived)``: this step's, made by the
-        #: world's steering for the whole group (read without a lookup)
-        self._now: tuple | None = None
-        #: whether the agent reached its goal (within ``arrive_distance``, after the waypoints)
-        self.arrived = False
+        #: ``(group, j)``: where the world's steering keeps this input's target index and
+        #: arrival (row ``j`` of ``group``'s arrays), or ``None``: in :attr:`_alone`
+        self._slot: tuple[_Group, int] | None = None
+        self._alone = [0, False]  # (target index, arrived) while steered alone
+
+    @property
+    def target_index(self) -> int:
+        """The index in :attr:`targets` of the target the agent heads for now."""
+        if self._slot is None:
+            return self._alone[0]
+        g, j = self._slot
+        return int(g.k[j])
+
+    @property
+    def arrived(self) -> bool:
+        """Whether the agent reached its goal (within ``arrive_distance``, after the waypoints)."""
+        if self._slot is None:
+            return self._alone[1]
+        g, j = self._slot
+        return bool(g.arrived[j])
+
+    def attach(self, group: _Group, j: int) -> None:
+        """From now on, the target index and arrival are row ``j`` of ``group``'s arrays (the
+        world's steering, :class:`_Crowd`)."""
+        self._slot = (group, j)
+
+    def detach(self) -> None:
+        """From now on, the target index and arrival are kept here again (steered alone)."""
+        self._alone = [self.target_index, self.arrived]
+        self._slot = None
 
     def aim(self, p: np.ndarray) -> tuple[int, np.ndarray]:
         """``(k, target)``: the target an agent at ``p [2]`` heads for now (the waypoints
         within ``waypoint_radius`` passed), and its index in :attr:`targets`."""
-        k = self._k
+        k = self.target_index
         while k < len(self.targets) - 1 and math.hypot(*(self.targets[k] - p)) < self.s.waypoint_radius:
             k += 1
         return k, self.targets[k]
 
+    @staticmethod
+    def wants_together(world, at: np.ndarray) -> IntentRows:
+        """The intents of the world's agents at rows ``at [n]`` of
+        :meth:`~motionmatch.runtime.world.World.ground_positions` (each driven by a
+        :class:`SteeringInput`), steered this step with every steering agent of the world
+        (once per step, :func:`steer_all`), as columns. Their wants have no desired
+        trajectory, no forced search and no root-motion-only step."""
+        return _crowd(world).steer_once(world).intents(at)
+
     def intent(self, agent, t: float, dt: float) -> Want:
+        crowd = self._crowd
         world = self.world
-        now = self._now
-        if now is None or now[0] != world.frame:
-            crowd = self._crowd
-            if crowd is None or crowd._world() is not world:
-                crowd = self._crowd = _crowd(world)
-            crowd.steer_once(world)  # (every steering agent of the world, this step's wants into their inputs)
-            now = self._now
-        if now is not None and now[0] == world.frame and now[1] == agent.uid:
-            _, _, self._k, want, arrived = now  # (steered with the world's other steering agents this step)
-            if arrived:
-                self.arrived = True
-            return want
-        # an input the step did not see (e.g. inside another input): steered alone
+        if crowd is None or crowd.world() is not world:
+            crowd = self._crowd = _crowd(world)
+        crowd.steer_once(world)
+        if self._slot is not None and crowd.steers(self):  # (steered with the world's other steering agents)
+            g, j = self._slot
+            return Want(crowd.intents(g.idx[j:j + 1])[0])
+        # an input the world did not ask with the others (e.g. inside another input): steered alone
         pos, uids = world.ground_positions()
         p = agent.root_xz
-        self._k, aim = self.aim(p)
+        k, aim = self.aim(p)
+        self._alone[0] = k
         v = steer_all(np.vstack([p[None], pos[uids != agent.uid]]), np.zeros(1, dtype=np.int64), aim[None],
                       np.array([self.speed]), np.array([self.side], dtype=np.float64), self.s)[0]
-        goal = self.targets[self._k]
-        if self._k == len(self.targets) - 1 and math.hypot(goal[0] - p[0], goal[1] - p[1]) < self.s.arrive_distance:
-            self.arrived = True
+        goal = self.targets[k]
+        if k == len(self.targets) - 1 and math.hypot(goal[0] - p[0], goal[1] - p[1]) < self.s.arrive_distance:
+            self._alone[1] = True
         vx, vz = float(v[0]), float(v[1])
         sp = math.hypot(vx, vz)
         if sp < STILL_BELOW:
@@ -216,56 +246,100 @@ class SteeringInput(InputSource):
         return Want(Intent.planar(vx, vz, "walk" if sp < RUN_FROM else "run"))
 
 
+@dataclass(eq=False)
+class _Group:
+    """The steering agents of a world that share settings (one :func:`steer_all` call):
+    their rows of the world's ground positions ``idx [m]``, their inputs, targets padded
+    to the longest route ``[m, T, 2]``, last target index, speeds, sides; each one's
+    target index ``k [m]`` and arrival ``arrived [m]``."""
+
+    idx: np.ndarray
+    sources: list
+    targets: np.ndarray
+    last: np.ndarray
+    speeds: np.ndarray
+    sides: np.ndarray
+    settings: SteeringSettings
+    k: np.ndarray
+    arrived: np.ndarray
+
+
 class _Crowd:
     """The steering of one world's :class:`SteeringInput` agents, all at once per step.
 
     The agents are grouped by their settings' values (one :func:`steer_all` call each: a
     scenario's groups, each with its own settings object, usually make one); a group's
-    arrays (targets padded to the longest route, speeds, sides) are kept while the world's
-    agents and their inputs stay the same, and each step advances every agent's target
-    past the waypoints it is within reach of in a few vectorised passes."""
+    arrays (targets padded to the longest route, speeds, sides, target indices, arrivals)
+    are kept while the world's agents and their inputs stay the same, and each step
+    advances every agent's target past the waypoints it is within reach of in a few
+    vectorised passes. Each step's velocities and gaits are columns by row of the world's
+    ground positions (:meth:`intents`)."""
 
     def __init__(self, world):
-        self._world = weakref.ref(world)
+        self.world = weakref.ref(world)
         self._frame: int | None = None
         self._key: tuple | None = None  # (the inputs' ids, in the world's order): when the groups were built
-        self._groups: list[tuple] = []
+        self._groups: list[_Group] = []
+        self._members: set[int] = set()  # ids of the inputs in the groups
+        self.velocity = np.zeros((0, 2))  # [G, 2] this step's velocities (x, z, m/s) by ground-position row
+        self.gaits = np.zeros(0, dtype=np.int64)  # [G] their gaits (indices of GAITS)
 
-    def steer_once(self, world) -> None:
-        """Steer every steering agent of ``world`` for this step, unless done already:
-        each input's ``_now`` holds its agent's want (see :meth:`_steer`)."""
+    def steers(self, source: SteeringInput) -> bool:
+        """Whether ``source`` is among the inputs steered together."""
+        return id(source) in self._members
+
+    def steer_once(self, world) -> _Crowd:
+        """Steer every steering agent of ``world`` for this step, unless done already."""
         if self._frame != world.frame:
             self._steer(world)
+        return self
+
+    def intents(self, at: np.ndarray) -> IntentRows:
+        """This step's intents of the steering agents at ground-position rows ``at [n]``."""
+        return IntentRows.planar(self.velocity[at], self.gaits[at])
 
     def _build(self, world, key: tuple) -> None:
-        """The groups of the world's steering agents (by settings, compared by value) and their arrays."""
-        members: dict[int, list] = {}
-        at = world._global_rows().tolist()  # (each agent's row of world.ground_positions)
+        """The groups of the world's steering agents (by settings, compared by value) and
+        their arrays; each input's target index and arrival carried over."""
+        for g in self._groups:
+            for src in g.sources:
+                src.detach()
+        members: dict = {}
+        at = world.global_rows().tolist()  # (each agent's row of world.ground_positions)
         for n, a in zip(at, world.agents):
             if isinstance(a.source, SteeringInput):
-                members.setdefault(a.source.s, []).append((n, a.uid, a.source))
+                members.setdefault(a.source.s, []).append((n, a.source))
         self._groups = []
         for ms in members.values():
-            srcs = [m[2] for m in ms]
-            T = max(len(s.targets) for s in srcs)
+            srcs = [m[1] for m in ms]
+            T = max(len(s_.targets) for s_ in srcs)
             targets = np.zeros((len(ms), T, 2))
             for j, s_ in enumerate(srcs):
                 targets[j, :len(s_.targets)] = s_.targets
-            last = np.array([len(s_.targets) - 1 for s_ in srcs], dtype=np.int64)
-            self._groups.append((np.array([m[0] for m in ms], dtype=np.int64), [m[1] for m in ms], srcs, targets, last,
-                                 np.array([s_.speed for s_ in srcs]), np.array([s_.side for s_ in srcs], dtype=np.float64),
-                                 srcs[0].s))
+            g = _Group(np.array([m[0] for m in ms], dtype=np.int64), srcs, targets,
+                       np.array([len(s_.targets) - 1 for s_ in srcs], dtype=np.int64),
+                       np.array([s_.speed for s_ in srcs]), np.array([s_.side for s_ in srcs], dtype=np.float64),
+                       srcs[0].s, np.array([s_.target_index for s_ in srcs], dtype=np.int64),
+                       np.array([s_.arrived for s_ in srcs], dtype=bool))
+            for j, s_ in enumerate(srcs):
+                s_.attach(g, j)
+            self._groups.append(g)
+        self._members = {id(s_) for g in self._groups for s_ in g.sources}
         self._key = key
 
     def _steer(self, world) -> None:
-        """Every steering agent's want, from where the agents stand at the step's start, into
-        its input's ``_now``: ``(world frame, agent uid, target index, want, arrived)``."""
+        """Every steering agent's velocity and gait, from where the agents stand at the
+        step's start, into :attr:`velocity` and :attr:`gaits` (by ground-position row);
+        their targets advanced and arrivals noted."""
         pos, _uids = world.ground_positions()
         key = tuple(map(id, (a.source for a in world.agents)))
         if key != self._key:
             self._build(world, key)
-        for idx, uids, srcs, targets, last, speeds, sides, settings in self._groups:
-            k = np.fromiter((s_._k for s_ in srcs), dtype=np.int64, count=len(srcs))
+        G = len(pos)
+        velocity, gaits = np.zeros((G, 2)), np.zeros(G, dtype=np.int64)
+        for g in self._groups:
+            idx, targets, last, settings = g.idx, g.targets, g.last, g.settings
+            k = g.k
             p = pos[idx]
             rows = np.arange(len(idx))
             while True:  # SteeringInput.aim for all: past every waypoint within reach
@@ -275,25 +349,16 @@ class _Crowd:
                     break
                 k = k + move
             aims = targets[rows, k]
-            v = steer_all(pos, idx, aims, speeds, sides, settings)
-            # SteeringInput.intent's rule for the whole group at once (idle, walk or run by the
-            # speed; arrived within arrive_distance of the goal)
+            v = steer_all(pos, idx, aims, g.speeds, g.sides, settings)
+            # the rule of one agent's intent for the whole group at once: stand under
+            # STILL_BELOW m/s, walk under RUN_FROM, else run
             sp = np.hypot(v[:, 0], v[:, 1])
             go = sp >= STILL_BELOW
-            going = np.flatnonzero(go).tolist()
-            gaits = ["run" if r else "walk" for r in (sp[go] >= RUN_FROM).tolist()]
-            wants = [IDLE] * len(sp)
-            vel = np.zeros((len(sp), 3))
-            vel[:, 0], vel[:, 2] = v[:, 0], v[:, 1]
-            new = tuple.__new__
-            for j, it in zip(going, Intent.planar_rows(vel, going, gaits)):
-                wants[j] = new(Want, (it, None, False, False))  # Want(it), without its keyword handling
-            K = k.tolist()
-            arrived = ((k == last) & (np.hypot(aims[:, 0] - p[:, 0], aims[:, 1] - p[:, 1]) < settings.arrive_distance)
-                       ).tolist()
-            frame = world.frame
-            for s_, uid, kj, w, ar in zip(srcs, uids, K, wants, arrived):
-                s_._now = (frame, uid, kj, w, ar)
+            velocity[idx] = np.where(go[:, None], v, 0.0)
+            gaits[idx] = np.where(go, np.where(sp >= RUN_FROM, GAIT_INDEX["run"], GAIT_INDEX["walk"]), GAIT_INDEX["idle"])
+            g.k[:] = k
+            g.arrived |= (k == last) & (np.hypot(aims[:, 0] - p[:, 0], aims[:, 1] - p[:, 1]) < settings.arrive_distance)
+        self.velocity, self.gaits = velocity, gaits
         self._frame = world.frame
 
 

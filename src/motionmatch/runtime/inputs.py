@@ -22,12 +22,12 @@ from typing import Any, NamedTuple, Protocol
 
 import numpy as np
 
-from motionmatch.control.intent import GaitSpeeds, Intent
+from motionmatch.control.intent import GaitSpeeds, Intent, IntentRows
 from motionmatch.control.keyboard import KeyboardController, normalize_key
 from motionmatch.control.script import Script, ScriptPlayback, parse_script
 from motionmatch.control.trajectory import PredictedTrajectory
 
-__all__ = ["Agent", "AroundObstacles", "IdleInput", "InputSource", "KeyboardInput", "ScriptInput", "Want"]
+__all__ = ["Agent", "AroundObstacles", "IdleInput", "InputSource", "KeyboardInput", "ScriptInput", "Want", "WantRows"]
 
 
 class Agent(Protocol):
@@ -65,8 +65,64 @@ class Want(NamedTuple):
     root_motion_only: bool = False
 
 
+class WantRows:
+    """The wants of a step's agents as columns (row ``k``: the ``k``-th agent stepped).
+
+    Attributes:
+        intents: their intents (:class:`~motionmatch.control.intent.IntentRows`).
+        desired: ``[n]`` each one's desired trajectory or ``None``.
+        search_now, root_motion_only: ``[n]`` bool.
+    """
+
+    __slots__ = ("desired", "intents", "root_motion_only", "search_now")
+
+    def __init__(self, intents: IntentRows, desired: list, search_now: np.ndarray, root_motion_only: np.ndarray):
+        self.intents, self.desired = intents, desired
+        self.search_now, self.root_motion_only = search_now, root_motion_only
+
+    @classmethod
+    def assemble(cls, n: int, wants: list[tuple[int, Want]], groups: list[tuple[np.ndarray, IntentRows]]) -> WantRows:
+        """The rows of ``n`` agents: rows ``k`` of ``wants`` (``(k, Want)`` each) and rows
+        ``ks [m]`` of each group's intents (``(ks, IntentRows)``: no desired trajectory, no
+        forced search, not root motion only)."""
+        if not groups and len(wants) == n:  # (every row a Want, in order: a few characters)
+            ws = [w for _, w in wants]
+            return cls(IntentRows.of([w.intent for w in ws]), [w.desired for w in ws],
+                       np.fromiter((w.search_now for w in ws), dtype=bool, count=n),
+                       np.fromiter((w.root_motion_only for w in ws), dtype=bool, count=n))
+        goals, gaits, plain = np.zeros((n, 5)), np.zeros(n, dtype=np.int64), np.zeros(n, dtype=bool)
+        objects: list = [None] * n
+        desired: list = [None] * n
+        search_now, rmo = np.zeros(n, dtype=bool), np.zeros(n, dtype=bool)
+        if wants:
+            ks = [k for k, _ in wants]
+            own = IntentRows.of([w.intent for _, w in wants])
+            goals[ks], gaits[ks], plain[ks] = own.goals, own.gaits, own.plain
+            for k, w in wants:
+                objects[k], desired[k], search_now[k], rmo[k] = w
+        for ks, rows in groups:
+            goals[ks], gaits[ks], plain[ks] = rows.goals, rows.gaits, rows.plain
+        return cls(IntentRows(goals, gaits, plain, objects), desired, search_now, rmo)
+
+    def take(self, ks: list[int]) -> WantRows:
+        """Rows ``ks`` of these (in that order)."""
+        return WantRows(self.intents.take(ks), [self.desired[k] for k in ks], self.search_now[ks],
+                        self.root_motion_only[ks])
+
+    def want(self, k: int) -> Want:
+        """Row ``k`` as a :class:`Want`."""
+        return Want(self.intents[k], self.desired[k], bool(self.search_now[k]), bool(self.root_motion_only[k]))
+
+
 class InputSource(Protocol):
-    """The input contract (see the module docstring)."""
+    """The input contract (see the module docstring).
+
+    An input class may also offer ``wants_together(world, at) -> IntentRows``, a static
+    method: the intents of all the world's agents it drives (at rows ``at [n]`` of the
+    world's ground positions) at once, as columns, without a call per agent (crowd
+    steering does); a world then asks it once a step for all of them, and their wants
+    have no desired trajectory, no forced search and no root-motion-only step.
+"""
 
     def intent(self, agent: Agent, t: float, dt: float) -> Want:
         """What ``agent`` should do now, ``t`` seconds after it started, ``dt`` seconds

@@ -29,6 +29,7 @@ from motionmatch.environment.body import body_obstacle_rows
 from motionmatch.environment.scene import Scene
 from motionmatch.geometry.grid import build_grid, grid_query
 from motionmatch.geometry.shapes import ROW
+from motionmatch.runtime._batch_kernels import MODES
 from motionmatch.runtime.batch import ControllerBatch
 from motionmatch.runtime.chooser import AGENT_CELL, NO_GRID, NO_IDS, AgentObstacles, EnvironmentChooser, ObstaclePool
 from motionmatch.runtime.controller import Controller, ControllerSettings, FrameResult
@@ -38,9 +39,11 @@ from motionmatch.runtime.environment_matching import (
     EnvironmentSettings,
     environment_controller_settings,
 )
-from motionmatch.runtime.inputs import IDLE, IdleInput, InputSource, Want
+from motionmatch.runtime.inputs import IDLE, IdleInput, InputSource, Want, WantRows
 
 __all__ = ["Agent", "World", "WorldRecord"]
+
+_STANDING = Intent.idle()
 
 
 
@@ -112,8 +115,9 @@ class Agent:
         self.owed = 0.0  # seconds not yet stepped (a world's level of detail)
         self.started = False
         self.local_time = 0.0  # seconds of input since the agent started (the sum of its steps)
-        self.intent = Intent.idle()
-        self.desired: PredictedTrajectory | None = None
+        #: ``(wants, k)``: this agent's row ``k`` of the wants of the last step it took
+        #: (``None`` before the first)
+        self.step_wants: tuple[WantRows, int] | None = None
         self._result: FrameResult | tuple | None = None  # (a batched step's: its fields, built when read)
         self.searched = False
 
@@ -131,6 +135,22 @@ class Agent:
     @result.setter
     def result(self, r: FrameResult | None) -> None:
         self._result = r
+
+    @property
+    def intent(self) -> Intent:
+        """What the input wanted at the last step (standing before the first)."""
+        if self.step_wants is None:
+            return _STANDING
+        wants, k = self.step_wants
+        return wants.intents[k]
+
+    @property
+    def desired(self) -> PredictedTrajectory | None:
+        """The desired trajectory the input gave at the last step (``None``: none)."""
+        if self.step_wants is None:
+            return None
+        wants, k = self.step_wants
+        return wants.desired[k]
 
     @property
     def root_xz(self) -> np.ndarray:
@@ -392,7 +412,7 @@ class World:
         self._agent_rows = self._positions = None
         self._rows_frame = -1
 
-    def _global_rows(self) -> np.ndarray:
+    def global_rows(self) -> np.ndarray:
         """``[A]`` each of its agents' place among all it sees (:meth:`split`; ``0..A-1`` without peers)."""
         return np.arange(len(self.agents)) if self._peers is None else self._peers.own_at
 
@@ -502,47 +522,59 @@ class World:
         else:
             k = [i for i, yes in enumerate(ours) if yes]
             if k:
-                self._step_agents([agents[i] for i in k], [wants[i] for i in k], [dts[i] for i in k],
+                self._step_agents([agents[i] for i in k], wants.take(k), [dts[i] for i in k],
                                   self._deferred_searches(), self._threads())
             for i in (i for i, yes in enumerate(ours) if not yes):  # (one by one, as their own update would)
-                self._step_agents([agents[i]], [wants[i]], [dts[i]], None, None)
+                self._step_agents([agents[i]], wants.take([i]), [dts[i]], None, None)
         for a, step_dt in zip(agents, dts):
             if a.started and _reports_steps(type(a.source)):
                 a.source.stepped(a, step_dt)
         if self.frame == 0 and self.stagger and self.seen() > 1:
             # spread searches: agent i searches i frames later (mod the search interval)
             n = max(1, round(self.controller_settings.search_interval * self.fps))
-            for i, a in zip(self._global_rows().tolist(), self.agents):
+            for i, a in zip(self.global_rows().tolist(), self.agents):
                 a.ctrl.since_search = -(i % n) / self.fps
         self.time += dt
         self.frame += 1
 
-    def _ask_inputs(self, dt: float, skip: frozenset) -> tuple[list[Agent], list[Want], list[float]]:
+    def _ask_inputs(self, dt: float, skip: frozenset) -> tuple[list[Agent], WantRows, list[float]]:
         """Every input's want for this step, from the state at its start: the agents to
-        update (the others owe the time), their wants and their steps in seconds."""
-        agents, wants, dts = [], [], []
+        update (the others owe the time), their wants (inputs that want together, e.g.
+        crowd steering, asked once for all their agents) and their steps in seconds."""
+        agents, dts = [], []
+        asked: list[tuple[int, Want]] = []
+        together: dict[type, tuple[list[int], list[int]]] = {}  # input class -> (rows of the step, agent indices)
         now = self.time + 1e-9
-        for a in self.agents:
+        for i, a in enumerate(self.agents):
             if skip and a.uid in skip:
                 a.owed += dt
                 continue
             step_dt = dt + a.owed
             a.owed = 0.0
-            if now >= a.start_time:
-                step = step_dt if a.started else 0.0  # the first step of an agent is at its start time
-                a.local_time += step
-                a.started = True
-                want = a.source.intent(a, a.local_time, step)
-            else:
-                want = IDLE
-            a.intent = want.intent
-            a.desired = want.desired
+            k = len(agents)
             agents.append(a)
-            wants.append(want)
             dts.append(step_dt)
-        return agents, wants, dts
+            if now < a.start_time:
+                asked.append((k, IDLE))
+                continue
+            step = step_dt if a.started else 0.0  # the first step of an agent is at its start time
+            a.local_time += step
+            a.started = True
+            src = a.source
+            kind = type(src)
+            if _wants_together(kind):
+                ks, at = together.setdefault(kind, ([], []))
+                ks.append(k)
+                at.append(i)
+            else:
+                asked.append((k, src.intent(a, a.local_time, step)))
+        groups = []
+        if together:
+            rows = self.global_rows()
+            groups = [(np.array(ks), kind.wants_together(self, rows[at])) for kind, (ks, at) in together.items()]
+        return agents, WantRows.assemble(len(agents), asked, groups), dts
 
-    def _step_agents(self, agents: list[Agent], wants: list[Want], hs: list[float], defer, threads) -> None:
+    def _step_agents(self, agents: list[Agent], wants: WantRows, hs: list[float], defer, threads) -> None:
         """Step ``agents`` (their ``wants`` and steps ``hs`` in seconds, one each) through
         the update pipeline (:meth:`Controller.step_many <motionmatch.runtime.controller.
         Controller.step_many>`: several at once when they are rows of the world's batch),
@@ -552,8 +584,11 @@ class World:
         The results' poses are copied out of the batch at once (:attr:`Agent.result` builds
         its :class:`~motionmatch.runtime.controller.FrameResult` when read)."""
         ctrls = [a.ctrl for a in agents]
-        rmo, before = [], []
-        for a, c, w in zip(agents, ctrls, wants):
+        rmo = wants.root_motion_only.copy()
+        speeds = None  # (the intents' speeds, for the choosers)
+        before = []
+        for k, (a, c) in enumerate(zip(agents, ctrls)):
+            a.step_wants = (wants, k)
             ch = a.chooser
             if _has_own_chooser(type(a.source)):
                 own = a.source.chooser(a)
@@ -561,20 +596,25 @@ class World:
             else:
                 c.chooser = ch
             if ch is None:
-                rmo.append(w.root_motion_only)
                 before.append(-1)
             else:
-                rmo.append(ch.near or w.root_motion_only)
-                ch.target_speed = w.intent.speed  # (read by its searches only)
+                if ch.near:
+                    rmo[k] = True
+                if speeds is None:
+                    goals = wants.intents.goals
+                    speeds = np.hypot(goals[:, 0], goals[:, 1]).tolist()
+                ch.target_speed = speeds[k]  # (read by its searches only)
                 before.append(ch.log.count)
-        decided = Controller.step_many(ctrls, hs, [w.intent for w in wants], [w.desired for w in wants],
-                                       [w.search_now for w in wants], rmo, defer=defer, threads=threads)
+        decided = Controller.step_many(ctrls, hs, wants.intents, wants.desired, wants.search_now, rmo, defer=defer,
+                                       threads=threads)
         st = ctrls[0].batch.state
         rows = np.fromiter((c.row for c in ctrls), dtype=np.int64, count=len(ctrls))
         out = (st.out_rot[rows], st.out_pos[rows], st.frame[rows].tolist(), st.out_contacts[rows])  # (copies)
+        modes = st.mode[rows].tolist()
         for k, (c, a, (searched, transitioned), n) in enumerate(zip(ctrls, agents, decided, before)):
             # the FrameResult's fields, built into one when read (Agent.result)
-            a._result = (out, k, c.mode, searched, transitioned, c.last_desired, c.last_costs if searched else None)
+            a._result = (out, k, MODES[modes[k]], searched, transitioned, c.last_desired,
+                         c.last_costs if searched else None)
             a.searched = searched or (n >= 0 and a.chooser.log.count > n)
 
     def _deferred_searches(self) -> _DeferredSearches:
@@ -694,6 +734,13 @@ def _has_own_chooser(kind: type) -> bool:
     """Whether inputs of class ``kind`` may name a frame chooser (:meth:`InputSource.chooser`;
     the contract's default names none: a world of many agents skips calling it)."""
     return getattr(kind, "chooser", None) is not InputSource.chooser
+
+
+@functools.cache
+def _wants_together(kind: type) -> bool:
+    """Whether inputs of class ``kind`` want for all their agents at once (``wants_together``,
+    see :class:`~motionmatch.runtime.inputs.InputSource`)."""
+    return callable(getattr(kind, "wants_together", None))
 
 
 @functools.cache
