@@ -282,15 +282,21 @@ class ChoiceJob:
         args: the search kernel's arguments (``None``: nothing to run, the choice is the
             plain accelerated search's); idx, used, plain: the kernel's answer (the frame,
             the method's code, the plain distance to the frame playing now).
+        plain_args, plain_choice: the plain accelerated search of a choice with nothing
+            near (``plain_choice(*plain_args) -> frame``), run by :meth:`run` after the
+            kernel says so (or when there is no kernel); plain_done: whether it ran.
         cpu_s, wall_s: the run's thread CPU and wall time (s); error: what it raised.
         context: the caller's (e.g. a chooser's clock readings), carried along.
     """
 
-    __slots__ = ("args", "context", "cpu_s", "error", "idx", "plain", "plain_args", "used", "wall_s")
+    __slots__ = ("args", "context", "cpu_s", "error", "idx", "plain", "plain_args", "plain_choice", "plain_done",
+                 "used", "wall_s")
 
-    def __init__(self, plain_args: tuple):
+    def __init__(self, plain_args: tuple, plain_choice):
         self.args: tuple | None = None
         self.plain_args = plain_args
+        self.plain_choice = plain_choice
+        self.plain_done = False
         self.idx = -1
         self.used = PK.USED_CLEAR
         self.plain = 0.0
@@ -299,13 +305,17 @@ class ChoiceJob:
         self.context = None
 
     def run(self) -> None:
-        """Run the search kernel (nothing when :attr:`args` is ``None``); an exception is kept
-        in :attr:`error`, raised by :meth:`PenalizedSearch.choice_end`."""
-        if self.args is None:
-            return
+        """Run the search kernel, then the plain accelerated search if nothing was near (or
+        the plain search alone when :attr:`args` is ``None``); an exception is kept in
+        :attr:`error`, raised by :meth:`PenalizedSearch.choice_end`. Both release the
+        interpreter's lock while they search."""
         t0, c0 = time.perf_counter(), time.thread_time()
         try:
-            self.idx, self.used, self.plain = PK.choose(*self.args)
+            if self.args is not None:
+                self.idx, self.used, self.plain = PK.choose(*self.args)
+            if self.used == PK.USED_CLEAR:
+                self.idx = self.plain_choice(*self.plain_args)
+                self.plain_done = True
         except BaseException as e:  # (raised again on the caller's thread)
             self.error = e
         self.cpu_s, self.wall_s = time.thread_time() - c0, time.perf_counter() - t0
@@ -591,7 +601,7 @@ class PenalizedSearch:
         b = buffers
         o = plan.options
         near = any(cnt.tolist())
-        job = ChoiceJob((q, mask, w, cur, opt, obs, cnt, near, pen, env_weight, cur, b))
+        job = ChoiceJob((q, mask, w, cur, opt, obs, cnt, near, pen, env_weight, cur, b), self._plain_choice)
         if o.method < 0 or (o.method == 1 and o.clear and not near):  # plain, or nothing near
             job.plain = PK.plain_choice(view, controls, query, cur, q, w)
             return job
@@ -606,12 +616,11 @@ class PenalizedSearch:
 
     def choice_end(self, job: ChoiceJob) -> tuple[int, str, float]:
         """The choice of a :class:`ChoiceJob` that has run: ``(index, method, plain
-        distance)`` as :meth:`choose_into` returns them (the plain accelerated search, when
-        nothing was near, runs here)."""
+        distance)`` as :meth:`choose_into` returns them."""
         if job.error is not None:
             raise job.error
         if job.used == PK.USED_CLEAR:
-            return self._plain_choice(*job.plain_args), "plain", job.plain
+            return job.idx if job.plain_done else self._plain_choice(*job.plain_args), "plain", job.plain
         return int(job.idx), _USED_NAMES[job.used], job.plain
 
     def _mask_bits(self, co: PK.Coarse, mask: np.ndarray) -> np.ndarray:
