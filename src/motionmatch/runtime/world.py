@@ -40,6 +40,7 @@ from motionmatch.runtime.environment_matching import (
     environment_controller_settings,
 )
 from motionmatch.runtime.inputs import IDLE, IdleInput, InputSource, Want, WantRows
+from motionmatch.search.penalized import run_jobs
 
 __all__ = ["Agent", "World", "WorldRecord"]
 
@@ -716,17 +717,12 @@ class _DeferredSearches(list):
         self.prepare()
         jobs = [job for _, job, _ in self]
         if len(jobs) < 2 or self._pool is None:
-            _run_jobs(jobs)
+            run_jobs(jobs)
             return
         shared = iter(jobs)
-        there = self._pool.submit(_run_jobs, shared)
-        _run_jobs(shared)
+        there = self._pool.submit(run_jobs, shared)
+        run_jobs(shared)
         there.result()
-
-
-def _run_jobs(jobs) -> None:
-    for job in jobs:
-        job.run()
 
 
 @functools.cache
