@@ -503,3 +503,43 @@ def test_sharded_world_in_two_processes(small_env_db, tmp_path, monkeypatch):
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([here, os.environ.get("PYTHONPATH", "")]))
     with pytest.raises(RuntimeError, match=r"process 1 failed while building its world: OSError: no database at"):
         ShardedWorld(_build_here_only, (path, 30, os.getpid()), processes=2)
+
+
+def test_agent_clocks_live_in_the_world_and_go_with_the_agent(small_env_db):
+    """A world keeps its agents' input clocks in columns: an agent skipped (level of
+    detail) owes the time and gets it all at its next step; one that starts later stands
+    until then; a replaced input is asked from the next step; an agent that leaves keeps
+    its clock."""
+    from motionmatch.runtime.inputs import IdleInput, ScriptInput
+
+    world = _crowd_world(small_env_db, True)
+    a = world.agents[-1]  # (the scripted agent "cut")
+    late = world.add_agent("late", (14.0, -6.0), (0.0, 1.0), ScriptInput({"events": [{"t": 0.0, "keys": ["w"]}]}, 2.0),
+                           start_time=0.05)
+    dt = 1 / 60
+    world.step(0.0)
+    assert a.started and a.local_time == 0.0 and not late.started
+    for _ in range(3):
+        world.step(dt, skip=frozenset({a.uid}))
+    assert a.owed == pytest.approx(3 * dt) and a.local_time == 0.0
+    assert not late.started and late.intent.speed == 0.0  # (its start, 0.05 s, is the next step's)
+    world.step(dt)
+    assert a.owed == 0.0 and a.local_time == pytest.approx(4 * dt)
+    assert late.started and late.local_time == 0.0  # its first step is at its start time
+    assert late.intent.speed > 0  # (its script: walking)
+
+    calls = []
+
+    class Recorder(IdleInput):
+        def intent(self, agent, t, step):
+            calls.append((agent.name, t, step))
+            return super().intent(agent, t, step)
+
+    a.source = Recorder()
+    world.step(dt)
+    assert calls == [("cut", pytest.approx(5 * dt), pytest.approx(dt))]
+    assert a.intent.speed == 0.0
+    world.remove_agent(a)
+    assert a.started and a.local_time == pytest.approx(5 * dt) and a.owed == 0.0
+    a.local_time = 1.0
+    assert a.local_time == 1.0 and a not in world.agents

@@ -278,7 +278,7 @@ class _Crowd:
     def __init__(self, world):
         self.world = weakref.ref(world)
         self._frame: int | None = None
-        self._key: tuple | None = None  # (the inputs' ids, in the world's order): when the groups were built
+        self._key: int | None = None  # the world's inputs_version when the groups were built
         self._groups: list[_Group] = []
         self._members: set[int] = set()  # ids of the inputs in the groups
         self.velocity = np.zeros((0, 2))  # [G, 2] this step's velocities (x, z, m/s) by ground-position row
@@ -298,7 +298,7 @@ class _Crowd:
         """This step's intents of the steering agents at ground-position rows ``at [n]``."""
         return IntentRows.planar(self.velocity[at], self.gaits[at])
 
-    def _build(self, world, key: tuple) -> None:
+    def _build(self, world, key: int) -> None:
         """The groups of the world's steering agents (by settings, compared by value) and
         their arrays; each input's target index and arrival carried over."""
         for g in self._groups:
@@ -332,7 +332,7 @@ class _Crowd:
         step's start, into :attr:`velocity` and :attr:`gaits` (by ground-position row);
         their targets advanced and arrivals noted."""
         pos, _uids = world.ground_positions()
-        key = tuple(map(id, (a.source for a in world.agents)))
+        key = world.inputs_version
         if key != self._key:
             self._build(world, key)
         G = len(pos)

@@ -39,12 +39,16 @@ from motionmatch.runtime.environment_matching import (
     EnvironmentSettings,
     environment_controller_settings,
 )
-from motionmatch.runtime.inputs import IDLE, IdleInput, InputSource, Want, WantRows
+from motionmatch.runtime.inputs import IDLE, IdleInput, InputSource, WantRows
+from motionmatch.runtime.rows import RowArrays
 from motionmatch.search.penalized import run_jobs
 
 __all__ = ["Agent", "World", "WorldRecord"]
 
 _STANDING = Intent.idle()
+
+#: an agent's clock: its fields and their types (:attr:`World.agent_clocks`)
+_CLOCK = {"start_time": float, "started": bool, "local_time": float, "owed": float}
 
 
 
@@ -99,6 +103,8 @@ class Agent:
         intent, desired: what the input wanted at the last step.
         result: the controller's last :class:`~motionmatch.runtime.controller.FrameResult`.
         searched: whether the last step searched.
+        start_time, started, local_time, owed: its input's clock (see
+            :attr:`World.agent_clocks`, where a world keeps them).
     """
 
     def __init__(self, name: str, controller: Controller, chooser: EnvironmentChooser | None,
@@ -107,15 +113,13 @@ class Agent:
         self.name = name
         self.ctrl = controller
         self.chooser = chooser
-        self.source = source
-        self.start_time = float(start_time)
+        self._world: weakref.ref | None = None  # the world it is in (its clock in the world's columns)
+        self._clock = {"start_time": float(start_time), "started": False, "local_time": 0.0, "owed": 0.0}
+        self._source = source
         self.path = path
         self.goal = goal
         controller.chooser = chooser
         self.uid = -1  # its number in its world (obstacle rows of its body: id -1 - uid)
-        self.owed = 0.0  # seconds not yet stepped (a world's level of detail)
-        self.started = False
-        self.local_time = 0.0  # seconds of input since the agent started (the sum of its steps)
         #: ``(wants, k)``: this agent's row ``k`` of the wants of the last step it took
         #: (``None`` before the first)
         self.step_wants: tuple[WantRows, int] | None = None
@@ -136,6 +140,54 @@ class Agent:
     @result.setter
     def result(self, r: FrameResult | None) -> None:
         self._result = r
+
+    @property
+    def source(self) -> InputSource:
+        """Its input (replaceable at any step)."""
+        return self._source
+
+    @source.setter
+    def source(self, source: InputSource) -> None:
+        self._source = source
+        world = self._world() if self._world is not None else None
+        if world is not None:
+            world.inputs_changed()
+
+    def join(self, world: World | None) -> None:
+        """Its clock from now on in ``world``'s columns (:attr:`World.agent_clocks`, its
+        controller's row), or here again (``None``: it left its world)."""
+        old = self._world() if self._world is not None else None
+        if old is not None:
+            cols, r = old.agent_clocks, self.ctrl.row
+            self._clock = {name: getattr(cols, name)[r].item() for name in _CLOCK}
+        self._world = None
+        if world is not None:
+            cols, r = world.agent_clocks, self.ctrl.row
+            for name in _CLOCK:
+                getattr(cols, name)[r] = self._clock[name]
+            self._world = weakref.ref(world)
+
+    def _clock_field(name: str, doc: str) -> property:
+        def get(agent):
+            world = agent._world() if agent._world is not None else None
+            if world is None:
+                return agent._clock[name]
+            return getattr(world.agent_clocks, name)[agent.ctrl.row].item()
+
+        def put(agent, value) -> None:
+            world = agent._world() if agent._world is not None else None
+            if world is None:
+                agent._clock[name] = _CLOCK[name](value)
+            else:
+                getattr(world.agent_clocks, name)[agent.ctrl.row] = value
+
+        return property(get, put, doc=doc)
+
+    start_time = _clock_field("start_time", "World seconds from which its input drives it.")
+    started = _clock_field("started", "Whether it has taken its first step.")
+    local_time = _clock_field("local_time", "Seconds of input since it started (the sum of its steps).")
+    owed = _clock_field("owed", "Seconds not yet stepped (a world's level of detail).")
+    del _clock_field
 
     @property
     def intent(self) -> Intent:
@@ -266,6 +318,14 @@ class World:
         self._agent_batch_rows: np.ndarray | None = None  # (see _rows; None when the agents changed)
         self._agent_uids = np.zeros(0, dtype=np.int64)  # (see _uids)
         self._peers: _Peers | None = None  # (agents stepped by other worlds: split)
+        #: its agents' input clocks, a column each, at their controllers' rows of its batch:
+        #: ``start_time`` (world s), ``started`` (bool), ``local_time`` (s of input since
+        #: the start), ``owed`` (s not yet stepped: a level of detail)
+        self.agent_clocks = RowArrays({"start_time": ((), np.float64), "started": ((), np.bool_),
+                                       "local_time": ((), np.float64), "owed": ((), np.float64)})
+        #: changes whenever an agent is added or removed or an input replaced
+        self.inputs_version = 0
+        self._kinds: tuple | None = None  # (inputs_version, the agents' inputs by kind; see _input_kinds)
 
     @property
     def matcher(self) -> EnvironmentMatcher:
@@ -297,16 +357,21 @@ class World:
         agent = Agent(name, ctrl, chooser, source if source is not None else IdleInput(), start_time=start_time,
                       path=None if path is None else np.asarray(path), goal=None if goal is None else np.asarray(goal))
         agent.uid = uid
+        self.agent_clocks.grow_to(self._batch.state.capacity)
+        agent.join(self)
         self.agents.append(agent)
         self._agent_rows = self._positions = self._agent_batch_rows = None
+        self.inputs_changed()
         return agent
 
     def remove_agent(self, agent: Agent) -> None:
         """Take ``agent`` out of the world (it is no longer stepped nor an obstacle; its
         controller keeps its state, in a batch of its own)."""
         self.agents.remove(agent)
+        agent.join(None)
         agent.ctrl.move_to(ControllerBatch(self.db))
         self._agent_rows = self._positions = self._agent_batch_rows = None
+        self.inputs_changed()
 
     def set_scene(self, scene: Scene) -> None:
         """Replace the obstacles (every agent's search sees the new scene from now on)."""
@@ -392,6 +457,30 @@ class World:
                              np.array([a.ctrl.root_yaw for a in peers], dtype=np.float64))
         self.agents = [a for a, m in zip(self.agents, mine) if m]
         self._agent_rows = self._positions = self._agent_batch_rows = None
+        self.inputs_changed()
+
+    def inputs_changed(self) -> None:
+        """Note that its agents or their inputs changed (:attr:`inputs_version`)."""
+        self.inputs_version += 1
+        self._kinds = None
+
+    def _input_kinds(self) -> tuple[dict, np.ndarray, np.ndarray, np.ndarray]:
+        """Its agents' inputs by kind, kept until :attr:`inputs_version` changes: ``(together,
+        asked, reports, own_chooser)``: the agent indices of each input class that wants
+        for all its agents at once (``{class: [n]}``), and ``[A]`` bool: whose input is
+        asked one by one, whose input reports its steps, whose may name a frame chooser."""
+        if self._kinds is None or self._kinds[0] != self.inputs_version:
+            kinds = [type(a.source) for a in self.agents]
+            together: dict[type, list[int]] = {}
+            for i, kind in enumerate(kinds):
+                if _wants_together(kind):
+                    together.setdefault(kind, []).append(i)
+            asked = np.fromiter((not _wants_together(k) for k in kinds), dtype=bool, count=len(kinds))
+            reports = np.fromiter((_reports_steps(k) for k in kinds), dtype=bool, count=len(kinds))
+            own = np.fromiter((_has_own_chooser(k) for k in kinds), dtype=bool, count=len(kinds))
+            groups = {k: np.array(v, dtype=np.int64) for k, v in together.items()}
+            self._kinds = (self.inputs_version, (groups, asked, reports, own))
+        return self._kinds[1]
 
     @property
     def peer_uids(self) -> np.ndarray:
@@ -527,9 +616,13 @@ class World:
                                   self._deferred_searches(), self._threads())
             for i in (i for i, yes in enumerate(ours) if not yes):  # (one by one, as their own update would)
                 self._step_agents([agents[i]], wants.take([i]), [dts[i]], None, None)
-        for a, step_dt in zip(agents, dts):
-            if a.started and _reports_steps(type(a.source)):
-                a.source.stepped(a, step_dt)
+        _together, _asked, reports, _own = self._input_kinds()
+        if reports.any():
+            uids = self._uids()
+            reporting = {int(u) for u in uids[reports]}
+            for a, step_dt in zip(agents, dts.tolist()):
+                if a.uid in reporting and a.started:
+                    a.source.stepped(a, step_dt)
         if self.frame == 0 and self.stagger and self.seen() > 1:
             # spread searches: agent i searches i frames later (mod the search interval)
             n = max(1, round(self.controller_settings.search_interval * self.fps))
@@ -538,42 +631,49 @@ class World:
         self.time += dt
         self.frame += 1
 
-    def _ask_inputs(self, dt: float, skip: frozenset) -> tuple[list[Agent], WantRows, list[float]]:
+    def _ask_inputs(self, dt: float, skip: frozenset) -> tuple[list[Agent], WantRows, np.ndarray]:
         """Every input's want for this step, from the state at its start: the agents to
         update (the others owe the time), their wants (inputs that want together, e.g.
-        crowd steering, asked once for all their agents) and their steps in seconds."""
-        agents, dts = [], []
-        asked: list[tuple[int, Want]] = []
-        together: dict[type, tuple[list[int], list[int]]] = {}  # input class -> (rows of the step, agent indices)
-        now = self.time + 1e-9
-        for i, a in enumerate(self.agents):
-            if skip and a.uid in skip:
-                a.owed += dt
-                continue
-            step_dt = dt + a.owed
-            a.owed = 0.0
-            k = len(agents)
-            agents.append(a)
-            dts.append(step_dt)
-            if now < a.start_time:
-                asked.append((k, IDLE))
-                continue
-            step = step_dt if a.started else 0.0  # the first step of an agent is at its start time
-            a.local_time += step
-            a.started = True
-            src = a.source
-            kind = type(src)
-            if _wants_together(kind):
-                ks, at = together.setdefault(kind, ([], []))
-                ks.append(k)
-                at.append(i)
-            else:
-                asked.append((k, src.intent(a, a.local_time, step)))
+        crowd steering, asked once for all their agents) and their steps ``[n]`` in seconds.
+        The agents' clocks advance in their columns (:attr:`agent_clocks`)."""
+        A = len(self.agents)
+        rows = self._rows()
+        c = self.agent_clocks
+        step_dt = c.owed[rows] + dt
+        if skip:
+            going = ~np.isin(self._uids(), np.fromiter(skip, dtype=np.int64, count=len(skip)))
+            c.owed[rows] = np.where(going, 0.0, step_dt)  # (the skipped owe the time)
+            idx = np.flatnonzero(going)
+            agents = [self.agents[i] for i in idx.tolist()]
+            rows, dts = rows[idx], step_dt[idx]
+        else:
+            c.owed[rows] = 0.0
+            idx = None
+            agents = list(self.agents)
+            dts = step_dt
+        live = self.time + 1e-9 >= c.start_time[rows]
+        steps = np.where(c.started[rows], dts, 0.0)  # (the first step of an agent is at its start time)
+        lr = rows[live]
+        c.local_time[lr] += steps[live]
+        c.started[lr] = True
+        together, asked, _reports, _own = self._input_kinds()
+        n = len(agents)
+        at = np.arange(n) if idx is None else np.full(A, -1, dtype=np.int64)
+        if idx is not None:
+            at[idx] = np.arange(n)
         groups = []
-        if together:
-            rows = self.global_rows()
-            groups = [(np.array(ks), kind.wants_together(self, rows[at])) for kind, (ks, at) in together.items()]
-        return agents, WantRows.assemble(len(agents), asked, groups), dts
+        for kind, members in together.items():
+            ks = at[members]
+            ks = ks[ks >= 0]
+            ks = ks[live[ks]]
+            if len(ks):
+                positions = members if len(ks) == len(members) else (np.arange(A) if idx is None else idx)[ks]
+                groups.append((ks, kind.wants_together(self, self.global_rows()[positions])))
+        one_by_one = ~live | (asked if idx is None else asked[idx])
+        times, stepped = c.local_time[rows].tolist(), steps.tolist()
+        wants = [(k, agents[k].source.intent(agents[k], times[k], stepped[k]) if live[k] else IDLE)
+                 for k in np.flatnonzero(one_by_one).tolist()]
+        return agents, WantRows.assemble(n, wants, groups), dts
 
     def _step_agents(self, agents: list[Agent], wants: WantRows, hs: list[float], defer, threads) -> None:
         """Step ``agents`` (their ``wants`` and steps ``hs`` in seconds, one each) through
