@@ -43,7 +43,7 @@ from motionmatch.runtime.inputs import IDLE, IdleInput, InputSource, WantRows
 from motionmatch.runtime.rows import RowArrays
 from motionmatch.search.penalized import run_jobs
 
-__all__ = ["Agent", "World", "WorldRecord"]
+__all__ = ["Agent", "StepResults", "World", "WorldRecord"]
 
 _STANDING = Intent.idle()
 
@@ -120,26 +120,30 @@ class Agent:
         self.goal = goal
         controller.chooser = chooser
         self.uid = -1  # its number in its world (obstacle rows of its body: id -1 - uid)
-        #: ``(wants, k)``: this agent's row ``k`` of the wants of the last step it took
-        #: (``None`` before the first)
-        self.step_wants: tuple[WantRows, int] | None = None
-        self._result: FrameResult | tuple | None = None  # (a batched step's: its fields, built when read)
-        self.searched = False
+        #: ``(step, k)``: this agent's row ``k`` of the last step it took (a
+        #: :class:`StepResults`; ``None`` before the first)
+        self.last_step: tuple[StepResults, int] | None = None
+        self._result: FrameResult | None = None  # (set, or built from last_step: see result)
+        self._result_of: tuple | None = None  # (the last_step _result was built from)
 
     @property
     def result(self) -> FrameResult | None:
         """The controller's last :class:`~motionmatch.runtime.controller.FrameResult`
-        (``None`` before the first step)."""
-        r = self._result
-        if type(r) is tuple:
-            (rot, pos, frames, contacts), k, mode, searched, transitioned, desired, costs = r
-            r = self._result = FrameResult(rot[k], pos[k], frames[k], mode, searched, transitioned, desired,
-                                           contacts[k], {} if costs is None else costs)
-        return r
+        (``None`` before the first step; built from :attr:`last_step` when first read)."""
+        at = self.last_step
+        if at is not None and self._result_of is not at:
+            self._result, self._result_of = at[0].result(at[1]), at
+        return self._result
 
     @result.setter
     def result(self, r: FrameResult | None) -> None:
-        self._result = r
+        self._result, self._result_of = r, self.last_step
+
+    @property
+    def searched(self) -> bool:
+        """Whether its last step searched (``False`` before the first)."""
+        at = self.last_step
+        return at is not None and at[0].searched(at[1])
 
     @property
     def source(self) -> InputSource:
@@ -192,18 +196,18 @@ class Agent:
     @property
     def intent(self) -> Intent:
         """What the input wanted at the last step (standing before the first)."""
-        if self.step_wants is None:
+        if self.last_step is None:
             return _STANDING
-        wants, k = self.step_wants
-        return wants.intents[k]
+        step, k = self.last_step
+        return step.wants.intents[k]
 
     @property
     def desired(self) -> PredictedTrajectory | None:
         """The desired trajectory the input gave at the last step (``None``: none)."""
-        if self.step_wants is None:
+        if self.last_step is None:
             return None
-        wants, k = self.step_wants
-        return wants.desired[k]
+        step, k = self.last_step
+        return step.wants.desired[k]
 
     @property
     def root_xz(self) -> np.ndarray:
@@ -256,6 +260,44 @@ class WorldRecord:
         fixed = ~skeleton.has_position_channels
         trs[:, fixed] = skeleton.offsets[fixed]
         return Motion(skeleton, rots, trs, self.fps, name=self.names[agent], file_scale=file_scale)
+
+
+class StepResults:
+    """What one step of a :class:`World` produced for the agents it stepped (row ``k``:
+    the ``k``-th of them, whose :attr:`Agent.last_step` is ``(this, k)``): their wants
+    (:class:`~motionmatch.runtime.inputs.WantRows`), their poses copied out of the batch at
+    once, frames, modes, whether each searched and transitioned; each agent's
+    :class:`~motionmatch.runtime.controller.FrameResult` is built when read (:meth:`result`)."""
+
+    __slots__ = ("_before", "_choosers", "contacts", "costs", "decided", "desired", "frames", "modes", "rotations",
+                 "translations", "wants")
+
+    def __init__(self, wants: WantRows, ctrls: list[Controller], choosers: list, decided: list[tuple[bool, bool]],
+                 before: list[int] | None):
+        st = ctrls[0].batch.state
+        rows = np.fromiter((c.row for c in ctrls), dtype=np.int64, count=len(ctrls))
+        self.wants = wants
+        self.rotations, self.translations = st.out_rot[rows], st.out_pos[rows]  # [n, J, 4], [n, J, 3] (copies)
+        self.contacts = st.out_contacts[rows]  # [n, K]
+        self.frames = st.frame[rows]  # [n]
+        self.modes = st.mode[rows]  # [n] (indices of MODES)
+        self.decided = decided  # [(searched, transitioned)] per row
+        self.desired = [c.last_desired for c in ctrls]  # the desired trajectory of each one's last search
+        self.costs = {k: ctrls[k].last_costs for k, (searched, _) in enumerate(decided) if searched}
+        self._choosers, self._before = choosers, before
+
+    def searched(self, k: int) -> bool:
+        """Whether row ``k`` searched (its controller, or its chooser on its own)."""
+        if self.decided[k][0]:
+            return True
+        n = -1 if self._before is None else self._before[k]
+        return n >= 0 and self._choosers[k].log.count > n
+
+    def result(self, k: int) -> FrameResult:
+        """Row ``k`` as a :class:`~motionmatch.runtime.controller.FrameResult`."""
+        searched, transitioned = self.decided[k]
+        return FrameResult(self.rotations[k], self.translations[k], int(self.frames[k]), MODES[self.modes[k]],
+                           searched, transitioned, self.desired[k], self.contacts[k], self.costs.get(k, {}))
 
 
 class World:
@@ -479,6 +521,9 @@ class World:
             reports = np.fromiter((_reports_steps(k) for k in kinds), dtype=bool, count=len(kinds))
             own = np.fromiter((_has_own_chooser(k) for k in kinds), dtype=bool, count=len(kinds))
             groups = {k: np.array(v, dtype=np.int64) for k, v in together.items()}
+            for a, named in zip(self.agents, own.tolist()):
+                if not named:
+                    a.ctrl.chooser = a.chooser  # (an input that named one before may have been replaced)
             self._kinds = (self.inputs_version, (groups, asked, reports, own))
         return self._kinds[1]
 
@@ -686,37 +731,32 @@ class World:
         its :class:`~motionmatch.runtime.controller.FrameResult` when read)."""
         ctrls = [a.ctrl for a in agents]
         rmo = wants.root_motion_only.copy()
-        speeds = None  # (the intents' speeds, for the choosers)
-        before = []
-        for k, (a, c) in enumerate(zip(agents, ctrls)):
-            a.step_wants = (wants, k)
-            ch = a.chooser
-            if _has_own_chooser(type(a.source)):
-                own = a.source.chooser(a)
-                c.chooser = own if own is not None else ch
-            else:
-                c.chooser = ch
-            if ch is None:
-                before.append(-1)
-            else:
+        choosers = [a.chooser for a in agents]
+        _together, _asked, _reports, own = self._input_kinds()
+        if own.any():  # (an input that may name its own chooser: asked each step)
+            chosen = {a.uid for a in (self.agents[i] for i in np.flatnonzero(own).tolist())}
+            for a, c, ch in zip(agents, ctrls, choosers):
+                if a.uid in chosen:
+                    mine = a.source.chooser(a)
+                    c.chooser = mine if mine is not None else ch
+        before = None  # each chooser's searches so far (-1: none)
+        if any(ch is not None for ch in choosers):
+            goals = wants.intents.goals
+            speeds = np.hypot(goals[:, 0], goals[:, 1]).tolist()  # (the intents' speeds)
+            before = []
+            for k, ch in enumerate(choosers):
+                if ch is None:
+                    before.append(-1)
+                    continue
                 if ch.near:
                     rmo[k] = True
-                if speeds is None:
-                    goals = wants.intents.goals
-                    speeds = np.hypot(goals[:, 0], goals[:, 1]).tolist()
                 ch.target_speed = speeds[k]  # (read by its searches only)
                 before.append(ch.log.count)
         decided = Controller.step_many(ctrls, hs, wants.intents, wants.desired, wants.search_now, rmo, defer=defer,
                                        threads=threads)
-        st = ctrls[0].batch.state
-        rows = np.fromiter((c.row for c in ctrls), dtype=np.int64, count=len(ctrls))
-        out = (st.out_rot[rows], st.out_pos[rows], st.frame[rows].tolist(), st.out_contacts[rows])  # (copies)
-        modes = st.mode[rows].tolist()
-        for k, (c, a, (searched, transitioned), n) in enumerate(zip(ctrls, agents, decided, before)):
-            # the FrameResult's fields, built into one when read (Agent.result)
-            a._result = (out, k, MODES[modes[k]], searched, transitioned, c.last_desired,
-                         c.last_costs if searched else None)
-            a.searched = searched or (n >= 0 and a.chooser.log.count > n)
+        step = StepResults(wants, ctrls, choosers, decided, before)
+        for k, a in enumerate(agents):
+            a.last_step = (step, k)
 
     def _deferred_searches(self) -> _DeferredSearches:
         """A list that takes the step's deferred searches: made ready together, their jobs
