@@ -445,10 +445,15 @@ class Controller(QueryBuilding, Searching):
     # -------------------------------------------------------------- searching
 
     # ------------------------------------------------------------------ update
-    def _choose_mode(self, intent: Intent, last: Intent | None) -> tuple[str, bool]:
-        """The mode for this frame (``last``: the last frame's intent) and whether entering it forces a search."""
+    def _last_actions(self) -> frozenset[str]:
+        """The actions of the last frame's intent (none before the first; a plain one has none)."""
+        return self._last_obj.actions if self._batch.state.last_kind[self._row] == LAST_OBJECT else frozenset()
+
+    def _choose_mode(self, intent: Intent, last_actions: frozenset[str]) -> tuple[str, bool]:
+        """The mode for this frame (``last_actions``: the last frame's intent's) and whether
+        entering it forces a search."""
         acts = intent.actions
-        new = acts - last.actions if last is not None else acts
+        new = acts - last_actions
         if self.mode == "jump" and self.time < self._mode_until:
             return "jump", False
         if "jump" in new and self._has("jump"):
@@ -618,12 +623,12 @@ class Controller(QueryBuilding, Searching):
         adjust = s.adjust_halflife > 0 and dt > 0 and not root_motion_only
         if adjust:
             self._adjust_root(dt, speed, turn_rate)
-        last = self._last_intent
-        mode, force = self._choose_mode(intent, last)
+        mode, force = self._choose_mode(intent, self._last_actions())
         if self.mode == "jump" and mode != "jump":
             force = True  # jump finished: back to locomotion now
         self.mode = mode
         if sharp < 0:  # (not known from the compiled stage)
+            last = self._last_intent
             sharp = last is not None and last is not intent and self._changed_sharply(intent, last)
         sharp = force_search or bool(sharp)
         searched = transitioned = False
