@@ -18,7 +18,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import re
 import stat
 import zipfile
 import zlib
@@ -56,7 +55,6 @@ MAX_NPZ_MEMBERS = 256
 Refuse = Callable[[str], Exception]
 """How a reader turns a message into its own error type (``InputError`` by default)."""
 
-_STRING = re.compile(rb'"(?:[^"\\\n]|\\.)*"')
 _BRACKETS = np.zeros(256, dtype=np.int8)
 _BRACKETS[[ord("["), ord("{")]] = 1
 _BRACKETS[[ord("]"), ord("}")]] = -1
@@ -105,15 +103,27 @@ def read_bytes(path: str | Path, what: str, max_bytes: int, *, error: Refuse = I
     return data
 
 
+def _backslashes_before(data: bytes, pos: int) -> int:
+    k = pos
+    while k > 0 and data[k - 1] == 0x5C:
+        k -= 1
+    return pos - k
+
+
 def _check_depth(data: bytes, shown: str, error: Refuse) -> None:
     """Refuse JSON text nested deeper than :data:`MAX_JSON_DEPTH` (brackets inside strings
     do not count), before a recursive parser sees it."""
     if data.count(b"[") + data.count(b"{") <= MAX_JSON_DEPTH:
         return
-    if b'"' in data:  # blank the strings' contents (same length: positions and lines are kept)
-        data = _STRING.sub(lambda m: b'"' + b"_" * (len(m.group()) - 2) + b'"', data)
     codes = np.frombuffer(data, dtype=np.uint8)
     at = np.flatnonzero(_BRACKETS[codes])
+    quotes = np.flatnonzero(codes == ord('"'))
+    if len(quotes):  # leave out the brackets inside strings: between an odd and an even unescaped quote
+        maybe = quotes[(quotes > 0) & (codes[np.maximum(quotes - 1, 0)] == ord("\\"))]
+        escaped = [q for q in maybe.tolist() if _backslashes_before(data, q) % 2]
+        if escaped:
+            quotes = np.setdiff1d(quotes, escaped)
+        at = at[np.searchsorted(quotes, at) % 2 == 0]
     depth = np.cumsum(_BRACKETS[codes[at]], dtype=np.int32)
     over = np.flatnonzero(depth > MAX_JSON_DEPTH)
     if len(over):

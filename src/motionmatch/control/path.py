@@ -239,7 +239,10 @@ def load_path(file: str | Path, *, rate: float | None = None, scale: float | Non
         raise PathError(f"{file}: {e}") from None
     rate = rate if rate is not None else (raw.rate or 150.0)
     scale = scale if scale is not None else (raw.scale or 1.0)
-    path = TimedPath.from_samples(raw.times, raw.points, rate=rate, scale=scale, smooth=smooth, **kwargs)
+    try:
+        path = TimedPath.from_samples(raw.times, raw.points, rate=rate, scale=scale, smooth=smooth, **kwargs)
+    except PathError as e:
+        raise PathError(f"{file}: {e}") from None
     if raw.joystick is not None and len(raw.joystick):
         j = raw.joystick.copy()
         j[:, 0] = (j[:, 0] - raw.times[0]) / scale
