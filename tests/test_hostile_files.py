@@ -3,7 +3,7 @@ the command that reads it with exit code 1 and one line naming the file, no trac
 nothing written, within 10 s and bounded memory.
 
 Every case runs the real ``motionmatch`` command in a child process under an address-space
-limit (``RLIMIT_AS``) of :data:`ADDRESS_SPACE`: Numba and LLVM reserve about 0.6 GiB of
+limit (``RLIMIT_AS``) of :data:`ADDRESS_SPACE`: Numba and LLVM reserve about half a GiB of
 virtual memory at import, and the good files of the same commands run in it (checked by
 ``test_the_limit_lets_good_files_through``), so a reader that allocates what a header
 declares fails with ``MemoryError`` (a traceback) instead of passing. The child's peak
@@ -36,10 +36,12 @@ from motionmatch.io.gltf import write_glb
 from synthetic import walker
 
 REPO = Path(__file__).resolve().parents[1]
-ADDRESS_SPACE = 2 * 2**30
-"""The child's virtual memory limit: 2 GiB. A good ``convert`` with a body or a ``run``
-peaks near 1.1 GiB of address space (Numba's LLVM, NumPy's and OpenBLAS's thread arenas),
-so 2 GiB leaves under 1 GiB for what a hostile header could make a reader allocate."""
+ADDRESS_SPACE = 3 * 2**29
+"""The child's virtual memory limit: 1.5 GiB. With one Numba and one BLAS thread (as
+here) the good commands need 0.55 GiB (``inspect``, ``run``) to 0.7 GiB (``convert
+--body``) of address space, measured by lowering the limit until they fail; 1.5 GiB
+leaves them twice that, and makes a reader that allocates what a header declares fail
+beyond about 0.8 GiB."""
 PEAK_RSS = 2**30
 """The child's peak resident memory: under 1 GiB."""
 SECONDS = 10.0
@@ -324,3 +326,23 @@ def test_a_good_gltf_with_its_buffer_beside_it_is_read(good, tmp_path):
     inline = read_user_mesh(_gltf(tmp_path, good, "c.gltf", lambda doc: doc["buffers"][0].update(uri=uri)),
                             motion.skeleton)
     np.testing.assert_array_equal(inline.triangles, ours.triangles)
+
+
+def test_json_limits_count_structure_not_strings():
+    """The depth check counts the brackets of arrays and objects, not those inside strings
+    (escaped quotes included), and names the line; integers and overflowing floats are
+    refused by size, not by Python's own 4,300-digit limit."""
+    from motionmatch._limits import MAX_INT_DIGITS, MAX_JSON_DEPTH, loads_json
+    from motionmatch.errors import InputError
+
+    deep_ok = "[" * MAX_JSON_DEPTH + "]" * MAX_JSON_DEPTH
+    assert loads_json(deep_ok, "f") is not None
+    text = json.dumps({"s": '\\"' + "[" * 500, "t": "\\" * 3 + "{" * 500, "u": [[1]]})
+    assert loads_json(text, "f")["u"] == [[1]]
+    with pytest.raises(InputError, match=r"^f: line 2: arrays and objects nested more than 64"):
+        loads_json('{"a": "]]]]]]",\n "b": ' + "[" * 65 + "]" * 65 + "}", "f")
+    assert loads_json("[" + "9" * MAX_INT_DIGITS + "]", "f") == [int("9" * MAX_INT_DIGITS)]
+    with pytest.raises(InputError, match="21 digits"):
+        loads_json("[" + "9" * (MAX_INT_DIGITS + 1) + "]", "f")
+    with pytest.raises(InputError, match="too large"):
+        loads_json('{"x": 1e400}', "f")

@@ -4,8 +4,8 @@ makes before it allocates.
 A reader hands a file's declared sizes to these functions before it trusts them: a JSON
 file's size, nesting depth and number sizes (:func:`read_json`, :func:`loads_json`), an
 ``.npz`` file's members, shapes and uncompressed sizes read from its zip directory and
-``.npy`` headers before anything is decompressed (:func:`read_npz`), a count against
-what the file's size can hold (:func:`check_count`). A refused file raises one line that
+``.npy`` headers before anything is decompressed (:func:`read_npz`), a file's size
+(:func:`file_size`, :func:`read_bytes`: regular files only). A refused file raises one line that
 names the file, the field and the fix, as :class:`~motionmatch.errors.InputError` or as
 the reader's own error type (``error=``: a callable taking the message), which the
 command line prints without a traceback (exit 1).
@@ -30,7 +30,7 @@ import numpy as np
 from motionmatch.errors import InputError
 
 __all__ = ["MAX_INT_DIGITS", "MAX_JSON_BYTES", "MAX_JSON_DEPTH", "MAX_NPZ_BYTES", "MAX_NPZ_MEMBERS", "Refuse",
-           "check_count", "file_size", "loads_json", "read_bytes", "read_json", "read_npz"]
+           "file_size", "loads_json", "read_bytes", "read_json", "read_npz"]
 
 MAX_JSON_BYTES = 64 * 2**20
 """Bytes of one JSON file (a path, scenario, sweep, script, keypoint, schema or parts
@@ -171,16 +171,6 @@ def read_json(path: str | Path, what: str, *, max_bytes: int = MAX_JSON_BYTES, e
     """The decoded JSON file ``path`` (a regular file of at most ``max_bytes``, decoded by
     :func:`loads_json`); ``what`` names the format in errors (``"scenario"``)."""
     return loads_json(read_bytes(path, what, max_bytes, error=error, label=label), label or str(path), error=error)
-
-
-def check_count(value: int, limit: int, field: str, shown: str, *, error: Refuse = InputError,
-                why: str = "") -> int:
-    """``value`` when ``0 <= value <= limit``, else one line naming ``field`` and the limit
-    (``why``: what the limit is, e.g. "what the file's size can hold")."""
-    if not 0 <= value <= limit:
-        _raise(error, f"{shown}: {field} is {value:,}, more than {limit:,}{' (' + why + ')' if why else ''}; "
-                      "fix the file or split it")
-    return value
 
 
 # ----------------------------------------------------------------------------- .npz
