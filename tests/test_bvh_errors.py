@@ -264,7 +264,23 @@ def test_fewer_frame_lines_than_declared(tmp_path: Path) -> None:
 
 def test_huge_frame_count_does_not_allocate(tmp_path: Path) -> None:
     e = _error(tmp_path, GOOD.replace("Frames: 3", "Frames: 900000000000000000"))
+    assert "joint-frames" in str(e) and "split the file" in str(e)
+    e = _error(tmp_path, GOOD.replace("Frames: 3", "Frames: 200"))  # within the limits: the lines are counted
     assert "only 3 were found" in str(e)
+    e = _error(tmp_path, GOOD.replace("Frames: 3", "Frames: " + "9" * 5000))  # no int() of 5,000 digits
+    assert "joint-frames" in str(e)
+
+
+def test_a_deep_or_wide_skeleton_is_refused_before_it_allocates(tmp_path: Path) -> None:
+    from motionmatch.anim.bvh import MAX_BVH_JOINTS
+
+    deep = "".join(f"JOINT j{i}\n{{\nOFFSET 0 1 0\nCHANNELS 0\n" for i in range(MAX_BVH_JOINTS))
+    e = _error(tmp_path, "HIERARCHY\nROOT r\n{\nOFFSET 0 0 0\nCHANNELS 1 Yrotation\n" + deep)
+    assert f"more than {MAX_BVH_JOINTS} joints" in str(e)
+    e = _error(tmp_path, GOOD.replace("CHANNELS 6 Xposition Yposition Zposition Zrotation Yrotation Xrotation",
+                                      "CHANNELS 0").replace("CHANNELS 3 Zrotation Yrotation Xrotation", "CHANNELS 0")
+               .replace("Frames: 3", "Frames: 100000"))
+    assert "a frame takes at least its line" in str(e)
 
 
 def test_no_channels_but_values(tmp_path: Path) -> None:

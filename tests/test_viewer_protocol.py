@@ -899,7 +899,7 @@ def test_a_scenario_out_of_bounds_is_an_error_reply_and_the_session_lives(server
     bad = {"far.json": (json.dumps(agent(start=[1e308, 0])), "agents[0].start[0] must be between -1000 and 1000"),
            "fast.json": (json.dumps(agent(controls={"responsiveness": 1e9})),
                          "agents[0].controls.responsiveness must be between 0 and 4"),
-           "digits.json": (json.dumps(agent(goal=[10**400, 0])), "agents[0].goal[0] must be between"),
+           "digits.json": (json.dumps(agent(goal=[10**400, 0])), "line 1: the number 1000"),  # JSON's own limit
            "nan.json": ('{"duration": NaN, "agents": [{"start": [0, 0]}]}', "duration must be finite"),
            "word.json": (json.dumps(agent(speed="fast")), "agents[0].speed must be a number, got str")}
     out: list = []

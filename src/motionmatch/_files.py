@@ -1,27 +1,84 @@
-"""Atomic file writing: a file we write is either complete or absent, never partial."""
+"""Atomic file writing: a file we write is either complete or absent, never partial, and
+the temporary files of writers that died (killed, or their machine stopped) are removed by
+the next write of the same file."""
 
 from __future__ import annotations
 
 import errno
+import hashlib
 import os
+import re
+import socket
 import tempfile
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import IO
+
+STALE_TEMP_S = 600.0
+"""Seconds after which a temporary file whose writer cannot be identified (one of another
+machine, or one named before writers put their process id in the name) counts as left
+behind by a dead writer and is removed."""
+
+_HOST = hashlib.sha1(socket.gethostname().encode()).hexdigest()[:6]
+_WRITER = re.compile(r"([0-9a-f]{6})-(\d+)\.[^.]+")
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's process
+        return True
+    return True
+
+
+def remove_stale_temps(path: str | Path, now: float | None = None) -> list[Path]:
+    """Remove the temporary files that interrupted writes of ``path`` left beside it
+    (``.NAME.HOST-PID.XXXX.tmpSUFFIX``, :func:`atomic_path`'s): those of a process of this
+    machine that is gone, and those older than :data:`STALE_TEMP_S` whose writer cannot be
+    checked. A live writer's file is kept. Returns the files removed."""
+    path = Path(path)
+    head, tail = f".{path.name}.", f".tmp{path.suffix}"
+    now = time.time() if now is None else now
+    removed = []
+    try:
+        names = [n for n in os.listdir(path.parent or ".") if n.startswith(head) and n.endswith(tail)]
+    except OSError:
+        return removed
+    for name in names:
+        tmp = path.parent / name
+        m = _WRITER.fullmatch(name[len(head):-len(tail)])
+        try:
+            if m and m.group(1) == _HOST:
+                stale = not _alive(int(m.group(2)))
+            else:
+                stale = now - tmp.lstat().st_mtime > STALE_TEMP_S
+            if stale and not tmp.is_dir():
+                tmp.unlink()
+                removed.append(tmp)
+        except OSError:  # gone meanwhile, or not ours to remove
+            continue
+    return removed
 
 
 @contextmanager
 def atomic_path(path: str | Path) -> Iterator[Path]:
     """A temporary path beside ``path`` (same suffix) for the body to write; renamed onto
     ``path`` when the body succeeds, removed when it fails, so that ``path`` is either
-    complete or untouched. An OS error names ``path``, never the temporary file."""
+    complete or untouched. An OS error names ``path``, never the temporary file. The
+    temporary files of earlier writes of ``path`` whose writer died are removed first
+    (:func:`remove_stale_temps`)."""
     path = Path(path)
     if path.is_dir():
         raise IsADirectoryError(errno.EISDIR, "is a folder; give a file name", str(path))
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=f".tmp{path.suffix}", dir=path.parent)
+        remove_stale_temps(path)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.{_HOST}-{os.getpid()}.", suffix=f".tmp{path.suffix}",
+                                   dir=path.parent)
     except OSError as e:
         raise type(e)(e.errno, f"cannot write here ({e.strerror})", str(path)) from None
     os.close(fd)

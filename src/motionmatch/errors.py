@@ -39,3 +39,9 @@ class MotionError(MotionMatchError, ValueError):
 
 class DatasetError(MotionMatchError):
     """A dataset cannot be found, downloaded or verified."""
+
+
+class InputError(MotionMatchError, ValueError):
+    """A file is refused before it is read in full: larger than a documented limit, nested
+    too deep, with a number too large, or declaring counts or shapes its own size cannot
+    hold (:mod:`motionmatch._limits`). The message names the file, the field and the fix."""

@@ -51,6 +51,16 @@ _FRAME_TIME = re.compile(rb"Frame\s+Time\s*:?[^\n]*")
 _KEYWORDS = frozenset({b"HIERARCHY", b"ROOT", b"JOINT", b"End", b"OFFSET", b"CHANNELS", b"{", b"}", b"MOTION"})
 _BODY = "OFFSET, CHANNELS, JOINT, End Site or '}'"
 
+MAX_BVH_JOINTS = 4096
+"""Joints of one BVH file (End Sites not counted): a body with fingers and a face has a
+few hundred."""
+MAX_BVH_JOINT_FRAMES = 2**24
+"""Frames times joints of one BVH file (16.8 million: 0.9 GB of local rotations and
+translations): an hour at 60 fps of a 77-joint skeleton. Longer takes are split."""
+MAX_INDENT = 64
+"""Tabs of indentation the writer puts before a joint at most (deeper joints are written
+at this depth), so that a file's size is linear in its joints however deep they nest."""
+
 
 @dataclass
 class _Header:
@@ -171,6 +181,9 @@ def _parse_header(raw: bytes, path: str) -> _Header:
         raise error(k - 1, f"expected 'ROOT <name>' after HIERARCHY, found {_show(tok)}")
 
     def open_joint(keyword: str) -> None:
+        if len(names) == MAX_BVH_JOINTS:
+            raise error(k - 1, f"more than {MAX_BVH_JOINTS} joints (motionmatch.anim.bvh.MAX_BVH_JOINTS); "
+                        "expected a skeleton with fewer joints")
         name = take_name(keyword)
         take_open(f"{keyword} {name}")
         names.append(name)
@@ -253,7 +266,14 @@ def _parse_header(raw: bytes, path: str) -> _Header:
     ntok = take_value(b"Frames", "'Frames: <count>'")
     if not _INT.fullmatch(ntok):
         raise error(k - 1, f"expected an integer frame count after 'Frames:', found {_show(ntok)}")
-    n_frames = int(ntok)
+    n_frames = int(ntok) if len(ntok) <= 19 else 2**63  # a 5,000-digit count is merely too large
+    if n_frames * len(names) > MAX_BVH_JOINT_FRAMES:
+        raise error(k - 1, f"'Frames: {ntok[:20].decode()}{'...' if len(ntok) > 20 else ''}' for {len(names)} joints "
+                    f"is more than {MAX_BVH_JOINT_FRAMES:,} joint-frames (motionmatch.anim.bvh.MAX_BVH_JOINT_FRAMES); "
+                    "expected a shorter take: split the file")
+    if n_frames > len(raw):
+        raise error(k - 1, f"'Frames: {n_frames}' but the file has only {len(raw)} bytes (a frame takes at least "
+                    "its line); expected the Frames count to match the number of frame lines")
     if n_frames <= 0:
         raise error(k - 1, f"the file declares {n_frames} frames; expected at least one frame")
     tok = take("'Frame Time: <seconds>'")
@@ -586,7 +606,7 @@ def _format_bvh(motion: Motion, units: str | float | None, precision: int, where
     stack: list[tuple[int, int, bool]] = [(0, 0, False)]
     while stack:  # iterative depth-first walk: no recursion limit on deep skeletons
         j, depth, closing = stack.pop()
-        ind = "\t" * depth
+        ind = "\t" * min(depth, MAX_INDENT)
         if closing:
             for e in sites[j]:
                 lines.append(f"{ind}\tEnd Site")

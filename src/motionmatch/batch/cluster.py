@@ -9,6 +9,8 @@ shared file system); the outputs are written by the process that runs the job.
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -71,7 +73,35 @@ def ray_session(address: str | None = None, workers: int | None = None) -> Itera
             hint = (" (a cluster with token authentication, Ray's default for 'ray start': export "
                     "RAY_AUTH_MODE=token here too)" if "auth" in str(e).lower() else "")
             raise BatchError(f"cannot start or join {where}: {' '.join(str(e).split())[:300]}{hint}") from None
+    reaper = _start_reaper() if address is None else None
     try:
         yield time.perf_counter() - t0
     finally:
         ray.shutdown()
+        if reaper is not None:
+            _stop_reaper(reaper)
+
+
+def _start_reaper() -> subprocess.Popen | None:
+    """A watcher (:mod:`motionmatch.batch._reaper`) that ends the embedded Ray's processes,
+    this process's descendants, when this process dies without shutting Ray down
+    (``kill -9``); ``None`` where there is no ``/proc``."""
+    from motionmatch.batch import _reaper
+
+    if not os.path.isdir("/proc"):
+        return None
+    return subprocess.Popen([sys.executable, _reaper.__file__, str(os.getpid())],
+                            stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)
+
+
+def _stop_reaper(reaper: subprocess.Popen) -> None:
+    """Tell the watcher that Ray was shut down here (it exits without signalling anyone)."""
+    from motionmatch.batch._reaper import DONE
+
+    try:
+        reaper.stdin.write(DONE)
+        reaper.stdin.close()
+        reaper.wait(timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        reaper.kill()

@@ -54,12 +54,13 @@ def run_scenario_cell(db, scenario_path: str, setting: dict, seed: int, duration
     """One scenario run (a Ray task): the report of ``motionmatch scenario --report`` with
     the setting's method and sections over the scenario's, groups placed from ``seed``."""
     from motionmatch._jit import compile_intervals
-    from motionmatch.environment.scenario import parse_scenario
+    from motionmatch._limits import read_json
+    from motionmatch.environment.scenario import ScenarioError, parse_scenario
     from motionmatch.metrics.scenario import scenario_report
     from motionmatch.runtime.environment_matching import EnvironmentSettings
     from motionmatch.runtime.scenarios import run_scenario
 
-    data = json.loads(Path(scenario_path).read_text(encoding="utf-8"))
+    data = read_json(scenario_path, "scenario", error=ScenarioError)
     for i, g in enumerate(data.get("groups") or []):
         if isinstance(g, dict):
             g["seed"] = 1000 * seed + i

@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from motionmatch._limits import read_json
 from motionmatch.batch.cluster import BatchError
 
 SCENARIO_FIELDS = {"method": str, "penalty": dict, "search": dict, "controller": dict}
@@ -153,12 +154,5 @@ def parse_sweep(data, source: str | Path) -> SweepSpec:
 def load_sweep(path: str | Path) -> SweepSpec:
     """Read and check a sweep file (see :func:`parse_sweep`)."""
     p = Path(path)
-    try:
-        data = json.loads(p.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise BatchError(f"{p}: no such sweep file") from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise BatchError(f"{p}: cannot read it ({e})") from None
-    except json.JSONDecodeError as e:
-        raise BatchError(f"{p}: not valid JSON ({e})") from None
+    data = read_json(p, "sweep", error=BatchError)
     return parse_sweep(data, p)

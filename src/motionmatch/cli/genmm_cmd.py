@@ -164,13 +164,11 @@ def _out_paths(output: str, k: int) -> list[Path]:
 def _sources(spec_path: str):
     """The sources of a reassembly file, checked: ``{"sources": [{"examples": [...], "joints": [...],
     "rename": {...}, "scale": 1.0}, ...]}`` (or the list alone); example paths relative to the file."""
+    from motionmatch._limits import read_json
     from motionmatch.genmm import ReassemblySource
 
     path = Path(spec_path)
-    try:
-        spec = json.loads(path.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise MotionMatchError(f"{path}: not a JSON reassembly file ({e})") from None
+    spec = read_json(path, "reassembly", error=MotionMatchError)
     srcs = spec.get("sources") if isinstance(spec, dict) else spec
     out = []
     for s in srcs if isinstance(srcs, list) and srcs else [None]:

@@ -32,6 +32,7 @@ import numba
 import numpy as np
 
 from motionmatch._files import not_npz
+from motionmatch._limits import loads_json, read_npz
 from motionmatch.errors import MotionMatchError
 
 __all__ = [
@@ -325,14 +326,15 @@ class DirectionNet:
         if kind:
             raise MotionMatchError(f"{path}: {kind}; a DirectionNet is an .npz file from "
                                    "'motionmatch train-direction-net'")
-        try:
-            with np.load(path, allow_pickle=False) as z:
-                meta = json.loads(str(z["meta"]))
-                if meta.get("format") != FORMAT:
-                    raise ValueError(f"not a DirectionNet file (format {meta.get('format')!r})")
-                w = {k: z[k] for k in cls.KEYS}
-        except (OSError, KeyError, ValueError) as e:
-            raise MotionMatchError(f"{path}: cannot read the DirectionNet: {e}") from None
+        fix = "train one with 'motionmatch train-direction-net'"
+        z = read_npz(path, "DirectionNet", fix, error=MotionMatchError)
+        meta = loads_json(str(z.get("meta", "")), f"{path}: meta", error=MotionMatchError)
+        if not isinstance(meta, dict) or meta.get("format") != FORMAT:
+            raise MotionMatchError(f"{path}: not a DirectionNet file; {fix}")
+        missing = [k for k in cls.KEYS if k not in z]
+        if missing:
+            raise MotionMatchError(f"{path}: cannot read the DirectionNet: arrays {missing} are missing; {fix}")
+        w = {k: z[k] for k in cls.KEYS}
         return cls(w, DirectionNetConfig(**meta["config"]), meta.get("history", ()))
 
 

@@ -43,7 +43,6 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -52,8 +51,10 @@ from pathlib import Path
 import numpy as np
 from numpy.typing import ArrayLike
 
+from motionmatch._limits import MAX_JSON_BYTES, loads_json, read_bytes
 from motionmatch.errors import MotionMatchError
 from motionmatch.geometry.polyline import route_around
+from motionmatch.validation import PATH_SCALE, SECONDS, WORLD
 
 __all__ = [
     "CHORD",
@@ -91,6 +92,13 @@ SLOW = 0.2
 #: Smoothing blurs the path by at most about this many metres (:func:`smooth_path_capped`).
 MAX_BLUR = 0.15
 FACING_MODES = ("tangent", "joystick", "net")
+MAX_PATH_EVENTS = 200_000
+"""Points of one path (a file's events): an hour drawn at 55 Hz; coordinates lie within
+:data:`motionmatch.validation.WORLD` (m)."""
+MAX_PATH_SAMPLES = 1_080_000
+"""Samples of a resampled path: two hours at 150 Hz; a path's world duration is at most
+:data:`motionmatch.validation.SECONDS` (an hour) and its drawing-speed scale within
+:data:`motionmatch.validation.PATH_SCALE`."""
 
 
 class PathError(MotionMatchError, ValueError):
@@ -124,9 +132,16 @@ def _check_events(times: ArrayLike, xz: ArrayLike) -> tuple[np.ndarray, np.ndarr
         raise PathError(f"path has {len(t)} times but {len(p)} points")
     if len(t) < 2:
         raise PathError(f"a path needs at least two points, got {len(t)}")
+    if len(t) > MAX_PATH_EVENTS:
+        raise PathError(f"points: {len(t):,} points, more than {MAX_PATH_EVENTS:,}; thin the path out")
     bad = ~(np.isfinite(t) & np.isfinite(p).all(axis=1))
     if bad.any():
         raise PathError(f"path point {int(np.flatnonzero(bad)[0])} is not finite (NaN or infinity)")
+    far = np.abs(p).max(axis=1) > WORLD[1]
+    if far.any():
+        i = int(np.flatnonzero(far)[0])
+        raise PathError(f"points[{i}]: x and z must be within {WORLD[0]:g} and {WORLD[1]:g} m, got "
+                        f"[{p[i, 0]:g}, {p[i, 1]:g}]")
     dt = np.diff(t)
     if np.any(dt <= 0):
         i = int(np.flatnonzero(dt <= 0)[0]) + 1
@@ -181,6 +196,8 @@ def _parse_csv(text: str) -> RawPath:
             raise PathError(f"a CSV path needs columns t, x, z; the header has {head}") from None
     else:
         cols = [0, 1, 2]
+    if len(rows) > MAX_PATH_EVENTS:
+        raise PathError(f"{len(rows):,} points, more than {MAX_PATH_EVENTS:,}; thin the path out")
     try:
         a = np.asarray([[float(r[c]) for c in cols] for r in rows], dtype=np.float64)
     except (ValueError, IndexError):
@@ -207,26 +224,25 @@ def load_path(file: str | Path, *, rate: float | None = None, scale: float | Non
     Other keyword arguments go to :meth:`TimedPath.from_samples`.
     """
     file = Path(file)
+    data = read_bytes(file, "path", MAX_JSON_BYTES, error=PathError)
+    csv_file = file.suffix.lower() == ".csv"
+    obj = None if csv_file else loads_json(data, str(file), error=PathError)
     try:
-        text = file.read_text()
-    except OSError as e:
-        raise PathError(f"{file}: cannot read the path: {e.strerror or e}") from None
-    except UnicodeDecodeError:
-        raise PathError(f"{file}: not a text file; a path is JSON or CSV") from None
-    try:
-        if file.suffix.lower() == ".csv":
-            raw = _parse_csv(text)
-        else:
+        if csv_file:
             try:
-                obj = json.loads(text)
-            except json.JSONDecodeError as e:
-                raise PathError(f"not valid JSON: {e}") from None
+                raw = _parse_csv(data.decode("utf-8"))
+            except UnicodeDecodeError:
+                raise PathError("not a text file; a path is JSON or CSV") from None
+        else:
             raw = parse_path(obj)
     except PathError as e:
         raise PathError(f"{file}: {e}") from None
     rate = rate if rate is not None else (raw.rate or 150.0)
     scale = scale if scale is not None else (raw.scale or 1.0)
-    path = TimedPath.from_samples(raw.times, raw.points, rate=rate, scale=scale, smooth=smooth, **kwargs)
+    try:
+        path = TimedPath.from_samples(raw.times, raw.points, rate=rate, scale=scale, smooth=smooth, **kwargs)
+    except PathError as e:
+        raise PathError(f"{file}: {e}") from None
     if raw.joystick is not None and len(raw.joystick):
         j = raw.joystick.copy()
         j[:, 0] = (j[:, 0] - raw.times[0]) / scale
@@ -245,10 +261,19 @@ def resample_path(times: ArrayLike, xz: ArrayLike, rate: float = 150.0, scale: f
     """
     if not (math.isfinite(rate) and rate > 0 and math.isfinite(scale) and scale > 0):
         raise PathError(f"rate and scale must be positive numbers, got rate={rate!r}, scale={scale!r}")
+    if not PATH_SCALE[0] <= scale <= PATH_SCALE[1]:
+        raise PathError(f"scale: drawing seconds per world second must be within {PATH_SCALE[0]:g} and "
+                        f"{PATH_SCALE[1]:g}, got {scale:g}")
     t, p = _check_events(times, xz)
     fps = rate * scale
     T = (t[-1] - t[0]) / scale
+    if T > SECONDS[1]:
+        raise PathError(f"points: the path lasts {T:.6g} world seconds (times {t[0]:g} to {t[-1]:g} at scale "
+                        f"{scale:g}), more than {SECONDS[1]:g}; shorten it")
     n = max(2, math.ceil(T * fps - 1e-9) + 1)
+    if n > MAX_PATH_SAMPLES:
+        raise PathError(f"rate: {rate:g} Hz over {T:g} s gives {n:,} samples, more than {MAX_PATH_SAMPLES:,}; "
+                        "give a lower rate")
     ts = np.minimum(np.arange(n) / fps, T)
     tw = (t - t[0]) / scale
     out = np.stack([np.interp(ts, tw, p[:, 0]), np.interp(ts, tw, p[:, 1])], axis=1)

@@ -35,7 +35,6 @@ Problems raise :class:`ScriptError` naming the file, the event and the fix.
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -44,6 +43,7 @@ from typing import Any
 
 import numpy as np
 
+from motionmatch._limits import Refuse, loads_json, read_json
 from motionmatch.control.intent import ACTIONS, GAITS, GaitSpeeds, Intent
 from motionmatch.control.keyboard import KEYS, KeyboardController, normalize_key
 from motionmatch.errors import MotionMatchError
@@ -257,10 +257,7 @@ def parse_script(data: Any, path: str | Path | None = None, gaits: GaitSpeeds | 
     p = str(path) if path is not None else None
     g = gaits or GaitSpeeds()
     if isinstance(data, str):
-        try:
-            data = json.loads(data)
-        except json.JSONDecodeError as e:
-            raise ScriptError(p, None, f"not valid JSON (line {e.lineno}, column {e.colno}: {e.msg})") from e
+        data = loads_json(data, p or "<script>", error=_refuse(p))
     if not isinstance(data, dict):
         raise ScriptError(p, None, 'a script must be a JSON object like {"duration": 10.0, "events": [...]}')
     if "duration" not in data:
@@ -324,11 +321,12 @@ def parse_script(data: Any, path: str | Path | None = None, gaits: GaitSpeeds | 
 def load_script(path: str | Path, gaits: GaitSpeeds | None = None) -> Script:
     """Read and validate a JSON timeline script (see the module docstring)."""
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError:
-        raise ScriptError(path, None, "not a text file; a script is JSON") from None
-    return parse_script(text, path, gaits)
+    return parse_script(read_json(path, "script", error=_refuse(str(path))), path, gaits)
+
+
+def _refuse(path: str | None) -> Refuse:
+    """A refusal of the shared readers (:mod:`motionmatch._limits`) as a :class:`ScriptError`."""
+    return lambda message: ScriptError(path, None, message.removeprefix(f"{path or '<script>'}: "))
 
 
 class ScriptPlayback:

@@ -214,6 +214,11 @@ class MotionDatabase:
         clips: list[Motion] = []
         for m in tqdm(motions, desc="preparing clips", unit="clip", disable=not progress):
             clips.extend(prepare_clips(m, fps, mirror_copies))
+        if not clips:
+            shown = ", ".join(f"{m.source or m.name or '<motion>'!s} ({m.num_frames} frame{'s' * (m.num_frames != 1)})"
+                              for m in motions[:3]) + (", ..." if len(motions) > 3 else "")
+            raise DatabaseError(f"every clip has fewer than two frames at {fps:g} fps: {shown}; "
+                                "give clips of at least two frames")
         _check_topology([c.name for c in clips], [c.skeleton for c in clips])
         parts = [extract_part(c, schema)
                  for c in tqdm(clips, desc="extracting features", unit="clip", disable=not progress)]

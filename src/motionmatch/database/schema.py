@@ -30,9 +30,11 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
+from typing import Any
 
 import numpy as np
 
+from motionmatch._limits import loads_json, read_json
 from motionmatch.errors import MotionMatchError
 
 KINDS = ("bone_position", "bone_velocity", "trajectory_position", "trajectory_direction", "ellipse")
@@ -170,10 +172,14 @@ class FeatureSchema:
 
     @classmethod
     def from_json(cls, text: str) -> FeatureSchema:
+        return cls.from_dict(loads_json(text, "feature schema", error=SchemaError))
+
+    @classmethod
+    def from_dict(cls, d: Any) -> FeatureSchema:
+        """The schema of a decoded JSON description (what :meth:`to_json` writes)."""
         try:
-            d = json.loads(text)
             return cls(tuple(FeatureTerm(**t) for t in d["terms"]), name=d.get("name", "custom"))
-        except (KeyError, TypeError, json.JSONDecodeError) as e:
+        except (KeyError, TypeError, AttributeError) as e:
             raise SchemaError(f"not a valid feature schema description: {e}") from None
 
     def with_terms(self, *extra: FeatureTerm) -> FeatureSchema:
@@ -234,8 +240,8 @@ def schema_by_name(name: str) -> FeatureSchema:
     p = Path(name)
     if p.suffix == ".json" and p.exists():
         try:
-            return FeatureSchema.from_json(p.read_text())
-        except (SchemaError, UnicodeDecodeError) as e:
-            raise SchemaError(f"{p}: {e}") from None
+            return FeatureSchema.from_dict(read_json(p, "feature schema", error=SchemaError))
+        except SchemaError as e:
+            raise SchemaError(e if str(e).startswith(f"{p}: ") else f"{p}: {e}") from None
     raise SchemaError(f"unknown schema {name!r}: use 'classic', 'classic-3d', 'environment', "
                       "'environment-heights' or a .json schema file")

@@ -10,12 +10,12 @@ rejected with a :class:`DatabaseError` that says what to do.
 from __future__ import annotations
 
 import json
-import zipfile
 from pathlib import Path
 
 import numpy as np
 
 from motionmatch._files import atomic_write, not_npz
+from motionmatch._limits import loads_json, read_npz
 from motionmatch.anim.skeleton import Skeleton
 from motionmatch.database.database import FORMAT_VERSION, DatabaseError, MotionDatabase
 from motionmatch.database.schema import FeatureSchema, SchemaError
@@ -66,19 +66,17 @@ def load_database(path: str | Path, *, expect_hash: str | None = None) -> Motion
     kind = not_npz(path)
     if kind:
         raise DatabaseError(f"{path}: {kind}, not a motionmatch database (.npz); {build}")
-    try:
-        with np.load(path, allow_pickle=False) as z:
-            if "meta" not in z.files:
-                raise DatabaseError(f"{path}: not a motionmatch database (no metadata); rebuild it with 'motionmatch build'")
-            meta = json.loads(str(z["meta"]))
-            missing = [k for k in _ARRAYS if k not in z.files]
-            if missing:
-                raise DatabaseError(f"{path}: corrupt database, arrays {missing} are missing; rebuild it with 'motionmatch build'")
-            arrays = {k: z[k] for k in _ARRAYS}
-    except (zipfile.BadZipFile, OSError, ValueError, EOFError) as e:
-        if isinstance(e, DatabaseError):
-            raise
-        raise DatabaseError(f"{path}: corrupt or unreadable database file ({e}); delete it and rebuild with 'motionmatch build'") from None
+    rebuild = "delete it and rebuild it with 'motionmatch build'"
+    z = read_npz(path, "database", rebuild, error=DatabaseError)
+    if "meta" not in z:
+        raise DatabaseError(f"{path}: not a motionmatch database (no metadata); rebuild it with 'motionmatch build'")
+    meta = loads_json(str(z["meta"]), f"{path}: meta", error=DatabaseError)
+    if not isinstance(meta, dict):
+        raise DatabaseError(f"{path}: meta: expected a JSON object; {rebuild}")
+    missing = [k for k in _ARRAYS if k not in z]
+    if missing:
+        raise DatabaseError(f"{path}: corrupt database, arrays {missing} are missing; rebuild it with 'motionmatch build'")
+    arrays = {k: z[k] for k in _ARRAYS}
     if meta.get("format") != "motionmatch-database":
         raise DatabaseError(f"{path}: not a motionmatch database file")
     if meta.get("version") != FORMAT_VERSION:

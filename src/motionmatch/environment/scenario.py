@@ -56,6 +56,7 @@ from pathlib import Path
 
 import numpy as np
 
+from motionmatch._limits import read_json
 from motionmatch.environment import scenario_schema as schema
 from motionmatch.environment.obstacles import Obstacle, ObstacleError
 from motionmatch.environment.scene import Scene
@@ -298,16 +299,5 @@ def load_scenario(path: str | Path, *, agents_required: bool = True, label: str 
     the file in errors instead of its path (the viewer's file id)."""
     p = Path(path)
     shown = label or str(p)
-    try:
-        data = json.loads(p.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ScenarioError(f"{shown}: no such scenario file") from None
-    except OSError as e:
-        raise ScenarioError(f"{shown}: cannot read it ({e.strerror or e})") from None
-    except UnicodeDecodeError:
-        raise ScenarioError(f"{shown}: not UTF-8 text") from None
-    except json.JSONDecodeError as e:
-        raise ScenarioError(f"{shown}: not valid JSON ({e})") from None
-    except RecursionError:
-        raise ScenarioError(f"{shown}: not valid JSON (nested too deep)") from None
+    data = read_json(p, "scenario", error=ScenarioError, label=shown)
     return parse_scenario(data, str(p), agents_required=agents_required, label=label)

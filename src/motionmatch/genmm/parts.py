@@ -12,13 +12,13 @@ matches ``Hips``) and case, as long as that is unambiguous.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
 
+from motionmatch._limits import read_json
 from motionmatch.anim.kinematics import forward_kinematics
 from motionmatch.anim.skeleton import Skeleton
 from motionmatch.errors import SkeletonError
@@ -194,10 +194,7 @@ def _parts_file(path: Path) -> list | dict:
     if not path.is_file():
         raise SkeletonError(f"parts must be 'auto', 'body', a JSON file, or joint lists; {str(path)!r} is none of "
                             "these")
-    try:
-        parts = json.loads(path.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise SkeletonError(f"{path}: not a JSON parts file ({e})") from None
+    parts = read_json(path, "parts", error=SkeletonError)
     groups = parts.values() if isinstance(parts, dict) else parts if isinstance(parts, list) else None
     if groups is None or not all(isinstance(g, list) and all(isinstance(j, (str, int)) for j in g) for g in groups):
         raise SkeletonError(f'{path}: a parts file holds joint lists: [["Hips", "Spine*"], ...] or '

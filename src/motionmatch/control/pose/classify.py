@@ -39,6 +39,7 @@ from pathlib import Path
 import numpy as np
 
 from motionmatch._files import atomic_write, not_npz
+from motionmatch._limits import loads_json, read_npz
 from motionmatch.control.pose.features import (
     CONTEXT,
     LONG,
@@ -486,14 +487,13 @@ def load_classifier(path: str | Path) -> PoseClassifier:
     if kind:
         raise ClassifierError(f"{p}: {kind}; a pose classifier is an .npz file from 'motionmatch pose train' "
                               "(or use improved or knn)")
-    try:
-        with np.load(p, allow_pickle=False) as z:
-            d = {k: z[k] for k in z.files}
-    except (ValueError, OSError) as e:
-        raise ClassifierError(f"{p}: not a classifier .npz ({e})") from None
+    d = read_npz(p, "pose classifier", "train one with 'motionmatch pose train' (or use improved or knn)",
+                 error=ClassifierError)
     if "header_json" not in d:
         raise ClassifierError(f"{p}: not a motionmatch pose classifier (no header)")
-    h = json.loads(str(d["header_json"]))
+    h = loads_json(str(d["header_json"]), f"{p}: header_json", error=ClassifierError)
+    if not isinstance(h, dict):
+        raise ClassifierError(f"{p}: header_json: expected a JSON object; train the classifier again")
     if h.get("format") != MODEL_FORMAT:
         raise ClassifierError(f"{p}: format {h.get('format')!r} is not {MODEL_FORMAT!r}")
     if int(h.get("version", 0)) > MODEL_VERSION:

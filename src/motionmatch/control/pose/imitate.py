@@ -43,6 +43,7 @@ from pathlib import Path
 import numpy as np
 from scipy.signal import lfilter
 
+from motionmatch._limits import read_json
 from motionmatch.control.pose.keypoints import KEYPOINTS, KP, MIRROR
 from motionmatch.errors import MotionMatchError
 
@@ -137,10 +138,7 @@ def load_estimator_noise(name_or_path: str = "mediapipe") -> EstimatorNoise:
     if not p.is_file():
         raise MotionMatchError(f"{name_or_path}: no such estimator noise model; use one of {', '.join(SHIPPED)} "
                                "or a file written by benchmarks/bench_pose_camera.py --fit")
-    try:
-        d = json.loads(p.read_text())
-    except (OSError, ValueError) as e:
-        raise MotionMatchError(f"{p}: unreadable estimator noise model ({e})") from None
+    d = read_json(p, "estimator noise model", error=MotionMatchError)
     return EstimatorNoise.from_dict(d, str(p))
 
 

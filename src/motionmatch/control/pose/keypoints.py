@@ -43,7 +43,12 @@ from typing import Any
 import numpy as np
 
 from motionmatch._files import atomic_write, not_npz
+from motionmatch._limits import loads_json, read_json, read_npz
 from motionmatch.errors import MotionMatchError
+
+MAX_KEYPOINT_BYTES = 256 * 2**20
+"""Uncompressed bytes of a keypoint ``.npz`` file's arrays: 256 MiB, about 20 hours of 13
+keypoints in 3D at 30 fps (JSON files: :data:`motionmatch._limits.MAX_JSON_BYTES`)."""
 
 #: The keypoints the pose pipeline uses (COCO order, without eyes and ears).
 KEYPOINTS: tuple[str, ...] = (
@@ -299,24 +304,19 @@ def load_keypoints(path: str | Path) -> KeypointStream:
     if not p.is_file():
         raise KeypointError(f"{p}: no such keypoint file")
     if p.suffix.lower() == ".json":
-        try:
-            d = json.loads(p.read_text())
-        except (json.JSONDecodeError, UnicodeDecodeError) as e:
-            raise KeypointError(f"{p}: not valid JSON ({e})") from None
-        return stream_from_dict(d, str(p))
+        return stream_from_dict(read_json(p, "keypoint", error=KeypointError), str(p))
     if p.suffix.lower() == ".npz":
         kind = not_npz(p)
         if kind:
             raise KeypointError(f"{p}: {kind}; a keypoint .npz file holds times, keypoints and names")
-        try:
-            with np.load(p, allow_pickle=False) as z:
-                d = {k: z[k] for k in z.files}
-        except (ValueError, OSError) as e:
-            raise KeypointError(f"{p}: not a readable .npz without pickled objects ({e})") from None
+        d = read_npz(p, "keypoint", "a keypoint .npz file holds times, keypoints and names",
+                     max_bytes=MAX_KEYPOINT_BYTES, error=KeypointError)
         for k in ("times", "keypoints", "names"):
             if k not in d:
                 raise KeypointError(f"{p}: missing array {k!r} (need times [T], keypoints [T, K, 2|3], names [K])")
-        meta = json.loads(str(d["meta_json"])) if "meta_json" in d else {}
+        meta = loads_json(str(d["meta_json"]), f"{p}: meta_json", error=KeypointError) if "meta_json" in d else {}
+        if not isinstance(meta, dict):
+            raise KeypointError(f"{p}: meta_json: expected a JSON object")
         try:
             return KeypointStream(
                 times=d["times"], keypoints=d["keypoints"], names=tuple(str(n) for n in d["names"]),
