@@ -19,15 +19,18 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
+from typing import TypeVar
 
 from motionmatch.errors import MotionMatchError
 
 __all__ = ["DEFAULT_DATASET", "DataError", "FileCatalog", "OfflineError", "default_roots", "open_database"]
 
 DEFAULT_DATASET = "lafan1"
+
+T = TypeVar("T")
 
 KINDS: dict[str, tuple[str, ...]] = {
     "bvh": (".bvh",),
@@ -208,6 +211,21 @@ class FileCatalog:
         if real.stat().st_size > self.max_bytes:
             raise DataError(f"{file_id!r}: larger than {self.max_bytes // (1024 * 1024)} MiB")
         return real
+
+    def read(self, file_id: str, kind: str, reader: Callable[[Path], T]) -> T:
+        """``reader(path)`` of the file behind an id; any failure is a :class:`DataError`
+        naming the id (never this machine's path): the reader's own one line, or, for a
+        failure it did not foresee (a hostile file: deep nesting, huge sizes), what it was
+        and what to choose instead."""
+        path = self.resolve(file_id, kind)
+        try:
+            return reader(path)
+        except (MotionMatchError, ValueError, OSError) as e:
+            text = str(e).replace(str(path), file_id).replace(str(path.parent) + os.sep, "")
+            raise DataError(text if file_id in text else f"{file_id}: {text}") from None
+        except (RecursionError, MemoryError, TypeError, KeyError, IndexError, AttributeError, OverflowError) as e:
+            raise DataError(f"{file_id}: not a {kind} file the viewer can read ({type(e).__name__}); "
+                            f"choose another, or check it with the command line first") from None
 
 
 #: JSON files of these kinds are listed only when their first bytes name a field they need

@@ -34,8 +34,11 @@ _SEQ = re.compile(r'"seq"\s*:\s*(\d{1,16})[,}\s]')
 
 
 def _seq(raw: str | bytes) -> int | None:
-    """The ``seq`` a refused message seems to carry (without parsing it), for the reply."""
-    m = _SEQ.search(raw) if isinstance(raw, str) else None
+    """The ``seq`` a refused message seems to carry, for the reply: looked for only near its
+    start and end (where the page writes it), so that refusing costs nothing per byte."""
+    if not isinstance(raw, str):
+        return None
+    m = _SEQ.search(raw, 0, 256) or _SEQ.search(raw, max(len(raw) - 64, 0))
     return int(m.group(1)) if m else None
 
 

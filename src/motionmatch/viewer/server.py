@@ -3,8 +3,9 @@
 Routes:
 
 * ``GET /``: the page (``index.html`` of the built bundle), ``GET /static/...``: its files;
-* ``GET /api/health``: ``{"ok", "version", "sessions", "closing", "protocol"}`` (``closing``:
-  sessions of closed tabs whose thread has not ended yet; they count against the limit);
+* ``GET /api/health``: ``{"ok", "version", "sessions", "closing", "waiting_bytes", "protocol"}``
+  (``closing``: sessions of closed tabs whose thread has not ended yet, they count against
+  the limit; ``waiting_bytes``: replies waiting for pages that read slowly);
 * ``GET /api/download/{token}``: a file the page asked for (BVH or glTF export), by a random
   one-time-ish token that lives as long as the tab's session;
 * ``GET /api/body/{key}``: a skeleton's body, the skinned mesh the page draws
@@ -155,6 +156,7 @@ class Viewer:
     def __post_init__(self) -> None:
         self.sessions: dict[str, Any] = {}
         self._closing: set[Any] = set()  # sessions of closed tabs whose thread still runs
+        self.outboxes: dict[str, Outbox] = {}  # each open tab's replies waiting to go out
         self.downloads = Downloads()
         #: background jobs running per client (one of each kind, across the client's tabs)
         self.client_jobs = ClientJobs()
@@ -309,7 +311,8 @@ def create_app(viewer: Viewer, host: str = "127.0.0.1", allowed_hosts: tuple[str
 
     async def health(request):
         return JSONResponse({"ok": True, "version": __version__, "protocol": PROTOCOL_VERSION,
-                             "sessions": len(viewer.sessions), "closing": viewer.closing()})
+                             "sessions": len(viewer.sessions), "closing": viewer.closing(),
+                             "waiting_bytes": sum(o.waiting_bytes for o in list(viewer.outboxes.values()))})
 
     async def download(request):
         item = viewer.downloads.get(request.path_params["token"])
@@ -345,6 +348,7 @@ def create_app(viewer: Viewer, host: str = "127.0.0.1", allowed_hosts: tuple[str
         client = websocket.client.host if websocket.client is not None else "unknown"
         session = Session(viewer, outbox.put, client=client)
         viewer.sessions[session.id] = session
+        viewer.outboxes[session.id] = outbox
         errors = RateLimiter(20.0, 40.0)  # refusals are answered at this rate at most
 
         async def sender():
@@ -378,6 +382,7 @@ def create_app(viewer: Viewer, host: str = "127.0.0.1", allowed_hosts: tuple[str
             task.cancel()
             with contextlib.suppress(BaseException):
                 await task
+            viewer.outboxes.pop(session.id, None)
             viewer.session_closed(session)
             await asyncio.to_thread(session.close)  # its work stops; the loop streams the other tabs meanwhile
 

@@ -888,8 +888,8 @@ class Session:
         from motionmatch.environment.scenario import load_scenario
         from motionmatch.runtime.scenarios import world_from_scenario
 
-        path = self.viewer.catalog.resolve(m["file"], "scenario")
-        sc = load_scenario(path, label=m["file"])  # a ScenarioError (one line, the file id) is the reply
+        # a ScenarioError (one line, the file id) is the reply; so is any failure of the reader
+        sc = self.viewer.catalog.read(m["file"], "scenario", lambda p: load_scenario(p, label=m["file"]))
         obstacles = [validate_obstacle(o.to_dict(), f"obstacle {i}")
                      for i, o in enumerate(sc.obstacles)]
         if len(sc.agents) > self.limits.characters:
@@ -1104,15 +1104,12 @@ class Session:
             return {"state": "off"}
         if m["kind"] == "file" and not m["file"]:
             raise Rejected("choose a keypoint file from the data folders first")
-        path = self.viewer.catalog.resolve(m["file"], "keypoints") if m["kind"] == "file" else None
         ch = self._selected_mm()
-        try:
-            source = ViewerPoseSource(m["kind"], path, fallback=ch.keys)
-        except (MotionMatchError, ValueError):
-            raise  # one line naming the file already
-        except Exception as e:  # a reader's failure on a hostile file: the reply names the file
-            raise Rejected(f"{m['file']}: not a keypoint file the viewer can read ({type(e).__name__}: {str(e)[:200]}); "
-                           "choose a JSON or NPZ file of keypoints (see motionmatch pose --help)") from None
+        if m["kind"] == "file":
+            source = self.viewer.catalog.read(m["file"], "keypoints",
+                                              lambda p: ViewerPoseSource("file", p, fallback=ch.keys))
+        else:
+            source = ViewerPoseSource(m["kind"], None, fallback=ch.keys)
         self._release_pose()
         self.pose_source = source
         ch.drive(source)
