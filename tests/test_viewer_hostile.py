@@ -333,3 +333,55 @@ def test_a_server_beyond_loopback_needs_its_token(tmp_path_factory):
         given.stop()
     with pytest.raises(ValueError, match="8 to 256"):
         ViewerServer(Viewer(db, catalog=FileCatalog({})), "127.0.0.1", 0, token="short")
+
+
+def test_the_command_beyond_loopback_prints_a_url_with_its_token_and_the_page_works_through_it(tmp_path_factory):
+    """``motionmatch viewer --host 0.0.0.0`` prints a URL with a token; opened as a browser
+    does (the page, then its script and websocket with the cookie the page's answer set),
+    everything works; without the token nothing does."""
+    import subprocess
+    import sys
+
+    from motionmatch.viewer._bundle import BundleError, ensure_bundle
+
+    try:
+        ensure_bundle(log=lambda m: None)
+    except BundleError as e:
+        pytest.skip(f"the page cannot be built here: {e}")
+    small_database(tmp_path_factory.getbasetemp())
+    db = tmp_path_factory.getbasetemp() / "viewer-test-db.npz"
+    code = ("import sys, argparse; from motionmatch.cli import viewer_cmd; p = argparse.ArgumentParser(); "
+            "viewer_cmd.register(p.add_subparsers()); a = p.parse_args(sys.argv[1:]); sys.exit(a.func(a))")
+    proc = subprocess.Popen([sys.executable, "-c", code, "viewer", "--db", str(db), "--host", "0.0.0.0", "--port", "0",
+                             "-q"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        lines: list[str] = []
+        t0 = time.monotonic()
+        while not any(line.startswith("motionmatch viewer: http") for line in lines) and time.monotonic() - t0 < 90:
+            line = proc.stdout.readline()
+            if not line and proc.poll() is not None:
+                raise AssertionError(proc.stderr.read())
+            lines.append(line)
+        url = next(line for line in lines if line.startswith("motionmatch viewer: http")).split()[2]
+        assert "?token=" in url and any("token" in line and "listening on 0.0.0.0" in line for line in lines), lines
+        base = url.split("?", 1)[0]
+        with pytest.raises(urllib.error.HTTPError) as e:
+            urllib.request.urlopen(base, timeout=10)
+        assert e.value.code == 401
+        with urllib.request.urlopen(url, timeout=10) as r:  # the printed URL: the page and a cookie
+            assert "/static/app.js" in r.read().decode()
+            cookie = r.headers["Set-Cookie"].split(";", 1)[0]
+        req = urllib.request.Request(base + "static/app.js", headers={"Cookie": cookie})
+        with urllib.request.urlopen(req, timeout=10) as r:
+            assert "/ws" in r.read().decode()  # the page's websocket: the same host, so the cookie goes with it
+
+        class At:
+            pass
+
+        at = At()
+        at.url = base
+        with Client(at, headers={"Cookie": cookie}) as c:
+            assert c.request("hello")["type"] == "ack" and c.next_frame().tick >= 0
+    finally:
+        proc.terminate()
+        proc.wait(10)

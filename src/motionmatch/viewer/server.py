@@ -471,6 +471,15 @@ class ViewerServer:
             self.sock.close()
 
 
+def _lan_address() -> str | None:
+    """This machine's address on its network (the route a UDP socket would take; nothing is
+    sent), or ``None``."""
+    with contextlib.suppress(OSError), socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        s.connect(("10.254.254.254", 1))
+        return s.getsockname()[0]
+    return None
+
+
 def serve(viewer: Viewer, host: str = "127.0.0.1", port: int = 8765, *, open_browser: bool = False,
           allowed_hosts: tuple[str, ...] = (), token: str | None = None, log=print) -> None:
     """Serve until Ctrl+C, printing the URL (with the token, when there is one)."""
@@ -480,6 +489,8 @@ def serve(viewer: Viewer, host: str = "127.0.0.1", port: int = 8765, *, open_bro
             "(give it to whom may use the viewer; --token sets it). Use --host 127.0.0.1 to keep it local.")
     url = srv.page_url
     log(f"motionmatch viewer: {url}  (Ctrl+C to stop)")
+    if host in ("0.0.0.0", "::") and (lan := _lan_address()) is not None:
+        log(f"from other machines: {token_url(f'http://{lan}:{srv.port}/', srv.token)}")
     if open_browser:
         def open_page() -> None:
             if not webbrowser.open(url):
