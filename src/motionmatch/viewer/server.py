@@ -3,9 +3,10 @@
 Routes:
 
 * ``GET /``: the page (``index.html`` of the built bundle), ``GET /static/...``: its files;
-* ``GET /api/health``: ``{"ok", "version", "sessions", "closing", "waiting_bytes", "protocol"}``
-  (``closing``: sessions of closed tabs whose thread has not ended yet, they count against
-  the limit; ``waiting_bytes``: replies waiting for pages that read slowly);
+* ``GET /api/health``: ``{"ok", "version", "sessions", "closing", "jobs", "waiting_bytes",
+  "protocol"}`` (``closing``: sessions of closed tabs whose thread has not ended yet, they
+  count against the limit; ``jobs``: GenMM syntheses and exports running;
+  ``waiting_bytes``: replies waiting for pages that read slowly);
 * ``GET /api/download/{token}``: a file the page asked for (BVH or glTF export), by a random
   one-time-ish token that lives as long as the tab's session;
 * ``GET /api/body/{key}``: a skeleton's body, the skinned mesh the page draws
@@ -312,6 +313,7 @@ def create_app(viewer: Viewer, host: str = "127.0.0.1", allowed_hosts: tuple[str
     async def health(request):
         return JSONResponse({"ok": True, "version": __version__, "protocol": PROTOCOL_VERSION,
                              "sessions": len(viewer.sessions), "closing": viewer.closing(),
+                             "jobs": viewer.client_jobs.running(),
                              "waiting_bytes": sum(o.waiting_bytes for o in list(viewer.outboxes.values()))})
 
     async def download(request):
