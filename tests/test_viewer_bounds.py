@@ -159,6 +159,9 @@ def test_jobs_one_per_client_and_kind_and_cancelled_with_the_tab():
     assert started.wait(5)
     with pytest.raises(JobRefused, match="already running for this client"):
         b.submit("genmm", "a synthesis", lambda: 1, lambda r, e: None)
+    with pytest.raises(JobRefused, match="a synthesis is already running"):
+        b.ensure_free("genmm", "a synthesis")
+    b.ensure_free("export", "an export")
     other.submit("genmm", "a synthesis", lambda: 2, lambda r, e: results.append((r, e)))
     b.submit("export", "an export", lambda: 3, lambda r, e: results.append((r, e)))
     t0 = time.monotonic()

@@ -51,6 +51,10 @@ class ClientJobs:
         with self._lock:
             return sum(1 for _, k in self._running if kind is None or k == kind)
 
+    def is_running(self, client: str, kind: str) -> bool:
+        with self._lock:
+            return (client, kind) in self._running
+
 
 class TabJobs:
     """The jobs of one tab (see the module doc)."""
@@ -77,8 +81,7 @@ class TabJobs:
         :class:`JobRefused` (``what`` names the job) when one of this ``kind`` runs for the
         client already."""
         if self.cancelled or not self.clients.claim(self.client, kind):
-            raise JobRefused(f"{what} is already running for this client (this tab or another of it); "
-                             "wait for it to finish")
+            raise self._refused(what)
 
         def finished(fut: Future) -> None:
             self.clients.release(self.client, kind)
@@ -95,6 +98,17 @@ class TabJobs:
         with self._lock:
             self._futures.add(fut)
         fut.add_done_callback(finished)
+
+    @staticmethod
+    def _refused(what: str) -> JobRefused:
+        return JobRefused(f"{what} is already running for this client (this tab or another of it); "
+                          "wait for it to finish")
+
+    def ensure_free(self, kind: str, what: str) -> None:
+        """Raise :class:`JobRefused` now when :meth:`submit` of ``kind`` would (before a
+        costly preparation, e.g. copying a recording)."""
+        if self.cancelled or self.clients.is_running(self.client, kind):
+            raise self._refused(what)
 
     def cancel(self) -> None:
         """The tab closed: jobs not started never start, running ones stop at their next check."""

@@ -1051,6 +1051,7 @@ class Session:
         ch = self.chars.get(cid)
         if ch is None:
             raise Rejected(f"no character {cid}")
+        self.jobs.ensure_free("export", "an export")  # before copying the recording
         if isinstance(ch, MMCharacter):
             if ch.recorder.frames == 0:
                 raise Rejected("nothing recorded yet")
