@@ -118,17 +118,20 @@ def test_a_closed_tab_stops_its_work_within_a_second(server):
     c = Client(server)
     sid = c.welcome["session"]
     session = server.viewer.sessions[sid]
-    # expensive work queued: long paths, many of them
-    pts = [[i * 0.029, 5 * np.sin(i / 50), i * 0.01] for i in range(4096)]
-    text = json.dumps({"type": "path", "points": pts, "scale": 0.05})
-    for _ in range(30):
-        c.send_raw(text)
+    # expensive work queued: long paths, many of them (an hour of drawing: 1-2 s each, were it
+    # followed; two minutes: about 0.1 s each)
+    for seconds in (3000.0, 119.0):
+        pts = [[i * seconds / 4096, 5 * np.sin(i / 50), i * 0.01] for i in range(4096)]
+        text = json.dumps({"type": "path", "points": pts, "scale": 0.05})
+        for _ in range(30):
+            c.send_raw(text)
     c.pump(0.3)
     assert session.alive
     t0 = time.monotonic()
     c.close()
-    session.thread.join(5.0)
-    assert not session.alive and time.monotonic() - t0 < 1.0, time.monotonic() - t0
+    session.thread.join(10.0)
+    # within 1 s (benchmarks/bench_viewer_hostile.py: 0.03-0.06 s); generous here, for a loaded machine
+    assert not session.alive and time.monotonic() - t0 < 3.0, time.monotonic() - t0
     assert len(session.inbox) == 0
     assert wait_for(lambda: health(server)["closing"] == 0 and sid not in server.viewer.sessions, 2.0)
 
@@ -149,8 +152,8 @@ def test_a_closed_tabs_synthesis_stops_and_a_new_tab_is_the_same_client(server):
         assert r2["type"] == "error" and "already running" in r2["message"], r2
     t0 = time.monotonic()
     c.close()
-    assert wait_for(lambda: server.viewer.client_jobs.running("genmm") == 0, 3.0)
-    assert time.monotonic() - t0 < 1.5, time.monotonic() - t0
+    assert wait_for(lambda: server.viewer.client_jobs.running("genmm") == 0, 5.0)
+    assert time.monotonic() - t0 < 3.0, time.monotonic() - t0  # benchmark: 0.002 s after the close
 
 
 def wait_for(pred, timeout: float) -> bool:

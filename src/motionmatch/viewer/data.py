@@ -214,18 +214,28 @@ class FileCatalog:
 
     def read(self, file_id: str, kind: str, reader: Callable[[Path], T]) -> T:
         """``reader(path)`` of the file behind an id; any failure is a :class:`DataError`
-        naming the id (never this machine's path): the reader's own one line, or, for a
-        failure it did not foresee (a hostile file: deep nesting, huge sizes), what it was
-        and what to choose instead."""
+        (:meth:`explain`)."""
         path = self.resolve(file_id, kind)
         try:
             return reader(path)
-        except (MotionMatchError, ValueError, OSError) as e:
-            text = str(e).replace(str(path), file_id).replace(str(path.parent) + os.sep, "")
-            raise DataError(text if file_id in text else f"{file_id}: {text}") from None
-        except (RecursionError, MemoryError, TypeError, KeyError, IndexError, AttributeError, OverflowError) as e:
-            raise DataError(f"{file_id}: not a {kind} file the viewer can read ({type(e).__name__}); "
-                            f"choose another, or check it with the command line first") from None
+        except Exception as e:
+            raise DataError(self.explain(e, kind, {file_id: path})) from None
+
+    def explain(self, error: BaseException, kind: str, files: Mapping[str, Path]) -> str:
+        """One line for the page about a reader's failure on ``files`` (``{id: path}``):
+        the reader's own message with each path replaced by its id (this machine's folders
+        are not the page's business), or, for a failure it did not foresee (a hostile
+        file: deep nesting, huge sizes), what it was and what to do."""
+        names = ", ".join(files)
+        if not isinstance(error, (MotionMatchError, ValueError, OSError)):
+            return (f"{names}: not a {kind} file the viewer can read ({type(error).__name__}); choose another, "
+                    "or check it with the command line first")
+        text = str(error)
+        for file_id, path in files.items():
+            text = text.replace(str(path), file_id)
+        for root in self.roots.values():
+            text = text.replace(str(root), "")
+        return text if any(file_id in text for file_id in files) else f"{names}: {text}"
 
 
 #: JSON files of these kinds are listed only when their first bytes name a field they need

@@ -987,11 +987,13 @@ class Session:
         keys = cat.resolve(m["keyframes"], "bvh") if m["keyframes"] else None
         args = (paths, keys, float(m["seconds"]), int(m["seed"]), bool(m["loop"]), int(m["variants"]), self.jobs.check)
 
+        files = dict(zip(m["examples"], paths)) | ({m["keyframes"]: keys} if keys is not None else {})
+
         def done(res, error):
             if error is None:
                 self.submit({"type": "_genmm_done", "seq": None, "result": res, "request": m})
             else:
-                self.submit({"type": "_genmm_done", "seq": None, "error": f"{type(error).__name__}: {error}",
+                self.submit({"type": "_genmm_done", "seq": None, "error": cat.explain(error, "bvh", files),
                              "request": m})
 
         self.jobs.submit("genmm", "a synthesis", lambda: synthesize(*args), done)
@@ -1121,4 +1123,3 @@ class Session:
         if self.pose_source is None or not hasattr(self.pose_source, "push"):
             raise Rejected("no webcam pose source is active (send pose_source first)")
         self.pose_source.push(np.asarray(m["keypoints"], dtype=np.float64), m["t"])
-
