@@ -74,7 +74,7 @@ class Downloads:
     over ``per_session`` or the viewer's ``max_bytes``, the tab's own oldest files make
     room, never another tab's."""
 
-    def __init__(self, max_bytes: int = 512 * MiB, per_session: int = 128 * MiB):
+    def __init__(self, max_bytes: int = 512 * MiB, per_session: int = 64 * MiB):
         self._items: dict[str, tuple[str, str, bytes, str]] = {}
         self._open: dict[str, int] = {}  # open session -> bytes of its files
         self._bytes = 0
