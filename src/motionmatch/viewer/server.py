@@ -25,11 +25,12 @@ through a bounded :class:`~motionmatch.viewer.outbox.Outbox` (poses coalesced: a
 that reads slower than 60 Hz gets the newest frame, not a growing backlog).
 
 Safety: binds to 127.0.0.1 unless told otherwise; on any other address it needs a token
-(:mod:`motionmatch.viewer.access`: the printed URL carries it, then a cookie); answers any request (page, API or websocket handshake)
-whose ``Host`` is not this server's with 421 (:class:`HostCheck`: a DNS-rebinding page,
-whose Host and Origin are both its own name, gets nothing); refuses websocket connections
-whose ``Origin`` is another site (a page elsewhere cannot drive a local viewer); serves files only from the bundle and
-the download tokens; the page names data files by ids from the configured data folders
+(:mod:`motionmatch.viewer.access`: the printed URL carries it, then a cookie); answers
+any request (page, API or websocket handshake) whose ``Host`` is not this server's with
+421 (:class:`HostCheck`: a DNS-rebinding page, whose Host and Origin are both its own
+name, gets nothing); refuses websocket connections whose ``Origin`` is another site (a
+page elsewhere cannot drive a local viewer); serves files only from the bundle and the
+download tokens; the page names data files by ids from the configured data folders
 (:class:`~motionmatch.viewer.data.FileCatalog`).
 """
 
