@@ -453,6 +453,31 @@ def test_two_tabs_are_independent_and_closing_one_frees_it(browser_context, serv
     assert wait_until(lambda: health(server)["sessions"] == before, timeout=5)
 
 
+def test_beyond_loopback_the_page_works_through_its_printed_url_only(browser_context, bundle, tmp_path_factory):
+    """A viewer on 0.0.0.0: the page opened without the token gets 401; through the printed
+    URL (``?token=``) it loads, connects its websocket (the cookie) and walks."""
+    from motionmatch.viewer.data import FileCatalog
+    from motionmatch.viewer.server import Viewer, ViewerServer
+
+    viewer = Viewer(small_database(tmp_path_factory.getbasetemp()), catalog=FileCatalog({}), static_dir=bundle)
+    srv = ViewerServer(viewer, "0.0.0.0", 0).start()
+    pg = browser_context.new_page()
+    try:
+        assert pg.goto(srv.url).status == 401
+        assert "?token=" in srv.page_url and pg.goto(srv.page_url).status == 200
+        pg.wait_for_function("() => window.__mm && window.__mm.state.frame && window.__mm.state.welcome",
+                             timeout=30000)
+        p0 = root(pg)
+        pg.click("#view")
+        pg.keyboard.down("w")
+        time.sleep(1.5)
+        pg.keyboard.up("w")
+        assert math.dist(root(pg), p0) > 0.3
+    finally:
+        pg.close()
+        srv.stop()
+
+
 def test_a_scenario_file_is_loaded_and_played(page):
     page.click("summary:has-text('Obstacles & scenes')")
     page.wait_for_function("() => [...document.querySelectorAll('#scenario-select option')]"

@@ -57,11 +57,12 @@ def health(server) -> dict:
 class Client:
     """A websocket client of one session: JSON commands, JSON replies, decoded pose frames."""
 
-    def __init__(self, server, origin: str | None = None):
-        from websockets.sync.client import connect
+    def __init__(self, server, origin: str | None = None, headers: dict | None = None, query: str = "", **connect):
+        from websockets.sync.client import connect as ws_connect
 
-        url = server.url.replace("http://", "ws://") + "ws"
-        self._cm = connect(url, origin=origin, max_size=16 * 1024 * 1024, open_timeout=10, proxy=None)
+        url = server.url.replace("http://", "ws://") + "ws" + query
+        self._cm = ws_connect(url, origin=origin, max_size=16 * 1024 * 1024, open_timeout=10, proxy=None,
+                              additional_headers=headers, **connect)
         self.ws = self._cm.__enter__() if hasattr(self._cm, "__enter__") else self._cm
         self.seq = 0
         self.mark = 0

@@ -326,6 +326,19 @@ def test_viewer_command_options():
     assert a.db == "x.npz" and a.port == 0 and a.open and a.allow == ["a", "b"]
     with pytest.raises(SystemExit):
         p.parse_args(["viewer", "--db", "x.npz", "--data", "d"])
+    a = p.parse_args(["viewer", "--host", "0.0.0.0", "--token", "short"])
+    assert a.token == "short"
+
+
+def test_a_bad_viewer_token_is_one_line(capsys):
+    from motionmatch.cli import viewer_cmd
+
+    p = argparse.ArgumentParser()
+    viewer_cmd.register(p.add_subparsers())
+    a = p.parse_args(["viewer", "--host", "0.0.0.0", "--token", "short"])
+    assert a.func(a) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "--token" in err and "8 to 256" in err
 
 
 def test_host_names_the_viewer_answers_to():

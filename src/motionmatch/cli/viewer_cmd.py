@@ -38,6 +38,14 @@ def cmd_viewer(args: argparse.Namespace) -> int:
     if args.db and args.data:
         print("motionmatch viewer: give --db or --data, not both", file=err)
         return 2
+    if args.token is not None:
+        from motionmatch.viewer.access import check_token
+
+        try:
+            check_token(args.token)
+        except ValueError as e:
+            print(f"motionmatch viewer: --token: {e}", file=err)
+            return 2
     from motionmatch.viewer._bundle import BundleError, ensure_bundle
     from motionmatch.viewer.data import FileCatalog, default_roots, open_database
     from motionmatch.viewer.messages import Limits
@@ -79,12 +87,12 @@ def cmd_viewer(args: argparse.Namespace) -> int:
     port = args.port if args.port is not None else DEFAULT_PORT
     try:
         serve(viewer, args.host, port, open_browser=args.open, allowed_hosts=tuple(args.allow_host or ()),
-              log=lambda m: print(m, flush=True))
+              token=args.token, log=lambda m: print(m, flush=True))
     except OSError as e:
         if args.port is None:
             log(f"port {DEFAULT_PORT} is busy; using a free port")
             serve(viewer, args.host, 0, open_browser=args.open, allowed_hosts=tuple(args.allow_host or ()),
-                  log=lambda m: print(m, flush=True))
+                  token=args.token, log=lambda m: print(m, flush=True))
         else:
             print(f"motionmatch viewer: {e}", file=err)
             return 1
@@ -110,7 +118,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     src.add_argument("--db", metavar="DB.npz", help="database built with 'motionmatch build'")
     src.add_argument("--data", metavar="DIR", help="folder of BVH clips (built into a cached database)")
     v.add_argument("--host", default="127.0.0.1",
-                   help="address to listen on (default 127.0.0.1: this machine only; 0.0.0.0 exposes it)")
+                   help="address to listen on (default 127.0.0.1: this machine only; 0.0.0.0 exposes it, and then "
+                   "every request needs the token of the printed URL)")
+    v.add_argument("--token", metavar="TOKEN", help="the secret every request must carry (?token=, then a cookie; "
+                   "or 'Authorization: token ...'); default: a random one when --host is not loopback, none on "
+                   "loopback")
     v.add_argument("--allow-host", action="append", metavar="NAME",
                    help="a host name the viewer answers to besides its address, IP addresses and localhost "
                    "(a name of this machine when serving on 0.0.0.0; requests naming any other host get "

@@ -19,15 +19,18 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
+from typing import TypeVar
 
 from motionmatch.errors import MotionMatchError
 
 __all__ = ["DEFAULT_DATASET", "DataError", "FileCatalog", "OfflineError", "default_roots", "open_database"]
 
 DEFAULT_DATASET = "lafan1"
+
+T = TypeVar("T")
 
 KINDS: dict[str, tuple[str, ...]] = {
     "bvh": (".bvh",),
@@ -208,6 +211,31 @@ class FileCatalog:
         if real.stat().st_size > self.max_bytes:
             raise DataError(f"{file_id!r}: larger than {self.max_bytes // (1024 * 1024)} MiB")
         return real
+
+    def read(self, file_id: str, kind: str, reader: Callable[[Path], T]) -> T:
+        """``reader(path)`` of the file behind an id; any failure is a :class:`DataError`
+        (:meth:`explain`)."""
+        path = self.resolve(file_id, kind)
+        try:
+            return reader(path)
+        except Exception as e:
+            raise DataError(self.explain(e, kind, {file_id: path})) from None
+
+    def explain(self, error: BaseException, kind: str, files: Mapping[str, Path]) -> str:
+        """One line for the page about a reader's failure on ``files`` (``{id: path}``):
+        the reader's own message with each path replaced by its id (this machine's folders
+        are not the page's business), or, for a failure it did not foresee (a hostile
+        file: deep nesting, huge sizes), what it was and what to do."""
+        names = ", ".join(files)
+        if not isinstance(error, (MotionMatchError, ValueError, OSError)):
+            return (f"{names}: not a {kind} file the viewer can read ({type(error).__name__}); choose another, "
+                    "or check it with the command line first")
+        text = str(error)
+        for file_id, path in files.items():
+            text = text.replace(str(path), file_id)
+        for root in self.roots.values():
+            text = text.replace(str(root), "")
+        return text if any(file_id in text for file_id in files) else f"{names}: {text}"
 
 
 #: JSON files of these kinds are listed only when their first bytes name a field they need

@@ -11,8 +11,12 @@ the bounds shared with scenario files (coordinates, controls, speeds, obstacles,
 :mod:`motionmatch.validation`'s.
 
 Limits (:class:`Limits`): the size of one message (256 KiB of text), a token bucket of
-messages per second (rate and burst), and the sizes of lists inside messages (path
-points, files, variants).
+messages per second (rate and burst), a second one of server time (each message is
+charged what validating and carrying it out cost: a tab may use a share of a core, then
+its messages are refused until it has paid), the messages and bytes a tab may have
+waiting (:mod:`motionmatch.viewer.inbox`), the replies waiting for a slow page
+(:mod:`motionmatch.viewer.outbox`), the sizes of lists inside messages (path points,
+files, variants) and the seconds of a drawn path.
 
 Message types (client -> server); vectors on the ground are ``[x, z]`` metres:
 
@@ -82,6 +86,7 @@ across], "axes": [a, b], "yaw_deg": d, "height": [bottom, top], "velocity": [vx,
 from __future__ import annotations
 
 import json
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -117,13 +122,13 @@ from motionmatch.validation import (
     validate_obstacle,
 )
 
-__all__ = ["SCHEMAS", "Limits", "MessageError", "RateLimiter", "parse", "validate", "validate_obstacle"]
+__all__ = ["SCHEMAS", "Limits", "MessageError", "RateLimiter", "check_size", "parse", "validate", "validate_obstacle"]
 
 
 class MessageError(FieldError):
     """A message the server refuses; ``code`` is one of ``invalid``, ``too_large``,
-    ``rate_limited``, ``unknown_type``, ``binary``, ``bad_json``; ``seq`` is the refused
-    message's, for the reply."""
+    ``rate_limited``, ``busy`` (the tab's queue is full), ``unknown_type``, ``binary``,
+    ``bad_json``; ``seq`` is the refused message's, for the reply."""
 
     def __init__(self, code: str, message: str, seq: int | None = None):
         super().__init__(code, message)
@@ -140,6 +145,14 @@ class Limits:
     characters: int = 200
     variants: int = 8
     examples: int = 8
+    cost_rate: float = 0.25      # seconds of server time per second a tab's messages may use (a quarter of a core)
+    cost_burst: float = 0.5      # seconds of it at once
+    cost_debt: float = 0.25      # the most a tab owes after one very expensive message (its next ones wait 1 s)
+    tick_share: float = 0.5      # of a 60 Hz tick, the most spent on messages before the tick steps (one at least)
+    queued_messages: int = 256   # messages of a tab waiting for its session
+    queued_bytes: int = 1024 * 1024  # their text
+    outbox_bytes: int = 8 * 1024 * 1024  # replies waiting for a page that reads slowly (pose frames: the newest)
+    path_seconds: float = 120.0  # seconds of drawing in one path (its cost grows with them)
 
 
 _OBSTACLE = Custom(validate_obstacle)
@@ -198,12 +211,17 @@ SCHEMAS: dict[str, dict[str, Field]] = {
 }
 
 
-def parse(text: str | bytes, limits: Limits = Limits()) -> dict:
-    """Decode and validate one text message (see the module doc)."""
+def check_size(text: str | bytes, limits: Limits = Limits()) -> None:
+    """Refuse a binary message, or text over ``limits.max_bytes`` (before any parsing)."""
     if isinstance(text, (bytes, bytearray)):
         raise MessageError("binary", "binary messages are not accepted from the page; send JSON text")
     if len(text) > limits.max_bytes:
         raise MessageError("too_large", f"message of {len(text)} bytes exceeds the limit of {limits.max_bytes}")
+
+
+def parse(text: str | bytes, limits: Limits = Limits()) -> dict:
+    """Decode and validate one text message (see the module doc)."""
+    check_size(text, limits)
     try:
         obj = json.loads(text)
     except (ValueError, RecursionError) as e:
@@ -233,20 +251,35 @@ def validate(obj: Any) -> dict:
 
 
 class RateLimiter:
-    """Token bucket: ``rate`` messages per second on average, ``burst`` at once."""
+    """Token bucket: ``rate`` messages (or seconds of work) per second on average,
+    ``burst`` at once. Thread-safe: one thread may ask while another charges."""
 
     def __init__(self, rate: float, burst: float, clock: Callable[[], float] = time.monotonic):
         self.rate, self.burst, self.clock = float(rate), float(burst), clock
         self.tokens = float(burst)
         self.t = clock()
         self.refused = 0
+        self._lock = threading.Lock()
 
-    def allow(self, cost: float = 1.0) -> bool:
+    def _refill(self) -> None:
         now = self.clock()
         self.tokens = min(self.burst, self.tokens + (now - self.t) * self.rate)
         self.t = now
-        if self.tokens >= cost:
-            self.tokens -= cost
-            return True
-        self.refused += 1
-        return False
+
+    def allow(self, cost: float = 1.0) -> bool:
+        """Take ``cost`` if the bucket holds it (else refuse and count)."""
+        with self._lock:
+            self._refill()
+            if self.tokens >= cost:
+                self.tokens -= cost
+                return True
+            self.refused += 1
+            return False
+
+    def charge(self, cost: float, floor: float | None = None) -> None:
+        """Take ``cost`` spent already (work measured after the fact): the bucket may go
+        into debt, down to ``floor`` (default ``-burst``), and :meth:`allow` refuses until
+        it is paid back."""
+        with self._lock:
+            self._refill()
+            self.tokens = max(self.tokens - cost, -self.burst if floor is None else floor)

@@ -3,7 +3,10 @@
 Routes:
 
 * ``GET /``: the page (``index.html`` of the built bundle), ``GET /static/...``: its files;
-* ``GET /api/health``: ``{"ok", "version", "sessions", "protocol"}``;
+* ``GET /api/health``: ``{"ok", "version", "sessions", "closing", "jobs", "waiting_bytes",
+  "protocol"}`` (``closing``: sessions of closed tabs whose thread has not ended yet, they
+  count against the limit; ``jobs``: GenMM syntheses and exports running;
+  ``waiting_bytes``: replies waiting for pages that read slowly);
 * ``GET /api/download/{token}``: a file the page asked for (BVH or glTF export), by a random
   one-time-ish token that lives as long as the tab's session;
 * ``GET /api/body/{key}``: a skeleton's body, the skinned mesh the page draws
@@ -12,18 +15,22 @@ Routes:
   :mod:`motionmatch.viewer.messages`).
 
 Each websocket is one :class:`~motionmatch.viewer.session.Session` with its own 60 Hz
-thread; closing the tab (or any disconnect) stops and frees it. Text messages are parsed
-and validated here, on the event loop, so that a malformed or excessive message is
-answered at once with an error (and the session goes on); valid ones are queued for the
-session's next tick. Pose frames go out through a one-slot mailbox: a page that reads
-slower than 60 Hz gets the newest frame, not a growing backlog.
+thread; closing the tab (or any disconnect) stops it, cancels its jobs and drops its
+downloads. The event loop, which streams every tab's pose frames, does no per-message
+work beyond constant-time checks: the page's text goes to the session's bounded
+:class:`~motionmatch.viewer.inbox.Inbox` (refused at once when the tab sends too many,
+owes server time or has a full queue); the session's thread parses, validates and
+carries it out, charging the tab for the time it took. Replies and pose frames go out
+through a bounded :class:`~motionmatch.viewer.outbox.Outbox` (poses coalesced: a page
+that reads slower than 60 Hz gets the newest frame, not a growing backlog).
 
-Safety: binds to 127.0.0.1 unless told otherwise (:func:`serve` warns when the address is
-reachable from other machines); answers any request (page, API or websocket handshake)
-whose ``Host`` is not this server's with 421 (:class:`HostCheck`: a DNS-rebinding page,
-whose Host and Origin are both its own name, gets nothing); refuses websocket connections
-whose ``Origin`` is another site (a page elsewhere cannot drive a local viewer); serves files only from the bundle and
-the download tokens; the page names data files by ids from the configured data folders
+Safety: binds to 127.0.0.1 unless told otherwise; on any other address it needs a token
+(:mod:`motionmatch.viewer.access`: the printed URL carries it, then a cookie); answers
+any request (page, API or websocket handshake) whose ``Host`` is not this server's with
+421 (:class:`HostCheck`: a DNS-rebinding page, whose Host and Origin are both its own
+name, gets nothing); refuses websocket connections whose ``Origin`` is another site (a
+page elsewhere cannot drive a local viewer); serves files only from the bundle and the
+download tokens; the page names data files by ids from the configured data folders
 (:class:`~motionmatch.viewer.data.FileCatalog`).
 """
 
@@ -32,70 +39,103 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import ipaddress
-import json
 import secrets
 import socket
 import threading
 import time
 import webbrowser
-from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
-
-import numpy as np
+from urllib.parse import quote, urlsplit
 
 from motionmatch import __version__
+from motionmatch.errors import MotionMatchError
+from motionmatch.viewer.access import TokenCheck, check_token, new_token, refuse, token_url
 from motionmatch.viewer.data import FileCatalog
-from motionmatch.viewer.messages import Limits, MessageError, RateLimiter, parse
+from motionmatch.viewer.jobs import ClientJobs
+from motionmatch.viewer.messages import Limits, MessageError, RateLimiter
+from motionmatch.viewer.outbox import Outbox, dumps
 from motionmatch.viewer.protocol import PROTOCOL_VERSION
 
-__all__ = ["Downloads", "HostCheck", "Viewer", "ViewerServer", "create_app", "host_allowed", "is_loopback", "serve"]
+__all__ = ["DownloadError", "Downloads", "HostCheck", "Viewer", "ViewerServer", "content_disposition", "create_app",
+           "host_allowed", "is_loopback", "serve"]
+
+MiB = 1024 * 1024
 
 
-def _json_default(o):
-    if isinstance(o, np.generic):
-        return o.item()
-    if isinstance(o, np.ndarray):
-        return o.tolist()
-    if isinstance(o, (set, frozenset, tuple)):
-        return list(o)
-    raise TypeError(f"not JSON serialisable: {type(o).__name__}")
-
-
-def dumps(obj: Any) -> str:
-    return json.dumps(obj, default=_json_default, separators=(",", ":"), allow_nan=False)
+class DownloadError(MotionMatchError):
+    """A download that cannot be kept (its tab closed, it is too large, the space is full)."""
 
 
 class Downloads:
-    """Files prepared for the page (BVH exports), by random token, per session."""
+    """Files prepared for the pages (exports), by random token, per session (tab): a tab's
+    files go when it closes (:meth:`close_session`; a file finished after that is refused);
+    over ``per_session`` or the viewer's ``max_bytes``, the tab's own oldest files make
+    room, never another tab's."""
 
-    def __init__(self, max_bytes: int = 512 * 1024 * 1024):
+    def __init__(self, max_bytes: int = 512 * MiB, per_session: int = 64 * MiB):
         self._items: dict[str, tuple[str, str, bytes, str]] = {}
+        self._open: dict[str, int] = {}  # open session -> bytes of its files
+        self._bytes = 0
         self._lock = threading.Lock()
-        self.max_bytes = max_bytes
+        self.max_bytes, self.per_session = int(max_bytes), int(per_session)
+
+    def open_session(self, session: str) -> None:
+        with self._lock:
+            self._open.setdefault(session, 0)
 
     def add(self, session: str, filename: str, data: bytes, content_type: str) -> str:
-        token = secrets.token_urlsafe(18)
+        """Keep ``data`` for ``session``'s page; its token. Raises :class:`DownloadError`."""
+        size = len(data)
         with self._lock:
-            # bounded: drop this session's oldest files when over budget
-            while self._items and sum(len(v[2]) for v in self._items.values()) + len(data) > self.max_bytes:
-                oldest = next(iter(self._items))
-                del self._items[oldest]
+            if session not in self._open:
+                raise DownloadError(f"{filename}: its tab was closed before the file was ready")
+            if size > min(self.per_session, self.max_bytes):
+                raise DownloadError(f"{filename} is {size / MiB:.0f} MiB; the viewer keeps at most "
+                                    f"{min(self.per_session, self.max_bytes) / MiB:.0f} MiB per tab "
+                                    "(record fewer seconds: --record-seconds)")
+            own = [k for k, v in self._items.items() if v[0] == session]  # oldest first
+            while own and (self._bytes + size > self.max_bytes or self._open[session] + size > self.per_session):
+                self._remove(own.pop(0))
+            if self._bytes + size > self.max_bytes:
+                raise DownloadError(f"{filename}: the viewer's space for downloads ({self.max_bytes / MiB:.0f} MiB) is "
+                                    "full with other tabs' files; close those tabs, then export again")
+            token = secrets.token_urlsafe(18)
             self._items[token] = (session, filename, data, content_type)
+            self._bytes += size
+            self._open[session] += size
         return token
+
+    def _remove(self, token: str) -> None:
+        session, _, data, _ = self._items.pop(token)
+        self._bytes -= len(data)
+        if session in self._open:
+            self._open[session] -= len(data)
 
     def get(self, token: str) -> tuple[str, bytes, str] | None:
         with self._lock:
             it = self._items.get(token)
         return None if it is None else (it[1], it[2], it[3])
 
-    def drop_session(self, session: str) -> None:
+    def close_session(self, session: str) -> None:
+        """The tab closed: its files go, and none is kept for it from now on."""
         with self._lock:
             for k in [k for k, v in self._items.items() if v[0] == session]:
-                del self._items[k]
+                self._remove(k)
+            self._open.pop(session, None)
+
+    @property
+    def bytes(self) -> int:
+        return self._bytes
+
+
+def content_disposition(filename: str) -> str:
+    """``Content-Disposition`` of a download named ``filename`` (any Unicode): RFC 6266's
+    ``filename*`` (UTF-8, RFC 5987) and an ASCII ``filename`` for older clients."""
+    ascii_name = "".join(c if c.isascii() and (c.isalnum() or c in "-_.") else "_" for c in filename)
+    return f"attachment; filename=\"{ascii_name}\"; filename*=UTF-8''{quote(filename, safe='')}"
 
 
 @dataclass
@@ -117,7 +157,11 @@ class Viewer:
 
     def __post_init__(self) -> None:
         self.sessions: dict[str, Any] = {}
+        self._closing: set[Any] = set()  # sessions of closed tabs whose thread still runs
+        self.outboxes: dict[str, Outbox] = {}  # each open tab's replies waiting to go out
         self.downloads = Downloads()
+        #: background jobs running per client (one of each kind, across the client's tabs)
+        self.client_jobs = ClientJobs()
         self.pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="viewer-worker")
         from motionmatch.viewer.body import Bodies
 
@@ -152,6 +196,23 @@ class Viewer:
         is still running)."""
         return self.warmup is not None and not self.warmup.ready(stage)
 
+    def closing(self) -> int:
+        """Sessions of closed tabs whose thread has not ended yet."""
+        with self._lock:
+            self._closing = {s for s in self._closing if s.alive}
+            return len(self._closing)
+
+    def at_capacity(self) -> bool:
+        """Whether ``max_sessions`` sessions run (open tabs and closed ones still ending)."""
+        return len(self.sessions) + self.closing() >= self.max_sessions
+
+    def session_closed(self, session) -> None:
+        """A tab closed: its session is no longer open, but counts until its thread ends."""
+        self.sessions.pop(session.id, None)
+        if session.alive:
+            with self._lock:
+                self._closing.add(session)
+
     def _warmup_done(self) -> None:
         for s in list(self.sessions.values()):
             s.submit({"type": "_warmup_ready", "seq": None})
@@ -162,38 +223,6 @@ class Viewer:
         if self.warmup is not None:
             self.warmup.close()
         self.pool.shutdown(wait=False, cancel_futures=True)
-
-
-class _Outbox:
-    """Messages from a session's thread to its websocket: JSON in order, poses coalesced."""
-
-    def __init__(self, loop: asyncio.AbstractEventLoop):
-        self.loop = loop
-        self.json: deque[str] = deque()
-        self.pose: bytes | None = None
-        self.event = asyncio.Event()
-        self.closed = False
-        self.coalesced = 0
-
-    def _put(self, item) -> None:
-        if isinstance(item, (bytes, bytearray)):
-            if self.pose is not None:
-                self.coalesced += 1
-            self.pose = bytes(item)
-        else:
-            self.json.append(item if isinstance(item, str) else dumps(item))
-        self.event.set()
-
-    def put(self, item) -> None:
-        """Thread-safe."""
-        if self.closed:
-            return
-        if not isinstance(item, (bytes, bytearray, str)):
-            item = dumps(item)  # serialise on the producer's thread
-        try:
-            self.loop.call_soon_threadsafe(self._put, item)
-        except RuntimeError:  # the loop is closing
-            self.closed = True
 
 
 def is_loopback(host: str) -> bool:
@@ -241,18 +270,8 @@ class HostCheck:
         host = dict(scope.get("headers") or []).get(b"host", b"").decode("latin-1")
         if host_allowed(host, self.bound, self.extra):
             return await self.app(scope, receive, send)
-        body = (f"421 Misdirected Request: this viewer does not answer to the host {host[:100]!r}; "
-                "start it with --allow-host NAME to serve a name of your own").encode()
-        start = {"status": 421, "headers": [(b"content-type", b"text/plain; charset=utf-8"),
-                                            (b"content-length", str(len(body)).encode())]}
-        if scope["type"] == "http":
-            await send({"type": "http.response.start", **start})
-            await send({"type": "http.response.body", "body": body})
-        elif "websocket.http.response" in (scope.get("extensions") or {}):
-            await send({"type": "websocket.http.response.start", **start})
-            await send({"type": "websocket.http.response.body", "body": body})
-        else:
-            await send({"type": "websocket.close", "code": 1008})
+        await refuse(scope, send, 421, f"421 Misdirected Request: this viewer does not answer to the host "
+                     f"{host[:100]!r}; start it with --allow-host NAME to serve a name of your own")
 
 
 def _origin_ok(origin: str | None, host_header: str | None, allowed: tuple[str, ...]) -> bool:
@@ -267,9 +286,11 @@ def _origin_ok(origin: str | None, host_header: str | None, allowed: tuple[str, 
     return o.netloc.lower() == host_header.lower()
 
 
-def create_app(viewer: Viewer, host: str = "127.0.0.1", allowed_hosts: tuple[str, ...] = ()):
+def create_app(viewer: Viewer, host: str = "127.0.0.1", allowed_hosts: tuple[str, ...] = (), token: str | None = None,
+               port: int = 0):
     """The Starlette application of a :class:`Viewer` served at ``host``, behind
-    :class:`HostCheck` (``allowed_hosts``: more names it answers to)."""
+    :class:`HostCheck` (``allowed_hosts``: more names it answers to) and, with a ``token``,
+    :class:`~motionmatch.viewer.access.TokenCheck` (``port``: its cookie's name)."""
     from starlette.applications import Starlette
     from starlette.responses import FileResponse, JSONResponse, PlainTextResponse, Response
     from starlette.routing import Mount, Route, WebSocketRoute
@@ -292,7 +313,9 @@ def create_app(viewer: Viewer, host: str = "127.0.0.1", allowed_hosts: tuple[str
 
     async def health(request):
         return JSONResponse({"ok": True, "version": __version__, "protocol": PROTOCOL_VERSION,
-                             "sessions": len(viewer.sessions)})
+                             "sessions": len(viewer.sessions), "closing": viewer.closing(),
+                             "jobs": viewer.client_jobs.running(),
+                             "waiting_bytes": sum(o.waiting_bytes for o in list(viewer.outboxes.values()))})
 
     async def download(request):
         item = viewer.downloads.get(request.path_params["token"])
@@ -300,7 +323,7 @@ def create_app(viewer: Viewer, host: str = "127.0.0.1", allowed_hosts: tuple[str
             return PlainTextResponse("no such download (it belongs to a closed tab, or never existed)", 404)
         filename, data, ctype = item
         return Response(data, media_type=ctype,
-                        headers={"Content-Disposition": f'attachment; filename="{filename}"', **headers})
+                        headers={"Content-Disposition": content_disposition(filename), **headers})
 
     async def body(request):
         key = request.path_params["key"]
@@ -318,30 +341,29 @@ def create_app(viewer: Viewer, host: str = "127.0.0.1", allowed_hosts: tuple[str
             await websocket.close(code=1008)
             return
         await websocket.accept()
-        if len(viewer.sessions) >= viewer.max_sessions:
+        if viewer.at_capacity():
             await websocket.send_text(dumps({"type": "error", "code": "busy",
-                                             "message": f"at most {viewer.max_sessions} open tabs; close one"}))
+                                             "message": f"at most {viewer.max_sessions} open tabs (closed ones count "
+                                                        "until their work has stopped); close one"}))
             await websocket.close(code=1013)
             return
-        loop = asyncio.get_running_loop()
-        outbox = _Outbox(loop)
-        session = Session(viewer, outbox.put)
+        outbox = Outbox(asyncio.get_running_loop(), viewer.limits.outbox_bytes)
+        client = websocket.client.host if websocket.client is not None else "unknown"
+        session = Session(viewer, outbox.put, client=client)
         viewer.sessions[session.id] = session
-        limiter = RateLimiter(viewer.limits.rate, viewer.limits.burst)
-        errors = RateLimiter(20.0, 40.0)  # error replies are limited too
+        viewer.outboxes[session.id] = outbox
+        errors = RateLimiter(20.0, 40.0)  # refusals are answered at this rate at most
 
         async def sender():
             while True:
                 await outbox.event.wait()
                 outbox.event.clear()
-                while outbox.json:
-                    text = outbox.json.popleft()
-                    await websocket.send_text(text)
-                    session.bytes_sent += len(text)
-                if outbox.pose is not None:
-                    data, outbox.pose = outbox.pose, None
-                    await websocket.send_bytes(data)
-                    session.bytes_sent += len(data)
+                while (item := outbox.take()) is not None:
+                    if isinstance(item, str):
+                        await websocket.send_text(item)
+                    else:
+                        await websocket.send_bytes(item)
+                    session.bytes_sent += len(item)
 
         task = asyncio.create_task(sender())
         session.start()
@@ -350,43 +372,48 @@ def create_app(viewer: Viewer, host: str = "127.0.0.1", allowed_hosts: tuple[str
                 msg = await websocket.receive()
                 if msg["type"] == "websocket.disconnect":
                     break
+                raw = msg.get("text")
                 try:
-                    if not limiter.allow():
-                        raise MessageError("rate_limited", f"more than {viewer.limits.rate:g} messages per second; "
-                                           "message dropped")
-                    raw = msg.get("text")
-                    if raw is None:
-                        raw = msg.get("bytes") or b""
-                    session.submit(parse(raw, viewer.limits))
+                    session.receive(raw if raw is not None else (msg.get("bytes") or b""))
                 except MessageError as e:
                     if errors.allow():
-                        outbox._put({"type": "error", "code": e.code, "message": str(e), "seq": e.seq})
+                        outbox.put({"type": "error", "code": e.code, "message": str(e), "seq": e.seq})
         except WebSocketDisconnect:
             pass
         finally:
             outbox.closed = True
-            session.close()
             task.cancel()
             with contextlib.suppress(BaseException):
                 await task
-            viewer.sessions.pop(session.id, None)
-            viewer.downloads.drop_session(session.id)
+            viewer.outboxes.pop(session.id, None)
+            viewer.session_closed(session)
+            await asyncio.to_thread(session.close)  # its work stops; the loop streams the other tabs meanwhile
 
     routes = [Route("/", index), Route("/index.html", index), Route("/api/health", health),
               Route("/api/download/{token}", download), Route("/api/body/{key}", body),
               WebSocketRoute("/ws", ws_endpoint)]
     if static is not None and static.is_dir():
         routes.append(Mount("/static", app=StaticFiles(directory=str(static)), name="static"))
-    return HostCheck(Starlette(routes=routes), host, allowed_hosts)
+    app = Starlette(routes=routes)
+    return HostCheck(TokenCheck(app, token, port) if token else app, host, allowed_hosts)
 
 
 class ViewerServer:
-    """uvicorn running :func:`create_app` on a socket bound here (port 0: a free port)."""
+    """uvicorn running :func:`create_app` on a socket bound here (port 0: a free port).
 
-    def __init__(self, viewer: Viewer, host: str = "127.0.0.1", port: int = 0, allowed_hosts: tuple[str, ...] = ()):
+    ``token``: what every request must carry (:mod:`motionmatch.viewer.access`); a host
+    other than loopback gets a random one when none is given, loopback none."""
+
+    def __init__(self, viewer: Viewer, host: str = "127.0.0.1", port: int = 0, allowed_hosts: tuple[str, ...] = (),
+                 token: str | None = None):
         import uvicorn
 
         self.viewer = viewer
+        if token is not None:
+            check_token(token)  # before binding: a bad --token is one line
+        elif not is_loopback(host):
+            token = new_token()
+        self.token = token
         fam = socket.AF_INET6 if ":" in host else socket.AF_INET
         self.sock = socket.socket(fam, socket.SOCK_STREAM)
         self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -402,7 +429,7 @@ class ViewerServer:
         from uvicorn.config import WS_PROTOCOLS
 
         ws = "websockets-sansio" if "websockets-sansio" in WS_PROTOCOLS else "auto"
-        config = uvicorn.Config(create_app(viewer, host, allowed_hosts), log_level="warning", ws_max_size=4 * 1024 * 1024,
+        config = uvicorn.Config(create_app(viewer, host, allowed_hosts, token, self.port), log_level="warning", ws_max_size=4 * 1024 * 1024,
                                 ws_ping_interval=20.0, ws_ping_timeout=20.0, lifespan="off", ws=ws)
         self.server = uvicorn.Server(config)
         self._thread: threading.Thread | None = None
@@ -413,6 +440,11 @@ class ViewerServer:
         if self.host in ("0.0.0.0", "::"):
             h = "127.0.0.1"
         return f"http://{h}:{self.port}/"
+
+    @property
+    def page_url(self) -> str:
+        """:attr:`url` with the token, what a user opens."""
+        return token_url(self.url, self.token)
 
     def run(self) -> None:
         """Serve in this thread until interrupted."""
@@ -442,18 +474,30 @@ class ViewerServer:
             self.sock.close()
 
 
+def _lan_address() -> str | None:
+    """This machine's address on its network (the route a UDP socket would take; nothing is
+    sent), or ``None``."""
+    with contextlib.suppress(OSError), socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        s.connect(("10.254.254.254", 1))
+        return s.getsockname()[0]
+    return None
+
+
 def serve(viewer: Viewer, host: str = "127.0.0.1", port: int = 8765, *, open_browser: bool = False,
-          allowed_hosts: tuple[str, ...] = (), log=print) -> None:
-    """Serve until Ctrl+C, printing the URL (and a warning when reachable from elsewhere)."""
-    srv = ViewerServer(viewer, host, port, allowed_hosts)
+          allowed_hosts: tuple[str, ...] = (), token: str | None = None, log=print) -> None:
+    """Serve until Ctrl+C, printing the URL (with the token, when there is one)."""
+    srv = ViewerServer(viewer, host, port, allowed_hosts, token)
     if not is_loopback(host):
-        log(f"WARNING: listening on {host}: anyone who can reach this machine on port {srv.port} can use the "
-            "viewer (and run simulations on it). Use --host 127.0.0.1 to keep it local.")
-    log(f"motionmatch viewer: {srv.url}  (Ctrl+C to stop)")
+        log(f"listening on {host}: other machines can reach port {srv.port}; only with the token in the URL below "
+            "(give it to whom may use the viewer; --token sets it). Use --host 127.0.0.1 to keep it local.")
+    url = srv.page_url
+    log(f"motionmatch viewer: {url}  (Ctrl+C to stop)")
+    if host in ("0.0.0.0", "::") and (lan := _lan_address()) is not None:
+        log(f"from other machines: {token_url(f'http://{lan}:{srv.port}/', srv.token)}")
     if open_browser:
         def open_page() -> None:
-            if not webbrowser.open(srv.url):
-                log(f"--open: no web browser found on this machine; open {srv.url} yourself")
+            if not webbrowser.open(url):
+                log(f"--open: no web browser found on this machine; open {url} yourself")
 
         threading.Timer(0.5, open_page).start()
     srv.run()

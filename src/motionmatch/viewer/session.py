@@ -6,12 +6,15 @@ pose commands and scenario inputs are their inputs), the page's obstacles the wo
 scene; a loaded scenario file becomes the session's world exactly as ``motionmatch
 scenario`` builds it. Clip players (GenMM variants) sit beside the world.
 
-The server hands it the page's validated messages (:meth:`Session.submit`); the loop applies them at the start
-of a tick, in order, then advances every character by exactly 1/60 s (unless paused),
+The server hands it the page's raw messages (:meth:`Session.receive`, into a bounded
+:class:`~motionmatch.viewer.inbox.Inbox` that charges the tab for their cost); the loop
+parses, validates and applies them at the start of a tick, in order (up to half a tick
+of them), then advances every character by exactly 1/60 s (unless paused),
 encodes one binary pose frame and sends it, with JSON replies and events, through the
 ``send`` callback (thread-safe; the server coalesces pose frames a slow page cannot
-take). Heavy work (GenMM synthesis, BVH and glTF export) runs on the viewer's worker pool and
-comes back through the inbox, so the loop never stalls on it.
+take). Heavy work (GenMM synthesis, BVH and glTF export) runs on the viewer's worker pool
+(:mod:`motionmatch.viewer.jobs`: one of each kind per client, stopped when the tab closes)
+and comes back through the inbox, so the loop never stalls on it.
 
 Timing: the loop sleeps until the next tick's deadline; when a tick runs late the next
 ones follow without sleeping until it has caught up (the simulated time stays locked to
@@ -26,7 +29,6 @@ the present when resumed.
 from __future__ import annotations
 
 import math
-import queue
 import secrets
 import threading
 import time
@@ -49,9 +51,12 @@ from motionmatch.viewer.body import database_sample
 from motionmatch.viewer.characters import ClipCharacter, MMCharacter, recorded_motion, skeleton_info
 from motionmatch.viewer.data import DataError
 from motionmatch.viewer.environment import environment_debug, scene_from_viewer, shared_matcher
+from motionmatch.viewer.inbox import Inbox
+from motionmatch.viewer.jobs import TabJobs
 from motionmatch.viewer.messages import Limits, MessageError, validate_obstacle
 from motionmatch.viewer.pose import ViewerPoseSource
 from motionmatch.viewer.protocol import FLAG_PARTIAL, FLAG_PAUSED, PROTOCOL_VERSION, encode_frame, with_history_flags
+from motionmatch.viewer.work import export_file, synthesize
 
 __all__ = ["DT", "TICK_HZ", "Session"]
 
@@ -182,9 +187,10 @@ class Session:
         send: called from the loop's thread with a ``dict`` (JSON) or ``bytes`` (pose frame).
         holds: hold requests while the viewer's warm-up prepares their kernels (see
             :meth:`handle`); the warm-up's own scripted sessions do not.
+        client: who the page is (its address): its jobs count with its other tabs'.
     """
 
-    def __init__(self, viewer, send: Callable[[Any], None], *, holds: bool = True):
+    def __init__(self, viewer, send: Callable[[Any], None], *, holds: bool = True, client: str = "local"):
         self.viewer = viewer
         self.holds = holds
         self.id = secrets.token_hex(6)
@@ -217,10 +223,11 @@ class Session:
         self.debug_k = 5
         self._debug_cache: tuple[int, int, list] | None = None
         self.camera_yaw = 0.0
-        self.inbox: queue.SimpleQueue = queue.SimpleQueue()
+        self.inbox = Inbox(viewer.limits)
         self._stop = threading.Event()
         self.thread = threading.Thread(target=self._run, name=f"viewer-session-{self.id}", daemon=True)
-        self.jobs = 0
+        self.jobs = TabJobs(viewer.pool, viewer.client_jobs, client)
+        viewer.downloads.open_session(self.id)
         #: the simulation: every motion-matching character is an agent of this world, which
         #: owns the obstacles and the environment-aware searches (replaced by a scenario's)
         self.world = self._free_world()
@@ -256,11 +263,19 @@ class Session:
         self.thread.start()
 
     def submit(self, msg: dict) -> None:
-        """Queue a validated message for the next tick."""
+        """Queue a validated message (the server's own) for the next tick."""
         self.inbox.put(msg)
 
+    def receive(self, raw: str | bytes) -> None:
+        """Queue a raw message from the page (see :meth:`Inbox.offer`: raises ``MessageError``)."""
+        self.inbox.offer(raw)
+
     def close(self, timeout: float = 2.0) -> None:
+        """The tab closed: stop the loop (between two messages), cancel the jobs, drop the downloads."""
         self._stop.set()
+        self.inbox.close()
+        self.jobs.cancel()
+        self.viewer.downloads.close_session(self.id)
         if self.thread.is_alive() and threading.current_thread() is not self.thread:
             self.thread.join(timeout)
 
@@ -387,12 +402,10 @@ class Session:
     def _drain_inbox(self) -> None:
         if self._held and not self.viewer.waiting_for("environment"):
             self._release_one()
-        while True:
-            try:
-                msg = self.inbox.get_nowait()
-            except queue.Empty:
-                return
-            self.handle(msg)
+        self.inbox.drain(self.handle, self._refuse, self.limits.tick_share * DT)
+
+    def _refuse(self, e: MessageError) -> None:
+        self.send({"type": "error", "code": e.code, "message": str(e), "seq": e.seq})
 
     def handle(self, msg: dict) -> None:
         """Carry out one message; a refusal is answered with an error, never raised.
@@ -723,6 +736,9 @@ class Session:
     def _on_path(self, m):
         ch = self._char(m["id"])
         pts = np.asarray(m["points"], dtype=np.float64)
+        if (drawn := float(pts[-1, 0] - pts[0, 0])) > self.limits.path_seconds:
+            raise Rejected(f"a path of {drawn:.0f} s of drawing is longer than the viewer follows "
+                           f"({self.limits.path_seconds:g} s; its cost grows with its seconds): draw a shorter one")
         info = ch.start_path(pts[:, 0], pts[:, 1:], mode=m["mode"], scale=m["scale"], world=self.world)
         self.send({"type": "path_info", **info})
         return {"id": ch.id}
@@ -872,8 +888,8 @@ class Session:
         from motionmatch.environment.scenario import load_scenario
         from motionmatch.runtime.scenarios import world_from_scenario
 
-        path = self.viewer.catalog.resolve(m["file"], "scenario")
-        sc = load_scenario(path, label=m["file"])  # a ScenarioError (one line, the file id) is the reply
+        # a ScenarioError (one line, the file id) is the reply; so is any failure of the reader
+        sc = self.viewer.catalog.read(m["file"], "scenario", lambda p: load_scenario(p, label=m["file"]))
         obstacles = [validate_obstacle(o.to_dict(), f"obstacle {i}")
                      for i, o in enumerate(sc.obstacles)]
         if len(sc.agents) > self.limits.characters:
@@ -966,27 +982,25 @@ class Session:
         return {"count": len(files)}
 
     def _on_genmm(self, m):
-        if self.jobs >= 1:
-            raise Rejected("a synthesis is already running for this page")
         cat = self.viewer.catalog
         paths = [cat.resolve(f, "bvh") for f in m["examples"]]
         keys = cat.resolve(m["keyframes"], "bvh") if m["keyframes"] else None
-        self.jobs += 1
-        self.send({"type": "genmm_status", "state": "running", "variants": m["variants"]})
-        args = (paths, keys, float(m["seconds"]), int(m["seed"]), bool(m["loop"]), int(m["variants"]))
+        args = (paths, keys, float(m["seconds"]), int(m["seed"]), bool(m["loop"]), int(m["variants"]), self.jobs.check)
 
-        def done(fut):
-            try:
-                res = fut.result()
+        files = dict(zip(m["examples"], paths)) | ({m["keyframes"]: keys} if keys is not None else {})
+
+        def done(res, error):
+            if error is None:
                 self.submit({"type": "_genmm_done", "seq": None, "result": res, "request": m})
-            except Exception as e:
-                self.submit({"type": "_genmm_done", "seq": None, "error": f"{type(e).__name__}: {e}", "request": m})
+            else:
+                self.submit({"type": "_genmm_done", "seq": None, "error": cat.explain(error, "bvh", files),
+                             "request": m})
 
-        self.viewer.pool.submit(_genmm_job, *args).add_done_callback(done)
+        self.jobs.submit("genmm", "a synthesis", lambda: synthesize(*args), done)
+        self.send({"type": "genmm_status", "state": "running", "variants": m["variants"]})
         return {"state": "running"}
 
     def _on_genmm_done(self, m):
-        self.jobs = max(self.jobs - 1, 0)
         if "error" in m:
             self.send({"type": "genmm_status", "state": "failed", "message": m["error"]})
             return
@@ -1039,6 +1053,7 @@ class Session:
         ch = self.chars.get(cid)
         if ch is None:
             raise Rejected(f"no character {cid}")
+        self.jobs.ensure_free("export", "an export")  # before copying the recording
         if isinstance(ch, MMCharacter):
             if ch.recorder.frames == 0:
                 raise Rejected("nothing recorded yet")
@@ -1054,38 +1069,22 @@ class Session:
                 return motion
 
         filename = "".join(c if c.isalnum() or c in "-_" else "_" for c in ch.name) + "." + fmt
-        sid = self.id
-        bodies = self.viewer.bodies
+        sid, downloads, mannequin, check = self.id, self.viewer.downloads, self.viewer.bodies.mannequin, self.jobs.check
 
         def job():
-            import tempfile
-            from pathlib import Path
-
             mo = make()
-            with tempfile.TemporaryDirectory() as d:
-                if fmt == "glb":
-                    from motionmatch.io.gltf import Character, write_glb
+            data, ctype = export_file(mo, fmt, mannequin, check)
+            return downloads.add(sid, filename, data, ctype), mo.num_frames, mo.fps
 
-                    p = write_glb(Path(d) / "export.glb", [Character(mo.name or "character", mo,
-                                                                        bodies.mannequin(mo.skeleton))])
-                else:
-                    from motionmatch.anim import save_bvh
+        def done(res, error):
+            if error is not None:
+                self.send({"type": "error", "code": "rejected", "for": f"export_{fmt}", "message": str(error)})
+                return
+            token, frames, fps = res
+            self.send({"type": "download", "url": f"/api/download/{token}", "filename": filename, "id": cid,
+                       "format": fmt, "frames": frames, "seconds": round(frames / fps, 2)})
 
-                    p = save_bvh(mo, Path(d) / "export.bvh")
-                data = p.read_bytes()
-            ctype = "model/gltf-binary" if fmt == "glb" else "application/octet-stream"
-            token = self.viewer.downloads.add(sid, filename, data, ctype)
-            return token, mo.num_frames, mo.fps
-
-        def done(fut):
-            try:
-                token, frames, fps = fut.result()
-                self.send({"type": "download", "url": f"/api/download/{token}", "filename": filename, "id": cid,
-                           "format": fmt, "frames": frames, "seconds": round(frames / fps, 2)})
-            except Exception as e:
-                self.send({"type": "error", "code": "rejected", "for": f"export_{fmt}", "message": str(e)})
-
-        self.viewer.pool.submit(job).add_done_callback(done)
+        self.jobs.submit("export", "an export", job, done)
         return {"state": "running"}
 
     def _on_debug(self, m):
@@ -1108,9 +1107,12 @@ class Session:
             return {"state": "off"}
         if m["kind"] == "file" and not m["file"]:
             raise Rejected("choose a keypoint file from the data folders first")
-        path = self.viewer.catalog.resolve(m["file"], "keypoints") if m["kind"] == "file" else None
         ch = self._selected_mm()
-        source = ViewerPoseSource(m["kind"], path, fallback=ch.keys)
+        if m["kind"] == "file":
+            source = self.viewer.catalog.read(m["file"], "keypoints",
+                                              lambda p: ViewerPoseSource("file", p, fallback=ch.keys))
+        else:
+            source = ViewerPoseSource(m["kind"], None, fallback=ch.keys)
         self._release_pose()
         self.pose_source = source
         ch.drive(source)
@@ -1121,15 +1123,3 @@ class Session:
         if self.pose_source is None or not hasattr(self.pose_source, "push"):
             raise Rejected("no webcam pose source is active (send pose_source first)")
         self.pose_source.push(np.asarray(m["keypoints"], dtype=np.float64), m["t"])
-
-
-def _genmm_job(paths, keyframes, seconds: float, seed: int, loop: bool, variants: int):
-    """Synthesize ``variants`` motions (worker thread)."""
-    from motionmatch.genmm import GenMM, Keyframes
-
-    t0 = time.perf_counter()
-    gen = GenMM([str(p) for p in paths])
-    frames = max(round(seconds * gen.fps), 16)
-    keys = Keyframes.from_bvh(keyframes) if keyframes is not None else None
-    results = [gen.sample(frames, seed=seed + i, loop=loop, keyframes=keys) for i in range(variants)]
-    return gen.fps, results, time.perf_counter() - t0
