@@ -357,6 +357,32 @@ def adjust_root(x, z, yaw, sim_x, sim_z, sim_yaw, dt, speed, turn_rate, halflife
 
 
 @numba.njit(cache=True)
+def advance_clocks(rows, going, dt, now, start_time, started, local_time, owed, step_dt, steps, live):
+    """The input clocks of a world's agents (rows ``rows [A]`` of the columns ``start_time``,
+    ``started``, ``local_time``, ``owed``) for a step of ``dt`` seconds at world time
+    ``now``: each one's step ``step_dt [A]`` (``dt`` plus what it owed); one not
+    ``going [A]`` (skipped: a level of detail) owes it; one whose start time has come is
+    ``live [A]``: its input's clock advances by ``steps [A]`` (0 on its first step, which
+    is at its start time) and it has started."""
+    for n in range(rows.shape[0]):
+        r = rows[n]
+        h = dt + owed[r]
+        step_dt[n] = h
+        live[n] = False
+        steps[n] = 0.0
+        if not going[n]:
+            owed[r] = h
+            continue
+        owed[r] = 0.0
+        if now >= start_time[r]:
+            s = h if started[r] else 0.0
+            local_time[r] += s
+            started[r] = True
+            live[n] = True
+            steps[n] = s
+
+
+@numba.njit(cache=True)
 def changed_sharply(a, gait_a, b, gait_b, limit_deg):
     """``Intent.changed_sharply`` of two plain intents with no actions, given as goals
     ``a``, ``b`` ``[5]`` (``runtime.batch.intent_goal``: velocity x, z; facing x, z; 1 if

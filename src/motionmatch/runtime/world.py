@@ -29,6 +29,7 @@ from motionmatch.environment.body import body_obstacle_rows
 from motionmatch.environment.scene import Scene
 from motionmatch.geometry.grid import build_grid, grid_query
 from motionmatch.geometry.shapes import ROW
+from motionmatch.runtime import _batch_kernels as BK
 from motionmatch.runtime._batch_kernels import MODES
 from motionmatch.runtime.batch import ControllerBatch
 from motionmatch.runtime.chooser import AGENT_CELL, NO_GRID, NO_IDS, AgentObstacles, EnvironmentChooser, ObstaclePool
@@ -684,40 +685,39 @@ class World:
         A = len(self.agents)
         rows = self._rows()
         c = self.agent_clocks
-        step_dt = c.owed[rows] + dt
+        going = np.ones(A, dtype=bool)
         if skip:
             going = ~np.isin(self._uids(), np.fromiter(skip, dtype=np.int64, count=len(skip)))
-            c.owed[rows] = np.where(going, 0.0, step_dt)  # (the skipped owe the time)
+        step_dt, steps, live = np.empty(A), np.empty(A), np.empty(A, dtype=bool)
+        BK.advance_clocks(rows, going, float(dt), self.time + 1e-9, c.start_time, c.started, c.local_time, c.owed,
+                          step_dt, steps, live)
+        together, asked, _reports, _own = self._input_kinds()
+        if skip:
             idx = np.flatnonzero(going)
             agents = [self.agents[i] for i in idx.tolist()]
-            rows, dts = rows[idx], step_dt[idx]
+            dts, steps, live, asked = step_dt[idx], steps[idx], live[idx], asked[idx]
         else:
-            c.owed[rows] = 0.0
-            idx = None
-            agents = list(self.agents)
-            dts = step_dt
-        live = self.time + 1e-9 >= c.start_time[rows]
-        steps = np.where(c.started[rows], dts, 0.0)  # (the first step of an agent is at its start time)
-        lr = rows[live]
-        c.local_time[lr] += steps[live]
-        c.started[lr] = True
-        together, asked, _reports, _own = self._input_kinds()
+            idx, agents, dts = None, list(self.agents), step_dt
         n = len(agents)
-        at = np.arange(n) if idx is None else np.full(A, -1, dtype=np.int64)
-        if idx is not None:
-            at[idx] = np.arange(n)
         groups = []
-        for kind, members in together.items():
-            ks = at[members]
-            ks = ks[ks >= 0]
-            ks = ks[live[ks]]
-            if len(ks):
-                positions = members if len(ks) == len(members) else (np.arange(A) if idx is None else idx)[ks]
-                groups.append((ks, kind.wants_together(self, self.global_rows()[positions])))
-        one_by_one = ~live | (asked if idx is None else asked[idx])
-        times, stepped = c.local_time[rows].tolist(), steps.tolist()
-        wants = [(k, agents[k].source.intent(agents[k], times[k], stepped[k]) if live[k] else IDLE)
-                 for k in np.flatnonzero(one_by_one).tolist()]
+        if together:
+            at = np.arange(n) if idx is None else np.full(A, -1, dtype=np.int64)
+            if idx is not None:
+                at[idx] = np.arange(n)
+            for kind, members in together.items():
+                ks = at[members]
+                ks = ks[ks >= 0]
+                ks = ks[live[ks]]
+                if len(ks):
+                    positions = members if len(ks) == len(members) else (np.arange(A) if idx is None else idx)[ks]
+                    groups.append((ks, kind.wants_together(self, self.global_rows()[positions])))
+        one_by_one = (~live | asked).nonzero()[0].tolist()
+        wants = []
+        if one_by_one:
+            times = c.local_time[rows if idx is None else rows[idx]].tolist()
+            stepped, lives = steps.tolist(), live.tolist()
+            wants = [(k, agents[k].source.intent(agents[k], times[k], stepped[k]) if lives[k] else IDLE)
+                     for k in one_by_one]
         return agents, WantRows.assemble(n, wants, groups), dts
 
     def _step_agents(self, agents: list[Agent], wants: WantRows, hs: list[float], defer, threads) -> None:
