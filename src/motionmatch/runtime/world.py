@@ -855,7 +855,7 @@ class _DeferredSearches(list):
         (they vary threefold in a dense crowd: every other job to each thread left one
         waiting about a tenth of the time)."""
         self.prepare()
-        jobs = [job for _, job, _ in self]
+        jobs = [job for _, job, _ in self if job.args is not None]
         if len(jobs) < 2 or self._pool is None:
             run_jobs(jobs)
             return

@@ -282,21 +282,19 @@ class ChoiceJob:
         args: the search kernel's arguments (``None``: nothing to run, the choice is the
             plain accelerated search's); idx, used, plain: the kernel's answer (the frame,
             the method's code, the plain distance to the frame playing now).
-        plain_args, plain_choice: the plain accelerated search of a choice with nothing
-            near (``plain_choice(*plain_args) -> frame``), run by :meth:`run` after the
-            kernel says so (or when there is no kernel); plain_done: whether it ran.
+        plain_args: the arguments of the plain accelerated search of a choice with
+            nothing near (run by :meth:`PenalizedSearch.choice_end`, on the caller's thread:
+            it is mostly Python, and two threads taking turns at the interpreter's lock
+            made a plain crowd's step slower, not faster).
         cpu_s, wall_s: the run's thread CPU and wall time (s); error: what it raised.
         context: the caller's (e.g. a chooser's clock readings), carried along.
     """
 
-    __slots__ = ("args", "context", "cpu_s", "error", "idx", "plain", "plain_args", "plain_choice", "plain_done",
-                 "used", "wall_s")
+    __slots__ = ("args", "context", "cpu_s", "error", "idx", "plain", "plain_args", "used", "wall_s")
 
-    def __init__(self, plain_args: tuple, plain_choice):
+    def __init__(self, plain_args: tuple):
         self.args: tuple | None = None
         self.plain_args = plain_args
-        self.plain_choice = plain_choice
-        self.plain_done = False
         self.idx = -1
         self.used = PK.USED_CLEAR
         self.plain = 0.0
@@ -305,19 +303,15 @@ class ChoiceJob:
         self.context = None
 
     def run(self, cpu: bool = True) -> None:
-        """Run the search kernel, then the plain accelerated search if nothing was near (or
-        the plain search alone when :attr:`args` is ``None``); an exception is kept in
-        :attr:`error`, raised by :meth:`PenalizedSearch.choice_end`. Both release the
-        interpreter's lock while they search. ``cpu``: measure :attr:`cpu_s` (false:
-        :func:`run_jobs` sets it)."""
+        """Run the search kernel (nothing when :attr:`args` is ``None``); an exception is kept
+        in :attr:`error`, raised by :meth:`PenalizedSearch.choice_end`. ``cpu``: measure
+        :attr:`cpu_s` (false: :func:`run_jobs` sets it)."""
+        if self.args is None:
+            return
         t0 = time.perf_counter()
         c0 = time.thread_time() if cpu else 0.0
         try:
-            if self.args is not None:
-                self.idx, self.used, self.plain = PK.choose(*self.args)
-            if self.used == PK.USED_CLEAR:
-                self.idx = self.plain_choice(*self.plain_args)
-                self.plain_done = True
+            self.idx, self.used, self.plain = PK.choose(*self.args)
         except BaseException as e:  # (raised again on the caller's thread)
             self.error = e
         if cpu:
@@ -622,7 +616,7 @@ class PenalizedSearch:
         b = buffers
         o = plan.options
         near = any(cnt.tolist())
-        job = ChoiceJob((q, mask, w, cur, opt, obs, cnt, near, pen, env_weight, cur, b), self._plain_choice)
+        job = ChoiceJob((q, mask, w, cur, opt, obs, cnt, near, pen, env_weight, cur, b))
         if o.method < 0 or (o.method == 1 and o.clear and not near):  # plain, or nothing near
             job.plain = PK.plain_choice(view, controls, query, cur, q, w)
             return job
@@ -637,11 +631,12 @@ class PenalizedSearch:
 
     def choice_end(self, job: ChoiceJob) -> tuple[int, str, float]:
         """The choice of a :class:`ChoiceJob` that has run: ``(index, method, plain
-        distance)`` as :meth:`choose_into` returns them."""
+        distance)`` as :meth:`choose_into` returns them (the plain accelerated search, when
+        nothing was near, runs here)."""
         if job.error is not None:
             raise job.error
         if job.used == PK.USED_CLEAR:
-            return job.idx if job.plain_done else self._plain_choice(*job.plain_args), "plain", job.plain
+            return self._plain_choice(*job.plain_args), "plain", job.plain
         return int(job.idx), _USED_NAMES[job.used], job.plain
 
     def _mask_bits(self, co: PK.Coarse, mask: np.ndarray) -> np.ndarray:
