@@ -1,0 +1,194 @@
+"""A character of a :class:`~motionmatch.runtime.world.World` (:class:`Agent`: a handle on
+its controller, chooser, input and clock) and what one world step produced for the agents
+it stepped (:class:`StepResults`)."""
+
+from __future__ import annotations
+
+import weakref
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from motionmatch.control.intent import Intent
+from motionmatch.control.trajectory import PredictedTrajectory
+from motionmatch.runtime._batch_kernels import MODES
+from motionmatch.runtime.chooser import EnvironmentChooser
+from motionmatch.runtime.controller import Controller, FrameResult
+from motionmatch.runtime.environment_matching import Controls
+from motionmatch.runtime.inputs import InputSource, WantRows
+
+if TYPE_CHECKING:
+    from motionmatch.runtime.world import World
+
+__all__ = ["Agent", "StepResults"]
+
+_STANDING = Intent.idle()
+
+#: an agent's clock: its fields and their types (:attr:`World.agent_clocks`)
+_CLOCK = {"start_time": float, "started": bool, "local_time": float, "owed": float}
+
+
+class Agent:
+    """One character of a :class:`World`: a controller, its environment-aware chooser and
+    its input (an :class:`~motionmatch.runtime.inputs.InputSource`, replaceable at any step).
+
+    Attributes:
+        intent, desired: what the input wanted at the last step.
+        result: the controller's last :class:`~motionmatch.runtime.controller.FrameResult`.
+        searched: whether the last step searched.
+        start_time, started, local_time, owed: its input's clock (see
+            :attr:`World.agent_clocks`, where a world keeps them).
+    """
+
+    def __init__(self, name: str, controller: Controller, chooser: EnvironmentChooser | None,
+                 source: InputSource, *, start_time: float = 0.0, path: np.ndarray | None = None,
+                 goal: np.ndarray | None = None):
+        self.name = name
+        self.ctrl = controller
+        self.chooser = chooser
+        self._world: weakref.ref | None = None  # the world it is in (its clock in the world's columns)
+        self._clock = {"start_time": float(start_time), "started": False, "local_time": 0.0, "owed": 0.0}
+        self._source = source
+        self.path = path
+        self.goal = goal
+        controller.chooser = chooser
+        self.uid = -1  # its number in its world (obstacle rows of its body: id -1 - uid)
+        #: ``(step, k)``: this agent's row ``k`` of the last step it took (a
+        #: :class:`StepResults`; ``None`` before the first)
+        self.last_step: tuple[StepResults, int] | None = None
+        self._result: FrameResult | None = None  # (set, or built from last_step: see result)
+        self._result_of: tuple | None = None  # (the last_step _result was built from)
+
+    @property
+    def result(self) -> FrameResult | None:
+        """The controller's last :class:`~motionmatch.runtime.controller.FrameResult`
+        (``None`` before the first step; built from :attr:`last_step` when first read)."""
+        at = self.last_step
+        if at is not None and self._result_of is not at:
+            self._result, self._result_of = at[0].result(at[1]), at
+        return self._result
+
+    @result.setter
+    def result(self, r: FrameResult | None) -> None:
+        self._result, self._result_of = r, self.last_step
+
+    @property
+    def searched(self) -> bool:
+        """Whether its last step searched (``False`` before the first)."""
+        at = self.last_step
+        return at is not None and at[0].searched(at[1])
+
+    @property
+    def source(self) -> InputSource:
+        """Its input (replaceable at any step)."""
+        return self._source
+
+    @source.setter
+    def source(self, source: InputSource) -> None:
+        self._source = source
+        world = self._world() if self._world is not None else None
+        if world is not None:
+            world.inputs_changed()
+
+    def join(self, world: World | None) -> None:
+        """Its clock from now on in ``world``'s columns (:attr:`World.agent_clocks`, its
+        controller's row), or here again (``None``: it left its world)."""
+        old = self._world() if self._world is not None else None
+        if old is not None:
+            cols, r = old.agent_clocks, self.ctrl.row
+            self._clock = {name: getattr(cols, name)[r].item() for name in _CLOCK}
+        self._world = None
+        if world is not None:
+            cols, r = world.agent_clocks, self.ctrl.row
+            for name in _CLOCK:
+                getattr(cols, name)[r] = self._clock[name]
+            self._world = weakref.ref(world)
+
+    def _clock_field(name: str, doc: str) -> property:
+        def get(agent):
+            world = agent._world() if agent._world is not None else None
+            if world is None:
+                return agent._clock[name]
+            return getattr(world.agent_clocks, name)[agent.ctrl.row].item()
+
+        def put(agent, value) -> None:
+            world = agent._world() if agent._world is not None else None
+            if world is None:
+                agent._clock[name] = _CLOCK[name](value)
+            else:
+                getattr(world.agent_clocks, name)[agent.ctrl.row] = value
+
+        return property(get, put, doc=doc)
+
+    start_time = _clock_field("start_time", "World seconds from which its input drives it.")
+    started = _clock_field("started", "Whether it has taken its first step.")
+    local_time = _clock_field("local_time", "Seconds of input since it started (the sum of its steps).")
+    owed = _clock_field("owed", "Seconds not yet stepped (a world's level of detail).")
+    del _clock_field
+
+    @property
+    def intent(self) -> Intent:
+        """What the input wanted at the last step (standing before the first)."""
+        if self.last_step is None:
+            return _STANDING
+        step, k = self.last_step
+        return step.wants.intents[k]
+
+    @property
+    def desired(self) -> PredictedTrajectory | None:
+        """The desired trajectory the input gave at the last step (``None``: none)."""
+        if self.last_step is None:
+            return None
+        step, k = self.last_step
+        return step.wants.desired[k]
+
+    @property
+    def root_xz(self) -> np.ndarray:
+        return np.array([self.ctrl.root_pos[0], self.ctrl.root_pos[2]])
+
+    @property
+    def yaw(self) -> float:
+        return float(self.ctrl.root_yaw)
+
+    def set_controls(self, controls: Controls) -> None:
+        """This agent's high-level controls from now on (its environment-aware search)."""
+        if self.chooser is not None:
+            self.chooser.controls = controls
+
+
+class StepResults:
+    """What one step of a :class:`World` produced for the agents it stepped (row ``k``:
+    the ``k``-th of them, whose :attr:`Agent.last_step` is ``(this, k)``): their wants
+    (:class:`~motionmatch.runtime.inputs.WantRows`), their poses copied out of the batch at
+    once, frames, modes, whether each searched and transitioned; each agent's
+    :class:`~motionmatch.runtime.controller.FrameResult` is built when read (:meth:`result`)."""
+
+    __slots__ = ("_before", "_choosers", "contacts", "costs", "decided", "desired", "frames", "modes", "rotations",
+                 "translations", "wants")
+
+    def __init__(self, wants: WantRows, ctrls: list[Controller], choosers: list, decided: list[tuple[bool, bool]],
+                 before: list[int] | None):
+        st = ctrls[0].batch.state
+        rows = np.fromiter((c.row for c in ctrls), dtype=np.int64, count=len(ctrls))
+        self.wants = wants
+        self.rotations, self.translations = st.out_rot[rows], st.out_pos[rows]  # [n, J, 4], [n, J, 3] (copies)
+        self.contacts = st.out_contacts[rows]  # [n, K]
+        self.frames = st.frame[rows]  # [n]
+        self.modes = st.mode[rows]  # [n] (indices of MODES)
+        self.decided = decided  # [(searched, transitioned)] per row
+        self.desired = [c.last_desired for c in ctrls]  # the desired trajectory of each one's last search
+        self.costs = {k: ctrls[k].last_costs for k, (searched, _) in enumerate(decided) if searched}
+        self._choosers, self._before = choosers, before
+
+    def searched(self, k: int) -> bool:
+        """Whether row ``k`` searched (its controller, or its chooser on its own)."""
+        if self.decided[k][0]:
+            return True
+        n = -1 if self._before is None else self._before[k]
+        return n >= 0 and self._choosers[k].log.count > n
+
+    def result(self, k: int) -> FrameResult:
+        """Row ``k`` as a :class:`~motionmatch.runtime.controller.FrameResult`."""
+        searched, transitioned = self.decided[k]
+        return FrameResult(self.rotations[k], self.translations[k], int(self.frames[k]), MODES[self.modes[k]],
+                           searched, transitioned, self.desired[k], self.contacts[k], self.costs.get(k, {}))
