@@ -177,21 +177,22 @@ class SteeringInput(InputSource):
         self._slot: tuple[_Group, int] | None = None
         self._alone = [0, False]  # (target index, arrived) while steered alone
 
+    def progress(self) -> tuple[int, bool]:
+        """``(target index, arrived)``: :attr:`target_index` and :attr:`arrived`."""
+        if self._slot is None:
+            return self._alone[0], self._alone[1]
+        g, j = self._slot
+        return int(g.k[j]), bool(g.arrived[j])
+
     @property
     def target_index(self) -> int:
         """The index in :attr:`targets` of the target the agent heads for now."""
-        if self._slot is None:
-            return self._alone[0]
-        g, j = self._slot
-        return int(g.k[j])
+        return self.progress()[0]
 
     @property
     def arrived(self) -> bool:
         """Whether the agent reached its goal (within ``arrive_distance``, after the waypoints)."""
-        if self._slot is None:
-            return self._alone[1]
-        g, j = self._slot
-        return bool(g.arrived[j])
+        return self.progress()[1]
 
     def attach(self, group: _Group, j: int) -> None:
         """From now on, the target index and arrival are row ``j`` of ``group``'s arrays (the
@@ -200,7 +201,7 @@ class SteeringInput(InputSource):
 
     def detach(self) -> None:
         """From now on, the target index and arrival are kept here again (steered alone)."""
-        self._alone = [self.target_index, self.arrived]
+        self._alone = list(self.progress())
         self._slot = None
 
     def aim(self, p: np.ndarray) -> tuple[int, np.ndarray]:
