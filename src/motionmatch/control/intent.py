@@ -306,6 +306,9 @@ class Intent:
 #: the gaits' indices (:class:`IntentRows`'s ``gaits``)
 GAIT_INDEX = {g: k for k, g in enumerate(GAITS)}
 
+#: up to this many intents, :meth:`IntentRows.of` packs their goals one tuple each
+_FEW = 16
+
 
 def intent_goal_tuple(intent: Intent) -> tuple[float, float, float, float, float]:
     """An intent's goal, the numbers a simulated root heads for: its velocity ``x, z``
@@ -355,14 +358,16 @@ class IntentRows(Sequence):
         """The columns of ``intents`` (any :class:`Intent` objects, kept as they are)."""
         if isinstance(intents, IntentRows):
             return intents
-        n = len(intents)
-        goals = intent_goals(intents)
-        plain = np.fromiter((type(it) is Intent and not it.actions for it in intents), dtype=bool, count=n)
-        if not plain.all() and not all(isinstance(it, Intent) for it in intents):
+        plain = [type(it) is Intent and not it.actions for it in intents]
+        if not all(plain) and not all(isinstance(it, Intent) for it in intents):
             bad = next(it for it in intents if not isinstance(it, Intent))
             raise TypeError(f"an intent must be an Intent, got {type(bad).__name__}")
-        gaits = np.fromiter((GAIT_INDEX.get(it.gait, 0) for it in intents), dtype=np.int64, count=n)
-        return cls(goals, gaits, plain, list(intents))
+        gaits = [GAIT_INDEX.get(it.gait, 0) for it in intents]
+        if len(intents) <= _FEW:  # (a few characters: one tuple each beats the array calls)
+            goals = np.array([intent_goal_tuple(it) for it in intents], dtype=np.float64).reshape(-1, 5)
+        else:
+            goals = intent_goals(intents)
+        return cls(goals, np.array(gaits, dtype=np.int64), np.array(plain, dtype=bool), list(intents))
 
     @classmethod
     def planar(cls, velocity: np.ndarray, gaits: np.ndarray) -> IntentRows:
