@@ -17,11 +17,9 @@ from __future__ import annotations
 import base64
 import json
 import os
-import resource
 import struct
 import subprocess
 import sys
-import threading
 import time
 import zipfile
 from collections.abc import Callable
@@ -49,28 +47,45 @@ SECONDS = 10.0
 WALL_SECONDS = 60.0
 
 
+_LAUNCHER = """
+import json, os, resource, subprocess, sys, threading
+limit, wall, out = int(sys.argv[1]), float(sys.argv[2]), sys.argv[3]
+def cap():
+    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+proc = subprocess.Popen([sys.executable, "-m", "motionmatch", *sys.argv[4:]], preexec_fn=cap)
+killer = threading.Timer(wall, proc.kill)  # (a reader blocked on a FIFO fails, not hangs)
+killer.start()
+_, status, usage = os.wait4(proc.pid, 0)
+killer.cancel()
+proc.returncode = 0  # (reaped by wait4)
+with open(out, "w") as f:
+    json.dump([os.waitstatus_to_exitcode(status), usage.ru_maxrss * 1024, usage.ru_utime + usage.ru_stime], f)
+"""
+"""Runs ``motionmatch`` as its child and reports the child's exit code, peak RSS and CPU
+time. A small process of its own, because Linux keeps the peak RSS of a process across
+``exec`` from the moment it was forked: a child forked straight from the test worker
+(hundreds of MiB after other tests) would report the worker's size, not its own."""
+
+
 def _run(args: list[str], cwd: Path) -> tuple[int, str, int, float]:
     """Exit code, stderr, peak RSS (bytes) and CPU seconds of ``motionmatch ARGS`` under the limits."""
-    def limit() -> None:
-        resource.setrlimit(resource.RLIMIT_AS, (ADDRESS_SPACE, ADDRESS_SPACE))
-
     env = {**os.environ, "PYTHONPATH": str(REPO / "src"), "NUMBA_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
+    report = cwd / "usage.json"
     t0 = time.perf_counter()
     with open(cwd / "stderr.txt", "w+") as err:
-        proc = subprocess.Popen([sys.executable, "-m", "motionmatch", *args], cwd=cwd, env=env,
-                                stdout=subprocess.DEVNULL, stderr=err, preexec_fn=limit)
-        killer = threading.Timer(2 * WALL_SECONDS, proc.kill)  # a reader blocked on a FIFO fails, not hangs
-        killer.start()
+        launcher = subprocess.Popen([sys.executable, "-c", _LAUNCHER, str(ADDRESS_SPACE), str(2 * WALL_SECONDS),
+                                     str(report), *args], cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=err)
         try:
-            _, status, usage = os.wait4(proc.pid, 0)
+            launcher.wait(timeout=3 * WALL_SECONDS)
         finally:
-            killer.cancel()
-            proc.returncode = 0  # reaped by wait4
+            launcher.kill()
         wall = time.perf_counter() - t0
         err.seek(0)
         text = err.read()
     assert wall < WALL_SECONDS, f"{wall:.1f} s of wall-clock time"
-    return os.waitstatus_to_exitcode(status), text, usage.ru_maxrss * 1024, usage.ru_utime + usage.ru_stime
+    code, rss, cpu = json.loads(report.read_text())
+    report.unlink()
+    return code, text, rss, cpu
 
 
 # ----------------------------------------------------------------------------- good inputs
