@@ -508,3 +508,22 @@ def test_script_messages_suggest_fix():
         parse_script({"duration": 5.0, "events": [{"t": 2.0, "keys": []}, {"t": 1.0, "keys": []}]})
     with pytest.raises(ScriptError, match=r"add the length"):
         parse_script({"events": []})
+
+
+def test_keyboard_remembers_intents_but_follows_yaw_speed_and_gaits():
+    """A held key set maps to one Intent object (built once); a new camera yaw, target
+    speed or gait table gives a new one, and Up still steps the speed on its press."""
+    kb = KeyboardController()
+    first = kb.update({"w"}, 1 / 60)
+    assert kb.update(frozenset({"KeyW"}), 1 / 60) is first
+    np.testing.assert_allclose(first.velocity, [0.0, 0.0, kb.gaits.walk])
+    kb.camera_yaw = np.pi / 2
+    np.testing.assert_allclose(kb.update({"w"}, 1 / 60).velocity, [kb.gaits.walk, 0.0, 0.0], atol=1e-12)
+    kb.camera_yaw = 0.0
+    speed = kb.target_speed
+    up = kb.update({"w", "up"}, 1 / 60)
+    assert kb.target_speed == pytest.approx(speed + kb.speed_step)
+    np.testing.assert_allclose(up.velocity, [0.0, 0.0, speed + kb.speed_step])
+    assert kb.update({"w", "up"}, 1 / 60) is up  # held: no second step
+    kb.gaits = GaitSpeeds(walk=1.0, run=2.0, sprint=3.0)
+    assert kb.update({"w", "shift"}, 1 / 60).velocity[2] == pytest.approx(3.0)

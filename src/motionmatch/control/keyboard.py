@@ -65,6 +65,8 @@ for _k in ("w", "a", "s", "d", "j", "p", "c"):
 
 _ACTION_KEYS = {"j": "jump", "p": "dance", "c": "creep"}
 
+_MEMO_SIZE = 256  # held-key sets (and their intents) a keyboard remembers
+
 
 def normalize_key(name: str) -> str:
     """Canonical name (one of :data:`KEYS`) of a key name or alias; ``ValueError`` if unknown."""
@@ -198,6 +200,10 @@ class KeyboardController:
         """Forget held keys and restore the initial target speed."""
         self.target_speed = min(max(self._initial_speed, self.min_speed), self.max_speed)
         self._held: dict[str, float] = {}
+        # (held keys as given) -> their canonical names; (names, yaw, speed) -> the intent:
+        # a held key set maps to one immutable Intent, built once
+        self._names: dict[frozenset, frozenset[str]] = {}
+        self._intents: dict[tuple, Intent] = {}
 
     def _steps(self, key: str, keys: frozenset[str], dt: float) -> int:
         if key not in keys:
@@ -216,11 +222,26 @@ class KeyboardController:
         """Intent for the keys held now; ``dt`` is the time since the previous update (seconds)."""
         if not math.isfinite(dt) or dt < 0:
             raise ValueError(f"dt must be finite and >= 0, got {dt!r}")
-        k = normalize_keys(keys, strict=self.strict)
-        steps = self._steps("up", k, dt) - self._steps("down", k, dt)
-        if steps:
-            self.target_speed = min(max(self.target_speed + steps * self.speed_step, self.min_speed), self.max_speed)
-        return intent_from_keys(k, self.camera_yaw, self.target_speed, self.gaits)
+        raw = keys if isinstance(keys, frozenset) else frozenset((keys,) if isinstance(keys, str) else keys)
+        k = self._names.get(raw)
+        if k is None:
+            k = normalize_keys(raw, strict=self.strict)
+            if len(self._names) >= _MEMO_SIZE:
+                self._names.clear()
+            self._names[raw] = k
+        if "up" in k or "down" in k or self._held:
+            steps = self._steps("up", k, dt) - self._steps("down", k, dt)
+            if steps:
+                self.target_speed = min(max(self.target_speed + steps * self.speed_step, self.min_speed),
+                                        self.max_speed)
+        memo = (k, self.camera_yaw, self.target_speed, self.gaits)
+        intent = self._intents.get(memo)
+        if intent is None:
+            intent = intent_from_keys(k, self.camera_yaw, self.target_speed, self.gaits)
+            if len(self._intents) >= _MEMO_SIZE:
+                self._intents.clear()
+            self._intents[memo] = intent
+        return intent
 
 
 def intent_from_stick(
