@@ -507,3 +507,41 @@ def test_plain_method_searches_weighted_distances_without_copying_the_database(m
         assert float((diff * diff * w).sum()) == pytest.approx(d[0], rel=1e-12, abs=1e-12)
         assert r.distance == pytest.approx(d[0], rel=1e-9, abs=1e-12)
         assert mask[r.index] and ps.valid[r.index]
+
+
+def test_a_choice_with_nothing_near_runs_its_plain_search_compiled_on_any_thread(walker_matcher):
+    """With no obstacle near, a chooser's job makes the plain accelerated search and its
+    summary itself (two compiled calls, here on another thread): the frame and summary of
+    the direct plain search; a query the search refuses is reported by ``end`` with the
+    search's own message."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from motionmatch.search import SearchError
+
+    db, m = walker_matcher
+    ch = EnvironmentChooser(m, EnvironmentSettings(), scene=Scene())
+    ch.target_speed = 1.0
+    rng = np.random.default_rng(11)
+    traj = np.array([[0.0, 0.0, 0.35], [0.0, 0.0, 0.7], [0.0, 0.0, 1.05]])
+    with ThreadPoolExecutor(1) as pool:
+        for _ in range(4):
+            cur = int(rng.integers(db.num_frames - 20))
+            query = db.features[cur + 5].astype(np.float32)
+            ctrl = _Ctrl(cur, (0.0, 0.0), 0.0, traj)
+            mask = db.valid.copy()
+            job = ch.begin(ctrl, query, mask, "full")
+            assert job.box is not None and job.runs
+            pool.submit(job.run).result()
+            idx, _cost = ch.end(job)
+            res = ch.last
+            w = m.weights(ch.controls, ch.direction_factor)
+            direct = m.search.search(query.astype(np.float64)[m.cols], *ch.last_obstacles, mask=mask, init_index=cur,
+                                     weights=w, options=ch.settings.search)
+            assert direct.method == res.method == "plain"
+            assert idx[0] == res.index == direct.index and res.score == direct.score
+        bad = db.features[3].astype(np.float32)
+        bad[m.cols[0]] = np.nan
+        job = ch.begin(_Ctrl(3, (0.0, 0.0), 0.0, traj), bad, db.valid.copy(), "full")
+        pool.submit(job.run).result()
+        with pytest.raises(SearchError, match="query"):
+            ch.end(job)

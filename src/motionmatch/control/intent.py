@@ -321,6 +321,18 @@ def intent_goal_tuple(intent: Intent) -> tuple[float, float, float, float, float
     return (vx, vz, fx, fz, 1.0)
 
 
+def _row_of(intent: Intent) -> tuple[tuple, int, bool]:
+    """An intent's row of :class:`IntentRows` (its goal tuple, gait index, whether it is
+    plain), computed once and kept on the (immutable) intent."""
+    if not isinstance(intent, Intent):
+        raise TypeError(f"an intent must be an Intent, got {type(intent).__name__}")
+    row = intent.__dict__.get("_row")
+    if row is None:
+        row = (intent_goal_tuple(intent), GAIT_INDEX.get(intent.gait, 0), type(intent) is Intent and not intent.actions)
+        object.__setattr__(intent, "_row", row)
+    return row
+
+
 def intent_goals(intents: Sequence[Intent]) -> np.ndarray:
     """:func:`intent_goal_tuple` of many intents at once: ``[n, 5]``."""
     if isinstance(intents, IntentRows):
@@ -358,16 +370,17 @@ class IntentRows(Sequence):
         """The columns of ``intents`` (any :class:`Intent` objects, kept as they are)."""
         if isinstance(intents, IntentRows):
             return intents
+        if len(intents) <= _FEW:  # (a few characters: each intent's row, kept on it, beats the array calls)
+            rows = [_row_of(it) for it in intents]
+            return cls(np.array([r[0] for r in rows], dtype=np.float64).reshape(-1, 5),
+                       np.array([r[1] for r in rows], dtype=np.int64), np.array([r[2] for r in rows], dtype=bool),
+                       list(intents))
         plain = [type(it) is Intent and not it.actions for it in intents]
         if not all(plain) and not all(isinstance(it, Intent) for it in intents):
             bad = next(it for it in intents if not isinstance(it, Intent))
             raise TypeError(f"an intent must be an Intent, got {type(bad).__name__}")
         gaits = [GAIT_INDEX.get(it.gait, 0) for it in intents]
-        if len(intents) <= _FEW:  # (a few characters: one tuple each beats the array calls)
-            goals = np.array([intent_goal_tuple(it) for it in intents], dtype=np.float64).reshape(-1, 5)
-        else:
-            goals = intent_goals(intents)
-        return cls(goals, np.array(gaits, dtype=np.int64), np.array(plain, dtype=bool), list(intents))
+        return cls(intent_goals(intents), np.array(gaits, dtype=np.int64), np.array(plain, dtype=bool), list(intents))
 
     @classmethod
     def planar(cls, velocity: np.ndarray, gaits: np.ndarray) -> IntentRows:

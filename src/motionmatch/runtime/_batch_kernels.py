@@ -274,7 +274,7 @@ def playback_rows(rows, dt, at_end, speed, turn_rate, arrays):
 
 
 @numba.njit(cache=True)
-def decide_rows(rows, dt, at_end, speed, turn_rate, force, root_motion_only, has_desired, plain, goals, gaits,
+def decide_rows(rows, dt, at_end, speed, turn_rate, force, root_motion_only, plain, goals, gaits,
                 adjust_here, coast, sharp, arrays):
     """The clocks and the common decision of every row: advance its clock and search timer
     by ``dt [R]``; whether its intent changed sharply from its last (``sharp [R]``, written:
@@ -282,7 +282,7 @@ def decide_rows(rows, dt, at_end, speed, turn_rate, force, root_motion_only, has
     then whether its frame only coasts (``coast [R]``, written): it plays locomotion on,
     with no search due and no mode to change. That is: the clip's end not reached
     (``at_end [R]``, after playback), no search forced (``force [R]``), the mode locomotion,
-    no desired trajectory given (``has_desired [R]``), the search timer under
+    the search timer under
     ``search_interval`` (to 1e-9 s), a plain intent (``plain [R]``: an ``Intent`` with no
     actions) moving faster than 1 mm/s and no sharp change. A coasting row's root is pulled
     toward its simulated root (:func:`adjust_root`, unless ``adjust_halflife`` is 0, ``dt``
@@ -307,7 +307,7 @@ def decide_rows(rows, dt, at_end, speed, turn_rate, force, root_motion_only, has
                                             st.sharp_turn_deg[r]) else 0
         else:
             sharp[n] = -1
-        if sharp[n] != 0 or at_end[n] or force[n] or st.mode[r] != LOCOMOTION or has_desired[n] or not plain[n]:
+        if sharp[n] != 0 or at_end[n] or force[n] or st.mode[r] != LOCOMOTION or not plain[n]:
             continue
         if st.since_search[r] >= st.search_interval[r] - 1e-9 or not math.hypot(goals[n, 0], goals[n, 1]) > 1e-3:
             continue

@@ -44,8 +44,8 @@ class Agent:
                  source: InputSource, *, start_time: float = 0.0, path: np.ndarray | None = None,
                  goal: np.ndarray | None = None):
         self.name = name
-        self.ctrl = controller
-        self.chooser = chooser
+        self._ctrl = controller
+        self._chooser = chooser
         self._world: weakref.ref | None = None  # the world it is in (its clock in the world's columns)
         self._clock = {"start_time": float(start_time), "started": False, "local_time": 0.0, "owed": 0.0}
         self._source = source
@@ -58,6 +58,16 @@ class Agent:
         self.last_step: tuple[StepResults, int] | None = None
         self._result: FrameResult | None = None  # (set, or built from last_step: see result)
         self._result_of: tuple | None = None  # (the last_step _result was built from)
+
+    @property
+    def ctrl(self) -> Controller:
+        """Its controller (for its life: a world keeps its agents' controllers in a list)."""
+        return self._ctrl
+
+    @property
+    def chooser(self) -> EnvironmentChooser | None:
+        """Its environment-aware frame chooser (``None`` in a world without environment)."""
+        return self._chooser
 
     @property
     def result(self) -> FrameResult | None:
@@ -91,8 +101,9 @@ class Agent:
             world.inputs_changed()
 
     def join(self, world: World | None) -> None:
-        """Its clock from now on in ``world``'s columns (:attr:`World.agent_clocks`, its
-        controller's row), or here again (``None``: it left its world)."""
+        """Its clock and its chooser's state from now on in ``world``'s columns
+        (:attr:`World.agent_clocks`, :attr:`World.chooser_columns`, its controller's row),
+        or here again (``None``: it left its world)."""
         old = self._world() if self._world is not None else None
         if old is not None:
             cols, r = old.agent_clocks, self.ctrl.row
@@ -103,6 +114,8 @@ class Agent:
             for name in _CLOCK:
                 getattr(cols, name)[r] = self._clock[name]
             self._world = weakref.ref(world)
+        if self._chooser is not None:  # (its chooser's state: in the world's columns too)
+            self._chooser.place(None if world is None else world.chooser_columns, self.ctrl.row)
 
     def _clock_field(name: str, doc: str) -> property:
         def get(agent):
@@ -163,32 +176,39 @@ class StepResults:
     once, frames, modes, whether each searched and transitioned; each agent's
     :class:`~motionmatch.runtime.controller.FrameResult` is built when read (:meth:`result`)."""
 
-    __slots__ = ("_before", "_choosers", "contacts", "costs", "decided", "desired", "frames", "modes", "rotations",
+    __slots__ = ("_before", "_choosers", "_ctrls", "contacts", "decided", "frames", "modes", "rotations",
                  "translations", "wants")
 
     def __init__(self, wants: WantRows, ctrls: list[Controller], choosers: list, decided: list[tuple[bool, bool]],
-                 before: list[int] | None):
+                 before: list[int] | None, rows: np.ndarray | None = None):
+        """``ctrls``, ``choosers``: the rows' (lists not changed afterwards); ``rows [n]``:
+        the controllers' rows of their batch (default: read from them)."""
         st = ctrls[0].batch.state
-        rows = np.fromiter((c.row for c in ctrls), dtype=np.int64, count=len(ctrls))
+        if rows is None:
+            rows = np.fromiter((c.row for c in ctrls), dtype=np.int64, count=len(ctrls))
         self.wants = wants
         self.rotations, self.translations = st.out_rot[rows], st.out_pos[rows]  # [n, J, 4], [n, J, 3] (copies)
         self.contacts = st.out_contacts[rows]  # [n, K]
         self.frames = st.frame[rows]  # [n]
         self.modes = st.mode[rows]  # [n] (indices of MODES)
         self.decided = decided  # [(searched, transitioned)] per row
-        self.desired = [c.last_desired for c in ctrls]  # the desired trajectory of each one's last search
-        self.costs = {k: ctrls[k].last_costs for k, (searched, _) in enumerate(decided) if searched}
-        self._choosers, self._before = choosers, before
+        self._ctrls, self._choosers, self._before = ctrls, choosers, before
+
+    def desired(self, k: int) -> PredictedTrajectory | None:
+        """The desired trajectory of row ``k``'s last search (its controller's, read while
+        this is its agent's last step: it changes only when the controller searches)."""
+        return self._ctrls[k].last_desired
 
     def searched(self, k: int) -> bool:
         """Whether row ``k`` searched (its controller, or its chooser on its own)."""
         if self.decided[k][0]:
             return True
         n = -1 if self._before is None else self._before[k]
-        return n >= 0 and self._choosers[k].log.count > n
+        return n >= 0 and self._choosers[k].searches > n
 
     def result(self, k: int) -> FrameResult:
         """Row ``k`` as a :class:`~motionmatch.runtime.controller.FrameResult`."""
         searched, transitioned = self.decided[k]
+        c = self._ctrls[k]  # (its desired trajectory and costs change only when it searches)
         return FrameResult(self.rotations[k], self.translations[k], int(self.frames[k]), MODES[self.modes[k]],
-                           searched, transitioned, self.desired[k], self.contacts[k], self.costs.get(k, {}))
+                           searched, transitioned, c.last_desired, self.contacts[k], c.last_costs if searched else {})

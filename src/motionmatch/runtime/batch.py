@@ -205,14 +205,14 @@ class ControllerBatch:
         BK.playback_rows(rows, dt, at_end, speed, turn_rate, self._packed().playback)
 
     def decide(self, rows: np.ndarray, dt: np.ndarray, at_end: np.ndarray, speed: np.ndarray, turn_rate: np.ndarray,
-               force: np.ndarray, root_motion_only: np.ndarray, has_desired: np.ndarray, plain: np.ndarray,
+               force: np.ndarray, root_motion_only: np.ndarray, plain: np.ndarray,
                goals: np.ndarray, gaits: np.ndarray, adjust_here: bool, coast: np.ndarray, sharp: np.ndarray) -> None:
         """Advance the clocks of ``rows [R]`` by ``dt [R]`` seconds and write ``coast [R]``
         (which of them only coast this frame: no search, no mode change; their roots
         adjusted) and ``sharp [R]`` (whether each intent changed sharply; -1: not known
         here) (:func:`~motionmatch.runtime._batch_kernels.decide_rows`, where the other
         arguments are described)."""
-        BK.decide_rows(rows, dt, at_end, speed, turn_rate, force, root_motion_only, has_desired, plain, goals, gaits,
+        BK.decide_rows(rows, dt, at_end, speed, turn_rate, force, root_motion_only, plain, goals, gaits,
                        adjust_here, coast, sharp, self._packed().decision)
 
     def advance_sim(self, rows: np.ndarray, dt: np.ndarray, goals: np.ndarray) -> None:

@@ -33,6 +33,7 @@ from motionmatch.runtime.environment_matching import (
     evasion_factor,
 )
 from motionmatch.runtime.recent import RecentRows
+from motionmatch.runtime.rows import RowArrays, row_field
 from motionmatch.search.penalized import (
     ChoiceJob,
     SearchBuffers,
@@ -45,7 +46,12 @@ from motionmatch.search.penalized import (
     trajectory_points,
 )
 
-__all__ = ["AGENT_CELL", "AgentObstacles", "EnvironmentChooser", "ObstaclePool", "SearchLog"]
+__all__ = ["AGENT_CELL", "CHOOSER_COLUMNS", "AgentObstacles", "EnvironmentChooser", "ObstaclePool", "SearchLog"]
+
+#: a chooser's state that a world reads and writes for all its agents at once, a column
+#: each at the agents' rows (:meth:`EnvironmentChooser.place`): whether its last search
+#: found obstacles within reach, the speed (m/s) its agent's input asks for, its searches
+CHOOSER_COLUMNS = {"near": ((), np.bool_), "target_speed": ((), np.float64), "searches": ((), np.int64)}
 
 
 #: cell size (m) of the grid over the agents' future body ellipses that searches query
@@ -192,9 +198,7 @@ class EnvironmentChooser:
         self.scene = scene or Scene()
         self.obstacles_fn = obstacles_fn
         self.clock = clock or (lambda: 0.0)
-        #: the speed (m/s) its agent's input asks for, set by the world before the agent decides
-        #: (the anticipation weight of its next search)
-        self.target_speed = 0.0
+        self._columns, self._row = RowArrays(CHOOSER_COLUMNS), 0  # (see place)
         self.previous: int | None = None
         self.log = SearchLog()
         self.last_obstacles: tuple[np.ndarray, np.ndarray] | None = None
@@ -213,13 +217,30 @@ class EnvironmentChooser:
         self._grid: tuple | None = None  # (scene, its Scene.grid_arrays()), on first use
         self._last: tuple[int, str] | None = None
         self._packed_for: tuple | None = None
-        #: whether the last search found obstacles within reach
-        self.near = False
         #: Evasion's factor on the direction weights at the last search (1: none)
         self.direction_factor = 1.0
         self._evasion_at: float | None = None
         #: (the world's obstacle pool, batch row, its two views) of searches begun together (begin_many)
         self._pooled: tuple | None = None
+
+    def place(self, columns: RowArrays | None, row: int = 0) -> None:
+        """Keep its :data:`CHOOSER_COLUMNS` state in row ``row`` of ``columns`` from now on
+        (a world's, at its agent's row), or in columns of its own again (``None``)."""
+        old, r = self._columns, self._row
+        if columns is None:
+            columns, row = RowArrays(CHOOSER_COLUMNS), 0
+        for name in CHOOSER_COLUMNS:
+            getattr(columns, name)[row] = getattr(old, name)[r]
+        self._columns, self._row = columns, int(row)
+
+    def _at(self) -> tuple[RowArrays, int]:
+        return self._columns, self._row
+
+    near = row_field(_at, "near", bool, "Whether its last search found obstacles within reach.")
+    target_speed = row_field(_at, "target_speed", float, "The speed (m/s) its agent's input asks for, set by "
+                             "the world before the agent decides (the anticipation weight of its next search).")
+    searches = row_field(_at, "searches", int, "How many searches it made (as its log counts them).")
+    del _at
 
     def _packed(self) -> tuple[float, SearchOptions]:
         """Pre-selection radius and search options of the current settings (recomputed only
@@ -428,6 +449,7 @@ class EnvironmentChooser:
         wall = wall0 + job.wall_s + (time.perf_counter() - t1)
         cpu = cpu0 + search_cpu  # (its bookkeeping after c2 left out: a CPU clock read costs about 2 us)
         self.log.add(wall, cpu, search_cpu, method, bool(out[3] > 0.0), sum(cnt.tolist()), idx, t0)
+        self._columns.searches[self._row] += 1
         return np.array([idx], dtype=np.int64), np.array([cost])
 
     @staticmethod

@@ -123,6 +123,7 @@ class Controller(QueryBuilding, Searching):
         self._rows1 = np.array([self._row], dtype=np.int64)  # the stages' arguments for this row alone
         self._dt1 = np.zeros(1)
         self._end1, self._speed1, self._turn1 = np.zeros(1, dtype=bool), np.zeros(1), np.zeros(1)
+        self._coast1, self._sharp1 = np.zeros(1, dtype=bool), np.zeros(1, dtype=np.int64)
         sh = database_shared(db)  # what every controller of this database can share
         self._shared = sh
         self.gaits = sh["gaits"]
@@ -160,6 +161,11 @@ class Controller(QueryBuilding, Searching):
     def batch(self) -> ControllerBatch:
         """The :class:`~motionmatch.runtime.batch.ControllerBatch` holding this controller's state."""
         return self._batch
+
+    @property
+    def feet(self) -> int:
+        """How many feet its foot locks hold (the database's leg chains)."""
+        return len(self._legs)
 
     @property
     def row(self) -> int:
@@ -495,7 +501,7 @@ class Controller(QueryBuilding, Searching):
     @staticmethod
     def step_many(ctrls: list[Controller], dts: list[float], intents: list[Intent], desireds: list,
                   search_now: list[bool], root_motion_only: list[bool], *, defer: list | None = None,
-                  threads=None) -> list[tuple[bool, bool]]:
+                  threads=None, rows: np.ndarray | None = None) -> list[tuple[bool, bool]]:
         """The update pipeline: :meth:`update` for every controller of ``ctrls`` (one item of
         each list per controller; see :meth:`update` for their meaning), stage by stage over
         their rows: the checks (:meth:`_check_steps`), the playback with root motion, the
@@ -508,7 +514,9 @@ class Controller(QueryBuilding, Searching):
         batch and run the compiled stages (:attr:`batched`); a subclass that redefines one
         (:attr:`batched` false) is stepped alone, through its own stages. This is the only
         stepping code: :meth:`update` is this over one controller, a
-        :class:`~motionmatch.runtime.world.World` runs it over all its agents.
+        :class:`~motionmatch.runtime.world.World` runs it over all its agents. ``rows``:
+        the controllers' rows ``[n]`` when the caller knows them (a world's: then they are
+        rows of one batch that run the compiled stages).
 
         Returns ``(searched, transitioned)`` per controller; each one's pose is its batch's
         output row (:meth:`_output`)."""
@@ -516,24 +524,30 @@ class Controller(QueryBuilding, Searching):
         c0 = ctrls[0]
         b = c0._batch
         compiled = c0.batched
-        if n > 1 and not all(c._batch is b and c.batched for c in ctrls):
+        if n > 1 and rows is None and not all(c._batch is b and c.batched for c in ctrls):
             raise ValueError("step_many: controllers of one batch whose classes run the compiled stages")
         if n == 1:  # (one controller: its own argument arrays, kept between updates)
             rows, h_arr, at_end, speed, turn = c0._rows1, c0._dt1, c0._end1, c0._speed1, c0._turn1
+            coast, sharp = c0._coast1, c0._sharp1
             h_arr[0] = dts[0]
+            given = [] if desireds[0] is None else [0]
         else:
-            rows = np.fromiter((c._row for c in ctrls), dtype=np.int64, count=n)
+            if rows is None:
+                rows = np.fromiter((c._row for c in ctrls), dtype=np.int64, count=n)
             h_arr = np.array(dts, dtype=np.float64)
             at_end, speed, turn = np.empty(n, dtype=bool), np.empty(n), np.empty(n)
+            coast, sharp = np.empty(n, dtype=bool), np.empty(n, dtype=np.int64)
+            given = [k for k, d in enumerate(desireds) if d is not None]
         hs = h_arr.tolist()
-        has_desired = np.fromiter((d is not None for d in desireds), dtype=bool, count=n)
-        given = has_desired.nonzero()[0].tolist()
         Controller._check_steps([ctrls[k] for k in given], hs if n < 16 else h_arr, [desireds[k] for k in given])
         desired = b.desired  # (this step's desired trajectories, by row)
         if desired:
-            keys = np.fromiter(desired, dtype=np.int64, count=len(desired))
-            for r in keys[np.isin(keys, rows)].tolist():
-                del desired[r]
+            if n == 1:
+                desired.pop(int(rows[0]), None)
+            else:
+                keys = np.fromiter(desired, dtype=np.int64, count=len(desired))
+                for r in keys[np.isin(keys, rows)].tolist():
+                    del desired[r]
         for k in given:
             desired[ctrls[k]._row] = desireds[k]
         if compiled:
@@ -543,9 +557,8 @@ class Controller(QueryBuilding, Searching):
         # the clocks, and which rows only coast (compiled); the others decide here
         intents = IntentRows.of(intents)
         goals = intents.goals
-        coast, sharp = np.empty(n, dtype=bool), np.empty(n, dtype=np.int64)
         b.decide(rows, h_arr, at_end, speed, turn, np.asarray(search_now, dtype=bool),
-                 np.asarray(root_motion_only, dtype=bool), has_desired, intents.plain, goals, intents.gaits, compiled,
+                 np.asarray(root_motion_only, dtype=bool), intents.plain, goals, intents.gaits, compiled,
                  coast, sharp)
         decided = [(False, False)] * n
         late = []  # the controllers (their k) whose search is deferred
@@ -577,7 +590,7 @@ class Controller(QueryBuilding, Searching):
         # the simulated roots the compiled stage advances (the others advance their own),
         # and the spring inertializations (their offsets advanced before the poses)
         st = b.state
-        own_sim = (~st.sim_compiled[rows]).nonzero()[0].tolist()
+        own_sim = ([] if st.sim_compiled[rows[0]] else [0]) if n == 1 else (~st.sim_compiled[rows]).nonzero()[0].tolist()
         for k in own_sim:
             ctrls[k]._advance_sim(hs[k], intents[k])
         if b.has_spring:

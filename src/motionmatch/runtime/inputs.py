@@ -88,8 +88,8 @@ class WantRows:
         if not groups and len(wants) == n:  # (every row a Want, in order: a few characters)
             ws = [w for _, w in wants]
             return cls(IntentRows.of([w.intent for w in ws]), [w.desired for w in ws],
-                       np.fromiter((w.search_now for w in ws), dtype=bool, count=n),
-                       np.fromiter((w.root_motion_only for w in ws), dtype=bool, count=n))
+                       np.array([w.search_now for w in ws], dtype=bool),
+                       np.array([w.root_motion_only for w in ws], dtype=bool))
         goals, gaits, plain = np.zeros((n, 5)), np.zeros(n, dtype=np.int64), np.zeros(n, dtype=bool)
         objects: list = [None] * n
         desired: list = [None] * n
@@ -171,9 +171,13 @@ class ScriptInput(InputSource):
         self.script = script
         kb = script.keyboard(gaits=gaits) if gaits is not None else script.keyboard()
         self.playback = ScriptPlayback(script, kb)
+        self._want = Want(Intent.idle())
 
     def intent(self, agent: Agent, t: float, dt: float) -> Want:
-        return Want(self.playback.intent(t, dt))
+        intent = self.playback.intent(t, dt)
+        if intent is not self._want.intent:  # (the same intent: the same Want)
+            self._want = Want(intent)
+        return self._want
 
 
 class KeyboardInput(InputSource):
@@ -184,6 +188,7 @@ class KeyboardInput(InputSource):
         self.keyboard = KeyboardController(gaits=gaits)
         self.keyboard.camera_yaw = float(camera_yaw)
         self.held: set[str] = set()
+        self._want: Want | None = None
 
     def set_key(self, key: str, down: bool) -> None:
         k = normalize_key(key)
@@ -196,7 +201,10 @@ class KeyboardInput(InputSource):
         self.held = {normalize_key(k) for k in keys}
 
     def intent(self, agent: Agent, t: float, dt: float) -> Want:
-        return Want(self.keyboard.update(self.held, dt))
+        intent = self.keyboard.update(self.held, dt)
+        if self._want is None or intent is not self._want.intent:  # (the same intent: the same Want)
+            self._want = Want(intent)
+        return self._want
 
 
 class AroundObstacles(InputSource):

@@ -106,7 +106,7 @@ def record_run(ctrl: Controller, results: list[FrameResult], velocities: np.ndar
     searched = np.zeros(n_frames, dtype=bool)
     transitioned = np.zeros(n_frames, dtype=bool)
     desired = np.full((n_frames, K, 3), np.nan)
-    contacts = np.zeros((n_frames, max(len(ctrl._legs), 1)), dtype=bool)
+    contacts = np.zeros((n_frames, max(ctrl.feet, 1)), dtype=bool)
     last = None
     for i, r in enumerate(results):
         rots[i], trs[i] = r.rotations, r.translations

@@ -169,7 +169,7 @@ class ShardedWorld:
         """``(frames [G], root_pos [G, 3], root_yaw [G])``: every agent's database frame, root
         (m) and yaw (rad) now, in the order of the whole world's agents (copies)."""
         if not self._conns:
-            return self.world._everyone()[:3]  # (indexed by rows: copies)
+            return self.world.everyone()[:3]  # (indexed by rows: copies)
         b = self._buf[self._steps % 2]
         return b[:, 0].astype(np.int64), b[:, 1:4].copy(), b[:, 4].copy()
 
@@ -202,10 +202,7 @@ class ShardedWorld:
 
 def _publish(world: World, out: np.ndarray, mine: np.ndarray) -> None:
     """Write ``world``'s agents' states (rows ``mine`` of ``out [G, 5]``)."""
-    st, rows = world._batch.state, world._rows()
-    out[mine, 0] = st.frame[rows]
-    out[mine, 1:4] = st.root_pos[rows]
-    out[mine, 4] = st.root_yaw[rows]
+    out[mine, 0], out[mine, 1:4], out[mine, 4] = world.states()
 
 
 def _advance(world: World, buf: np.ndarray, f: int, dt: float, mine: np.ndarray, split: bool) -> None:
@@ -213,7 +210,7 @@ def _advance(world: World, buf: np.ndarray, f: int, dt: float, mine: np.ndarray,
     states after it into ``buf[(f + 1) % 2]``."""
     if split:
         b = buf[f % 2]
-        peers = world._peers.peer_at
+        peers = world.peer_places
         world.set_peer_state(b[peers, 0].astype(np.int64), b[peers, 1:4], b[peers, 4])
     world.step(dt)
     if split:

@@ -19,6 +19,7 @@ import os
 import time
 import weakref
 from dataclasses import dataclass, replace
+from typing import NamedTuple
 
 import numpy as np
 
@@ -31,7 +32,15 @@ from motionmatch.geometry.shapes import ROW
 from motionmatch.runtime import _batch_kernels as BK
 from motionmatch.runtime.agents import Agent, StepResults
 from motionmatch.runtime.batch import ControllerBatch
-from motionmatch.runtime.chooser import AGENT_CELL, NO_GRID, NO_IDS, AgentObstacles, EnvironmentChooser, ObstaclePool
+from motionmatch.runtime.chooser import (
+    AGENT_CELL,
+    CHOOSER_COLUMNS,
+    NO_GRID,
+    NO_IDS,
+    AgentObstacles,
+    EnvironmentChooser,
+    ObstaclePool,
+)
 from motionmatch.runtime.controller import Controller, ControllerSettings
 from motionmatch.runtime.environment_matching import (
     Controls,
@@ -192,9 +201,15 @@ class World:
         #: the start), ``owed`` (s not yet stepped: a level of detail)
         self.agent_clocks = RowArrays({"start_time": ((), np.float64), "started": ((), np.bool_),
                                        "local_time": ((), np.float64), "owed": ((), np.float64)})
+        #: its agents' choosers' state (:data:`~motionmatch.runtime.chooser.CHOOSER_COLUMNS`), a
+        #: column each at their controllers' rows
+        self.chooser_columns = RowArrays(CHOOSER_COLUMNS)
         #: changes whenever an agent is added or removed or an input replaced
         self.inputs_version = 0
         self._kinds: tuple | None = None  # (inputs_version, the agents' inputs by kind; see _input_kinds)
+        self._roster_of: tuple | None = None  # ((inputs_version, batched), _Roster; see _roster)
+        self._ask_scratch: tuple | None = None  # (see _ask_inputs)
+        self._wants_memo: tuple | None = None  # (the last step's Want objects and their WantRows; _ask_inputs)
 
     @property
     def matcher(self) -> EnvironmentMatcher:
@@ -227,6 +242,7 @@ class World:
                       path=None if path is None else np.asarray(path), goal=None if goal is None else np.asarray(goal))
         agent.uid = uid
         self.agent_clocks.grow_to(self._batch.state.capacity)
+        self.chooser_columns.grow_to(self._batch.state.capacity)
         agent.join(self)
         self.agents.append(agent)
         self._agent_rows = self._positions = self._agent_batch_rows = None
@@ -293,7 +309,7 @@ class World:
         split from) at the start of the current step (computed once per step: what inputs
         see of each other)."""
         if self._positions is None or self._positions[0] != self.frame or len(self._positions[2]) != self.seen():
-            _, pos, _, uids = self._everyone()
+            _, pos, _, uids = self.everyone()
             self._positions = (self.frame, pos[:, [0, 2]], uids)
         return self._positions[1], self._positions[2]
 
@@ -354,6 +370,31 @@ class World:
             self._kinds = (self.inputs_version, (groups, asked, reports, own))
         return self._kinds[1]
 
+    def _roster(self) -> _Roster:
+        """Its agents' controllers and choosers (lists, never changed in place) and whether
+        all are rows of its batch stepped by the compiled stages, kept until
+        :attr:`inputs_version` (an agent added or removed) or :attr:`batched` changes."""
+        key = (self.inputs_version, self.batched)
+        if self._roster_of is None or self._roster_of[0] != key:
+            ctrls = [a.ctrl for a in self.agents]
+            b = self._batch
+            ours = self.batched and all(c.batch is b and c.batched for c in ctrls)
+            self._roster_of = (key, _Roster(ctrls, [a.chooser for a in self.agents], ours))
+        return self._roster_of[1]
+
+    def states(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(frames [A], root_pos [A, 3], root_yaw [A])``: its own agents' database frames,
+        roots (m) and yaws (rad) now, in the order of :attr:`agents` (copies)."""
+        st, rows = self._batch.state, self._rows()
+        return st.frame[rows], st.root_pos[rows], st.root_yaw[rows]
+
+    @property
+    def peer_places(self) -> np.ndarray:
+        """``[P]`` its peers' places among all the agents it sees (:meth:`split`), in the
+        order :meth:`set_peer_state` takes them."""
+        p = self._peers
+        return np.zeros(0, dtype=np.int64) if p is None else p.peer_at
+
     @property
     def peer_uids(self) -> np.ndarray:
         """``[P]`` the uids of its peers (:meth:`split`), in the order :meth:`set_peer_state` takes them."""
@@ -378,7 +419,7 @@ class World:
         """``[A]`` each of its agents' place among all it sees (:meth:`split`; ``0..A-1`` without peers)."""
         return np.arange(len(self.agents)) if self._peers is None else self._peers.own_at
 
-    def _everyone(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    def everyone(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """``(frames [G], root_pos [G, 3], root_yaw [G], uids [G])`` of its agents and its
         peers, in the order of the world they were split from (:meth:`split`)."""
         st, rows = self._batch.state, self._rows()
@@ -396,7 +437,7 @@ class World:
         added or removed: a controller keeps its row while it is in the world)."""
         r = self._agent_batch_rows
         if r is None or len(r) != len(self.agents):
-            r = self._agent_batch_rows = np.fromiter((a.ctrl._row for a in self.agents), dtype=np.int64,
+            r = self._agent_batch_rows = np.fromiter((a.ctrl.row for a in self.agents), dtype=np.int64,
                                                      count=len(self.agents))
             self._agent_uids = np.fromiter((a.uid for a in self.agents), dtype=np.int64, count=len(self.agents))
             self._agent_uids.flags.writeable = False  # (handed out as is: ground_positions)
@@ -420,7 +461,7 @@ class World:
             self._agent_rows = (np.zeros((0, ROW)), np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64))
             self._rows_frame = self.frame
             return self._agent_rows
-        frames, pos, yaw, uids = self._everyone()
+        frames, pos, yaw, uids = self.everyone()
         rows = body_obstacle_rows(self.matcher.ellipses[frames], pos[:, [0, 2]], yaw, -1 - uids,
                                   self.settings.penalty.height_top)
         self._agent_rows = (rows, np.tile(np.arange(K), G), np.repeat(uids, K))
@@ -477,19 +518,28 @@ class World:
         if self.agents_as_obstacles and self.seen() > 1:
             self.agent_rows()  # snapshot before anyone moves
         b = self._batch
-        ours = [self.batched and a.ctrl.batch is b and a.ctrl.batched for a in agents]
-        if all(ours):
+        roster = self._roster()
+        if not skip and roster.ours:  # (every agent, all rows of the batch: the common case)
             if agents:
-                self._step_agents(agents, wants, dts, self._deferred_searches(), self._threads())
+                self._step_agents(agents, wants, dts, self._deferred_searches(), self._threads(), roster, self._rows())
         else:
+            ours = [self.batched and a.ctrl.batch is b and a.ctrl.batched for a in agents]
             k = [i for i, yes in enumerate(ours) if yes]
-            if k:
-                self._step_agents([agents[i] for i in k], wants.take(k), [dts[i] for i in k],
-                                  self._deferred_searches(), self._threads())
-            for i in (i for i, yes in enumerate(ours) if not yes):  # (one by one, as their own update would)
-                self._step_agents([agents[i]], wants.take([i]), [dts[i]], None, None)
+            if len(k) == len(agents):
+                if agents:
+                    self._step_agents(agents, wants, dts, self._deferred_searches(), self._threads())
+            else:
+                if k:
+                    self._step_agents([agents[i] for i in k], wants.take(k), [dts[i] for i in k],
+                                      self._deferred_searches(), self._threads())
+                for i in (i for i, yes in enumerate(ours) if not yes):  # (one by one, as their own update would)
+                    self._step_agents([agents[i]], wants.take([i]), [dts[i]], None, None)
         _together, _asked, reports, _own = self._input_kinds()
-        if reports.any():
+        if reports.any() and not skip:  # (agents: all of them, in order)
+            started = self.agent_clocks.started[self._rows()]
+            for i in np.flatnonzero(reports & started).tolist():
+                agents[i].source.stepped(agents[i], float(dts[i]))
+        elif reports.any():
             uids = self._uids()
             reporting = {int(u) for u in uids[reports]}
             for a, step_dt in zip(agents, dts.tolist()):
@@ -511,10 +561,12 @@ class World:
         A = len(self.agents)
         rows = self._rows()
         c = self.agent_clocks
-        going = np.ones(A, dtype=bool)
+        scratch = self._ask_scratch  # (the clocks' outputs, read within the step only)
+        if scratch is None or len(scratch[0]) != A:
+            scratch = self._ask_scratch = (np.ones(A, dtype=bool), np.empty(A), np.empty(A), np.empty(A, dtype=bool))
+        going, step_dt, steps, live = scratch
         if skip:
             going = ~np.isin(self._uids(), np.fromiter(skip, dtype=np.int64, count=len(skip)))
-        step_dt, steps, live = np.empty(A), np.empty(A), np.empty(A, dtype=bool)
         BK.advance_clocks(rows, going, float(dt), self.time + 1e-9, c.start_time, c.started, c.local_time, c.owed,
                           step_dt, steps, live)
         together, asked, _reports, _own = self._input_kinds()
@@ -544,9 +596,17 @@ class World:
             stepped, lives = steps.tolist(), live.tolist()
             wants = [(k, agents[k].source.intent(agents[k], times[k], stepped[k]) if lives[k] else IDLE)
                      for k in one_by_one]
+        if not groups and len(wants) == n:  # (every row a Want: the same objects as last step, the same rows)
+            memo = self._wants_memo
+            if memo is not None and len(memo[0]) == n and all(w is m for (_, w), m in zip(wants, memo[0])):
+                return agents, memo[1], dts
+            rows = WantRows.assemble(n, wants, groups)
+            self._wants_memo = ([w for _, w in wants], rows)
+            return agents, rows, dts
         return agents, WantRows.assemble(n, wants, groups), dts
 
-    def _step_agents(self, agents: list[Agent], wants: WantRows, hs: list[float], defer, threads) -> None:
+    def _step_agents(self, agents: list[Agent], wants: WantRows, hs: list[float], defer, threads,
+                     roster: _Roster | None = None, rows: np.ndarray | None = None) -> None:
         """Step ``agents`` (their ``wants`` and steps ``hs`` in seconds, one each) through
         the update pipeline (:meth:`Controller.step_many <motionmatch.runtime.controller.
         Controller.step_many>`: several at once when they are rows of the world's batch),
@@ -554,19 +614,33 @@ class World:
         this step (its input's, else its environment-aware one), whether it moves by root
         motion only (near obstacles, or as its input asks) and its chooser's target speed.
         The results' poses are copied out of the batch at once (:attr:`Agent.result` builds
-        its :class:`~motionmatch.runtime.controller.FrameResult` when read)."""
-        ctrls = [a.ctrl for a in agents]
+        its :class:`~motionmatch.runtime.controller.FrameResult` when read). ``roster``,
+        ``rows``: the world's (:meth:`_roster`, :meth:`_rows`) when ``agents`` are all of its
+        agents, all rows of its batch."""
+        if roster is None:
+            ctrls, choosers = [a.ctrl for a in agents], [a.chooser for a in agents]
+        else:
+            ctrls, choosers = roster.ctrls, roster.choosers
         rmo = wants.root_motion_only.copy()
-        choosers = [a.chooser for a in agents]
         _together, _asked, _reports, own = self._input_kinds()
-        if own.any():  # (an input that may name its own chooser: asked each step)
+        if own.any() and roster is not None:  # (agents: all of them, in order)
+            for i in np.flatnonzero(own).tolist():
+                mine = agents[i].source.chooser(agents[i])
+                ctrls[i].chooser = mine if mine is not None else choosers[i]
+        elif own.any():  # (an input that may name its own chooser: asked each step)
             chosen = {a.uid for a in (self.agents[i] for i in np.flatnonzero(own).tolist())}
             for a, c, ch in zip(agents, ctrls, choosers):
                 if a.uid in chosen:
                     mine = a.source.chooser(a)
                     c.chooser = mine if mine is not None else ch
         before = None  # each chooser's searches so far (-1: none)
-        if any(ch is not None for ch in choosers):
+        if roster is not None and self.environment and choosers:  # (every agent's chooser in the columns)
+            cols = self.chooser_columns
+            goals = wants.intents.goals
+            rmo |= cols.near[rows]
+            cols.target_speed[rows] = np.hypot(goals[:, 0], goals[:, 1])  # (the intents' speeds)
+            before = cols.searches[rows]
+        elif any(ch is not None for ch in choosers):
             goals = wants.intents.goals
             speeds = np.hypot(goals[:, 0], goals[:, 1]).tolist()  # (the intents' speeds)
             before = []
@@ -577,10 +651,10 @@ class World:
                 if ch.near:
                     rmo[k] = True
                 ch.target_speed = speeds[k]  # (read by its searches only)
-                before.append(ch.log.count)
+                before.append(ch.searches)
         decided = Controller.step_many(ctrls, hs, wants.intents, wants.desired, wants.search_now, rmo, defer=defer,
-                                       threads=threads)
-        step = StepResults(wants, ctrls, choosers, decided, before)
+                                       threads=threads, rows=rows)
+        step = StepResults(wants, ctrls, choosers, decided, before, rows)
         for k, a in enumerate(agents):
             a.last_step = (step, k)
 
@@ -636,6 +710,14 @@ class World:
                            secs, logs)
 
 
+class _Roster(NamedTuple):
+    """A world's agents' controllers and choosers, in its order (see :meth:`World._roster`)."""
+
+    ctrls: list[Controller]
+    choosers: list
+    ours: bool  # every one a row of the world's batch, stepped by the compiled stages
+
+
 class _DeferredSearches(list):
     """A step's deferred searches, ``[controller, job, rest]`` each (see :meth:`Controller.
     _search <motionmatch.runtime.controller.Controller._search>`), whose jobs :meth:`run`
@@ -681,7 +763,7 @@ class _DeferredSearches(list):
         (they vary threefold in a dense crowd: every other job to each thread left one
         waiting about a tenth of the time)."""
         self.prepare()
-        jobs = [job for _, job, _ in self if job.args is not None]
+        jobs = [job for _, job, _ in self if job.runs]
         if len(jobs) < 2 or self._pool is None:
             run_jobs(jobs)
             return

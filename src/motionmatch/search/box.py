@@ -263,6 +263,27 @@ class BoxSearch:
             raise SearchError("query: rejected by the search kernel")  # pragma: no cover
         return out_i, out_d
 
+    def prepare(self, query: np.ndarray, mask: np.ndarray | None, init_index: int, weights: np.ndarray | None,
+                out_i: np.ndarray, out_d: np.ndarray) -> tuple:
+        """The arguments of :meth:`nearest` for one nearest frame (``k = 1``), checked here,
+        for :meth:`run_prepared` to search with later, perhaps on another thread (it takes
+        no lock). ``query [D]`` and ``weights [D]`` (or ``None``) float64 and contiguous,
+        ``init_index`` a frame or -1, ``out_i [1]`` int64 and ``out_d [1]`` float64 take the
+        answer; the arrays must stay as they are until it has run."""
+        m, leaf_ok, top_pen = self._mask_state(mask, 1)
+        init = int(init_index)
+        if not (0 <= init < self.n_frames and self.valid[init] and m[init]):
+            init = -1
+        return (query, self.perm, 1, init, readonly(m), self.valid, leaf_ok, top_pen, self._tops, self._grid,
+                self._rep_idx, self._leafb, self.features, out_i, out_d, self.early_dims,
+                None if weights is None else readonly(weights))
+
+    @staticmethod
+    def run_prepared(args: tuple) -> bool:
+        """The search of :meth:`prepare`'s ``args``: ``False`` when a query or weight value is
+        out of range (:meth:`nearest` with the same arguments says which)."""
+        return K.search_one(*args)
+
     def nearest_batch(
         self,
         queries: np.ndarray,
