@@ -373,7 +373,7 @@ def parse_terrain(v: Any, where: str = "terrain", folder: str | Path | None = No
     at = f"{where}.{kind}"
     folder = Path(folder) if folder is not None else None
     if kind == "flat":
-        if v["flat"] not in ({}, True):
+        if not (v["flat"] is True or (isinstance(v["flat"], dict) and not v["flat"])):
             raise FieldError("invalid", f"{at} must be {{}} (the flat ground is y = 0 everywhere)")
         return FlatGround()
     if kind == "height_field":
