@@ -89,7 +89,8 @@ def test_explicit_flat_terrain_plays_the_same_frames_as_none():
         assert (sc.terrain is None) == (terrain is None)
         if terrain:
             assert isinstance(sc.terrain, FlatGround)
-        _world, rec = run_scenario(db, sc)
+        world, rec = run_scenario(db, sc)
+        assert world.scene.terrain is sc.terrain  # the world keeps its scenario's ground (none here: no obstacle)
         runs.append(rec)
     np.testing.assert_array_equal(runs[0].root_positions, runs[1].root_positions)
 

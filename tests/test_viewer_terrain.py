@@ -152,3 +152,25 @@ def test_loading_the_forest_sends_its_ground_and_says_it_is_not_walked_on_yet(vi
     assert isinstance(s.world.scene.terrain, HeightField)
     for _ in range(30):
         s.step(1 / 60)
+
+
+def test_a_scenario_with_a_mesh_terrain_sends_its_triangles(viewer, tmp_path):
+    """A scenario's terrain mesh (a file beside it, read by the server) reaches the page as
+    its triangles; a file the catalog does not serve is never read."""
+    from motionmatch.viewer.data import FileCatalog
+    from motionmatch.viewer.server import Viewer
+    from motionmatch.viewer.session import Session
+
+    (tmp_path / "ground.obj").write_text("v -4 0.3 -4\nv 4 0.3 -4\nv 4 0.8 4\nv -4 0.8 4\nf 1 4 3 2\n")
+    (tmp_path / "mesh.json").write_text(json.dumps({
+        "duration": 2.0, "terrain": {"mesh": {"file": "ground.obj", "outside": 0.1}},
+        "agents": [{"start": [0, 0], "script": {"events": [{"t": 0, "keys": ["w"]}]}}]}))
+    out: list = []
+    s = Session(Viewer(viewer.db, catalog=FileCatalog({"mine": tmp_path}), adaptive_rate=False), out.append)
+    s.handle({"type": "scenario_load", "file": "mine:mesh.json", "seq": 1})
+    assert _reply(out, 1)["type"] == "ack", _reply(out, 1)
+    sent = [m for m in out if isinstance(m, dict) and m.get("type") == "terrain"][-1]["terrain"]
+    assert sent["kind"] == "mesh" and len(sent["triangles"]) == 6 and sent["outside"] == 0.1
+    assert isinstance(s.world.scene.terrain, TriangleMesh) and s.terrain.height(0.0, 0.0) == pytest.approx(0.55)
+    s.handle({"type": "scene_save", "seq": 2})  # a mesh's file stays where it is: not saved inline
+    assert "terrain" not in [m for m in out if isinstance(m, dict) and m.get("type") == "scene"][-1]["scene"]

@@ -225,6 +225,8 @@ const sceneFile = h('input', {
       const obstacles = scene.obstacles || [];
       const r = await conn.send('scene_set', { scene: { obstacles } });
       replyToast(r, `loaded ${obstacles.length} obstacles`);
+      // a saved scene carries its ground; a scene without one keeps the ground as it is
+      if (r.type === 'ack' && scene.terrain !== undefined) replyToast(await conn.send('terrain_set', { terrain: scene.terrain }), '');
     } catch (err) { toast(`not a scene file: ${err.message}`); }
   },
 });

@@ -45,7 +45,13 @@ class Scene:
         self._tick = 0
 
     def __len__(self) -> int:
+        """The number of obstacles."""
         return len(self.obstacles)
+
+    def __bool__(self) -> bool:
+        """Always true: a scene without obstacles is still a world's ground (its
+        :attr:`terrain`), so ``scene or Scene()`` keeps it."""
+        return True
 
     def _build_grid(self) -> None:
         self._grid = build_grid(self.static_rows, self.cell)
