@@ -338,3 +338,27 @@ def test_load_terrain_names_the_file(tmp_path):
     (tmp_path / "nan.json").write_text('{"height_field": {"origin": [0, 0], "cell": 1, "heights": [[0, NaN], [0, 0]]}}')
     with pytest.raises(TerrainError, match=re.escape("heights[0][1] must be finite")):
         load_terrain(tmp_path / "nan.json")
+
+
+def test_obj_forms_read_alike(tmp_path):
+    """The array reader of plain triangle files and the line-by-line reader (polygons,
+    relative indices, 4-number vertices) give the same mesh."""
+    hf = HeightField((0.0, 0.0), 1.0, np.random.default_rng(3).normal(size=(6, 7)))
+    v, t = hf.surface(margin=0.0)
+    plain = "".join(f"v {a:.17g} {b:.17g} {c:.17g}\n" for a, b, c in v) + "".join(f"f {a + 1} {b + 1} {c + 1}\n" for a, b, c in t)
+    slashes = "".join(f"v {a:.17g} {b:.17g} {c:.17g}\n" for a, b, c in v) + "vt 0 0\nvn 0 1 0\n" + "".join(
+        f"f {a + 1}/1/1 {b + 1}//1 {c + 1}/1\n" for a, b, c in t)
+    relative = "".join(f"v {a:.17g} {b:.17g} {c:.17g} 1.0\nf -1 -1 -1\n" for a, b, c in v[:1]) + "".join(
+        f"v {a:.17g} {b:.17g} {c:.17g} 1.0\n" for a, b, c in v[1:]) + "".join(
+        f"f {a - len(v)} {b - len(v)} {c - len(v)}\n" for a, b, c in t)
+    meshes = []
+    for name, text in (("plain", plain), ("slashes", slashes), ("relative", relative)):
+        (tmp_path / f"{name}.obj").write_text(text)
+        meshes.append(parse_terrain({"mesh": f"{name}.obj"}, folder=tmp_path))
+    assert terrain_files._obj_triangles(plain.encode()) is not None  # the array reader took these
+    assert terrain_files._obj_triangles(slashes.encode()) is not None
+    assert terrain_files._obj_triangles(relative.encode()) is None  # and left this one to the lines
+    for m in meshes[1:]:
+        np.testing.assert_array_equal(m.vertices, meshes[0].vertices)
+    np.testing.assert_array_equal(meshes[1].triangles, meshes[0].triangles)
+    np.testing.assert_array_equal(meshes[2].triangles[1:], meshes[0].triangles)  # after its one degenerate face

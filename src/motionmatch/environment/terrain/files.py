@@ -218,6 +218,41 @@ def _height_field(v: Any, where: str, folder: Path | None) -> HeightField:
 def _obj_mesh(f: Path, where: str) -> tuple[np.ndarray, np.ndarray]:
     """Vertices and triangles of a Wavefront ``.obj`` (``v`` and ``f`` lines; polygons as fans)."""
     data = read_bytes(f, "terrain mesh", MAX_TERRAIN_FILE_BYTES, error=_field_error, label=f"{where} {f.name!r}")
+    fast = _obj_triangles(data)
+    return fast if fast is not None else _obj_lines(data, f, where)
+
+
+def _obj_triangles(data: bytes) -> tuple[np.ndarray, np.ndarray] | None:
+    """The common ``.obj`` read in a few array operations: every ``v`` line ``x y z``,
+    every ``f`` line a triangle of positive indices (``i``, ``i/t``, ``i/t/n``, ``i//n``),
+    at most :data:`MAX_MESH_TRIANGLES`; ``None`` for anything else (read line by line,
+    which names the line of an error)."""
+    import re
+    import warnings
+
+    lines = data.splitlines()
+    vl = [ln[2:] for ln in lines if ln[:2] == b"v "]
+    fl = [ln[2:] for ln in lines if ln[:2] == b"f "]
+    if len(fl) > MAX_MESH_TRIANGLES:
+        return None
+    try:
+        with warnings.catch_warnings():  # (older numpy warns where newer raises: both end here)
+            warnings.simplefilter("error")
+            verts = np.fromstring(b"\n".join(vl), dtype=np.float64, sep=" ") if vl else np.zeros(0)
+            idx = (np.fromstring(re.sub(rb"/\S*", b"", b"\n".join(fl)), dtype=np.int64, sep=" ") if fl
+                   else np.zeros(0, dtype=np.int64))
+    except (ValueError, OverflowError, DeprecationWarning):
+        return None
+    if verts.size != 3 * len(vl) or idx.size != 3 * len(fl):
+        return None  # other vertex forms, polygons or a bad number: line by line
+    idx = idx.reshape(-1, 3)
+    if len(idx) and (idx.min() < 1 or idx.max() > len(vl)):
+        return None  # relative (negative) indices, or one past the vertices
+    return verts.reshape(-1, 3), idx - 1
+
+
+def _obj_lines(data: bytes, f: Path, where: str) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`_obj_mesh` line by line: polygons, relative indices, and the line of an error."""
     verts: list[list[float]] = []
     tris: list[tuple[int, int, int]] = []
     for n, line in enumerate(data.decode("utf-8", errors="replace").splitlines(), 1):
