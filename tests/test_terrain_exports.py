@@ -98,3 +98,28 @@ def test_scenario_and_follow_write_their_scenes_terrain(tmp_path, capsys):
                  "-o", str(follow)]) == 0
     assert len(_read_mesh(follow, "terrain")) == len(v)
     validate(out, follow)
+
+
+def test_top_down_previews_draw_the_terrain(tmp_path):
+    """``plot_scene`` / ``render_scene`` (the ``--preview`` of ``motionmatch scenario``)
+    draw a terrain's relief under the scene; flat ground draws as no terrain."""
+    pytest.importorskip("matplotlib", reason="previews need matplotlib: pip install 'motionmatch[viz]'")
+    from PIL import Image
+
+    from motionmatch.environment.obstacles import disk
+    from motionmatch.environment.preview import plot_scene, render_scene
+    from motionmatch.environment.scene import Scene
+
+    rows = Scene([disk(0.5, 1.0, 0.3)]).rows_at(0.0)
+    tracks = np.zeros((1, 3, 8))
+    tracks[0, :, 1] = [-1.0, 0.0, 1.0]
+    tracks[0, :, 2], tracks[0, :, 4], tracks[0, :, 5] = 1.0, 0.3, 0.2
+    images = {}
+    for name, terrain in (("none", None), ("flat", FlatGround()), ("hills", HILLS)):
+        out = plot_scene(tmp_path / f"{name}.png", rows, tracks, terrain=terrain, bounds=((-3, -2), (2, 4)))
+        images[name] = np.asarray(Image.open(out).convert("RGB")).astype(int)
+    assert (images["flat"] == images["none"]).all()
+    changed = np.abs(images["hills"] - images["none"]).sum(axis=-1) > 30
+    assert changed.mean() > 0.5  # the relief fills the plot
+    gif = render_scene(tmp_path / "run.gif", rows, tracks, fps=60.0, out_fps=60.0, terrain=HILLS)
+    assert Image.open(gif).n_frames == 3

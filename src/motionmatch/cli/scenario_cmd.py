@@ -129,7 +129,7 @@ def cmd_scenario(args: argparse.Namespace) -> int:
             skel = np.stack([rec.motion(i, db.skeleton).world_positions for i in range(len(rec.names))])
         render_scene(args.preview, scene.rows_at if moving else scene.rows_at(0.0), tracks, skeletons=skel,
                      parents=db.skeleton.parents, fps=rec.fps, paths=[a.path for a in world.agents],
-                     inside=inside, title=sc.name, progress=progress)
+                     inside=inside, title=sc.name, progress=progress, terrain=sc.terrain)
         print(f"wrote {args.preview}")
     return 0
 
