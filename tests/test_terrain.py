@@ -362,3 +362,17 @@ def test_obj_forms_read_alike(tmp_path):
         np.testing.assert_array_equal(m.vertices, meshes[0].vertices)
     np.testing.assert_array_equal(meshes[1].triangles, meshes[0].triangles)
     np.testing.assert_array_equal(meshes[2].triangles[1:], meshes[0].triangles)  # after its one degenerate face
+
+
+def test_huge_declared_grids_are_refused_before_they_are_read(tmp_path):
+    """A .npy whose header declares 100,000 x 100,000 heights (the file holds none) and a
+    PNG of 5,000 x 2 pixels are refused from their headers, in one line naming the field."""
+    from PIL import Image
+
+    with open(tmp_path / "huge.npy", "wb") as f:
+        np.lib.format.write_array_header_1_0(f, {"descr": "<f8", "fortran_order": False, "shape": (100_000, 100_000)})
+    Image.fromarray(np.zeros((2, 5000), np.uint16)).save(tmp_path / "wide.png")
+    for name, extra in (("huge.npy", {}), ("wide.png", {"scale": 0.01})):
+        with pytest.raises(FieldError) as e:
+            parse_terrain({"height_field": {"origin": [0, 0], "cell": 0.1, "file": name, **extra}}, folder=tmp_path)
+        assert "terrain.height_field.file" in str(e.value) and "more than 4096 a side" in str(e.value)
