@@ -479,12 +479,17 @@ def test_beyond_loopback_the_page_works_through_its_printed_url_only(browser_con
         srv.stop()
 
 
-def test_a_scenario_file_is_loaded_and_played(page):
+def load_scenario_file(page, file_id: str) -> None:
+    """Open the scenes panel, pick ``file_id`` from the scenario files and load it."""
     page.click("summary:has-text('Obstacles & scenes')")
     page.wait_for_function("() => [...document.querySelectorAll('#scenario-select option')]"
-                           ".some(o => o.value === 'scenarios:corridors-pass.json')", timeout=10000)
-    page.select_option("#scenario-select", "scenarios:corridors-pass.json")
+                           f".some(o => o.value === '{file_id}')", timeout=10000)
+    page.select_option("#scenario-select", file_id)
     page.click("#scenario-load")
+
+
+def test_a_scenario_file_is_loaded_and_played(page):
+    load_scenario_file(page, "scenarios:corridors-pass.json")
     page.wait_for_function("() => window.__mm.state.characters.length === 6 && window.__mm.state.paused "
                            "&& window.__mm.state.obstacles.length === 6", timeout=20000)
     ids = page.evaluate("() => window.__mm.state.characters.map(c => c.id)")
@@ -759,11 +764,7 @@ def test_a_mode_the_database_cannot_play_says_so(page):
 # ------------------------------------------------------------------ terrain (issue 31)
 def _pick_forest(page):
     """Pick the forest from the scenario files and load it."""
-    page.click("summary:has-text('Obstacles & scenes')")
-    page.wait_for_function("() => [...document.querySelectorAll('#scenario-select option')]"
-                           ".some(o => o.value === 'scenarios:forest.json')", timeout=10000)
-    page.select_option("#scenario-select", "scenarios:forest.json")
-    page.click("#scenario-load")
+    load_scenario_file(page, "scenarios:forest.json")
     page.wait_for_function("() => window.__mm.state.terrain && window.__mm.state.terrain.rows === 105 "
                            "&& window.__mm.view.terrain && window.__mm.state.characters.length === 10", timeout=30000)
 

@@ -62,13 +62,18 @@ def height_field_query(x0: float, z0: float, cell: float, heights: np.ndarray, p
 
 
 @no_refcount
+def _cell_range(lo: float, hi: float, origin: float, cell: float, n: int) -> tuple[int, int]:
+    """The first and last of ``n`` grid cells (from ``origin``, ``cell`` wide) that the
+    interval ``[lo, hi]`` touches, clamped to the grid."""
+    return min(max(int((lo - origin) / cell), 0), n - 1), min(max(int((hi - origin) / cell), 0), n - 1)
+
+
+@no_refcount
 def _count_cells(tri_lo: np.ndarray, tri_hi: np.ndarray, x0: float, z0: float, cell: float, nx: int, nz: int,
                  counts: np.ndarray) -> None:
     for t in range(tri_lo.shape[0]):
-        i0 = min(max(int((tri_lo[t, 1] - z0) / cell), 0), nz - 1)
-        i1 = min(max(int((tri_hi[t, 1] - z0) / cell), 0), nz - 1)
-        j0 = min(max(int((tri_lo[t, 0] - x0) / cell), 0), nx - 1)
-        j1 = min(max(int((tri_hi[t, 0] - x0) / cell), 0), nx - 1)
+        i0, i1 = _cell_range(tri_lo[t, 1], tri_hi[t, 1], z0, cell, nz)
+        j0, j1 = _cell_range(tri_lo[t, 0], tri_hi[t, 0], x0, cell, nx)
         for i in range(i0, i1 + 1):
             for j in range(j0, j1 + 1):
                 counts[i * nx + j + 1] += 1
@@ -78,10 +83,8 @@ def _count_cells(tri_lo: np.ndarray, tri_hi: np.ndarray, x0: float, z0: float, c
 def _fill_cells(tri_lo: np.ndarray, tri_hi: np.ndarray, x0: float, z0: float, cell: float, nx: int, nz: int,
                 start: np.ndarray, fill: np.ndarray, items: np.ndarray) -> None:
     for t in range(tri_lo.shape[0]):
-        i0 = min(max(int((tri_lo[t, 1] - z0) / cell), 0), nz - 1)
-        i1 = min(max(int((tri_hi[t, 1] - z0) / cell), 0), nz - 1)
-        j0 = min(max(int((tri_lo[t, 0] - x0) / cell), 0), nx - 1)
-        j1 = min(max(int((tri_hi[t, 0] - x0) / cell), 0), nx - 1)
+        i0, i1 = _cell_range(tri_lo[t, 1], tri_hi[t, 1], z0, cell, nz)
+        j0, j1 = _cell_range(tri_lo[t, 0], tri_hi[t, 0], x0, cell, nx)
         for i in range(i0, i1 + 1):
             for j in range(j0, j1 + 1):
                 c = i * nx + j
