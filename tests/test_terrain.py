@@ -376,3 +376,17 @@ def test_huge_declared_grids_are_refused_before_they_are_read(tmp_path):
         with pytest.raises(FieldError) as e:
             parse_terrain({"height_field": {"origin": [0, 0], "cell": 0.1, "file": name, **extra}}, folder=tmp_path)
         assert "terrain.height_field.file" in str(e.value) and "more than 4096 a side" in str(e.value)
+
+
+def test_query_into_the_callers_arrays():
+    hf = HeightField((0.0, 0.0), 1.0, [[0.0, 1.0], [2.0, 3.0]])
+    pts = np.array([[0.5, 0.5], [0.0, 1.0]])
+    pts.flags.writeable = False  # read-only points are taken as they are
+    h, n = np.empty(2), np.empty((2, 3))
+    hf.query_into(pts, h, n)
+    np.testing.assert_allclose(h, [1.5, 2.0])
+    np.testing.assert_allclose(n, hf.normals(pts))
+    with pytest.raises(ValueError, match="out_n must be"):
+        hf.query_into(pts, h, np.empty((2, 3), dtype=np.float32))
+    with pytest.raises(ValueError, match=re.escape("points must be [N, 2]")):
+        hf.heights(np.zeros((3, 3)))

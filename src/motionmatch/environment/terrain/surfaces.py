@@ -24,6 +24,7 @@ from abc import ABC, abstractmethod
 
 import numpy as np
 
+from motionmatch._jit import readonly
 from motionmatch.environment.terrain._kernels import bucket_triangles, height_field_query, mesh_query
 
 __all__ = ["FlatGround", "HeightField", "Terrain", "TriangleMesh"]
@@ -33,12 +34,14 @@ MAX_BUCKETS_SIDE = 2048
 
 
 def _points(points) -> np.ndarray:
+    """``points`` as a read-only contiguous ``[N, 2]`` float64 array (one array type for the
+    kernels: :func:`motionmatch._jit.readonly`)."""
     p = np.ascontiguousarray(points, dtype=np.float64)
     if p.ndim == 1:
         p = p.reshape(1, -1)
     if p.ndim != 2 or p.shape[1] != 2:
         raise ValueError(f"points must be [N, 2] ground coordinates (x, z), got shape {tuple(np.shape(points))}")
-    return p
+    return readonly(p)
 
 
 class Terrain(ABC):
@@ -60,6 +63,15 @@ class Terrain(ABC):
         n = np.empty((len(p), 3))
         self._query(p, h, n)
         return h, n
+
+    def query_into(self, points: np.ndarray, out_h: np.ndarray, out_n: np.ndarray) -> None:
+        """:meth:`query` into arrays the caller keeps (no allocation: a per-frame caller's
+        scratch): ``points [N, 2]``, ``out_h [N]`` and ``out_n [N, 3]``, float64, C-contiguous."""
+        p = _points(points)
+        for name, a, shape in (("out_h", out_h, (len(p),)), ("out_n", out_n, (len(p), 3))):
+            if a.shape != shape or a.dtype != np.float64 or not a.flags.c_contiguous or not a.flags.writeable:
+                raise ValueError(f"{name} must be a writable C-contiguous float64 array of shape {shape}")
+        self._query(p, out_h, out_n)
 
     def heights(self, points) -> np.ndarray:
         """``[N]``: the ground's height (m) under ``points [N, 2]`` (x, z)."""
