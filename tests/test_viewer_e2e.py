@@ -3,8 +3,9 @@
 character, dragging on the ground draws a path the character follows, obstacles are placed,
 dragged and deleted, an obstacle on the path is walked around (environment plugin), the
 debug panel, pause/step/scrub, BVH, glTF and video export work, the characters are skinned bodies (and stick figures on the debug toggle), a scenario file from the
-repository's ``scenarios/`` is loaded and played, and the pose panel plays a recorded
-keypoint file and shows the pose status.
+repository's ``scenarios/`` is loaded and played, the pose panel plays a recorded
+keypoint file and shows the pose status, and the forest's terrain (or a terrain file the
+user loads) is drawn where the model puts the ground.
 
 Each test saves a screenshot in ``out/viewer-e2e/`` (or ``$MOTIONMATCH_SCREENSHOTS``).
 Skipped, with the reason, when chromium, Playwright or the page's bundle (Node.js) is missing.
@@ -478,12 +479,17 @@ def test_beyond_loopback_the_page_works_through_its_printed_url_only(browser_con
         srv.stop()
 
 
-def test_a_scenario_file_is_loaded_and_played(page):
+def load_scenario_file(page, file_id: str) -> None:
+    """Open the scenes panel, pick ``file_id`` from the scenario files and load it."""
     page.click("summary:has-text('Obstacles & scenes')")
     page.wait_for_function("() => [...document.querySelectorAll('#scenario-select option')]"
-                           ".some(o => o.value === 'scenarios:corridors-pass.json')", timeout=10000)
-    page.select_option("#scenario-select", "scenarios:corridors-pass.json")
+                           f".some(o => o.value === '{file_id}')", timeout=10000)
+    page.select_option("#scenario-select", file_id)
     page.click("#scenario-load")
+
+
+def test_a_scenario_file_is_loaded_and_played(page):
+    load_scenario_file(page, "scenarios:corridors-pass.json")
     page.wait_for_function("() => window.__mm.state.characters.length === 6 && window.__mm.state.paused "
                            "&& window.__mm.state.obstacles.length === 6", timeout=20000)
     ids = page.evaluate("() => window.__mm.state.characters.map(c => c.id)")
@@ -753,3 +759,70 @@ def test_a_mode_the_database_cannot_play_says_so(page):
     page.click("summary:has-text('Keys')")
     row = page.locator(".keys [data-mode=creep]")
     assert "unavailable" in row.get_attribute("class") and "crawling" in row.text_content()
+
+
+# ------------------------------------------------------------------ terrain (issue 31)
+def _pick_forest(page):
+    """Pick the forest from the scenario files and load it."""
+    load_scenario_file(page, "scenarios:forest.json")
+    page.wait_for_function("() => window.__mm.state.terrain && window.__mm.state.terrain.rows === 105 "
+                           "&& window.__mm.view.terrain && window.__mm.state.characters.length === 10", timeout=30000)
+
+
+def test_the_forest_is_drawn_where_the_model_puts_the_ground(page):
+    """The forest picked from the scenario files is drawn where the model puts the ground
+    (read back from the page's scene), in place of the flat floor."""
+    import numpy as np
+
+    from motionmatch.environment import load_scenario
+
+    _pick_forest(page)
+    forest = load_scenario(REPO / "scenarios" / "forest.json").terrain
+    rng = np.random.default_rng(0)
+    lo, hi = forest.bounds()
+    grid_pts = np.stack([rng.integers(0, 97, 40) * 0.5 + lo[0], rng.integers(0, 105, 40) * 0.5 + lo[1]], 1)
+    any_pts = rng.uniform(lo - 5.0, hi + 5.0, (60, 2))  # inside, between grid points, and outside (flat)
+    drawn = np.array(page.evaluate("(pts) => pts.map(([x, z]) => window.__mm.terrainHeight(x, z))",
+                                   np.concatenate([grid_pts, any_pts]).tolist()))
+    np.testing.assert_allclose(drawn[:40], forest.heights(grid_pts), atol=2e-3)  # the grid's own heights
+    # between them the drawn triangles stay within a few centimetres of the bilinear surface
+    # (the ledge's cells excepted: a 0.6 m drop across one cell)
+    led = (any_pts[:, 1] > 15.4) & (any_pts[:, 1] < 16.1)
+    err = np.abs(drawn[40:] - forest.heights(any_pts))[~led]
+    assert err.max() < 0.05, err.max()
+    assert "height field, 105 x 97" in page.locator("#terrain-note").text_content()
+    assert page.evaluate("() => window.__mm.view.ground.visible") is False  # the terrain replaces the floor
+    page.uncheck("input[type=checkbox] >> nth=0")  # stop following: the ramp and its ledge from the north-east
+    page.evaluate("() => { const v = window.__mm.view; v.follow = false; v.controls.target.set(12, 1, 9); "
+                  "v.camera.position.set(12.5, 7, 31); v.controls.update(); }")
+    page.wait_for_timeout(1500)
+    shot(page, "terrain_forest")
+
+
+def test_a_terrain_file_replaces_the_ground_and_flat_brings_the_floor_back(page, tmp_path):
+    """A terrain file the user loads replaces the ground; a bad one is refused in one line
+    and changes nothing; "Flat ground" brings the floor back."""
+    import json
+
+    import numpy as np
+
+    f = tmp_path / "bumps.json"
+    heights = (0.3 * np.sin(np.arange(21)[:, None] * 0.6) * np.cos(np.arange(21)[None] * 0.5)).round(3)
+    f.write_text(json.dumps({"terrain": {"height_field": {"origin": [-5, -5], "cell": 0.5,
+                                                          "heights": heights.tolist()}}}))
+    page.click("summary:has-text('Obstacles & scenes')")
+    page.set_input_files("#terrain-file", str(f))
+    page.wait_for_function("() => window.__mm.state.terrain && window.__mm.state.terrain.rows === 21", timeout=10000)
+    assert page.evaluate("() => window.__mm.terrainHeight(-5 + 0.5 * 3, -5 + 0.5 * 2)") == pytest.approx(
+        heights[2, 3], abs=1e-3)
+    shot(page, "terrain_file")
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"height_field": {"origin": [0, 0], "cell": 0, "heights": [[0, 1], [1, 0]]}}))
+    page.set_input_files("#terrain-file", str(bad))
+    page.wait_for_function("() => document.querySelector('#toast').textContent.includes('cell must be')",
+                           timeout=10000)
+    assert page.evaluate("() => window.__mm.state.terrain.rows") == 21  # the refused file changed nothing
+    page.click("#terrain-flat")
+    page.wait_for_function("() => window.__mm.state.terrain === null && !window.__mm.view.terrain", timeout=10000)
+    assert page.evaluate("() => window.__mm.view.ground.visible") is True
+    assert page.evaluate("() => window.__mm.terrainHeight(1, 1)") == pytest.approx(0.0, abs=1e-9)

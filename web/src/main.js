@@ -35,7 +35,7 @@ const state = {
   welcome: null, characters: [], selected: null, skeletons: {}, capabilities: {},
   paused: false, history: 0, back: 0, tick: 0, time: 0, frame: null,
   obstacles: [], debug: null, stats: null, files: {}, pathInfo: {}, lastError: null, genmm: null,
-  pose: null, scenario: null, arrived: [],
+  pose: null, scenario: null, arrived: [], terrain: null,
 };
 
 const view = new View($('view'), $('labels'), { onError: (msg) => toast(msg, 6000) });
@@ -225,9 +225,38 @@ const sceneFile = h('input', {
       const obstacles = scene.obstacles || [];
       const r = await conn.send('scene_set', { scene: { obstacles } });
       replyToast(r, `loaded ${obstacles.length} obstacles`);
+      // a saved scene carries its ground; a scene without one keeps the ground as it is
+      if (r.type === 'ack' && scene.terrain !== undefined) replyToast(await conn.send('terrain_set', { terrain: scene.terrain }), '');
     } catch (err) { toast(`not a scene file: ${err.message}`); }
   },
 });
+// A terrain file: a scenario's "terrain" object with its heights inline (or a scenario file
+// holding one), sent as it is; the server checks it as it checks a scenario's.
+const terrainFile = h('input', {
+  type: 'file', accept: '.json,application/json', class: 'hidden', id: 'terrain-file',
+  onchange: async (e) => {
+    const f = e.target.files[0];
+    e.target.value = '';
+    if (!f) return;
+    let terrain;
+    try {
+      const doc = JSON.parse(await f.text());
+      terrain = doc && doc.terrain ? doc.terrain : doc;
+    } catch (err) { toast(`not a terrain file: ${err.message}`); return; }
+    const r = await conn.send('terrain_set', { terrain });
+    replyToast(r, r.type === 'ack' ? `terrain: ${r.terrain}${r.rows ? ` (${r.rows} x ${r.cols} heights)` : ''}` : '');
+  },
+});
+const terrainNote = h('div', { class: 'note', id: 'terrain-note' });
+function renderTerrainNote() {
+  const t = state.terrain;
+  const span = (a) => a.reduce(([lo, hi], v) => [Math.min(lo, v), Math.max(hi, v)], [Infinity, -Infinity]);
+  const [lo, hi] = t && t.kind === 'height_field' ? span(t.heights) : [0, 0];
+  terrainNote.textContent = !t ? 'Ground: flat (y = 0).'
+    : t.kind === 'height_field' ? `Ground: height field, ${t.rows} x ${t.cols} heights every ${t.cell[0].toFixed(2)} m, `
+      + `${lo.toFixed(2)} to ${hi.toFixed(2)} m. The characters do not walk on it yet.`
+      : `Ground: mesh of ${t.triangles.length / 3} triangles. The characters do not walk on it yet.`;
+}
 const scenarioSel = h('select', { id: 'scenario-select' }, h('option', { value: '' }, '(scenario files)'));
 const scenarioNote = h('div', { class: 'note', id: 'scenario-note' });
 const sceneSection = section('Obstacles & scenes', false,
@@ -242,6 +271,10 @@ const sceneSection = section('Obstacles & scenes', false,
     h('button', { onclick: () => sceneFile.click() }, 'Load scene'),
     h('button', { onclick: () => conn.send('scene_clear', {}) }, 'Clear')),
   sceneFile,
+  h('div', { class: 'row' },
+    h('button', { id: 'terrain-load', onclick: () => terrainFile.click() }, 'Load terrain'),
+    h('button', { id: 'terrain-flat', onclick: () => conn.send('terrain_set', { terrain: null }).then((r) => replyToast(r, 'flat ground')) }, 'Flat ground')),
+  terrainFile, terrainNote,
   h('div', { class: 'sub' }, 'Scenarios (from the data folders)'),
   h('div', { class: 'row' }, scenarioSel,
     h('button', {
@@ -551,6 +584,9 @@ conn.on('welcome', (m) => {
   view.setSkeletons(m.skeletons);
   view.setCharacters(m.characters, m.selected);
   view.setObstacles(m.obstacles, 0);
+  state.terrain = m.terrain || null;
+  view.setTerrain(state.terrain);
+  renderTerrainNote();
   Object.assign(state, { paused: m.time.paused, history: m.time.history, time: m.time.time });
   $('status').textContent = `connected · ${m.db.description} · ${m.db.frames} frames`;
   renderCharacters();
@@ -595,6 +631,7 @@ conn.on('path_done', (m) => {
   if (m.reason === 'completed') toast('path completed');
 });
 conn.on('obstacles', (m) => { state.obstacles = m.obstacles; view.setObstacles(m.obstacles, m.time); });
+conn.on('terrain', (m) => { state.terrain = m.terrain; view.setTerrain(m.terrain); renderTerrainNote(); });
 conn.on('debug', (m) => { if (!debugBox.checked) return; state.debug = m; view.setDebug(m); renderDebug(); });
 conn.on('stats', (m) => {
   state.stats = m;
@@ -726,4 +763,6 @@ window.__mm = {
   setStick: (on) => { stickBox.checked = !!on; view.setStick(on); },
   bodiesDrawn: () => view.bodies.count,
   characterColor: (id) => characterColor(id).getHex(),
+  /** The drawn ground's height (m) under (x, z), read back from the page's scene. */
+  terrainHeight: (x, z) => view.terrainHeight(x, z),
 };

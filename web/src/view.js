@@ -55,6 +55,96 @@ function makeGrid(size, step, color) {
   return grid;
 }
 
+/** Metres of flat ground drawn around a height field (the model continues it flat). */
+const TERRAIN_MARGIN = 150;
+const GRASS = new THREE.Color(0x55703f);
+const EARTH = new THREE.Color(0x7d6a4f);
+const HIGH = new THREE.Color(0x8a9a62);
+
+/** Vertex colours of a ground surface: grass, earthier where steep, lighter up high. */
+function groundColors(geo, hmin, hmax) {
+  const n = geo.attributes.normal;
+  const p = geo.attributes.position;
+  const col = new Float32Array(p.count * 3);
+  const span = Math.max(hmax - hmin, 1e-6);
+  for (let i = 0; i < p.count; i++) {
+    const steep = Math.min(1, Math.max(0, (1 - n.getY(i)) / (1 - Math.cos(Math.PI / 9)))); // 1 at 20 degrees
+    const up = Math.min(1, Math.max(0, (p.getY(i) - hmin) / span));
+    tmpCol.copy(GRASS).lerp(HIGH, 0.5 * up).lerp(EARTH, steep);
+    col[3 * i] = tmpCol.r; col[3 * i + 1] = tmpCol.g; col[3 * i + 2] = tmpCol.b;
+  }
+  geo.setAttribute('color', new THREE.BufferAttribute(col, 3));
+}
+
+/** The height field's surface: its grid plus a ring at TERRAIN_MARGIN holding the edge heights. */
+function heightFieldGeometry(t) {
+  const { rows, cols, heights } = t;
+  const [x0, z0] = t.origin;
+  const [cx, cz] = t.cell;
+  const nx = cols + 2;
+  const nz = rows + 2;
+  const xs = [x0 - TERRAIN_MARGIN, ...Array.from({ length: cols }, (_, j) => x0 + j * cx), x0 + (cols - 1) * cx + TERRAIN_MARGIN];
+  const zs = [z0 - TERRAIN_MARGIN, ...Array.from({ length: rows }, (_, i) => z0 + i * cz), z0 + (rows - 1) * cz + TERRAIN_MARGIN];
+  const pos = new Float32Array(nx * nz * 3);
+  let hmin = Infinity;
+  let hmax = -Infinity;
+  for (let i = 0; i < nz; i++) {
+    const ii = Math.min(Math.max(i - 1, 0), rows - 1);
+    for (let j = 0; j < nx; j++) {
+      const jj = Math.min(Math.max(j - 1, 0), cols - 1);
+      const h = heights[ii * cols + jj];
+      const k = 3 * (i * nx + j);
+      pos[k] = xs[j]; pos[k + 1] = h; pos[k + 2] = zs[i];
+      hmin = Math.min(hmin, h); hmax = Math.max(hmax, h);
+    }
+  }
+  const idx = new Uint32Array((nx - 1) * (nz - 1) * 6);
+  let q = 0;
+  for (let i = 0; i < nz - 1; i++) {
+    for (let j = 0; j < nx - 1; j++) {
+      const a = i * nx + j; const b = a + 1; const c = a + nx; const d = c + 1;
+      idx[q++] = a; idx[q++] = c; idx[q++] = b; // counter-clockwise seen from above
+      idx[q++] = b; idx[q++] = c; idx[q++] = d;
+    }
+  }
+  const geo = new THREE.BufferGeometry();
+  geo.setAttribute('position', new THREE.BufferAttribute(pos, 3));
+  geo.setIndex(new THREE.BufferAttribute(idx, 1));
+  geo.computeVertexNormals();
+  groundColors(geo, hmin, hmax);
+  return geo;
+}
+
+/** Grid lines on a height field every 2 m (rows and columns of its grid), just above it. */
+function heightFieldLines(t) {
+  const { rows, cols, heights } = t;
+  const [x0, z0] = t.origin;
+  const [cx, cz] = t.cell;
+  const si = Math.max(1, Math.round(2 / cz));
+  const sj = Math.max(1, Math.round(2 / cx));
+  const pos = [];
+  const at = (i, j) => [x0 + j * cx, heights[i * cols + j] + 0.01, z0 + i * cz];
+  for (let i = 0; i < rows; i += si) for (let j = 0; j < cols - 1; j++) pos.push(...at(i, j), ...at(i, j + 1));
+  for (let j = 0; j < cols; j += sj) for (let i = 0; i < rows - 1; i++) pos.push(...at(i, j), ...at(i + 1, j));
+  const geo = new THREE.BufferGeometry();
+  geo.setAttribute('position', new THREE.Float32BufferAttribute(pos, 3));
+  return new THREE.LineSegments(geo, new THREE.LineBasicMaterial({ color: 0x2e3a26, transparent: true, opacity: 0.45 }));
+}
+
+/** A terrain mesh's triangles, smooth normals. */
+function meshGeometry(t) {
+  const geo = new THREE.BufferGeometry();
+  const pos = new Float32Array(t.vertices);
+  geo.setAttribute('position', new THREE.BufferAttribute(pos, 3));
+  geo.setIndex(new THREE.BufferAttribute(new Uint32Array(t.triangles), 1));
+  geo.computeVertexNormals();
+  let hmin = Infinity;
+  let hmax = -Infinity;
+  for (let i = 1; i < pos.length; i += 3) { hmin = Math.min(hmin, pos[i]); hmax = Math.max(hmax, pos[i]); }
+  groundColors(geo, hmin, hmax);
+  return geo;
+}
+
 /** Whether WebGL runs on a software rasteriser (headless browsers, VMs): then draw cheaper. */
 function softwareRenderer() {
   try {
@@ -216,6 +306,8 @@ export class View {
     this.labels = [];
     this.raycaster = new THREE.Raycaster();
     this.groundPlane = new THREE.Plane(new THREE.Vector3(0, 1, 0), 0);
+    /** The drawn terrain ({group, mesh, info}), or null: the flat floor. */
+    this.terrain = null;
     this.lastRender = performance.now();
     this.resize();
     window.addEventListener('resize', () => this.resize());
@@ -279,13 +371,57 @@ export class View {
     return pts;
   }
 
-  /** World point on the ground under a pointer event, or null. */
+  /** World point on the ground under a pointer event (on the terrain where one is drawn), or null. */
   groundAt(clientX, clientY) {
     const r = this.canvas.getBoundingClientRect();
     const ndc = new THREE.Vector2(((clientX - r.left) / r.width) * 2 - 1, -((clientY - r.top) / r.height) * 2 + 1);
     this.raycaster.setFromCamera(ndc, this.camera);
+    if (this.terrain) {
+      const hits = this.raycaster.intersectObject(this.terrain.mesh, false);
+      if (hits.length) return hits[0].point.clone();
+    }
     const hit = new THREE.Vector3();
     return this.raycaster.ray.intersectPlane(this.groundPlane, hit) ? hit : null;
+  }
+
+  // ------------------------------------------------------------------ terrain
+  /**
+   * Draw the ground the server sends (motionmatch/viewer/terrain.py): null for the flat floor
+   * (the plane and its grids), a height field as a lit, shaded surface coloured by its slope
+   * (grass, earth where it is steep), continued flat out to TERRAIN_MARGIN metres around it as
+   * the model continues it, with contour-like grid lines every 2 m; a mesh as its triangles
+   * over the flat plane at its ``outside`` height.
+   */
+  setTerrain(t) {
+    if (this.terrain) {
+      this.scene.remove(this.terrain.group);
+      this.terrain.group.traverse((o) => { o.geometry?.dispose(); o.material?.dispose(); });
+      this.terrain = null;
+    }
+    const field = t && t.kind === 'height_field';
+    for (const o of [this.grid1, this.grid10, this.shadowLayer]) o.visible = !field && (o !== this.shadowLayer || this.renderer.shadowMap.enabled);
+    this.ground.visible = !field;
+    this.ground.position.y = (t && t.kind === 'mesh' ? t.outside : 0) - 0.002;
+    if (!t) return;
+    const geo = field ? heightFieldGeometry(t) : meshGeometry(t);
+    const mat = this.software ? new THREE.MeshLambertMaterial({ vertexColors: true })
+      : new THREE.MeshStandardMaterial({ vertexColors: true, roughness: 0.95, metalness: 0.0 });
+    const mesh = new THREE.Mesh(geo, mat);
+    mesh.receiveShadow = true;
+    const group = new THREE.Group();
+    group.add(mesh);
+    if (field) group.add(heightFieldLines(t));
+    this.scene.add(group);
+    this.terrain = { group, mesh, info: t };
+  }
+
+  /** The drawn ground's height (m) under (x, z): a ray straight down onto the drawn surface. */
+  terrainHeight(x, z) {
+    if (!this.terrain) return this.ground.position.y + 0.002;
+    this.terrain.mesh.updateMatrixWorld();
+    const ray = new THREE.Raycaster(new THREE.Vector3(x, 1e4, z), new THREE.Vector3(0, -1, 0), 0, 2e4);
+    const hits = ray.intersectObject(this.terrain.mesh, false);
+    return hits.length ? hits[0].point.y : this.ground.position.y + 0.002;
   }
 
   /** Obstacle id under a pointer event, or null. */

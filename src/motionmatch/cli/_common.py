@@ -253,3 +253,11 @@ def preview_file(path: str | Path | None) -> Path | None:
             raise MotionMatchError(f"{p}: writing a {p.suffix.lower()} preview needs the {package!r} package, which "
                                    f"is not installed; pip install 'motionmatch[viz]' (or leave out --preview)")
     return p
+
+
+def terrain_note(scenario, scene: str) -> None:
+    """Say on stderr that a scene's terrain is drawn and exported but not walked on yet
+    (the characters' motion keeps to y = 0 until the runtime uses the ground)."""
+    if scenario.terrain is not None and not scenario.terrain.is_flat:
+        print(f"note: {scene}: its terrain ({scenario.terrain.kind}) goes into .glb and USD outputs, but the "
+              "characters do not walk on it yet: their feet stay at y = 0 (issue 31)", file=sys.stderr)

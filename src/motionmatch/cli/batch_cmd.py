@@ -190,7 +190,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     b.add_argument("--fps", type=arg.fps, default=60.0, help="frame rate of the database (default 60)")
     b.add_argument("--mirror", action="store_true", help="add a mirrored copy of every clip (tagged 'mirrored')")
     b.add_argument("--schema", default="classic",
-                   help="feature schema: classic (27-D), classic-3d (33-D, for jump/creep) or a .json file")
+                   help="feature schema: classic (27-D), classic-3d (33-D, for jump/creep), environment, "
+                        "environment-heights (each with +ground: the ground's rise along the trajectory, from the "
+                        "planted feet) or a .json file")
     b.add_argument("--units", type=arg.units, default="auto", help="length unit of the BVH files (default auto)")
     b.set_defaults(func=cmd_build)
 

@@ -71,6 +71,7 @@ def cmd_follow(args: argparse.Namespace) -> int:
         from motionmatch.environment import load_scenario
 
         sc = load_scenario(args.scene, agents_required=False)
+        arg.terrain_note(sc, args.scene)
         scene = sc.scene()
     common = dict(alpha=args.alpha, beta=args.beta, v_max=args.v_max, turn_accel=args.turn_accel,
                   brake_accel=args.brake_accel, facing=args.facing,
@@ -119,7 +120,8 @@ def cmd_follow(args: argparse.Namespace) -> int:
     records = run_followers(followers, fps=args.fps, progress=sys.stderr.isatty())
     reports = []
     for name, rec in zip(names, records):
-        write_motion(name, rec.motion, body=getattr(args, "body", None))
+        write_motion(name, rec.motion, body=getattr(args, "body", None),
+                     terrain=sc.terrain if sc is not None else None)
         r = follow_report(rec, scene)
         reports.append(r)
         status = "completed" if r["completed"] else "NOT completed"

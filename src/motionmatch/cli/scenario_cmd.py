@@ -70,6 +70,7 @@ def cmd_scenario(args: argparse.Namespace) -> int:
     arg.output_file(args.report, (".json",), "report")
     arg.preview_file(args.preview)
     sc = load_scenario(args.scene)
+    arg.terrain_note(sc, args.scene)
     if args.duration is not None:
         sc.duration = float(args.duration)
     db = MotionDatabase.load(args.db)
@@ -92,7 +93,7 @@ def cmd_scenario(args: argparse.Namespace) -> int:
         from motionmatch.io.motion_files import write_motion
 
         write_motion(out, [(n, rec.motion(i, db.skeleton)) for i, n in enumerate(rec.names)],
-                     obstacles=sc.obstacles, body=getattr(args, "body", None))
+                     obstacles=sc.obstacles, body=getattr(args, "body", None), terrain=sc.terrain)
     else:
         _save_output(out, world, rec, report, tracks)
     print(f"wrote {out}: {len(rec.names)} agent(s), {rec.frames.shape[1]} frames at {rec.fps:g} fps")
@@ -128,7 +129,7 @@ def cmd_scenario(args: argparse.Namespace) -> int:
             skel = np.stack([rec.motion(i, db.skeleton).world_positions for i in range(len(rec.names))])
         render_scene(args.preview, scene.rows_at if moving else scene.rows_at(0.0), tracks, skeletons=skel,
                      parents=db.skeleton.parents, fps=rec.fps, paths=[a.path for a in world.agents],
-                     inside=inside, title=sc.name, progress=progress)
+                     inside=inside, title=sc.name, progress=progress, terrain=sc.terrain)
         print(f"wrote {args.preview}")
     return 0
 

@@ -9,6 +9,7 @@ from motionmatch.anim.contacts import find_feet
 from motionmatch.anim.motion import Motion
 from motionmatch.anim.root import find_hips, side_of
 from motionmatch.anim.skeleton import Skeleton
+from motionmatch.database.ground import support_heights
 from motionmatch.database.schema import FeatureSchema, SchemaError
 
 
@@ -136,7 +137,7 @@ def clip_features(motion: Motion, schema: FeatureSchema) -> tuple[np.ndarray, np
     offs = offset_frames(schema, motion.fps)
     out = np.empty((F, schema.dims))
     inv = root_rot[:, None]
-    track = None
+    track = ground = None
     for term in schema.terms:
         sl = schema.slice(term.name)
         if term.is_environment:
@@ -144,6 +145,12 @@ def clip_features(motion: Motion, schema: FeatureSchema) -> tuple[np.ndarray, np
                 track = body_ellipses(wp, root_pos, facing, motion.fps)
             future = np.stack([np.minimum(np.arange(F) + offs[o], F - 1) for o in term.offsets], axis=1)
             out[:, sl] = ellipse_features(track, root_pos, root_rot, future, term.vertical)
+            continue
+        if term.kind == "ground_height":
+            if ground is None:
+                ground = support_heights(motion)
+            out[:, sl] = np.stack([ground[np.minimum(np.arange(F) + offs[o], F - 1)] - ground
+                                   for o in term.offsets], axis=1)
             continue
         if term.is_bone:
             joints = [resolve_joint(skel, j) for j in term.joints]

@@ -10,6 +10,13 @@ A schema is a list of :class:`FeatureTerm`. Each term is one *group* of dimensio
   hips' height above the ground at that time (jumping, creeping).
 * ``trajectory_direction``: the root's future facing at ``offsets``, in the character
   frame (x, z). 3D adds the hips' vertical velocity (m/s) at that time.
+* ``ground_height``: how the ground under the root rises or falls along its future
+  trajectory: at each ``offset``, the ground's height (m) then minus its height now, the
+  ground estimated from the planted feet (:func:`motionmatch.database.ground.support_heights`;
+  0 on flat ground). One number per offset, a pose-like term (continuity) until a
+  runtime fills it from a terrain (issue 31): a query carries the playing frame's values.
+  Only schemas that ask for it have it (:meth:`FeatureSchema.with_ground`, the ``+ground``
+  names of :func:`schema_by_name`).
 * ``ellipse`` (environment feature): the body's ground footprint at each future
   ``offset`` as an ellipse in the character frame: centre (x, z), semi-major axis vector
   (x, z; along the direction of motion at that time, its length the semi-axis) and
@@ -37,7 +44,8 @@ import numpy as np
 from motionmatch._limits import loads_json, read_json
 from motionmatch.errors import MotionMatchError
 
-KINDS = ("bone_position", "bone_velocity", "trajectory_position", "trajectory_direction", "ellipse")
+KINDS = ("bone_position", "bone_velocity", "trajectory_position", "trajectory_direction", "ground_height",
+         "ellipse")
 #: Kinds of environment features (stored raw, weight 0, excluded from distances).
 ENVIRONMENT_KINDS = ("ellipse",)
 #: Numbers per offset of an ``ellipse`` term: centre x, z, semi-major vector x, z, semi-minor.
@@ -106,6 +114,8 @@ class FeatureTerm:
             return 3 * len(self.joints)
         if self.is_environment:
             return (ELLIPSE_SIZE_VERTICAL if self.vertical else ELLIPSE_SIZE) * len(self.offsets)
+        if self.kind == "ground_height":
+            return len(self.offsets)
         return (3 if self.vertical else 2) * len(self.offsets)
 
 
@@ -186,6 +196,15 @@ class FeatureSchema:
         """This schema with user terms appended."""
         return FeatureSchema(self.terms + tuple(extra), name=f"{self.name}+custom")
 
+    def with_ground(self, weight: float = 1.0) -> FeatureSchema:
+        """This schema with a ``ground_height`` term at its trajectory offsets appended
+        (named ``<name>+ground``); its other features are unchanged."""
+        if any(t.kind == "ground_height" for t in self.terms):
+            return self
+        term = FeatureTerm("ground_height", "ground_height", offsets=self.trajectory_offsets or _OFFSETS,
+                           weight=weight)
+        return FeatureSchema(self.terms + (term,), name=f"{self.name}+ground")
+
 
 _OFFSETS = (1 / 3, 2 / 3, 1.0)
 
@@ -227,7 +246,11 @@ def environment_schema(*, heights: bool = False, vertical: bool = False,
 def schema_by_name(name: str) -> FeatureSchema:
     """``"classic"`` (27-D), ``"classic-3d"`` (33-D), ``"environment"`` (classic + body
     ellipses), ``"environment-heights"`` (+ body heights), ``"environment-3d"`` /
-    ``"environment-heights-3d"`` (the same on the 3D schema), or a path to a JSON schema file."""
+    ``"environment-heights-3d"`` (the same on the 3D schema), any of them with ``+ground``
+    (plus the ``ground_height`` term: :meth:`FeatureSchema.with_ground`), or a path to a
+    JSON schema file."""
+    if name.endswith("+ground") and not name.endswith(".json"):
+        return schema_by_name(name[: -len("+ground")]).with_ground()
     if name in ("classic", "2d", "default"):
         return default_schema()
     if name in ("classic-3d", "3d"):
@@ -244,4 +267,4 @@ def schema_by_name(name: str) -> FeatureSchema:
         except SchemaError as e:
             raise SchemaError(e if str(e).startswith(f"{p}: ") else f"{p}: {e}") from None
     raise SchemaError(f"unknown schema {name!r}: use 'classic', 'classic-3d', 'environment', "
-                      "'environment-heights' or a .json schema file")
+                      "'environment-heights' (each with '+ground' to add the ground heights) or a .json schema file")

@@ -2,7 +2,8 @@
 
 Seen from above (+Y) with +X to the right and +Z up the page. Obstacles are grey (darker
 when they have no height range), bodies are ellipses (red while they intersect something),
-target paths dashed. matplotlib is needed (``pip install 'motionmatch[viz]'``); ``.mp4``
+target paths dashed; a terrain (:mod:`motionmatch.environment.terrain`) is a shaded
+relief under them, with contour lines every :data:`CONTOUR_M` metres. matplotlib is needed (``pip install 'motionmatch[viz]'``); ``.mp4``
 needs imageio-ffmpeg, ``.gif`` Pillow. Files are written atomically.
 """
 
@@ -17,6 +18,11 @@ from motionmatch._files import atomic_path
 from motionmatch.geometry.shapes import C_P, C_Q, C_TYPE, C_UX, C_UZ, C_X, C_YMAX, C_Z, T_BOX
 
 __all__ = ["plot_scene", "render_scene"]
+
+#: metres between the contour lines of a terrain
+CONTOUR_M = 0.25
+#: samples a side of a terrain's shaded relief
+RELIEF_SAMPLES = 300
 
 _COLORS = ["#1f77b4", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf", "#bcbd22"]
 
@@ -66,6 +72,29 @@ def _draw_obstacles(ax, rows: np.ndarray, artists=None):
     return out
 
 
+def _draw_terrain(ax, terrain) -> None:
+    """A shaded relief of ``terrain`` over the axes' limits (lit from the north-west), its
+    contour lines every :data:`CONTOUR_M` m, under everything else; nothing for flat ground."""
+    if terrain is None or terrain.is_flat:
+        return
+    from matplotlib import colormaps
+    from matplotlib.colors import LightSource
+
+    (x0, x1), (z0, z1) = ax.get_xlim(), ax.get_ylim()
+    gx, gz = np.meshgrid(np.linspace(x0, x1, RELIEF_SAMPLES), np.linspace(z0, z1, RELIEF_SAMPLES))
+    h = terrain.heights(np.stack([gx.ravel(), gz.ravel()], axis=1)).reshape(gx.shape)
+    lo, hi = float(h.min()), float(h.max())
+    ls = LightSource(azdeg=315, altdeg=40)
+    rgb = ls.shade(h, cmap=colormaps["summer"], vmin=lo - 0.5, vmax=hi + 0.5, blend_mode="soft",
+                   dx=(x1 - x0) / (RELIEF_SAMPLES - 1), dy=(z1 - z0) / (RELIEF_SAMPLES - 1), vert_exag=3.0)
+    ax.imshow(rgb, extent=(x0, x1, z0, z1), origin="lower", zorder=0, interpolation="bilinear")
+    if hi - lo >= CONTOUR_M:
+        levels = np.arange(np.ceil(lo / CONTOUR_M), np.floor(hi / CONTOUR_M) + 1) * CONTOUR_M
+        ax.contour(gx, gz, h, levels=levels, colors="#3d4a2a", linewidths=0.4, alpha=0.6, zorder=0.5)
+    ax.set_xlim(x0, x1)
+    ax.set_ylim(z0, z1)
+
+
 def _limits(ax, rows, tracks, pad=1.0):
     pts = [tracks.reshape(-1, tracks.shape[-1])[:, :2]]
     for r in rows:
@@ -80,9 +109,10 @@ def _limits(ax, rows, tracks, pad=1.0):
 def plot_scene(png_path: str | Path, rows: np.ndarray, tracks: np.ndarray, *, paths: Sequence | None = None,
                names: Sequence[str] | None = None, every: float = 0.5, fps: float = 60.0,
                inside: np.ndarray | None = None, title: str | None = None, size=(900, 900), dpi: float = 100.0,
-               bounds: tuple | None = None) -> Path:
+               bounds: tuple | None = None, terrain=None) -> Path:
     """A top-down PNG: obstacle rows ``[M, ROW]``, body ellipse tracks ``[A, F, 8]`` (drawn
-    every ``every`` seconds, red where ``inside [A, F]``), root paths, target ``paths``."""
+    every ``every`` seconds, red where ``inside [A, F]``), root paths, target ``paths``, on
+    the ``terrain`` (a :class:`~motionmatch.environment.terrain.Terrain`: its relief)."""
     fig, ax = _figure(size, dpi)
     _draw_obstacles(ax, rows)
     tracks = np.asarray(tracks)
@@ -104,6 +134,7 @@ def plot_scene(png_path: str | Path, rows: np.ndarray, tracks: np.ndarray, *, pa
         ax.set_ylim(bounds[0][1], bounds[1][1])
     else:
         _limits(ax, rows, tracks)
+    _draw_terrain(ax, terrain)
     if title:
         ax.set_title(title)
     if names and A <= 8:
@@ -119,7 +150,7 @@ def plot_scene(png_path: str | Path, rows: np.ndarray, tracks: np.ndarray, *, pa
 def render_scene(out_path: str | Path, rows_at, tracks: np.ndarray, *, skeletons: np.ndarray | None = None,
                  parents: np.ndarray | None = None, fps: float = 60.0, out_fps: float = 30.0,
                  paths: Sequence | None = None, inside: np.ndarray | None = None, size=(720, 720),
-                 dpi: float = 100.0, title: str | None = None, progress: bool = False) -> Path:
+                 dpi: float = 100.0, title: str | None = None, progress: bool = False, terrain=None) -> Path:
     """A top-down video (``.mp4`` or ``.gif``) of a run.
 
     Args:
@@ -128,6 +159,8 @@ def render_scene(out_path: str | Path, rows_at, tracks: np.ndarray, *, skeletons
         skeletons: ``[A, F, J, 3]`` world joint positions (drawn top-down), optional.
         parents: ``[J]`` joint parents, with ``skeletons``.
         inside: ``[A, F]`` bool, bodies drawn red while intersecting.
+        terrain: the ground (:class:`~motionmatch.environment.terrain.Terrain`), drawn as
+            a shaded relief with contour lines; ``None``: none.
     """
     from tqdm import tqdm
 
@@ -142,6 +175,7 @@ def render_scene(out_path: str | Path, rows_at, tracks: np.ndarray, *, skeletons
     tracks = np.asarray(tracks)
     A, F = tracks.shape[:2]
     _limits(ax, rows0, tracks)
+    _draw_terrain(ax, terrain)
     for p in paths or []:
         if p is not None:
             p = np.asarray(p)

@@ -26,7 +26,8 @@ A scenario is a JSON object (see ``scenarios/README.md`` for the full reference)
       "search": {"method": "coherent-approx"},
       "controller": {"search_interval": 0.1667},
       "database": {"requires": ["jump", "creep"], "locomotion_tags": "!dance"},
-      "regions": {"narrow": {"z": [4.0, 6.0]}}
+      "regions": {"narrow": {"z": [4.0, 6.0]}},
+      "terrain": {"height_field": {"origin": [-10, -10], "cell": 0.5, "heights": [[0.0, ...], ...]}}
     }
 
 An agent's input is one of ``script`` (the timeline of ``motionmatch run``: keys or
@@ -43,6 +44,12 @@ types and bounds of the viewer's socket messages (:mod:`motionmatch.validation`:
 coordinates within 1000 m, controls 0..4, speeds 0.3..6 m/s, ...); a bad one is a
 one-line :class:`ScenarioError` naming the file and the field. A path file is read only
 from the scenario file's folder.
+
+``terrain`` is the ground (:mod:`motionmatch.environment.terrain`: ``{"flat": {}}``, a
+``height_field`` inline or from a ``.npy`` / 16-bit PNG file, a ``mesh`` from a ``.glb`` /
+``.obj`` file, files beside the scenario); it is kept on the :class:`Scenario` and its
+:class:`~motionmatch.environment.scene.Scene`. Without it the ground is today's flat floor
+(``Scenario.terrain`` is ``None``), exactly as before.
 """
 
 from __future__ import annotations
@@ -60,6 +67,7 @@ from motionmatch._limits import read_json
 from motionmatch.environment import scenario_schema as schema
 from motionmatch.environment.obstacles import Obstacle, ObstacleError
 from motionmatch.environment.scene import Scene
+from motionmatch.environment.terrain import Terrain, parse_terrain
 from motionmatch.errors import MotionMatchError
 from motionmatch.validation import FieldError, check_fields
 
@@ -172,9 +180,11 @@ class Scenario:
     description: str = ""
     expect: str = ""
     source: str | None = None
+    #: the ground (``None``: the flat floor, y = 0)
+    terrain: Terrain | None = None
 
     def scene(self) -> Scene:
-        return Scene(self.obstacles)
+        return Scene(self.obstacles, terrain=self.terrain)
 
     @property
     def frames(self) -> int:
@@ -187,6 +197,8 @@ class Scenario:
         for k in ("penalty", "search", "controller", "database", "regions", "steering"):
             if getattr(self, k):
                 d[k] = getattr(self, k)
+        if self.terrain is not None:
+            d["terrain"] = self.terrain.to_dict()
         return d
 
     def save(self, path: str | Path) -> Path:
@@ -281,6 +293,8 @@ def _build(data: Mapping, source: str | None, agents_required: bool) -> Scenario
                   regions=d["regions"], **{k: d[k] for k in schema.SECTIONS})
     sc.obstacles = [Obstacle.from_dict(o, f"obstacles[{i}]") for i, o in enumerate(d["obstacles"])]
     folder = Path(source).parent if source else Path()
+    if d["terrain"] is not None:
+        sc.terrain = parse_terrain(d["terrain"], "terrain", folder)
     sc.agents = [_agent_spec(a, f"agents[{i}]", folder) for i, a in enumerate(d["agents"])]
     for i, a in enumerate(sc.agents):
         a.route(sc.duration, f"agents[{i}].path")  # a looping path fits in its bound

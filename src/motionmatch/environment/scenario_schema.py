@@ -151,6 +151,14 @@ def _regions(v: Any, where: str) -> dict:
             for k, r in v.items()}
 
 
+def _terrain(v: Any, where: str) -> dict:
+    """The ground (:mod:`motionmatch.environment.terrain.files`): an object here, its fields
+    checked when the scenario is built (files it names are read from the scenario's folder)."""
+    if not isinstance(v, dict):
+        raise FieldError("invalid", f"{where} must be an object with one of 'flat', 'height_field', 'mesh'")
+    return v
+
+
 def _one_input(a: dict, where: str) -> None:
     inputs = [k for k in ("script", "path", "timed_path", "goal") if a[k] is not None]
     if len(inputs) > 1:
@@ -265,5 +273,6 @@ TOP: dict[str, Field] = {
     "agents": List(AGENT, 0, AGENTS, optional=True, default=[]),
     "groups": List(GROUP, 0, AGENTS, optional=True, default=[]),
     "regions": Custom(_regions, optional=True, default={}),
+    "terrain": Custom(_terrain, optional=True),
     **{k: section(fields) for k, fields in SECTIONS.items()},
 }

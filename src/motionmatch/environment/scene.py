@@ -16,6 +16,7 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 
 from motionmatch.environment.obstacles import Obstacle
+from motionmatch.environment.terrain import Terrain
 from motionmatch.geometry.grid import build_grid, grid_query
 from motionmatch.geometry.shapes import C_R, C_X, C_Z, ROW, point_lower_bound
 
@@ -28,10 +29,13 @@ class Scene:
     Args:
         obstacles: the obstacles (static and moving).
         cell: grid cell size (m) for static obstacles.
+        terrain: the ground (:mod:`motionmatch.environment.terrain`); ``None``: the flat
+            floor, y = 0.
     """
 
-    def __init__(self, obstacles: Iterable[Obstacle] = (), *, cell: float = 2.0):
+    def __init__(self, obstacles: Iterable[Obstacle] = (), *, cell: float = 2.0, terrain: Terrain | None = None):
         self.obstacles: list[Obstacle] = list(obstacles)
+        self.terrain = terrain
         self.cell = float(cell)
         self.static_ids = np.array([i for i, o in enumerate(self.obstacles) if not o.moving], dtype=np.int64)
         self.moving_ids = np.array([i for i, o in enumerate(self.obstacles) if o.moving], dtype=np.int64)
@@ -41,7 +45,13 @@ class Scene:
         self._tick = 0
 
     def __len__(self) -> int:
+        """The number of obstacles."""
         return len(self.obstacles)
+
+    def __bool__(self) -> bool:
+        """Always true: a scene without obstacles is still a world's ground (its
+        :attr:`terrain`), so ``scene or Scene()`` keeps it."""
+        return True
 
     def _build_grid(self) -> None:
         self._grid = build_grid(self.static_rows, self.cell)

@@ -12,7 +12,9 @@
   (a ``SimulationBone``), a node ``<name>_ground`` carries the root's ground position and
   facing (:func:`motionmatch.anim.root.extract_root`), animated alongside;
 - obstacles as simple meshes: boxes and cylinders (disks, ellipses) of their height
-  (2 m when unbounded), moving ones animated by their position at each frame.
+  (2 m when unbounded), moving ones animated by their position at each frame;
+- the ground (a :class:`~motionmatch.environment.terrain.Terrain`, when given) as a mesh
+  named ``terrain`` (:func:`motionmatch.io.ground.ground_mesh`).
 
 glTF is Y up, metres and quaternions ``(x, y, z, w)``: our frame, our units; quaternions
 are reordered at the boundary. The file is written atomically (complete or absent). The
@@ -237,8 +239,17 @@ def _add_obstacles(b: _Builder, obstacles: Sequence, times: np.ndarray | None) -
         b.animation("obstacles", times, moving_tracks)
 
 
-def write_glb(path: str | Path, characters: Sequence[Character] | Motion, obstacles: Sequence = ()) -> Path:
-    """Write characters (or one motion) and optional obstacles as a binary glTF file.
+def _add_terrain(b: _Builder, terrain) -> None:
+    from motionmatch.io.ground import GROUND_COLOUR, ground_mesh
+
+    v, n, t = ground_mesh(terrain)
+    mesh = b.mesh("terrain", v, n, t, b.material("terrain", GROUND_COLOUR))
+    b.doc.scenes[0].nodes.append(b.node(name="terrain", mesh=mesh))
+
+
+def write_glb(path: str | Path, characters: Sequence[Character] | Motion, obstacles: Sequence = (),
+              terrain=None) -> Path:
+    """Write characters (or one motion), optional obstacles and the ground as a binary glTF file.
 
     Args:
         path: the ``.glb`` file to write (atomically).
@@ -247,6 +258,8 @@ def write_glb(path: str | Path, characters: Sequence[Character] | Motion, obstac
         obstacles: :class:`~motionmatch.environment.obstacles.Obstacle`-like objects
             (``shape``, ``center``, ``radius``/``axes``/``size``, ``yaw``, ``height``,
             ``moving``, ``position(t)``) drawn as boxes and cylinders.
+        terrain: the ground (:class:`~motionmatch.environment.terrain.Terrain`), drawn as
+            a mesh named ``terrain``; ``None``: no ground in the file.
     """
     if isinstance(characters, Motion):
         characters = [Character(characters.name or "character", characters)]
@@ -258,6 +271,8 @@ def write_glb(path: str | Path, characters: Sequence[Character] | Motion, obstac
         longest = max(characters, key=lambda c: c.motion.duration).motion
         times = np.arange(longest.num_frames) / longest.fps
     _add_obstacles(b, obstacles, times)
+    if terrain is not None:
+        _add_terrain(b, terrain)
     path = Path(path)
     b.save(path)
     return path

@@ -34,7 +34,7 @@ def check_writer(path: str | Path) -> None:
 
 
 def write_motion(path: str | Path, motion: Motion | Sequence[tuple[str, Motion]], *, units: str | float | None = None,
-                 obstacles: Sequence = (), body: str | Path | None = None) -> Path:
+                 obstacles: Sequence = (), body: str | Path | None = None, terrain=None) -> Path:
     """Write motion to ``path`` (atomically), as BVH or glTF binary by its suffix.
 
     Args:
@@ -47,6 +47,8 @@ def write_motion(path: str | Path, motion: Motion | Sequence[tuple[str, Motion]]
         obstacles: obstacles drawn in a ``.glb`` file (ignored by the other formats).
         body: a glTF file whose skinned mesh replaces the generated mannequin
             (:func:`motionmatch.io.user_mesh.body_for`; ignored by BVH).
+        terrain: the ground (:class:`~motionmatch.environment.terrain.Terrain`) as a mesh
+            in a ``.glb`` or USD file (ignored by BVH and FBX).
     """
     path = Path(path)
     suffix = path.suffix.lower()
@@ -56,7 +58,7 @@ def write_motion(path: str | Path, motion: Motion | Sequence[tuple[str, Motion]]
 
         pairs = [(motion.name or path.stem, motion)] if isinstance(motion, Motion) else list(motion)
         chars = [Character(n, m, body_for(m, body) if body is not None else None) for n, m in pairs]
-        return write_glb(path, chars, obstacles)
+        return write_glb(path, chars, obstacles, terrain)
     if suffix in (".fbx", ".usd", ".usda", ".usdc"):
         from motionmatch.io.user_mesh import body_for
 
@@ -73,7 +75,7 @@ def write_motion(path: str | Path, motion: Motion | Sequence[tuple[str, Motion]]
             return save_fbx(motions, path, meshes=meshes, names=names)
         from motionmatch.io.usd import save_usd
 
-        return save_usd(motions, path, meshes=meshes, names=names)
+        return save_usd(motions, path, meshes=meshes, names=names, terrain=terrain)
     if suffix == ".bvh":
         from motionmatch.anim.bvh import save_bvh
 

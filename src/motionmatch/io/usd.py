@@ -15,6 +15,9 @@ open: metres (``metersPerUnit = 1``), Y up, time codes at the motion's frame rat
 - ``Body`` (when a mesh is given): a skinned ``Mesh`` in the rest pose with
   ``primvars:skel:jointIndices`` / ``jointWeights`` (four per vertex).
 
+The ground, when given (a :class:`~motionmatch.environment.terrain.Terrain`), is the
+``Mesh`` ``/World/Terrain`` (:func:`motionmatch.io.ground.ground_mesh`).
+
 Needs the optional ``usd-core`` package (``pip install 'motionmatch[usd]'``); a missing one
 is reported in one line. The file is written atomically (complete or absent).
 """
@@ -74,7 +77,7 @@ def joint_paths(names: Sequence[str], parents: np.ndarray) -> list[str]:
 
 
 def save_usd(motions: Motion | Sequence[Motion], path: str | Path, *, meshes: Sequence[Any] | None = None,
-             names: Sequence[str] | None = None) -> Path:
+             names: Sequence[str] | None = None, terrain: Any = None) -> Path:
     """Write one or several characters' motions to a USD file.
 
     Args:
@@ -86,6 +89,8 @@ def save_usd(motions: Motion | Sequence[Motion], path: str | Path, *, meshes: Se
             ``weights [V, 4]`` and optionally ``normals [V, 3]`` (e.g.
             :class:`motionmatch.anim.mannequin.Mannequin`), in metres, Y up.
         names: prim names of the characters (default each motion's name, or ``character<i>``).
+        terrain: the ground (:class:`~motionmatch.environment.terrain.Terrain`), written as
+            the mesh ``/World/Terrain``; ``None``: none.
 
     Returns the path written.
     """
@@ -149,6 +154,9 @@ def save_usd(motions: Motion | Sequence[Motion], path: str | Path, *, meshes: Se
 
         if mesh is not None:
             _define_mesh(stage, root_path.AppendChild("Body"), mesh, skeleton, skel.num_joints)
+
+    if terrain is not None:
+        _define_terrain(stage, terrain)
 
     with atomic_path(path) as tmp:
         if not stage.GetRootLayer().Export(str(tmp)):
@@ -219,3 +227,21 @@ def _define_mesh(stage, path, mesh, skeleton, num_joints: int) -> None:
     binding.CreateJointIndicesPrimvar(False, 4).Set(Vt.IntArray.FromNumpy(joints.reshape(-1)))
     binding.CreateJointWeightsPrimvar(False, 4).Set(Vt.FloatArray.FromNumpy(weights.reshape(-1)))
     binding.CreateGeomBindTransformAttr(Gf.Matrix4d(1.0))
+
+
+def _define_terrain(stage, terrain) -> None:
+    from pxr import Gf, UsdGeom, Vt
+
+    from motionmatch.io.ground import GROUND_COLOUR, ground_mesh
+
+    v, n, t = ground_mesh(terrain)
+    geom = UsdGeom.Mesh.Define(stage, "/World/Terrain")
+    geom.CreatePointsAttr(Vt.Vec3fArray.FromNumpy(v.astype(np.float32)))
+    geom.CreateFaceVertexCountsAttr(Vt.IntArray.FromNumpy(np.full(len(t), 3, np.int32)))
+    geom.CreateFaceVertexIndicesAttr(Vt.IntArray.FromNumpy(t.astype(np.int32).reshape(-1)))
+    geom.CreateSubdivisionSchemeAttr(UsdGeom.Tokens.none)
+    geom.CreateNormalsAttr(Vt.Vec3fArray.FromNumpy(n.astype(np.float32)))
+    geom.SetNormalsInterpolation(UsdGeom.Tokens.vertex)
+    geom.CreateDisplayColorAttr(Vt.Vec3fArray([Gf.Vec3f(*GROUND_COLOUR)]))
+    lo, hi = v.min(axis=0), v.max(axis=0)
+    geom.CreateExtentAttr(Vt.Vec3fArray([Gf.Vec3f(*map(float, lo)), Gf.Vec3f(*map(float, hi))]))

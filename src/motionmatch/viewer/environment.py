@@ -15,6 +15,7 @@ import numpy as np
 
 from motionmatch.environment.obstacles import Obstacle
 from motionmatch.environment.scene import Scene
+from motionmatch.environment.terrain import Terrain
 from motionmatch.geometry.shapes import C_ID, C_R, C_X, C_Z, barrier, ellipse_obstacle_distances
 from motionmatch.runtime.environment_matching import EnvironmentMatcher
 from motionmatch.runtime.world import World
@@ -53,9 +54,10 @@ def obstacle_from_viewer(o: dict) -> Obstacle:
     return Obstacle.from_dict(d, f"obstacle {o.get('id', '?')}")
 
 
-def scene_from_viewer(obstacles: list[dict]) -> Scene:
-    """The :class:`Scene` of the page's obstacles (in order: scene index ``i`` is ``obstacles[i]``)."""
-    return Scene([obstacle_from_viewer(o) for o in obstacles])
+def scene_from_viewer(obstacles: list[dict], terrain: Terrain | None = None) -> Scene:
+    """The :class:`Scene` of the page's obstacles (in order: scene index ``i`` is
+    ``obstacles[i]``) on the session's ground (``None``: the flat floor)."""
+    return Scene([obstacle_from_viewer(o) for o in obstacles], terrain=terrain)
 
 
 def environment_debug(world: World, agent, scene_ids: list[int], page_ids: dict[int, int]) -> dict:

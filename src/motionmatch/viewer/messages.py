@@ -54,7 +54,14 @@ obstacle_update    ``id``, ``obstacle``.
 obstacle_remove    ``id``.
 scene_clear        (no fields).
 scene_set          ``scene``: ``{"obstacles": [...]}`` (a file the user picked in the page).
-scene_save         (no fields): the reply carries the scene as JSON.
+scene_save         (no fields): the reply carries the scene as JSON (with its terrain).
+terrain_set        ``terrain``: a scenario file's ``"terrain"`` object with its heights
+                   inline (``{"height_field": {"origin", "cell", "heights"}}`` or
+                   ``{"flat": {}}``; a file the user picked in the page; no file names:
+                   the page names no file on the server), or null: the flat floor. Its
+                   fields are checked as a scenario's (``terrain.height_field.cell must
+                   be ...``); the reply and a ``terrain`` message carry the ground as the
+                   page draws it (:mod:`motionmatch.viewer.terrain`).
 scenario_load      ``file`` (an id from ``files``): obstacles and agents of a scenario.
 files              ``kind`` (``bvh``, ``scenario``, ``path``, ``keypoints``): list what the
                    page may load (only from the configured data folders).
@@ -121,6 +128,7 @@ from motionmatch.validation import (
     point,
     validate_obstacle,
 )
+from motionmatch.viewer.terrain import page_terrain
 
 __all__ = ["SCHEMAS", "Limits", "MessageError", "RateLimiter", "check_size", "parse", "validate", "validate_obstacle"]
 
@@ -196,6 +204,7 @@ SCHEMAS: dict[str, dict[str, Field]] = {
     "scene_clear": {},
     "scene_set": {"scene": Custom(_scene)},
     "scene_save": {},
+    "terrain_set": {"terrain": Custom(page_terrain, optional=True)},
     "scenario_load": {"file": _FILE_ID},
     "files": {"kind": Str(16, ("bvh", "scenario", "path", "keypoints"))},
     "genmm": {"examples": List(_FILE_ID, 1, Limits.examples), "seconds": Num(1, 120, optional=True, default=10.0),

@@ -56,6 +56,7 @@ from motionmatch.viewer.jobs import TabJobs
 from motionmatch.viewer.messages import Limits, MessageError, validate_obstacle
 from motionmatch.viewer.pose import ViewerPoseSource
 from motionmatch.viewer.protocol import FLAG_PARTIAL, FLAG_PAUSED, PROTOCOL_VERSION, encode_frame, with_history_flags
+from motionmatch.viewer.terrain import terrain_drawing
 from motionmatch.viewer.work import export_file, synthesize
 
 __all__ = ["DT", "TICK_HZ", "Session"]
@@ -65,7 +66,7 @@ DT = 1.0 / TICK_HZ
 #: requests that use the kernels of the warm-up's ``environment`` stage (paths, obstacles,
 #: other characters, crowds, scenarios)
 NEEDS_ENVIRONMENT = frozenset({"path", "obstacle_add", "obstacle_update", "scene_set", "scenario_load", "spawn_group",
-                               "add_character"})
+                               "add_character", "terrain_set"})
 #: the page's view (see Session._in_view): characters farther than this (m) outside the
 #: ground the camera sees are sent every OFF_VIEW_EVERY-th tick (10 Hz) instead of every tick
 VIEW_MARGIN = 2.0
@@ -214,6 +215,8 @@ class Session:
         self.selected: int | None = None
         self.obstacles: dict[int, dict] = {}
         self._next_obstacle = 1
+        #: the ground (None: the flat floor), kept on the world's scene and drawn by the page
+        self.terrain = None
         self.paused = False
         self.tick = 0
         self.time = 0.0
@@ -571,7 +574,8 @@ class Session:
                    "trajectory_offsets": [float(o) for o in db.schema.trajectory_offsets]},
             "skeletons": {str(k): v for k, v in self.skeletons.items()},
             "characters": self.describe_characters(), "selected": self.selected,
-            "obstacles": self.obstacle_list(), "capabilities": dict(CAPABILITIES),
+            "obstacles": self.obstacle_list(), "terrain": terrain_drawing(self.terrain),
+            "capabilities": dict(CAPABILITIES),
             "history_frames": self.history.maxlen, "keys": list(KEYS),
             "modes": self.modes, "mode_keys": dict(MODE_KEYS),
             "limits": {"path_points": self.limits.path_points, "obstacles": self.limits.obstacles,
@@ -604,7 +608,7 @@ class Session:
 
     def _obstacles_changed(self) -> None:
         lst = self.obstacle_list()
-        self.world.set_scene(scene_from_viewer(lst))
+        self.world.set_scene(scene_from_viewer(lst, self.terrain))
         self.scene_ids = [int(o["id"]) for o in lst]
         self.send({"type": "obstacles", "obstacles": lst, "time": round(self.time, 4)})
 
@@ -866,6 +870,26 @@ class Session:
         self._set_scene_obstacles(m["scene"]["obstacles"])
         return {"obstacles": len(self.obstacles)}
 
+    def _set_terrain(self, terrain) -> dict | None:
+        """Make ``terrain`` (None: the flat floor) the session's ground and send the page its
+        drawing (a ValueError, before anything changes, for one the page cannot draw)."""
+        drawing = terrain_drawing(terrain)
+        self.terrain = terrain
+        self.send({"type": "terrain", "terrain": drawing})
+        return drawing
+
+    def _on_terrain_set(self, m):
+        """The page's terrain (a file the user picked; null: the flat floor) as the ground of
+        the world's scene. The characters do not walk on it yet (issue 31's runtime part)."""
+        try:
+            drawing = self._set_terrain(m["terrain"])
+        except ValueError as e:
+            raise Rejected(str(e)) from None
+        self._obstacles_changed()
+        kind = "flat" if drawing is None else drawing["kind"]
+        return {"terrain": kind, **({"rows": drawing["rows"], "cols": drawing["cols"]}
+                                    if kind == "height_field" else {})}
+
     def _on_scene_save(self, m):
         obs = [{k: v for k, v in o.items() if k != "t0"} for o in self.obstacles.values()]
         agents = []
@@ -876,6 +900,8 @@ class Session:
                 agents.append({"name": ch.name, "start": [round(x, 3), round(z, 3)],
                                "facing": [round(math.sin(y), 4), round(math.cos(y), 4)]})
         scene = {"name": "viewer scene", "duration": 30.0, "obstacles": obs, "agents": agents}
+        if self.terrain is not None and self.terrain.kind != "mesh":  # a mesh's file stays where it is
+            scene["terrain"] = self.terrain.to_dict()
         self.send({"type": "scene", "scene": scene})
 
     def _on_scenario_load(self, m):
@@ -898,6 +924,7 @@ class Session:
             raise Rejected(f"at most {self.limits.obstacles} obstacles")
         try:  # every check before the session changes
             world = world_from_scenario(self.db, sc, matcher=shared_matcher(self.db), record_poses=False)
+            terrain_drawing(sc.terrain)
         except (TypeError, ValueError) as e:
             raise Rejected(f"{m['file']}: {e}") from None
         notes = self._scenario_notes(sc)
@@ -910,6 +937,7 @@ class Session:
             self.obstacles[self._next_obstacle] = {**o, "t0": 0.0}
             self._next_obstacle += 1
         self.scene_ids = list(self.obstacles)
+        self._set_terrain(sc.terrain)
         self.send({"type": "obstacles", "obstacles": self.obstacle_list(), "time": 0.0})
         self.scenario = {"name": sc.name, "duration": float(sc.duration), "ended": False}
         world.step(0.0)  # a run's first frame: every agent where it starts
@@ -943,6 +971,9 @@ class Session:
             notes.append(f"agents' gait {gaits} is not used (motionmatch scenario does not use it either)")
         if sc.regions:
             notes.append(f"regions {sorted(sc.regions)} are for tests and reports; the viewer does not use them")
+        if sc.terrain is not None and not sc.terrain.is_flat:
+            notes.append(f"terrain ({sc.terrain.kind}) is drawn, but the characters do not walk on it yet: their "
+                         "feet stay at y = 0 (issue 31)")
         return notes
 
     def _database_has(self, what: str) -> bool:
