@@ -379,7 +379,9 @@ class World:
             ctrls = [a.ctrl for a in self.agents]
             b = self._batch
             ours = self.batched and all(c.batch is b and c.batched for c in ctrls)
-            self._roster_of = (key, _Roster(ctrls, [a.chooser for a in self.agents], ours))
+            _together, _asked, reports, own = self._input_kinds()
+            self._roster_of = (key, _Roster(ctrls, [a.chooser for a in self.agents], ours,
+                                            np.flatnonzero(reports).tolist(), np.flatnonzero(own).tolist()))
         return self._roster_of[1]
 
     def states(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -535,10 +537,12 @@ class World:
                 for i in (i for i, yes in enumerate(ours) if not yes):  # (one by one, as their own update would)
                     self._step_agents([agents[i]], wants.take([i]), [dts[i]], None, None)
         _together, _asked, reports, _own = self._input_kinds()
-        if reports.any() and not skip:  # (agents: all of them, in order)
-            started = self.agent_clocks.started[self._rows()]
-            for i in np.flatnonzero(reports & started).tolist():
-                agents[i].source.stepped(agents[i], float(dts[i]))
+        if not skip:  # (agents: all of them, in order)
+            if roster.reporting:
+                started = self.agent_clocks.started[self._rows()].tolist()
+                for i in roster.reporting:
+                    if started[i]:
+                        agents[i].source.stepped(agents[i], float(dts[i]))
         elif reports.any():
             uids = self._uids()
             reporting = {int(u) for u in uids[reports]}
@@ -589,8 +593,13 @@ class World:
                 if len(ks):
                     positions = members if len(ks) == len(members) else (np.arange(A) if idx is None else idx)[ks]
                     groups.append((ks, kind.wants_together(self, self.global_rows()[positions])))
-        one_by_one = (~live | asked).nonzero()[0].tolist()
-        wants = []
+        if not together and idx is None:  # (every agent asked: its want, or standing until it starts)
+            times, stepped, lives = c.local_time[rows].tolist(), steps.tolist(), live.tolist()
+            wants = [(k, a.source.intent(a, times[k], stepped[k]) if lives[k] else IDLE) for k, a in enumerate(agents)]
+            one_by_one = None
+        else:
+            one_by_one = (~live | asked).nonzero()[0].tolist()
+            wants = []
         if one_by_one:
             times = c.local_time[rows if idx is None else rows[idx]].tolist()
             stepped, lives = steps.tolist(), live.tolist()
@@ -623,8 +632,8 @@ class World:
             ctrls, choosers = roster.ctrls, roster.choosers
         rmo = wants.root_motion_only.copy()
         _together, _asked, _reports, own = self._input_kinds()
-        if own.any() and roster is not None:  # (agents: all of them, in order)
-            for i in np.flatnonzero(own).tolist():
+        if roster is not None:  # (agents: all of them, in order)
+            for i in roster.naming:
                 mine = agents[i].source.chooser(agents[i])
                 ctrls[i].chooser = mine if mine is not None else choosers[i]
         elif own.any():  # (an input that may name its own chooser: asked each step)
@@ -716,6 +725,8 @@ class _Roster(NamedTuple):
     ctrls: list[Controller]
     choosers: list
     ours: bool  # every one a row of the world's batch, stepped by the compiled stages
+    reporting: list[int]  # the agents whose input reports its steps (InputSource.stepped)
+    naming: list[int]  # the agents whose input may name a frame chooser (InputSource.chooser)
 
 
 class _DeferredSearches(list):
