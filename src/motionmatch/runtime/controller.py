@@ -539,7 +539,8 @@ class Controller(QueryBuilding, Searching):
             coast, sharp = np.empty(n, dtype=bool), np.empty(n, dtype=np.int64)
             given = [k for k, d in enumerate(desireds) if d is not None]
         hs = h_arr.tolist()
-        Controller._check_steps([ctrls[k] for k in given], hs if n < 16 else h_arr, [desireds[k] for k in given])
+        if given or n > 1 or not 0.0 <= hs[0] < math.inf:
+            Controller._check_steps([ctrls[k] for k in given], hs if n < 16 else h_arr, [desireds[k] for k in given])
         desired = b.desired  # (this step's desired trajectories, by row)
         if desired:
             if n == 1:
@@ -562,7 +563,7 @@ class Controller(QueryBuilding, Searching):
                  coast, sharp)
         decided = [(False, False)] * n
         late = []  # the controllers (their k) whose search is deferred
-        todo = (~coast).nonzero()[0].tolist()
+        todo = ([] if coast[0] else [0]) if n == 1 else (~coast).nonzero()[0].tolist()
         if todo:
             ends, speeds, turns, sharps = at_end.tolist(), speed.tolist(), turn.tolist(), sharp.tolist()
         for k in todo:

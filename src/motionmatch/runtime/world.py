@@ -210,6 +210,7 @@ class World:
         self._roster_of: tuple | None = None  # ((inputs_version, batched), _Roster; see _roster)
         self._ask_scratch: tuple | None = None  # (see _ask_inputs)
         self._wants_memo: tuple | None = None  # (the last step's Want objects and their WantRows; _ask_inputs)
+        self._deferred: _DeferredSearches | None = None  # (see _deferred_searches)
 
     @property
     def matcher(self) -> EnvironmentMatcher:
@@ -630,7 +631,7 @@ class World:
             ctrls, choosers = [a.ctrl for a in agents], [a.chooser for a in agents]
         else:
             ctrls, choosers = roster.ctrls, roster.choosers
-        rmo = wants.root_motion_only.copy()
+        rmo = wants.root_motion_only  # (copied before the choosers add to it)
         _together, _asked, _reports, own = self._input_kinds()
         if roster is not None:  # (agents: all of them, in order)
             for i in roster.naming:
@@ -643,13 +644,16 @@ class World:
                     mine = a.source.chooser(a)
                     c.chooser = mine if mine is not None else ch
         before = None  # each chooser's searches so far (-1: none)
-        if roster is not None and self.environment and choosers:  # (every agent's chooser in the columns)
+        if not self.environment:  # (no agent has a chooser)
+            pass
+        elif roster is not None and choosers:  # (every agent's chooser in the columns)
             cols = self.chooser_columns
             goals = wants.intents.goals
-            rmo |= cols.near[rows]
+            rmo = rmo | cols.near[rows]
             cols.target_speed[rows] = np.hypot(goals[:, 0], goals[:, 1])  # (the intents' speeds)
             before = cols.searches[rows]
         elif any(ch is not None for ch in choosers):
+            rmo = rmo.copy()
             goals = wants.intents.goals
             speeds = np.hypot(goals[:, 0], goals[:, 1]).tolist()  # (the intents' speeds)
             before = []
@@ -668,9 +672,13 @@ class World:
             a.last_step = (step, k)
 
     def _deferred_searches(self) -> _DeferredSearches:
-        """A list that takes the step's deferred searches: made ready together, their jobs
-        run at once (on two threads with two or more, :meth:`_DeferredSearches.run`)."""
-        return _DeferredSearches(self._threads(), self.obstacle_pool)
+        """The list that takes a step's deferred searches: made ready together, their jobs
+        run at once (on two threads with two or more, :meth:`_DeferredSearches.run`); the
+        world's one, empty again after each step's searches ended."""
+        d, pool = self._deferred, self._threads()
+        if d is None or len(d) or d.pool is not pool:
+            d = self._deferred = _DeferredSearches(pool, self.obstacle_pool)
+        return d
 
     def _threads(self):
         """The world's pool of ``threads - 1`` threads (made on first use; its threads end
@@ -742,7 +750,7 @@ class _DeferredSearches(list):
 
     def __init__(self, pool, obstacles: ObstaclePool):
         super().__init__()
-        self._pool = pool
+        self.pool = pool
         self._obstacles = obstacles
         self._planned: list[tuple] = []  # (index into the list, intent, mask)
 
@@ -775,11 +783,11 @@ class _DeferredSearches(list):
         waiting about a tenth of the time)."""
         self.prepare()
         jobs = [job for _, job, _ in self if job.runs]
-        if len(jobs) < 2 or self._pool is None:
+        if len(jobs) < 2 or self.pool is None:
             run_jobs(jobs)
             return
         shared = iter(jobs)
-        there = self._pool.submit(run_jobs, shared)
+        there = self.pool.submit(run_jobs, shared)
         run_jobs(shared)
         there.result()
 
