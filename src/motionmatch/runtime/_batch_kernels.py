@@ -333,6 +333,16 @@ def decide_rows(rows, dt, at_end, speed, turn_rate, force, root_motion_only, pla
 
 
 @numba.njit(cache=True)
+def playback_decide_rows(rows, dt, at_end, speed, turn_rate, force, root_motion_only, plain, goals, gaits, coast,
+                         sharp, playback, decision):
+    """:func:`playback_rows`, then :func:`decide_rows` (roots adjusted here), in one call
+    (``playback``, ``decision``: their plain tuples): the numbers of the two calls."""
+    playback_rows(rows, dt, at_end, speed, turn_rate, playback)
+    decide_rows(rows, dt, at_end, speed, turn_rate, force, root_motion_only, plain, goals, gaits, True, coast, sharp,
+                decision)
+
+
+@numba.njit(cache=True)
 def adjust_root(x, z, yaw, sim_x, sim_z, sim_yaw, dt, speed, turn_rate, halflife, max_ratio, min_speed):
     """The character root ``(x, z)`` (m) and heading ``yaw`` (rad) pulled toward the
     simulated root ``(sim_x, sim_z)``, ``sim_yaw`` over ``dt`` seconds with half-life
@@ -461,6 +471,14 @@ def _heading_of_angle(angle):
     """:func:`motionmatch.control.trajectory.heading_of_angle`."""
     half = 0.5 * angle
     return _heading_of(math.cos(half), math.sin(half))
+
+
+@numba.njit(cache=True)
+def sim_pose_rows(rows, dt, goals, sim, pose):
+    """:func:`advance_sim_rows`, then :func:`pose_rows`, in one call (``sim``, ``pose``:
+    their plain tuples): the numbers of the two calls."""
+    advance_sim_rows(rows, dt, goals, sim)
+    pose_rows(rows, dt, pose)
 
 
 @numba.njit(cache=True)

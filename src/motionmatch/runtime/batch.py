@@ -215,11 +215,29 @@ class ControllerBatch:
         BK.decide_rows(rows, dt, at_end, speed, turn_rate, force, root_motion_only, plain, goals, gaits,
                        adjust_here, coast, sharp, self._packed().decision)
 
+    def playback_decide(self, rows: np.ndarray, dt: np.ndarray, at_end: np.ndarray, speed: np.ndarray,
+                        turn_rate: np.ndarray, force: np.ndarray, root_motion_only: np.ndarray, plain: np.ndarray,
+                        goals: np.ndarray, gaits: np.ndarray, coast: np.ndarray, sharp: np.ndarray) -> None:
+        """:meth:`playback`, then :meth:`decide` (the roots adjusted there), in one compiled call."""
+        v = self._packed()
+        BK.playback_decide_rows(rows, dt, at_end, speed, turn_rate, force, root_motion_only, plain, goals, gaits,
+                                coast, sharp, v.playback, v.decision)
+
     def advance_sim(self, rows: np.ndarray, dt: np.ndarray, goals: np.ndarray) -> None:
         """Advance the simulated roots of ``rows [R]`` by ``dt [R]`` seconds toward
         ``goals [R, 5]`` (see :func:`~motionmatch.runtime._batch_kernels.advance_sim_rows`;
         :func:`intent_goal` packs one)."""
         BK.advance_sim_rows(rows, dt, goals, self._packed().sim)
+
+    def advance_sim_pose(self, rows: np.ndarray, dt: np.ndarray, goals: np.ndarray, pool=None) -> None:
+        """:meth:`advance_sim`, then :meth:`pose` (one compiled call for the two when the
+        poses are not shared with ``pool``'s thread)."""
+        if pool is None or len(rows) < POSE_SPLIT_ROWS:
+            v = self._packed()
+            BK.sim_pose_rows(rows, dt, goals, v.sim, v.pose)
+            return
+        self.advance_sim(rows, dt, goals)
+        self.pose(rows, dt, pool)
 
     def pose(self, rows: np.ndarray, dt: np.ndarray, pool=None) -> None:
         """The poses of ``rows [R]`` (distinct) after ``dt [R]`` seconds into

@@ -551,16 +551,17 @@ class Controller(QueryBuilding, Searching):
                     del desired[r]
         for k in given:
             desired[ctrls[k]._row] = desireds[k]
-        if compiled:
-            b.playback(rows, h_arr, at_end, speed, turn)
-        else:
-            at_end[0], speed[0], turn[0] = c0._playback(hs[0])
-        # the clocks, and which rows only coast (compiled); the others decide here
+        # the playback, the clocks and which rows only coast (compiled); the others decide here
         intents = IntentRows.of(intents)
         goals = intents.goals
-        b.decide(rows, h_arr, at_end, speed, turn, np.asarray(search_now, dtype=bool),
-                 np.asarray(root_motion_only, dtype=bool), intents.plain, goals, intents.gaits, compiled,
-                 coast, sharp)
+        force, rmo = np.asarray(search_now, dtype=bool), np.asarray(root_motion_only, dtype=bool)
+        if compiled:
+            b.playback_decide(rows, h_arr, at_end, speed, turn, force, rmo, intents.plain, goals, intents.gaits, coast,
+                              sharp)
+        else:
+            at_end[0], speed[0], turn[0] = c0._playback(hs[0])
+            b.decide(rows, h_arr, at_end, speed, turn, force, rmo, intents.plain, goals, intents.gaits, False, coast,
+                     sharp)
         decided = [(False, False)] * n
         late = []  # the controllers (their k) whose search is deferred
         todo = ([] if coast[0] else [0]) if n == 1 else (~coast).nonzero()[0].tolist()
@@ -598,8 +599,9 @@ class Controller(QueryBuilding, Searching):
             for k in (st.inert_kind[rows] == BK.SPRING).nonzero()[0].tolist():
                 ctrls[k]._advance_offsets(hs[k])
         if not own_sim:
-            b.advance_sim(rows, h_arr, goals)
-        elif len(own_sim) < n:
+            b.advance_sim_pose(rows, h_arr, goals, threads)
+            return decided
+        if len(own_sim) < n:
             sim = st.sim_compiled[rows]
             b.advance_sim(rows[sim], h_arr[sim], goals[sim])
         b.pose(rows, h_arr, threads)
