@@ -215,7 +215,8 @@ class Intent:
         """Planar (x, z) speed in m/s (computed once: the intent is immutable)."""
         sp = self.__dict__.get("_speed")
         if sp is None:
-            sp = float(np.hypot(self.velocity[0], self.velocity[2]))
+            v = self.velocity
+            sp = math.hypot(v[0], v[2])
             object.__setattr__(self, "_speed", sp)
         return sp
 
