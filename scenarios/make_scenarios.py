@@ -291,6 +291,121 @@ def fence_ceilings():
     }
 
 
+# ------------------------------------------------------------------ the paper's scenes (issue 33 item 5)
+def dense_crowd(seed=6):
+    """Fig. 6: a field of standing people, treated as static obstacles (each the ellipse of a
+    standing body, 0.48 m across the shoulders, 0.28 m front to back, turned at random),
+    on staggered rows 0.9 m apart, 1.2 m apart along a row (0.93 people per square metre),
+    so that no straight line crosses it; the character holds the forward key."""
+    rng = np.random.default_rng(seed)
+    people = []
+    for r, z in enumerate(np.arange(2.5, 11.6, 0.9)):
+        shift = 0.6 if r % 2 else 0.0
+        for x in np.arange(-4.2 + shift, 4.3, 1.2):
+            c = np.array([x, z]) + rng.uniform(-0.12, 0.12, 2)
+            people.append({"shape": "ellipse", "center": [round(float(c[0]), 3), round(float(c[1]), 3)],
+                           "axes": [0.24, 0.14], "yaw_deg": round(float(rng.uniform(0, 180)), 1),
+                           "height": [0.0, 1.75], "name": f"person{len(people)}"})
+    return {
+        "name": "dense-crowd",
+        "description": f"Paper Fig. 6: a dense static crowd, {len(people)} standing people (each the ellipse of a "
+                       "standing body, 0.48 x 0.28 m, turned at random) on staggered rows 0.9 m apart and 1.2 m "
+                       "apart along a row (about 0.9 people per square metre) between z = 2.5 and 11.5 m; the "
+                       "character holds the forward key (W = +Z) and nothing else.",
+        "expect": "The character crosses the crowd slowly, weaving and turning between the people, and comes out "
+                  "the other side without colliding with them (plain motion matching walks through them).",
+        "duration": 40.0,
+        "obstacles": people,
+        "agents": [{"name": "hero", "start": [0.0, 0.0], "facing": [0.0, 1.0],
+                    "script": {"events": [{"t": 0.0, "keys": ["w"]}]}}],
+        "regions": {"crowd": {"z": [2.0, 12.0]}, "exit": {"z": [12.5, 100.0]}},
+    }
+
+
+def narrow_passage(disk=False, width=1.0):
+    """Fig. 7: two characters walk toward each other along a passage ``width`` m wide; with
+    ``disk`` the disk-body ablation (each body the circle around its ellipse)."""
+    obstacles = []
+    for sgn in (-1, 1):
+        x = sgn * (width / 2 + 0.15)
+        obstacles.append(wall((x, -1.0), (x, 13.0), 0.3))
+    name = "narrow-passage-disk" if disk else "narrow-passage"
+    d = {
+        "name": name,
+        "description": f"Paper Fig. 7: two characters walk toward each other along a passage {width:.2f} m wide "
+                       "and 14 m long (path following at 1.3 m/s, their lines 0.2 m apart)"
+                       + (", their bodies represented as disks (the circle around each body ellipse: the "
+                          "ablation of Sec. 6.5)." if disk else ", their bodies represented as ellipses."),
+        "expect": ("With disks they get stuck: no motion but standing fits past the other one, so neither gets "
+                   "past the other." if disk else
+                   "With ellipses they find poses (turning, side-stepping) that fit past each other and both "
+                   "reach the far end."),
+        "duration": 16.0,
+        "obstacles": obstacles,
+        "agents": [{"name": "north", "start": [-0.1, 0.0], "facing": [0.0, 1.0],
+                    "path": [[-0.1, 0.0], [-0.1, 12.0]], "speed": 1.3},
+                   {"name": "south", "start": [0.1, 12.0], "facing": [0.0, -1.0],
+                    "path": [[0.1, 12.0], [0.1, 0.0]], "speed": 1.3}],
+        "regions": {"north-end": {"z": [9.0, 100.0]}, "south-end": {"z": [-100.0, 3.0]}},
+    }
+    if disk:
+        d["penalty"] = {"disk_body": True}
+    return d
+
+
+def run_walk():
+    """Fig. 17: in two lanes 8 m apart in the open, the same oncoming walker (1.3 m/s) is met
+    by a runner (3.5 m/s, lane x = -4) and by a walker (1.3 m/s, lane x = +4)."""
+    agents = []
+    for lane, (who, speed) in ((-4.0, ("runner", 3.5)), (4.0, ("walker", 1.3))):
+        agents.append({"name": who, "start": [lane - 0.1, 0.0], "facing": [0.0, 1.0],
+                       "path": [[lane - 0.1, 0.0], [lane - 0.1, 24.0]], "speed": speed})
+        agents.append({"name": f"{who}-oncoming", "start": [lane + 0.1, 14.0], "facing": [0.0, -1.0],
+                       "path": [[lane + 0.1, 14.0], [lane + 0.1, -6.0]], "speed": 1.3})
+    return {
+        "name": "run-walk",
+        "description": "Paper Fig. 17: two lanes 8 m apart in the open; in the western one (x = -4) a runner "
+                       "(3.5 m/s) meets a character walking toward it (1.3 m/s), in the eastern one (x = +4) a "
+                       "walker (1.3 m/s) meets the same oncoming walker; lines 0.2 m apart, path following.",
+        "expect": "The runner turns its torso considerably to get past and keeps its speed (there is room); the "
+                  "walker's avoidance is subtler (less torso rotation).",
+        "duration": 12.0,
+        "obstacles": [],
+        "agents": agents,
+    }
+
+
+def zigzag_cones_door():
+    """The cones of :func:`zigzag_cones`, then a wall across the corridor at z = 16 whose
+    door (0.9 m) stands ajar: its leaf, hinged on the east jamb, is open by 35 degrees,
+    leaving about 0.5 m between its free end and the west jamb."""
+    d = zigzag_cones()
+    cones = [o for o in d["obstacles"] if o["shape"] == "disk"]
+    z_door = 16.0
+    walls = side_walls([(-1.0, 1.0), (22.0, 1.0)])
+    walls.append(wall((-1.0, z_door), (-0.45, z_door), 0.2, name="wall-west"))
+    walls.append(wall((0.45, z_door), (1.0, z_door), 0.2, name="wall-east"))
+    a = math.radians(35.0)
+    hinge = np.array([0.45, z_door + 0.1])
+    tip = hinge + 0.85 * np.array([-math.cos(a), math.sin(a)])
+    walls.append(wall(hinge, tip, 0.05, name="door-leaf"))
+    gap = float(np.hypot(*(tip - np.array([-0.45, z_door + 0.1]))))
+    return {
+        "name": "zigzag-cones-door",
+        "description": "Paper Fig. 13: the corridor of zigzag-cones (2 m wide, cones every 1.4 m alternately "
+                       "left and right, not perfectly even), ending at a wall at z = 16 m whose 0.9 m door stands "
+                       f"nearly closed (its leaf open by 35 degrees: {gap:.2f} m from its end to the other "
+                       "jamb); forward key only.",
+        "expect": "The character weaves through the cones, then squeezes through the door's opening turning "
+                  "its torso (side-stepping), and comes out the other side.",
+        # 60 s: it reaches the door at about 23 s and works its way through it until about 47 s
+        "duration": 60.0,
+        "obstacles": walls + cones,
+        "agents": d["agents"],
+        "regions": {"cones": {"z": [2.0, 14.5]}, "door": {"z": [15.3, 17.0]}, "exit": {"z": [17.5, 100.0]}},
+    }
+
+
 SCENARIOS = {
     "corridor-narrowing": corridor_narrowing,
     "zigzag-cones": zigzag_cones,
@@ -301,6 +416,11 @@ SCENARIOS = {
     "doors-small": lambda: doors(6, "doors-small"),
     "fence-ceilings": fence_ceilings,
     "dense-obstacles": dense_obstacles,
+    "dense-crowd": dense_crowd,
+    "narrow-passage": narrow_passage,
+    "narrow-passage-disk": lambda: narrow_passage(disk=True),
+    "run-walk": run_walk,
+    "zigzag-cones-door": zigzag_cones_door,
 }
 
 

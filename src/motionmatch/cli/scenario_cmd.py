@@ -104,6 +104,10 @@ def cmd_scenario(args: argparse.Namespace) -> int:
           f"error {report['error_m'] if report['error_m'] is not None else 'n/a'} m, collision time "
           f"{report['collision_time_s']:.3f} s, collision fraction {report['collision_fraction']:.3f}, "
           f"{report['realtime_factor']:.1f}x real time")
+    torso = report.get("torso_rotation_deg")
+    if torso and torso["mean"] is not None:
+        print(f"  torso rotation (shoulders against the direction of travel, moving frames): mean "
+              f"{torso['mean']:.1f}, p90 {torso['p90']:.1f}, max {torso['max']:.1f} degrees")
     if args.report:
         from motionmatch._files import atomic_write
 

@@ -12,21 +12,39 @@ from motionmatch._jit import overlapping
 from motionmatch.environment.body import motion_ellipses
 from motionmatch.environment.collision import body_distances, collision_summary, intersection_runs, pair_distances
 from motionmatch.geometry.polyline import distance_to_path
+from motionmatch.metrics.torso import torso_rotation, torso_summary
 from motionmatch.runtime.world import World, WorldRecord
 
-__all__ = ["body_tracks", "scenario_report"]
+__all__ = ["body_tracks", "scenario_report", "torso_rotations"]
 
 
 def body_tracks(world: World, rec: WorldRecord) -> np.ndarray:
     """``[A, F, 8]`` each agent's body ellipse per frame: from the recorded poses, or (when
     poses were not recorded) from the database frame played, placed at the root."""
+    return _tracks(world, rec)[0]
+
+
+def torso_rotations(world: World, rec: WorldRecord) -> np.ndarray | None:
+    """``[A, F]`` each agent's torso rotation per frame in degrees (0: shoulders square to
+    the direction of travel, 90: along it; ``NaN`` while not moving;
+    :func:`motionmatch.metrics.torso.torso_rotation`), from the recorded poses; ``None``
+    when poses were not recorded."""
+    return _tracks(world, rec)[1]
+
+
+def _tracks(world: World, rec: WorldRecord) -> tuple[np.ndarray, np.ndarray | None]:
+    """Body ellipse tracks ``[A, F, 8]`` and torso rotations ``[A, F]`` (``None`` without
+    recorded poses), the poses' forward kinematics done once."""
     A, F = rec.frames.shape
     out = np.zeros((A, F, 8))
     if rec.rotations is not None:
+        torso = np.zeros((A, F))
         for i in range(A):
             m = rec.motion(i, world.db.skeleton)
-            out[i] = motion_ellipses(m.world_positions, m.world_rotations[:, 0], rec.fps)
-        return out
+            wp = m.world_positions
+            out[i] = motion_ellipses(wp, m.world_rotations[:, 0], rec.fps)
+            torso[i] = torso_rotation(wp, world.db.skeleton, rec.fps)
+        return out, torso
     cur = world.matcher.played_ellipses
     for i in range(A):
         e = cur[rec.frames[i]]  # [F, 7] character frame
@@ -37,7 +55,7 @@ def body_tracks(world: World, rec: WorldRecord) -> np.ndarray:
         out[i, :, 2] = c * e[:, 2] + s * e[:, 3]
         out[i, :, 3] = -s * e[:, 2] + c * e[:, 3]
         out[i, :, 4:8] = e[:, 4:8]
-    return out
+    return out, None
 
 
 def scenario_report(world: World, rec: WorldRecord, scenario=None,
@@ -57,12 +75,15 @@ def scenario_report(world: World, rec: WorldRecord, scenario=None,
     duration of an intersection of a body with an obstacle or another body),
     ``collision_fraction`` (share of agent-frames in some intersection), ``collisions``,
     ``obstacle_collision_fraction`` / ``agent_collision_fraction``, ``step_ms`` (mean wall
-    time of a world step), ``realtime_factor`` (simulated / wall time), ``agents`` (per
+    time of a world step), ``realtime_factor`` (simulated / wall time), ``torso_rotation_deg`` (``mean``, ``p90``,
+    ``max`` over every agent's moving frames: the shoulders' turn away from square to the
+    direction of travel, :mod:`motionmatch.metrics.torso`; ``None`` without recorded
+    poses), ``agents`` (per
     agent: the same measures, final position, distance to goal).
     """
     A, F = rec.frames.shape
     fps = rec.fps
-    tracks = body_tracks(world, rec)
+    tracks, torso = _tracks(world, rec)
     times = np.arange(F) / fps
     scene = world.scene
     if scene.moving_ids.size:
@@ -92,6 +113,8 @@ def scenario_report(world: World, rec: WorldRecord, scenario=None,
         a = world.agents[i]
         entry = {"name": rec.names[i], **summ,
                  "final_position": [float(rec.root_positions[i, -1, 0]), float(rec.root_positions[i, -1, 2])]}
+        if torso is not None:
+            entry["torso_rotation_deg"] = torso_summary(torso[i])
         if a.path is not None:
             e = distance_to_path(rec.root_positions[i], np.stack([a.path[:, 0], np.zeros(len(a.path)),
                                                                     a.path[:, 1]], axis=1))
@@ -131,6 +154,7 @@ def scenario_report(world: World, rec: WorldRecord, scenario=None,
         "agent_collision_fraction": float(agent_in.mean()),
         "step_ms": float(rec.step_seconds[1:].mean() * 1e3) if F > 1 else 0.0,
         "realtime_factor": float((F / fps) / max(rec.step_seconds.sum(), 1e-9)),
+        "torso_rotation_deg": torso_summary(torso.ravel()) if torso is not None else None,
         "agents": per,
     }
     return report
