@@ -204,7 +204,9 @@ def evaluate(data: PoseData, knn: PoseClassifier, improved: PoseClassifier) -> P
     return PoseEvaluation(results, lat, data.counts())
 
 
-def _cache_dir(cache_dir: str | Path | None) -> Path:
+def cache_folder(cache_dir: str | Path | None = None) -> Path:
+    """Where the trained classifiers are cached: ``cache_dir``, else ``$MOTIONMATCH_CACHE/pose``
+    (default: the user cache folder)."""
     if cache_dir is not None:
         return Path(cache_dir)
     from motionmatch.datasets import default_cache_dir
@@ -221,7 +223,7 @@ def cache_key(root: Path, config: TrainConfig) -> str:
 
 def _cache_paths(root: Path, cfg: TrainConfig, cache_dir: str | Path | None) -> tuple[Path, Path]:
     key = cache_key(root, cfg)
-    d = _cache_dir(cache_dir)
+    d = cache_folder(cache_dir)
     return d / f"knn-{key}.npz", d / f"improved-{key}.npz"
 
 
