@@ -474,7 +474,7 @@ def test_the_page_camera_on_a_fresh_install_reads_walk_then_run_within_a_minute(
             moved = math.dist(p0, page.evaluate("() => window.__mm.character().root"))
             page.screenshot(path=str(tmp / "fresh-camera.png"))
             ctx.close()
-        bg = loader.background
+        bg = getattr(loader, "background", None)   # (none before issue 33)
         ready = dict(getattr(loader, "ready_s", {}))
         description = loader.description
     finally:

@@ -80,18 +80,18 @@ def test_sampling_first_gives_the_same_training_set_faster():
 @pytest.mark.slow
 def test_first_use_gives_the_quick_classifier_then_the_default_one(tmp_path):
     """From an empty cache (the tests' quick configuration): the loader trains the quick
-    classifier and hands it out, starts the background process, and moves to the default
-    one as soon as that is cached (here by another process: the tests' own quick pair),
-    saying so; the background process is stopped then, and on close."""
+    classifier and hands it out, starts the background process (its own, at low priority),
+    and moves to the default one as soon as that is cached (here by another process: a
+    pair written into the cache), saying so; the background process is stopped then, and
+    a loader closed while it trains leaves no process behind."""
     pytest.importorskip("sklearn")
     from motionmatch.control.pose import default as d
+    from motionmatch.control.pose.classify import KNNPoseClassifier, load_classifier
     from motionmatch.viewer.pose import ClassifierLoader
-    from test_pose_common import quick_bundle
 
     root = data_root()
     if not (root / "lafan1").is_dir():
         pytest.skip(f"{root} has no motion capture; set MOTIONMATCH_DATA to the shared data folder")
-    _, knn, imp = quick_bundle(str(root))
     loader = ClassifierLoader(root, tmp_path / "cache", d.QUICK)
     loader.POLL_S = 0.2
     try:
@@ -100,22 +100,36 @@ def test_first_use_gives_the_quick_classifier_then_the_default_one(tmp_path):
         while loader.get() is None and loader.error is None and time.monotonic() < deadline:
             time.sleep(0.2)
         quick = loader.get()
-        assert loader.error is None and isinstance(quick, MLPPoseClassifier) and quick is not imp
+        assert loader.error is None and isinstance(quick, MLPPoseClassifier) and "quick" in quick.meta
         assert "quick classifier" in loader.description and "background" in loader.description
-        assert "quick" in loader.ready_s
         while loader.background is None and time.monotonic() < deadline:
             time.sleep(0.1)
         bg = loader.background
-        assert bg.poll() is None                                   # training, in its own process
+        assert bg.poll() is None and bg.pid is not None            # training, in its own process
+        # another process caches the default pair meanwhile (a kNN and the quick network re-read)
+        quick.save(tmp_path / "imp.npz")
+        imp = load_classifier(tmp_path / "imp.npz")
+        knn = KNNPoseClassifier().fit(np.random.default_rng(0).normal(size=(30, 4)), np.arange(30) % 3)
         d.cache_classifiers(knn, imp, root, d.QUICK, tmp_path / "cache")
         while loader.get() is quick and time.monotonic() < deadline:
             time.sleep(0.1)
+        new = loader.get()
+        assert new is not quick and isinstance(new, MLPPoseClassifier)
         assert "default (improved) classifier" in loader.description and "now in use" in loader.description
-        new = loader.get()                                         # the cached pair's improved one
-        assert isinstance(new, MLPPoseClassifier) and new.meta == imp.meta
-        time.sleep(0.5)
+        assert set(loader.ready_s) == {"quick", "default"} and loader.ready_s["default"] >= loader.ready_s["quick"]
         assert bg.poll() is not None                               # no longer needed: stopped
     finally:
         loader.close()
-    assert loader.background is None and loader.get() is not None  # starts again, from the cache now
+    # closed while the background trains: the process ends with the loader
+    for f in (tmp_path / "cache").glob("knn-*.npz"):
+        f.unlink()
+    loader = ClassifierLoader(root, tmp_path / "cache", d.QUICK)
+    loader.POLL_S = 0.2
+    loader.get()
+    deadline = time.monotonic() + 120
+    while loader.background is None and time.monotonic() < deadline:  # the quick one is cached: seconds
+        time.sleep(0.1)
+    bg = loader.background
+    assert bg is not None and bg.poll() is None
     loader.close()
+    assert bg.poll() is not None and loader.background is None

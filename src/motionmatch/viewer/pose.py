@@ -99,34 +99,42 @@ class ClassifierLoader:
             if classifier is not None:
                 self.error = None
 
-    def _offer(self, clf: PoseClassifier, name: str, description: str) -> None:
+    def _offer(self, closing: threading.Event, clf: PoseClassifier, name: str, description: str) -> None:
         _warm_up(clf)
         with self._lock:
+            if closing.is_set():      # closed meanwhile: this load's results are not wanted
+                return
             self._clf = clf
             self._description = description
             self.ready_s[name] = round(time.monotonic() - self.started_at, 2)
 
-    def _load(self) -> None:
+    def _load(self, closing: threading.Event) -> None:
         try:
             from motionmatch.control.pose import default as d
 
             root = d.resolve_root(self.root)
             pair = d.cached_classifiers(root, self.config, self.cache_dir)
             if pair is not None:
-                self._offer(pair[1], "default", "default (improved) classifier")
+                self._offer(closing, pair[1], "default", "default (improved) classifier")
                 return
             from motionmatch.control.pose.firstuse import BackgroundTraining, quick_classifier
 
+            with self._lock:
+                self._description = ("first use, nothing trained yet: training a quick classifier from the motion "
+                                     "capture (seconds to a minute)")
             t0 = time.monotonic()
             quick = quick_classifier(root, self.config, cache_dir=self.cache_dir)
-            self._offer(quick, "quick", f"quick classifier (ready in {time.monotonic() - t0:.0f} s; the default "
+            self._offer(closing, quick, "quick", f"quick classifier (ready in {time.monotonic() - t0:.0f} s; the default "
                         "one is training in the background, about ten minutes, and takes over when done)")
+            if closing.is_set():
+                return
             bg = BackgroundTraining(root, self.cache_dir, config=self.config)
             self.background = bg
             bg.start()
             pair = None
             while pair is None and bg.poll() is None:
-                if self._closing.wait(self.POLL_S):
+                if closing.wait(self.POLL_S):
+                    bg.stop()
                     return
                 # (another process, e.g. `motionmatch pose eval`, may cache it first)
                 pair = d.cached_classifiers(root, self.config, self.cache_dir)
@@ -137,10 +145,12 @@ class ClassifierLoader:
                     self._description = (f"quick classifier (training the default one in the background failed: "
                                          f"{bg.error()}; `motionmatch pose eval` trains it)")
                 return
-            self._offer(pair[1], "default", f"default (improved) classifier: trained in the background in "
+            self._offer(closing, pair[1], "default", f"default (improved) classifier: trained in the background in "
                         f"{(time.monotonic() - bg.started_at) / 60:.1f} min, now in use instead of the quick one")
         except Exception as e:
             with self._lock:
+                if closing.is_set():
+                    return
                 self.error = (f"the default pose classifier could not be loaded or trained: {type(e).__name__}: {e} "
                               "(it is trained from the motion capture in $MOTIONMATCH_DATA on first use; "
                               "`motionmatch pose eval` trains and caches it)")
@@ -153,7 +163,9 @@ class ClassifierLoader:
                 return self._clf
             if self._thread is None:
                 self.started_at = time.monotonic()
-                self._thread = threading.Thread(target=self._load, name="pose-classifier", daemon=True)
+                self._closing = threading.Event()
+                self._thread = threading.Thread(target=self._load, args=(self._closing,), name="pose-classifier",
+                                                daemon=True)
                 self._thread.start()
             return None
 
@@ -170,7 +182,6 @@ class ClassifierLoader:
             self._thread, self._clf, self.error, self.background = None, None, None, None
             self._description = "default (improved) classifier"
             self.ready_s = {}
-        self._closing.clear()
 
 
 _loader = ClassifierLoader()
@@ -389,6 +400,8 @@ class ViewerPoseSource(InputSource):
             out["duration"] = round(float(self.stream.duration), 2)
         if state == "error":
             out["message"] = self.loader.error
+        if state == "loading":
+            out["message"] = f"pose classifier: {out['classifier']}"
         if state == "waiting":
             out["message"] = ("waiting for keypoints: press Use camera (the page's pose estimator), or send "
                               "pose_keypoints messages (13 COCO body keypoints, x, y, score)")
