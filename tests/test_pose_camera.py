@@ -473,6 +473,7 @@ def test_the_page_camera_on_a_fresh_install_reads_walk_then_run_within_a_minute(
                 time.sleep(0.2)
             moved = math.dist(p0, page.evaluate("() => window.__mm.character().root"))
             page.screenshot(path=str(tmp / "fresh-camera.png"))
+            print(f"fresh camera: screenshot {tmp / 'fresh-camera.png'}")
             ctx.close()
         bg = getattr(loader, "background", None)   # (none before issue 33)
         ready = dict(getattr(loader, "ready_s", {}))

@@ -121,7 +121,7 @@ class ClassifierLoader:
 
             with self._lock:
                 self._description = ("first use, nothing trained yet: training a quick classifier from the motion "
-                                     "capture (seconds to a minute)")
+                                     "capture (about half a minute)")
             t0 = time.monotonic()
             quick = quick_classifier(root, self.config, cache_dir=self.cache_dir)
             self._offer(closing, quick, "quick", f"quick classifier (ready in {time.monotonic() - t0:.0f} s; the default "

@@ -9,8 +9,8 @@ first "Use camera":
    small network on the default data's training renders and two-part performances, a few
    iterations, with its per-class offsets and smoother chosen on the validation side as
    the default one's are (:func:`~.tune.choose_smoother`; without that step the network
-   reads the page estimator's damped run as a jump). About 20-30 s on 2 cores, half of it
-   rendering the motion capture; cached beside the default classifiers, so a second start
+   reads the page estimator's damped run as a jump). About 26 s on a busy 2-core machine
+   (load 9), 10 s of it rendering the motion capture; cached beside the default classifiers, so a second start
    before those are done takes a second.
 2. :class:`BackgroundTraining` trains the default classifiers in a separate process at
    low priority (``nice`` 10: the page's estimator and the viewer's session keep the CPU;
