@@ -133,3 +133,40 @@ def test_first_use_gives_the_quick_classifier_then_the_default_one(tmp_path):
     assert bg is not None and bg.poll() is None
     loader.close()
     assert bg.poll() is not None and loader.background is None
+
+
+def test_the_background_training_ends_with_the_process_that_started_it(tmp_path):
+    """A viewer killed while the default classifier trains leaves no training behind: the
+    child watches its parent and ends when it is gone."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = data_root()
+    if not (root / "lafan1").is_dir():
+        pytest.skip(f"{root} has no motion capture; set MOTIONMATCH_DATA to the shared data folder")
+    code = ("import sys; from motionmatch.control.pose.firstuse import BackgroundTraining; "
+            "from motionmatch.control.pose.default import QUICK; "
+            f"b = BackgroundTraining({str(root)!r}, {str(tmp_path / 'cache')!r}, QUICK); b.start(); print(b.pid)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+    pid = int(out.stdout.strip())                      # its parent has ended already
+
+    def running() -> bool:
+        try:
+            state = Path(f"/proc/{pid}/status").read_text().split("State:")[1].split()[0]
+        except (OSError, IndexError):
+            return False
+        return state not in ("Z", "X")
+
+    if not Path("/proc").is_dir():
+        pytest.skip("needs /proc to watch the process")
+    deadline = time.monotonic() + 60
+    while running() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    alive = running()
+    if alive:                                          # (not left behind by a failing test either)
+        import os
+        import signal
+
+        os.kill(pid, signal.SIGTERM)
+    assert not alive, f"background training {pid} outlived its parent"
