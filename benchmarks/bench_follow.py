@@ -30,7 +30,7 @@ tangent facings and prints:
   before issue 17 (single runs: ``bench_follow_spread.py`` gives means and spreads over
   several starts); and the
   facing comparison of Section VIII-C (tangent, joystick held 30 degrees right,
-  DirectionNet with the shipped weights): mean distance, the angle between facing and
+  the default DirectionNet, trained on first use and cached): mean distance, the angle between facing and
   travel, and DirectionNet's error on held-out clips (subject 4) against the tangent's.
 * Several characters at once (four paths stepped together), and **Section VIII-D**:
   the same paths with a dance-only database (LAFAN1's dance clips, mirrored).
@@ -52,7 +52,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).parent))
 from _common import REPO, data_root
 from motionmatch.anim import quat
-from motionmatch.control.direction_net import DirectionNet, facing_errors, tracks_from_database
+from motionmatch.control.direction_cache import default_direction_net
+from motionmatch.control.direction_net import facing_errors, tracks_from_database
 from motionmatch.control.path import RevisionSettings, load_path
 from motionmatch.database import MotionDatabase, default_schema
 from motionmatch.datasets import load_folder
@@ -108,7 +109,7 @@ TIGHT = ("chicane", "hairpins", "loops", "slalom", "switchbacks")
 FACING = {
     "tangent": ("Tangential direction", {"facing": "tangent"}),
     "joystick": ("Joystick (held 30 deg right)", {"facing": "joystick", "joystick_deg": 30.0}),
-    "net": ("DirectionNet (shipped)", {"facing": "net"}),
+    "net": ("DirectionNet (default)", {"facing": "net"}),
 }
 HOLDOUT = "subject4"
 
@@ -238,9 +239,10 @@ def main() -> int:
                 inputs[f"tight_{f.stem}"] = rec.path.input_points
         print("  ran the tight set", file=sys.stderr, flush=True)
 
-    # facing: tangent, joystick (held 30 degrees right), DirectionNet (shipped weights)
+    # facing: tangent, joystick (held 30 degrees right), DirectionNet (the default one: trained
+    # on first use from $MOTIONMATCH_DATA/lafan1-60fps and cached; needs PyTorch the first time)
     if not args.no_facing:
-        net = DirectionNet.shipped()
+        net = default_direction_net(progress=True)
         out["facing"] = {}
         for key, (_label, rev) in FACING.items():
             for f in files:

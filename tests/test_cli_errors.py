@@ -269,7 +269,7 @@ def test_a_group_command_without_its_command_lists_them(capsys):
 
 
 def test_training_the_facing_net_without_torch_is_one_line(files, tmp_path, capsys, monkeypatch):
-    """(PyTorch hidden whether or not it is installed; the shipped net needs none.) The tiny
+    """(PyTorch hidden whether or not it is installed.) The tiny
     database walks straight: its turn and brake limits fall back to the defaults' own."""
     monkeypatch.setitem(sys.modules, "torch", None)  # import torch raises ImportError
     assert main(["follow", "--db", str(files / "db.npz"), "--path", str(files / "path.json"),

@@ -184,25 +184,6 @@ def test_query_is_revised_once_per_match_unless_asked_every_frame(small_db):
     assert changes[True][0] > 0.8 * changes[True][2]
 
 
-def test_shipped_direction_net_loads_and_predicts_people_better_than_the_tangent():
-    """The weights shipped in the package (trained by 'motionmatch train-direction-net'):
-    small, numpy-only, and on a person walking sideways (facing 90 degrees off the path)
-    it predicts the facing far better than the tangent, which is 90 degrees off."""
-    from motionmatch.control.direction_net import SHIPPED, facing_errors
-
-    assert SHIPPED.exists() and SHIPPED.stat().st_size < 1_000_000
-    net = DirectionNet.shipped()
-    assert net.config.hidden == 30
-    s = np.arange(600) / 60.0
-    forward = (np.stack([np.zeros_like(s), 1.2 * s], axis=1), np.zeros_like(s), 60.0)
-    e = facing_errors(net, [forward])
-    assert e["tangent_deg"] < 1.0 and e["net_deg"] < 15.0
-    sideways = (np.stack([0.8 * s, np.zeros_like(s)], axis=1), np.zeros_like(s), 60.0)  # faces +Z, walks +X
-    e = facing_errors(net, [sideways])
-    assert e["tangent_deg"] == pytest.approx(90.0, abs=1.0)
-    assert e["held_deg"] < 1.0  # the facing kept from the window's centre is right here
-
-
 def test_joystick_facing_turns_the_query(small_db):
     t = np.linspace(0, 4, 100)
     path = TimedPath.from_samples(t, np.stack([np.zeros_like(t), t], axis=1))

@@ -389,6 +389,135 @@ def test_the_page_camera_drives_the_character_with_nothing_from_outside(tmp_path
     assert moved > 2.0, said
 
 
+@pytest.mark.slow
+def test_the_page_camera_on_a_fresh_install_reads_walk_then_run_within_a_minute(tmp_path_factory, monkeypatch):
+    """Issue 33: "Use camera" from an empty cache (nothing trained) drives the character
+    within a minute of the click. The loader trains the quick classifier (seconds), uses
+    it at once and says so in the page, and trains the default one in a background
+    process (stopped at the end). The fake camera plays the stand / walk / run video in a
+    loop; within 60 s of the click the session must have read walk then run in a pass of
+    the video, and the character must have moved 1 m. Prints the time from the click to
+    the first command."""
+    pytest.importorskip("sklearn")
+    pytest.importorskip("playwright.sync_api", reason="Playwright is not installed")
+    from test_viewer_e2e import CHROMIUM_ARGS, chromium_path
+    from test_viewer_support import small_database, start_server, viewer_deps_or_skip
+
+    viewer_deps_or_skip()
+    from motionmatch.viewer import pose as plugin
+    from motionmatch.viewer._bundle import BundleError, ensure_bundle
+
+    try:
+        static = ensure_bundle(log=lambda m: None)
+    except BundleError as e:
+        pytest.skip(f"the page's bundle cannot be built: {e}")
+    if not (Path(static) / "pose" / "pose_landmarker_lite.task").is_file():
+        pytest.skip("the page's bundle has no pose estimator (rebuild: cd web && npm ci && npm run build)")
+    exe = chromium_path()
+    if exe is None:
+        pytest.skip("Debian's chromium is not installed")
+    deadline_s = float(os.environ.get("MOTIONMATCH_CAMERA_DEADLINE_S", "60"))   # (longer: to measure a slow start)
+    tmp = tmp_path_factory.mktemp("fresh-camera")
+    video, stand_s, walk_s, run_s = camera_video(tmp / "performance.y4m")
+    loop_s = stand_s + walk_s + run_s
+    monkeypatch.setenv("MOTIONMATCH_CACHE", str(tmp / "cache"))             # a fresh install: nothing cached
+    loader = plugin.ClassifierLoader()
+    monkeypatch.setattr(plugin, "_loader", loader)
+    srv = start_server(small_database(tmp_path_factory.getbasetemp()), {"data": data_root()}, static_dir=static)
+    from playwright.sync_api import sync_playwright
+
+    marks: dict[str, float] = {}
+    wall_video: list[tuple[float, float]] = []   # (seconds since the click, video seconds)
+    shown: list[str] = []
+    verdict = None
+    try:
+        with sync_playwright() as p:
+            ctx = p.chromium.launch_persistent_context(
+                tempfile.mkdtemp(prefix="mm-chromium-"), executable_path=exe, headless=True,
+                args=[*CHROMIUM_ARGS, *FAKE_CAMERA, f"--use-file-for-fake-video-capture={video}"],
+                viewport={"width": 640, "height": 400})
+            page = ctx.new_page()
+            errors: list[str] = []
+            page.on("pageerror", lambda e: errors.append(str(e)))
+            page.goto(srv.url)
+            page.wait_for_function("() => window.__mm && window.__mm.state.frame && window.__mm.state.welcome",
+                                   timeout=30000)
+            page.click("summary:has-text('Pose control')")
+            page.select_option("#camera-model", "lite")
+            p0 = page.evaluate("() => window.__mm.character().root")
+            click = time.monotonic()
+            page.click("#camera-use")
+            first_sent = None
+            while True:
+                now = time.monotonic() - click
+                vt, stats, info = page.evaluate("() => [window.__cameraStats ? window.__cameraStats.videoTime : 0, "
+                                                "window.__cameraStats || null, "
+                                                "(document.querySelector('#pose-status') || {}).textContent || '']")
+                if stats and stats.get("sent", 0) > 0:
+                    wall_video.append((now, vt))
+                    if first_sent is None:
+                        first_sent = next((v for v, found in stats["log"] if found), vt)
+                        marks["first keypoints"] = now
+                if info and (not shown or shown[-1] != info):
+                    shown.append(info)
+                sessions = [s for s in list(srv.viewer.sessions.values()) if s.pose_source is not None]
+                source = sessions[0].pose_source if sessions else None
+                timeline = list(source.timeline) if source is not None else []
+                if timeline and "first command" not in marks and any(c for _, c in timeline):
+                    marks["first command"] = now
+                if first_sent is not None and timeline and "passed" not in marks:
+                    verdict = _walk_then_run(timeline, first_sent, stand_s, walk_s, loop_s, wall_video)
+                    if verdict is not None:      # when the pass ended, or when the session had read it
+                        marks["passed"] = max(verdict[0], now)
+                if "passed" in marks and "moved 1 m" not in marks:
+                    if math.dist(p0, page.evaluate("() => window.__mm.character().root")) > 1.0:
+                        marks["moved 1 m"] = now
+                if "moved 1 m" in marks or now > deadline_s + 5.0:
+                    break
+                time.sleep(0.2)
+            moved = math.dist(p0, page.evaluate("() => window.__mm.character().root"))
+            page.screenshot(path=str(tmp / "fresh-camera.png"))
+            page.evaluate("() => document.querySelector('#pose-status').scrollIntoView({block: 'end'})")
+            page.locator("#pose-status").screenshot(path=str(tmp / "fresh-camera-status.png"))
+            print(f"fresh camera: screenshot {tmp / 'fresh-camera.png'}")
+            ctx.close()
+        bg = getattr(loader, "background", None)   # (none before issue 33)
+        ready = dict(getattr(loader, "ready_s", {}))
+        description = loader.description
+    finally:
+        srv.stop()                     # stops the background training with the loader
+    marks.update({f"{k} classifier ready": v for k, v in ready.items()})
+    print("fresh camera: seconds from the click: " + ", ".join(f"{k} {v:.1f}" for k, v in sorted(marks.items(),
+                                                                                               key=lambda kv: kv[1])))
+    print(f"fresh camera: {description}; moved {moved:.1f} m; verdict {verdict}; page said {shown[-3:]}")
+    assert not errors, errors
+    assert "first command" in marks, (marks, shown[-3:])
+    assert "passed" in marks and marks["passed"] <= deadline_s, (marks, verdict, shown[-3:])
+    assert marks.get("moved 1 m", math.inf) <= deadline_s, (marks, moved)             # and drove the character
+    assert any("quick classifier" in t and "background" in t for t in shown), shown[-5:]   # the page says so
+    assert bg is not None and bg.poll() is not None                # the background process is gone
+
+
+def _walk_then_run(timeline, first_sent, stand_s, walk_s, loop_s, wall_video):
+    """The first pass of the looping video in which the session read walk then run (walk
+    over half of the walk part, run over half of the run part, after 1.5 s each): ``(wall
+    seconds since the click when that pass ended, pass, walk shares, run shares)``, or
+    ``None``. The timeline is the session's (camera seconds since its first frame)."""
+    tl = [(t + first_sent, c) for t, c in timeline]
+    vt_now = wall_video[-1][1]
+    k = 0
+    while (k + 1) * loop_s <= vt_now:
+        base = k * loop_s
+        walk = _shares(tl, base + stand_s + 1.5, base + stand_s + walk_s)
+        run = _shares(tl, base + stand_s + walk_s + 1.5, base + loop_s)
+        if walk.get("walk", 0) > 0.5 and run.get("run", 0) > 0.5:
+            walls = np.array([w for w, _ in wall_video])
+            vts = np.array([v for _, v in wall_video])
+            return float(np.interp(base + loop_s, vts, walls)), k, walk, run
+        k += 1
+    return None
+
+
 def _shares(timeline: list[tuple[float, str]], start: float, stop: float) -> dict[str, float]:
     """The share of ``[start, stop)`` seconds spent in each family of commands (``walk``,
     ``run``, ...), from ``timeline`` (the time and command of each change, in order)."""

@@ -121,3 +121,24 @@ def not_npz(path: Path) -> str | None:
     if not head:
         return "an empty file"
     return "a BVH file" if head == b"HIER" or path.suffix.lower() == ".bvh" else "corrupt or not an .npz file"
+
+
+@contextmanager
+def training_lock(path: str | Path) -> Iterator[None]:
+    """Hold an exclusive lock on ``path`` + ``.lock`` while the body runs (POSIX ``flock``:
+    released when the process ends, however it ends), so that one process trains and caches
+    a model at a time and the others wait, then read its cache; where the platform has no
+    ``flock`` (Windows), no lock."""
+    try:
+        import fcntl
+    except ImportError:  # (Windows)
+        yield
+        return
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path.with_name(path.name + ".lock"), "a") as f:
+        fcntl.flock(f.fileno(), fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f.fileno(), fcntl.LOCK_UN)

@@ -34,7 +34,9 @@ def _load_net(args, db):
     if args.net:
         return DirectionNet.load(args.net)
     if not args.train_net:
-        return DirectionNet.shipped()  # trained on LAFAN1's locomotion; numpy only
+        from motionmatch.control.direction_cache import default_direction_net
+
+        return default_direction_net(progress=sys.stderr.isatty())  # cached; trained from $MOTIONMATCH_DATA once
     require_torch()  # before saying that it trains
     print(f"training DirectionNet on the database's root trajectories ({args.net_epochs} epochs; "
           "save one with 'motionmatch train-direction-net' and pass --net to skip this)", file=sys.stderr)
@@ -231,8 +233,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     f.add_argument("--joystick-deg", type=arg.float_range(-180, 180), default=0.0,
                    help="joystick facing offset in degrees (positive: to the right); a path file's "
                    '"joystick": [[t, deg], ...] timeline is added')
-    f.add_argument("--net", metavar="NET.npz", help="trained DirectionNet (default: the one shipped with motionmatch, "
-                   "trained on LAFAN1's locomotion)")
+    f.add_argument("--net", metavar="NET.npz", help="trained DirectionNet (default: one trained on this machine on first use "
+                   "from $MOTIONMATCH_DATA/lafan1-60fps, then cached; needs PyTorch the first time)")
     f.add_argument("--train-net", action="store_true", help="train a DirectionNet on DB.npz now instead "
                    "(needs PyTorch: pip install 'motionmatch[net]')")
     f.add_argument("--net-epochs", type=EPOCHS, default=10, help="epochs when training DirectionNet here")
@@ -276,11 +278,12 @@ def register(sub: argparse._SubParsersAction) -> None:
                        description="Train DirectionNet, the GRU that predicts a character's facing along a path, on "
                        "the root trajectories of DB.npz (4-second windows, L1 loss, Adam), and save it as .npz for "
                        "'motionmatch follow --facing net --net NET.npz'. Deterministic for a --seed (one CPU thread). "
-                       "Needs PyTorch: pip install 'motionmatch[net]'. The shipped network: "
-                       "--data $MOTIONMATCH_DATA/lafan1-60fps --holdout subject4 --epochs 30 --seed 0.")
+                       "Needs PyTorch: pip install 'motionmatch[net]'. The default network ('follow --facing net' "
+                       "trains it on first use and caches it): --data $MOTIONMATCH_DATA/lafan1-60fps --holdout "
+                       "subject4 --epochs 30 --seed 0.")
     t.add_argument("--db", metavar="DB.npz", help="database to learn from (or --data)")
     t.add_argument("--data", metavar="FOLDER", help="folder of BVH clips: a mirrored database is built from it "
-                   "(the shipped network: $MOTIONMATCH_DATA/lafan1-60fps)")
+                   "(the default network: $MOTIONMATCH_DATA/lafan1-60fps)")
     t.add_argument("--holdout", metavar="TEXT", help="leave out the clips whose name contains TEXT (e.g. subject4) "
                    "and report the facing error on them against the path tangent's")
     t.add_argument("-o", "--output", required=True, metavar="NET.npz")

@@ -8,7 +8,8 @@
 * :mod:`~motionmatch.control.keyboard`: keyboard keys and gamepad sticks to intents.
 * :mod:`~motionmatch.control.script`: JSON timelines of keys / intents for offline runs.
 * :mod:`~motionmatch.control.path`: drawn, timed paths and the revised future queries.
-* :mod:`~motionmatch.control.direction_net`: DirectionNet, facing along a path.
+* :mod:`~motionmatch.control.direction_net`: DirectionNet, facing along a path;
+  :mod:`~motionmatch.control.direction_cache`: the default one, trained on first use and cached.
 
 This package knows nothing of databases or searches; it only says what the user wants.
 """

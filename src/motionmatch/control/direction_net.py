@@ -17,7 +17,9 @@ along the window.
 
 Training (:func:`train_direction_net`) needs PyTorch (an optional extra: ``pip install
 torch``); L1 loss, Adam. Inference (:class:`DirectionNet`) is plain numpy/numba, and a
-trained network is saved as ``.npz`` (no pickle).
+trained network is saved as ``.npz`` (no pickle). No trained network ships in the package
+(LAFAN1's licence forbids it): :mod:`~motionmatch.control.direction_cache` trains the
+default one on first use and caches it.
 """
 
 from __future__ import annotations
@@ -46,8 +48,6 @@ __all__ = [
 ]
 
 FORMAT = "motionmatch-direction-net-1"
-#: The trained weights shipped in the package (:meth:`DirectionNet.shipped`).
-SHIPPED = Path(__file__).with_name("direction_net_lafan1.npz")
 
 
 class MissingTorchError(MotionMatchError, ImportError):
@@ -60,7 +60,8 @@ def require_torch():
     except ImportError:
         raise MissingTorchError(
             "training DirectionNet needs PyTorch (the 'net' extra), which is not installed: pip install torch "
-            "(CPU is enough), or use the shipped network (--facing net without --train-net) or --net NET.npz"
+            "(CPU is enough; DirectionNet is trained on this machine on first use, as LAFAN1's licence forbids "
+            "shipping a trained one), or pass --net NET.npz (a network trained elsewhere)"
         ) from None
     return torch
 
@@ -311,14 +312,6 @@ class DirectionNet:
         with atomic_write(path, "wb") as f:
             np.savez(f, meta=np.array(meta), **{k: v for k, v in self.w.items()})
         return path
-
-    @classmethod
-    def shipped(cls) -> DirectionNet:
-        """The network shipped with motionmatch (:data:`SHIPPED`): trained on LAFAN1's
-        locomotion (60 fps, mirrored, subject 4 held out) by ``motionmatch
-        train-direction-net --data DATA/lafan1-60fps --holdout subject4 -o ...``
-        (see ``benchmarks/README.md``)."""
-        return cls.load(SHIPPED)
 
     @classmethod
     def load(cls, path: str | Path) -> DirectionNet:

@@ -48,51 +48,140 @@ from motionmatch.control.pose.commands import CommandMapper
 from motionmatch.control.pose.keypoints import KEYPOINTS, KeypointError, KeypointStream, load_keypoints, standing_pose
 from motionmatch.runtime.inputs import IDLE, InputSource, KeyboardInput, Want
 
-__all__ = ["ClassifierLoader", "ViewerPoseSource", "set_classifier"]
+__all__ = ["ClassifierLoader", "ViewerPoseSource", "close_loader", "set_classifier"]
 
 
 class ClassifierLoader:
-    """Loads the pose classifier once per process on a worker thread.
+    """Loads the pose classifier once per process, on a worker thread.
 
-    ``get()`` returns the classifier or ``None`` while it loads; ``error`` holds why
-    loading failed (e.g. no motion capture to train from and nothing cached)."""
+    With the default classifier cached, that is the one. On first use (nothing cached) it
+    trains the quick classifier (:func:`~motionmatch.control.pose.firstuse.quick_classifier`,
+    seconds), hands it out at once, then trains the default one in a low-priority
+    background process (:class:`~motionmatch.control.pose.firstuse.BackgroundTraining`)
+    and hands that out when it is done: live streams switch to it
+    (:meth:`~motionmatch.control.pose.classify.StreamingClassifier.use`).
+    :attr:`description` says which one is in use (the page shows it).
 
-    def __init__(self) -> None:
+    ``get()`` returns the classifier to use now, or ``None`` while none is ready;
+    ``error`` holds why loading failed (e.g. no motion capture to train from and nothing
+    cached). ``root``, ``cache_dir`` and ``config``: the motion capture, the cache and the
+    training configuration (default ``$MOTIONMATCH_DATA``, ``$MOTIONMATCH_CACHE/pose`` and
+    the default one)."""
+
+    POLL_S = 2.0
+
+    def __init__(self, root: Path | None = None, cache_dir: Path | None = None, config=None) -> None:
+        self.root = root
+        self.cache_dir = cache_dir
+        self.config = config
         self._lock = threading.Lock()
+        self._custom: PoseClassifier | None = None
+        self._custom_description = ""
         self._clf: PoseClassifier | None = None
         self._thread: threading.Thread | None = None
+        self._closing = threading.Event()
+        self.background = None  # the background training, while there is one
         self.error: str | None = None
-        self.description = "default (improved) classifier"
+        self._description = "default (improved) classifier"
+        self.started_at: float | None = None      # monotonic time of the first get()
+        self.ready_s: dict[str, float] = {}       # seconds from the first get() to each classifier in use
+
+    @property
+    def description(self) -> str:
+        with self._lock:
+            return self._custom_description if self._custom is not None else self._description
 
     def set(self, classifier: PoseClassifier | None, description: str = "custom classifier") -> None:
+        """Use ``classifier`` (``None``: the loader's own again)."""
         with self._lock:
-            self._clf = classifier
-            self.error = None
-            self.description = description if classifier is not None else "default (improved) classifier"
+            self._custom = classifier
+            self._custom_description = description
+            if classifier is not None:
+                self.error = None
 
-    def _load(self) -> None:
+    def _offer(self, closing: threading.Event, clf: PoseClassifier, name: str, description: str) -> None:
+        _warm_up(clf)
+        with self._lock:
+            if closing.is_set():      # closed meanwhile: this load's results are not wanted
+                return
+            self._clf = clf
+            self._description = description
+            self.ready_s[name] = round(time.monotonic() - self.started_at, 2)
+
+    def _load(self, closing: threading.Event) -> None:
         try:
-            from motionmatch.control.pose.default import default_classifier
+            from motionmatch.control.pose import default as d
 
-            clf = default_classifier("improved")
-            _warm_up(clf)
+            root = d.resolve_root(self.root)
+            pair = d.cached_classifiers(root, self.config, self.cache_dir)
+            if pair is not None:
+                self._offer(closing, pair[1], "default", "default (improved) classifier")
+                return
+            from motionmatch.control.pose.firstuse import BackgroundTraining, quick_classifier
+
             with self._lock:
-                if self._clf is None:
-                    self._clf = clf
+                self._description = ("first use, nothing trained yet: training a quick classifier from the motion "
+                                     "capture (about half a minute)")
+            t0 = time.monotonic()
+            quick = quick_classifier(root, self.config, cache_dir=self.cache_dir)
+            self._offer(closing, quick, "quick", f"quick classifier (ready in {time.monotonic() - t0:.0f} s; the default "
+                        "one is training in the background, about ten minutes, and takes over when done)")
+            if closing.is_set():
+                return
+            bg = BackgroundTraining(root, self.cache_dir, config=self.config)
+            self.background = bg
+            bg.start()
+            pair = None
+            while pair is None and bg.poll() is None:
+                if closing.wait(self.POLL_S):
+                    bg.stop()
+                    return
+                # (another process, e.g. `motionmatch pose eval`, may cache it first)
+                pair = d.cached_classifiers(root, self.config, self.cache_dir)
+            bg.stop()
+            pair = pair or d.cached_classifiers(root, self.config, self.cache_dir)
+            if pair is None:
+                with self._lock:
+                    self._description = (f"quick classifier (training the default one in the background failed: "
+                                         f"{bg.error()}; `motionmatch pose eval` trains it)")
+                return
+            self._offer(closing, pair[1], "default", f"default (improved) classifier: trained in the background in "
+                        f"{(time.monotonic() - bg.started_at) / 60:.1f} min, now in use instead of the quick one")
         except Exception as e:
             with self._lock:
+                if closing.is_set():
+                    return
                 self.error = (f"the default pose classifier could not be loaded or trained: {type(e).__name__}: {e} "
                               "(it is trained from the motion capture in $MOTIONMATCH_DATA on first use; "
                               "`motionmatch pose eval` trains and caches it)")
 
     def get(self) -> PoseClassifier | None:
         with self._lock:
+            if self._custom is not None:
+                return self._custom
             if self._clf is not None or self.error is not None:
                 return self._clf
             if self._thread is None:
-                self._thread = threading.Thread(target=self._load, name="pose-classifier", daemon=True)
+                self.started_at = time.monotonic()
+                self._closing = threading.Event()
+                self._thread = threading.Thread(target=self._load, args=(self._closing,), name="pose-classifier",
+                                                daemon=True)
                 self._thread.start()
             return None
+
+    def close(self) -> None:
+        """Stop the background training (if any) and forget the loaded classifiers; a later
+        ``get()`` starts again (from the cache, when the training got that far)."""
+        self._closing.set()
+        bg = self.background
+        if bg is not None:
+            bg.stop()
+        if self._thread is not None:
+            self._thread.join(30)
+        with self._lock:
+            self._thread, self._clf, self.error, self.background = None, None, None, None
+            self._description = "default (improved) classifier"
+            self.ready_s = {}
 
 
 _loader = ClassifierLoader()
@@ -111,6 +200,11 @@ def _warm_up(clf: PoseClassifier) -> None:
 def set_classifier(classifier: PoseClassifier | None, description: str = "custom classifier") -> None:
     """Use ``classifier`` for every viewer pose source from now on (``None``: the default)."""
     _loader.set(classifier, description)
+
+
+def close_loader() -> None:
+    """Stop the process-wide loader's background training (the viewer closes)."""
+    _loader.close()
 
 
 class ViewerPoseSource(InputSource):
@@ -191,11 +285,13 @@ class ViewerPoseSource(InputSource):
             del self._pending[:-self.MAX_PENDING]
 
     def _classifier_stream(self) -> StreamingClassifier | None:
+        clf = self.loader.get()
         if self._clf_stream is None:
-            clf = self.loader.get()
             if clf is None:
                 return None
             self._clf_stream = StreamingClassifier(clf, self.names, self.y_down)
+        elif clf is not None and clf is not self._clf_stream.clf:
+            self._clf_stream.use(clf)     # the better classifier is ready: the stream goes on with it
         return self._clf_stream
 
     def _calibrate(self, t: float, kp: np.ndarray, conf: np.ndarray) -> None:
@@ -304,6 +400,8 @@ class ViewerPoseSource(InputSource):
             out["duration"] = round(float(self.stream.duration), 2)
         if state == "error":
             out["message"] = self.loader.error
+        if state == "loading":
+            out["message"] = f"pose classifier: {out['classifier']}"
         if state == "waiting":
             out["message"] = ("waiting for keypoints: press Use camera (the page's pose estimator), or send "
                               "pose_keypoints messages (13 COCO body keypoints, x, y, score)")

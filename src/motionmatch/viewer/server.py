@@ -223,6 +223,9 @@ class Viewer:
         if self.warmup is not None:
             self.warmup.close()
         self.pool.shutdown(wait=False, cancel_futures=True)
+        from motionmatch.viewer.pose import close_loader
+
+        close_loader()  # no pose classifier left training in the background
 
 
 def is_loopback(host: str) -> bool:

@@ -586,6 +586,15 @@ class StreamingClassifier:
     def command_name(self) -> str:
         return self.clf.commands[self.command] if self.command >= 0 else ""
 
+    def use(self, classifier: PoseClassifier) -> None:
+        """Classify the frames from now on with ``classifier`` (the same commands and rate),
+        keeping the frame history, so its context features are whole at once; its own
+        smoother starts afresh, and the current command stays until it emits one."""
+        if tuple(classifier.commands) != tuple(self.clf.commands) or classifier.rate != self.clf.rate:
+            raise ClassifierError("a live stream can only switch to a classifier of the same commands and rate")
+        self.clf = classifier
+        self._smoother = classifier.make_smoother()
+
     def _emit(self, times: list[float], kps: list[np.ndarray], confs: list[np.ndarray]) -> None:
         """Classify resampled frames (in order) with the history before them."""
         self.emitted = []

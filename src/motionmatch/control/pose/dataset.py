@@ -365,10 +365,14 @@ def scored_frames(r: RenderedClip, window: int = WINDOW) -> np.ndarray:
 
 
 def training_set(renders: list[RenderedClip], features, stride: int = 2, max_per_class: int = 4000,
-                 min_per_class: int = 0, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+                 min_per_class: int = 0, seed: int = 0, sample_first: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """``(X, y)``: ``features(norm, indices)`` of every ``stride``-th scored frame of the
     training renders, at most ``max_per_class`` per command (chosen at random), commands
-    with fewer than ``min_per_class`` repeated up to it."""
+    with fewer than ``min_per_class`` repeated up to it. With ``sample_first`` the frames
+    are chosen (the same frames: the choice reads only the labels) before the features are
+    computed, only for them: the same set, a few times faster where most frames are dropped."""
+    if sample_first:
+        return _sampled_training_set(renders, features, stride, max_per_class, min_per_class, seed)
     Xs, ys = [], []
     for r in renders:
         ok = scored_frames(r)
@@ -393,6 +397,40 @@ def training_set(renders: list[RenderedClip], features, stride: int = 2, max_per
         keep.append(np.sort(i))
     k = np.concatenate(keep)
     return X[k], y[k]
+
+
+def _sampled_training_set(renders, features, stride, max_per_class, min_per_class, seed):
+    where = []                                   # (render, frame) of every candidate frame
+    labels = []
+    for k, r in enumerate(renders):
+        idx = np.flatnonzero(scored_frames(r))[::stride]
+        where.append(np.stack([np.full(idx.size, k), idx], axis=1))
+        labels.append(np.array([COMMAND_INDEX[x] for x in r.labels[idx]], dtype=np.int64))
+    if not where or not sum(len(w) for w in where):
+        raise DatasetError("no labelled training frames")
+    where_a, y = np.concatenate(where), np.concatenate(labels)
+    rng = np.random.default_rng(seed)
+    keep = []
+    for c in range(len(COMMANDS)):
+        i = np.flatnonzero(y == c)
+        if i.size == 0:
+            continue
+        if i.size > max_per_class:
+            i = rng.choice(i, max_per_class, replace=False)
+        elif i.size < min_per_class:
+            i = np.concatenate([i, rng.choice(i, min_per_class - i.size, replace=True)])
+        keep.append(np.sort(i))
+    k = np.concatenate(keep)
+    chosen = where_a[k]
+    X = None
+    for r in np.unique(chosen[:, 0]):
+        rows = np.flatnonzero(chosen[:, 0] == r)
+        frames, back = np.unique(chosen[rows, 1], return_inverse=True)
+        f = features(renders[r].normalized(), frames)
+        if X is None:
+            X = np.empty((len(chosen), f.shape[1]), dtype=f.dtype)
+        X[rows] = f[back]
+    return X, y[k]
 
 
 def class_counts(renders: list[RenderedClip], split: str | None = None) -> dict[str, int]:

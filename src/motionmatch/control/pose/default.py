@@ -13,13 +13,13 @@ files, the configuration and the package version, so it is built once, on first 
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import time
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
+from motionmatch._files import training_lock
 from motionmatch.control.pose.classify import (
     KNNPoseClassifier,
     MLPPoseClassifier,
@@ -204,7 +204,9 @@ def evaluate(data: PoseData, knn: PoseClassifier, improved: PoseClassifier) -> P
     return PoseEvaluation(results, lat, data.counts())
 
 
-def _cache_dir(cache_dir: str | Path | None) -> Path:
+def cache_folder(cache_dir: str | Path | None = None) -> Path:
+    """Where the trained classifiers are cached: ``cache_dir``, else ``$MOTIONMATCH_CACHE/pose``
+    (default: the user cache folder)."""
     if cache_dir is not None:
         return Path(cache_dir)
     from motionmatch.datasets import default_cache_dir
@@ -221,7 +223,7 @@ def cache_key(root: Path, config: TrainConfig) -> str:
 
 def _cache_paths(root: Path, cfg: TrainConfig, cache_dir: str | Path | None) -> tuple[Path, Path]:
     key = cache_key(root, cfg)
-    d = _cache_dir(cache_dir)
+    d = cache_folder(cache_dir)
     return d / f"knn-{key}.npz", d / f"improved-{key}.npz"
 
 
@@ -252,7 +254,7 @@ def default_classifiers(root: str | Path | None = None, config: TrainConfig | No
         if pair is not None:
             return pair
     # one process trains a configuration at a time; the others wait, then read its cache
-    with _training_lock(_cache_paths(r, cfg, cache_dir)[1]):
+    with training_lock(_cache_paths(r, cfg, cache_dir)[1]):
         if not retrain:
             pair = cached_classifiers(r, cfg, cache_dir)
             if pair is not None:
@@ -263,22 +265,7 @@ def default_classifiers(root: str | Path | None = None, config: TrainConfig | No
     return knn, imp
 
 
-@contextlib.contextmanager
-def _training_lock(path: Path):
-    """Hold an exclusive lock on ``path`` + ``.lock`` (POSIX ``flock``: released when the
-    process ends, however it ends); where the platform has no ``flock``, no lock."""
-    try:
-        import fcntl
-    except ImportError:  # (Windows)
-        yield
-        return
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path.with_name(path.name + ".lock"), "a") as f:
-        fcntl.flock(f.fileno(), fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(f.fileno(), fcntl.LOCK_UN)
+_training_lock = training_lock  # (the name the tests and older callers use)
 
 
 def cache_classifiers(knn: KNNPoseClassifier, improved: MLPPoseClassifier, root: str | Path | None = None,
