@@ -385,6 +385,14 @@ def training_set(renders: list[RenderedClip], features, stride: int = 2, max_per
         raise DatasetError("no labelled training frames")
     X, y = np.concatenate(Xs), np.concatenate(ys)
     rng = np.random.default_rng(seed)
+    k = _balanced(y, max_per_class, min_per_class, rng)
+    return X[k], y[k]
+
+
+def _balanced(y: np.ndarray, max_per_class: int, min_per_class: int, rng: np.random.Generator) -> np.ndarray:
+    """Indices of ``y [N]`` (command indices) with each command's frames drawn down to
+    ``max_per_class`` (without replacement) or up to ``min_per_class`` (repeating), each
+    command's in ascending order, commands in order."""
     keep = []
     for c in range(len(COMMANDS)):
         i = np.flatnonzero(y == c)
@@ -395,8 +403,7 @@ def training_set(renders: list[RenderedClip], features, stride: int = 2, max_per
         elif i.size < min_per_class:
             i = np.concatenate([i, rng.choice(i, min_per_class - i.size, replace=True)])
         keep.append(np.sort(i))
-    k = np.concatenate(keep)
-    return X[k], y[k]
+    return np.concatenate(keep)
 
 
 def _sampled_training_set(renders, features, stride, max_per_class, min_per_class, seed):
@@ -410,17 +417,7 @@ def _sampled_training_set(renders, features, stride, max_per_class, min_per_clas
         raise DatasetError("no labelled training frames")
     where_a, y = np.concatenate(where), np.concatenate(labels)
     rng = np.random.default_rng(seed)
-    keep = []
-    for c in range(len(COMMANDS)):
-        i = np.flatnonzero(y == c)
-        if i.size == 0:
-            continue
-        if i.size > max_per_class:
-            i = rng.choice(i, max_per_class, replace=False)
-        elif i.size < min_per_class:
-            i = np.concatenate([i, rng.choice(i, min_per_class - i.size, replace=True)])
-        keep.append(np.sort(i))
-    k = np.concatenate(keep)
+    k = _balanced(y, max_per_class, min_per_class, rng)
     chosen = where_a[k]
     X = None
     for r in np.unique(chosen[:, 0]):
