@@ -102,7 +102,8 @@ class ClipPart:
 
 def extract_part(clip: Motion, schema: FeatureSchema) -> ClipPart:
     """Features, contacts and poses of one prepared clip (from :func:`prepare_clips`)."""
-    foot_idx = (resolve_joint(clip.skeleton, "left_foot"), resolve_joint(clip.skeleton, "right_foot"))
+    roles = schema.roles_map  # what the schema names is what contacts and foot locking use
+    foot_idx = (resolve_joint(clip.skeleton, "left_foot", roles), resolve_joint(clip.skeleton, "right_foot", roles))
     f, v = clip_features(clip, schema)
     return ClipPart(
         name=clip.name, skeleton=clip.skeleton,
