@@ -16,6 +16,7 @@ import numpy as np
 
 from motionmatch.anim import Motion, Skeleton, load_bvh, quat, save_bvh
 from motionmatch.anim.axes import Z_UP_TO_Y_UP, rotate_world
+from motionmatch.anim.rig_edit import rooted_at
 
 LAFAN = ("Hips", "LeftUpLeg", "LeftLeg", "LeftFoot", "LeftToe", "RightUpLeg", "RightLeg", "RightFoot", "RightToe",
          "Spine", "Spine1", "Spine2", "Neck", "Head", "LeftShoulder", "LeftArm", "LeftForeArm", "LeftHand",
@@ -36,10 +37,13 @@ NAMES = {"lafan": LAFAN, "unreal": _UNREAL, "mixamo": _MIXAMO, "cc": _CC}
 GROUND_ROOT = {"lafan": "Root", "unreal": "root", "mixamo": "mixamorig:Root", "cc": "CC_Base_BoneRoot"}
 
 
-def lafan_clip(data_dir: Path, frames: int = 300, start: int = 0, take: str = "walk1_subject1_stop") -> Motion:
-    """``frames`` frames of a LAFAN1 take (30 fps, hips-rooted, 22 joints)."""
-    m = load_bvh(data_dir / "lafan1" / f"{take}.bvh")
-    return m[start:start + frames]
+def lafan_clip(data_dir: Path, frames: int = 300, start: int = 0, take: str = "walk1_subject1_walk2") -> Motion:
+    """``frames`` frames of a LAFAN1 take at 60 fps, rooted at the hips (its
+    ``SimulationBone`` dropped: 22 joints, as LAFAN1 publishes them)."""
+    m = rooted_at(load_bvh(data_dir / "lafan1-60fps" / f"{take}.bvh"), "Hips")
+    m = m[start:start + frames]
+    m.name = take
+    return m
 
 
 def _rebuild(m: Motion, names: list[str], parents: list[int], source: list[int | None],
@@ -107,6 +111,8 @@ def make_rig(m: Motion, scheme: str, *, ground_root: bool = False, extras: bool 
         if not extras:
             continue
         off = m.skeleton.offsets
+        es = m.skeleton.end_site_offsets[list(m.skeleton.end_site_parents).index(j)] \
+            if j in m.skeleton.end_site_parents else 0.5 * off[j]  # where a leaf ends
         if scheme == "unreal" and name in ("LeftUpLeg", "LeftLeg", "LeftArm", "LeftForeArm",
                                            "RightUpLeg", "RightLeg", "RightArm", "RightForeArm"):
             base = new[j].rsplit("_", 1)
@@ -114,7 +120,7 @@ def make_rig(m: Motion, scheme: str, *, ground_root: bool = False, extras: bool 
         if scheme == "unreal" and name == "RightHand":
             add("weapon_r", where[j], None, [0.0, 0.1, 0.0])
         if scheme == "mixamo" and name.endswith("Toe"):
-            add(new[j].replace("ToeBase", "Toe_End"), where[j], None, 0.5 * off[j])
+            add(new[j].replace("ToeBase", "Toe_End"), where[j], None, es)
         if scheme == "cc" and name in ("LeftUpLeg", "LeftLeg", "RightUpLeg", "RightLeg"):
             add(new[j] + "Twist01", where[j], None, 0.5 * off[j + 1])
             if name.endswith("Leg") and not name.endswith("UpLeg"):
@@ -122,7 +128,7 @@ def make_rig(m: Motion, scheme: str, *, ground_root: bool = False, extras: bool 
         if scheme == "cc" and name.endswith("Toe"):
             side = new[j].split("_")[2]
             add(f"CC_Base_{side}_ToeBaseShareBone", where[j], None, [0.0, 0.0, 0.0])
-            tip = off[j] / max(np.linalg.norm(off[j]), 1e-9) * 0.04
+            tip = es / max(np.linalg.norm(es), 1e-9) * 0.04
             for i, toe in enumerate(("BigToe1", "IndexToe1", "MidToe1", "RingToe1", "PinkyToe1")):
                 side_step = np.cross(tip, [0.0, 1.0, 0.0]) * (i - 2) * 0.5
                 add(f"CC_Base_{side}_{toe}", where[j], None, tip + side_step)

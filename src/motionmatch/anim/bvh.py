@@ -455,9 +455,10 @@ def load_bvh(path: str | Path, *, units: str | float = "auto", name: str | None 
             centimetres for human-sized skeletons written in cm, metres otherwise),
             ``"m"``, ``"cm"``, ``"mm"``, ``"in"``, or metres per file unit as a number.
         name: the motion's name (default: the file stem).
-        up_axis: the file's up axis, ``"y"`` (most BVH files) or ``"z"``; the motion is
-            converted to Y up (the whole world rotated -90 degrees about X) and is written
-            back Y up.
+        up_axis: the file's up axis, ``"y"`` (most BVH files) or ``"z"``, or ``"auto"``
+            (a humanoid standing along +Z is Z up: :func:`motionmatch.anim.axes.detect_up_axis`);
+            the motion is converted to Y up (the whole world rotated -90 degrees about X)
+            and is written back Y up.
 
     Raises:
         BVHError: the file is malformed; the message names the file, line and problem.

@@ -87,9 +87,24 @@ def lateral_pairs(skeleton: Skeleton, rest_positions: np.ndarray | None = None) 
 
     Uses the highest pairs in the hierarchy whose names say hip/thigh/upper-leg or
     shoulder/clavicle/upper-arm; falls back to the top-most left/right pairs of any kind.
-    Pairs whose joints coincide (zero width) are skipped in favour of their children.
+    Pairs whose joints coincide (zero width) are skipped in favour of their children. A rig
+    whose names pair no mirror (a prop on one hand: ``weapon_r``) uses its humanoid roles'
+    upper legs and shoulders (or upper arms).
     """
-    pairs = mirror_pairs(skeleton)
+    try:
+        pairs = mirror_pairs(skeleton)
+    except SkeletonError:
+        try:
+            roles = find_humanoid(skeleton)
+        except HumanoidError:
+            raise SkeletonError("no left/right joint pairs found from the names and no humanoid; "
+                                "cannot derive the facing direction") from None
+        out = [(roles["left_upper_leg"], roles["right_upper_leg"])]
+        for role in ("shoulder", "upper_arm"):
+            if f"left_{role}" in roles and f"right_{role}" in roles:
+                out.append((roles[f"left_{role}"], roles[f"right_{role}"]))
+                break
+        return out
     depth = skeleton.depth()
     cand = []
     for j in range(skeleton.num_joints):

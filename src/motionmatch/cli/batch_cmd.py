@@ -98,7 +98,7 @@ def cmd_build(args: argparse.Namespace) -> int:
     bar, show = _progress(args.prog, args.quiet)
     with bar:
         result = build(args.data, args.output, fps=args.fps, mirror_copies=args.mirror, schema=args.schema,
-                       units=args.units, address=args.address, workers=args.workers, progress=show)
+                       units=args.units, up=args.up, address=args.address, workers=args.workers, progress=show)
     code = _finish(args, result)
     if not result.failed:
         import json
@@ -191,7 +191,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     b.add_argument("--mirror", action="store_true", help="add a mirrored copy of every clip (tagged 'mirrored')")
     b.add_argument("--schema", default="classic",
                    help="feature schema: classic (27-D), classic-3d (33-D, for jump/creep) or a .json file")
-    b.add_argument("--units", type=arg.units, default="auto", help="length unit of the BVH files (default auto)")
+    arg.add_bvh_options(b)
     b.set_defaults(func=cmd_build)
 
     g = jobs.add_parser("genmm", parents=[common], help="GenMM variants of many examples, one task per (example, seed)",

@@ -69,7 +69,7 @@ def leg_chains(db: MotionDatabase) -> list[tuple[int, int, int, int]]:
     except HumanoidError:
         legs = []
     if legs and tuple(leg[3] for leg in legs) == tuple(db.foot_joints):
-        ok = all(p[knee] == hip and p[ankle] == knee and hip > 0 and _at_or_below(p, toe, ankle)
+        ok = all(p[knee] == hip and p[ankle] == knee and hip > 0 and db.skeleton.descends_from(toe, ankle)
                  for hip, knee, ankle, toe in legs)
         return [tuple(int(j) for j in leg) for leg in legs] if ok else []
     out = []
@@ -81,12 +81,6 @@ def leg_chains(db: MotionDatabase) -> list[tuple[int, int, int, int]]:
             return []
         out.append((int(hip), int(knee), int(ankle), int(toe)))
     return out
-
-
-def _at_or_below(parents, j: int, ancestor: int) -> bool:
-    while j >= 0 and j != ancestor:
-        j = int(parents[j])
-    return j == ancestor
 
 
 _ARRAYS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
