@@ -119,3 +119,26 @@ def test_different_skeletons_name_the_first_joint_that_differs(clip):
     msg = str(e.value)
     assert "b has a different skeleton from a: joint 1 is 'CC_Base_L_Thigh' (under 'CC_Base_Hip') in b, " \
            "'CC_Base_Pelvis' (under 'CC_Base_Hip') in a" in msg and "--per-skeleton" in msg and "\n" not in msg
+
+
+def test_a_ground_root_has_no_body(clip):
+    """A Character Creator BoneRoot on the floor above the hips, under the database's own
+    SimulationBone: neither gets a bone in the mannequin (no pedestal from the floor to the
+    pelvis) nor a stick in the viewer."""
+    from motionmatch.anim.humanoid import carrier_joints
+    from motionmatch.anim.mannequin import body_joints, mannequin_for
+    from motionmatch.database import MotionDatabase
+    from motionmatch.viewer.characters import skeleton_info
+
+    db = MotionDatabase.build([make_rig(clip[:120], "cc", ground_root=True)])
+    skel = db.skeleton
+    assert [skel.names[j] for j in carrier_joints(skel)] == ["SimulationBone", "CC_Base_BoneRoot"]
+    assert not body_joints(skel)[:2].any() and body_joints(skel)[2:].all()
+    body = mannequin_for(db.clip_motion(0))
+    assert not np.isin(body.joints[body.weights > 0], [0, 1]).any()
+    # the same body as the rig without the ground root (a pedestal would add a thick capsule)
+    plain = mannequin_for(MotionDatabase.build([make_rig(clip[:120], "cc")]).clip_motion(0))
+    assert abs(len(body.vertices) - len(plain.vertices)) < 0.02 * len(plain.vertices)
+    np.testing.assert_allclose(np.sort(body.vertices[:, 1])[:50], np.sort(plain.vertices[:, 1])[:50], atol=0.02)
+    info = skeleton_info(skel, db.foot_joints, ground_root=True)
+    assert [skel.names[j] for j in info["hidden"]] == ["CC_Base_BoneRoot", "CC_Base_Hip"]

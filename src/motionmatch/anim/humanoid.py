@@ -49,7 +49,8 @@ import numpy as np
 from motionmatch.anim.skeleton import Skeleton
 from motionmatch.errors import SkeletonError
 
-__all__ = ["CENTRE_ROLES", "ROLES", "SIDE_ROLES", "HumanoidError", "HumanoidRoles", "find_humanoid", "side_of"]
+__all__ = ["CENTRE_ROLES", "ROLES", "SIDE_ROLES", "HumanoidError", "HumanoidRoles", "carrier_joints", "find_humanoid",
+           "side_of"]
 
 CENTRE_ROLES = ("hips", "spine", "chest", "neck", "head")
 _LIMB = ("shoulder", "upper_arm", "lower_arm", "hand", "upper_leg", "lower_leg", "ankle", "toe", "foot")
@@ -457,3 +458,20 @@ def _find(skeleton: Skeleton, overrides: dict[str, str]) -> HumanoidRoles:
         spine_chain=tuple(int(j) for j in spine), above_hips=tuple(int(j) for j in tree.ancestors(hips)[1:][::-1]),
         overridden=named, from_names=from_names,
     )
+
+
+def carrier_joints(skeleton: Skeleton) -> tuple[int, ...]:
+    """Joints that only carry the character over the ground and have no body: on a
+    humanoid, the joints above the hips when each has one child (a ``SimulationBone``, a
+    Character Creator ``BoneRoot``, both); on other skeletons a root with one child that
+    has its own position channels. A bone from such a joint is a pedestal, never a limb."""
+    try:
+        above = find_humanoid(skeleton).above_hips
+    except HumanoidError:
+        above = ()
+    if above and all(int(np.sum(skeleton.parents == j)) == 1 for j in above):
+        return tuple(above)
+    kids = np.flatnonzero(skeleton.parents == 0)
+    if skeleton.num_joints > 1 and len(kids) == 1 and skeleton.has_position_channels[kids[0]]:
+        return (0,)
+    return ()

@@ -27,9 +27,10 @@ motion where the limbs stand apart, and :func:`mannequin_for` builds the body in
 joints' world transforms of the bind pose are part of :class:`Mannequin` (glTF's inverse
 bind matrices, three.js' bone inverses): skin with them, not with the rest pose.
 
-A root joint that only carries the character over the ground (a single child with its own
-position channels, e.g. LAFAN1's ``SimulationBone``, Bandai-Namco's ``joint_Root``) has no
-body: its bone is left out and no vertex is weighted to it (:func:`body_joints`).
+Joints that only carry the character over the ground (LAFAN1's ``SimulationBone``,
+Bandai-Namco's ``joint_Root``, a Character Creator ``BoneRoot``: the joints above a
+humanoid's hips, one child each) have no body: their bones are left out (no pedestal from
+the floor to the pelvis) and no vertex is weighted to them (:func:`body_joints`).
 
 Everything is vectorized numpy; the result is cached per skeleton and bind pose.
 """
@@ -44,6 +45,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from motionmatch.anim import kinematics, quat
+from motionmatch.anim.humanoid import carrier_joints
 from motionmatch.anim.motion import Motion
 from motionmatch.anim.skeleton import Skeleton
 
@@ -122,12 +124,11 @@ class Mannequin:
 
 # ----------------------------------------------------------------------------- bones
 def body_joints(skeleton: Skeleton) -> NDArray[np.bool_]:
-    """``(J,)`` bool: joints that carry the body (all but a root that only moves the
-    character over the ground: one child, which has its own position channels)."""
+    """``(J,)`` bool: joints that carry the body (all but those that only move the
+    character over the ground: :func:`~motionmatch.anim.humanoid.carrier_joints`, e.g. a
+    ``SimulationBone`` above a Character Creator ``BoneRoot`` above the hips)."""
     mask = np.ones(skeleton.num_joints, dtype=bool)
-    kids = skeleton.children(0)
-    if skeleton.num_joints > 1 and len(kids) == 1 and skeleton.has_position_channels[kids[0]]:
-        mask[0] = False
+    mask[list(carrier_joints(skeleton))] = False
     return mask
 
 

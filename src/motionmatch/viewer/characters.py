@@ -20,6 +20,7 @@ import numba
 import numpy as np
 
 from motionmatch.anim import Motion, quat
+from motionmatch.anim.humanoid import carrier_joints
 from motionmatch.anim.skeleton import Skeleton
 from motionmatch.control.keyboard import KeyboardController, normalize_key
 from motionmatch.control.path import TimedPath
@@ -84,7 +85,8 @@ def world_positions(parents: np.ndarray, rotations: np.ndarray, translations: np
 def skeleton_info(skel: Skeleton, feet: tuple[int, ...], *, ground_root: bool, height: float | None = None,
                   body: str | None = None) -> dict:
     """What the page needs to draw a skeleton: names, parents, feet, bone radius, the
-    bones not to draw (those from a ground-level character root to the hips), and the URL
+    bones not to draw (those from the joints that only carry the character over the ground,
+    :func:`~motionmatch.anim.humanoid.carrier_joints`, to the hips), and the URL
     of its body (skinned mesh, :mod:`motionmatch.viewer.body`; ``None``: stick figure)."""
     off = np.asarray(skel.offsets, dtype=np.float64)
     if height is None:
@@ -93,7 +95,8 @@ def skeleton_info(skel: Skeleton, feet: tuple[int, ...], *, ground_root: bool, h
         for j in range(1, skel.num_joints):
             depth[j] = depth[skel.parents[j]] + float(np.linalg.norm(off[j]))
         height = float(depth.max()) or 1.0
-    hidden = [j for j in range(1, skel.num_joints) if ground_root and skel.parents[j] == 0]
+    carriers = set(carrier_joints(skel)) | ({0} if ground_root else set())
+    hidden = [j for j in range(1, skel.num_joints) if int(skel.parents[j]) in carriers]
     return {
         "names": list(skel.names),
         "parents": [int(p) for p in skel.parents],
