@@ -52,3 +52,8 @@ class DataWarning(UserWarning):
     floor) or was changed to fit (put on the ground, a ground root dropped): one line
     naming the file, what was found and what was done or what to try. The command line
     shows each as ``motionmatch COMMAND: warning: ...``."""
+
+
+class ModeWarning(UserWarning):
+    """A mode asked for (jump, dance, creep, idle) that the database cannot play, and why:
+    said once per character, whatever input asked (keys, a script, a pose command)."""

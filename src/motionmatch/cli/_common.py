@@ -97,10 +97,11 @@ def add_bvh_options(parser: argparse.ArgumentParser) -> None:
 def warnings_as_lines(prog: str, *always: type[Warning]) -> Iterator[None]:
     """Show warnings as one line each on stderr, ``PROG: warning: MESSAGE``, as they
     happen; every :class:`~motionmatch.errors.DataWarning` (and every warning of the
-    ``always`` classes) is shown, others as Python's filters say (once per place)."""
+    ``always`` classes) is shown, and every :class:`~motionmatch.errors.ModeWarning` once
+    per message; others as Python's filters say (once per place)."""
     import warnings
 
-    from motionmatch.errors import DataWarning
+    from motionmatch.errors import DataWarning, ModeWarning
 
     def show(message, category, filename, lineno, file=None, line=None) -> None:
         print(f"{prog}: warning: {' '.join(str(message).split())}", file=sys.stderr, flush=True)
@@ -108,6 +109,7 @@ def warnings_as_lines(prog: str, *always: type[Warning]) -> Iterator[None]:
     with warnings.catch_warnings():
         for cls in (DataWarning, *always):
             warnings.simplefilter("always", cls)
+        warnings.simplefilter("default", ModeWarning)  # once per message (a crowd: once, not per agent)
         warnings.showwarning = show
         yield
 
