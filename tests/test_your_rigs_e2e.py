@@ -112,3 +112,28 @@ def test_genmm_on_a_broken_copy_is_on_the_ground(folder, capsys):
     assert "walk_cc_zup_below_floor.bvh: put on the ground: moved up" in err and "walk_lafan" not in err
     (h0, _, up0), (h1, _, up1) = out["walk_lafan"], out["walk_cc_zup_below_floor"]
     assert abs(h1 - h0) < 0.02 and abs(h1) < 0.05 and up1 == up0 == 1.0, out
+
+
+def test_viewer_data_reads_one_rig_with_and_without_its_ground_root(folder, tmp_path):
+    """``viewer --data`` on the Character Creator takes (Z up, one with a ground root, one
+    rooted at the hips under the floor): one database, its feet on the ground."""
+    import shutil
+    import warnings
+
+    from motionmatch.viewer.data import open_database
+
+    takes = tmp_path / "cc"
+    takes.mkdir()
+    for stem in ("walk_cc_zup_root", "walk_cc_zup_below_floor"):
+        shutil.copy(folder / "takes" / f"{stem}.bvh", takes)
+    with warnings.catch_warnings(record=True) as got:
+        warnings.simplefilter("always")
+        db, _source = open_database(data=takes, cache_dir=tmp_path / "cache", progress=False, log=lambda m: None)
+    said = [str(w.message) for w in got]
+    assert any("walk_cc_zup_below_floor.bvh: put on the ground" in s for s in said)
+    assert any("walk_cc_zup_root.bvh: dropped the joints above the hips (CC_Base_BoneRoot)" in s for s in said)
+    assert len(db.clip_names) == 4  # both takes and their mirrors
+    feet = db.foot_joints
+    for c in range(len(db.clip_names)):
+        h, contact, upright = _feet_and_upright(db.clip_motion(c), feet)
+        assert abs(h) < 0.05 and contact > 0.5 and upright == 1.0

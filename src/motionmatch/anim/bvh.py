@@ -37,7 +37,7 @@ from motionmatch.anim._bvh_numbers import (
 from motionmatch.anim._bvh_numbers import channels_to_local as _channels_to_local_kernel
 from motionmatch.anim.motion import Motion
 from motionmatch.anim.skeleton import POSITION_CHANNELS, ROTATION_CHANNELS, Skeleton
-from motionmatch.errors import BVHError, SkeletonError
+from motionmatch.errors import BVHError, InputError, SkeletonError
 
 UNIT_SCALES = {"m": 1.0, "cm": 0.01, "mm": 0.001, "in": 0.0254, "inch": 0.0254, "dm": 0.1}
 _VALID_CHANNELS = set(POSITION_CHANNELS) | set(ROTATION_CHANNELS)
@@ -57,6 +57,9 @@ few hundred."""
 MAX_BVH_JOINT_FRAMES = 2**24
 """Frames times joints of one BVH file (16.8 million: 0.9 GB of local rotations and
 translations): an hour at 60 fps of a 77-joint skeleton. Longer takes are split."""
+MAX_BVH_BYTES = 2**30
+"""Bytes of one BVH file (1 GiB: twice an hour at 60 fps of a 77-joint skeleton written
+with ten characters a value), checked before it is read. Longer takes are split."""
 MAX_INDENT = 64
 """Tabs of indentation the writer puts before a joint at most (deeper joints are written
 at this depth), so that a file's size is linear in its joints however deep they nest."""
@@ -261,6 +264,9 @@ def _parse_header(raw: bytes, path: str) -> _Header:
 
     # MOTION header
     tok = take("'MOTION'")
+    if tok == b"ROOT":
+        raise error(k - 1, f"a second ROOT ({len(names)} joints under the first): a BVH file holds one skeleton; "
+                    "give each skeleton a file of its own, or join them under one ROOT")
     if tok != b"MOTION":
         raise error(k - 1, f"expected 'MOTION' after the hierarchy, found {_show(tok)}")
     ntok = take_value(b"Frames", "'Frames: <count>'")
@@ -462,11 +468,16 @@ def load_bvh(path: str | Path, *, units: str | float = "auto", name: str | None 
 
     Raises:
         BVHError: the file is malformed; the message names the file, line and problem.
+        InputError: the file is larger than :data:`MAX_BVH_BYTES`.
         FileNotFoundError: the file does not exist.
     """
     path = Path(path)
     if path.is_dir():
         raise IsADirectoryError(f"{path} is a folder; pass a .bvh file (or use motionmatch.datasets.load_folder)")
+    size = path.stat().st_size
+    if size > MAX_BVH_BYTES:
+        raise InputError(f"{path}: {size:,} bytes, over the {MAX_BVH_BYTES:,} bytes a BVH file may have "
+                         "(motionmatch.anim.bvh.MAX_BVH_BYTES); split the take into shorter files")
     raw = path.read_bytes()
     return parse_bvh(raw, path, units=units, name=name, up_axis=up_axis)
 
