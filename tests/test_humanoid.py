@@ -182,3 +182,28 @@ def test_character_creator_rig_builds(data_dir):
     base = MotionDatabase.build([lafan_clip(data_dir, 240)])
     np.testing.assert_allclose(db.raw_features, base.raw_features, atol=1e-4)
     np.testing.assert_array_equal(db.contacts, base.contacts)
+
+
+def test_a_foot_without_toes_contacts_at_the_ankle(data_dir):
+    """No toe joints: the contact joint is the ankle, and foot locking bends the same leg."""
+    from motionmatch.anim.rig_edit import drop_joints
+
+    clip = drop_joints(lafan_clip(data_dir, 240), ["LeftToe", "RightToe"])
+    roles = find_humanoid(clip.skeleton)
+    assert "left_toe" not in roles and roles.names()["left_foot"] == "LeftFoot"
+    db = MotionDatabase.build([clip])
+    assert [tuple(db.skeleton.names[j] for j in leg) for leg in leg_chains(db)] == [
+        ("LeftUpLeg", "LeftLeg", "LeftFoot", "LeftFoot"), ("RightUpLeg", "RightLeg", "RightFoot", "RightFoot")]
+
+
+@pytest.mark.parametrize("command", [["inspect", "x.bvh"], ["convert", "a.bvh", "b.bvh"], ["build", "d", "-o", "x.npz"],
+                                     ["genmm", "a.bvh", "-o", "b.bvh"], ["genmm-eval", "a.bvh", "--example", "b.bvh"],
+                                     ["viewer"], ["batch", "build", "d", "-o", "x.npz"],
+                                     ["batch", "genmm", "a.bvh", "-o", "d"], ["pose", "render", "a.bvh", "-o", "k.npz"],
+                                     ["train-direction-net", "-o", "n.npz"]])
+def test_every_command_that_reads_bvh_takes_up_and_units(command):
+    from motionmatch.cli.main import build_parser
+
+    args = build_parser().parse_args([*command, "--up", "z", "--units", "cm"])
+    assert (args.up, args.units) == ("z", "cm")
+    assert build_parser().parse_args(command).up == "auto"

@@ -135,6 +135,7 @@ def cmd_genmm(args: argparse.Namespace) -> int:
     bar, show = _progress(args.prog, args.quiet)
     with bar:
         result = genmm(args.examples, args.output, seeds=seeds, frames=args.frames, config=cfg, loop=args.loop,
+                       units=args.units, up=args.up,
                        fmt=args.format, address=args.address, workers=args.workers, progress=show)
     print(f"wrote {Path(args.output) / 'metrics.csv'}")
     return _finish(args, result)
@@ -200,6 +201,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "its metrics row beside it (.json), DIR/metrics.csv (coverage, global and local patch "
                         "distance, synthesis time per output) and DIR/manifest.json.")
     g.add_argument("examples", nargs="+", metavar="EXAMPLE.bvh", help="example clips, each synthesized on its own")
+    arg.add_bvh_options(g)
     g.add_argument("-o", "--output", required=True, metavar="DIR", help="folder to write into")
     g.add_argument("--variants", type=arg.int_range(1, 100_000), default=1, metavar="N",
                    help="variants per example (default 1)")
