@@ -3,7 +3,9 @@
 Shape: every bone (a joint to each child joint or end site) is a tapered capsule whose
 radius comes from how much body hangs below it (the longest path from the bone's joint to
 a leaf, its *reach*): spines are thick, fingers thin, a leaf bone (head, toes, hands
-without fingers) rounded to a fraction of its length. The capsules' signed distances are
+without fingers) rounded to a fraction of its length. A humanoid also gets a head and,
+where its hands have no finger joints, mittens with thumbs, sized from its height
+(:mod:`motionmatch.anim.body_parts`). The capsules' signed distances are
 joined by a smooth union (log-sum-exp) on a voxel grid and the surface is extracted with
 *surface nets* (one vertex per surface cell, one quad per sign-changing grid edge),
 which gives a closed mesh: every edge of it is shared by an even number of faces.
@@ -45,6 +47,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from motionmatch.anim import kinematics, quat
+from motionmatch.anim.body_parts import head_and_hands
 from motionmatch.anim.humanoid import carrier_joints
 from motionmatch.anim.motion import Motion
 from motionmatch.anim.skeleton import Skeleton
@@ -281,6 +284,10 @@ def _build(skeleton: Skeleton, local_rot: np.ndarray, local_trans: np.ndarray, s
     wp, wr = kinematics.forward_kinematics(skeleton.parents, local_rot[None], local_trans[None])
     wp, wr = wp[0], wr[0]
     owner, a, b, r0, r1, _, child = _bones(skeleton, wp, wr)
+    h_owner, h_a, h_b, h_r0, h_r1 = head_and_hands(skeleton, wp)  # a humanoid's head and mittens
+    if len(h_owner):
+        owner, a, b = np.r_[owner, h_owner], np.concatenate([a, h_a]), np.concatenate([b, h_b])
+        r0, r1, child = np.r_[r0, h_r0], np.r_[r1, h_r1], np.r_[child, np.full(len(h_owner), -1)]
     pts = np.concatenate([a, b])
     size = float(np.max(pts.max(0) - pts.min(0)))
     size = max(size, float(np.max(np.maximum(r0, r1))) * 2, 1e-6)
