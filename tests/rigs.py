@@ -65,7 +65,11 @@ def _rebuild(m: Motion, names: list[str], parents: list[int], source: list[int |
             channels.append(m.skeleton.channels[s])
     if source[0] is None:
         channels[0] = ("Xposition", "Yposition", "Zposition", "Zrotation", "Yrotation", "Xrotation")
-    skel = Skeleton(tuple(names), np.asarray(parents), off, channels=tuple(channels))
+    new_of = {src: k for k, src in enumerate(source) if src is not None}
+    old_es = m.skeleton
+    es = [(new_of[int(p)], o) for p, o in zip(old_es.end_site_parents, old_es.end_site_offsets) if int(p) in new_of]
+    skel = Skeleton(tuple(names), np.asarray(parents), off, np.array([p for p, _ in es], dtype=np.int64),
+                    np.array([o for _, o in es]).reshape(-1, 3), channels=tuple(channels))
     return Motion(skel, rot, tr, m.fps, name=m.name, file_scale=m.file_scale)
 
 

@@ -149,3 +149,23 @@ def test_a_ground_root_has_no_body(clip):
     np.testing.assert_allclose(np.sort(body.vertices[:, 1])[:50], np.sort(plain.vertices[:, 1])[:50], atol=0.02)
     info = skeleton_info(skel, db.foot_joints, ground_root=True)
     assert [skel.names[j] for j in info["hidden"]] == ["CC_Base_BoneRoot", "CC_Base_Hip"]
+    # the viewer's figure is sized from the body, not from the BoneRoot left where the take began
+    from motionmatch.viewer.characters import _db_extent
+
+    plain_db = MotionDatabase.build([clip[:120]])
+    assert abs(_db_extent(db) - _db_extent(plain_db)) < 0.05
+    assert info["height"] == skeleton_info(plain_db.skeleton, plain_db.foot_joints, ground_root=True)["height"]
+
+
+def test_twist_and_share_bones_carry_no_body(clip):
+    """Character Creator's twist and share bones and Unreal's twist bones own no vertex."""
+    from motionmatch.anim.humanoid import helper_joints
+    from motionmatch.anim.mannequin import mannequin_for
+
+    for scheme, expected in (("cc", {"CC_Base_L_ThighTwist01", "CC_Base_L_KneeShareBone", "CC_Base_L_ToeBaseShareBone"}),
+                             ("unreal", {"thigh_twist_01_l", "lowerarm_twist_01_l"})):
+        rig = make_rig(clip[:120], scheme)
+        helpers = helper_joints(rig.skeleton)
+        assert expected <= {rig.skeleton.names[j] for j in np.flatnonzero(helpers)}
+        body = mannequin_for(rig)
+        assert not np.isin(body.joints[body.weights > 0], np.flatnonzero(helpers)).any()

@@ -50,7 +50,7 @@ from motionmatch.anim.skeleton import Skeleton
 from motionmatch.errors import SkeletonError
 
 __all__ = ["CENTRE_ROLES", "ROLES", "SIDE_ROLES", "HumanoidError", "HumanoidRoles", "carrier_joints", "find_humanoid",
-           "side_of"]
+           "helper_joints", "side_of"]
 
 CENTRE_ROLES = ("hips", "spine", "chest", "neck", "head")
 _LIMB = ("shoulder", "upper_arm", "lower_arm", "hand", "upper_leg", "lower_leg", "ankle", "toe", "foot")
@@ -475,3 +475,19 @@ def carrier_joints(skeleton: Skeleton) -> tuple[int, ...]:
     if skeleton.num_joints > 1 and len(kids) == 1 and skeleton.has_position_channels[kids[0]]:
         return (0,)
     return ()
+
+
+_DEFORM_HELPERS = ("twist", "roll", "share", "helper", "corrective")
+
+
+def helper_joints(skeleton: Skeleton) -> np.ndarray:
+    """``[J]`` bool: leaf joints that only help skinning (twist, roll, share and corrective
+    bones: ``thigh_twist_01_l``, ``CC_Base_L_KneeShareBone``); they carry no body part of
+    their own. End joints (``HeadTop_End``) are not helpers: they end a body part."""
+    out = np.zeros(skeleton.num_joints, dtype=bool)
+    leaf = np.ones(skeleton.num_joints, dtype=bool)
+    leaf[skeleton.parents[1:]] = False
+    for j in np.flatnonzero(leaf):
+        stem = _PREFIX.sub("", skeleton.names[j]).lower()
+        out[j] = any(w in stem for w in _DEFORM_HELPERS)
+    return out

@@ -5,7 +5,8 @@ radius comes from how much body hangs below it (the longest path from the bone's
 a leaf, its *reach*): spines are thick, fingers thin, a leaf bone (head, toes, hands
 without fingers) rounded to a fraction of its length. A humanoid also gets a head and,
 where its hands have no finger joints, mittens with thumbs, sized from its height
-(:mod:`motionmatch.anim.body_parts`). The capsules' signed distances are
+(:mod:`motionmatch.anim.body_parts`). Twist, roll and share bones that end a chain
+(:func:`~motionmatch.anim.humanoid.helper_joints`) add no capsule of their own. The capsules' signed distances are
 joined by a smooth union (log-sum-exp) on a voxel grid and the surface is extracted with
 *surface nets* (one vertex per surface cell, one quad per sign-changing grid edge),
 which gives a closed mesh: every edge of it is shared by an even number of faces.
@@ -48,7 +49,7 @@ from numpy.typing import NDArray
 
 from motionmatch.anim import kinematics, quat
 from motionmatch.anim.body_parts import head_and_hands
-from motionmatch.anim.humanoid import carrier_joints
+from motionmatch.anim.humanoid import carrier_joints, helper_joints
 from motionmatch.anim.motion import Motion
 from motionmatch.anim.skeleton import Skeleton
 
@@ -140,6 +141,7 @@ def _bones(skeleton: Skeleton, positions: np.ndarray, rotations: np.ndarray):
     J = skeleton.num_joints
     parents = skeleton.parents
     body = body_joints(skeleton)
+    helper = helper_joints(skeleton)  # twist and share bones: no body part of their own
     es_pos = positions[skeleton.end_site_parents] + quat.rotate(
         rotations[skeleton.end_site_parents], skeleton.end_site_offsets)
     # reach: the longest path from each joint down to a leaf (joint or end site)
@@ -153,7 +155,7 @@ def _bones(skeleton: Skeleton, positions: np.ndarray, rotations: np.ndarray):
     has_end_site = np.zeros(J, dtype=bool)
     has_end_site[skeleton.end_site_parents] = True
     for j in range(1, J):
-        if body[parents[j]]:
+        if body[parents[j]] and not helper[j]:
             owner.append(parents[j])
             start.append(positions[parents[j]])
             end.append(positions[j])
@@ -171,7 +173,7 @@ def _bones(skeleton: Skeleton, positions: np.ndarray, rotations: np.ndarray):
             child.append(-1)
     has_bone = np.zeros(J, dtype=bool)
     has_bone[owner] = True
-    for j in np.flatnonzero(body & ~has_bone):  # a leaf joint without end site: a ball
+    for j in np.flatnonzero(body & ~has_bone & ~helper):  # a leaf joint without end site: a ball
         owner.append(int(j))
         start.append(positions[j])
         end.append(positions[j])
@@ -500,8 +502,9 @@ def _fused_bone_pairs(skel: Skeleton, positions: np.ndarray, rotations: np.ndarr
     size = float(np.max(np.ptp(np.concatenate([a, b]), axis=0)))
     # the same segments in every pose (in _bones' order): to a child joint, an end site, or a ball
     body = body_joints(skel)
+    helper = helper_joints(skel)
     es = positions[:, skel.end_site_parents] + quat.rotate(rotations[:, skel.end_site_parents], skel.end_site_offsets)
-    to_joints = [positions[:, j] for j in range(1, skel.num_joints) if body[skel.parents[j]]]
+    to_joints = [positions[:, j] for j in range(1, skel.num_joints) if body[skel.parents[j]] and not helper[j]]
     to_sites = [es[:, e] for e, p in enumerate(skel.end_site_parents) if body[p]]
     balls = [positions[:, j] for j in owner[len(to_joints) + len(to_sites):]]
     end_pts = np.stack(to_joints + to_sites + balls, axis=1)
