@@ -21,9 +21,10 @@ from motionmatch.runtime.pose_run import CommandInput
 from rigs import lafan_clip
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def walk_db(data_dir):
-    """400 frames of walking: no standing stretch, no jump, dance or crawl."""
+    """400 frames of walking: no standing stretch, no jump, dance or crawl (a new database
+    for each test: a refusal is said once per database)."""
     return MotionDatabase.build([lafan_clip(data_dir, 400)])
 
 
@@ -61,3 +62,8 @@ def test_keys_and_pose_commands_say_why_too(walk_db):
     commands = np.array(["walk_forward"] * 30 + ["dance"] * 30)
     _rec, said = _said(run_input, walk_db, lambda agent: CommandInput(commands, CommandMapper(agent.ctrl.gaits)), 60)
     assert [s.split(":")[0] for s in said] == ["dance", "idle"]  # a dance asked standing still: it holds
+    # a second character on the same database: noted, not said again
+    other = Controller(walk_db)
+    other.reset()
+    _, again = _said(lambda: [other.update(1 / 60, kb.update({"w", "j"}, 1 / 60)) for _ in range(10)])
+    assert again == [] and other.refused.keys() == {"jump"}

@@ -128,8 +128,8 @@ class Controller(QueryBuilding, Searching):
         self._end1, self._speed1, self._turn1 = np.zeros(1, dtype=bool), np.zeros(1), np.zeros(1)
         sh = database_shared(db)  # what every controller of this database can share
         self._shared = sh
-        #: ``{mode: reason}`` of the modes asked for that the database cannot play (each said
-        #: once, as a :class:`~motionmatch.errors.ModeWarning`)
+        #: ``{mode: reason}`` of the modes asked of this character that the database cannot
+        #: play (each said once per database, as a :class:`~motionmatch.errors.ModeWarning`)
         self.refused: dict[str, str] = {}
         self.gaits = sh["gaits"]
         self.vcols = sh["vcols"]
@@ -465,7 +465,7 @@ class Controller(QueryBuilding, Searching):
             if asked:
                 if self._has(mode):
                     return mode, mode == "jump" or self.mode != mode
-                refuse_mode(self.refused, mode)  # said once, whichever input asked
+                refuse_mode(self.refused, mode, self._shared["modes_said"])  # said once, whichever input asked
         if intent.speed > 1e-3:
             moving = True
         else:
@@ -473,7 +473,7 @@ class Controller(QueryBuilding, Searching):
             moving = math.hypot(float(v[0]), float(v[2])) > self.s.idle_speed
         if not moving:
             if self.idle_clip() is None and self._desired_override is None:
-                refuse_mode(self.refused, "idle")
+                refuse_mode(self.refused, "idle", self._shared["modes_said"])
             return "idle", self.mode not in ("idle",)
         # leaving idle (its clip, or a held pose) searches at once (as leaving dance, jump or creep does)
         return "locomotion", self.mode in ("dance", "jump", "creep", "idle")

@@ -140,16 +140,19 @@ UNAVAILABLE = {
 }
 
 
-def refuse_mode(refused: dict[str, str], mode: str) -> None:
-    """Say once (a :class:`~motionmatch.errors.ModeWarning`, one line) that ``mode`` cannot
-    be played and why, and note it in ``refused`` (``{mode: reason}``)."""
+def refuse_mode(refused: dict[str, str], mode: str, said: set[str]) -> None:
+    """Note in ``refused`` (one character's ``{mode: reason}``) that ``mode`` cannot be
+    played and why, and say so (a :class:`~motionmatch.errors.ModeWarning`, one line) once
+    per database: ``said``, the modes said already (a crowd of a hundred says it once)."""
     import warnings
 
     from motionmatch.errors import ModeWarning
 
     if mode not in refused:
         refused[mode] = UNAVAILABLE[mode]
-        warnings.warn(f"{mode}: {UNAVAILABLE[mode]}", ModeWarning, stacklevel=3)
+        if mode not in said:
+            said.add(mode)
+            warnings.warn(f"{mode}: {UNAVAILABLE[mode]}", ModeWarning, stacklevel=3)
 
 
 @dataclass(frozen=True)
