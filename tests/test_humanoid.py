@@ -207,3 +207,25 @@ def test_every_command_that_reads_bvh_takes_up_and_units(command):
     args = build_parser().parse_args([*command, "--up", "z", "--units", "cm"])
     assert (args.up, args.units) == ("z", "cm")
     assert build_parser().parse_args(command).up == "auto"
+
+
+def test_a_roles_map_on_the_command_line(data_dir, tmp_path, capsys):
+    """``build --roles MAP.json`` and a schema file holding only ``roles``: the joint named
+    is the database's foot; a map naming no role is refused in one line, nothing written."""
+    from motionmatch.cli.main import main
+
+    take = str(data_dir / "lafan1" / "walk1_subject1_stop.bvh")
+    (tmp_path / "map.json").write_text(json.dumps({"right_foot": "RightFoot"}))
+    (tmp_path / "only_roles.json").write_text(json.dumps({"roles": {"left_foot": "LeftFoot"}}))
+    assert main(["build", take, "-o", str(tmp_path / "a.npz"), "--roles", str(tmp_path / "map.json"), "-q"]) == 0
+    assert main(["build", take, "-o", str(tmp_path / "b.npz"), "--schema", str(tmp_path / "only_roles.json"),
+                 "-q"]) == 0
+    a, b = MotionDatabase.load(tmp_path / "a.npz"), MotionDatabase.load(tmp_path / "b.npz")
+    assert [a.skeleton.names[j] for j in a.foot_joints] == ["LeftToe", "RightFoot"]
+    assert [b.skeleton.names[j] for j in b.foot_joints] == ["LeftFoot", "RightToe"]
+    assert b.schema.dims == 27
+    (tmp_path / "bad.json").write_text(json.dumps(["LeftFoot"]))
+    capsys.readouterr()
+    assert main(["build", take, "-o", str(tmp_path / "c.npz"), "--roles", str(tmp_path / "bad.json")]) == 1
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "bad.json: a roles map is a JSON object" in err and not (tmp_path / "c.npz").exists()

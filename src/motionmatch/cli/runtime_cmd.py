@@ -17,6 +17,10 @@ def cmd_build(args: argparse.Namespace) -> int:
     arg.output_file(args.output, (".npz",), "database")
     progress = not args.quiet and sys.stderr.isatty()
     schema = schema_by_name(args.schema)
+    if args.roles:
+        from motionmatch.database.schema import load_roles
+
+        schema = schema.with_roles(load_roles(args.roles))
     weights = SearchWeights.parse(args.weights, schema) if args.weights else None
     with arg.warnings_as_lines(args.prog):
         clips = load_takes(args.data, units=args.units, up=args.up, progress=progress)
@@ -114,6 +118,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="feature schema: classic (27-D), classic-3d (33-D, for jump/creep) or a .json file")
     b.add_argument("--weights", metavar="SPEC", help=WEIGHTS_HELP + " (default: the schema's group weights)")
     arg.add_bvh_options(b)
+    b.add_argument("--roles", metavar="MAP.json",
+                   help='humanoid roles to use instead of those found on the rig: a JSON object such as '
+                   '{"left_foot": "CC_Base_L_ToeBase", "hips": "CC_Base_Hip"} (README: humanoid roles)')
     b.add_argument("--per-skeleton", action="store_true",
                    help="takes of different skeletons: one database per skeleton, DB_1.npz, DB_2.npz, ... "
                    "(default: refuse them, naming the first joint that differs)")

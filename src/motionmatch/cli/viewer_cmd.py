@@ -70,7 +70,7 @@ def cmd_viewer(args: argparse.Namespace) -> int:
     with warnings_as_lines("motionmatch viewer"):
         db, source = open_database(args.db, args.data, schema=args.schema, mirror=not args.no_mirror,
                                    progress=progress, fetch_progress=not args.quiet, log=log,
-                                   units=args.units, up=args.up)
+                                   units=args.units, up=args.up, roles=args.roles)
     log(f"database: {db!r} ({source.description})")
     if args.body:  # a mesh that does not fit the database's skeleton: one line, before serving
         from motionmatch.errors import MotionMatchError
@@ -124,6 +124,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     from motionmatch.cli._common import add_bvh_options
 
     add_bvh_options(v)  # how --data's files are read
+    v.add_argument("--roles", metavar="MAP.json", help="with --data: humanoid roles to use instead of those found "
+                   'on the rig, a JSON object such as {"left_foot": "ball_l"}')
     v.add_argument("--host", default="127.0.0.1",
                    help="address to listen on (default 127.0.0.1: this machine only; 0.0.0.0 exposes it, and then "
                    "every request needs the token of the printed URL)")

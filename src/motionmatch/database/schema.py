@@ -61,6 +61,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -281,10 +282,28 @@ def environment_schema(*, heights: bool = False, vertical: bool = False,
     return FeatureSchema(base.terms + (env,), name=name)
 
 
+def _roles_of(d: Any) -> dict[str, str]:
+    if not isinstance(d, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in d.items()):
+        raise SchemaError('a roles map is a JSON object of role names to joint names, e.g. {"left_foot": "ball_l"}')
+    FeatureSchema(default_schema().terms, roles=tuple(d.items()))  # checks the role names
+    return dict(d)
+
+
+def load_roles(path: str | Path) -> dict[str, str]:
+    """A roles map file: a JSON object ``{role: joint name}`` (or ``{"roles": {...}}``),
+    the roles of :data:`ROLES` it names overriding what is found on a rig."""
+    try:
+        d = read_json(path, "roles map", error=SchemaError)
+        return _roles_of(d["roles"] if isinstance(d, dict) and set(d) == {"roles"} else d)
+    except SchemaError as e:
+        raise SchemaError(e if str(e).startswith(f"{path}: ") else f"{path}: {e}") from None
+
+
 def schema_by_name(name: str) -> FeatureSchema:
     """``"classic"`` (27-D), ``"classic-3d"`` (33-D), ``"environment"`` (classic + body
     ellipses), ``"environment-heights"`` (+ body heights), ``"environment-3d"`` /
-    ``"environment-heights-3d"`` (the same on the 3D schema), or a path to a JSON schema file."""
+    ``"environment-heights-3d"`` (the same on the 3D schema), or a path to a JSON schema file
+    (one with only ``"roles"``: the classic terms with that roles map)."""
     if name in ("classic", "2d", "default"):
         return default_schema()
     if name in ("classic-3d", "3d"):
@@ -292,12 +311,13 @@ def schema_by_name(name: str) -> FeatureSchema:
     if name.startswith("environment") and name in ("environment", "environment-heights", "environment-3d",
                                                     "environment-heights-3d"):
         return environment_schema(heights="heights" in name, vertical=name.endswith("-3d"))
-    from pathlib import Path
-
     p = Path(name)
     if p.suffix == ".json" and p.exists():
         try:
-            return FeatureSchema.from_dict(read_json(p, "feature schema", error=SchemaError))
+            d = read_json(p, "feature schema", error=SchemaError)
+            if isinstance(d, dict) and "terms" not in d and "roles" in d:  # only a roles map: the classic terms
+                return default_schema().with_roles(_roles_of(d["roles"]))
+            return FeatureSchema.from_dict(d)
         except SchemaError as e:
             raise SchemaError(e if str(e).startswith(f"{p}: ") else f"{p}: {e}") from None
     raise SchemaError(f"unknown schema {name!r}: use 'classic', 'classic-3d', 'environment', "
