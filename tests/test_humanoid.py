@@ -114,6 +114,10 @@ def test_roles_map_overrides_and_bad_maps(data_dir):
     assert roles.names()["right_foot"] == "RightToe" and set(roles.overridden) == {"left_foot", "head"}
     moved = find_humanoid(skel, {"left_toe": "LeftFoot"})
     assert moved.names()["left_foot"] == "LeftFoot"  # the contact joint follows the toe
+    lower = find_humanoid(skel, {"left_ankle": "LeftLeg"})  # the toe and contact follow the ankle named
+    assert (lower.names()["left_toe"], lower.names()["left_foot"]) == ("LeftFoot", "LeftFoot")
+    toeless = find_humanoid(skel, {"left_ankle": "LeftToe"})
+    assert "left_toe" not in toeless and toeless.names()["left_foot"] == "LeftToe"
     with pytest.raises(HumanoidError, match="unknown role 'left_knee'"):
         find_humanoid(skel, {"left_knee": "LeftLeg"})
     with pytest.raises(HumanoidError, match=r"'left_foot'.*unknown joint 'LeftToes'.*Did you mean"):

@@ -450,6 +450,11 @@ def _find(skeleton: Skeleton, overrides: dict[str, str]) -> HumanoidRoles:
         chest = tree.lca([*arms, top]) if arms else spine[-1]
         roles.setdefault("chest", chest if chest in spine else spine[-1])
     for side in ("left", "right"):
+        if f"{side}_ankle" in overrides and f"{side}_toe" not in overrides:  # the toe of the ankle named
+            toe = _toe_of(skeleton, tree, classes, roles[f"{side}_ankle"])
+            roles.pop(f"{side}_toe", None)
+            if toe is not None:
+                roles[f"{side}_toe"] = toe
         if f"{side}_foot" not in overrides:
             toe = roles.get(f"{side}_toe")
             roles[f"{side}_foot"] = toe if toe is not None else roles[f"{side}_ankle"]
