@@ -169,3 +169,20 @@ def test_twist_and_share_bones_carry_no_body(clip):
         assert expected <= {rig.skeleton.names[j] for j in np.flatnonzero(helpers)}
         body = mannequin_for(rig)
         assert not np.isin(body.joints[body.weights > 0], np.flatnonzero(helpers)).any()
+
+
+def test_joints_listed_in_another_order_are_one_skeleton(clip, tmp_path):
+    """An exporter that writes the arms before the legs: the same rig, put in one order."""
+    from motionmatch.anim.rig_edit import in_joint_order
+
+    rig = make_rig(clip[:120], "mixamo")
+    names = rig.skeleton.names
+    legs_last = (names[0], *[n for n in names[1:] if "Leg" not in n and "Foot" not in n and "Toe" not in n],
+                 *[n for n in names[1:] if "Leg" in n or "Foot" in n or "Toe" in n])
+    other = in_joint_order(rig, legs_last)
+    np.testing.assert_allclose(other.world_positions, rig.world_positions[:, rig.skeleton.indices(legs_last)])
+    takes, said = _caught(fit_skeletons, [rig, other])
+    assert len(skeleton_groups(takes)) == 1 and any("put in the order of the other takes" in w for w in said)
+    np.testing.assert_allclose(takes[1].world_positions, rig.world_positions, atol=1e-12)
+    with pytest.raises(Exception, match="before its parent"):
+        in_joint_order(rig, tuple(reversed(names)))

@@ -14,14 +14,14 @@ from motionmatch.anim.motion import Motion
 from motionmatch.anim.skeleton import DEFAULT_ROOT_CHANNELS, POSITION_CHANNELS, Skeleton
 from motionmatch.errors import SkeletonError
 
-__all__ = ["drop_joints", "rooted_at"]
+__all__ = ["drop_joints", "in_joint_order", "rooted_at"]
 
 
 def _subset(motion: Motion, keep: list[int], rotations: np.ndarray, translations: np.ndarray,
             root_channels: tuple[str, ...] | None = None) -> Motion:
-    """The clip on joints ``keep`` (parents first; every kept joint's parent kept, but the
-    first, which becomes the root), with their local arrays taken from ``rotations`` and
-    ``translations`` (``[F, J, ...]`` of the old joints)."""
+    """The clip on joints ``keep`` in that order (parents first; every kept joint's parent
+    kept, but the first, which becomes the root), with their local arrays taken from
+    ``rotations`` and ``translations`` (``[F, J, ...]`` of the old joints)."""
     s = motion.skeleton
     new_index = {old: k for k, old in enumerate(keep)}
     parents = np.array([-1] + [new_index[int(s.parents[j])] for j in keep[1:]])
@@ -66,3 +66,18 @@ def drop_joints(motion: Motion, names: Iterable[str]) -> Motion:
         raise SkeletonError(f"cannot drop the root joint {s.names[0]!r}")
     keep = [j for j in range(s.num_joints) if not any(s.descends_from(j, d) for d in drop)]
     return _subset(motion, keep, motion.rotations, motion.translations)
+
+
+def in_joint_order(motion: Motion, names: tuple[str, ...]) -> Motion:
+    """The clip with its joints in the order ``names`` (the same joints and hierarchy
+    written in another order, as exporters do); nothing else changes."""
+    s = motion.skeleton
+    if set(names) != set(s.names) or len(names) != s.num_joints:
+        raise SkeletonError(f"cannot reorder {motion.name or 'the clip'}: its joints are not {len(names)} joints named so")
+    order = s.indices(list(names))
+    seen: set[int] = set()
+    for j in order:
+        if s.parents[j] >= 0 and int(s.parents[j]) not in seen:
+            raise SkeletonError(f"cannot reorder {motion.name or 'the clip'}: {s.names[j]!r} would come before its parent")
+        seen.add(j)
+    return _subset(motion, order, motion.rotations, motion.translations)

@@ -18,7 +18,7 @@ from motionmatch.anim import Motion, load_bvh
 from motionmatch.anim.grounding import ground
 from motionmatch.anim.humanoid import HumanoidError, find_humanoid
 from motionmatch.anim.plausible import humanoid_warnings
-from motionmatch.anim.rig_edit import drop_joints, rooted_at
+from motionmatch.anim.rig_edit import drop_joints, in_joint_order, rooted_at
 from motionmatch.datasets.folder import load_folder, tags_from_name
 from motionmatch.errors import DatasetError, DataWarning
 
@@ -82,7 +82,8 @@ def fit_skeletons(motions: Sequence[Motion]) -> list[Motion]:
     carries. Among the takes whose hips have one name: a root above the hips that some
     have and others lack is dropped (the hips become the root, world poses unchanged),
     then leaf chains that some lack (props, extra toes, end joints) are dropped from the
-    others. Each change is one :class:`~motionmatch.errors.DataWarning`. Takes of truly
+    others, and joints listed in another order are put in the first take's order. Each
+    change is one :class:`~motionmatch.errors.DataWarning`. Takes of truly
     different skeletons are returned as they are (see :func:`skeleton_groups`)."""
     motions = list(motions)
     if len({(m.skeleton.names, m.skeleton.parents.tobytes()) for m in motions}) <= 1:
@@ -109,6 +110,22 @@ def _fit_one_rig(motions: list[Motion], idx: list[int], hips: str) -> None:
     common = set(motions[idx[0]].skeleton.names)
     for i in idx[1:]:
         common &= set(motions[i].skeleton.names)
+    _drop_extra_leaves(motions, idx, common)
+    first = motions[idx[0]].skeleton
+    for i in idx[1:]:  # the same joints and hierarchy listed in another order: the first take's order
+        s = motions[i].skeleton
+        if s.names != first.names and _parent_names(s) == _parent_names(first):
+            motions[i] = in_joint_order(motions[i], first.names)
+            _say(f"{motions[i].source or motions[i].name}: joints put in the order of the other takes")
+
+
+def _parent_names(s) -> dict[str, str | None]:
+    """``{joint name: its parent's name}`` (``None`` for the root): a hierarchy whatever its order."""
+    return {n: (s.names[p] if p >= 0 else None) for n, p in zip(s.names, s.parents)}
+
+
+def _drop_extra_leaves(motions: list[Motion], idx: list[int], common: set[str]) -> None:
+    """Drop from the takes ``idx`` the leaf chains of joints not in ``common`` (in place)."""
     for i in idx:
         m = motions[i]
         s = m.skeleton
