@@ -186,3 +186,14 @@ def test_joints_listed_in_another_order_are_one_skeleton(clip, tmp_path):
     np.testing.assert_allclose(takes[1].world_positions, rig.world_positions, atol=1e-12)
     with pytest.raises(Exception, match="before its parent"):
         in_joint_order(rig, tuple(reversed(names)))
+
+
+@pytest.mark.parametrize(("unit", "scale"), [("in", 0.0254), ("mm", 0.001), ("m", 1.0), ("cm", 0.01)])
+def test_the_unit_is_found_from_a_persons_height(clip, tmp_path, unit, scale):
+    """A humanoid in inches was read as centimetres (a 0.7 m person): its height says inches."""
+    from motionmatch.anim import save_bvh
+
+    path = save_bvh(make_rig(clip[:30], "unreal", ground_root=True), tmp_path / "walk.bvh", units=unit)
+    m = load_bvh(path)
+    assert m.file_scale == scale
+    assert humanoid_warnings(m) == []

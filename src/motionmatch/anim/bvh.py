@@ -329,6 +329,34 @@ def _resolve_units(units: str | float, offsets: NDArray, position_values: NDArra
     return 1.0
 
 
+#: A person's height (m): what the auto unit of a humanoid aims for.
+_PERSON = (1.2, 2.3)
+
+
+def _humanoid_scale(names: tuple[str, ...], parents, offsets: NDArray, guess: float) -> float:
+    """The auto unit of a humanoid: ``guess`` (from the skeleton's size) if it makes a person
+    1.2-2.3 m tall (from the bone lengths,
+    :func:`~motionmatch.anim.body_parts.body_height_from_bones`), else the first unit of
+    :data:`UNIT_SCALES` that does (a rig in inches read as centimetres would be 0.7 m tall),
+    else ``guess``."""
+    from motionmatch.anim.body_parts import body_height_from_bones
+    from motionmatch.anim.humanoid import HumanoidError, find_humanoid
+
+    try:
+        skel = Skeleton(names, np.asarray(parents, dtype=np.int64), offsets)
+        roles = find_humanoid(skel)
+    except (HumanoidError, SkeletonError):
+        return guess
+    rest = np.zeros_like(offsets)
+    for j in range(1, len(names)):
+        rest[j] = rest[skel.parents[j]] + offsets[j]
+    height = body_height_from_bones(skel, rest, roles)
+    for scale in (guess, *UNIT_SCALES.values()):
+        if _PERSON[0] <= height * scale <= _PERSON[1]:
+            return scale
+    return guess
+
+
 def _layout(channels: tuple[tuple[str, ...], ...]) -> tuple[NDArray, NDArray, NDArray, int]:
     """Per-joint column tables for the conversion kernel: ``rot_cols``, ``rot_axes``, ``pos_cols``."""
     J = len(channels)
@@ -404,6 +432,8 @@ def parse_bvh(raw: bytes | str, path: str | Path = "<string>", *, units: str | f
     offsets = np.asarray(hdr.offsets, dtype=np.float64).reshape(J, 3)
     has_pos = pos_cols >= 0
     scale = _resolve_units(units, offsets, values[:, pos_cols[has_pos]], hdr.parents)
+    if units == "auto":
+        scale = _humanoid_scale(tuple(hdr.names), hdr.parents, offsets, scale)
     skeleton = Skeleton(
         names=tuple(hdr.names),
         parents=np.asarray(hdr.parents, dtype=np.int64),
