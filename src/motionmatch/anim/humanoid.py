@@ -17,11 +17,13 @@ frozen :class:`HumanoidRoles`. It works from three things, in this order of trus
   the toe is the ankle's child (the one named toe/ball, else the one carrying the most
   joints: several toe joints per foot are fine; a foot with none has no toe role); leaf
   chains no role names (props, end sites as joints) are ignored;
-* **rest-pose geometry**, where names are missing: a rig without limb names is read from
-  its branching (three long chains from the hips: the two alike and pointing away from the
-  third are the legs; the spine branches again at the chest into the neck and the arms)
-  and its left side is the side of ``up x forward`` (up: hips to head; forward: ankle to
-  toe).
+* **rest-pose geometry**, where names are missing: the legs and hips of a rig without limb
+  names are read from its branching (the first joint with three long chains below it is
+  the hips; the two smaller chains, pointing away from the largest, are the legs) and its
+  left side is the side of ``up x forward`` (up: hips to the end of the spine; forward:
+  ankle to toe) in a rest pose that stands (a T or A pose; a rest pose with every bone
+  along one axis, like LAFAN1's, needs names). The arms, neck and head are found from
+  names only.
 
 Role names (:data:`ROLES`) follow the VRM humanoid's, in snake case: ``hips``, ``spine``
 (the first spine joint), ``chest`` (where the arms branch), ``neck``, ``head``, and per
