@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from rigs import lafan_clip, make_rig, write_rig
-from test_viewer_e2e import SHOTS, bundle, character_pixels, chromium_path  # noqa: F401 (bundle: a fixture)
+from test_viewer_e2e import SHOTS, bundle, character_pixels, chromium_path, walk_then_pause  # noqa: F401
 from test_viewer_support import start_server, viewer_deps_or_skip
 
 viewer_deps_or_skip()
@@ -58,14 +58,7 @@ def test_a_character_creator_rig_walks_upright_on_the_ground_with_a_head(cc_serv
             page.goto(cc_server.url)
             page.wait_for_function("() => window.__mm && window.__mm.state.frame && window.__mm.state.welcome",
                                    timeout=60000)
-            page.click("#view")
-            page.keyboard.down("w")
-            time.sleep(2.0)
-            page.wait_for_function("() => window.__mm.bodiesDrawn() === 1", timeout=60000)
-            page.evaluate("() => window.__mm.conn.send('pause', {paused: true})")
-            page.keyboard.up("w")
-            page.wait_for_function("() => window.__mm.state.paused", timeout=5000)
-            page.uncheck("input[type=checkbox] >> nth=0")  # the camera stops following
+            walk_then_pause(page, 2.0)
             page.evaluate("() => { const v = window.__mm.view; const c = window.__mm.character(); "
                           "v.controls.target.set(c.root[0], 0.9, c.root[2]); "
                           "v.camera.position.set(c.root[0] + 2.6 * Math.cos(c.yaw), 1.3, "
