@@ -137,3 +137,19 @@ def test_viewer_data_reads_one_rig_with_and_without_its_ground_root(folder, tmp_
     for c in range(len(db.clip_names)):
         h, contact, upright = _feet_and_upright(db.clip_motion(c), feet)
         assert abs(h) < 0.05 and contact > 0.5 and upright == 1.0
+
+
+def test_genmm_takes_one_rig_with_and_without_its_ground_root(folder, capsys):
+    path = folder / "cc_two_genmm.bvh"
+    assert main(["genmm", str(folder / "takes" / "walk_cc_zup_root.bvh"),
+                 str(folder / "takes" / "walk_cc_zup_below_floor.bvh"), "-o", str(path), "--frames", "60",
+                 "--no-metrics", "--quiet"]) == 0
+    err = capsys.readouterr().err
+    assert "dropped the joints above the hips (CC_Base_BoneRoot)" in err
+    h, _, upright = _feet_and_upright(load_bvh(path))
+    assert abs(h) < 0.05 and upright == 1.0
+    assert main(["genmm", str(folder / "takes" / "walk_lafan.bvh"), str(folder / "takes" / "walk_cc_zup_root.bvh"),
+                 "-o", str(folder / "mixed.bvh"), "--no-metrics", "--quiet"]) == 1
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "has a different skeleton from" in err and "give examples of one skeleton" in err
+    assert not (folder / "mixed.bvh").exists()

@@ -237,9 +237,11 @@ def _synthesize(args: argparse.Namespace, cfg, parts, bar: arg.Progress) -> tupl
         frames = args.frames if args.duration is None else round(args.duration * (args.fps or 30.0))
         return None, [reassemble(sources, frames, seed=args.seed + i, config=cfg, progress=_sample_progress(bar, i, k))
                       for i in range(k)]
-    from motionmatch.datasets import load_takes
+    from motionmatch.datasets import load_takes, one_skeleton
 
-    gen = GenMM(load_examples(load_takes(args.examples, units=args.units, up=args.up)), cfg, parts=parts)
+    examples = one_skeleton(load_takes(args.examples, units=args.units, up=args.up),
+                            hint="give examples of one skeleton ({n} here)")
+    gen = GenMM(load_examples(examples), cfg, parts=parts)
     frames = args.frames if args.duration is None else round(args.duration * gen.fps)
     keys = None
     if args.keyframes:

@@ -155,17 +155,18 @@ def skeleton_groups(motions: Sequence[Motion]) -> list[list[Motion]]:
     return groups
 
 
-def one_skeleton(motions: Sequence[Motion]) -> list[Motion]:
+PER_SKELETON_HINT = "give takes of one skeleton, or build one database per skeleton ({n} skeletons here) with --per-skeleton"
+
+
+def one_skeleton(motions: Sequence[Motion], hint: str = PER_SKELETON_HINT) -> list[Motion]:
     """``motions`` if they share one skeleton (after :func:`fit_skeletons`), else a
     :class:`~motionmatch.errors.DatasetError` naming the first take that differs and its
-    first differing joint."""
+    first differing joint, then ``hint`` (``{n}``: the number of skeletons)."""
     motions = fit_skeletons(motions)
     groups = skeleton_groups(motions)
     if len(groups) > 1:
         a, b = groups[0][0], groups[1][0]
         na, nb = str(a.source or a.name), str(b.source or b.name)
         diff = b.skeleton.first_difference(a.skeleton, f"in {Path(nb).name}", f"in {Path(na).name}")
-        raise DatasetError(
-            f"{nb} has a different skeleton from {na}: {diff}; give takes of one skeleton, or build one "
-            f"database per skeleton ({len(groups)} skeletons here) with --per-skeleton")
+        raise DatasetError(f"{nb} has a different skeleton from {na}: {diff}; {hint.format(n=len(groups))}")
     return motions
