@@ -305,17 +305,23 @@ def character_pixels(path: Path, color: int) -> int:
     return int(np.sum((d < 0.07) & (hsv[..., 1] > 0.18) & (hsv[..., 2] > 0.12)))
 
 
-def test_characters_are_skinned_bodies_and_the_stick_figure_a_toggle(page):
-    """One character walking and a 10-agent crowd, as bodies; the canvas shows far more of
-    the character's colour with the body than with the stick figure in the same pose."""
+def walk_then_pause(page, seconds: float) -> None:
+    """Hold W for ``seconds`` (until the character's body is drawn), pause, and stop the
+    camera following it."""
     page.click("#view")
     page.keyboard.down("w")
-    time.sleep(1.5)
+    time.sleep(seconds)
     page.wait_for_function("() => window.__mm.bodiesDrawn() === 1", timeout=60000)
     page.evaluate("() => window.__mm.conn.send('pause', {paused: true})")
     page.keyboard.up("w")
     page.wait_for_function("() => window.__mm.state.paused", timeout=5000)
-    page.uncheck("input[type=checkbox] >> nth=0")  # stop following: a camera 4 m behind the character
+    page.uncheck("input[type=checkbox] >> nth=0")  # stop following
+
+
+def test_characters_are_skinned_bodies_and_the_stick_figure_a_toggle(page):
+    """One character walking and a 10-agent crowd, as bodies; the canvas shows far more of
+    the character's colour with the body than with the stick figure in the same pose."""
+    walk_then_pause(page, 1.5)  # then a camera 4 m behind the character
     page.evaluate("() => { const v = window.__mm.view; const c = window.__mm.character(); "
                   "v.controls.target.set(c.root[0], 0.9, c.root[2]); "
                   "v.camera.position.set(c.root[0] - 4 * Math.sin(c.yaw), 2.2, c.root[2] - 4 * Math.cos(c.yaw)); }")

@@ -45,3 +45,15 @@ class InputError(MotionMatchError, ValueError):
     """A file is refused before it is read in full: larger than a documented limit, nested
     too deep, with a number too large, or declaring counts or shapes its own size cannot
     hold (:mod:`motionmatch._limits`). The message names the file, the field and the fix."""
+
+
+class DataWarning(UserWarning):
+    """Input data that loads but is implausible (a person 0.96 m tall, feet under the
+    floor) or was changed to fit (put on the ground, a ground root dropped): one line
+    naming the file, what was found and what was done or what to try. The command line
+    shows each as ``motionmatch COMMAND: warning: ...``."""
+
+
+class ModeWarning(UserWarning):
+    """A mode asked for (jump, dance, creep, idle) that the database cannot play, and why:
+    said once per character, whatever input asked (keys, a script, a pose command)."""

@@ -37,7 +37,7 @@ from motionmatch.anim._bvh_numbers import (
 from motionmatch.anim._bvh_numbers import channels_to_local as _channels_to_local_kernel
 from motionmatch.anim.motion import Motion
 from motionmatch.anim.skeleton import POSITION_CHANNELS, ROTATION_CHANNELS, Skeleton
-from motionmatch.errors import BVHError, SkeletonError
+from motionmatch.errors import BVHError, InputError, SkeletonError
 
 UNIT_SCALES = {"m": 1.0, "cm": 0.01, "mm": 0.001, "in": 0.0254, "inch": 0.0254, "dm": 0.1}
 _VALID_CHANNELS = set(POSITION_CHANNELS) | set(ROTATION_CHANNELS)
@@ -57,6 +57,9 @@ few hundred."""
 MAX_BVH_JOINT_FRAMES = 2**24
 """Frames times joints of one BVH file (16.8 million: 0.9 GB of local rotations and
 translations): an hour at 60 fps of a 77-joint skeleton. Longer takes are split."""
+MAX_BVH_BYTES = 2**30
+"""Bytes of one BVH file (1 GiB: twice an hour at 60 fps of a 77-joint skeleton written
+with ten characters a value), checked before it is read. Longer takes are split."""
 MAX_INDENT = 64
 """Tabs of indentation the writer puts before a joint at most (deeper joints are written
 at this depth), so that a file's size is linear in its joints however deep they nest."""
@@ -261,6 +264,9 @@ def _parse_header(raw: bytes, path: str) -> _Header:
 
     # MOTION header
     tok = take("'MOTION'")
+    if tok == b"ROOT":
+        raise error(k - 1, f"a second ROOT ({len(names)} joints under the first): a BVH file holds one skeleton; "
+                    "give each skeleton a file of its own, or join them under one ROOT")
     if tok != b"MOTION":
         raise error(k - 1, f"expected 'MOTION' after the hierarchy, found {_show(tok)}")
     ntok = take_value(b"Frames", "'Frames: <count>'")
@@ -321,6 +327,34 @@ def _resolve_units(units: str | float, offsets: NDArray, position_values: NDArra
     if size > 15:
         return 0.01  # centimetres: a creature of more than ~15 m in metres is implausible
     return 1.0
+
+
+#: A person's height (m): what the auto unit of a humanoid aims for.
+_PERSON = (1.2, 2.3)
+
+
+def _humanoid_scale(names: tuple[str, ...], parents, offsets: NDArray, guess: float) -> float:
+    """The auto unit of a humanoid: ``guess`` (from the skeleton's size) if it makes a person
+    1.2-2.3 m tall (from the bone lengths,
+    :func:`~motionmatch.anim.body_parts.body_height_from_bones`), else the first unit of
+    :data:`UNIT_SCALES` that does (a rig in inches read as centimetres would be 0.7 m tall),
+    else ``guess``."""
+    from motionmatch.anim.body_parts import body_height_from_bones
+    from motionmatch.anim.humanoid import HumanoidError, find_humanoid
+
+    try:
+        skel = Skeleton(names, np.asarray(parents, dtype=np.int64), offsets)
+        roles = find_humanoid(skel)
+    except (HumanoidError, SkeletonError):
+        return guess
+    rest = np.zeros_like(offsets)
+    for j in range(1, len(names)):
+        rest[j] = rest[skel.parents[j]] + offsets[j]
+    height = body_height_from_bones(skel, rest, roles)
+    for scale in (guess, *UNIT_SCALES.values()):
+        if _PERSON[0] <= height * scale <= _PERSON[1]:
+            return scale
+    return guess
 
 
 def _layout(channels: tuple[tuple[str, ...], ...]) -> tuple[NDArray, NDArray, NDArray, int]:
@@ -398,6 +432,8 @@ def parse_bvh(raw: bytes | str, path: str | Path = "<string>", *, units: str | f
     offsets = np.asarray(hdr.offsets, dtype=np.float64).reshape(J, 3)
     has_pos = pos_cols >= 0
     scale = _resolve_units(units, offsets, values[:, pos_cols[has_pos]], hdr.parents)
+    if units == "auto":
+        scale = _humanoid_scale(tuple(hdr.names), hdr.parents, offsets, scale)
     skeleton = Skeleton(
         names=tuple(hdr.names),
         parents=np.asarray(hdr.parents, dtype=np.int64),
@@ -455,17 +491,23 @@ def load_bvh(path: str | Path, *, units: str | float = "auto", name: str | None 
             centimetres for human-sized skeletons written in cm, metres otherwise),
             ``"m"``, ``"cm"``, ``"mm"``, ``"in"``, or metres per file unit as a number.
         name: the motion's name (default: the file stem).
-        up_axis: the file's up axis, ``"y"`` (most BVH files) or ``"z"``; the motion is
-            converted to Y up (the whole world rotated -90 degrees about X) and is written
-            back Y up.
+        up_axis: the file's up axis, ``"y"`` (most BVH files) or ``"z"``, or ``"auto"``
+            (a humanoid standing along +Z is Z up: :func:`motionmatch.anim.axes.detect_up_axis`);
+            the motion is converted to Y up (the whole world rotated -90 degrees about X)
+            and is written back Y up.
 
     Raises:
         BVHError: the file is malformed; the message names the file, line and problem.
+        InputError: the file is larger than :data:`MAX_BVH_BYTES`.
         FileNotFoundError: the file does not exist.
     """
     path = Path(path)
     if path.is_dir():
         raise IsADirectoryError(f"{path} is a folder; pass a .bvh file (or use motionmatch.datasets.load_folder)")
+    size = path.stat().st_size
+    if size > MAX_BVH_BYTES:
+        raise InputError(f"{path}: {size:,} bytes, over the {MAX_BVH_BYTES:,} bytes a BVH file may have "
+                         "(motionmatch.anim.bvh.MAX_BVH_BYTES); split the take into shorter files")
     raw = path.read_bytes()
     return parse_bvh(raw, path, units=units, name=name, up_axis=up_axis)
 

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.ndimage import median_filter
 
+from motionmatch.anim.humanoid import HumanoidError, find_humanoid
 from motionmatch.anim.motion import Motion
 from motionmatch.anim.skeleton import Skeleton
 from motionmatch.errors import SkeletonError
@@ -17,12 +18,18 @@ _NOT_FOOT = ("end", "site", "nub", "thumb")
 
 
 def find_feet(skeleton: Skeleton) -> list[int]:
-    """Foot joints from names: for each leg chain, the deepest joint named toe/foot/ankle/
-    heel/paw/hoof (``LeftToe`` over ``LeftFoot``), skipping end-of-chain helper joints.
+    """Foot joints: a humanoid's two contact joints (its toes, or its ankles where it has
+    no toes: :func:`~motionmatch.anim.humanoid.find_humanoid`); on other skeletons, for
+    each leg chain the deepest joint named toe/foot/ankle/heel/paw/hoof (``LeftToe`` over
+    ``LeftFoot``), skipping end-of-chain helper joints.
 
     Returns joint indices sorted by index. Raises ``SkeletonError`` when none is found
     (pass ``feet=[...]`` explicitly then).
     """
+    try:
+        return sorted(find_humanoid(skeleton).contact_joints)
+    except HumanoidError:
+        pass
     cands = skeleton.find(*_FOOT_WORDS, exclude=_NOT_FOOT)
     if not cands:
         # Try including "_End" joints (e.g. a skeleton whose only foot joints are ends).

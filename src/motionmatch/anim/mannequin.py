@@ -3,7 +3,10 @@
 Shape: every bone (a joint to each child joint or end site) is a tapered capsule whose
 radius comes from how much body hangs below it (the longest path from the bone's joint to
 a leaf, its *reach*): spines are thick, fingers thin, a leaf bone (head, toes, hands
-without fingers) rounded to a fraction of its length. The capsules' signed distances are
+without fingers) rounded to a fraction of its length. A humanoid also gets a head and,
+where its hands have no finger joints, mittens with thumbs, sized from its height
+(:mod:`motionmatch.anim.body_parts`). Twist, roll and share bones that end a chain
+(:func:`~motionmatch.anim.humanoid.helper_joints`) add no capsule of their own. The capsules' signed distances are
 joined by a smooth union (log-sum-exp) on a voxel grid and the surface is extracted with
 *surface nets* (one vertex per surface cell, one quad per sign-changing grid edge),
 which gives a closed mesh: every edge of it is shared by an even number of faces.
@@ -27,9 +30,10 @@ motion where the limbs stand apart, and :func:`mannequin_for` builds the body in
 joints' world transforms of the bind pose are part of :class:`Mannequin` (glTF's inverse
 bind matrices, three.js' bone inverses): skin with them, not with the rest pose.
 
-A root joint that only carries the character over the ground (a single child with its own
-position channels, e.g. LAFAN1's ``SimulationBone``, Bandai-Namco's ``joint_Root``) has no
-body: its bone is left out and no vertex is weighted to it (:func:`body_joints`).
+Joints that only carry the character over the ground (LAFAN1's ``SimulationBone``,
+Bandai-Namco's ``joint_Root``, a Character Creator ``BoneRoot``: the joints above a
+humanoid's hips, one child each) have no body: their bones are left out (no pedestal from
+the floor to the pelvis) and no vertex is weighted to them (:func:`body_joints`).
 
 Everything is vectorized numpy; the result is cached per skeleton and bind pose.
 """
@@ -44,6 +48,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 from motionmatch.anim import kinematics, quat
+from motionmatch.anim.body_parts import head_and_hands
+from motionmatch.anim.humanoid import carrier_joints, helper_joints
 from motionmatch.anim.motion import Motion
 from motionmatch.anim.skeleton import Skeleton
 
@@ -122,12 +128,11 @@ class Mannequin:
 
 # ----------------------------------------------------------------------------- bones
 def body_joints(skeleton: Skeleton) -> NDArray[np.bool_]:
-    """``(J,)`` bool: joints that carry the body (all but a root that only moves the
-    character over the ground: one child, which has its own position channels)."""
+    """``(J,)`` bool: joints that carry the body (all but those that only move the
+    character over the ground: :func:`~motionmatch.anim.humanoid.carrier_joints`, e.g. a
+    ``SimulationBone`` above a Character Creator ``BoneRoot`` above the hips)."""
     mask = np.ones(skeleton.num_joints, dtype=bool)
-    kids = skeleton.children(0)
-    if skeleton.num_joints > 1 and len(kids) == 1 and skeleton.has_position_channels[kids[0]]:
-        mask[0] = False
+    mask[list(carrier_joints(skeleton))] = False
     return mask
 
 
@@ -136,6 +141,7 @@ def _bones(skeleton: Skeleton, positions: np.ndarray, rotations: np.ndarray):
     J = skeleton.num_joints
     parents = skeleton.parents
     body = body_joints(skeleton)
+    helper = helper_joints(skeleton)  # twist and share bones: no body part of their own
     es_pos = positions[skeleton.end_site_parents] + quat.rotate(
         rotations[skeleton.end_site_parents], skeleton.end_site_offsets)
     # reach: the longest path from each joint down to a leaf (joint or end site)
@@ -149,7 +155,7 @@ def _bones(skeleton: Skeleton, positions: np.ndarray, rotations: np.ndarray):
     has_end_site = np.zeros(J, dtype=bool)
     has_end_site[skeleton.end_site_parents] = True
     for j in range(1, J):
-        if body[parents[j]]:
+        if body[parents[j]] and not helper[j]:
             owner.append(parents[j])
             start.append(positions[parents[j]])
             end.append(positions[j])
@@ -167,7 +173,7 @@ def _bones(skeleton: Skeleton, positions: np.ndarray, rotations: np.ndarray):
             child.append(-1)
     has_bone = np.zeros(J, dtype=bool)
     has_bone[owner] = True
-    for j in np.flatnonzero(body & ~has_bone):  # a leaf joint without end site: a ball
+    for j in np.flatnonzero(body & ~has_bone & ~helper):  # a leaf joint without end site: a ball
         owner.append(int(j))
         start.append(positions[j])
         end.append(positions[j])
@@ -280,6 +286,10 @@ def _build(skeleton: Skeleton, local_rot: np.ndarray, local_trans: np.ndarray, s
     wp, wr = kinematics.forward_kinematics(skeleton.parents, local_rot[None], local_trans[None])
     wp, wr = wp[0], wr[0]
     owner, a, b, r0, r1, _, child = _bones(skeleton, wp, wr)
+    h_owner, h_a, h_b, h_r0, h_r1 = head_and_hands(skeleton, wp)  # a humanoid's head and mittens
+    if len(h_owner):
+        owner, a, b = np.r_[owner, h_owner], np.concatenate([a, h_a]), np.concatenate([b, h_b])
+        r0, r1, child = np.r_[r0, h_r0], np.r_[r1, h_r1], np.r_[child, np.full(len(h_owner), -1)]
     pts = np.concatenate([a, b])
     size = float(np.max(pts.max(0) - pts.min(0)))
     size = max(size, float(np.max(np.maximum(r0, r1))) * 2, 1e-6)
@@ -492,8 +502,9 @@ def _fused_bone_pairs(skel: Skeleton, positions: np.ndarray, rotations: np.ndarr
     size = float(np.max(np.ptp(np.concatenate([a, b]), axis=0)))
     # the same segments in every pose (in _bones' order): to a child joint, an end site, or a ball
     body = body_joints(skel)
+    helper = helper_joints(skel)
     es = positions[:, skel.end_site_parents] + quat.rotate(rotations[:, skel.end_site_parents], skel.end_site_offsets)
-    to_joints = [positions[:, j] for j in range(1, skel.num_joints) if body[skel.parents[j]]]
+    to_joints = [positions[:, j] for j in range(1, skel.num_joints) if body[skel.parents[j]] and not helper[j]]
     to_sites = [es[:, e] for e, p in enumerate(skel.end_site_parents) if body[p]]
     balls = [positions[:, j] for j in owner[len(to_joints) + len(to_sites):]]
     end_pts = np.stack(to_joints + to_sites + balls, axis=1)

@@ -17,6 +17,7 @@ import numpy as np
 from scipy.signal import savgol_filter
 
 from motionmatch.anim import quat
+from motionmatch.anim.humanoid import HumanoidError, find_humanoid, side_of
 from motionmatch.anim.mirror import mirror_pairs
 from motionmatch.anim.motion import Motion
 from motionmatch.anim.skeleton import Skeleton
@@ -52,28 +53,29 @@ class CharacterRoot:
         return np.gradient(self.positions, 1.0 / fps, axis=0) if len(self.positions) > 1 else np.zeros_like(self.positions)
 
 
-def side_of(name: str) -> str | None:
-    """``"L"``, ``"R"`` or ``None``: which side a joint name says it is on."""
-    low = name.lower()
-    if "left" in low:
-        return "L"
-    if "right" in low:
-        return "R"
-    import re
-
-    m = re.search(r"(?:^|[_.\-: ])([LRlr])(?:$|[_.\-: 0-9])|^([LR])(?=[A-Z][a-z])", name)
-    if m:
-        return (m.group(1) or m.group(2)).upper()
-    return None
+__all__ = ["CharacterRoot", "extract_root", "facing_from_body", "find_hips", "lateral_pairs",
+           "root_bone_forward_axis", "side_of", "with_root_bone"]
 
 
 def find_hips(skeleton: Skeleton) -> int:
-    """The pelvis joint: named hips/pelvis (the first, nearest the root), else the first
-    joint with three or more children."""
+    """The pelvis joint: the humanoid's hips (:func:`~motionmatch.anim.humanoid.find_humanoid`:
+    where the legs and the spine meet) unless a joint named hips/pelvis sits above them
+    (a quadruped rigged as a 3ds Max Biped); else the joint named hips/pelvis nearest the
+    root; else the first joint with three or more children."""
     named = skeleton.find("hips", "pelvis")
-    if named:
-        depth = skeleton.depth()
-        return min(named, key=lambda j: (depth[j], j))
+    depth = skeleton.depth()
+    first_named = min(named, key=lambda j: (depth[j], j)) if named else None
+    try:
+        hips = find_humanoid(skeleton).hips
+    except HumanoidError:
+        hips = None
+    if hips is not None:
+        p = hips
+        while p >= 0 and p != first_named:
+            p = int(skeleton.parents[p])
+        return hips if p < 0 or p == hips else int(first_named)
+    if first_named is not None:
+        return first_named
     for j in range(skeleton.num_joints):
         if len(skeleton.children(j)) >= 3:
             return j
@@ -85,9 +87,24 @@ def lateral_pairs(skeleton: Skeleton, rest_positions: np.ndarray | None = None) 
 
     Uses the highest pairs in the hierarchy whose names say hip/thigh/upper-leg or
     shoulder/clavicle/upper-arm; falls back to the top-most left/right pairs of any kind.
-    Pairs whose joints coincide (zero width) are skipped in favour of their children.
+    Pairs whose joints coincide (zero width) are skipped in favour of their children. A rig
+    whose names pair no mirror (a prop on one hand: ``weapon_r``) uses its humanoid roles'
+    upper legs and shoulders (or upper arms).
     """
-    pairs = mirror_pairs(skeleton)
+    try:
+        pairs = mirror_pairs(skeleton)
+    except SkeletonError:
+        try:
+            roles = find_humanoid(skeleton)
+        except HumanoidError:
+            raise SkeletonError("no left/right joint pairs found from the names and no humanoid; "
+                                "cannot derive the facing direction") from None
+        out = [(roles["left_upper_leg"], roles["right_upper_leg"])]
+        for role in ("shoulder", "upper_arm"):
+            if f"left_{role}" in roles and f"right_{role}" in roles:
+                out.append((roles[f"left_{role}"], roles[f"right_{role}"]))
+                break
+        return out
     depth = skeleton.depth()
     cand = []
     for j in range(skeleton.num_joints):

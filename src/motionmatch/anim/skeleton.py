@@ -105,6 +105,12 @@ class Skeleton:
     def children(self, j: int) -> list[int]:
         return [int(c) for c in np.flatnonzero(self.parents == j)]
 
+    def descends_from(self, j: int, ancestor: int) -> bool:
+        """Whether joint ``j`` is ``ancestor`` or below it."""
+        while j >= 0 and j != ancestor:
+            j = int(self.parents[j])
+        return j == ancestor
+
     def depth(self) -> NDArray[np.int64]:
         """``[J]`` number of ancestors of each joint."""
         d = np.zeros(self.num_joints, dtype=np.int64)
@@ -114,6 +120,27 @@ class Skeleton:
 
     def same_topology(self, other: Skeleton) -> bool:
         return self.names == other.names and np.array_equal(self.parents, other.parents)
+
+    def first_difference(self, other: Skeleton, mine: str = "here", theirs: str = "there") -> str | None:
+        """``None`` for the same names and hierarchy, else the first joint (in order) that
+        differs, in words: ``"joint 5 is 'LeftKnee' (under 'LeftUpLeg') here, 'LeftLeg'
+        (under 'LeftUpLeg') there"`` (``mine`` and ``theirs`` name the two skeletons)."""
+        if self.same_topology(other):
+            return None
+
+        def say(s: Skeleton, j: int) -> str:
+            if j >= s.num_joints:
+                return "missing"
+            return f"{s.names[j]!r} (under {s.names[s.parents[j]]!r})" if s.parents[j] >= 0 else \
+                f"{s.names[j]!r} (the root)"
+
+        for j in range(max(self.num_joints, other.num_joints)):
+            a = (self.names[j], self.parents[j]) if j < self.num_joints else None
+            b = (other.names[j], other.parents[j]) if j < other.num_joints else None
+            if a is None or b is None or a[0] != b[0] or (a[1] >= 0 and b[1] >= 0 and
+                                                         self.names[a[1]] != other.names[b[1]]) or (a[1] < 0) != (b[1] < 0):
+                return f"joint {j} is {say(self, j)} {mine}, {say(other, j)} {theirs}"
+        return None
 
     def equivalent(self, other: Skeleton, atol: float = 1e-6) -> bool:
         """Same names, hierarchy and offsets (within ``atol`` metres)."""

@@ -75,15 +75,15 @@ def clip_files(paths: Sequence[str | Path]) -> list[Path]:
     return files
 
 
-def build_clip(schema_json: str, path: str, units: str | float, fps: float, mirror_copies: bool
+def build_clip(schema_json: str, path: str, units: str | float, fps: float, mirror_copies: bool, up: str = "auto"
                ) -> tuple[bytes, float, list[ClipPart]]:
     """One source clip's share of a database (a Ray task): its :func:`clip_digest`, its
-    file scale and its parts (the clip, then its mirrored copy)."""
-    from motionmatch.anim import load_bvh
-    from motionmatch.datasets import tags_from_name
+    file scale and its parts (the clip, then its mirrored copy). The clip is read as
+    ``motionmatch build`` reads it (:func:`motionmatch.datasets.load_takes`: up axis,
+    unit, put on the ground)."""
+    from motionmatch.datasets import load_takes
 
-    m = load_bvh(path, units=units)
-    m.tags = tags_from_name(Path(path).stem)
+    m = load_takes([path], units=units, up=up)[0]
     schema = FeatureSchema.from_json(schema_json)
     parts = [extract_part(c, schema) for c in prepare_clips(m, fps, mirror_copies)]
     return clip_digest(m), m.file_scale, parts
@@ -168,6 +168,7 @@ def build(
     mirror_copies: bool = False,
     schema: str = "classic",
     units: str | float = "auto",
+    up: str = "auto",
     address: str | None = None,
     workers: int | None = None,
     progress: Callable[[JobStatus], None] | None = None,
@@ -177,8 +178,10 @@ def build(
     Args:
         data: BVH files or folders (as ``motionmatch build``'s ``DATA``).
         output: the database file (``.npz``) to write.
-        fps, mirror_copies, schema, units: as ``motionmatch build``'s ``--fps``,
-            ``--mirror``, ``--schema`` (a name or a ``.json`` file) and ``--units``.
+        fps, mirror_copies, schema, units, up: as ``motionmatch build``'s ``--fps``,
+            ``--mirror``, ``--schema`` (a name or a ``.json`` file), ``--units`` and ``--up``.
+            Takes of one rig that differ (a ground root, extra leaf joints) are not brought
+            to one skeleton here: give takes of one skeleton.
         address: ``HOST:PORT`` of a Ray cluster to join; ``None`` starts Ray in this process.
         workers: tasks at once with the embedded Ray (default: every core).
         progress: called with each :class:`~motionmatch.batch.jobs.JobStatus`.
@@ -192,7 +195,7 @@ def build(
         raise BatchError(f"{output}: a database file must end in .npz")
     sch = schema_by_name(schema)
     files = clip_files(data)
-    settings = {"fps": fps, "mirror": mirror_copies, "schema": json.loads(sch.to_json()), "units": units,
+    settings = {"fps": fps, "mirror": mirror_copies, "schema": json.loads(sch.to_json()), "units": units, "up": up,
                 "motionmatch": versions()["motionmatch"]}
     inputs = {str(f): sha256_file(f) for f in files}
     job_hash = sha256_json({"settings": settings, "inputs": list(inputs.values()), "names": [f.stem for f in files]})
@@ -203,7 +206,7 @@ def build(
         ident = sha256_json(str(f))[:12]
         cells.append(Cell(key=str(f), input_hash=sha256_json({"file": inputs[str(f)], "name": f.stem, **settings}),
                           outputs=(f"{parts_dir}/{f.stem}-{ident}.part",),
-                          args=(Shared(0), str(f), units, fps, mirror_copies), cost=f.stat().st_size))
+                          args=(Shared(0), str(f), units, fps, mirror_copies, up), cost=f.stat().st_size))
     done_before = _built_already(output, manifest, job_hash)
     result = run_cells("build", output.parent, manifest, cells, build_clip,
                        lambda c, v: {c.outputs[0]: save_parts(output.parent / c.outputs[0], v)},

@@ -87,6 +87,8 @@ def genmm(
     config: GenMMConfig | None = None,
     loop: bool = False,
     fmt: str = "bvh",
+    units: str | float = "auto",
+    up: str = "auto",
     address: str | None = None,
     workers: int | None = None,
     progress: Callable[[JobStatus], None] | None = None,
@@ -101,9 +103,9 @@ def genmm(
         config: GenMM settings (default: the paper's; CPU only).
         loop: endless loops (``motionmatch genmm --loop``).
         fmt: ``bvh`` or ``glb`` (see :func:`writer`).
+        units, up: how the examples are read (``motionmatch genmm``'s ``--units``, ``--up``).
         address, workers, progress: see :func:`motionmatch.batch.build`.
     """
-    from motionmatch.anim import load_bvh
 
     out = Path(output)
     if out.exists() and not out.is_dir():
@@ -122,7 +124,9 @@ def genmm(
     stems = [p.stem for p in paths]
     if len(set(stems)) != len(stems):
         raise BatchError("examples must have different file names (they name the output folders)")
-    motions = [load_bvh(p) for p in paths]
+    from motionmatch.datasets import load_takes
+
+    motions = load_takes(paths, units=units, up=up)  # read as 'motionmatch genmm' reads them
     cfg_dict = {k: (list(v) if isinstance(v, tuple) else v) for k, v in asdict(cfg).items()}
     inputs = {str(p): sha256_file(p) for p in paths}
     settings = {"config": cfg_dict, "frames": frames, "loop": loop, "format": fmt, "seeds": seeds,

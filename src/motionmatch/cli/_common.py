@@ -9,11 +9,12 @@ progress (share done, elapsed, time left) on stderr.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import math
 import os
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TextIO
 
@@ -79,6 +80,38 @@ def units(text: str) -> str | float:
         raise argparse.ArgumentTypeError(f"expected auto, one of {', '.join(sorted(UNIT_SCALES))} or metres per "
                                          f"file unit (a number above 0), got {text!r}")
     return value
+
+
+UP_CHOICES = ("auto", "y", "z")
+UP_HELP = "up axis of the BVH files: auto (default: found from the data), y or z (converted to Y up)"
+UNITS_HELP = "length unit of the BVH files: auto (default: from the skeleton's size), m, cm, mm, in, or metres per unit"
+
+
+def add_bvh_options(parser: argparse.ArgumentParser) -> None:
+    """``--units`` and ``--up``, the options of every command that reads BVH files."""
+    parser.add_argument("--units", type=units, default="auto", help=UNITS_HELP)
+    parser.add_argument("--up", choices=UP_CHOICES, default="auto", help=UP_HELP)
+
+
+@contextlib.contextmanager
+def warnings_as_lines(prog: str, *always: type[Warning]) -> Iterator[None]:
+    """Show warnings as one line each on stderr, ``PROG: warning: MESSAGE``, as they
+    happen; every :class:`~motionmatch.errors.DataWarning` (and every warning of the
+    ``always`` classes) is shown, and every :class:`~motionmatch.errors.ModeWarning` once
+    per message; others as Python's filters say (once per place)."""
+    import warnings
+
+    from motionmatch.errors import DataWarning, ModeWarning
+
+    def show(message, category, filename, lineno, file=None, line=None) -> None:
+        print(f"{prog}: warning: {' '.join(str(message).split())}", file=sys.stderr, flush=True)
+
+    with warnings.catch_warnings():
+        for cls in (DataWarning, *always):
+            warnings.simplefilter("always", cls)
+        warnings.simplefilter("default", ModeWarning)  # once per message (a crowd: once, not per agent)
+        warnings.showwarning = show
+        yield
 
 
 def folder(text: str) -> str:

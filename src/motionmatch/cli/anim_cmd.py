@@ -6,6 +6,7 @@ import argparse
 import json
 import math
 import sys
+import warnings
 from pathlib import Path
 
 from motionmatch.anim import load_bvh
@@ -39,13 +40,23 @@ def cmd_inspect(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
     bar = tqdm(files, desc="inspect", unit="file", disable=len(files) < 20 or not sys.stderr.isatty(), file=sys.stderr)
+    from motionmatch.anim.plausible import humanoid_warnings
+    from motionmatch.datasets import tags_from_name
+    from motionmatch.errors import DataWarning
+
     for f in bar:
         try:
-            s = summarize(load_bvh(f, units=args.units, up_axis=args.up))
+            m = load_bvh(f, units=args.units, up_axis=args.up)
+            m.tags = tags_from_name(f.stem)
+            s = summarize(m)
+            found = humanoid_warnings(m)
         except (MotionMatchError, OSError) as e:
             failed += 1
             print(f"{args.prog}: error: {e}", file=sys.stderr)
             continue
+        with arg.warnings_as_lines(args.prog):
+            for line in found:
+                warnings.warn(line, DataWarning, stacklevel=1)
         if args.json:
             d = s.to_dict()
             if math.isnan(d["contact_fraction"]):
@@ -120,13 +131,12 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="summarise BVH files: frames, fps, size, feet, root speed, contacts",
         description="Load each BVH file (folders are searched recursively) and print frames, fps, duration, "
         "joint count, body height, detected feet, mean and max root speed (m/s, ground plane) and the share "
-        "of frames with a foot in contact.",
+        "of frames with a foot in contact. A humanoid take that is implausible for a person (height outside "
+        "1.2-2.3 m, feet off the floor where they touch it, a walk slower than 0.3 m/s) gets a warning line.",
     )
     p.add_argument("paths", nargs="+", metavar="PATH", help="BVH files or folders")
     p.add_argument("--json", action="store_true", help="print one JSON object per file instead of a table")
-    p.add_argument("--units", type=arg.units, default="auto",
-                   help="length unit of the files: auto (default), m, cm, mm, in, or metres per unit")
-    p.add_argument("--up", choices=("y", "z"), default="y", help="up axis of the files (converted to Y up)")
+    arg.add_bvh_options(p)
     p.set_defaults(func=cmd_inspect)
 
     c = sub.add_parser(
@@ -140,8 +150,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     c.add_argument("--fps", type=arg.fps, help="resample to this frame rate (slerp for rotations)")
     c.add_argument("--mirror", action="store_true", help="mirror left/right (joint pairs found from names)")
     c.add_argument("--range", metavar="A:B", help="keep frames A (inclusive) to B (exclusive); 2.5s:10s for seconds")
-    c.add_argument("--units", type=arg.units, default="auto", help="length unit of IN (default: auto)")
+    c.add_argument("--units", type=arg.units, default="auto", help=arg.UNITS_HELP)
     c.add_argument("--out-units", type=arg.units, default=None, help="length unit of OUT (default: as IN)")
-    c.add_argument("--up", choices=("y", "z"), default="y", help="up axis of IN; OUT is always Y up")
+    c.add_argument("--up", choices=arg.UP_CHOICES, default="auto",
+                   help="up axis of IN: auto (default: found from the data), y or z; OUT is always Y up")
     c.add_argument("--body", metavar="MESH.glb", help="a glTF file (.glb/.gltf) whose skinned mesh (joints named as the skeleton's) replaces the generated mannequin in .glb/.fbx/.usd output")
     c.set_defaults(func=cmd_convert)

@@ -98,7 +98,7 @@ def cmd_build(args: argparse.Namespace) -> int:
     bar, show = _progress(args.prog, args.quiet)
     with bar:
         result = build(args.data, args.output, fps=args.fps, mirror_copies=args.mirror, schema=args.schema,
-                       units=args.units, address=args.address, workers=args.workers, progress=show)
+                       units=args.units, up=args.up, address=args.address, workers=args.workers, progress=show)
     code = _finish(args, result)
     if not result.failed:
         import json
@@ -135,6 +135,7 @@ def cmd_genmm(args: argparse.Namespace) -> int:
     bar, show = _progress(args.prog, args.quiet)
     with bar:
         result = genmm(args.examples, args.output, seeds=seeds, frames=args.frames, config=cfg, loop=args.loop,
+                       units=args.units, up=args.up,
                        fmt=args.format, address=args.address, workers=args.workers, progress=show)
     print(f"wrote {Path(args.output) / 'metrics.csv'}")
     return _finish(args, result)
@@ -193,7 +194,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="feature schema: classic (27-D), classic-3d (33-D, for jump/creep), environment, "
                         "environment-heights (each with +ground: the ground's rise along the trajectory, from the "
                         "planted feet) or a .json file")
-    b.add_argument("--units", type=arg.units, default="auto", help="length unit of the BVH files (default auto)")
+    arg.add_bvh_options(b)
     b.set_defaults(func=cmd_build)
 
     g = jobs.add_parser("genmm", parents=[common], help="GenMM variants of many examples, one task per (example, seed)",
@@ -202,6 +203,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "its metrics row beside it (.json), DIR/metrics.csv (coverage, global and local patch "
                         "distance, synthesis time per output) and DIR/manifest.json.")
     g.add_argument("examples", nargs="+", metavar="EXAMPLE.bvh", help="example clips, each synthesized on its own")
+    arg.add_bvh_options(g)
     g.add_argument("-o", "--output", required=True, metavar="DIR", help="folder to write into")
     g.add_argument("--variants", type=arg.int_range(1, 100_000), default=1, metavar="N",
                    help="variants per example (default 1)")

@@ -180,10 +180,11 @@ def cmd_train_net(args: argparse.Namespace) -> int:
     if args.db:
         db = MotionDatabase.load(args.db)
     else:
-        from motionmatch.datasets import load_folder
+        from motionmatch.datasets import load_takes, one_skeleton
 
         print(f"building a mirrored database from {args.data}", file=sys.stderr)
-        db = MotionDatabase.build(load_folder(Path(args.data)), mirror_copies=True)
+        db = MotionDatabase.build(one_skeleton(load_takes([Path(args.data)], units=args.units, up=args.up)),
+                                  mirror_copies=True)
     net = train_direction_net(db, config=DirectionNetConfig(hidden=args.hidden), epochs=args.epochs,
                               seed=args.seed, tags=args.tags, holdout=args.holdout, progress=sys.stderr.isatty())
     net.save(args.output)
@@ -284,6 +285,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     t.add_argument("--db", metavar="DB.npz", help="database to learn from (or --data)")
     t.add_argument("--data", metavar="FOLDER", help="folder of BVH clips: a mirrored database is built from it "
                    "(the default network: $MOTIONMATCH_DATA/lafan1-60fps)")
+    arg.add_bvh_options(t)
     t.add_argument("--holdout", metavar="TEXT", help="leave out the clips whose name contains TEXT (e.g. subject4) "
                    "and report the facing error on them against the path tangent's")
     t.add_argument("-o", "--output", required=True, metavar="NET.npz")

@@ -7,12 +7,10 @@ added here sets ``func``, a function of the parsed arguments returning the exit 
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import sys
 import time
-import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 from motionmatch.cli import _common as arg
@@ -98,6 +96,7 @@ def register(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("examples", nargs="*", metavar="EXAMPLE.bvh", help="example clips (one skeleton)")
     p.add_argument("-o", "--output", required=True, metavar="OUT.bvh", help="output file: .bvh, or .glb (glTF with a skinned body)")
     p.add_argument("--body", metavar="MESH.glb", help="a glTF file (.glb/.gltf) whose skinned mesh (joints named as the skeleton's) replaces the generated mannequin in .glb/.fbx/.usd output")
+    arg.add_bvh_options(p)
     g = p.add_argument_group("length and randomness")
     g.add_argument("--frames", type=arg.frames, metavar="N", help="output frames (default: twice the examples' frames)")
     g.add_argument("--duration", type=arg.seconds, metavar="SECONDS",
@@ -204,20 +203,12 @@ def _check_arguments(args: argparse.Namespace) -> None:
     arg.output_file(args.report, (".json",), "report")
 
 
-@contextlib.contextmanager
-def _warnings_as_lines(prog: str) -> Iterator[None]:
-    """Show warnings as one line each on stderr, ``PROG: warning: MESSAGE``, as they
-    happen; every frame-rate warning (:class:`~motionmatch.genmm.FrameRateWarning`) is
-    shown, others as Python's filters say (once per place)."""
+def _warnings_as_lines(prog: str):
+    """Warnings as one line each (:func:`motionmatch.cli._common.warnings_as_lines`),
+    every frame-rate warning (:class:`~motionmatch.genmm.FrameRateWarning`) shown."""
     from motionmatch.genmm import FrameRateWarning
 
-    def show(message, category, filename, lineno, file=None, line=None) -> None:
-        print(f"{prog}: warning: {' '.join(str(message).split())}", file=sys.stderr, flush=True)
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("always", FrameRateWarning)
-        warnings.showwarning = show
-        yield
+    return arg.warnings_as_lines(prog, FrameRateWarning)
 
 
 def _sample_progress(bar: arg.Progress, i: int, k: int) -> Callable:
@@ -246,14 +237,19 @@ def _synthesize(args: argparse.Namespace, cfg, parts, bar: arg.Progress) -> tupl
         frames = args.frames if args.duration is None else round(args.duration * (args.fps or 30.0))
         return None, [reassemble(sources, frames, seed=args.seed + i, config=cfg, progress=_sample_progress(bar, i, k))
                       for i in range(k)]
-    gen = GenMM(load_examples(args.examples), cfg, parts=parts)
+    from motionmatch.datasets import load_takes, one_skeleton
+
+    examples = one_skeleton(load_takes(args.examples, units=args.units, up=args.up),
+                            hint="give examples of one skeleton ({n} here)")
+    gen = GenMM(load_examples(examples), cfg, parts=parts)
     frames = args.frames if args.duration is None else round(args.duration * gen.fps)
     keys = None
     if args.keyframes:
         keys = Keyframes.from_bvh(args.keyframes, times=args.keyframe_times, spacing=args.keyframe_spacing)
     completion = None
     if args.complete:
-        completion = Completion(load_bvh(args.complete), [g.strip() for g in args.given.split(",") if g.strip()])
+        completion = Completion(load_bvh(args.complete, units=args.units, up_axis=args.up),
+                                [g.strip() for g in args.given.split(",") if g.strip()])
     results = []
     for i in range(k):
         res = gen.sample(frames, seed=args.seed + i, loop=args.loop, loop_root=args.loop_root,

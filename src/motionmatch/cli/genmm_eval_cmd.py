@@ -70,16 +70,17 @@ def register(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("--fps", type=_fps, default=30.0, metavar="F",
                    help="rate of evaluation (default 30; 'native': the generated files' own rate)")
     p.add_argument("--json", action="store_true", help="print the numbers as JSON on stdout")
+    arg.add_bvh_options(p)
     p.set_defaults(func=cmd_genmm_eval)
     return p
 
 
-def _load(path: str):
+def _load(path: str, units: str | float = "auto", up: str = "auto"):
     from motionmatch.anim.bvh import load_bvh
 
     if not Path(path).is_file():
         raise MotionMatchError(f"{path}: no such file")
-    return load_bvh(path)
+    return load_bvh(path, units=units, up_axis=up)
 
 
 def _joint_order(motion, names: tuple[str, ...], path: str, ref_path: str) -> list[int]:
@@ -114,8 +115,8 @@ def cmd_genmm_eval(args: argparse.Namespace) -> int:
     prog = getattr(args, "prog", "motionmatch genmm-eval")
     with arg.Progress(prog, enabled=True) as bar:
         bar.update("reading the files", phase=True)
-        examples = [_load(p) for p in args.example]
-        generated = [_load(p) for p in args.generated]
+        examples = [_load(p, args.units, args.up) for p in args.example]
+        generated = [_load(p, args.units, args.up) for p in args.generated]
         names = examples[0].skeleton.names
         ex_order = [_joint_order(m, names, p, args.example[0]) for m, p in zip(examples, args.example)]
         gen_order = [_joint_order(m, names, p, args.example[0]) for m, p in zip(generated, args.generated)]

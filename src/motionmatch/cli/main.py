@@ -103,8 +103,11 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help()
         return 0 if args.command is None else 2
+    from motionmatch.cli._common import warnings_as_lines
+
     try:
-        return int(args.func(args) or 0)
+        with warnings_as_lines(getattr(args, "prog", "motionmatch")):  # data and mode warnings: one line each
+            return int(args.func(args) or 0)
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130

@@ -274,7 +274,7 @@ def cmd_render(args: argparse.Namespace) -> int:
     from motionmatch.control.pose.sources import render_bvh
 
     arg.output_file(args.output, KEYPOINT_FILES, "keypoint file")
-    s = render_bvh(args.bvh, azimuth=args.azimuth, seed=args.seed, mirrored=args.mirror)
+    s = render_bvh(args.bvh, azimuth=args.azimuth, seed=args.seed, mirrored=args.mirror, units=args.units, up=args.up)
     save_keypoints(s, args.output)
     print(f"wrote {args.output}: {len(s)} frames of {len(s.names)} keypoints at {s.fps:.0f} fps "
           f"(azimuth {args.azimuth:g} deg)")
@@ -421,6 +421,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     rn = ps.add_parser("render", help="keypoints of a BVH clip filmed by the virtual camera (a test stream)")
     rn.add_argument("bvh", metavar="CLIP.bvh")
+    arg.add_bvh_options(rn)
     rn.add_argument("-o", "--output", required=True, metavar="FILE.json|.npz")
     rn.add_argument("--azimuth", type=arg.float_range(-360, 360), default=0.0,
                     help="camera azimuth from the performer's facing (deg)")

@@ -8,43 +8,39 @@ import sys
 from pathlib import Path
 
 from motionmatch.cli import _common as arg
-from motionmatch.errors import MotionMatchError
-
-
-def _load_clips(paths: list[str], units: str | float, progress: bool):
-    from motionmatch.anim import load_bvh
-    from motionmatch.datasets import load_folder, tags_from_name
-
-    clips = []
-    for p in map(Path, paths):
-        if p.is_dir():
-            clips.extend(load_folder(p, units=units, progress=progress))
-        elif p.is_file():
-            m = load_bvh(p, units=units)
-            m.tags = tags_from_name(p.stem)
-            clips.append(m)
-        else:
-            raise MotionMatchError(f"{p}: no such file or folder")
-    if not clips:
-        raise MotionMatchError("no motion clips found in " + ", ".join(paths))
-    return clips
 
 
 def cmd_build(args: argparse.Namespace) -> int:
     from motionmatch.database import MotionDatabase, SearchWeights, schema_by_name
+    from motionmatch.datasets import fit_skeletons, load_takes, one_skeleton, skeleton_groups
 
     arg.output_file(args.output, (".npz",), "database")
     progress = not args.quiet and sys.stderr.isatty()
     schema = schema_by_name(args.schema)
+    if args.roles:
+        from motionmatch.database.schema import load_roles
+
+        schema = schema.with_roles(load_roles(args.roles))
     weights = SearchWeights.parse(args.weights, schema) if args.weights else None
-    clips = _load_clips(args.data, args.units, progress)
-    db = MotionDatabase.build(clips, fps=args.fps, mirror_copies=args.mirror, schema=schema, progress=progress)
-    if weights is not None:
-        weights.apply(db)
-    db.save(args.output)
-    print(f"wrote {args.output}: {db.num_frames} frames ({db.valid.sum()} searchable) from {len(db.clip_names)} clips "
-          f"at {db.fps:g} fps, {db.schema.dims}-D '{db.schema.name}' features; tags: {', '.join(db.tags)}"
-          + (f"; weights: {weights.describe()}" if weights is not None else ""))
+    with arg.warnings_as_lines(args.prog):
+        clips = load_takes(args.data, units=args.units, up=args.up, progress=progress)
+        groups = skeleton_groups(fit_skeletons(clips)) if args.per_skeleton else [one_skeleton(clips)]
+    outputs = [Path(args.output)] if len(groups) == 1 else \
+        [Path(args.output).with_name(f"{Path(args.output).stem}_{k + 1}.npz") for k in range(len(groups))]
+    built = []
+    for group in groups:  # every database is built before any is written
+        db = MotionDatabase.build(group, fps=args.fps, mirror_copies=args.mirror, schema=schema, progress=progress)
+        if weights is not None:
+            weights.apply(db)
+        built.append(db)
+    for db, out in zip(built, outputs):
+        db.save(out)
+        print(f"wrote {out}: {db.num_frames} frames ({db.valid.sum()} searchable) from {len(db.clip_names)} clips "
+              f"at {db.fps:g} fps, {db.schema.dims}-D '{db.schema.name}' features"
+              + (f", skeleton {db.skeleton.names[1]!r}-rooted with {db.skeleton.num_joints - 1} joints"
+                 if len(built) > 1 else "")
+              + f"; tags: {', '.join(db.tags)}"
+              + (f"; weights: {weights.describe()}" if weights is not None else ""))
     return 0
 
 
@@ -109,7 +105,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     b = sub.add_parser(
         "build", help="build a motion-matching database from BVH files or folders",
         description="Load BVH clips (folders recursively; tags from file names), resample them to one frame rate, "
-        "optionally add mirrored copies, extract features and save a versioned .npz database.",
+        "optionally add mirrored copies, extract features and save a versioned .npz database. Each file's up axis "
+        "and unit are found from the data (or --up/--units), a take whose feet are off the floor is put on the "
+        "ground, takes implausible for a person are warned about, and takes of one rig with and without a ground "
+        "root or extra leaf joints are brought to one skeleton (one warning line each).",
     )
     b.add_argument("data", nargs="+", metavar="DATA", help="BVH files or folders")
     b.add_argument("-o", "--output", required=True, metavar="DB.npz", help="database file to write")
@@ -120,7 +119,13 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "environment-heights (each with +ground: the ground's rise along the trajectory, from the "
                         "planted feet) or a .json file")
     b.add_argument("--weights", metavar="SPEC", help=WEIGHTS_HELP + " (default: the schema's group weights)")
-    b.add_argument("--units", type=arg.units, default="auto", help="length unit of the BVH files (default auto)")
+    arg.add_bvh_options(b)
+    b.add_argument("--roles", metavar="MAP.json",
+                   help='humanoid roles to use instead of those found on the rig: a JSON object such as '
+                   '{"left_foot": "CC_Base_L_ToeBase", "hips": "CC_Base_Hip"} (README: humanoid roles)')
+    b.add_argument("--per-skeleton", action="store_true",
+                   help="takes of different skeletons: one database per skeleton, DB_1.npz, DB_2.npz, ... "
+                   "(default: refuse them, naming the first joint that differs)")
     b.add_argument("-q", "--quiet", action="store_true", help="no progress bars")
     b.set_defaults(func=cmd_build)
 

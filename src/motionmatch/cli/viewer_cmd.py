@@ -65,8 +65,12 @@ def cmd_viewer(args: argparse.Namespace) -> int:
         print(f"motionmatch viewer: {e}", file=err)
         return 1
     progress = err.isatty() and not args.quiet
-    db, source = open_database(args.db, args.data, schema=args.schema, mirror=not args.no_mirror,
-                               progress=progress, fetch_progress=not args.quiet, log=log)
+    from motionmatch.cli._common import warnings_as_lines
+
+    with warnings_as_lines("motionmatch viewer"):
+        db, source = open_database(args.db, args.data, schema=args.schema, mirror=not args.no_mirror,
+                                   progress=progress, fetch_progress=not args.quiet, log=log,
+                                   units=args.units, up=args.up, roles=args.roles)
     log(f"database: {db!r} ({source.description})")
     if args.body:  # a mesh that does not fit the database's skeleton: one line, before serving
         from motionmatch.errors import MotionMatchError
@@ -117,6 +121,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     src = v.add_mutually_exclusive_group()
     src.add_argument("--db", metavar="DB.npz", help="database built with 'motionmatch build'")
     src.add_argument("--data", metavar="DIR", help="folder of BVH clips (built into a cached database)")
+    from motionmatch.cli._common import add_bvh_options
+
+    add_bvh_options(v)  # how --data's files are read
+    v.add_argument("--roles", metavar="MAP.json", help="with --data: humanoid roles to use instead of those found "
+                   'on the rig, a JSON object such as {"left_foot": "ball_l"}')
     v.add_argument("--host", default="127.0.0.1",
                    help="address to listen on (default 127.0.0.1: this machine only; 0.0.0.0 exposes it, and then "
                    "every request needs the token of the printed URL)")

@@ -25,7 +25,7 @@ from motionmatch.anim.root import with_root_bone
 from motionmatch.anim.skeleton import Skeleton
 from motionmatch.database._normalise import column_mean_std, normalized
 from motionmatch.database.features import clip_features, resolve_joint
-from motionmatch.database.schema import FeatureSchema, default_schema
+from motionmatch.database.schema import FeatureSchema, SchemaError, default_schema
 from motionmatch.database.tags import tag_mask
 from motionmatch.errors import MotionMatchError
 
@@ -102,8 +102,12 @@ class ClipPart:
 
 def extract_part(clip: Motion, schema: FeatureSchema) -> ClipPart:
     """Features, contacts and poses of one prepared clip (from :func:`prepare_clips`)."""
-    foot_idx = (resolve_joint(clip.skeleton, "left_foot"), resolve_joint(clip.skeleton, "right_foot"))
-    f, v = clip_features(clip, schema)
+    roles = schema.roles_map  # what the schema names is what contacts and foot locking use
+    try:
+        foot_idx = (resolve_joint(clip.skeleton, "left_foot", roles), resolve_joint(clip.skeleton, "right_foot", roles))
+        f, v = clip_features(clip, schema)
+    except SchemaError as e:
+        raise SchemaError(f"clip {clip.name!r}: {e}") from None
     return ClipPart(
         name=clip.name, skeleton=clip.skeleton,
         tags=tuple(clip.tags or tuple(w for w in clip.name.lower().replace("-", "_").split("_") if w)),

@@ -2,30 +2,34 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import numpy as np
 
 from motionmatch.anim import quat
-from motionmatch.anim.contacts import find_feet
+from motionmatch.anim.humanoid import ROLES, HumanoidError, find_humanoid
 from motionmatch.anim.motion import Motion
-from motionmatch.anim.root import find_hips, side_of
+from motionmatch.anim.root import find_hips
 from motionmatch.anim.skeleton import Skeleton
 from motionmatch.database.ground import support_heights
 from motionmatch.database.schema import FeatureSchema, SchemaError
 
 
-def resolve_joint(skeleton: Skeleton, role_or_name: str) -> int:
-    """Joint index for a role (``left_foot``, ``right_foot``, ``hips``) or a joint name."""
-    if role_or_name == "hips":
+def resolve_joint(skeleton: Skeleton, role_or_name: str, roles: Mapping[str, str] | None = None) -> int:
+    """Joint index for a humanoid role (:data:`motionmatch.anim.humanoid.ROLES`: ``hips``,
+    ``left_foot`` (the foot's contact joint), ``head``, ...) or a joint name.
+
+    ``roles`` (a schema's roles map, ``{role: joint name}``) wins over what is found on
+    the rig; ``hips`` not named there is :func:`~motionmatch.anim.root.find_hips`.
+    """
+    roles = dict(roles or {})
+    if role_or_name == "hips" and "hips" not in roles:
         return find_hips(skeleton)
-    if role_or_name in ("left_foot", "right_foot"):
-        want = "L" if role_or_name == "left_foot" else "R"
-        feet = [j for j in find_feet(skeleton) if side_of(skeleton.names[j]) == want]
-        if len(feet) != 1:
-            raise SchemaError(
-                f"cannot resolve {role_or_name!r}: found {[skeleton.names[j] for j in feet]} on that side; "
-                "name the joint explicitly in the schema (joints=('LeftToe', ...))"
-            )
-        return feet[0]
+    if role_or_name in ROLES:
+        try:
+            return find_humanoid(skeleton, roles)[role_or_name]
+        except HumanoidError as e:
+            raise SchemaError(f"cannot resolve {role_or_name!r}: {e}") from None
     return skeleton.index(role_or_name)
 
 
@@ -133,7 +137,8 @@ def clip_features(motion: Motion, schema: FeatureSchema) -> tuple[np.ndarray, np
     root_rot = motion.world_rotations[:, 0]
     facing = quat.rotate(root_rot, np.array([0.0, 0.0, 1.0]))
     vel = np.gradient(wp, 1.0 / motion.fps, axis=0) if F > 1 else np.zeros_like(wp)
-    hips = find_hips(skel)
+    roles = schema.roles_map
+    hips = resolve_joint(skel, "hips", roles)
     offs = offset_frames(schema, motion.fps)
     out = np.empty((F, schema.dims))
     inv = root_rot[:, None]
@@ -153,7 +158,7 @@ def clip_features(motion: Motion, schema: FeatureSchema) -> tuple[np.ndarray, np
                                    for o in term.offsets], axis=1)
             continue
         if term.is_bone:
-            joints = [resolve_joint(skel, j) for j in term.joints]
+            joints = [resolve_joint(skel, j, roles) for j in term.joints]
             if term.kind == "bone_position":
                 v = quat.inv_rotate(inv, wp[:, joints] - root_pos[:, None])
             else:

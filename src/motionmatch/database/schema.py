@@ -26,10 +26,41 @@ A schema is a list of :class:`FeatureTerm`. Each term is one *group* of dimensio
   is always 0): a penalised search reads them to score frames against obstacles (see
   :mod:`motionmatch.search.penalized`).
 
-Joints are named by role (``left_foot``, ``right_foot``, ``hips``) or by joint name;
-roles are resolved per skeleton from joint names. Terms group into *pose* terms
+Joints are named by humanoid role or by joint name. Roles are found per skeleton by
+:func:`motionmatch.anim.humanoid.find_humanoid` (names, topology and rest pose, for
+Mixamo, Unreal, Character Creator, LAFAN1, Bandai-Namco, CMU, VRM and SMPL rigs): ``hips``,
+``spine``, ``chest``, ``neck``, ``head``, and per side ``left_shoulder``,
+``left_upper_arm``, ``left_lower_arm``, ``left_hand``, ``left_upper_leg``,
+``left_lower_leg``, ``left_ankle``, ``left_toe`` and ``left_foot``, the foot's contact
+joint (the toe where the rig has one, else the ankle). Terms group into *pose* terms
 (bones: continuity), *trajectory* terms (responsiveness) and *environment* terms
 (penalties, not distances).
+
+The schema file (``motionmatch build --schema FILE.json``) is JSON::
+
+    {
+      "name": "my-rig",
+      "roles": {"left_foot": "CC_Base_L_ToeBase", "right_foot": "CC_Base_R_ToeBase",
+                "hips": "CC_Base_Hip"},
+      "terms": [
+        {"name": "foot_position", "kind": "bone_position", "joints": ["left_foot", "right_foot"],
+         "weight": 0.75},
+        {"name": "foot_velocity", "kind": "bone_velocity", "joints": ["left_foot", "right_foot"]},
+        {"name": "hip_velocity", "kind": "bone_velocity", "joints": ["hips"]},
+        {"name": "trajectory_position", "kind": "trajectory_position", "offsets": [0.333, 0.667, 1.0]},
+        {"name": "trajectory_direction", "kind": "trajectory_direction", "offsets": [0.333, 0.667, 1.0],
+         "weight": 1.5}
+      ]
+    }
+
+``terms`` (required): the feature groups, each with ``name``, ``kind`` (one of
+:data:`KINDS`), ``joints`` (bone terms: roles or joint names), ``offsets`` (trajectory
+and ellipse terms: seconds ahead), ``vertical`` and ``weight`` (see :class:`FeatureTerm`).
+``roles`` (optional): ``{role: joint name}``, overriding what is found on the rig. What it
+names is what the database uses everywhere: the features, the foot contacts
+(``left_foot``/``right_foot``), the hips of the trajectory's height, and the legs that
+foot locking bends (``left_upper_leg``, ``left_lower_leg``, ``left_ankle``).
+``name`` (optional): shown in reports.
 """
 
 from __future__ import annotations
@@ -37,11 +68,13 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from motionmatch._limits import loads_json, read_json
+from motionmatch.anim.humanoid import ROLES as HUMANOID_ROLES
 from motionmatch.errors import MotionMatchError
 
 KINDS = ("bone_position", "bone_velocity", "trajectory_position", "trajectory_direction", "ground_height",
@@ -52,7 +85,7 @@ ENVIRONMENT_KINDS = ("ellipse",)
 ELLIPSE_SIZE = 5
 #: ... and with ``vertical=True``: plus the lowest and highest joint height.
 ELLIPSE_SIZE_VERTICAL = 7
-ROLES = ("left_foot", "right_foot", "hips")
+ROLES = HUMANOID_ROLES
 
 
 class SchemaError(MotionMatchError, ValueError):
@@ -125,10 +158,19 @@ class FeatureSchema:
 
     terms: tuple[FeatureTerm, ...]
     name: str = "custom"
+    #: ``(role, joint name)`` pairs overriding the humanoid roles found on a rig.
+    roles: tuple[tuple[str, str], ...] = ()
     _slices: dict = field(default_factory=dict, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "terms", tuple(self.terms))
+        roles = dict(self.roles.items() if isinstance(self.roles, dict) else self.roles)
+        for role, joint in roles.items():
+            if role not in HUMANOID_ROLES:
+                raise SchemaError(f"roles: unknown role {role!r}; roles are {', '.join(HUMANOID_ROLES)}")
+            if not isinstance(joint, str) or not joint:
+                raise SchemaError(f"roles: {role!r} must name a joint (a non-empty string), got {joint!r}")
+        object.__setattr__(self, "roles", tuple(sorted(roles.items())))
         if not self.terms:
             raise SchemaError("a feature schema needs at least one term")
         names = [t.name for t in self.terms]
@@ -177,8 +219,16 @@ class FeatureSchema:
                 return t
         raise SchemaError(f"no feature term {name!r}; terms are {[t.name for t in self.terms]}")
 
+    @property
+    def roles_map(self) -> dict[str, str]:
+        """``{role: joint name}`` of the roles this schema names."""
+        return dict(self.roles)
+
     def to_json(self) -> str:
-        return json.dumps({"name": self.name, "terms": [asdict(t) for t in self.terms]}, sort_keys=True)
+        d: dict[str, Any] = {"name": self.name, "terms": [asdict(t) for t in self.terms]}
+        if self.roles:  # absent when empty: a schema without roles hashes as it always did
+            d["roles"] = dict(self.roles)
+        return json.dumps(d, sort_keys=True)
 
     @classmethod
     def from_json(cls, text: str) -> FeatureSchema:
@@ -188,13 +238,21 @@ class FeatureSchema:
     def from_dict(cls, d: Any) -> FeatureSchema:
         """The schema of a decoded JSON description (what :meth:`to_json` writes)."""
         try:
-            return cls(tuple(FeatureTerm(**t) for t in d["terms"]), name=d.get("name", "custom"))
+            roles = d.get("roles", {})
+            if not isinstance(roles, dict):
+                raise SchemaError(f"roles must be an object {{role: joint name}}, got {type(roles).__name__}")
+            return cls(tuple(FeatureTerm(**t) for t in d["terms"]), name=d.get("name", "custom"),
+                       roles=tuple(roles.items()))
         except (KeyError, TypeError, AttributeError) as e:
             raise SchemaError(f"not a valid feature schema description: {e}") from None
 
     def with_terms(self, *extra: FeatureTerm) -> FeatureSchema:
         """This schema with user terms appended."""
-        return FeatureSchema(self.terms + tuple(extra), name=f"{self.name}+custom")
+        return FeatureSchema(self.terms + tuple(extra), name=f"{self.name}+custom", roles=self.roles)
+
+    def with_roles(self, roles: dict[str, str]) -> FeatureSchema:
+        """This schema with ``roles`` added to (and overriding) its roles map."""
+        return FeatureSchema(self.terms, name=self.name, roles=tuple({**dict(self.roles), **roles}.items()))
 
     def with_ground(self, weight: float = 1.0) -> FeatureSchema:
         """This schema with a ``ground_height`` term at its trajectory offsets appended
@@ -243,12 +301,29 @@ def environment_schema(*, heights: bool = False, vertical: bool = False,
     return FeatureSchema(base.terms + (env,), name=name)
 
 
+def _roles_of(d: Any) -> dict[str, str]:
+    if not isinstance(d, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in d.items()):
+        raise SchemaError('a roles map is a JSON object of role names to joint names, e.g. {"left_foot": "ball_l"}')
+    FeatureSchema(default_schema().terms, roles=tuple(d.items()))  # checks the role names
+    return dict(d)
+
+
+def load_roles(path: str | Path) -> dict[str, str]:
+    """A roles map file: a JSON object ``{role: joint name}`` (or ``{"roles": {...}}``),
+    the roles of :data:`ROLES` it names overriding what is found on a rig."""
+    try:
+        d = read_json(path, "roles map", error=SchemaError)
+        return _roles_of(d["roles"] if isinstance(d, dict) and set(d) == {"roles"} else d)
+    except SchemaError as e:
+        raise SchemaError(e if str(e).startswith(f"{path}: ") else f"{path}: {e}") from None
+
+
 def schema_by_name(name: str) -> FeatureSchema:
     """``"classic"`` (27-D), ``"classic-3d"`` (33-D), ``"environment"`` (classic + body
     ellipses), ``"environment-heights"`` (+ body heights), ``"environment-3d"`` /
     ``"environment-heights-3d"`` (the same on the 3D schema), any of them with ``+ground``
     (plus the ``ground_height`` term: :meth:`FeatureSchema.with_ground`), or a path to a
-    JSON schema file."""
+    JSON schema file (one with only ``"roles"``: the classic terms with that roles map)."""
     if name.endswith("+ground") and not name.endswith(".json"):
         return schema_by_name(name[: -len("+ground")]).with_ground()
     if name in ("classic", "2d", "default"):
@@ -258,12 +333,13 @@ def schema_by_name(name: str) -> FeatureSchema:
     if name.startswith("environment") and name in ("environment", "environment-heights", "environment-3d",
                                                     "environment-heights-3d"):
         return environment_schema(heights="heights" in name, vertical=name.endswith("-3d"))
-    from pathlib import Path
-
     p = Path(name)
     if p.suffix == ".json" and p.exists():
         try:
-            return FeatureSchema.from_dict(read_json(p, "feature schema", error=SchemaError))
+            d = read_json(p, "feature schema", error=SchemaError)
+            if isinstance(d, dict) and "terms" not in d and "roles" in d:  # only a roles map: the classic terms
+                return default_schema().with_roles(_roles_of(d["roles"]))
+            return FeatureSchema.from_dict(d)
         except SchemaError as e:
             raise SchemaError(e if str(e).startswith(f"{p}: ") else f"{p}: {e}") from None
     raise SchemaError(f"unknown schema {name!r}: use 'classic', 'classic-3d', 'environment', "

@@ -36,6 +36,7 @@ from motionmatch.datasets.folder import (
     split_name,
     tags_from_name,
 )
+from motionmatch.datasets.takes import fit_skeletons, load_takes, one_skeleton, prepare_take, skeleton_groups
 
 __all__ = [
     "ARCHIVE_FORMATS",
@@ -54,11 +55,16 @@ __all__ = [
     "extract_archive",
     "fetch",
     "find_local",
+    "fit_skeletons",
     "get_dataset",
     "list_datasets",
     "load_folder",
+    "load_takes",
+    "one_skeleton",
+    "prepare_take",
     "resolve",
     "sha256_file",
+    "skeleton_groups",
     "split_name",
     "tags_from_name",
     "verify_file",

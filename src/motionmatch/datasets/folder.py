@@ -187,6 +187,7 @@ def load_folder(
     pattern: str = "*.bvh",
     recursive: bool = True,
     units: str | float = "auto",
+    up_axis: str = "y",
     tags: TagSpec | None = None,
     auto_tags: bool = True,
     progress: bool = False,
@@ -199,6 +200,8 @@ def load_folder(
         recursive: also search sub-folders.
         units: length unit of the files, passed to :func:`~motionmatch.anim.load_bvh`
             (``"auto"``, ``"cm"``, ``"m"``, ... or metres per file unit); motions are in metres.
+        up_axis: the files' up axis, ``"y"``, ``"z"`` or ``"auto"`` (found per file from
+            the data); motions are Y up.
         tags: extra tags: a mapping from a file stem, file name, relative path or glob
             pattern (matched against the stem and the relative path) to a tag or tags, or a
             function of the file path returning tags. They are added after the automatic tags.
@@ -224,7 +227,7 @@ def load_folder(
         raise DatasetError(f"{folder}: no files matching {pattern!r} {where}")
     motions: list[Motion] = []
     for file in tqdm(files, desc=folder.name, unit="file", disable=not progress):
-        motion = load_bvh(file, units=units)
+        motion = load_bvh(file, units=units, up_axis=up_axis)
         rel = file.relative_to(folder).as_posix()
         names = list(tags_from_name(file.stem)) if auto_tags else []
         for t in _extra_tags(tags, file, rel):

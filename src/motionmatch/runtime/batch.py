@@ -30,6 +30,7 @@ from typing import NamedTuple
 import numpy as np
 
 from motionmatch.anim import quat
+from motionmatch.anim.humanoid import HumanoidError, find_humanoid
 from motionmatch.control.intent import Intent, intent_goal_tuple, intent_goals
 from motionmatch.control.trajectory import RootState, TrajectoryPredictor
 from motionmatch.database import MotionDatabase
@@ -55,8 +56,22 @@ INERT_KINDS = {"none": BK.NO_OFFSETS, "quintic": BK.QUINTIC, "spring": BK.SPRING
 
 def leg_chains(db: MotionDatabase) -> list[tuple[int, int, int, int]]:
     """``(upleg, knee, ankle, toe)`` joints of every contact joint (``db.foot_joints``), or
-    ``[]`` when one of them is not at the end of a three-bone leg (no foot locking)."""
+    ``[]`` when one of them is not at the end of a three-bone leg (no foot locking).
+
+    The legs are the humanoid roles of the database's skeleton with its schema's roles map
+    (:func:`~motionmatch.anim.humanoid.find_humanoid`): upper leg, lower leg and ankle
+    joined parent to child, the contact joint the ankle or below it. Other skeletons: the
+    three parents of each contact joint."""
     p = db.skeleton.parents
+    try:
+        roles = find_humanoid(db.skeleton, db.schema.roles_map)
+        legs = [roles.leg_chain(side) for side in ("left", "right")]
+    except HumanoidError:
+        legs = []
+    if legs and tuple(leg[3] for leg in legs) == tuple(db.foot_joints):
+        ok = all(p[knee] == hip and p[ankle] == knee and hip > 0 and db.skeleton.descends_from(toe, ankle)
+                 for hip, knee, ankle, toe in legs)
+        return [tuple(int(j) for j in leg) for leg in legs] if ok else []
     out = []
     for toe in db.foot_joints:
         ankle = p[toe]

@@ -17,8 +17,11 @@ the paper's fixed stand-still animation, the stillest standing stretch of the da
 (:func:`~motionmatch.runtime.modes.idle_clip`), entered at the frame of its first second
 that best matches the pose shown, then played forward and back with no searches, except
 that an environment-aware chooser keeps searching to see obstacles and the character
-steps aside when one is near; without such a stretch, or with a desired trajectory given,
-matching continues with a standing query); ``dance`` (a frame of a
+steps aside when one is near; with a desired trajectory given, matching continues with a
+standing query; without such a stretch the character holds its pose: the stillest match
+on entering idle, not played on, said once as a :class:`~motionmatch.errors.ModeWarning`);
+a mode the database cannot play (no jump, dance or crawl in it) is said once the same way
+(:attr:`Controller.refused`), whatever input asked for it; ``dance`` (a frame of a
 ``dance`` clip is matched, the clip plays to its end, then matching again);
 ``jump`` (a search over the take-offs of the jumps found in the data, i.e. frames
 shortly before both feet leave the ground for > 0.11 s, or over ``jump``-tagged clips if
@@ -61,7 +64,7 @@ from motionmatch.runtime.batch import ControllerBatch, RowPredictor, leg_chains
 from motionmatch.runtime.controller_settings import ControllerSettings
 from motionmatch.runtime.frame_result import FrameResult, GroupCosts
 from motionmatch.runtime.inertialize import Inertializer
-from motionmatch.runtime.modes import IdleClip, idle_clip, jump_query
+from motionmatch.runtime.modes import IdleClip, idle_clip, jump_query, refuse_mode
 from motionmatch.runtime.query_building import QueryBuilding
 from motionmatch.runtime.rows import row_field
 from motionmatch.runtime.searching import Searching
@@ -126,6 +129,9 @@ class Controller(QueryBuilding, Searching):
         self._coast1, self._sharp1 = np.zeros(1, dtype=bool), np.zeros(1, dtype=np.int64)
         sh = database_shared(db)  # what every controller of this database can share
         self._shared = sh
+        #: ``{mode: reason}`` of the modes asked of this character that the database cannot
+        #: play (each said once per database, as a :class:`~motionmatch.errors.ModeWarning`)
+        self.refused: dict[str, str] = {}
         self.gaits = sh["gaits"]
         self.vcols = sh["vcols"]
         self.vtargets = sh["vtargets"]
@@ -297,8 +303,7 @@ class Controller(QueryBuilding, Searching):
     def idle_clip(self) -> IdleClip | None:
         """The standing stretch idle plays (:func:`~motionmatch.runtime.modes.idle_clip` of
         the locomotion clips, ``settings.idle_seconds`` long; shared by the database's
-        controllers), or ``None`` when the data has none: idle then keeps matching with a
-        standing query."""
+        controllers), or ``None`` when the data has none: idle then holds a pose."""
         key = (self.s.locomotion_tags, self.s.idle_seconds)
         cache = self._shared["idle"]
         if key not in cache:
@@ -462,22 +467,22 @@ class Controller(QueryBuilding, Searching):
         new = acts - last_actions
         if self.mode == "jump" and self.time < self._mode_until:
             return "jump", False
-        if "jump" in new and self._has("jump"):
-            return "jump", True
-        if "dance" in acts and self._has("dance"):
-            return "dance", self.mode != "dance"
-        if "creep" in acts and self._has("creep"):
-            return "creep", self.mode != "creep"
+        for mode, asked in (("jump", "jump" in new), ("dance", "dance" in acts), ("creep", "creep" in acts)):
+            if asked:
+                if self._has(mode):
+                    return mode, mode == "jump" or self.mode != mode
+                refuse_mode(self.refused, mode, self._shared["modes_said"])  # said once, whichever input asked
         if intent.speed > 1e-3:
             moving = True
         else:
             v = self.predictor.state.velocity
             moving = math.hypot(float(v[0]), float(v[2])) > self.s.idle_speed
         if not moving:
+            if self.idle_clip() is None and self._desired_override is None:
+                refuse_mode(self.refused, "idle", self._shared["modes_said"])
             return "idle", self.mode not in ("idle",)
-        # leaving a played idle clip searches at once (as leaving dance, jump or creep does)
-        leave_idle = self.mode == "idle" and self.idle_clip() is not None
-        return "locomotion", self.mode in ("dance", "jump", "creep") or leave_idle
+        # leaving idle (its clip, or a held pose) searches at once (as leaving dance, jump or creep does)
+        return "locomotion", self.mode in ("dance", "jump", "creep", "idle")
 
     def update(self, dt: float, intent: Intent, desired: PredictedTrajectory | None = None,
                force_search: bool = False, root_motion_only: bool = False) -> FrameResult:
@@ -648,8 +653,8 @@ class Controller(QueryBuilding, Searching):
             sharp = last is not None and last is not intent and self._changed_sharply(intent, last)
         sharp = force_search or bool(sharp)
         searched = transitioned = False
-        if mode != "idle" and self.play_rate < 0:
-            self.play_rate = 1.0  # idle left while its clip played backward: forward again
+        if mode != "idle" and self.play_rate != 1.0:
+            self.play_rate = 1.0  # idle left while its clip played backward (or a pose was held): forward
         if mode == "jump":
             spring = self._shared["jump_spring"] if self.s.vertical_spring else None
             if force:
@@ -697,6 +702,13 @@ class Controller(QueryBuilding, Searching):
                 self.play_rate = -1.0
             elif in_clip and self.play_rate < 0 and fp <= idle.start:
                 self.play_rate = 1.0
+        elif mode == "idle" and self._desired_override is None:
+            # no standing stretch in the data: hold a pose (the stillest match on entering
+            # idle, not played on: a walking frame played on would walk away at its speed)
+            if force:
+                searched = True
+                transitioned = self._search(Intent.idle(), self.s.locomotion_tags, None, force=True)
+            self.play_rate = 0.0
         else:
             # tolerance: six steps of 1/60 s sum to 0.09999... < 0.1, which would search every 7th frame
             due = self._since_search >= self.s.search_interval - 1e-9

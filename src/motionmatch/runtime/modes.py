@@ -131,6 +131,30 @@ def vertical_targets(db: MotionDatabase) -> VerticalTargets:
     return VerticalTargets(jump, creep)
 
 
+#: Why a mode cannot be played, when the database lacks what it plays.
+UNAVAILABLE = {
+    "jump": "this database has no jump (no flight phase, no clip tagged jump); the character goes on as it was",
+    "dance": "this database has no dance clip (none is tagged dance); the character goes on as it was",
+    "creep": "this database has no crawling clip (none is tagged creep); the character goes on as it was",
+    "idle": "this database has no standing clip (no second of standing still); the character holds its pose",
+}
+
+
+def refuse_mode(refused: dict[str, str], mode: str, said: set[str]) -> None:
+    """Note in ``refused`` (one character's ``{mode: reason}``) that ``mode`` cannot be
+    played and why, and say so (a :class:`~motionmatch.errors.ModeWarning`, one line) once
+    per database: ``said``, the modes said already (a crowd of a hundred says it once)."""
+    import warnings
+
+    from motionmatch.errors import ModeWarning
+
+    if mode not in refused:
+        refused[mode] = UNAVAILABLE[mode]
+        if mode not in said:
+            said.add(mode)
+            warnings.warn(f"{mode}: {UNAVAILABLE[mode]}", ModeWarning, stacklevel=3)
+
+
 @dataclass(frozen=True)
 class IdleClip:
     """The standing stretch of the data that idle plays: frames ``[start, stop)`` of one clip.

@@ -45,7 +45,7 @@ def database_shared(db: MotionDatabase) -> dict:
     sh = {"features": db.features, "gaits": gait_speeds_from_database(db), "vcols": vcols,
           "vtargets": vertical_targets(db), "view_weights": {"planar": planar, "full": None}, "masks": masks,
           "searchers": {}, "root_pos": arrays.track_pos, "root_yaw": arrays.track_yaw, "start_frames": {},
-          "idle": {}, "jump_spring": jump_spring(db) if "@takeoff" in masks else None,
+          "idle": {}, "modes_said": set(), "jump_spring": jump_spring(db) if "@takeoff" in masks else None,
           "crouch": takeoff_crouch(db) if "@takeoff" in masks else None}
     _SHARED[db] = sh
     return sh

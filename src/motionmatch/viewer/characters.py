@@ -20,6 +20,7 @@ import numba
 import numpy as np
 
 from motionmatch.anim import Motion, quat
+from motionmatch.anim.humanoid import carrier_joints
 from motionmatch.anim.skeleton import Skeleton
 from motionmatch.control.keyboard import KeyboardController, normalize_key
 from motionmatch.control.path import TimedPath
@@ -84,16 +85,21 @@ def world_positions(parents: np.ndarray, rotations: np.ndarray, translations: np
 def skeleton_info(skel: Skeleton, feet: tuple[int, ...], *, ground_root: bool, height: float | None = None,
                   body: str | None = None) -> dict:
     """What the page needs to draw a skeleton: names, parents, feet, bone radius, the
-    bones not to draw (those from a ground-level character root to the hips), and the URL
+    bones not to draw (those from the joints that only carry the character over the ground,
+    :func:`~motionmatch.anim.humanoid.carrier_joints`, to the hips), and the URL
     of its body (skinned mesh, :mod:`motionmatch.viewer.body`; ``None``: stick figure)."""
     off = np.asarray(skel.offsets, dtype=np.float64)
+    carriers = set(carrier_joints(skel)) | ({0} if ground_root else set())
+    hidden = [j for j in range(1, skel.num_joints) if int(skel.parents[j]) in carriers]
     if height is None:
-        # longest chain from the root, a fair proxy of the character's size
+        # longest chain of the body's bones, a fair proxy of the character's size (not the
+        # offsets from the joints that only carry it: a file's hips offset may be where the
+        # take starts, metres away)
         depth = np.zeros(skel.num_joints)
         for j in range(1, skel.num_joints):
-            depth[j] = depth[skel.parents[j]] + float(np.linalg.norm(off[j]))
+            carried = int(skel.parents[j]) in carriers
+            depth[j] = depth[skel.parents[j]] + (0.0 if carried else float(np.linalg.norm(off[j])))
         height = float(depth.max()) or 1.0
-    hidden = [j for j in range(1, skel.num_joints) if ground_root and skel.parents[j] == 0]
     return {
         "names": list(skel.names),
         "parents": [int(p) for p in skel.parents],
@@ -405,14 +411,18 @@ class MMCharacter:
 
 
 def _db_extent(db: MotionDatabase) -> float:
-    """Largest distance of a joint from the root over a sample of database frames."""
+    """Largest distance of a body joint from the root over a sample of database frames
+    (joints that only carry the character, :func:`~motionmatch.anim.humanoid.carrier_joints`,
+    left out: a file's ground root may stay where the take began, metres away)."""
     from motionmatch.anim.kinematics import forward_kinematics
 
     n = db.num_frames
     idx = np.linspace(0, n - 1, min(n, 200)).astype(np.int64)
     wp, _ = forward_kinematics(db.skeleton.parents, db.rotations[idx].astype(np.float64),
                                db.translations[idx].astype(np.float64))
-    return float(np.max(np.linalg.norm(wp - wp[:, :1], axis=-1)))
+    body = np.ones(db.skeleton.num_joints, dtype=bool)
+    body[list(carrier_joints(db.skeleton))] = False
+    return float(np.max(np.linalg.norm(wp[:, body] - wp[:, :1], axis=-1)))
 
 
 class ClipCharacter:

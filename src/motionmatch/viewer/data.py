@@ -106,13 +106,17 @@ class DatabaseSource:
 
 def open_database(db: str | os.PathLike | None = None, data: str | os.PathLike | None = None, *,
                   schema: str = "classic-3d", mirror: bool = True, cache_dir: str | os.PathLike | None = None,
-                  progress: bool = True, fetch_progress: bool | None = None, log=print):
+                  progress: bool = True, fetch_progress: bool | None = None, log=print,
+                  units: str | float = "auto", up: str = "auto", roles: str | os.PathLike | None = None):
     """``(MotionDatabase, DatabaseSource)`` from ``db``, else ``data``, else the default dataset.
 
     ``progress``: bars while loading and building; ``fetch_progress`` (default: the same):
-    the bar of a download of the default dataset."""
+    the bar of a download of the default dataset. The folder's takes are read as
+    ``motionmatch build`` reads them (:func:`motionmatch.datasets.load_takes` with
+    ``units`` and ``up``, then brought to one skeleton); ``roles``: a roles map file
+    (:func:`motionmatch.database.schema.load_roles`) added to the schema."""
     from motionmatch.database import MotionDatabase, schema_by_name
-    from motionmatch.datasets import load_folder
+    from motionmatch.datasets import load_takes, one_skeleton
 
     if db is not None:
         p = Path(db).expanduser()
@@ -127,13 +131,18 @@ def open_database(db: str | os.PathLike | None = None, data: str | os.PathLike |
         folder = default_dataset_folder(progress=progress if fetch_progress is None else fetch_progress)
     cache = database_cache_path(folder, schema, mirror, Path(cache_dir) if cache_dir is not None else None)
     log(f"loading clips from {folder} ...")
-    clips = load_folder(folder, progress=progress)
+    clips = one_skeleton(load_takes([folder], units=units, up=up, progress=progress))
     existed = cache.exists()
     if not existed:
         log(f"building the database ({len(clips)} clips{', mirrored' if mirror else ''}, schema {schema}); "
             f"cached at {cache}")
     cache.parent.mkdir(parents=True, exist_ok=True)
-    dbo = MotionDatabase.cached(cache, clips, mirror_copies=mirror, schema=schema_by_name(schema), progress=progress)
+    sch = schema_by_name(schema)
+    if roles is not None:
+        from motionmatch.database.schema import load_roles
+
+        sch = sch.with_roles(load_roles(roles))
+    dbo = MotionDatabase.cached(cache, clips, mirror_copies=mirror, schema=sch, progress=progress)
     return dbo, DatabaseSource(f"{len(clips)} clips from {folder}", folder=folder, db_path=cache, built=not existed)
 
 

@@ -25,10 +25,12 @@ __all__ = ["WebcamError", "WebcamSource", "record", "render_bvh"]
 
 
 def render_bvh(path: str | Path, azimuth: float = 0.0, settings: RenderSettings | None = None, seed: int = 0,
-               mirrored: bool = False, label: bool = True) -> KeypointStream:
+               mirrored: bool = False, label: bool = True, units: str | float = "auto",
+               up: str = "y") -> KeypointStream:
     """2D keypoints of a BVH clip filmed from ``azimuth`` degrees (0: in front of the
     performer). With ``label``, per-frame commands from the labelling rules are attached
-    (:mod:`.labels`; clip tags from the file name)."""
+    (:mod:`.labels`; clip tags from the file name). ``units`` and ``up``: how the file is
+    read (:func:`~motionmatch.anim.load_bvh`)."""
     from motionmatch.anim import load_bvh
     from motionmatch.anim.resample import resample
     from motionmatch.control.pose.labels import label_frames, motion_facts
@@ -36,7 +38,7 @@ def render_bvh(path: str | Path, azimuth: float = 0.0, settings: RenderSettings 
     from motionmatch.datasets import tags_from_name
 
     s = settings or RenderSettings()
-    m = load_bvh(path)
+    m = load_bvh(path, units=units, up_axis=up)
     m.tags = tags_from_name(Path(path).stem)
     if not label:
         stream, _ = render_motion(m, s, seed, azimuth, mirrored)
