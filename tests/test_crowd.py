@@ -185,7 +185,6 @@ def test_a_door_crowd_steps_together_as_each_agent_alone(small_env_db, monkeypat
     together (queries and obstacles in one compiled call each)."""
     from motionmatch.environment import parse_scenario
     from motionmatch.runtime import batch as batch_module
-    from motionmatch.runtime import world as world_module
     from motionmatch.runtime.chooser import EnvironmentChooser
     from motionmatch.runtime.scenarios import door_crowd, world_from_scenario
 
@@ -194,8 +193,10 @@ def test_a_door_crowd_steps_together_as_each_agent_alone(small_env_db, monkeypat
     assert len(sc.agents) == 40 and len({a.goal[1] > 0 for a in sc.agents}) == 2
     monkeypatch.setattr(batch_module, "POSE_SPLIT_ROWS", 2)
     deferred = []
-    run = world_module._DeferredSearches.run
-    monkeypatch.setattr(world_module._DeferredSearches, "run", lambda self: (deferred.append(len(self)), run(self)))
+    from motionmatch.runtime.deferred import DeferredSearches
+
+    run = DeferredSearches.run
+    monkeypatch.setattr(DeferredSearches, "run", lambda self: (deferred.append(len(self)), run(self)))
     planned = []
     gather = EnvironmentChooser._gather_many
     monkeypatch.setattr(EnvironmentChooser, "_gather_many",

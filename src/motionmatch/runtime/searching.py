@@ -60,7 +60,7 @@ class Searching:
         if planned:
             # the query (the planar common case), the obstacles and the kernel's arguments
             # are made later, for all of the step's planned searches at once (defer.plan:
-            # a world's _DeferredSearches; see _planned_queries)
+            # a world's DeferredSearches; see _planned_queries)
             plan(self, intent, mask, (cur, cur_ok, view, force, only_near_obstacles))
             return None
         self.last_query = (q, mask, view)

@@ -23,7 +23,6 @@ from typing import NamedTuple
 
 import numpy as np
 
-from motionmatch.control.intent import Intent
 from motionmatch.database import MotionDatabase
 from motionmatch.environment.body import body_obstacle_rows
 from motionmatch.environment.scene import Scene
@@ -42,6 +41,7 @@ from motionmatch.runtime.chooser import (
     ObstaclePool,
 )
 from motionmatch.runtime.controller import Controller, ControllerSettings
+from motionmatch.runtime.deferred import DeferredSearches
 from motionmatch.runtime.environment_matching import (
     Controls,
     EnvironmentMatcher,
@@ -50,7 +50,6 @@ from motionmatch.runtime.environment_matching import (
 )
 from motionmatch.runtime.inputs import IDLE, IdleInput, InputSource, WantRows
 from motionmatch.runtime.rows import RowArrays
-from motionmatch.search.penalized import run_jobs
 
 __all__ = ["Agent", "StepResults", "World", "WorldRecord"]
 
@@ -210,7 +209,7 @@ class World:
         self._roster_of: tuple | None = None  # ((inputs_version, batched), _Roster; see _roster)
         self._ask_scratch: tuple | None = None  # (see _ask_inputs)
         self._wants_memo: tuple | None = None  # (the last step's Want objects and their WantRows; _ask_inputs)
-        self._deferred: _DeferredSearches | None = None  # (see _deferred_searches)
+        self._deferred: DeferredSearches | None = None  # (see _deferred_searches)
 
     @property
     def matcher(self) -> EnvironmentMatcher:
@@ -671,13 +670,13 @@ class World:
         for k, a in enumerate(agents):
             a.last_step = (step, k)
 
-    def _deferred_searches(self) -> _DeferredSearches:
+    def _deferred_searches(self) -> DeferredSearches:
         """The list that takes a step's deferred searches: made ready together, their jobs
-        run at once (on two threads with two or more, :meth:`_DeferredSearches.run`); the
+        run at once (on two threads with two or more, :meth:`DeferredSearches.run`); the
         world's one, empty again after each step's searches ended."""
         d, pool = self._deferred, self._threads()
         if d is None or len(d) or d.pool is not pool:
-            d = self._deferred = _DeferredSearches(pool, self.obstacle_pool)
+            d = self._deferred = DeferredSearches(pool, self.obstacle_pool)
         return d
 
     def _threads(self):
@@ -735,61 +734,6 @@ class _Roster(NamedTuple):
     ours: bool  # every one a row of the world's batch, stepped by the compiled stages
     reporting: list[int]  # the agents whose input reports its steps (InputSource.stepped)
     naming: list[int]  # the agents whose input may name a frame chooser (InputSource.chooser)
-
-
-class _DeferredSearches(list):
-    """A step's deferred searches, ``[controller, job, rest]`` each (see :meth:`Controller.
-    _search <motionmatch.runtime.controller.Controller._search>`), whose jobs :meth:`run`
-    runs at once, on two threads with a pool (a job's kernel holds no lock and releases
-    the interpreter's).
-
-    A planned search (:meth:`plan`: the common case, a planar query and an environment
-    chooser) is made ready with the step's other planned searches by :meth:`prepare`:
-    their queries in one compiled call, their obstacles in another, then each one's
-    kernel arguments (:meth:`EnvironmentChooser.begin`'s, as if each had begun alone)."""
-
-    def __init__(self, pool, obstacles: ObstaclePool):
-        super().__init__()
-        self.pool = pool
-        self._obstacles = obstacles
-        self._planned: list[tuple] = []  # (index into the list, intent, mask)
-
-    def plan(self, ctrl: Controller, intent: Intent, mask: np.ndarray, tail: tuple) -> None:
-        """Take a search of ``ctrl`` whose query and job :meth:`prepare` makes (``tail``:
-        its ``rest`` after the query, see :meth:`Controller._search`)."""
-        self._planned.append((len(self), intent, mask))
-        self.append([ctrl, None, tail])
-
-    def prepare(self) -> None:
-        """Make the planned searches ready: their queries (:meth:`Controller._planned_queries`),
-        their obstacles and their jobs (:meth:`EnvironmentChooser.begin_many`)."""
-        if not self._planned:
-            return
-        entries = [self[i] for i, _, _ in self._planned]
-        ctrls = [e[0] for e in entries]
-        masks = [m for _, _, m in self._planned]
-        queries = Controller._planned_queries(ctrls, [it for _, it, _ in self._planned], masks)
-        jobs = EnvironmentChooser.begin_many(ctrls, queries, masks, self._obstacles)
-        for e, q, job in zip(entries, queries, jobs):
-            e[1] = job
-            e[2] = (q, *e[2])
-        self._planned.clear()
-
-    def run(self) -> None:
-        """Run every job: with a pool, its thread and this one each take the next job not
-        taken yet from one iterator (a list's iterator hands each item out once, under the
-        interpreter's lock), so that the two finish together however the jobs' costs vary
-        (they vary threefold in a dense crowd: every other job to each thread left one
-        waiting about a tenth of the time)."""
-        self.prepare()
-        jobs = [job for _, job, _ in self if job.runs]
-        if len(jobs) < 2 or self.pool is None:
-            run_jobs(jobs)
-            return
-        shared = iter(jobs)
-        there = self.pool.submit(run_jobs, shared)
-        run_jobs(shared)
-        there.result()
 
 
 @functools.cache
