@@ -536,14 +536,13 @@ class World:
                                       self._deferred_searches(), self._threads())
                 for i in (i for i, yes in enumerate(ours) if not yes):  # (one by one, as their own update would)
                     self._step_agents([agents[i]], wants.take([i]), [dts[i]], None, None)
-        _together, _asked, reports, _own = self._input_kinds()
         if not skip:  # (agents: all of them, in order)
             if roster.reporting:
                 started = self.agent_clocks.started[self._rows()].tolist()
                 for i in roster.reporting:
                     if started[i]:
                         agents[i].source.stepped(agents[i], float(dts[i]))
-        elif reports.any():
+        elif (reports := self._input_kinds()[2]).any():  # (some inputs report their steps)
             uids = self._uids()
             reporting = {int(u) for u in uids[reports]}
             for a, step_dt in zip(agents, dts.tolist()):
@@ -631,12 +630,11 @@ class World:
         else:
             ctrls, choosers = roster.ctrls, roster.choosers
         rmo = wants.root_motion_only  # (copied before the choosers add to it)
-        _together, _asked, _reports, own = self._input_kinds()
         if roster is not None:  # (agents: all of them, in order)
             for i in roster.naming:
                 mine = agents[i].source.chooser(agents[i])
                 ctrls[i].chooser = mine if mine is not None else choosers[i]
-        elif own.any():  # (an input that may name its own chooser: asked each step)
+        elif (own := self._input_kinds()[3]).any():  # (an input that may name its own chooser: asked each step)
             chosen = {a.uid for a in (self.agents[i] for i in np.flatnonzero(own).tolist())}
             for a, c, ch in zip(agents, ctrls, choosers):
                 if a.uid in chosen:
