@@ -33,7 +33,6 @@ import secrets
 import threading
 import time
 import traceback
-import weakref
 from collections import deque
 from collections.abc import Callable
 from typing import Any
@@ -48,21 +47,22 @@ from motionmatch.runtime.crowd import SteeringInput, SteeringSettings
 from motionmatch.runtime.inputs import AroundObstacles, KeyboardInput
 from motionmatch.runtime.world import World
 from motionmatch.viewer.body import database_sample
-from motionmatch.viewer.characters import ClipCharacter, MMCharacter, recorded_motion, skeleton_info
+from motionmatch.viewer.characters import ClipCharacter, MMCharacter, skeleton_info
 from motionmatch.viewer.data import DataError
+from motionmatch.viewer.database_modes import MODE_KEYS, database_modes
 from motionmatch.viewer.environment import environment_debug, scene_from_viewer, shared_matcher
 from motionmatch.viewer.inbox import Inbox
 from motionmatch.viewer.jobs import TabJobs
-from motionmatch.viewer.messages import Limits, MessageError, validate_obstacle
+from motionmatch.viewer.messages import Limits, MessageError
 from motionmatch.viewer.pose import ViewerPoseSource
 from motionmatch.viewer.protocol import FLAG_PARTIAL, FLAG_PAUSED, PROTOCOL_VERSION, encode_frame, with_history_flags
+from motionmatch.viewer.session_common import DT, TICK_HZ, Rejected
+from motionmatch.viewer.session_files import FileMessages
+from motionmatch.viewer.session_scene import SceneMessages
 from motionmatch.viewer.terrain import terrain_drawing
-from motionmatch.viewer.work import export_file, synthesize
 
-__all__ = ["DT", "TICK_HZ", "Session"]
+__all__ = ["DT", "TICK_HZ", "Rejected", "Session", "database_modes"]
 
-TICK_HZ = 60
-DT = 1.0 / TICK_HZ
 #: requests that use the kernels of the warm-up's ``environment`` stage (paths, obstacles,
 #: other characters, crowds, scenarios)
 NEEDS_ENVIRONMENT = frozenset({"path", "obstacle_add", "obstacle_update", "scene_set", "scenario_load", "spawn_group",
@@ -104,82 +104,7 @@ CAPABILITIES = {"keyboard": True, "path": True, "genmm": True, "obstacles_edit":
                 "crowd": True, "pose": True, "scenario": True}
 
 
-class Rejected(MotionMatchError):
-    """A valid message that cannot be carried out now (unknown id, nothing recorded...)."""
-
-
-#: The keys that ask for a mode (canonical key name -> mode), as the controller reads them.
-MODE_KEYS = {"j": "jump", "p": "dance", "c": "creep"}
-
-#: Seconds of matching frames a database needs for a mode to count as playable.
-MODE_MIN_SECONDS = 0.5
-
-_MODES_CACHE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-
-
-def _seconds(db, mask: np.ndarray) -> float:
-    """Seconds of the database's valid frames in ``mask``."""
-    return float(np.count_nonzero(mask & db.valid)) / float(db.fps)
-
-
-def _tag_frames(db, tag: str) -> np.ndarray:
-    """``[N]`` frames of clips tagged ``tag`` (none if no clip has the tag)."""
-    if tag not in db.tags:
-        return np.zeros(db.num_frames, dtype=bool)
-    return db.mask(tag)
-
-
-def _mode(available: bool, reason: str, frames: np.ndarray, db) -> dict:
-    """One entry of :func:`database_modes`."""
-    return {"available": bool(available), "reason": None if available else reason,
-            "seconds": round(_seconds(db, frames), 2)}
-
-
-def database_modes(db) -> dict[str, dict]:
-    """Which modes the database can play, as the page shows them: ``{mode: {"available",
-    "reason" (one line, None when available), "seconds" (of frames for it)}}``.
-
-    The controller enters ``jump``, ``dance`` and ``creep`` only with frames for them (the
-    take-offs it finds or ``jump`` clips; ``dance`` clips; ``creep`` clips, see
-    :mod:`motionmatch.runtime.controller`); a ``creep`` clip counts only where the hips
-    are low (below 60% of their median height: crawling, not walking upright, as
-    :func:`motionmatch.runtime.modes.vertical_targets` asks for), else C would show
-    "creep" while the figure walks. ``idle`` needs standing frames (root below 0.2 m/s),
-    ``locomotion`` moving ones. Computed once per database."""
-    cached = _MODES_CACHE.get(db)
-    if cached is not None:
-        return cached
-    from motionmatch.runtime.modes import takeoff_mask
-
-    need = MODE_MIN_SECONDS
-    speed = db.root_speeds()
-    hips = db.translations[:, 1, 1].astype(np.float64)  # joint 1's height above the ground root
-    low = hips < 0.6 * float(np.median(hips[db.valid])) if db.valid.any() else np.zeros(db.num_frames, bool)
-    creep_tagged = _tag_frames(db, "creep")
-    crawling = creep_tagged & low
-    jumps = takeoff_mask(db)
-    if jumps.sum() <= 10:  # no flight phases found: the controller searches jump clips
-        jumps = _tag_frames(db, "jump")
-    dance = _tag_frames(db, "dance")
-    standing = speed < 0.2
-    moving = speed > 0.5
-    if not creep_tagged.any():
-        creep_reason = "this database has no crawling clip (none is tagged creep)"
-    else:
-        creep_reason = (f"this database has no crawling clip (its creep clips, {_seconds(db, creep_tagged):.1f} s, "
-                        "are upright)")
-    modes = {
-        "idle": _mode(_seconds(db, standing) >= need, "this database has no standing clip", standing, db),
-        "locomotion": _mode(_seconds(db, moving) >= need, "this database has no walking clip", moving, db),
-        "jump": _mode(jumps.any(), "this database has no jump (no flight phase, no jump clip)", jumps, db),
-        "dance": _mode(_seconds(db, dance) >= need, "this database has no dance clip", dance, db),
-        "creep": _mode(_seconds(db, crawling) >= need, creep_reason, crawling, db),
-    }
-    _MODES_CACHE[db] = modes
-    return modes
-
-
-class Session:
+class Session(SceneMessages, FileMessages):
     """The simulation of one page (see the module doc).
 
     Args:
@@ -829,294 +754,6 @@ class Session:
         ch.set_controls(**{k: m[k] for k in ("responsiveness", "continuity", "evasion", "anticipation")})
         self._send_characters()
         return {"id": ch.id, "controls": ch.controls}
-
-    def _on_obstacle_add(self, m):
-        if len(self.obstacles) >= self.limits.obstacles:
-            raise Rejected(f"at most {self.limits.obstacles} obstacles")
-        oid = self._next_obstacle
-        self._next_obstacle += 1
-        self.obstacles[oid] = {**m["obstacle"], "t0": round(self.world.time, 4)}
-        self._obstacles_changed()
-        return {"id": oid}
-
-    def _on_obstacle_update(self, m):
-        oid = int(m["id"])
-        if oid not in self.obstacles:
-            raise Rejected(f"no obstacle {oid}")
-        self.obstacles[oid] = {**m["obstacle"], "t0": round(self.world.time, 4)}
-        self._obstacles_changed()
-        return {"id": oid}
-
-    def _on_obstacle_remove(self, m):
-        oid = int(m["id"])
-        if self.obstacles.pop(oid, None) is None:
-            raise Rejected(f"no obstacle {oid}")
-        self._obstacles_changed()
-
-    def _on_scene_clear(self, m):
-        self.obstacles.clear()
-        self._obstacles_changed()
-
-    def _set_scene_obstacles(self, obstacles: list[dict]) -> None:
-        if len(obstacles) > self.limits.obstacles:
-            raise Rejected(f"at most {self.limits.obstacles} obstacles")
-        self.obstacles.clear()
-        for o in obstacles:
-            self.obstacles[self._next_obstacle] = {**o, "t0": round(self.world.time, 4)}
-            self._next_obstacle += 1
-        self._obstacles_changed()
-
-    def _on_scene_set(self, m):
-        self._set_scene_obstacles(m["scene"]["obstacles"])
-        return {"obstacles": len(self.obstacles)}
-
-    def _set_terrain(self, terrain) -> dict | None:
-        """Make ``terrain`` (None: the flat floor) the session's ground and send the page its
-        drawing (a ValueError, before anything changes, for one the page cannot draw)."""
-        drawing = terrain_drawing(terrain)
-        self.terrain = terrain
-        self.send({"type": "terrain", "terrain": drawing})
-        return drawing
-
-    def _on_terrain_set(self, m):
-        """The page's terrain (a file the user picked; null: the flat floor) as the ground of
-        the world's scene. The characters do not walk on it yet (issue 31's runtime part)."""
-        try:
-            drawing = self._set_terrain(m["terrain"])
-        except ValueError as e:
-            raise Rejected(str(e)) from None
-        self._obstacles_changed()
-        kind = "flat" if drawing is None else drawing["kind"]
-        return {"terrain": kind, **({"rows": drawing["rows"], "cols": drawing["cols"]}
-                                    if kind == "height_field" else {})}
-
-    def _on_scene_save(self, m):
-        obs = [{k: v for k, v in o.items() if k != "t0"} for o in self.obstacles.values()]
-        agents = []
-        for ch in self.chars.values():
-            if isinstance(ch, MMCharacter):
-                x, z = ch.root_xz
-                y = ch.ctrl.root_yaw
-                agents.append({"name": ch.name, "start": [round(x, 3), round(z, 3)],
-                               "facing": [round(math.sin(y), 4), round(math.cos(y), 4)]})
-        scene = {"name": "viewer scene", "duration": 30.0, "obstacles": obs, "agents": agents}
-        if self.terrain is not None and self.terrain.kind != "mesh":  # a mesh's file stays where it is
-            scene["terrain"] = self.terrain.to_dict()
-        self.send({"type": "scene", "scene": scene})
-
-    def _on_scenario_load(self, m):
-        """Load a scenario file and set it up exactly as ``motionmatch scenario`` does: the
-        session's world becomes :func:`motionmatch.runtime.scenarios.world_from_scenario`'s (its
-        obstacles, penalty, search, controls, controller settings, steering and agents with
-        their inputs), paused at its start (stepped once, as a run's first frame). Play
-        stops (pauses) when the scenario's ``duration`` is over. Fields that cannot apply
-        here are named in the reply's ``notes`` and a ``warning`` message."""
-        from motionmatch.environment.scenario import load_scenario
-        from motionmatch.runtime.scenarios import world_from_scenario
-
-        # a ScenarioError (one line, the file id) is the reply; so is any failure of the reader
-        sc = self.viewer.catalog.read(m["file"], "scenario", lambda p: load_scenario(p, label=m["file"]))
-        obstacles = [validate_obstacle(o.to_dict(), f"obstacle {i}")
-                     for i, o in enumerate(sc.obstacles)]
-        if len(sc.agents) > self.limits.characters:
-            raise Rejected(f"the scenario has {len(sc.agents)} agents; the limit is {self.limits.characters}")
-        if len(obstacles) > self.limits.obstacles:
-            raise Rejected(f"at most {self.limits.obstacles} obstacles")
-        try:  # every check before the session changes
-            world = world_from_scenario(self.db, sc, matcher=shared_matcher(self.db), record_poses=False)
-            terrain_drawing(sc.terrain)
-        except (TypeError, ValueError) as e:
-            raise Rejected(f"{m['file']}: {e}") from None
-        notes = self._scenario_notes(sc)
-        for cid in list(self.chars):
-            self.remove_character(cid)
-        self.paused = True
-        self.world = world
-        self.obstacles.clear()
-        for o in obstacles:
-            self.obstacles[self._next_obstacle] = {**o, "t0": 0.0}
-            self._next_obstacle += 1
-        self.scene_ids = list(self.obstacles)
-        self._set_terrain(sc.terrain)
-        self.send({"type": "obstacles", "obstacles": self.obstacle_list(), "time": 0.0})
-        self.scenario = {"name": sc.name, "duration": float(sc.duration), "ended": False}
-        world.step(0.0)  # a run's first frame: every agent where it starts
-        for i, agent in enumerate(world.agents):
-            self._adopt(agent, select=i == 0, announce=False)
-        if notes:
-            self._warn(f"scenario {sc.name or m['file']}: " + "; ".join(notes))
-        self._send_characters()
-        self.send(self.time_state())
-        self._emit_pose(stepped=False)
-        return {"name": sc.name, "agents": len(sc.agents), "obstacles": len(obstacles),
-                "duration": float(sc.duration), "description": sc.description, "expect": sc.expect, "notes": notes}
-
-    def _scenario_notes(self, sc) -> list[str]:
-        """What of scenario ``sc`` the viewer plays differently from ``motionmatch scenario``
-        or what the database lacks for it."""
-        notes: list[str] = []
-        for i, a in enumerate(sc.agents):
-            if a.tags and not self._database_has(str(a.tags)):
-                notes.append(f"agents[{i}].tags {a.tags!r} selects no frame of this database: "
-                             "its searches use every frame")
-        if abs(float(sc.fps) - TICK_HZ) > 1e-6:
-            notes.append(f"fps {sc.fps:g}: the viewer steps at {TICK_HZ} Hz (times in seconds are kept)")
-        req = sc.database.get("requires") or []
-        missing = [r for r in req if not self._database_has(str(r))]
-        if missing:
-            notes.append(f"database.requires {missing}: this database lacks them, so the expected outcome "
-                         "may not be reached (build one with them: see scenarios/README.md)")
-        gaits = sorted({str(a.gait) for a in sc.agents if getattr(a, "gait", "walk") not in (None, "walk")})
-        if gaits:
-            notes.append(f"agents' gait {gaits} is not used (motionmatch scenario does not use it either)")
-        if sc.regions:
-            notes.append(f"regions {sorted(sc.regions)} are for tests and reports; the viewer does not use them")
-        if sc.terrain is not None and not sc.terrain.is_flat:
-            notes.append(f"terrain ({sc.terrain.kind}) is drawn, but the characters do not walk on it yet: their "
-                         "feet stay at y = 0 (issue 31)")
-        return notes
-
-    def _database_has(self, what: str) -> bool:
-        """Whether the session's database has ``what`` (a tag, or ``heights``: height features)."""
-        if what == "heights":
-            return shared_matcher(self.db).ellipses.shape[-1] >= 7
-        db = self.db
-        if what in db.tags:
-            return True
-        try:
-            return bool(db.mask(what).any())
-        except Exception:
-            return False
-
-    @property
-    def scenario_time(self) -> float:
-        """Seconds since the loaded scenario started (0 without one)."""
-        return self.world.time if self.scenario is not None else 0.0
-
-    def _check_scenario_end(self) -> None:
-        """Pause once when the scenario's ``duration`` is over (as ``motionmatch scenario``
-        stops there); Play goes on, loading the file again starts it over."""
-        sc = self.scenario
-        if sc is None or sc["ended"] or sc["duration"] <= 0 or self.scenario_time < sc["duration"] - 1e-9:
-            return
-        sc["ended"] = True
-        self.paused = True
-        self.send({"type": "scenario_end", "name": sc["name"], "duration": sc["duration"],
-                   "time": round(self.time, 4)})
-        self._warn(f"scenario {sc['name']}: its {sc['duration']:g} s are over, paused "
-                   "(Play goes on past the end; Load starts it again)")
-        self.send(self.time_state())
-
-    def _on_files(self, m):
-        files = self.viewer.catalog.list(m["kind"])
-        self.send({"type": "files", "kind": m["kind"], "files": files})
-        return {"count": len(files)}
-
-    def _on_genmm(self, m):
-        cat = self.viewer.catalog
-        paths = [cat.resolve(f, "bvh") for f in m["examples"]]
-        keys = cat.resolve(m["keyframes"], "bvh") if m["keyframes"] else None
-        args = (paths, keys, float(m["seconds"]), int(m["seed"]), bool(m["loop"]), int(m["variants"]), self.jobs.check)
-
-        files = dict(zip(m["examples"], paths)) | ({m["keyframes"]: keys} if keys is not None else {})
-
-        def done(res, error):
-            if error is None:
-                self.submit({"type": "_genmm_done", "seq": None, "result": res, "request": m})
-            else:
-                self.submit({"type": "_genmm_done", "seq": None, "error": cat.explain(error, "bvh", files),
-                             "request": m})
-
-        self.jobs.submit("genmm", "a synthesis", lambda: synthesize(*args), done)
-        self.send({"type": "genmm_status", "state": "running", "variants": m["variants"]})
-        return {"state": "running"}
-
-    def _on_genmm_done(self, m):
-        if "error" in m:
-            self.send({"type": "genmm_status", "state": "failed", "message": m["error"]})
-            return
-        fps, results, seconds_taken = m["result"]
-        req = m["request"]
-        for cid in [c for c, ch in self.chars.items() if isinstance(ch, ClipCharacter)]:
-            self.remove_character(cid)
-        skel = results[0].motion.skeleton
-        feet = tuple(results[0].feet) if results[0].contacts is not None else ()
-        sid = self._next_skeleton
-        self._next_skeleton += 1
-        wp = results[0].motion.world_positions
-        info = skeleton_info(skel, feet, ground_root=False, height=float(np.ptp(wp[0, :, 1])) or None,
-                             body=self.viewer.bodies.register(results[0].motion))
-        self.skeletons[sid] = info
-        spacing = max(1.5, 1.4 * info["height"])
-        base_x = max((abs(ch.root_xz[0]) for ch in self.chars.values()), default=0.0) + 2.5
-        ids = []
-        for i, r in enumerate(results):
-            cid = self._next_id
-            self._next_id += 1
-            loop_frames = r.motion.num_frames - 1 if req["loop"] else None
-            ch = ClipCharacter(cid, f"variant {i + 1} (seed {req['seed'] + i})", r.motion, skeleton_id=sid,
-                               place=(base_x + i * spacing, 0.0), contacts=r.contacts, loop_frames=loop_frames,
-                               meta={"seed": req["seed"] + i, "synthesis_s": round(float(r.synthesis_s), 3)})
-            self.chars[cid] = ch
-            ch.step(0.0)
-            ids.append(cid)
-        self.selected = ids[0]
-        self._send_characters()
-        self.send({"type": "genmm_status", "state": "done", "ids": ids, "fps": fps,
-                   "seconds": round(seconds_taken, 3), "frames": int(results[0].motion.num_frames)})
-        if self.paused:
-            self._emit_pose(stepped=False)
-
-    def _on_genmm_clear(self, m):
-        for cid in [c for c, ch in self.chars.items() if isinstance(ch, ClipCharacter)]:
-            self.remove_character(cid)
-        self._send_characters()
-
-    def _on_export_bvh(self, m):
-        return self._on_export({**m, "format": "bvh"})
-
-    def _on_export(self, m):
-        """The character's motion this session (the recorded frames of a motion-matching
-        character, the clip of a GenMM variant) as a download: BVH, or binary glTF with the
-        body the page draws (:mod:`motionmatch.io.gltf`)."""
-        cid = int(m["id"])
-        fmt = m["format"]
-        ch = self.chars.get(cid)
-        if ch is None:
-            raise Rejected(f"no character {cid}")
-        self.jobs.ensure_free("export", "an export")  # before copying the recording
-        if isinstance(ch, MMCharacter):
-            if ch.recorder.frames == 0:
-                raise Rejected("nothing recorded yet")
-            r, t = ch.recorder.arrays()  # a snapshot taken now; the worker formats it
-            moving, skel, scale, name = ch.recorder.moving, ch.db.skeleton, ch.db.file_scale, ch.name
-
-            def make():
-                return recorded_motion(skel, moving, r, t, TICK_HZ, name, scale)
-        else:
-            motion = ch.motion_for_export()
-
-            def make():
-                return motion
-
-        filename = "".join(c if c.isalnum() or c in "-_" else "_" for c in ch.name) + "." + fmt
-        sid, downloads, mannequin, check = self.id, self.viewer.downloads, self.viewer.bodies.mannequin, self.jobs.check
-
-        def job():
-            mo = make()
-            data, ctype = export_file(mo, fmt, mannequin, check)
-            return downloads.add(sid, filename, data, ctype), mo.num_frames, mo.fps
-
-        def done(res, error):
-            if error is not None:
-                self.send({"type": "error", "code": "rejected", "for": f"export_{fmt}", "message": str(error)})
-                return
-            token, frames, fps = res
-            self.send({"type": "download", "url": f"/api/download/{token}", "filename": filename, "id": cid,
-                       "format": fmt, "frames": frames, "seconds": round(frames / fps, 2)})
-
-        self.jobs.submit("export", "an export", job, done)
-        return {"state": "running"}
 
     def _on_debug(self, m):
         self.debug_enabled = bool(m["enabled"])
