@@ -54,7 +54,8 @@ from _common import REPO, data_root
 from motionmatch.anim import quat
 from motionmatch.control.direction_cache import default_direction_net
 from motionmatch.control.direction_net import facing_errors, tracks_from_database
-from motionmatch.control.path import RevisionSettings, load_path
+from motionmatch.control.path import load_path
+from motionmatch.control.revision import RevisionSettings
 from motionmatch.database import MotionDatabase, default_schema
 from motionmatch.datasets import load_folder
 from motionmatch.geometry.polyline import distance_to_path

@@ -43,7 +43,8 @@ TIGHT = ("chicane", "hairpins", "loops", "slalom", "switchbacks")
 
 def follow_all(db_file: Path, files: list[Path], jitters: list[float]) -> list[dict]:
     """One run per (path, start jitter) with the code on ``sys.path``; one dict each."""
-    from motionmatch.control.path import RevisionSettings, load_path
+    from motionmatch.control.path import load_path
+    from motionmatch.control.revision import RevisionSettings
     from motionmatch.database import MotionDatabase
     from motionmatch.geometry.polyline import distance_to_path
     from motionmatch.runtime.follow import FollowSettings, PathFollower, default_v_max

@@ -18,7 +18,8 @@ from motionmatch.control.direction_net import (
     direction_windows,
     train_direction_net,
 )
-from motionmatch.control.path import RevisionSettings, TimedPath, load_path
+from motionmatch.control.path import TimedPath, load_path
+from motionmatch.control.revision import RevisionSettings
 from motionmatch.database import MotionDatabase
 from motionmatch.metrics.follow import follow_report
 from motionmatch.runtime.follow import FollowSettings, PathFollower, default_v_max, run_followers

@@ -7,12 +7,11 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from motionmatch.control.path import (
     PathError,
-    QueryReviser,
-    RevisionSettings,
-    RevisionState,
     TimedPath,
     braking_profile,
     gaussian_kernel,
@@ -21,6 +20,7 @@ from motionmatch.control.path import (
     resample_path,
     smooth_path,
 )
+from motionmatch.control.revision import QueryReviser, RevisionSettings, RevisionState
 
 OFFSETS = (1 / 3, 2 / 3, 1.0)
 
@@ -524,3 +524,17 @@ def test_the_pace_bounds_let_a_query_revised_every_frame_move_on():
         st = r.state.later(1 / 60)
     steps = np.diff(seen)
     assert seen[-1] - seen[0] >= 30 and steps.min() >= 0 and steps.max() <= 1, steps
+
+
+@given(st.lists(st.floats(0.001, 5.0), min_size=1, max_size=40), st.lists(st.floats(-2.0, 60.0), min_size=1, max_size=30))
+@settings(max_examples=200, deadline=None)
+def test_the_compiled_interpolation_is_numpys_to_the_bit(steps, xs):
+    """The revision kernels' sample lookup equals ``numpy.interp`` exactly (the followers'
+    frames depend on it), inside, outside and on the samples."""
+    from motionmatch.control._revision_kernels import interp_index
+
+    tau = np.concatenate([[0.0], np.cumsum(steps)])
+    xs = np.concatenate([xs, tau[:3], [tau[-1]]])
+    want = np.interp(xs, tau, np.arange(len(tau), dtype=np.float64))
+    got = np.array([interp_index(float(x), tau) for x in xs])
+    np.testing.assert_array_equal(got, want)

@@ -227,6 +227,29 @@ def test_box_init_index(ref):
         assert_same_knn(ref.features, q, got, ref.brute.nearest(q, mask=mask))
 
 
+@pytest.mark.parametrize("nq", [9, 40])  # on the calling thread, on numba's threads
+def test_box_batch_seeds_give_the_single_seeded_answers(ref, nq):
+    """``nearest_batch(init_indices=...)`` answers as ``nearest(init_index=...)`` row by row,
+    with seeds that are good, random, masked out, invalid, -1 and out of range."""
+    rng = np.random.default_rng(5)
+    n = len(ref.features)
+    rows = rng.choice(len(ref.queries), nq, replace=False)
+    q = ref.queries[rows]
+    mask = rng.random(n) > 0.2
+    seeds = np.where(rng.random(nq) < 0.5, ref.exact_index[rows], rng.integers(-3, n + 3, nq))
+    w = rng.uniform(0.5, 2.0, ref.features.shape[1])
+    bi, bd = ref.box.nearest_batch(q, mask=mask, k=3, weights=w, init_indices=seeds)
+    for r in range(nq):
+        s = int(seeds[r])
+        ok = 0 <= s < n and ref.valid[s] and mask[s]
+        si, sd = ref.box.nearest(q[r], mask=mask, k=3, weights=w, init_index=s if ok else None)
+        np.testing.assert_array_equal(bd[r], sd)  # the same kernel with the same seed: the same answer
+        np.testing.assert_array_equal(bi[r], si)
+        assert (ref.valid & mask)[bi[r]].all()
+    with pytest.raises(SearchError, match="init_indices"):
+        ref.box.nearest_batch(q, init_indices=seeds[:-1])
+
+
 # ---------------------------------------------------------------- per-query weights
 @pytest.fixture(scope="module")
 def ref_b() -> RefDB:

@@ -50,7 +50,8 @@ def _output_names(out: Path, n: int) -> list[Path]:
 
 
 def cmd_follow(args: argparse.Namespace) -> int:
-    from motionmatch.control.path import RevisionSettings, load_path
+    from motionmatch.control.path import load_path
+    from motionmatch.control.revision import RevisionSettings
     from motionmatch.database import MotionDatabase
     from motionmatch.io.motion_files import MOTION_SUFFIXES, check_writer, write_motion
     from motionmatch.metrics.follow import follow_report

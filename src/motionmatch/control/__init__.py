@@ -24,7 +24,8 @@ from motionmatch.control.keyboard import (
     key_direction,
     normalize_key,
 )
-from motionmatch.control.path import PathError, QueryReviser, RevisionSettings, TimedPath, load_path
+from motionmatch.control.path import PathError, TimedPath, load_path
+from motionmatch.control.revision import QueryReviser, RevisionSettings
 from motionmatch.control.script import Script, ScriptError, ScriptEvent, load_script, parse_script
 from motionmatch.control.springs import (
     damper_exact,

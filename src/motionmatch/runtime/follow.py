@@ -2,7 +2,7 @@
 
 :class:`PathFollower` drives one :class:`~motionmatch.runtime.controller.Controller`:
 every frame it finds the desired position on the path from the character's root, makes
-the revised future query (:class:`~motionmatch.control.path.QueryReviser`) into the
+the revised future query (:class:`~motionmatch.control.revision.QueryReviser`) into the
 desired trajectory the controller matches, moves the controller's simulated root at the
 path's (speed-limited) velocity, and asks for an immediate match when the character
 passes a sharp corner. Matching happens every ``interval`` seconds (the paper: 1/6 s)
@@ -43,7 +43,8 @@ import numpy as np
 
 from motionmatch.anim import Motion, quat
 from motionmatch.control.intent import Intent
-from motionmatch.control.path import QueryReviser, RevisionSettings, RevisionState, TimedPath
+from motionmatch.control.path import TimedPath
+from motionmatch.control.revision import QueryReviser, RevisionSettings, RevisionState, fill_queries
 from motionmatch.control.trajectory import PredictedTrajectory, yaw_rotation
 from motionmatch.database import MotionDatabase
 from motionmatch.environment.scene import Scene
@@ -140,7 +141,7 @@ def default_turn_accel(db: MotionDatabase, tags: str | None = "!dance & !creep &
     speed, often enough for a search to find it (the 90th percentile: on LAFAN1 1.8
     m/s^2, i.e. a turn of radius 0.4 m at 0.86 m/s, a walk; the data's median speed on
     such turns is 0.63 m/s). The path follower's turn limit
-    (:class:`~motionmatch.control.path.RevisionSettings`)."""
+    (:class:`~motionmatch.control.revision.RevisionSettings`)."""
     acc = _root_accelerations(db, tags, window, min_speed)
     value = float(np.percentile(acc[0], percentile)) if acc is not None else 0.0
     if not value >= MIN_TURN_ACCEL:
@@ -170,7 +171,7 @@ class FollowSettings:
         mode: ``"local"`` or ``"global"``.
         k, levels: LHMM(k, l); ``levels=1`` (and any k) is plain motion matching.
         interval: seconds between matches (the paper: 1/6).
-        revision: :class:`~motionmatch.control.path.RevisionSettings` (its ``v_max``
+        revision: :class:`~motionmatch.control.revision.RevisionSettings` (its ``v_max``
             ``None``: :func:`default_v_max` of the database; its ``turn_accel`` ``None``:
             :func:`default_turn_accel` of the database; its ``brake_accel`` ``None``:
             :func:`default_brake_accel` of the database).
@@ -233,7 +234,8 @@ class FollowSettings:
 class PathPlanner:
     """The path query for many character states at once, as database queries: the
     :class:`~motionmatch.runtime.lhmm.Planner` of a :class:`PathFollower` (and what it
-    uses for its own top-level query)."""
+    uses for its own top-level query). The revision and the query rows are one compiled
+    call each (:mod:`motionmatch.control._revision_kernels`)."""
 
     def __init__(self, db: MotionDatabase, reviser: QueryReviser, joystick=None):
         self.db = db
@@ -241,16 +243,20 @@ class PathPlanner:
         self.state = RevisionState.start(1)  # the top-level context, set by the follower
         self.joystick = joystick
         times = db.schema.trajectory_offsets
-        self.layout = []
+        layout = []  # per column pair: (is a position, offset, column x, column z)
         for t in db.schema.terms:
             if not t.is_trajectory:
                 continue
             sl = db.schema.slice(t.name)
             step = 3 if t.vertical else 2
             for n, o in enumerate(t.offsets):
-                self.layout.append((t.kind == "trajectory_position", times.index(o), sl.start + step * n,
-                                    sl.start + step * n + step - 1))
+                layout.append((t.kind == "trajectory_position", times.index(o), sl.start + step * n,
+                               sl.start + step * n + step - 1))
+        self.layout = np.array(layout, dtype=np.int64).reshape(-1, 4)
         self.vcols = vertical_columns(db)
+        self._no_cols = np.zeros(0, dtype=np.int64)
+        self._norm = (np.ascontiguousarray(db.mean, dtype=np.float64), np.ascontiguousarray(db.scale, dtype=np.float64),
+                      np.ascontiguousarray(db.weights, dtype=np.float64))
         self.n_offsets = len(times)
 
     # ---------------------------------------------------------------- Planner API
@@ -264,31 +270,12 @@ class PathPlanner:
         st = state.later(step)
         joy = self.joystick(float(st.elapsed[0])) if self.joystick is not None else None
         rev = self.reviser.revise(positions, st, joystick_deg=joy)
-        lp, ld = self.local(rev.positions, rev.directions, positions, yaws)
-        raw = self.db.raw_features[frames].astype(np.float64)
-        self.fill(raw, lp, ld)
-        q = self.db.normalize(raw)
-        if view == "planar" and self.vcols.size:
-            q[:, self.vcols] = 0.0
+        q = np.empty((len(frames), self.db.schema.dims), dtype=np.float32)
+        mean, scale, weights = self._norm
+        fill_queries(self.db.raw_features, np.asarray(frames, dtype=np.int64), rev.positions, rev.directions,
+                     np.ascontiguousarray(positions, dtype=np.float64), np.cos(yaws), np.sin(yaws), self.layout, mean,
+                     scale, weights, self.vcols if view == "planar" else self._no_cols, q)
         return q, rev.state
-
-    # ---------------------------------------------------------------- helpers
-    @staticmethod
-    def local(pos: np.ndarray, dirs: np.ndarray, origin: np.ndarray, yaw: np.ndarray):
-        """World ``[M, K, 3]`` positions/directions into the frames of roots ``origin [M, 3]``, ``yaw [M]``."""
-        c, s = np.cos(yaw)[:, None], np.sin(yaw)[:, None]
-        rx = pos[..., 0] - origin[:, None, 0]
-        rz = pos[..., 2] - origin[:, None, 2]
-        lp = np.stack([c * rx - s * rz, s * rx + c * rz], axis=-1)
-        ld = np.stack([c * dirs[..., 0] - s * dirs[..., 2], s * dirs[..., 0] + c * dirs[..., 2]], axis=-1)
-        return lp, ld
-
-    def fill(self, raw: np.ndarray, lp: np.ndarray, ld: np.ndarray) -> None:
-        """Write local future positions/directions ``[M, K, 2]`` into raw feature rows ``[M, D]``."""
-        for is_pos, k, cx, cz in self.layout:
-            src = lp if is_pos else ld
-            raw[:, cx] = src[:, k, 0]
-            raw[:, cz] = src[:, k, 1]
 
 
 @dataclass

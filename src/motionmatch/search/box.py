@@ -45,6 +45,9 @@ from motionmatch.search._validate import (
 
 #: read-only masks whose leaf flags a searcher keeps (:meth:`BoxSearch._mask_state`)
 MASK_CACHE = 16
+#: batches of at least this many queries are searched on numba's threads, smaller ones on
+#: the calling thread (starting the threads costs about as much as a dozen searches)
+THREADS_FROM = 16
 
 __all__ = ["BoxSearch"]
 
@@ -291,9 +294,13 @@ class BoxSearch:
         mask: np.ndarray | None = None,
         k: int = 1,
         weights: np.ndarray | None = None,
+        init_indices: np.ndarray | None = None,
     ) -> tuple[np.ndarray, np.ndarray]:
-        """:meth:`nearest` for each row of ``queries [Q, D]``, in parallel over queries
-        (numba threads); ``weights [D]`` (or ``None``) apply to every query.
+        """:meth:`nearest` for each row of ``queries [Q, D]``; ``weights [D]`` (or ``None``)
+        apply to every query; ``init_indices [Q]`` (or ``None``) seed each query's search
+        as :meth:`nearest`'s ``init_index`` (-1, an invalid or masked-out frame: none).
+        Batches of at least :data:`THREADS_FROM` queries run in parallel (numba threads),
+        smaller ones on the calling thread.
 
         Returns ``(indices [Q, k] int64, squared distances [Q, k] float64)``.
         """
@@ -302,9 +309,23 @@ class BoxSearch:
         w = check_weights(weights, self.dim)
         m, leaf_ok, top_pen = self._mask_state(mask, k)
         nq = q64.shape[0]
+        seeds = self._seeds(init_indices, m, nq)
         out_i = np.empty((nq, k), dtype=np.int64)
         out_d = np.empty((nq, k), dtype=np.float64)
         if nq:
-            K.search_batch(q64, self.perm, k, m, self.valid, leaf_ok, top_pen, self._tops, self._grid, self._rep_idx,
-                           self._leafb, self.features, out_i, out_d, self.early_dims, w)
+            search = K.search_batch if nq >= THREADS_FROM else K.search_serial
+            search(q64, seeds, self.perm, k, m, self.valid, leaf_ok, top_pen, self._tops, self._grid, self._rep_idx,
+                   self._leafb, self.features, out_i, out_d, self.early_dims, w)
         return out_i, out_d
+
+    def _seeds(self, init_indices: np.ndarray | None, mask: np.ndarray, nq: int) -> np.ndarray:
+        """``[nq]`` int64 seed frames (-1: none) from ``init_indices`` (``None``: none)."""
+        if init_indices is None:
+            return np.full(nq, -1, dtype=np.int64)
+        s = np.asarray(init_indices)
+        if s.shape != (nq,) or s.dtype.kind not in "iu":
+            raise SearchError(f"init_indices: expected {nq} integer frame indices, got {s.dtype} {list(s.shape)}")
+        s = s.astype(np.int64)
+        inside = (s >= 0) & (s < self.n_frames)
+        c = np.where(inside, s, 0)
+        return np.where(inside & self.valid[c] & mask[c], s, -1)

@@ -174,9 +174,11 @@ class BruteForceSearch:
         mask: np.ndarray | None = None,
         k: int = 1,
         weights: np.ndarray | None = None,
+        init_indices: np.ndarray | None = None,
     ) -> tuple[np.ndarray, np.ndarray]:
         """:meth:`nearest` for each row of ``queries [Q, D]`` (blocked matrix products);
-        ``weights [D]`` (or ``None``) apply to every query.
+        ``weights [D]`` (or ``None``) apply to every query; ``init_indices`` is accepted
+        for API compatibility (an exhaustive search needs no seed).
 
         Returns ``(indices [Q, k] int64, squared distances [Q, k] float64)``.
         """
