@@ -3,6 +3,7 @@
     python benchmarks/bench_viewer.py [--db DB.npz | --data DIR] [--agents 50] [--ticks 1200] [--seconds 5]
                                       [--no-websocket] [--full-rate] [--stagger] [--compare-reference] [--json]
     python benchmarks/bench_viewer.py --page [--counts 1,10,51] [--seconds 4] [--json]
+    python benchmarks/bench_viewer.py --capacity [--db DB.npz] [--json]
 
 Measures, on the database the viewer would open (``--db``/``--data``, default dataset):
 
@@ -31,6 +32,13 @@ server) and again running. The frame rate is requestAnimationFrame's, uncapped
 (``--disable-frame-rate-limit``), the median of three runs of ``--seconds`` each (bodies
 and stick figures alternated), the camera placed to see every character; the ratio
 body / stick is what matters (the issue asks at least 0.5).
+
+``--capacity`` finds how many walking characters (drawn straight paths, as ``spawn_group``
+makes them) one session steps at full rate, every character at 60 Hz with no level of
+detail: the largest count whose mean tick (the step and the pose frame's encoding) fits in
+1/60 s, found by doubling from 25 and then halving the interval to within 5%, each count
+measured in a fresh session over 240 ticks after 60 warm-up ticks. Run it with
+``PYTHONPATH`` pointing at another tree's ``src`` to compare two trees on one machine.
 
 Times depend on the machine; the ratios to the 16.7 ms budget are what matter.
 """
@@ -135,6 +143,50 @@ class _ReferenceControllers:
 
     def __exit__(self, *exc):
         self._mod.Controller = self._old
+
+
+def walkers_fit(viewer, n: int, ticks: int = 240) -> tuple[bool, float]:
+    """Whether ``n`` walking characters at full rate fit a tick (mean step + encode <= 1/60 s),
+    and that mean (ms)."""
+    from motionmatch.viewer.session import Session
+
+    s = Session(viewer, _Null())
+    left, k = n, 0
+    while left > 0:  # walkers in groups, side by side, each walking its own straight path
+        c = min(left, 50)
+        s.handle({"type": "spawn_group", "seq": None, "count": c, "center": (12.0 * k, 0.0), "spacing": 1.5,
+                  "target": (12.0 * k, 60.0), "speed": 1.3})
+        left, k = left - c, k + 1
+    for _ in range(60):
+        s.step()
+    t = []
+    for _ in range(ticks):
+        t0 = time.perf_counter()
+        s.step()
+        encode_frame(s.tick, s.time, s.poses())
+        t.append(time.perf_counter() - t0)
+    s.close()
+    mean = 1e3 * float(np.mean(t))
+    return mean <= 1e3 * DT, mean
+
+
+def walking_capacity(viewer, log=print) -> dict:
+    """The most walking characters one session steps at full rate (see the module doc)."""
+    lo, hi, n = 0, None, 25
+    seen = {}
+    while hi is None:
+        ok, seen[n] = walkers_fit(viewer, n)
+        log(f"  {n} walkers: mean tick {seen[n]:.2f} ms")
+        if ok:
+            lo, n = n, 2 * n
+        else:
+            hi = n
+    while hi - lo > max(1, 0.05 * lo):
+        n = (lo + hi) // 2
+        ok, seen[n] = walkers_fit(viewer, n)
+        log(f"  {n} walkers: mean tick {seen[n]:.2f} ms")
+        lo, hi = (n, hi) if ok else (lo, n)
+    return {"walkers_at_full_rate": lo, "mean_tick_ms": {str(k): round(v, 3) for k, v in sorted(seen.items())}}
 
 
 def spawn_agents(session, n: int) -> list:
@@ -303,6 +355,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--page", action="store_true",
                     help="measure the page's frame rate in headless Chromium (bodies vs stick figures) instead")
     ap.add_argument("--counts", default="1,10,51", help="--page: numbers of characters (default 1,10,51)")
+    ap.add_argument("--capacity", action="store_true",
+                    help="find how many walking characters one session steps at full rate (60 Hz each)")
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args(argv)
 
@@ -311,6 +365,18 @@ def main(argv: list[str] | None = None) -> int:
     from motionmatch.viewer.session import Session
 
     db, source = open_database(a.db, a.data, progress=False, log=lambda m: print(m, file=sys.stderr))
+    if a.capacity:
+        from dataclasses import replace
+
+        from motionmatch.viewer.messages import Limits
+
+        viewer = Viewer(db, source_description=source.description, adaptive_rate=False,
+                        limits=replace(Limits(), characters=100_000))
+        res = walking_capacity(viewer, log=(lambda m: print(m, file=sys.stderr)) if a.json else print)
+        viewer.close()
+        print(json.dumps(res, indent=1) if a.json else
+              f"walking characters stepped at full rate (60 Hz each) in one session: {res['walkers_at_full_rate']}")
+        return 0
     viewer = Viewer(db, source_description=source.description, adaptive_rate=not a.full_rate)
     if a.page:
         res = page_frame_rate(viewer, [int(c) for c in a.counts.split(",")], a.seconds)

@@ -103,6 +103,26 @@ def _crowd_world(dbm, batched: bool):
     return world
 
 
+def test_the_world_poses_of_a_step_are_each_agents_forward_kinematics(small_env_db):
+    """``Agent.world_pose`` (what the viewer draws) is the forward kinematics of the agent's
+    own result, for every agent, from one call over the step's rows."""
+    from motionmatch.anim.kinematics import forward_kinematics
+
+    world = _crowd_world(small_env_db, batched=True)
+    for _ in range(30):
+        world.step(1 / 60)
+    parents = small_env_db[0].skeleton.parents
+    step = world.agents[0].last_step[0]
+    for a in world.agents:
+        pos, rot = a.world_pose()
+        r = a.result
+        want_pos, want_rot = forward_kinematics(parents, r.rotations[None], r.translations[None])
+        np.testing.assert_allclose(pos, want_pos[0], atol=1e-12)
+        np.testing.assert_allclose(rot, want_rot[0], atol=1e-12)
+        assert a.last_step[0] is step and not pos.flags.writeable  # one step's arrays, read-only views
+    assert step.world_pose()[0].shape == (len(world.agents), len(parents), 3)
+
+
 def test_world_steps_its_agents_together_as_each_would_alone(small_env_db):
     """The batched World (one compiled playback and pose call for all agents, searches in
     between) plays the same poses as stepping each agent's controller with its own

@@ -260,19 +260,6 @@ def test_recorder_keeps_the_last_frames_in_order():
     assert m.num_frames == 25 and np.allclose(m.translations[:, 1], [0, 1, 0])
 
 
-def test_world_positions_match_forward_kinematics():
-    from motionmatch.anim import quat
-    from motionmatch.anim.kinematics import forward_kinematics
-    from motionmatch.viewer.characters import world_positions
-
-    rng = np.random.default_rng(1)
-    parents = np.array([-1, 0, 1, 2, 1, 4])
-    rot = quat.normalize(rng.normal(size=(6, 4)))
-    pos = rng.normal(size=(6, 3))
-    ref, _ = forward_kinematics(parents, rot[None], pos[None])
-    assert np.allclose(world_positions(parents, rot, pos), ref[0], atol=1e-12)
-
-
 # ----------------------------------------------------------------------------- bundle
 def test_missing_node_gets_a_clear_message(monkeypatch, tmp_path):
     from motionmatch.viewer import _bundle

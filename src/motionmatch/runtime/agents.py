@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from motionmatch.anim.kinematics import forward_kinematics
 from motionmatch.control.intent import Intent
 from motionmatch.control.trajectory import PredictedTrajectory
 from motionmatch.runtime._batch_kernels import MODES
@@ -81,6 +82,21 @@ class Agent:
     @result.setter
     def result(self, r: FrameResult | None) -> None:
         self._result, self._result_of = r, self.last_step
+
+    def world_pose(self) -> tuple[np.ndarray, np.ndarray] | None:
+        """World joint positions ``[J, 3]`` (m) and rotations ``[J, 4]`` (w, x, y, z) of its
+        last step's pose: its rows of :meth:`StepResults.world_pose` (one compiled forward
+        kinematics for all the agents of that step, made when first read); before its first
+        step, of the result set on it; ``None`` without either."""
+        at = self.last_step
+        if at is not None:
+            pos, rot = at[0].world_pose()
+            return pos[at[1]], rot[at[1]]
+        r = self._result
+        if r is None:
+            return None
+        pos, rot = forward_kinematics(self._ctrl.db.skeleton.parents, r.rotations[None], r.translations[None])
+        return pos[0], rot[0]
 
     @property
     def searched(self) -> bool:
@@ -176,7 +192,7 @@ class StepResults:
     once, frames, modes, whether each searched and transitioned; each agent's
     :class:`~motionmatch.runtime.controller.FrameResult` is built when read (:meth:`result`)."""
 
-    __slots__ = ("_before", "_choosers", "_ctrls", "contacts", "decided", "frames", "modes", "rotations",
+    __slots__ = ("_before", "_choosers", "_ctrls", "_world", "contacts", "decided", "frames", "modes", "rotations",
                  "translations", "wants")
 
     def __init__(self, wants: WantRows, ctrls: list[Controller], choosers: list, decided: list[tuple[bool, bool]],
@@ -193,6 +209,17 @@ class StepResults:
         self.modes = st.mode[rows]  # [n] (indices of MODES)
         self.decided = decided  # [(searched, transitioned)] per row
         self._ctrls, self._choosers, self._before = ctrls, choosers, before
+        self._world: tuple[np.ndarray, np.ndarray] | None = None
+
+    def world_pose(self) -> tuple[np.ndarray, np.ndarray]:
+        """World joint positions ``[n, J, 3]`` (m) and rotations ``[n, J, 4]`` (w, x, y, z)
+        of the rows' poses: one compiled forward kinematics for all of them, made when
+        first read (what a viewer draws; read-only)."""
+        if self._world is None:
+            pos, rot = forward_kinematics(self._ctrls[0].db.skeleton.parents, self.rotations, self.translations)
+            pos.flags.writeable = rot.flags.writeable = False
+            self._world = pos, rot
+        return self._world
 
     def desired(self, k: int) -> PredictedTrajectory | None:
         """The desired trajectory of row ``k``'s last search (its controller's, read while

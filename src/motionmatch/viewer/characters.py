@@ -16,7 +16,6 @@ from __future__ import annotations
 import math
 from collections import deque
 
-import numba
 import numpy as np
 
 from motionmatch.anim import Motion, quat
@@ -29,57 +28,7 @@ from motionmatch.runtime.controller import Controller, ControllerSettings, Frame
 from motionmatch.runtime.inputs import IdleInput, KeyboardInput
 from motionmatch.viewer.protocol import CF_CLIP, CF_FOLLOWING, CF_SEARCHED, CF_TRANSITIONED, CharacterPose, pose_scale
 
-__all__ = ["ClipCharacter", "MMCharacter", "Recorder", "recorded_motion", "skeleton_info", "world_pose",
-           "world_positions"]
-
-
-# ----------------------------------------------------------------------------- kinematics
-@numba.njit(cache=True, nogil=True)
-def _world_pose(parents, rot, pos, out, wr):  # pragma: no cover - compiled
-    """World positions ``out [J, 3]`` and rotations ``wr [J, 4]`` of a pose whose joint 0
-    transform is already world."""
-    J = parents.shape[0]
-    for c in range(4):  # (element by element: a row assignment compiles a shape check)
-        wr[0, c] = rot[0, c]
-    for c in range(3):
-        out[0, c] = pos[0, c]
-    for j in range(1, J):
-        p = parents[j]
-        aw, ax, ay, az = wr[p, 0], wr[p, 1], wr[p, 2], wr[p, 3]
-        bw, bx, by, bz = rot[j, 0], rot[j, 1], rot[j, 2], rot[j, 3]
-        wr[j, 0] = aw * bw - ax * bx - ay * by - az * bz
-        wr[j, 1] = aw * bx + ax * bw + ay * bz - az * by
-        wr[j, 2] = aw * by - ax * bz + ay * bw + az * bx
-        wr[j, 3] = aw * bz + ax * by - ay * bx + az * bw
-        vx, vy, vz = pos[j, 0], pos[j, 1], pos[j, 2]
-        # v + 2 w (u x v) + 2 u x (u x v), u = (ax, ay, az)
-        tx = 2.0 * (ay * vz - az * vy)
-        ty = 2.0 * (az * vx - ax * vz)
-        tz = 2.0 * (ax * vy - ay * vx)
-        out[j, 0] = out[p, 0] + vx + aw * tx + (ay * tz - az * ty)
-        out[j, 1] = out[p, 1] + vy + aw * ty + (az * tx - ax * tz)
-        out[j, 2] = out[p, 2] + vz + aw * tz + (ax * ty - ay * tx)
-
-
-def world_pose(parents: np.ndarray, rotations: np.ndarray, translations: np.ndarray,
-               out: np.ndarray | None = None, out_rotations: np.ndarray | None = None
-               ) -> tuple[np.ndarray, np.ndarray]:
-    """``[J, 3]`` world joint positions and ``[J, 4]`` world rotations (w, x, y, z) of a
-    controller pose (joint 0 world, others local)."""
-    J = parents.shape[0]
-    if out is None:
-        out = np.empty((J, 3))
-    if out_rotations is None:
-        out_rotations = np.empty((J, 4))
-    _world_pose(parents, np.ascontiguousarray(rotations, dtype=np.float64),
-                np.ascontiguousarray(translations, dtype=np.float64), out, out_rotations)
-    return out, out_rotations
-
-
-def world_positions(parents: np.ndarray, rotations: np.ndarray, translations: np.ndarray,
-                    out: np.ndarray | None = None) -> np.ndarray:
-    """``[J, 3]`` world joint positions of a controller pose (joint 0 world, others local)."""
-    return world_pose(parents, rotations, translations, out)[0]
+__all__ = ["ClipCharacter", "MMCharacter", "Recorder", "recorded_motion", "skeleton_info"]
 
 
 def skeleton_info(skel: Skeleton, feet: tuple[int, ...], *, ground_root: bool, height: float | None = None,
@@ -334,7 +283,7 @@ class MMCharacter:
         if r is None:
             return
         self.last = r
-        world_pose(self.parents, r.rotations, r.translations, self.positions, self.rotations)
+        self.positions, self.rotations = self.agent.world_pose()  # (views of the step's, read-only)
         f = self.follower
         if f is not None and f.done:
             self.cancel_path("completed" if f.completion_time is not None else "time limit")
