@@ -51,6 +51,7 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
+import numba
 import numpy as np
 
 PROTOCOL_VERSION = 3
@@ -140,17 +141,42 @@ _OTHERS = np.array([[1, 2, 3], [0, 2, 3], [0, 1, 3], [0, 1, 2]])
 
 def encode_rotations(rotations: np.ndarray) -> np.ndarray:
     """``[N, 4]`` unit quaternions (w, x, y, z) as ``[N, 3]`` ``<u2`` words ("smallest
-    three", see the module doc)."""
-    r = np.asarray(rotations, dtype=np.float64).reshape(-1, 4)
-    r = r / np.maximum(np.linalg.norm(r, axis=1, keepdims=True), 1e-12)
-    big = np.argmax(np.abs(r), axis=1)
-    rows = np.arange(len(r))
-    sign = np.where(r[rows, big] < 0.0, -1.0, 1.0)
-    small = r[rows[:, None], _OTHERS[big]] * sign[:, None]
-    u = np.clip(np.rint((small / _ROT_RANGE + 1.0) * (0.5 * _I16)), 0, _I16).astype(np.uint16)
-    u[:, 0] |= ((big & 1) << 15).astype(np.uint16)
-    u[:, 1] |= ((big >> 1) << 15).astype(np.uint16)
-    return u.astype("<u2")
+    three", see the module doc): one compiled pass."""
+    r = np.ascontiguousarray(rotations, dtype=np.float64).reshape(-1, 4)
+    out = np.empty((len(r), 3), dtype="<u2")
+    _encode_rotations(r, out)
+    return out
+
+
+@numba.njit(cache=True, nogil=True)
+def _encode_rotations(r, out):  # pragma: no cover - compiled
+    """Each row of ``r [N, 4]`` normalised, its largest component's sign made positive and
+    the other three quantised into ``out [N, 3]`` (uint16), the largest's index in the top
+    bits of the first two words."""
+    half = 0.5 * _I16
+    for n in range(r.shape[0]):
+        w, x, y, z = r[n, 0], r[n, 1], r[n, 2], r[n, 3]
+        norm = max(np.sqrt(((w * w + x * x) + y * y) + z * z), 1e-12)
+        q0, q1, q2, q3 = w / norm, x / norm, y / norm, z / norm
+        big = 0
+        top = abs(q0)
+        if abs(q1) > top:
+            big, top = 1, abs(q1)
+        if abs(q2) > top:
+            big, top = 2, abs(q2)
+        if abs(q3) > top:
+            big = 3
+        q = (q0, q1, q2, q3)
+        sign = -1.0 if q[big] < 0.0 else 1.0
+        k = 0
+        for c in range(4):
+            if c == big:
+                continue
+            v = np.rint((q[c] * sign / _ROT_RANGE + 1.0) * half)
+            out[n, k] = np.uint16(min(max(v, 0.0), float(_I16)))
+            k += 1
+        out[n, 0] |= np.uint16((big & 1) << 15)
+        out[n, 1] |= np.uint16((big >> 1) << 15)
 
 
 def decode_rotations(words: np.ndarray) -> np.ndarray:
