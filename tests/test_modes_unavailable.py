@@ -39,9 +39,9 @@ def test_idle_holds_a_pose_and_every_mode_says_why(walk_db, tmp_path):
     script = tmp_path / "s.json"
     script.write_text(json.dumps({"duration": 7.0, "events": [
         {"t": 0.0, "keys": ["w"]}, {"t": 2.0, "keys": []}, {"t": 4.0, "keys": ["j"]}, {"t": 4.5, "keys": ["p"]},
-        {"t": 5.0, "keys": ["c"]}, {"t": 5.5, "keys": ["w"]}]}))
+        {"t": 5.0, "keys": ["c"]}, {"t": 5.2, "keys": ["f"]}, {"t": 5.5, "keys": ["w"]}]}))
     rec, said = _said(run_script, walk_db, load_script(script), ControllerSettings(), fps=60)
-    assert sorted(s.split(":")[0] for s in said) == ["creep", "dance", "idle", "jump"]  # each once
+    assert sorted(s.split(":")[0] for s in said) == ["creep", "dance", "idle", "jump", "punch"]  # each once
     assert all("\n" not in s and "this database has no" in s for s in said)
     root = rec.motion.world_positions[:, 0, [0, 2]]
     speed = np.linalg.norm(np.diff(root, axis=0), axis=1) * 60

@@ -406,7 +406,7 @@ def test_a_creep_clip_walked_upright_does_not_make_creep_playable():
 
     walk = _lafan1_clip("obstacles1_subject1", slice(0, 1200), ("walk", "creep"))  # walks, jogs, jumps
     modes = database_modes(MotionDatabase.build([walk]))
-    assert set(modes) == {"idle", "locomotion", "jump", "dance", "creep"}
+    assert set(modes) == {"idle", "locomotion", "jump", "dance", "creep", "punch"}
     assert modes["locomotion"]["available"] and modes["locomotion"]["reason"] is None
     assert not modes["creep"]["available"] and "no crawling clip" in modes["creep"]["reason"]
     assert "upright" in modes["creep"]["reason"] and modes["creep"]["seconds"] == 0.0

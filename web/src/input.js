@@ -13,7 +13,7 @@ export const KEY_CODES = {
   KeyW: 'w', KeyA: 'a', KeyS: 's', KeyD: 'd',
   ShiftLeft: 'shift', ShiftRight: 'shift',
   ArrowUp: 'up', ArrowDown: 'down',
-  KeyJ: 'j', Space: 'j', KeyP: 'p', KeyC: 'c',
+  KeyJ: 'j', Space: 'j', KeyP: 'p', KeyC: 'c', KeyF: 'f',
 };
 
 /** Input types that take typed text: keys pressed there are the field's. */

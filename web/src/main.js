@@ -372,7 +372,7 @@ panel.append(section('Record', false,
 
 // help
 const KEY_HELP = [['W A S D', 'move (relative to the camera)'], ['Shift', 'sprint'], ['↑ ↓', 'target speed'],
-  ['J / Space', 'jump', 'jump'], ['P', 'dance', 'dance'], ['C', 'creep', 'creep'], ['Delete', 'remove the selected obstacle']];
+  ['J / Space', 'jump', 'jump'], ['P', 'dance', 'dance'], ['C', 'creep', 'creep'], ['F', 'punch', 'punch'], ['Delete', 'remove the selected obstacle']];
 const keysEl = h('div', { class: 'keys' });
 panel.append(section('Keys', false, keysEl, h('div', {
   class: 'note',

@@ -11,7 +11,7 @@ export const CF_TRANSITIONED = 2;
 export const CF_SELECTED = 4;
 export const CF_FOLLOWING = 8;
 export const CF_CLIP = 16;
-export const MODES = ['idle', 'locomotion', 'jump', 'dance', 'creep', 'clip', 'follow', 'agent'];
+export const MODES = ['idle', 'locomotion', 'jump', 'dance', 'creep', 'clip', 'follow', 'agent', 'punch'];
 
 const FRAME_HEADER = 20;
 const CHAR_HEADER = 32;

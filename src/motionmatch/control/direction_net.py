@@ -137,7 +137,7 @@ def tracks_from_database(db, tags: str | None = "!dance & !creep & !jump", *, ho
     allowed = None
     if tags:
         try:
-            m = db.mask(tags)
+            m = db.mask(tags, strict=False)  # (a tag the data lacks: no clip has it)
             allowed = np.bincount(db.frame_clip[m], minlength=len(db.clip_names)) > 0
         except Exception:
             allowed = None

@@ -20,7 +20,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 GAITS = ("idle", "walk", "run", "sprint")
-ACTIONS = frozenset({"jump", "creep", "dance", "stop"})
+ACTIONS = frozenset({"jump", "creep", "dance", "punch", "stop"})
 
 #: Planar speeds below this (m/s) count as standing still.
 STILL_SPEED = 0.05
@@ -108,7 +108,7 @@ class Intent:
             ``None`` to face the direction of travel. Setting it while moving another
             way is strafing.
         gait: ``"idle" | "walk" | "run" | "sprint"``.
-        actions: a frozenset drawn from ``{"jump", "creep", "dance", "stop"}``; present
+        actions: a frozenset drawn from ``{"jump", "creep", "dance", "punch", "stop"}``; present
             while requested (a controller triggers a one-shot action such as a jump on
             the frame it appears).
     """

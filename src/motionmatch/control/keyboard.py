@@ -9,6 +9,7 @@ Shift           sprint (the gait's sprint speed)
 J (or Space)    jump
 P               dance
 C               creep (at the creep speed)
+F               punch (one on each press)
 ==============  =========================================================
 
 Axis conventions. World: Y up. ``camera_yaw`` (radians) is the heading of the camera's
@@ -37,7 +38,7 @@ import numpy as np
 from motionmatch.control.intent import STILL_SPEED, GaitSpeeds, Intent
 
 #: Canonical key names understood by the mapping.
-KEYS = ("w", "a", "s", "d", "up", "down", "shift", "j", "p", "c")
+KEYS = ("w", "a", "s", "d", "up", "down", "shift", "j", "p", "c", "f")
 
 _ALIASES = {
     "arrowup": "up",
@@ -60,10 +61,10 @@ _ALIASES = {
     "spacebar": "j",
     " ": "j",
 }
-for _k in ("w", "a", "s", "d", "j", "p", "c"):
+for _k in ("w", "a", "s", "d", "j", "p", "c", "f"):
     _ALIASES["key" + _k] = _k  # browser KeyboardEvent.code, e.g. "KeyW"
 
-_ACTION_KEYS = {"j": "jump", "p": "dance", "c": "creep"}
+_ACTION_KEYS = {"j": "jump", "p": "dance", "c": "creep", "f": "punch"}
 
 _MEMO_SIZE = 256  # held-key sets (and their intents) a keyboard remembers
 

@@ -21,7 +21,7 @@ from motionmatch.anim.contacts import foot_contacts
 from motionmatch.anim.mirror import mirror
 from motionmatch.anim.motion import Motion
 from motionmatch.anim.resample import resample
-from motionmatch.anim.root import with_root_bone
+from motionmatch.anim.root import extract_root, with_root_bone
 from motionmatch.anim.skeleton import Skeleton
 from motionmatch.database._normalise import column_mean_std, normalized
 from motionmatch.database.features import clip_features, resolve_joint
@@ -66,17 +66,35 @@ def _hash_motion(h, m: Motion) -> None:
     h.update(np.ascontiguousarray(m.translations).tobytes())
 
 
-def prepare_clips(motion: Motion, fps: float, mirror_copies: bool) -> list[Motion]:
+def prepare_clips(motion: Motion, fps: float, mirror_copies: bool, *, use_root_bone: bool = True) -> list[Motion]:
     """The database clips made from one source clip: resampled to ``fps``, its mirrored
-    copy (tagged ``mirrored``) if asked, each with a canonical root bone; clips under two
-    frames are left out."""
+    copy (tagged ``mirrored``) if asked, each with a canonical root bone (the file's own
+    root bone re-oriented where it carries one and ``use_root_bone``, else a new one above
+    it); clips under two frames are left out."""
     base = motion if abs(motion.fps - fps) < 1e-9 else resample(motion, fps)
     variants = [base]
     if mirror_copies:
         mm = mirror(base)
         mm.tags = (*base.tags, "mirrored")
         variants.append(mm)
-    return [with_root_bone(v) for v in variants if v.num_frames >= 2]
+    return [with_root_bone(v, extract_root(v, use_existing=use_root_bone)) for v in variants if v.num_frames >= 2]
+
+
+def _one_root_per_rig(motions: list[Motion], clips: list[list[Motion]], fps: float, mirror_copies: bool) -> None:
+    """Where the clips of one rig disagree on its root (a file's root bone found in some
+    takes, e.g. walking, but not in others, e.g. punching on the spot, which then got a
+    new root above it), make that rig's clips again each with a new root (in place), so
+    that they share one skeleton."""
+    def rig(m: Motion) -> tuple:
+        return m.skeleton.names, m.skeleton.parents.tobytes()
+
+    groups: dict[tuple, list[int]] = {}
+    for i, m in enumerate(motions):
+        groups.setdefault(rig(m), []).append(i)
+    for idx in groups.values():
+        if len({rig(c) for i in idx for c in clips[i]}) > 1:
+            for i in idx:
+                clips[i] = prepare_clips(motions[i], fps, mirror_copies, use_root_bone=False)
 
 
 @dataclass(frozen=True)
@@ -215,9 +233,10 @@ class MotionDatabase:
         if not motions:
             raise DatabaseError("no motions to build a database from")
         digest = input_hash(motions, fps, mirror_copies, schema)
-        clips: list[Motion] = []
-        for m in tqdm(motions, desc="preparing clips", unit="clip", disable=not progress):
-            clips.extend(prepare_clips(m, fps, mirror_copies))
+        per_motion = [prepare_clips(m, fps, mirror_copies)
+                      for m in tqdm(motions, desc="preparing clips", unit="clip", disable=not progress)]
+        _one_root_per_rig(motions, per_motion, fps, mirror_copies)
+        clips: list[Motion] = [c for cs in per_motion for c in cs]
         if not clips:
             shown = ", ".join(f"{m.source or m.name or '<motion>'!s} ({m.num_frames} frame{'s' * (m.num_frames != 1)})"
                               for m in motions[:3]) + (", ..." if len(motions) > 3 else "")
@@ -337,11 +356,12 @@ class MotionDatabase:
     def tags(self) -> list[str]:
         return sorted({t.lower() for ts in self.clip_tags for t in ts})
 
-    def mask(self, tags: str | None = None) -> np.ndarray:
-        """``[N]`` frames a search may return: valid, and matching the tag query if given."""
+    def mask(self, tags: str | None = None, *, strict: bool = True) -> np.ndarray:
+        """``[N]`` frames a search may return: valid, and matching the tag query if given
+        (``strict=False``: a tag the data lacks is a tag no clip has, not an error)."""
         if tags is None or tags.strip() in ("", "*"):
             return self.valid.copy()
-        return self.valid & tag_mask(tags, self.clip_tags, self.frame_clip)
+        return self.valid & tag_mask(tags, self.clip_tags, self.frame_clip, strict=strict)
 
     def clip_of(self, frame: int) -> int:
         return int(self.frame_clip[frame])

@@ -35,7 +35,7 @@ def _tokenize(text: str) -> list[str]:
 
 
 def tag_mask(query: str, clip_tags: Sequence[Sequence[str]], frame_clip: np.ndarray, *,
-             known: set[str] | None = None) -> np.ndarray:
+             known: set[str] | None = None, strict: bool = True) -> np.ndarray:
     """Frames ``[N]`` bool whose clip's tags satisfy ``query``.
 
     Args:
@@ -43,6 +43,9 @@ def tag_mask(query: str, clip_tags: Sequence[Sequence[str]], frame_clip: np.ndar
         clip_tags: tags of each clip.
         frame_clip: ``[N]`` clip index of each frame.
         known: all tags of the database; a tag outside it is an error (typo protection).
+        strict: ``False``: a tag outside ``known`` is no error but a tag no clip has (so
+            the engine's own queries, e.g. ``!dance & !punch``, mean the same on data
+            without some of their tags).
     """
     tokens = _tokenize(query)
     if not tokens:
@@ -92,6 +95,8 @@ def tag_mask(query: str, clip_tags: Sequence[Sequence[str]], frame_clip: np.ndar
         if t in (")", "|", "&"):
             raise TagQueryError(f"tag query {query!r}: unexpected {t!r}")
         if t not in known:
+            if not strict:
+                return np.zeros(len(sets), dtype=bool)
             raise TagQueryError(f"tag query {query!r}: unknown tag {t!r}; known tags: {', '.join(sorted(known))}")
         return np.array([t in s for s in sets], dtype=bool)
 

@@ -29,7 +29,7 @@ from motionmatch.search.penalized import gather_with_agents
 NO_OFFSETS, QUINTIC, SPRING = 0, 1, 2
 
 #: ``ControllerRows.mode``: a controller's mode (its ``mode`` names it)
-MODES = ("locomotion", "idle", "dance", "jump", "creep")
+MODES = ("locomotion", "idle", "dance", "jump", "creep", "punch")
 LOCOMOTION = 0
 
 #: ``ControllerRows.last_kind``: what a controller's last intent was: none yet; a plain

@@ -20,9 +20,12 @@ that an environment-aware chooser keeps searching to see obstacles and the chara
 steps aside when one is near; with a desired trajectory given, matching continues with a
 standing query; without such a stretch the character holds its pose: the stillest match
 on entering idle, not played on, said once as a :class:`~motionmatch.errors.ModeWarning`);
-a mode the database cannot play (no jump, dance or crawl in it) is said once the same way
-(:attr:`Controller.refused`), whatever input asked for it; ``dance`` (a frame of a
-``dance`` clip is matched, the clip plays to its end, then matching again);
+a mode the database cannot play (no jump, dance, punch or crawl in it) is said once the
+same way (:attr:`Controller.refused`), whatever input asked for it; ``dance`` (a frame of a
+``dance`` clip is matched, the clip plays to its end, then matching again); ``punch`` (on
+each press, a frame of a ``punch`` clip shortly before one of its strikes is matched,
+:func:`~motionmatch.runtime.modes.punch_strikes`, and played through the strike and
+``punch_recoil`` seconds after it, then locomotion again);
 ``jump`` (a search over the take-offs of the jumps found in the data, i.e. frames
 shortly before both feet leave the ground for > 0.11 s, or over ``jump``-tagged clips if
 there are none, with 3D trajectory features; where the data's jumps allow it, the query's
@@ -200,7 +203,7 @@ class Controller(QueryBuilding, Searching):
 
     @property
     def mode(self) -> str:
-        """The controller's mode: ``"locomotion"``, ``"idle"``, ``"dance"``, ``"jump"`` or ``"creep"``."""
+        """The controller's mode: ``"locomotion"``, ``"idle"``, ``"dance"``, ``"jump"``, ``"creep"`` or ``"punch"``."""
         return MODES[self._batch.state.mode[self._row]]
 
     @mode.setter
@@ -272,11 +275,12 @@ class Controller(QueryBuilding, Searching):
 
     # ----------------------------------------------------------------- setup
     def mask(self, tags: str | None) -> np.ndarray:
-        """Valid frames matching a tag query (cached; unknown tags give all valid frames)."""
+        """Valid frames matching a tag query (cached; a tag the data lacks is a tag no clip
+        has; a query that cannot be read, or that no frame matches, gives all valid frames)."""
         key = tags or "*"
         if key not in self._masks:
             try:
-                m = self.db.mask(tags)
+                m = self.db.mask(tags, strict=False)
             except TagQueryError:
                 m = self.db.valid.copy()
             if not m.any():
@@ -465,12 +469,13 @@ class Controller(QueryBuilding, Searching):
         entering it forces a search."""
         acts = intent.actions
         new = acts - last_actions
-        if self.mode == "jump" and self.time < self._mode_until:
-            return "jump", False
-        for mode, asked in (("jump", "jump" in new), ("dance", "dance" in acts), ("creep", "creep" in acts)):
+        if self.mode in ("jump", "punch") and self.time < self._mode_until:
+            return self.mode, False
+        for mode, asked in (("jump", "jump" in new), ("punch", "punch" in new), ("dance", "dance" in acts),
+                            ("creep", "creep" in acts)):
             if asked:
                 if self._has(mode):
-                    return mode, mode == "jump" or self.mode != mode
+                    return mode, mode in ("jump", "punch") or self.mode != mode
                 refuse_mode(self.refused, mode, self._shared["modes_said"])  # said once, whichever input asked
         if intent.speed > 1e-3:
             moving = True
@@ -482,7 +487,7 @@ class Controller(QueryBuilding, Searching):
                 refuse_mode(self.refused, "idle", self._shared["modes_said"])
             return "idle", self.mode not in ("idle",)
         # leaving idle (its clip, or a held pose) searches at once (as leaving dance, jump or creep does)
-        return "locomotion", self.mode in ("dance", "jump", "creep", "idle")
+        return "locomotion", self.mode in ("dance", "jump", "creep", "idle", "punch")
 
     def update(self, dt: float, intent: Intent, desired: PredictedTrajectory | None = None,
                force_search: bool = False, root_motion_only: bool = False) -> FrameResult:
@@ -645,8 +650,8 @@ class Controller(QueryBuilding, Searching):
         if adjust:
             self._adjust_root(dt, speed, turn_rate)
         mode, force = self._choose_mode(intent, self._last_actions())
-        if self.mode == "jump" and mode != "jump":
-            force = True  # jump finished: back to locomotion now
+        if self.mode in ("jump", "punch") and mode != self.mode:
+            force = True  # jump or punch finished: back to locomotion now
         self.mode = mode
         if sharp < 0:  # (not known from the compiled stage)
             last = self._last_intent
@@ -671,6 +676,14 @@ class Controller(QueryBuilding, Searching):
                     lead = (crouch - self.frame) / self.db.fps if crouch >= 0 else 0.0
                     self._jump_start = self.time + lead
                     self._mode_until = self._jump_start + spring.landing_time + self.s.jump_settle
+        elif mode == "punch":
+            if force:  # a frame shortly before a strike; played through the strike and the recoil
+                searched = True
+                tags = "@punch" if "@punch" in self._masks else "punch"
+                transitioned = self._search(Intent.idle(), tags, None, force=True)
+                strike = int(self._shared["strike"][self.frame])
+                end = strike + round(self.s.punch_recoil * self.db.fps) if strike >= 0 else self.db.clip_end(self.frame)
+                self._mode_until = self.time + (min(end, self.db.clip_end(self.frame)) - self.frame_pos) / self.db.fps
         elif mode == "dance":
             if force or at_end:
                 searched = True

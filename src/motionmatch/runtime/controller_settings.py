@@ -32,9 +32,10 @@ class ControllerSettings:
     foot_lock_in_time: float = 0.1     # fade-in of a new lock (no pop when the foot still moves)
     jump_duration: float = 1.2         # a jump's length without a vertical spring fitted to the data
     jump_settle: float = 0.3           # with one: how long the jump lasts after the spring lands
+    punch_recoil: float = 0.6          # a punch plays on this long after its strike (the arm drawn back)
     vertical_spring: bool = True       # the paper's vertical spring where the data allows it (False: the ablation)
     adjust_halflife: float = 0.2       # root adjustment toward the simulated root (0: off)
     adjust_max_ratio: float = 0.5      # ... at most this fraction of the root motion's own speed, plus
     adjust_min_speed: float = 0.2      # ... this much (m/s), and as much turning (rad/s * 2)
     sim_max_distance: float = 0.5      # the simulated root stays within this distance of the character
-    locomotion_tags: str = "!dance & !creep & !jump"
+    locomotion_tags: str = "!dance & !creep & !jump & !punch"

@@ -83,7 +83,7 @@ def default_v_max(db: MotionDatabase, tags: str | None = "!dance & !creep & !jum
     speed over the trajectory horizon (distance to the furthest future position / its
     time) over the searchable frames that ``tags`` admits (all valid frames if none)."""
     try:
-        m = db.mask(tags)
+        m = db.mask(tags, strict=False)  # (a tag the data lacks: no clip has it)
     except Exception:
         m = db.valid.copy()
     if m.sum() < 30:
@@ -107,7 +107,7 @@ def _root_accelerations(db: MotionDatabase, tags: str | None, window: float, min
     either side, within one clip) over the frames ``tags`` admits that move at
     ``min_speed`` m/s or more; ``None`` when fewer than 30 frames move so."""
     try:
-        m = db.mask(tags)
+        m = db.mask(tags, strict=False)  # (a tag the data lacks: no clip has it)
     except Exception:
         m = db.valid.copy()
     h = max(1, round(window * db.fps))

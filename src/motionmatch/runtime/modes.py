@@ -90,6 +90,53 @@ def takeoff_mask(db: MotionDatabase, lead_s: tuple[float, float] = (0.1, 0.45)) 
     return out & db.valid
 
 
+def punch_strikes(db: MotionDatabase, lead_s: tuple[float, float] = (0.15, 0.5), apart_s: float = 0.4
+                  ) -> tuple[np.ndarray, np.ndarray]:
+    """Where a punch search should land and when its punch lands: ``([N]`` bool, valid
+    frames of ``punch`` clips ``lead_s`` seconds before a strike, ``[N]`` int64 the frame
+    of the next strike in the same clip, -1 where none follows``)``.
+
+    A strike is a moment where a hand reaches furthest from the chest on the ground plane:
+    a local maximum of the farther hand's reach, at least 1.5 times the clip's median reach
+    and 15 cm beyond it, ``apart_s`` seconds from a stronger one (a clip of five punches
+    has five strikes). Hands and chest are the skeleton's humanoid roles; a rig without
+    them, or data without ``punch`` clips, has none."""
+    from motionmatch.anim.humanoid import HumanoidError, find_humanoid
+    from motionmatch.anim.kinematics import forward_kinematics
+
+    land = np.zeros(db.num_frames, dtype=bool)
+    nxt = np.full(db.num_frames, -1, dtype=np.int64)
+    if "punch" not in db.tags:
+        return land, nxt
+    try:
+        roles = find_humanoid(db.skeleton)
+    except HumanoidError:
+        return land, nxt
+    hands = [j for j in (roles.get("left_hand"), roles.get("right_hand")) if j is not None]
+    centre = roles.get("chest") or roles.get("spine") or roles.hips
+    if not hands:
+        return land, nxt
+    lo, hi = (round(x * db.fps) for x in lead_s)
+    apart = max(1, round(apart_s * db.fps))
+    for c in np.flatnonzero(np.bincount(db.frame_clip[db.mask("punch")], minlength=len(db.clip_names))):
+        a, b = int(db.clip_starts[c]), int(db.clip_stops[c])
+        wp, _ = forward_kinematics(db.skeleton.parents, db.rotations[a:b].astype(np.float64),
+                                   db.translations[a:b].astype(np.float64))
+        reach = np.max([np.linalg.norm((wp[:, h] - wp[:, centre])[:, [0, 2]], axis=1) for h in hands], axis=0)
+        med = float(np.median(reach))
+        strong = reach >= max(1.5 * med, med + 0.15)
+        strikes = []
+        for f in np.argsort(-reach):  # strongest first; each keeps its neighbourhood
+            if not strong[f]:
+                break
+            if all(abs(int(f) - g) >= apart for g in strikes):
+                strikes.append(int(f))
+        for f in sorted(strikes, reverse=True):
+            nxt[a: a + f + 1] = a + f
+            land[max(a, a + f - hi): max(a, a + f - lo + 1)] = True
+    return land & db.valid, nxt
+
+
 @dataclass
 class VerticalTargets:
     """Raw vertical feature values to ask for when jumping and creeping (3D schemas)."""
@@ -136,6 +183,7 @@ UNAVAILABLE = {
     "jump": "this database has no jump (no flight phase, no clip tagged jump); the character goes on as it was",
     "dance": "this database has no dance clip (none is tagged dance); the character goes on as it was",
     "creep": "this database has no crawling clip (none is tagged creep); the character goes on as it was",
+    "punch": "this database has no punch (no clip tagged punch); the character goes on as it was",
     "idle": "this database has no standing clip (no second of standing still); the character holds its pose",
 }
 
@@ -224,8 +272,8 @@ def idle_clip(db: MotionDatabase, tags: str | None = None, seconds: float = 4.0,
     if not db.valid.any():
         return None
     try:
-        admitted = db.mask(tags)
-    except TagQueryError:  # a tag the data lacks: every clip (as the controller's searches)
+        admitted = db.mask(tags, strict=False)  # (a tag the data lacks: no clip has it)
+    except TagQueryError:  # not a query: every clip (as the controller's searches)
         admitted = db.valid
     clips = np.bincount(db.frame_clip[admitted], minlength=len(db.clip_names)) > 0
     allowed = clips[db.frame_clip]  # every frame of the clips the tags admit, their last second included

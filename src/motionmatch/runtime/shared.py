@@ -12,6 +12,7 @@ from motionmatch.runtime.batch import database_arrays
 from motionmatch.runtime.modes import (
     gait_speeds_from_database,
     jump_spring,
+    punch_strikes,
     takeoff_crouch,
     takeoff_mask,
     vertical_columns,
@@ -42,7 +43,11 @@ def database_shared(db: MotionDatabase) -> dict:
     if takeoff.sum() > 10:  # jumps found in the data (flight phases): search their take-offs
         takeoff.setflags(write=False)
         masks["@takeoff"] = takeoff
-    sh = {"features": db.features, "gaits": gait_speeds_from_database(db), "vcols": vcols,
+    punch, strike = punch_strikes(db)
+    if punch.any():  # punches found in the data: search shortly before their strikes
+        punch.setflags(write=False)
+        masks["@punch"] = punch
+    sh = {"features": db.features, "strike": strike, "gaits": gait_speeds_from_database(db), "vcols": vcols,
           "vtargets": vertical_targets(db), "view_weights": {"planar": planar, "full": None}, "masks": masks,
           "searchers": {}, "root_pos": arrays.track_pos, "root_yaw": arrays.track_yaw, "start_frames": {},
           "idle": {}, "modes_said": set(), "jump_spring": jump_spring(db) if "@takeoff" in masks else None,

@@ -1,4 +1,4 @@
-"""What a database lets a viewer character do: each mode (walk, jump, dance, creep, idle)
+"""What a database lets a viewer character do: each mode (walk, jump, dance, creep, punch, idle)
 playable or not, and why not (:func:`database_modes`, computed once per database), and
 the keys that ask for a mode."""
 
@@ -11,7 +11,7 @@ import numpy as np
 __all__ = ["MODE_KEYS", "MODE_MIN_SECONDS", "database_modes"]
 
 #: The keys that ask for a mode (canonical key name -> mode), as the controller reads them.
-MODE_KEYS = {"j": "jump", "p": "dance", "c": "creep"}
+MODE_KEYS = {"j": "jump", "p": "dance", "c": "creep", "f": "punch"}
 
 #: Seconds of matching frames a database needs for a mode to count as playable.
 MODE_MIN_SECONDS = 0.5
@@ -41,8 +41,8 @@ def database_modes(db) -> dict[str, dict]:
     """Which modes the database can play, as the page shows them: ``{mode: {"available",
     "reason" (one line, None when available), "seconds" (of frames for it)}}``.
 
-    The controller enters ``jump``, ``dance`` and ``creep`` only with frames for them (the
-    take-offs it finds or ``jump`` clips; ``dance`` clips; ``creep`` clips, see
+    The controller enters ``jump``, ``dance``, ``punch`` and ``creep`` only with frames for
+    them (the take-offs it finds or ``jump`` clips; ``dance`` clips; ``punch`` clips; ``creep`` clips, see
     :mod:`motionmatch.runtime.controller`); a ``creep`` clip counts only where the hips
     are low (below 60% of their median height: crawling, not walking upright, as
     :func:`motionmatch.runtime.modes.vertical_targets` asks for), else C would show
@@ -63,6 +63,7 @@ def database_modes(db) -> dict[str, dict]:
     if jumps.sum() <= 10:  # no flight phases found: the controller searches jump clips
         jumps = _tag_frames(db, "jump")
     dance = _tag_frames(db, "dance")
+    punch = _tag_frames(db, "punch")
     standing = speed < 0.2
     moving = speed > 0.5
     if not creep_tagged.any():
@@ -76,6 +77,7 @@ def database_modes(db) -> dict[str, dict]:
         "jump": _mode(jumps.any(), "this database has no jump (no flight phase, no jump clip)", jumps, db),
         "dance": _mode(_seconds(db, dance) >= need, "this database has no dance clip", dance, db),
         "creep": _mode(_seconds(db, crawling) >= need, creep_reason, crawling, db),
+        "punch": _mode(_seconds(db, punch) >= need, "this database has no punch (no clip tagged punch)", punch, db),
     }
     _MODES_CACHE[db] = modes
     return modes

@@ -70,7 +70,7 @@ CF_FOLLOWING = 8
 CF_CLIP = 16
 
 #: Mode names by code (``mode`` byte of a character block).
-MODES = ("idle", "locomotion", "jump", "dance", "creep", "clip", "follow", "agent")
+MODES = ("idle", "locomotion", "jump", "dance", "creep", "clip", "follow", "agent", "punch")
 MODE_CODES = {m: i for i, m in enumerate(MODES)}
 
 FRAME_HEADER = struct.Struct("<BBHIfHHHH")

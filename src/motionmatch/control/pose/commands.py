@@ -13,7 +13,7 @@ jump            the ``jump`` action, keeping the last locomotion velocity for up
                 ``jump_repeat_s`` while the command lasts
 dance           standing, with the ``dance`` action (like P)
 stand_still     standing (no input)
-punch           standing (the core has no punch action yet; see ``actions``)
+punch           standing, with the ``punch`` action (like F): one punch per command
 ==============  =================================================================
 
 "Forward" is toward the performer's camera and "left" the performer's left; they map
@@ -95,9 +95,9 @@ class CommandMapper:
                 acts = set()  # one update without the action re-arms the controller's trigger
                 command = "jump-rearm"
             intent = Intent(v, None, gait, frozenset(acts) | extra)
-        elif command == "dance":
-            intent = Intent.idle(frozenset({"dance"}) | extra)
-        else:  # stand_still, punch, or nothing yet
+        elif command in ("dance", "punch"):
+            intent = Intent.idle(frozenset({command}) | extra)
+        else:  # stand_still, or nothing yet
             intent = Intent.idle(extra)
         self._prev = command
         return intent
