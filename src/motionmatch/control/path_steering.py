@@ -222,9 +222,18 @@ class Drawing:
 
     def point_at(self, s: ArrayLike) -> np.ndarray:
         """``[..., 2]`` points of the route at arc lengths ``s`` (m, clamped to it)."""
-        s = np.asarray(s, dtype=np.float64)
-        a = self.route_arc
-        return np.stack([np.interp(s, a, self.route[:, 0]), np.interp(s, a, self.route[:, 1])], axis=-1)
+        a, r = self.route_arc, self.route
+        if np.ndim(s) == 0:  # (one point, every step: plain floats)
+            sv = min(max(float(s), 0.0), float(a[-1]))
+            k = min(max(int(np.searchsorted(a, sv, side="right")) - 1, 0), len(a) - 2)
+            a0, a1 = float(a[k]), float(a[k + 1])
+            return r[k] + (r[k + 1] - r[k]) * ((sv - a0) / (a1 - a0) if a1 > a0 else 0.0)
+        s = np.clip(np.asarray(s, dtype=np.float64), 0.0, a[-1])
+        # (a binary search per point: np.interp reads the whole route on every call)
+        k = np.clip(np.searchsorted(a, s, side="right") - 1, 0, len(a) - 2)
+        seg = a[k + 1] - a[k]
+        t = np.where(seg > 0.0, (s - a[k]) / np.maximum(seg, 1e-12), 0.0)
+        return r[k] + (r[k + 1] - r[k]) * t[..., None]
 
 
 class Steer(NamedTuple):
