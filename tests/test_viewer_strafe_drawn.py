@@ -132,3 +132,25 @@ def test_the_drawn_mode_walks_to_the_nearest_point_and_along_the_drawing(page):
     page.wait_for_function("() => !Object.keys(window.__mm.state.pathInfo).length", timeout=5000)
     time.sleep(1.0)
     page.keyboard.up("s")
+
+
+def test_a_closed_drawing_is_gone_round_again(page):
+    start = root(page)
+    sx, sz = start[0], start[2]
+    cx, cz, r = sx, sz + 2.4, 1.3  # a ring ahead, begun on its far side; its nearest point (sx, sz + 1.1)
+    ring = [(cx + r * math.sin(a), cz + r * math.cos(a)) for a in (2 * math.pi * k / 24 for k in range(25))]
+    page.select_option("#path-mode", "drawn")
+    draw(page, ring, seconds=2.0)
+    info = page.wait_for_function("() => Object.values(window.__mm.state.pathInfo)[0]", timeout=10000).json_value()
+    assert info["mode"] == "drawn" and info["closed"] and info["loops"]
+    time.sleep(5.0)
+    shot(page, "drawn_ring_following")
+    seen = {"far": False}
+
+    def round_again():
+        p = root(page)
+        seen["far"] |= p[2] > cz + 0.8  # the far side ...
+        return seen["far"] and math.hypot(p[0] - sx, p[2] - (sz + 1.1)) < 0.6  # ... and back where it joined
+
+    assert wait_until(round_again, timeout=40.0), root(page)
+    assert page.evaluate("() => Object.keys(window.__mm.state.pathInfo).length") == 1  # still going round
