@@ -284,7 +284,7 @@ def _xz(text: str) -> tuple[float, float]:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    f = sub.add_parser("follow", help="make a character follow a drawn, timed path (LHMM)",
+    f = sub.add_parser("follow", help="make a character follow a drawn, timed path (LHMM), or a drawing (\"control\": \"drawn\")",
                        description=FOLLOW_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
     f.add_argument("--db", required=True, metavar="DB.npz", help="database built with 'motionmatch build'")
     f.add_argument("--path", required=True, action="append", metavar="PATH.json",

@@ -296,7 +296,7 @@ class MMCharacter:
             "id": self.id, "mode": "drawn", "points": np.round(pts, 3).tolist(),
             "speeds": [round(speed, 2)] * len(pts), "v_max": round(speed, 2),
             "duration": round(d.length / speed, 2), "length": round(d.length, 2),
-            "closed": d.closed, "loops": d.loops, "entry": None,
+            "closed": d.closed, "loops": d.loops,
         }
         return self.follow_info
 
