@@ -13,7 +13,7 @@ Prints, from a mirrored database of ``$MOTIONMATCH_DATA/lafan1-60fps``:
 * drawn-trajectory control: a straight 40 m drawing walked and run (the speed while
   following, against the database's walk and run speeds, and its variation per second),
   an open drawing begun 4 m aside (where the character first reached it against its
-  nearest point), and the shipped closed drawing ``paths/drawn_loop.json`` (distance to
+  nearest point), and the shipped closed drawing ``paths/drawn/loop.json`` (distance to
   the drawing, rounds).
 """
 
@@ -106,7 +106,7 @@ def main() -> int:
         target = g.run if run else g.walk
         rows.append(f"| straight 40 m, {'run' if run else 'walk'} | {r['speed_mps']:.3f} m/s (target {target:.3f}) | "
                     f"cv {r['speed_cv']:.3f} | mean distance {r['mean_distance_m']:.3f} m |")
-    for name in ("drawn_open", "drawn_loop"):
+    for name in ("drawn/open", "drawn/loop"):
         f = load_drawing(REPO / "paths" / f"{name}.json")
         rec, src = run_drawing(db, f, fps=args.fps)
         r = drawn_report(rec, src, args.fps)

@@ -112,13 +112,13 @@ def test_steer_settings_refuse_bad_values():
 
 # ----------------------------------------------------------------------------- files
 def test_the_shipped_drawing_files_read_and_timed_readers_refuse_them():
-    f = load_drawing(REPO / "paths" / "drawn_loop.json")
+    f = load_drawing(REPO / "paths" / "drawn" / "loop.json")
     assert f.drawing.closed and f.drawing.loops and not f.run
-    o = load_drawing(REPO / "paths" / "drawn_open.json")
+    o = load_drawing(REPO / "paths" / "drawn" / "open.json")
     assert not o.drawing.loops and abs(o.seconds([0, 0], 1.0) - (1.25 * (o.drawing.nearest([0, 0])[1]
                                                                         + o.drawing.length) + 3.0)) < 1e-9
     with pytest.raises(PathError, match='"control" is \'drawn\''):
-        load_path(REPO / "paths" / "drawn_loop.json")
+        load_path(REPO / "paths" / "drawn" / "loop.json")
 
 
 @pytest.mark.parametrize("change, message", [
@@ -260,7 +260,7 @@ def test_motionmatch_follow_plays_a_drawn_file_and_reports_it(lafan, tmp_path, c
 
     db = lafan.save(tmp_path / "lafan.npz")
     out, report = tmp_path / "drawn.bvh", tmp_path / "drawn.json"
-    assert main(["follow", "--db", str(db), "--path", str(REPO / "paths" / "drawn_open.json"), "-o", str(out),
+    assert main(["follow", "--db", str(db), "--path", str(REPO / "paths" / "drawn" / "open.json"), "-o", str(out),
                  "--report", str(report), "--fps", "30"]) == 0
     r = json.loads(report.read_text())
     assert out.stat().st_size > 0 and r["phase"] == "done" and not r["loops"]
@@ -268,6 +268,6 @@ def test_motionmatch_follow_plays_a_drawn_file_and_reports_it(lafan, tmp_path, c
     assert r["mean_distance_m"] < 0.2 and r["speed_cv"] < 0.2
     # a timed file and a drawn one in one run: refused in one line, nothing written
     out2 = tmp_path / "mixed.bvh"
-    assert main(["follow", "--db", str(db), "--path", str(REPO / "paths" / "drawn_open.json"), "--path",
+    assert main(["follow", "--db", str(db), "--path", str(REPO / "paths" / "drawn" / "open.json"), "--path",
                  str(REPO / "paths" / "circle.json"), "-o", str(out2)]) == 1
     assert "either timed paths or" in capsys.readouterr().err and not out2.exists()
