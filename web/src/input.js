@@ -160,12 +160,14 @@ export class Gamepad {
     const rest = Math.max(Math.hypot(...left), Math.hypot(...right)) <= STICK_DEADZONE;
     const r2 = (v) => v.map((c) => Math.round(c * 100) / 100);
     const now = { left: r2(left), right: r2(right), sprint };
-    const moved = !this.last || now.sprint !== this.last.sprint
+    const yaw = this.view.cameraYaw();
+    // (moved: a stick, the trigger, or the camera turned while a stick is held: camera-relative)
+    const moved = !this.last || now.sprint !== this.last.sprint || Math.abs(yaw - this.last.yaw) > 0.02
       || [...now.left, ...now.right].some((c, i) => Math.abs(c - [...this.last.left, ...this.last.right][i]) > 0.02);
     if (rest && (!this.last || this.last.rest)) return;
     if (!moved && !rest) return;
-    this.last = { ...now, rest };
-    this.conn.post('stick', { ...now, yaw: this.view.cameraYaw() });
+    this.last = { ...now, rest, yaw };
+    this.conn.post('stick', { ...now, yaw });
   }
 }
 
