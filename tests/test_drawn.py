@@ -271,3 +271,26 @@ def test_motionmatch_follow_plays_a_drawn_file_and_reports_it(lafan, tmp_path, c
     assert main(["follow", "--db", str(db), "--path", str(REPO / "paths" / "drawn" / "open.json"), "--path",
                  str(REPO / "paths" / "circle.json"), "-o", str(out2)]) == 1
     assert "either timed paths or" in capsys.readouterr().err and not out2.exists()
+
+
+def test_holding_q_while_following_strafes_along_the_drawing(lafan):
+
+    keys = KeyboardInput(camera_yaw=0.0)
+    keys.set_keys(["q"])  # strafe: face +Z while following a line toward +X
+    src = DrawnPathInput(line(0, 0.3, 12, 0.3, 100), keys=keys, record_phases=True)
+    from motionmatch.runtime.world import World
+
+    world = World(lafan, environment=False, agents_as_obstacles=False, stagger=False, record_poses=False, fps=FPS)
+    agent = world.add_agent("drawn", (0.0, 0.0), (0.0, 1.0))
+    agent.source = src
+    yaws, xs = [], []
+    for i in range(round(8 * FPS)):
+        world.step(0.0 if i == 0 else 1.0 / FPS)
+        yaws.append(agent.ctrl.root_yaw)
+        xs.append(agent.ctrl.root_pos[0])
+    want = src.intent(agent, 8.0, 0.0)
+    assert np.allclose(want.intent.facing, [0, 0, 1]) and np.allclose(want.desired.directions[:, 2], 1.0)
+    off = np.degrees(np.abs(np.angle(np.exp(1j * np.array(yaws[60:])))))  # from +Z, after 2 s
+    assert off.mean() < 20.0, off.mean()  # facing +Z ...
+    # ... while it sidesteps along the line (slower than it walks: 2.7 m in 8 s here; Q does not take over)
+    assert xs[-1] > 2.0 and not src.handed_over

@@ -9,6 +9,10 @@ route (the query's trajectory); the agent's own chooser searches (plain, or pena
 among obstacles), as for the keyboard. It sits beside the timed following of
 :mod:`motionmatch.runtime.follow` (the path paper's LHMM), which keeps a drawing's timing.
 
+Holding Q (the strafe key) while it follows keeps the facing on the camera's forward
+direction, as with the keys (the desired route's facings too): the character sidesteps or
+backs along the drawing.
+
 The keyboard takes over when a movement key (W/A/S/D) is pressed: given the character's
 :class:`~motionmatch.runtime.inputs.KeyboardInput`, the input hands over to it on that step
 (:attr:`DrawnPathInput.handed_over`) and from then on passes its wants on.
@@ -21,6 +25,7 @@ import math
 import numpy as np
 
 from motionmatch.control.intent import GaitSpeeds, Intent
+from motionmatch.control.keyboard import STRAFE_KEY, camera_axes
 from motionmatch.control.path_steering import PHASES, Drawing, DrawingFile, DrawnSteering, SteerSettings
 from motionmatch.control.trajectory import PredictedTrajectory, yaw_rotation
 from motionmatch.runtime.inputs import Agent, InputSource, KeyboardInput, Want
@@ -116,10 +121,15 @@ class DrawnPathInput(InputSource):
         dirs = np.zeros((K, 3))
         dirs[:, 0], dirs[:, 2] = st.directions[:, 0], st.directions[:, 1]
         vel = dirs * st.speeds[:, None]
+        facing = None
+        if keys is not None and STRAFE_KEY in keys.held:  # strafing along the drawing
+            f = camera_axes(keys.keyboard.camera_yaw)[0]
+            facing = (float(f[0]), float(f[2]))
+            dirs = np.repeat(f[None], K, axis=0)
         traj = PredictedTrajectory(self._offsets, pos, vel, dirs, yaw_rotation(dirs))
         vx, vz = float(st.velocity[0]), float(st.velocity[1])
         gait = gaits.gait_for_speed(math.hypot(vx, vz))
-        return Want(Intent.planar(vx, vz, gait), traj)
+        return Want(Intent.planar(vx, vz, gait, facing=facing), traj)
 
 
 def run_drawing(db, file: DrawingFile, *, start=(0.0, 0.0), fps: float = 60.0, progress: bool = False,
