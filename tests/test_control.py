@@ -314,7 +314,7 @@ def test_key_aliases():
     ]:
         assert normalize_key(name) == canon, name
     with pytest.raises(ValueError, match="unknown key"):
-        normalize_key("q")
+        normalize_key("x")
 
 
 def test_keyboard_controller_speed_steps():
@@ -347,9 +347,9 @@ def test_keyboard_repeat_and_strictness():
     kb.update({"up"}, 0.0)  # press: +0.5
     kb.update({"up"}, 0.6)  # held 0.6 s: two repeats
     assert kb.target_speed == pytest.approx(1.4 + 1.5)
-    assert kb.update({"w", "q"}).speed > 0  # unknown keys ignored by default
+    assert kb.update({"w", "x"}).speed > 0  # unknown keys ignored by default
     with pytest.raises(ValueError):
-        KeyboardController(strict=True).update({"q"})
+        KeyboardController(strict=True).update({"x"})
 
 
 def test_stick():
@@ -467,7 +467,7 @@ def test_script_up_key_persists():
         ({"duration": 5.0, "events": [{"t": 6.0, "keys": []}]}, 0, "after the end"),
         ({"duration": 5.0, "events": [{"t": True, "keys": []}]}, 0, '"t"'),
         ({"duration": 5.0, "events": [{"keys": []}]}, 0, '"t"'),
-        ({"duration": 5.0, "events": [{"t": 0.0, "keys": ["w", "q"]}]}, 0, "unknown key 'q'"),
+        ({"duration": 5.0, "events": [{"t": 0.0, "keys": ["w", "x"]}]}, 0, "unknown key 'x'"),
         ({"duration": 5.0, "events": [{"t": 0.0, "keys": "w"}]}, 0, "list"),
         ({"duration": 5.0, "events": [{"t": 0.0}]}, 0, "exactly one"),
         ({"duration": 5.0, "events": [{"t": 0.0, "keys": [], "intent": {}}]}, 0, "exactly one"),

@@ -62,6 +62,10 @@ def test_after_the_warm_up_a_session_compiles_nothing(prepared):
         _ticks(s, 30)
         _send(s, "path", id=s.selected, points=[[0, 0, 0], [2, 1, 3], [4, 0, 6]], mode="local")
         _ticks(s, 40)
+        _send(s, "path", id=s.selected, points=[[0, 0, 0], [2, 1, 3], [4, 0, 6]], mode="drawn")
+        _ticks(s, 30)
+        _send(s, "keys", held=["q", "a"], yaw=0.3)  # strafing
+        _ticks(s, 20)
         _send(s, "obstacle_add", obstacle={"shape": "disk", "center": [0.5, 2.0], "radius": 0.4})
         _send(s, "obstacle_add", obstacle={"shape": "ellipse", "center": [2.0, 3.0], "axes": [0.5, 0.3],
                                            "velocity": [0.0, -0.5]})

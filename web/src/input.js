@@ -1,7 +1,8 @@
 // Input: real key-down/key-up events for the selected character, and the mouse tools
 // (orbit, draw a path, place/drag obstacles, add characters).
 //
-// Where the keys go: W/A/S/D, Shift, J/Space, P, C and the arrows drive the selected
+// Where the keys go: W/A/S/D, Shift, J/Space, P, C, Q (held: strafe, facing where the camera
+// looks) and the arrows drive the selected
 // character whenever the keyboard focus is not in a text field (text, search and number
 // inputs, text areas, selects, editable text). A slider, checkbox, button or panel title
 // does not swallow them; reached with Tab, such a control keeps only its own keys (a
@@ -13,7 +14,7 @@ export const KEY_CODES = {
   KeyW: 'w', KeyA: 'a', KeyS: 's', KeyD: 'd',
   ShiftLeft: 'shift', ShiftRight: 'shift',
   ArrowUp: 'up', ArrowDown: 'down',
-  KeyJ: 'j', Space: 'j', KeyP: 'p', KeyC: 'c', KeyF: 'f',
+  KeyJ: 'j', Space: 'j', KeyP: 'p', KeyC: 'c', KeyF: 'f', KeyQ: 'q',
 };
 
 /** Input types that take typed text: keys pressed there are the field's. */
@@ -116,6 +117,57 @@ export class Keyboard {
       this.lastYaw = yaw;
       this.conn.post('camera', { yaw });
     }
+  }
+}
+
+/** A stick's [x right, y forward] past this radius counts as pushed. */
+const STICK_DEADZONE = 0.15;
+
+/**
+ * The first connected gamepad (standard mapping) drives the selected character: the left
+ * stick moves it, the right stick sets its facing (strafing), the right trigger or a click
+ * of the left stick sprints; camera-relative like the keys. Polled 20 times a second; a
+ * change is sent as a 'stick' message, and one more when both sticks come to rest (the
+ * keys drive again).
+ */
+export class Gamepad {
+  constructor(conn, view) {
+    this.conn = conn;
+    this.view = view;
+    this.last = null;
+    setInterval(() => this.poll(), 50);
+  }
+
+  /** [x, y forward] of a stick from a gamepad's axes (its y is down-positive). */
+  static stick(axes, i) {
+    const x = Number(axes[i]) || 0;
+    const y = -(Number(axes[i + 1]) || 0);
+    return [Math.max(-1, Math.min(1, x)), Math.max(-1, Math.min(1, y))];
+  }
+
+  poll() {
+    const pads = navigator.getGamepads ? navigator.getGamepads() : [];
+    const pad = [...pads].find((p) => p && p.connected && p.axes.length >= 4);
+    if (!pad) return;
+    const left = Gamepad.stick(pad.axes, 0);
+    const right = Gamepad.stick(pad.axes, 2);
+    const sprint = (pad.buttons[7]?.value ?? 0) >= 0.5 || !!pad.buttons[10]?.pressed;
+    this.send(left, right, sprint);
+  }
+
+  /** Send the sticks when they moved (or came to rest); also used by tests. */
+  send(left, right, sprint = false) {
+    const rest = Math.max(Math.hypot(...left), Math.hypot(...right)) <= STICK_DEADZONE;
+    const r2 = (v) => v.map((c) => Math.round(c * 100) / 100);
+    const now = { left: r2(left), right: r2(right), sprint };
+    const yaw = this.view.cameraYaw();
+    // (moved: a stick, the trigger, or the camera turned while a stick is held: camera-relative)
+    const moved = !this.last || now.sprint !== this.last.sprint || Math.abs(yaw - this.last.yaw) > 0.02
+      || [...now.left, ...now.right].some((c, i) => Math.abs(c - [...this.last.left, ...this.last.right][i]) > 0.02);
+    if (rest && (!this.last || this.last.rest)) return;
+    if (!moved && !rest) return;
+    this.last = { ...now, rest, yaw };
+    this.conn.post('stick', { ...now, yaw });
   }
 }
 
@@ -223,7 +275,10 @@ export class Pointer {
       }
       sent = sent.map(([t, x, z]) => [Math.round(t * 1e4) / 1e4, round(x), round(z)]);
       sent = sent.filter((p, i) => i === 0 || p[0] > sent[i - 1][0]);
-      conn.send('path', { points: sent, mode: this.app.pathMode(), scale: this.app.pathScale() }).then((r) => {
+      const mode = this.app.pathMode();
+      const msg = { points: sent, mode, scale: this.app.pathScale() };
+      if (mode === 'drawn' && this.app.pathLoop?.()) msg.loop = true;
+      conn.send('path', msg).then((r) => {
         if (r.type === 'error') this.app.toast(r.message);
       });
     } else if (this.dragging) {

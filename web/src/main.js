@@ -4,7 +4,7 @@ import './style.css';
 import { Connection } from './net.js';
 import { View } from './view.js';
 import { characterColor } from './body.js';
-import { Keyboard, Pointer, returnFocusAfterPointer } from './input.js';
+import { Gamepad, Keyboard, Pointer, returnFocusAfterPointer } from './input.js';
 import { VideoRecorder } from './recorder.js';
 import { CameraControl } from './camera.js';
 import { FilePicker, fillGrouped, groupFiles } from './picker.js';
@@ -145,11 +145,13 @@ panel.append(section('Characters', true,
 
 // path
 const pathMode = h('select', { id: 'path-mode' }, h('option', { value: 'local' }, 'local: path moves to the character'),
-  h('option', { value: 'global' }, 'global: walk to where it was drawn'));
+  h('option', { value: 'global' }, 'global: walk to where it was drawn'),
+  h('option', { value: 'drawn' }, 'drawn: to its nearest point, then along it (Shift: run)'));
+const pathLoop = h('input', { type: 'checkbox', id: 'path-loop', title: 'drawn mode: go round again (a closed drawing always does)' });
 const [pathScaleL, pathScale] = num('drawing time ÷', { value: 1, min: 0.05, max: 20, step: 0.05, title: '1: the character walks at your drawing speed; 0.2: five times slower' });
 const pathInfoEl = h('div', { class: 'note', id: 'path-info', text: 'Choose "Draw path", then drag on the ground.' });
 panel.append(section('Path', true,
-  h('label', {}, 'mode ', pathMode), pathScaleL,
+  h('label', {}, 'mode ', pathMode), pathScaleL, h('label', {}, pathLoop, ' loop (drawn)'),
   h('div', { class: 'row' },
     h('button', { onclick: () => setTool('path') }, 'Draw path'),
     h('button', { onclick: () => conn.send('path_cancel', {}).then(replyToast) }, 'Cancel path')),
@@ -619,7 +621,9 @@ conn.on('selected', (m) => {
 conn.on('path_info', (m) => {
   state.pathInfo[m.id] = m;
   view.setPath(m);
-  pathInfoEl.textContent = `${m.mode} path: ${m.length} m in ${m.duration} s (speeds capped at ${m.v_max} m/s)`;
+  pathInfoEl.textContent = m.mode === 'drawn'
+    ? `drawn path: ${m.length} m at ${m.v_max} m/s (Shift: run; W/A/S/D take over)${m.loops ? ', going round' : ''}`
+    : `${m.mode} path: ${m.length} m in ${m.duration} s (speeds capped at ${m.v_max} m/s)`;
   state.characters.forEach((c) => { if (c.id === m.id) c.following = true; });
   renderCharacters();
 });
@@ -693,9 +697,11 @@ conn.onFrame = (f) => {
 };
 
 new Keyboard(conn, view, () => {});
+const gamepad = new Gamepad(conn, view);
 returnFocusAfterPointer(view.canvas);
 new Pointer({
   conn, view, tool: () => tool, pathMode: () => pathMode.value, pathScale: () => Number(pathScale.value) || 1,
+  pathLoop: () => pathLoop.checked,
   obstacleTemplate, onObstacleSelect, toast,
 });
 
@@ -755,7 +761,7 @@ view.canvas.focus();
 
 // For tests and the curious: the page's state, and world -> screen positions.
 window.__mm = {
-  state, conn, view,
+  state, conn, view, gamepad,
   character: (id) => state.frame?.characters.find((c) => c.id === (id ?? state.selected)) || null,
   toScreen: (x, z, y = 0) => view.toScreen(x, y, z),
   setTool,

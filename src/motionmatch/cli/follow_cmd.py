@@ -25,6 +25,16 @@ and around the obstacles; --no-avoid follows the same path blind to them. Either
 report scores the run against the scene (collision_fraction, collision_time_s, collisions,
 min_clearance_m), as 'motionmatch scenario' does. Obstacles are in world coordinates: use
 --mode global, or --start at the path's first point, so the path stays where it was drawn.
+
+A path file with "control": "drawn" is a drawing followed as the responsive motion-matching
+paper has it instead: {"control": "drawn", "points": [[x, z], ...], "loop": null, "run":
+false, "speed": null, "run_speed": null, "duration": null}: the character walks straight
+to the nearest point of the drawing, along it at a constant walking speed ("run": true:
+the running speed; speeds in m/s, null: the database's), round again when the drawing is
+closed or "loop" is true (straight back to its start), for "duration" seconds (null: the
+approach and one round, two when it loops). Its report: start_to_entry_m,
+first_reached_to_entry_m, mean_distance_m, speed_mps, speed_cv, laps. The LHMM options
+do not apply to it.
 """
 
 
@@ -49,9 +59,71 @@ def _output_names(out: Path, n: int) -> list[Path]:
     return [out.with_name(f"{out.stem}_{i}{out.suffix}") for i in range(n)]
 
 
+def _controls(files: list[str]) -> list[str]:
+    """Each path file's ``"control"`` (``"timed"`` or ``"drawn"``; CSV files are timed)."""
+    from motionmatch._limits import MAX_JSON_BYTES, loads_json, read_bytes
+    from motionmatch.control.path import PathError
+    from motionmatch.control.path_steering import file_control
+
+    out = []
+    for f in files:
+        if Path(f).suffix.lower() == ".csv":
+            out.append("timed")
+            continue
+        obj = loads_json(read_bytes(Path(f), "path", MAX_JSON_BYTES, error=PathError), f, error=PathError)
+        try:
+            out.append(file_control(obj))
+        except PathError as e:
+            raise PathError(f"{f}: {e}") from None
+    return out
+
+
+def _follow_drawn(args: argparse.Namespace) -> int:
+    """``motionmatch follow`` on ``"control": "drawn"`` files (see FOLLOW_HELP)."""
+    from motionmatch._files import atomic_write
+    from motionmatch.control.path_steering import load_drawing
+    from motionmatch.database import MotionDatabase
+    from motionmatch.io.motion_files import MOTION_SUFFIXES, check_writer, write_motion
+    from motionmatch.metrics.drawn import drawn_report
+    from motionmatch.runtime.drawn import run_drawing
+
+    out = arg.output_file(args.output, MOTION_SUFFIXES, "output")
+    check_writer(args.output)
+    arg.output_file(args.report, (".json",), "report")
+    if args.scene:
+        raise MotionMatchError('--scene is for timed paths; a "control": "drawn" file is followed without obstacles')
+    starts = args.start or []
+    if starts and len(starts) not in (1, len(args.path)):
+        raise MotionMatchError("give --start once, or once per --path")
+    files = [load_drawing(p) for p in args.path]
+    db = MotionDatabase.load(args.db)
+    reports = []
+    for i, (f, name) in enumerate(zip(files, _output_names(out, len(files)))):
+        start = starts[i if len(starts) > 1 else 0] if starts else (0.0, 0.0)
+        rec, src = run_drawing(db, f, start=start, fps=args.fps, progress=sys.stderr.isatty(), name=name.stem)
+        write_motion(name, rec.motion, body=getattr(args, "body", None))
+        r = drawn_report(rec, src, args.fps)
+        reports.append(r)
+        print(f"wrote {name}: {rec.motion.num_frames} frames at {args.fps:g} fps; drawing reached "
+              f"{r['first_reached_to_entry_m']} m from its nearest point, mean distance {r['mean_distance_m']} m, "
+              f"{r['speed_mps']} m/s, {r['laps']} round(s), {r['phase']}")
+    if args.report:
+        doc = dict(reports[0]) if len(reports) == 1 else {"characters": reports}
+        with atomic_write(args.report, "w") as fh:
+            json.dump(doc, fh, indent=2)
+        print(f"wrote {args.report}")
+    return 0
+
+
 def cmd_follow(args: argparse.Namespace) -> int:
     from motionmatch.control.path import load_path
     from motionmatch.control.revision import RevisionSettings
+
+    controls = _controls(args.path)
+    if "drawn" in controls:
+        if set(controls) != {"drawn"}:
+            raise MotionMatchError('give either timed paths or "control": "drawn" files in one run, not both')
+        return _follow_drawn(args)
     from motionmatch.database import MotionDatabase
     from motionmatch.io.motion_files import MOTION_SUFFIXES, check_writer, write_motion
     from motionmatch.metrics.follow import follow_report
@@ -213,7 +285,7 @@ def _xz(text: str) -> tuple[float, float]:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    f = sub.add_parser("follow", help="make a character follow a drawn, timed path (LHMM)",
+    f = sub.add_parser("follow", help="make a character follow a drawn, timed path (LHMM), or a drawing (\"control\": \"drawn\")",
                        description=FOLLOW_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
     f.add_argument("--db", required=True, metavar="DB.npz", help="database built with 'motionmatch build'")
     f.add_argument("--path", required=True, action="append", metavar="PATH.json",

@@ -10,6 +10,8 @@ J (or Space)    jump
 P               dance
 C               creep (at the creep speed)
 F               punch (one on each press)
+Q (held)        strafe: face the camera's forward direction whatever the direction
+                of travel (W/A/S/D then walk forward, sideways and backwards)
 ==============  =========================================================
 
 Axis conventions. World: Y up. ``camera_yaw`` (radians) is the heading of the camera's
@@ -24,8 +26,14 @@ normalised); opposite keys (W+S, A+D) cancel. Key names are case-insensitive and
 common aliases: ``"ArrowUp"``, ``"up_arrow"``, ``"KeyW"`` (browser ``KeyboardEvent.code``
 names), ``"lshift"``, ``"ShiftLeft"``, ``"space"`` ... (:func:`normalize_key`).
 
+Strafing (issue 33): while Q is held the intent's facing is the camera's forward
+direction (``facing = (sin yaw, 0, cos yaw)``), so the character keeps facing where the
+camera looks while W/A/S/D move it in any direction (camera-relative, as the movement).
+
 Gamepad: :func:`intent_from_stick` maps a left stick ``(x, y)`` with x to the right and
-y forward (push up = positive; negate a device's y if its up is negative).
+y forward (push up = positive; negate a device's y if its up is negative);
+:func:`intent_from_sticks` adds the right stick: pushed past its deadzone it sets the
+facing (camera-relative, like the left stick's direction), i.e. twin-stick strafing.
 """
 
 from __future__ import annotations
@@ -38,7 +46,10 @@ import numpy as np
 from motionmatch.control.intent import STILL_SPEED, GaitSpeeds, Intent
 
 #: Canonical key names understood by the mapping.
-KEYS = ("w", "a", "s", "d", "up", "down", "shift", "j", "p", "c", "f")
+KEYS = ("w", "a", "s", "d", "up", "down", "shift", "j", "p", "c", "f", "q")
+
+#: The key held to strafe (keep the camera-forward facing while moving any way).
+STRAFE_KEY = "q"
 
 _ALIASES = {
     "arrowup": "up",
@@ -61,7 +72,7 @@ _ALIASES = {
     "spacebar": "j",
     " ": "j",
 }
-for _k in ("w", "a", "s", "d", "j", "p", "c", "f"):
+for _k in ("w", "a", "s", "d", "j", "p", "c", "f", "q"):
     _ALIASES["key" + _k] = _k  # browser KeyboardEvent.code, e.g. "KeyW"
 
 _ACTION_KEYS = {"j": "jump", "p": "dance", "c": "creep", "f": "punch"}
@@ -130,15 +141,17 @@ def intent_from_keys(
     """Stateless mapping of held keys to an :class:`Intent` (Up/Down are ignored here).
 
     ``speed`` is the normal target speed (default: the walk speed); Shift replaces it
-    by the sprint speed and C by the creep speed. The facing is left to follow the
-    direction of travel (``facing=None``).
+    by the sprint speed and C by the creep speed. The facing follows the direction of
+    travel (``facing=None``), unless Q (:data:`STRAFE_KEY`) is held: then it is the
+    camera's forward direction (strafing), also when standing still (turn to face it).
     """
     g = gaits or GaitSpeeds()
     k = normalize_keys(keys, strict=strict)
     actions = frozenset(_ACTION_KEYS[x] for x in k if x in _ACTION_KEYS)
+    facing = camera_axes(camera_yaw)[0] if STRAFE_KEY in k else None
     d = key_direction(k, camera_yaw)
     if not np.any(d):
-        return Intent.idle(actions)
+        return Intent.idle(actions) if facing is None else Intent(np.zeros(3), facing, "idle", actions)
     if "c" in k:
         v, gait = g.creep, "walk"
     elif "shift" in k:
@@ -147,8 +160,8 @@ def intent_from_keys(
         v = g.walk if speed is None else float(speed)
         gait = g.gait_for_speed(v)
     if v < STILL_SPEED:
-        return Intent.idle(actions)
-    return Intent(d * v, None, gait, actions)
+        return Intent.idle(actions) if facing is None else Intent(np.zeros(3), facing, "idle", actions)
+    return Intent(d * v, facing, gait, actions)
 
 
 class KeyboardController:
@@ -277,3 +290,43 @@ def intent_from_stick(
         return Intent(d * g.sprint, None, "sprint", acts)
     speed = g.walk + (g.run - g.walk) * amount
     return Intent(d * speed, None, g.gait_for_speed(speed), acts)
+
+
+def stick_direction(x: float, y: float, camera_yaw: float = 0.0, deadzone: float = 0.15) -> np.ndarray | None:
+    """Unit world direction ``[3]`` of a stick ``(x right, y forward)``, camera-relative
+    (stick up = camera forward, right = camera right); ``None`` inside the radial
+    ``deadzone`` (or for non-finite values)."""
+    if not (math.isfinite(x) and math.isfinite(y)):
+        return None
+    mag = math.hypot(x, y)
+    if mag <= deadzone:
+        return None
+    fwd, left = camera_axes(camera_yaw)
+    return (y * fwd - x * left) / mag
+
+
+def intent_from_sticks(
+    left: tuple[float, float],
+    right: tuple[float, float] = (0.0, 0.0),
+    camera_yaw: float = 0.0,
+    deadzone: float = 0.15,
+    sprint: bool | float = False,
+    gaits: GaitSpeeds | None = None,
+    actions: Iterable[str] = (),
+) -> Intent:
+    """Both gamepad sticks to an :class:`Intent` (twin-stick strafing).
+
+    The left stick moves as in :func:`intent_from_stick`. The right stick ``(x, y)`` (x
+    right, y forward, in ``[-1, 1]``), pushed past ``deadzone``, sets the facing to its
+    camera-relative direction whatever the direction of travel (strafing); inside the
+    deadzone the facing follows the direction of travel (``None``). With the left stick
+    at rest and the right one pushed, the character stands and turns to face it.
+    """
+    for name, (a, b) in (("left", left), ("right", right)):
+        if not (math.isfinite(a) and math.isfinite(b)):
+            raise ValueError(f"the {name} stick must be two finite numbers, got {(a, b)!r}")
+    it = intent_from_stick(left[0], left[1], camera_yaw, deadzone, sprint, gaits, actions)
+    facing = stick_direction(right[0], right[1], camera_yaw, deadzone)
+    if facing is None:
+        return it
+    return Intent(it.velocity, facing, it.gait, it.actions)

@@ -153,6 +153,9 @@ def parse_path(obj) -> RawPath:
         obj = {"points": obj}
     if not isinstance(obj, dict):
         raise PathError('a path must be a JSON object {"points": [[t, x, z], ...]}')
+    if obj.get("control", "timed") != "timed":  # (drawn-trajectory files: control.path_steering.load_drawing)
+        raise PathError(f'"control" is {obj["control"]!r}: this reads timed paths ("control": "timed"); '
+                        '"drawn" files are read by motionmatch.control.path_steering.load_drawing')
     if "points" in obj:
         try:
             a = np.asarray(obj["points"], dtype=np.float64)

@@ -9,6 +9,7 @@ A script is a JSON object::
         {"t": 0.0, "keys": ["w"]},
         {"t": 5.0, "keys": ["w", "shift"]},
         {"t": 8.0, "keys": ["d"]},
+        {"t": 9.0, "keys": ["a"], "facing": [0.0, 1.0]},
         {"t": 10.0, "intent": {"velocity": [0.0, 2.0], "facing": [1.0, 0.0], "gait": "run"}},
         {"t": 12.0, "keys": []}
       ]
@@ -22,6 +23,10 @@ A script is a JSON object::
   :class:`~motionmatch.control.keyboard.KeyboardController`, so Up/Down steps of the
   target speed persist (a key counts as pressed again only if an event in between
   released it). ``camera_yaw`` (radians, default 0: W = +Z, D = -X) applies to keys.
+  Holding ``q`` strafes: the character faces the camera's forward direction whatever
+  the keys move it. A keys event may also give ``"facing"`` ``[x, z]`` (world axes, a
+  non-zero ground direction; ``null``: face the direction of travel): the character
+  keeps that facing while the keys move it (strafing, sideways or backwards).
 * An ``intent`` event gives the :class:`~motionmatch.control.intent.Intent` directly,
   in world axes (no camera): ``velocity`` ``[x, z]`` or ``[x, y, z]`` m/s (or
   ``direction`` ``[x, z]`` plus ``speed``, or plus ``gait`` to use that gait's speed),
@@ -49,7 +54,7 @@ from motionmatch.control.keyboard import KEYS, KeyboardController, normalize_key
 from motionmatch.errors import MotionMatchError
 
 _EPS = 1e-9
-_EVENT_FIELDS = ("t", "keys", "intent")
+_EVENT_FIELDS = ("t", "keys", "intent", "facing")
 _INTENT_FIELDS = ("velocity", "direction", "speed", "facing", "gait", "actions")
 
 
@@ -72,11 +77,14 @@ class ScriptError(MotionMatchError, ValueError):
 
 @dataclass(frozen=True, eq=False)
 class ScriptEvent:
-    """One timeline event: at ``t`` either hold ``keys`` (canonical names) or set ``intent``."""
+    """One timeline event: at ``t`` either hold ``keys`` (canonical names; with ``facing``
+    ``[3]``, a unit ground vector, the character keeps that facing while they move it)
+    or set ``intent``."""
 
     t: float
     keys: frozenset[str] | None = None
     intent: Intent | None = None
+    facing: np.ndarray | None = None
 
 
 @dataclass(frozen=True, eq=False)
@@ -104,12 +112,20 @@ class Script:
                 break
         return idx
 
-    def _step(self, kb: KeyboardController, idx: int, dt: float) -> Intent:
+    def _step(self, kb: KeyboardController, idx: int, dt: float, memo: dict | None = None) -> Intent:
         ev = self.events[idx] if idx >= 0 else None
         if ev is not None and ev.intent is not None:
             kb.update((), dt)
             return ev.intent
-        return kb.update(ev.keys if ev is not None else (), dt)
+        intent = kb.update(ev.keys if ev is not None else (), dt)
+        if ev is None or ev.facing is None:
+            return intent
+        if memo is not None and (hit := memo.get(idx)) is not None and hit[0] is intent:
+            return hit[1]  # (the keyboard's intent unchanged: the same strafing intent)
+        strafed = Intent(intent.velocity, ev.facing, intent.gait, intent.actions)
+        if memo is not None:
+            memo[idx] = (intent, strafed)
+        return strafed
 
     def intent_at(self, t: float, keyboard: KeyboardController | None = None) -> Intent:
         """The intent at time ``t``, replaying the events up to ``t``.
@@ -248,6 +264,22 @@ def _parse_intent(raw: Any, path: str | None, idx: int, gaits: GaitSpeeds) -> In
     return Intent(velocity, facing, gait, frozenset(actions))
 
 
+def _keys_facing(value: Any, path: str | None, idx: int) -> np.ndarray | None:
+    """A keys event's ``"facing"``: ``None`` (face the direction of travel) or a unit
+    ground vector ``[3]``; a bad one raises :class:`ScriptError` naming the fix."""
+    if value is None:
+        return None
+    f = _vector(value, '"facing"', path, idx)
+    f[1] = 0.0
+    n = float(np.hypot(f[0], f[2]))
+    if n < 1e-9:
+        raise ScriptError(path, idx, '"facing" must be a non-zero ground direction [x, z], e.g. [0, 1] for +Z, '
+                                     'or null to face the direction of travel')
+    f = f / n
+    f.setflags(write=False)
+    return f
+
+
 def parse_script(data: Any, path: str | Path | None = None, gaits: GaitSpeeds | None = None) -> Script:
     """Validate decoded JSON ``data`` (or a JSON string) and build a :class:`Script`.
 
@@ -277,7 +309,8 @@ def parse_script(data: Any, path: str | Path | None = None, gaits: GaitSpeeds | 
             raise ScriptError(p, i, f'each event must be an object like {{"t": 0.0, "keys": ["w"]}}, got {raw!r}')
         unknown = sorted(set(raw) - set(_EVENT_FIELDS))
         if unknown:
-            raise ScriptError(p, i, f'unknown field(s) {unknown}; an event has "t" and one of "keys" or "intent"')
+            raise ScriptError(p, i, f'unknown field(s) {unknown}; an event has "t" and one of "keys" or "intent" '
+                                    '(and, with "keys", an optional "facing")')
         if "t" not in raw:
             raise ScriptError(p, i, 'missing "t"; add the event time in seconds, e.g. "t": 0.0')
         t = raw["t"]
@@ -311,8 +344,12 @@ def parse_script(data: Any, path: str | Path | None = None, gaits: GaitSpeeds | 
                     raise ScriptError(
                         p, i, f"unknown key {k!r}; use {', '.join(KEYS)} (aliases: arrowup, lshift, space ...)"
                     ) from None
-            events.append(ScriptEvent(float(t), keys=frozenset(names)))
+            facing = _keys_facing(raw.get("facing"), p, i)
+            events.append(ScriptEvent(float(t), keys=frozenset(names), facing=facing))
         else:
+            if "facing" in raw:
+                raise ScriptError(p, i, '"facing" beside "intent" is ambiguous; put it inside the intent: '
+                                        '"intent": {"velocity": [1, 0], "facing": [0, 1]}')
             events.append(ScriptEvent(float(t), intent=_parse_intent(raw["intent"], p, i, g)))
     extra = {k: v for k, v in data.items() if k not in ("duration", "events", "camera_yaw")}
     return Script(float(duration), tuple(events), float(yaw), p, extra)
@@ -345,6 +382,7 @@ class ScriptPlayback:
         self.keyboard.reset()
         self.keyboard.camera_yaw = script.camera_yaw
         self._index = -1
+        self._memo: dict = {}
 
     def intent(self, t: float, dt: float) -> Intent:
         """The intent at time ``t``, ``dt`` seconds after the previous step: the last event
@@ -352,4 +390,4 @@ class ScriptPlayback:
         ev = self.script.events
         while self._index + 1 < len(ev) and ev[self._index + 1].t <= t + _EPS:
             self._index += 1
-        return self.script._step(self.keyboard, self._index, dt)
+        return self.script._step(self.keyboard, self._index, dt, self._memo)

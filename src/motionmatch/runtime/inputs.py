@@ -23,7 +23,7 @@ from typing import Any, NamedTuple, Protocol
 import numpy as np
 
 from motionmatch.control.intent import GaitSpeeds, Intent, IntentRows
-from motionmatch.control.keyboard import KeyboardController, normalize_key
+from motionmatch.control.keyboard import KeyboardController, intent_from_sticks, normalize_key
 from motionmatch.control.script import Script, ScriptPlayback, parse_script
 from motionmatch.control.trajectory import PredictedTrajectory
 
@@ -181,14 +181,26 @@ class ScriptInput(InputSource):
 
 
 class KeyboardInput(InputSource):
-    """Keys held now (the viewer's W/A/S/D, Shift, ...), through a
-    :class:`~motionmatch.control.keyboard.KeyboardController` (camera-relative directions)."""
+    """Keys held now (the viewer's W/A/S/D, Shift, Q to strafe, ...), through a
+    :class:`~motionmatch.control.keyboard.KeyboardController` (camera-relative directions),
+    or a gamepad's two sticks (:meth:`set_sticks`: the left one moves, the right one sets
+    the facing; they drive while either is off its rest, the keys otherwise)."""
 
     def __init__(self, gaits: GaitSpeeds | None = None, camera_yaw: float = 0.0):
         self.keyboard = KeyboardController(gaits=gaits)
         self.keyboard.camera_yaw = float(camera_yaw)
         self.held: set[str] = set()
         self._want: Want | None = None
+        self._sticks: tuple | None = None  # (left, right, sprint): the gamepad's, while off its rest
+
+    def set_sticks(self, left: tuple[float, float], right: tuple[float, float] = (0.0, 0.0),
+                   sprint: bool = False) -> None:
+        """The gamepad's sticks now (``(x right, y forward)`` each, in ``[-1, 1]``;
+        :func:`~motionmatch.control.keyboard.intent_from_sticks`); both at rest (within
+        the deadzone) hands the character back to the keys."""
+        rest = max(abs(left[0]), abs(left[1]), abs(right[0]), abs(right[1])) <= 0.15
+        self._sticks = None if rest else ((float(left[0]), float(left[1])), (float(right[0]), float(right[1])),
+                                          bool(sprint))
 
     def set_key(self, key: str, down: bool) -> None:
         k = normalize_key(key)
@@ -202,6 +214,10 @@ class KeyboardInput(InputSource):
 
     def intent(self, agent: Agent, t: float, dt: float) -> Want:
         intent = self.keyboard.update(self.held, dt)
+        if self._sticks is not None:
+            left, right, sprint = self._sticks
+            intent = intent_from_sticks(left, right, self.keyboard.camera_yaw, sprint=sprint,
+                                        gaits=self.keyboard.gaits, actions=intent.actions)
         if self._want is None or intent is not self._want.intent:  # (the same intent: the same Want)
             self._want = Want(intent)
         return self._want

@@ -65,13 +65,14 @@ def run_script(db: MotionDatabase, script: Script, settings: ControllerSettings 
 
 def run_input(db: MotionDatabase, make_input: Callable[[Agent], InputSource], n_frames: int,
               settings: ControllerSettings | None = None, *, fps: float = 60.0, progress: bool = False,
-              name: str = "motionmatch_run") -> RunRecord:
-    """One character at the origin facing +Z, driven by ``make_input(agent)`` for
-    ``n_frames`` frames at ``fps`` (the first at ``dt = 0``): a one-agent
-    :class:`~motionmatch.runtime.world.World` without obstacles, recorded frame by frame."""
+              name: str = "motionmatch_run", start=(0.0, 0.0)) -> RunRecord:
+    """One character at ``start [x, z]`` (default the origin) facing +Z, driven by
+    ``make_input(agent)`` for ``n_frames`` frames at ``fps`` (the first at ``dt = 0``): a
+    one-agent :class:`~motionmatch.runtime.world.World` without obstacles, recorded frame
+    by frame."""
     world = World(db, environment=False, agents_as_obstacles=False, stagger=False, record_poses=False, fps=fps,
                   controller=settings or ControllerSettings())
-    agent = world.add_agent(name, (0.0, 0.0), (0.0, 1.0))
+    agent = world.add_agent(name, (float(start[0]), float(start[1])), (0.0, 1.0))
     agent.source = make_input(agent)
     dt = 1.0 / fps
     results = []

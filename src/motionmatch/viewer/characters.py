@@ -215,6 +215,40 @@ class MMCharacter:
             self.cancel_path("keyboard")
         self.keys.set_keys(ks)
 
+    def set_sticks(self, left, right=(0.0, 0.0), sprint: bool = False) -> None:
+        """The gamepad's sticks (:meth:`KeyboardInput.set_sticks`); the left one off its
+        rest takes over from a path, as a movement key does."""
+        if self.follower is not None and math.hypot(*left) > 0.15:
+            self.cancel_path("keyboard")
+        self.keys.set_sticks(left, right, sprint)
+
+    def start_drawn(self, xz: np.ndarray, *, loop: bool | None = None) -> dict:
+        """Follow a drawing as the ETH paper does (:class:`~motionmatch.runtime.drawn.
+        DrawnPathInput`): straight to its nearest point, along it at the walking speed
+        (Shift held: running), round again when it is closed (or ``loop``); a movement key
+        takes over. ``xz [P, 2]`` metres; the drawing's timing is not used."""
+        from motionmatch.control.path_steering import SteerSettings
+        from motionmatch.runtime.drawn import DrawnPathInput
+
+        before = self.agent.source if self.follower is None else self._before_path
+        src = DrawnPathInput(np.asarray(xz, dtype=np.float64), SteerSettings(loop=loop), gaits=self.ctrl.gaits,
+                             keys=self.keys)
+        self.keys.held.clear()
+        self._before_path = before
+        self.follower = src
+        self.agent.source = src
+        d = src.drawing
+        n = len(d.points)
+        pts = d.points[np.unique(np.append(np.arange(0, n, max(1, n // 400)), n - 1))]
+        speed = src.speed(self.ctrl.gaits)
+        self.follow_info = {
+            "id": self.id, "mode": "drawn", "points": np.round(pts, 3).tolist(),
+            "speeds": [round(speed, 2)] * len(pts), "v_max": round(speed, 2),
+            "duration": round(d.length / speed, 2), "length": round(d.length, 2),
+            "closed": d.closed, "loops": d.loops,
+        }
+        return self.follow_info
+
     def start_path(self, times: np.ndarray, xz: np.ndarray, *, mode: str = "local", scale: float = 1.0,
                    levels: int = 3, k: int = 3, world=None) -> dict:
         """Follow a drawn path (times in drawing seconds, ``xz [R, 2]`` metres) with the
@@ -286,7 +320,7 @@ class MMCharacter:
         self.positions, self.rotations = self.agent.world_pose()  # (views of the step's, read-only)
         f = self.follower
         if f is not None and f.done:
-            self.cancel_path("completed" if f.completion_time is not None else "time limit")
+            self.cancel_path("completed" if getattr(f, "completion_time", 0.0) is not None else "time limit")
 
     def record(self) -> None:
         """Keep this tick's pose for BVH export (every tick, also when not updated)."""

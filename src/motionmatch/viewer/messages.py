@@ -22,7 +22,8 @@ Message types (client -> server); vectors on the ground are ``[x, z]`` metres:
 
 =================  ======================================================================
 hello              ``client`` (str): optional greeting.
-key                ``key`` (str: w a s d up down shift j p c, browser codes accepted),
+key                ``key`` (str: w a s d up down shift j p c q, browser codes accepted;
+                   q held strafes: the character faces the camera's forward direction),
                    ``down`` (bool), ``yaw`` (camera heading, rad, optional). Real key-down
                    and key-up events drive the selected character. A mode key (j p c)
                    for a mode the database cannot play is not passed on; its key-down
@@ -36,8 +37,16 @@ view               ``polygon`` ([[x, z], ...], 3..8 points in order, convex; or 
                    flagged ``FLAG_PARTIAL``.
 select             ``id``: the character the keyboard steers and the camera follows.
 path               ``points`` ([[t, x, z], ...], 2..4096, drawing seconds and metres),
-                   ``mode`` (``local``/``global``), ``id`` (optional), ``scale`` (drawing
-                   seconds per world second, default 1: drawing speed = walking speed).
+                   ``mode`` (``local``/``global``: the timed following; ``drawn``: the ETH
+                   paper's drawn-trajectory control, straight to the nearest point and
+                   along it at the walking speed, Shift runs, W/A/S/D take over), ``id``
+                   (optional), ``scale`` (drawing seconds per world second, default 1:
+                   drawing speed = walking speed), ``loop`` (``drawn``: go round again;
+                   absent or null: when the drawing is closed).
+stick              ``left``, ``right`` ([x, y] each in -1..1, x right, y forward: the
+                   gamepad's sticks; the right one sets the facing: strafing),
+                   ``sprint`` (bool), ``yaw``: drive the selected character (both at
+                   rest: the keys again).
 path_cancel        ``id`` (optional).
 pause              ``paused`` (bool).
 step               ``frames`` (1..600): advance while paused.
@@ -184,8 +193,12 @@ SCHEMAS: dict[str, dict[str, Field]] = {
     "camera": {"yaw": Num(*CAMERA_YAW)},
     "view": {"polygon": List(point(), 3, 8, optional=True)},
     "select": {"id": _ID},
-    "path": {"points": TimedPoints(2, Limits.path_points), "mode": Str(16, ("local", "global"), optional=True, default="local"),
-             "id": Num(0, 65535, integer=True, optional=True), "scale": Num(*PATH_SCALE, optional=True, default=1.0)},
+    "path": {"points": TimedPoints(2, Limits.path_points),
+             "mode": Str(16, ("local", "global", "drawn"), optional=True, default="local"),
+             "id": Num(0, 65535, integer=True, optional=True), "scale": Num(*PATH_SCALE, optional=True, default=1.0),
+             "loop": Bool(optional=True)},
+    "stick": {"left": Vec(2, -1.0, 1.0), "right": Vec(2, -1.0, 1.0, optional=True, default=(0.0, 0.0)),
+              "sprint": Bool(optional=True, default=False), "yaw": _YAW},
     "path_cancel": {"id": Num(0, 65535, integer=True, optional=True)},
     "pause": {"paused": Bool()},
     "step": {"frames": Num(1, 600, integer=True, optional=True, default=1)},

@@ -645,6 +645,12 @@ class Session(SceneMessages, FileMessages):
     def _on_camera(self, m):
         self._set_yaw(m["yaw"])
 
+    def _on_stick(self, m):
+        """The gamepad's sticks (the right one sets the facing) drive the selected character."""
+        self._set_yaw(m["yaw"])
+        if isinstance(ch := self.chars.get(self.selected) if self.selected is not None else None, MMCharacter):
+            ch.set_sticks(m["left"], m["right"], m["sprint"])
+
     def _on_view(self, m):
         poly = m.get("polygon")
         self.view = None if poly is None else np.array(poly, dtype=np.float64)
@@ -668,7 +674,10 @@ class Session(SceneMessages, FileMessages):
         if (drawn := float(pts[-1, 0] - pts[0, 0])) > self.limits.path_seconds:
             raise Rejected(f"a path of {drawn:.0f} s of drawing is longer than the viewer follows "
                            f"({self.limits.path_seconds:g} s; its cost grows with its seconds): draw a shorter one")
-        info = ch.start_path(pts[:, 0], pts[:, 1:], mode=m["mode"], scale=m["scale"], world=self.world)
+        if m["mode"] == "drawn":  # the ETH paper's drawn-trajectory control: the drawing's timing unread
+            info = ch.start_drawn(pts[:, 1:], loop=m["loop"])
+        else:
+            info = ch.start_path(pts[:, 0], pts[:, 1:], mode=m["mode"], scale=m["scale"], world=self.world)
         self.send({"type": "path_info", **info})
         return {"id": ch.id}
 

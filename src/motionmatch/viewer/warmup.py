@@ -8,10 +8,10 @@ short scripted :class:`~motionmatch.viewer.session.Session` (the messages a page
 ticks) on the viewer's own database, so the kernels are compiled for exactly the argument
 types the sessions will use:
 
-* ``character``: one character walking, running, turning, jumping, dancing, creeping and
-  idling. Run in the viewer's process before it prints its address (about 20 s of CPU
+* ``character``: one character walking, running, turning, strafing, jumping, dancing,
+  creeping and idling. Run in the viewer's process before it prints its address (about 20 s of CPU
   when nothing is cached, under a second when everything is).
-* ``environment``: drawn paths, obstacles (static and moving), a second character, a
+* ``environment``: drawn paths (timed, and the drawn-trajectory control), obstacles (static and moving), a second character, a
   spawned crowd with goals. The penalised search alone is about 20 s of CPU. It is
   compiled by a worker process (``python -m motionmatch.viewer.warmup DB.npz``) on the
   other core while the first stage runs and pages connect; then the viewer runs the same
@@ -68,7 +68,8 @@ def _send(s, kind: str, **fields) -> None:
 def _script_character(s, ticks: Callable[[int], None]) -> None:
     """Every locomotion mode the keyboard reaches, with the turns and speed changes."""
     steps = [([], 20), (["w"], 40), (["w", "d"], 20), (["w", "shift"], 30), (["w", "a"], 20), (["s"], 20),
-             (["w", "j"], 30), (["c", "w"], 30), (["p"], 30), (["up"], 5), (["down"], 5), ([], 30)]
+             (["w", "j"], 30), (["c", "w"], 30), (["p"], 30), (["up"], 5), (["down"], 5), (["q", "d"], 20),
+             (["q", "s"], 20), ([], 30)]
     for held, n in steps:
         _send(s, "keys", held=held, yaw=0.0)
         ticks(n)
@@ -83,6 +84,8 @@ def _script_environment(s, ticks: Callable[[int], None]) -> None:
     _send(s, "obstacle_add", obstacle={"shape": "disk", "center": [0.2, 1.5], "radius": 0.4})
     _send(s, "path", id=cid, points=[[0, 0, 0], [3, 0, 4]], mode="global", scale=1.0)
     ticks(30)
+    _send(s, "path", id=cid, points=[[0, 0, 0], [1, 1, 1], [2, 2, 3]], mode="drawn")  # the ETH paper's control
+    ticks(20)
     _send(s, "path_cancel", id=cid)
     _send(s, "keys", held=["w"], yaw=0.0)
     ticks(30)
