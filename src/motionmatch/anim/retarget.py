@@ -198,16 +198,16 @@ class Retargeter:
         F = motion.num_frames
         qs, ps = motion.world_rotations, motion.world_positions
         # 1. rotations: matched joints follow their source joints, bones turned onto the source's
-        want = np.zeros((F, len(m.target), 3))
+        bone_to = np.zeros((F, len(m.target), 3))
         d = m.has_direction
         if d.any():
             a = (1.0 - m.start_w[d])[:, None] * ps[:, m.start[d, 0]] + m.start_w[d][:, None] * ps[:, m.start[d, 1]]
             b = (1.0 - m.end_w[d])[:, None] * ps[:, m.end[d, 0]] + m.end_w[d][:, None] * ps[:, m.end[d, 1]]
-            want[:, d] = b - a
+            bone_to[:, d] = b - a
         t = self.target.skeleton
         J = t.num_joints
         local = np.empty((F, J, 4))
-        _pose_kernel(qs, m.source, m.offset, m.has_direction, m.local_bone, want, self._row_of,
+        _pose_kernel(qs, m.source, m.offset, m.has_direction, m.local_bone, bone_to, self._row_of,
                      np.ascontiguousarray(t.parents), np.ascontiguousarray(self.target.rotations), local)
         # 2. root motion
         floor = floor_height(motion)
@@ -215,25 +215,37 @@ class Retargeter:
         k = m.scale if st.scale_root else 1.0
         hips_pos = ps[:, m.hips[1]] * k
         hips_pos[:, 1] += floor * (1.0 - k)
-        trans = np.broadcast_to(t.offsets, (F, J, 3)).copy()
-        h = m.hips[0]
+        out = self._with_hips_at(motion, local, hips_pos)
+        if st.foot_ik:
+            sr, tr = self.source.roles, self.target.roles
+            contacts = foot_contacts(motion, feet=list(sr.contact_joints), height_threshold=st.contact_height,
+                                     velocity_threshold=st.contact_speed, ground_height=floor).contacts
+            want = np.stack([floor + k * (_lowest(motion, sr[f"{s}_ankle"]) - floor) for s in ("left", "right")], 1)
+            if contacts.any():  # the target's feet where the source's are, on the whole, where they touch the floor
+                low = np.stack([_lowest(out, tr[f"{s}_ankle"]) for s in ("left", "right")], 1)
+                hips_pos[:, 1] += float(np.median((want - low)[contacts]))
+                out = self._with_hips_at(motion, local, hips_pos)
+            out = self._plant_feet(out, contacts, np.maximum(want, floor), floor, motion.fps)
+        return out
+
+    def _with_hips_at(self, motion: Motion, local: np.ndarray, hips_pos: np.ndarray) -> Motion:
+        """The target motion of local rotations ``local`` with its hips at ``hips_pos [F, 3]`` in the world."""
+        t = self.target.skeleton
+        trans = np.broadcast_to(t.offsets, local.shape[:2] + (3,)).copy()
+        h = self.match.hips[0]
         if t.parents[h] < 0:
             trans[:, h] = hips_pos
         else:
             p = int(t.parents[h])
             trans[:, h] = quat.inv_rotate(self._rest_rot[p], hips_pos - self._rest_pos[p])
-        out = Motion(self._skeleton, local, trans, motion.fps, name=motion.name, source=motion.source,
-                     file_scale=motion.file_scale, tags=motion.tags)
-        if st.foot_ik:
-            out = self._plant_feet(motion, out, floor, k)
-        return out
+        return Motion(self._skeleton, local, trans, motion.fps, name=motion.name, source=motion.source,
+                      file_scale=motion.file_scale, tags=motion.tags)
 
-    def _plant_feet(self, source: Motion, out: Motion, floor: float, k: float) -> Motion:
-        st = self.settings
-        sr, tr = self.source.roles, self.target.roles
-        contacts = foot_contacts(source, feet=list(sr.contact_joints), height_threshold=st.contact_height,
-                                 velocity_threshold=st.contact_speed, ground_height=floor).contacts
-        blend = max(0, round(st.blend_s * source.fps))
+    def _plant_feet(self, out: Motion, contacts: np.ndarray, want: np.ndarray, floor: float, fps: float) -> Motion:
+        """Foot IK: each foot's contact joint held over its contact runs (``contacts [F, 2]``),
+        its lowest point at ``want [F, 2]`` while planted and never under ``floor``."""
+        tr = self.target.roles
+        blend = max(0, round(self.settings.blend_s * fps))
         t = out.skeleton
         wp, wr = out.world_positions, out.world_rotations
         rot = out.rotations.copy()
@@ -242,7 +254,7 @@ class Retargeter:
             if t.parents[b] != a or t.parents[c] != b:
                 continue  # a leg with joints between its hip, knee and ankle: no two-bone chain
             contact = contacts[:, i]
-            want_low = floor + k * (_lowest(source, sr[f"{side}_ankle"]) - floor)
+            want_low = want[:, i]
             low = _lowest(out, c)
             w = plant_weights(contact, blend)
             delta = planted_offsets(wp[:, tr[f"{side}_foot"]], contact, blend) if contact.any() else np.zeros((len(w), 3))

@@ -127,7 +127,9 @@ def most_upright_frame(motion: Motion, roles: HumanoidRoles) -> int:
 
 def reference_rig(source: Skeleton | Motion, roles: HumanoidRoles | None = None) -> Rig:
     """The standing reference pose of a skeleton: its rest pose when it stands, else (for a
-    motion) the local rotations of its most upright frame.
+    motion) the local rotations of its most upright frame, the ends of its chains (head,
+    hands, toes and what hangs from them) straight as in the rest pose (a frame's bent toes
+    or wrists are not taken for the rig's neutral pose).
 
     Raises:
         HumanoidError: no humanoid on the skeleton, or a skeleton (without a motion)
@@ -142,15 +144,25 @@ def reference_rig(source: Skeleton | Motion, roles: HumanoidRoles | None = None)
         raise HumanoidError(f"the rest pose of this skeleton ({skel.num_joints} joints, root {skel.names[0]!r}) "
                             "does not stand (legs down, arms not raised); give a take on it or its pose")
     f = most_upright_frame(source, roles)
-    return Rig(skel, source.rotations[f].copy(), roles)
+    rotations = source.rotations[f].copy()
+    ends = [roles.get(r) for r in ("head", "left_hand", "right_hand", "left_toe", "right_toe")]
+    for j in range(skel.num_joints):  # the ends of the chains straight, as in the rest pose
+        if any(e is not None and skel.descends_from(j, e) for e in ends):
+            rotations[j] = rest[j]
+    return Rig(skel, rotations, roles)
 
 
 def facing_frame(pos: np.ndarray, roles: HumanoidRoles) -> np.ndarray:
-    """``[4]`` the rotation turning a standing pose (positions ``[J, 3]``) to face +Z with
-    its spine along +Y and its left side toward +X."""
-    up = _unit(pos[_top(roles)] - pos[roles.hips])
+    """``[4]`` the rotation turning a pose (positions ``[J, 3]``) so that its pelvis faces +Z:
+    left (from the right upper leg to the left) toward +X, up (from the hips to the first
+    spine joint, or the top of the body) toward +Y. Both are bones of the hips, so the turn
+    does not depend on how the rest of the body is posed: two poses of one rig are matched
+    with their hips as they are."""
+    first = roles.spine_chain[0] if roles.spine_chain else _top(roles)
     left = pos[roles["left_upper_leg"]] - pos[roles["right_upper_leg"]]
-    left = _unit(left - np.dot(left, up) * up)
+    left = _unit(left)
+    up = pos[first] - pos[roles.hips]
+    up = _unit(up - np.dot(up, left) * left)
     fwd = np.cross(left, up)
     return quat.from_matrix(np.stack([left, up, fwd]))
 

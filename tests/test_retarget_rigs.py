@@ -1,0 +1,217 @@
+"""Acceptance of issue 32 part 3 (retargeting) on the shared data: LAFAN1 onto the Mixamo
+rigs of ``genmm-examples``, a CMU rig, and LAFAN1 renamed to the Unreal and Character
+Creator schemes (Z up, centimetres, a ground root, several toes; rigs made at test time,
+never committed), read from ``.bvh`` and skinned ``.glb`` files as a user gives them.
+
+- round trip LAFAN1 -> Mixamo -> LAFAN1: the mapped joints' world directions within 1
+  degree (outside the IK's corrections) and the root path within 1 cm;
+- on every rig: feet at contacts within 2 cm of where the source's are (scaled by the legs'
+  ratio; never under the floor), foot skating at most 1.2 times the source's, no joint flips;
+- ``motionmatch retarget``: a skinned ``.glb`` rig's mesh written with the motion (Khronos
+  validator), a BVH rig's joints and unit in BVH output, a folder of takes;
+- a rig with no humanoid, two roots, a file over its size limit, an FBX rig: one line each,
+  naming the file and the fix, nothing written.
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pygltflib
+import pytest
+
+from motionmatch.anim import load_bvh, quat
+from motionmatch.anim.contacts import foot_contacts
+from motionmatch.anim.grounding import floor_height
+from motionmatch.anim.retarget import Retargeter, RetargetSettings, _lowest, reference_rig
+from motionmatch.cli.main import main
+from motionmatch.io.gltf import write_glb
+from motionmatch.io.rig_file import read_rig
+from motionmatch.metrics.feet import foot_skating
+from rigs import lafan_clip, make_rig, write_rig
+from test_gltf import check_round_trip, validate
+
+pytestmark = pytest.mark.data
+
+JOE = "genmm-examples/Joe_Walk-In-Circle.bvh"
+MALCOLM = "genmm-examples/Malcolm_Gangnam-Style.bvh"
+XIA = "genmm-examples/Xia_normal.bvh"
+
+
+@pytest.fixture(scope="module")
+def walk(data_dir):
+    return lafan_clip(data_dir, 360)
+
+
+def _rest_glb(motion, path, name):
+    """A skinned ``.glb`` rig of ``motion``'s skeleton, its nodes in the first frame's pose."""
+    m = motion[0:1]
+    m.name = name
+    write_glb(path, m)
+    return path
+
+
+@pytest.fixture(scope="module")
+def rigs(data_dir, tmp_path_factory):
+    """name -> rig file, as a user would give them."""
+    folder = tmp_path_factory.mktemp("rigs")
+    clip = lafan_clip(data_dir, 30)
+    cc = make_rig(clip, "cc", ground_root=True, z_up=True)  # Z up, cm (written so), a ground root, six toes
+    unreal = make_rig(clip, "unreal")
+    return {
+        "mixamo_joe": data_dir / JOE,
+        "mixamo_malcolm": data_dir / MALCOLM,
+        "cmu_xia": data_dir / XIA,
+        "cc_zup_cm": write_rig(cc, folder, "cc_rig"),
+        "unreal_skinned": _rest_glb(unreal, folder / "unreal_rig.glb", "unreal"),
+    }
+
+
+def _angles(a, b):
+    """Degrees between vectors ``[..., 3]``."""
+    c = np.sum(a * b, -1) / np.linalg.norm(a, axis=-1) / np.linalg.norm(b, axis=-1)
+    return np.degrees(np.arccos(np.clip(c, -1.0, 1.0)))
+
+
+def _steps(q):
+    """Degrees each world rotation ``[F, K, 4]`` turns from one frame to the next."""
+    d = quat.mul_inv(q[1:], q[:-1])
+    return np.degrees(2 * np.arccos(np.clip(np.abs(d[..., 0]), 0.0, 1.0)))
+
+
+@pytest.mark.parametrize("ik", [False, True])
+def test_round_trip_through_a_mixamo_rig(walk, data_dir, ik):
+    settings = RetargetSettings(foot_ik=ik)
+    lafan = reference_rig(walk)
+    joe = reference_rig(load_bvh(data_dir / JOE))
+    there = Retargeter(lafan, joe, settings)(walk)
+    back = Retargeter(reference_rig(there), lafan, settings)(there)
+    s = walk.skeleton
+    roles = lafan.roles
+    legs = {roles[f"{side}_{p}"] for side in ("left", "right") for p in ("upper_leg", "lower_leg", "ankle")}
+    ps, pb = walk.world_positions, back.world_positions
+    checked = 0
+    for j in range(1, s.num_joints):
+        p = int(s.parents[j])
+        if p == roles.hips or (ik and p in legs):  # the hips' offsets; the legs the IK corrected
+            continue
+        err = _angles(ps[:, j] - ps[:, p], pb[:, j] - pb[:, p]).max()
+        assert err < 1.0, f"{s.names[p]} -> {s.names[j]}: {err:.3f} degrees off after the round trip"
+        checked += 1
+    assert checked == (12 if ik else 18)  # every bone but the hips' (and, with IK, the legs')
+    root = np.linalg.norm(ps[:, roles.hips] - pb[:, roles.hips], axis=-1).max()
+    assert root < 0.01, f"root path {root * 100:.2f} cm off after the round trip"
+
+
+@pytest.mark.parametrize("name", ["mixamo_joe", "mixamo_malcolm", "cmu_xia", "cc_zup_cm", "unreal_skinned"])
+def test_feet_skating_and_flips_on_every_rig(walk, rigs, name):
+    rig = read_rig(rigs[name])
+    source = reference_rig(walk)
+    r = Retargeter(source, rig.rig)
+    out = r(walk)
+    sr, tr = source.roles, rig.rig.roles
+    floor = floor_height(walk)
+    contacts = foot_contacts(walk, feet=list(sr.contact_joints), ground_height=floor).contacts
+    assert contacts.mean() > 0.3
+    for i, side in enumerate(("left", "right")):
+        c = contacts[:, i]
+        want = np.maximum(floor + r.scale * (_lowest(walk, sr[f"{side}_ankle"]) - floor), floor)
+        got = _lowest(out, tr[f"{side}_ankle"])
+        err = np.abs(got - want)[c].max()
+        assert err < 0.02 * max(r.scale, 1.0), f"{name}: {side} foot {err * 100:.1f} cm from the ground at a contact"
+        assert got.min() > floor - 1e-3, f"{name}: {side} foot under the floor"
+    src_skate = foot_skating(walk.world_positions[:, list(sr.contact_joints)], contacts, walk.fps)
+    out_skate = foot_skating(out.world_positions[:, list(tr.contact_joints)], contacts, out.fps)
+    assert out_skate <= 1.2 * src_skate * r.scale, f"{name}: skating {out_skate:.4f} m/s, source {src_skate:.4f}"
+    m = r.match
+    src_steps = _steps(walk.world_rotations[:, m.source])
+    out_steps = _steps(out.world_rotations[:, m.target])
+    flips = (out_steps > 30.0) & (src_steps <= 30.0)
+    assert not flips.any(), f"{name}: {int(flips.sum())} joint flips, e.g. {out.skeleton.names[m.target[np.argwhere(flips)[0][1]]]}"
+
+
+def test_rigs_are_read_in_metres_y_up_standing(rigs):
+    cc = read_rig(rigs["cc_zup_cm"])
+    assert cc.file_scale == pytest.approx(0.01)
+    pos, _ = cc.rig.world()
+    roles = cc.rig.roles
+    assert pos[roles["head"], 1] - pos[roles["left_ankle"], 1] > 1.2  # Y up, metres
+    assert roles.above_hips == (0,)  # the ground root
+    glb = read_rig(rigs["unreal_skinned"])
+    assert glb.skinned and glb.rig.roles.names()["left_upper_leg"] == "thigh_l"
+
+
+def test_retarget_command_writes_the_rigs_own_mesh_with_the_motion(data_dir, rigs, tmp_path):
+    src = data_dir / "lafan1-60fps" / "walk1_subject1_walk2.bvh"
+    out = tmp_path / "walk_unreal.glb"
+    assert main(["retarget", str(src), "--to", str(rigs["unreal_skinned"]), "-o", str(out)]) == 0
+    validate(out)
+    doc = pygltflib.GLTF2().load_binary(str(out))
+    rig_doc = pygltflib.GLTF2().load_binary(str(rigs["unreal_skinned"]))
+    assert len(doc.meshes) == 1
+    mesh_count = doc.accessors[doc.meshes[0].primitives[0].attributes.POSITION].count
+    assert mesh_count == rig_doc.accessors[rig_doc.meshes[0].primitives[0].attributes.POSITION].count  # the rig's mesh
+    rig = read_rig(rigs["unreal_skinned"])
+    played = rig.retarget(load_bvh(src))
+    check_round_trip(out, played)
+
+
+def test_retarget_command_writes_bvh_on_a_bvh_rig_and_folders(data_dir, rigs, tmp_path):
+    src = data_dir / "lafan1-60fps" / "walk1_subject1_walk2.bvh"
+    out = tmp_path / "walk_cc.bvh"
+    assert main(["retarget", str(src), "--to", str(rigs["cc_zup_cm"]), "-o", str(out)]) == 0
+    m = load_bvh(out)
+    assert m.skeleton.names == load_bvh(rigs["cc_zup_cm"]).skeleton.names and m.file_scale == pytest.approx(0.01)
+    assert m.num_frames == load_bvh(src).num_frames
+    takes = tmp_path / "takes"
+    takes.mkdir()
+    for stem in ("a", "b"):
+        (takes / f"{stem}.bvh").write_bytes(src.read_bytes())
+    folder = tmp_path / "on_joe"
+    assert main(["retarget", str(takes), "--to", str(data_dir / JOE), "-o", str(folder), "-q"]) == 0
+    assert sorted(p.name for p in folder.iterdir()) == ["a.bvh", "b.bvh"]
+
+
+def _refused(argv, capsys, out):
+    assert main(argv) == 1
+    err = capsys.readouterr().err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("motionmatch retarget: error: "), err
+    assert not out.exists() and not list(out.parent.glob(f".{out.name}*"))
+    return lines[0]
+
+
+def test_rig_errors_are_one_line_and_write_nothing(data_dir, rigs, tmp_path, capsys, monkeypatch):
+    src = str(data_dir / "lafan1-60fps" / "walk1_subject1_walk2.bvh")
+    out = tmp_path / "out.glb"
+    crab = data_dir / "genmm-examples" / "Crabnew_Crab-dance-long.bvh"
+    line = _refused(["retarget", src, "--to", str(crab), "-o", str(out)], capsys, out)
+    assert "Crabnew_Crab-dance-long.bvh" in line and "no humanoid found" in line and "--roles" in line
+
+    # two roots: the rig's skin holds a node of its own beside the skeleton
+    doc = pygltflib.GLTF2().load_binary(str(rigs["unreal_skinned"]))
+    doc.nodes.append(pygltflib.Node(name="prop_root", translation=[0.5, 0.0, 0.0]))
+    doc.scenes[0].nodes.append(len(doc.nodes) - 1)
+    doc.skins[0].joints = [*doc.skins[0].joints, len(doc.nodes) - 1]
+    two = tmp_path / "two_roots.glb"
+    doc.save_binary(str(two))
+    line = _refused(["retarget", src, "--to", str(two), "-o", str(out)], capsys, out)
+    assert "two_roots.glb" in line and "2 roots" in line and "parent them under one joint" in line
+
+    from motionmatch import _gltf_read
+    from motionmatch.anim import bvh
+
+    big = tmp_path / "big.bvh"
+    big.write_bytes(b"HIERARCHY\n")
+    os.truncate(big, bvh.MAX_BVH_BYTES + 1)  # sparse: no disk used, never read
+    line = _refused(["retarget", src, "--to", str(big), "-o", str(out)], capsys, out)
+    assert "big.bvh" in line and "over the" in line
+    monkeypatch.setattr(_gltf_read, "MAX_GLTF_BYTES", 1000)
+    line = _refused(["retarget", src, "--to", str(rigs["unreal_skinned"]), "-o", str(out)], capsys, out)
+    assert "unreal_rig.glb" in line and "over the 1,000 bytes" in line
+
+    fbx = tmp_path / "hero.fbx"
+    fbx.write_bytes(b"Kaydara FBX Binary  \x00")
+    line = _refused(["retarget", src, "--to", str(fbx), "-o", str(out)], capsys, out)
+    assert "hero.fbx" in line and "export the rig as glTF 2.0 (.glb)" in line
