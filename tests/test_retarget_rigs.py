@@ -26,6 +26,7 @@ from motionmatch.anim.contacts import foot_contacts
 from motionmatch.anim.grounding import floor_height
 from motionmatch.anim.retarget import Retargeter, RetargetSettings, _lowest, reference_rig
 from motionmatch.cli.main import main
+from motionmatch.errors import DataWarning
 from motionmatch.io.gltf import write_glb
 from motionmatch.io.rig_file import read_rig
 from motionmatch.metrics.feet import foot_skating
@@ -104,6 +105,7 @@ def test_round_trip_through_a_mixamo_rig(walk, data_dir, ik):
     assert root < 0.01, f"root path {root * 100:.2f} cm off after the round trip"
 
 
+@pytest.mark.filterwarnings("ignore::motionmatch.errors.DataWarning")  # Xia and Malcolm are not a person's size
 @pytest.mark.parametrize("name", ["mixamo_joe", "mixamo_malcolm", "cmu_xia", "cc_zup_cm", "unreal_skinned"])
 def test_feet_skating_and_flips_on_every_rig(walk, rigs, name):
     rig = read_rig(rigs[name])
@@ -215,3 +217,33 @@ def test_rig_errors_are_one_line_and_write_nothing(data_dir, rigs, tmp_path, cap
     fbx.write_bytes(b"Kaydara FBX Binary  \x00")
     line = _refused(["retarget", src, "--to", str(fbx), "-o", str(out)], capsys, out)
     assert "hero.fbx" in line and "export the rig as glTF 2.0 (.glb)" in line
+
+
+def test_a_rig_of_an_implausible_size_is_warned_about(data_dir):
+    with pytest.warns(DataWarning, match=r"Xia_normal.bvh: the rig stands 0\.\d+ m tall .*--rig-units"):
+        read_rig(data_dir / XIA)
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DataWarning)
+        read_rig(data_dir / JOE)  # a person's size: quiet
+
+
+def test_run_plays_the_character_on_your_rig(data_dir, rigs, tmp_path, capsys):
+    """``run --rig hero.glb -o walk.glb``: the user's own character walking (its mesh, its joints)."""
+    db = tmp_path / "walk.npz"
+    assert main(["build", str(data_dir / "lafan1-60fps" / "walk1_subject1_walk2.bvh"), "-o", str(db), "-q"]) == 0
+    script = tmp_path / "walk.json"
+    script.write_text('{"duration": 3.0, "events": [{"t": 0.0, "keys": ["w"]}]}')
+    out = tmp_path / "walk_hero.glb"
+    assert main(["run", "--db", str(db), "--input", str(script), "--rig", str(rigs["unreal_skinned"]),
+                 "-o", str(out)]) == 0
+    assert "on " in capsys.readouterr().out
+    validate(out)
+    doc = pygltflib.GLTF2().load_binary(str(out))
+    names = {n.name for n in doc.nodes}
+    assert {"pelvis", "thigh_l", "calf_r", "thigh_twist_01_l", "weapon_r"} <= names  # the rig's joints
+    bad = tmp_path / "bad.glb"
+    assert main(["run", "--db", str(db), "--input", str(script), "--rig", str(rigs["unreal_skinned"]),
+                 "--body", str(rigs["unreal_skinned"]), "-o", str(bad)]) == 1
+    assert "--rig and --body" in capsys.readouterr().err and not bad.exists()

@@ -26,11 +26,28 @@ def rig_from_args(args: argparse.Namespace):
     read before the command runs: a rig that cannot be used fails first, nothing written."""
     if not getattr(args, "rig", None):
         return None
+    if getattr(args, "body", None):
+        raise MotionMatchError("--rig and --body: give one (--rig plays the motion on your rig and writes its own "
+                               "mesh; --body skins a mesh of the database's skeleton)")
     from motionmatch.io.rig_file import read_rig
 
     roles = _roles(getattr(args, "rig_roles", None))
     return read_rig(args.rig, units=getattr(args, "rig_units", "auto"), up=getattr(args, "rig_up", "auto"),
                     roles_map=roles)
+
+
+def write_played(path, motion, rig, **kw):
+    """Write a command's output motion (one, or ``(name, motion)`` pairs): as it is
+    (:func:`~motionmatch.io.motion_files.write_motion`, ``kw`` passed on) without a rig,
+    else retargeted onto ``rig`` and written with its mesh (:meth:`RigFile.write`)."""
+    from motionmatch.anim.motion import Motion
+    from motionmatch.io.motion_files import write_motion
+
+    if rig is None:
+        return write_motion(path, motion, **kw)
+    kw.pop("body", None)
+    played = rig.retarget(motion) if isinstance(motion, Motion) else [(n, rig.retarget(m)) for n, m in motion]
+    return rig.write(path, played, **kw)
 
 
 def _roles(path: str | None) -> dict[str, str] | None:

@@ -15,11 +15,13 @@
 - a ``.fbx`` file: refused in one line saying to export it as glTF (no FBX reader here).
 
 A file over its size limit, a skeleton with two roots, a rig with no humanoid found or a
-glTF rest pose that does not stand are refused with one line naming the file and the fix.
+glTF rest pose that does not stand are refused with one line naming the file and the fix;
+a rig that stands outside a person's height is warned about (a unit the file does not say).
 """
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -29,10 +31,11 @@ from motionmatch._gltf_read import load_gltf
 from motionmatch.anim import load_bvh, quat
 from motionmatch.anim.humanoid import HumanoidError, find_humanoid
 from motionmatch.anim.motion import Motion
+from motionmatch.anim.plausible import HEIGHT_RANGE
 from motionmatch.anim.retarget import Retargeter, RetargetSettings
 from motionmatch.anim.retarget_map import Rig, reference_rig, stands
 from motionmatch.anim.skeleton import Skeleton
-from motionmatch.errors import MotionMatchError, SkeletonError
+from motionmatch.errors import DataWarning, MotionMatchError, SkeletonError
 
 __all__ = ["RIG_SUFFIXES", "RigFile", "read_rig"]
 
@@ -68,13 +71,16 @@ class RigFile:
         out.file_scale = self.file_scale
         return out
 
-    def write(self, path: str | Path, motion: Motion | list[tuple[str, Motion]]) -> Path:
+    def write(self, path: str | Path, motion: Motion | list[tuple[str, Motion]], *, obstacles=(),
+              terrain=None) -> Path:
         """Write motion on this rig (:meth:`retarget`'s output) to ``path`` by its suffix
-        (:func:`~motionmatch.io.motion_files.write_motion`): BVH in the rig's unit; ``.glb``,
-        ``.fbx`` and ``.usd`` with the rig's own skinned mesh where it has one."""
+        (:func:`~motionmatch.io.motion_files.write_motion`, with any obstacles and ground):
+        BVH in the rig's unit; ``.glb``, ``.fbx`` and ``.usd`` with the rig's own skinned mesh
+        where it has one."""
         from motionmatch.io.motion_files import write_motion
 
-        return write_motion(path, motion, units=self.file_scale, body=self.path if self.skinned else None)
+        return write_motion(path, motion, units=self.file_scale, body=self.path if self.skinned else None,
+                            obstacles=obstacles, terrain=terrain)
 
 
 def _roles(path: Path, skeleton: Skeleton, roles_map: dict[str, str] | None):
@@ -98,7 +104,18 @@ def read_rig(path: str | Path, *, units: str | float = "auto", up: str = "auto",
     Raises:
         MotionMatchError: one line naming the file and the fix (see the module).
     """
-    path = Path(path)
+    out = _read(Path(path), units, up, roles_map)
+    pos, _ = out.rig.world()
+    height = float(np.ptp(pos[:, 1]))
+    low, high = HEIGHT_RANGE
+    if not low <= height <= high:
+        warnings.warn(f"{out.path}: the rig stands {height:.2f} m tall (a person: {low:g}-{high:g} m); if that is "
+                      "not its size, give its unit (--rig-units cm, m, mm, in or metres per unit)", DataWarning,
+                      stacklevel=2)
+    return out
+
+
+def _read(path: Path, units: str | float, up: str, roles_map: dict[str, str] | None) -> RigFile:
     suffix = path.suffix.lower()
     if suffix == ".fbx":
         raise MotionMatchError(f"{path}: FBX rigs are not read; export the rig as glTF 2.0 (.glb) "
