@@ -247,3 +247,14 @@ def test_run_plays_the_character_on_your_rig(data_dir, rigs, tmp_path, capsys):
     assert main(["run", "--db", str(db), "--input", str(script), "--rig", str(rigs["unreal_skinned"]),
                  "--body", str(rigs["unreal_skinned"]), "-o", str(bad)]) == 1
     assert "--rig and --body" in capsys.readouterr().err and not bad.exists()
+
+
+def test_a_ground_root_carries_the_character(walk, rigs):
+    rig = read_rig(rigs["cc_zup_cm"])  # CC_Base_BoneRoot above the hips
+    out = rig.retarget(walk)
+    root, hips = out.world_positions[:, 0], out.world_positions[:, rig.rig.roles.hips]
+    assert np.abs(root[:, 1]).max() < 1e-6  # on the floor
+    assert np.linalg.norm((root - hips)[:, [0, 2]], axis=1).max() < 0.3  # under the character
+    assert np.linalg.norm(root[-1] - root[0]) > 1.0  # walking with it
+    turn = quat.mul_inv(out.world_rotations[:, 0], out.world_rotations[:1, 0])
+    assert np.abs(turn[:, [1, 3]]).max() < 1e-9  # about the vertical only

@@ -36,10 +36,11 @@ import numpy as np
 from motionmatch.anim import quat
 from motionmatch.anim.contacts import foot_contacts
 from motionmatch.anim.grounding import floor_height
-from motionmatch.anim.humanoid import HumanoidRoles, find_humanoid
+from motionmatch.anim.humanoid import HumanoidRoles, carrier_joints, find_humanoid
 from motionmatch.anim.leg_ik import plant_weights, planted_offsets, two_bone_ik
 from motionmatch.anim.motion import Motion
-from motionmatch.anim.retarget_map import ChainMatch, Rig, match_chains, reference_rig
+from motionmatch.anim.retarget_map import ChainMatch, Rig, facing_frame, match_chains, reference_rig
+from motionmatch.anim.root import extract_root
 from motionmatch.anim.skeleton import POSITION_CHANNELS, Skeleton
 from motionmatch.errors import MotionError
 
@@ -181,6 +182,10 @@ class Retargeter:
         pos, rot = target.world()
         self._rest_pos = pos + t.offsets[0]
         self._rest_rot = rot
+        # a ground root that only carries the character (a SimulationBone, a BoneRoot) follows it
+        self._carries = bool(target.roles.above_hips) and carrier_joints(t) == target.roles.above_hips
+        fwd = quat.inv_rotate(facing_frame(pos, target.roles), np.array([0.0, 0.0, 1.0]))
+        self._rest_yaw = quat.from_angle_y(np.arctan2(fwd[0], fwd[2]))
 
     @property
     def scale(self) -> float:
@@ -229,15 +234,33 @@ class Retargeter:
         return out
 
     def _with_hips_at(self, motion: Motion, local: np.ndarray, hips_pos: np.ndarray) -> Motion:
-        """The target motion of local rotations ``local`` with its hips at ``hips_pos [F, 3]`` in the world."""
+        """The target motion of local rotations ``local`` with its hips at ``hips_pos [F, 3]``
+        in the world (and a ground root that carries the character under them, facing as the
+        source's character root)."""
         t = self.target.skeleton
         trans = np.broadcast_to(t.offsets, local.shape[:2] + (3,)).copy()
         h = self.match.hips[0]
         if t.parents[h] < 0:
             trans[:, h] = hips_pos
-        else:
+        elif not self._carries:
             p = int(t.parents[h])
             trans[:, h] = quat.inv_rotate(self._rest_rot[p], hips_pos - self._rest_pos[p])
+        else:
+            local = local.copy()
+            root = extract_root(motion)
+            scale = self.match.scale if self.settings.scale_root else 1.0
+            root_pos = root.positions * scale
+            root_pos[:, 1] = self._rest_pos[0, 1]
+            root_rot = quat.mul(quat.mul(root.rotations, quat.conjugate(self._rest_yaw)), self._rest_rot[0])
+            p = int(t.parents[h])
+            rel_rot = quat.inv_mul(self._rest_rot[0], self._rest_rot[p])  # the hips' parent in the root's frame
+            rel_pos = quat.inv_rotate(self._rest_rot[0], self._rest_pos[p] - self._rest_pos[0])
+            parent_rot = quat.mul(root_rot, rel_rot)
+            parent_pos = root_pos + quat.rotate(root_rot, rel_pos)
+            local[:, h] = quat.inv_mul(parent_rot, quat.mul(self._rest_rot[p], local[:, h]))
+            local[:, 0] = root_rot
+            trans[:, 0] = root_pos
+            trans[:, h] = quat.inv_rotate(parent_rot, hips_pos - parent_pos)
         return Motion(self._skeleton, local, trans, motion.fps, name=motion.name, source=motion.source,
                       file_scale=motion.file_scale, tags=motion.tags)
 
