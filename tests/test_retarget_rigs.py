@@ -258,3 +258,50 @@ def test_a_ground_root_carries_the_character(walk, rigs):
     assert np.linalg.norm(root[-1] - root[0]) > 1.0  # walking with it
     turn = quat.mul_inv(out.world_rotations[:, 0], out.world_rotations[:1, 0])
     assert np.abs(turn[:, [1, 3]]).max() < 1e-9  # about the vertical only
+
+
+def _edited(path, out, edit):
+    doc = pygltflib.GLTF2().load_binary(str(path))
+    edit(doc)
+    doc.save_binary(str(out))
+    return out
+
+
+def test_gltf_rigs_under_an_armature_node_in_centimetres_or_without_a_skin(rigs, walk, tmp_path):
+    base = read_rig(rigs["unreal_skinned"])
+    pos0, _ = base.rig.world()
+
+    def armature(doc, scale, rotation=None):
+        skin = doc.skins[0]
+        for j in skin.joints:  # the joints in centimetres ...
+            n = doc.nodes[j]
+            n.translation = [100.0 * v for v in (n.translation or [0.0, 0.0, 0.0])]
+        group = next(i for i, n in enumerate(doc.nodes) if skin.joints[0] in (n.children or []))
+        doc.nodes[group].scale = [scale] * 3  # ... under an armature node that scales them (or not)
+        if rotation is not None:
+            doc.nodes[group].rotation = rotation
+
+    cm = read_rig(_edited(rigs["unreal_skinned"], tmp_path / "armature.glb", lambda d: armature(d, 0.01)))
+    assert np.allclose(cm.rig.world()[0], pos0, atol=1e-6) and cm.file_scale == pytest.approx(1.0)
+    raw_cm = read_rig(_edited(rigs["unreal_skinned"], tmp_path / "cm.glb", lambda d: armature(d, 1.0)))
+    assert np.allclose(raw_cm.rig.world()[0], pos0, atol=1e-6) and raw_cm.file_scale == pytest.approx(0.01)
+    half_turn = [0.0, 1.0, 0.0, 0.0]  # (x, y, z, w): the armature turned to face -Z
+    turned = read_rig(_edited(rigs["unreal_skinned"], tmp_path / "turned.glb", lambda d: armature(d, 0.01, half_turn)))
+    pos_t, _ = turned.rig.world()
+    assert np.allclose(pos_t * [-1, 1, -1], pos0, atol=1e-6)
+    # the same walk on the turned rig: the same world pose (directions and root follow the source)
+    a, b = base.retarget(walk), turned.retarget(walk)
+    assert np.abs(a.world_positions - b.world_positions).max() < 1e-6
+
+    def unskin(doc):
+        for n in doc.nodes:
+            n.skin = None
+            n.mesh = None
+        doc.skins = []
+
+    bare = read_rig(_edited(rigs["unreal_skinned"], tmp_path / "bare.glb", unskin))  # a node tree, no skin
+    assert not bare.skinned and bare.rig.roles.names()["left_upper_leg"] == "thigh_l"
+    names = bare.rig.skeleton.names
+    assert names[0] == "unreal" and names[1:] == base.rig.skeleton.names  # the armature node is a root above
+    pos_b, _ = bare.rig.world()
+    assert np.allclose(pos_b[1:] - pos_b[1], pos0 - pos0[0], atol=1e-6)

@@ -242,7 +242,7 @@ def _read_gltf(path: Path, units: str | float, roles_map: dict[str, str] | None)
         raise HumanoidError(f"{path}: the rig's rest pose does not stand (legs down, arms not raised); "
                             "export it in a T or A pose")
     rig = Rig(skel, local, roles, rest_rotations=local)
-    return RigFile(path, rig, skinned is not None, 1.0 / factor if factor > 0 else 1.0)
+    return RigFile(path, rig, skinned is not None, factor)
 
 
 def _top(j: int, joint_parent) -> int:
