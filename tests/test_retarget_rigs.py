@@ -299,6 +299,13 @@ def test_gltf_rigs_under_an_armature_node_in_centimetres_or_without_a_skin(rigs,
             n.mesh = None
         doc.skins = []
 
+    def mesh_without_skin(doc):
+        for n in doc.nodes:
+            n.skin = None
+        doc.skins = []
+
+    with pytest.warns(DataWarning, match="unskinned.glb: its mesh has no skin"):
+        assert not read_rig(_edited(rigs["unreal_skinned"], tmp_path / "unskinned.glb", mesh_without_skin)).skinned
     bare = read_rig(_edited(rigs["unreal_skinned"], tmp_path / "bare.glb", unskin))  # a node tree, no skin
     assert not bare.skinned and bare.rig.roles.names()["left_upper_leg"] == "thigh_l"
     names = bare.rig.skeleton.names

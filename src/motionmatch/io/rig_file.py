@@ -242,6 +242,13 @@ def _read_gltf(path: Path, units: str | float, roles_map: dict[str, str] | None)
         raise HumanoidError(f"{path}: the rig's rest pose does not stand (legs down, arms not raised); "
                             "export it in a T or A pose")
     rig = Rig(skel, local, roles, rest_rotations=local)
+    if skinned is not None:  # a mesh that cannot be skinned on the rig fails now, before any work
+        from motionmatch.io.user_mesh import read_user_mesh
+
+        read_user_mesh(path, skel)
+    elif any(n.mesh is not None for n in nodes):
+        warnings.warn(f"{path}: its mesh has no skin, so it cannot follow the rig: the generated mannequin is "
+                      "written instead (export the mesh with its armature modifier / skin)", DataWarning, stacklevel=3)
     return RigFile(path, rig, skinned is not None, factor)
 
 
