@@ -312,3 +312,26 @@ def test_gltf_rigs_under_an_armature_node_in_centimetres_or_without_a_skin(rigs,
     assert names[0] == "unreal" and names[1:] == base.rig.skeleton.names  # the armature node is a root above
     pos_b, _ = bare.rig.world()
     assert np.allclose(pos_b[1:] - pos_b[1], pos0 - pos0[0], atol=1e-6)
+
+
+def test_a_retargeted_glb_imports_into_blender_with_our_joints(data_dir, rigs, tmp_path):
+    """The rig's joints, as Blender's own glTF importer poses them, within 1 mm of our forward
+    kinematics (skips without a Python that has bpy: ``$MOTIONMATCH_BLENDER_PYTHON``)."""
+    from test_blender import PROBE, TOLERANCE_M, blender_python, run_in_blender
+
+    python = blender_python()
+    if python is None:
+        pytest.skip("no Python with Blender's bpy module: set MOTIONMATCH_BLENDER_PYTHON to one")
+    src = data_dir / "lafan1-60fps" / "walk1_subject1_walk2.bvh"
+    out = tmp_path / "walk_unreal.glb"
+    assert main(["retarget", str(src), "--to", str(rigs["unreal_skinned"]), "-o", str(out)]) == 0
+    played = read_rig(rigs["unreal_skinned"]).retarget(load_bvh(src))
+    frames = [0, played.num_frames // 2, played.num_frames - 1]
+    seen = run_in_blender(python, str(PROBE), str(played.fps), ",".join(map(str, frames)), str(out))[str(out)]
+    joints = set(played.skeleton.names)
+    arms = [a for a, bones in seen["joints"].items() if set(bones) == joints]
+    assert len(arms) == 1, f"no armature with the rig's joints among {list(seen['joints'])}"
+    bones = seen["joints"][arms[0]]
+    got = np.array([bones[j] for j in played.skeleton.names]).transpose(1, 0, 2)
+    err = np.abs(got - played.world_positions[frames]).max()
+    assert err < TOLERANCE_M, f"joints {err * 1000:.3f} mm away from the retargeted motion's forward kinematics"
