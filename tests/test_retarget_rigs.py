@@ -189,7 +189,7 @@ def test_rig_errors_are_one_line_and_write_nothing(data_dir, rigs, tmp_path, cap
     out = tmp_path / "out.glb"
     crab = data_dir / "genmm-examples" / "Crabnew_Crab-dance-long.bvh"
     line = _refused(["retarget", src, "--to", str(crab), "-o", str(out)], capsys, out)
-    assert "Crabnew_Crab-dance-long.bvh" in line and "no humanoid found" in line and "--roles" in line
+    assert "Crabnew_Crab-dance-long.bvh" in line and "no humanoid found" in line and "--rig-roles" in line
 
     # two roots: the rig's skin holds a node of its own beside the skeleton
     doc = pygltflib.GLTF2().load_binary(str(rigs["unreal_skinned"]))
@@ -335,3 +335,35 @@ def test_a_retargeted_glb_imports_into_blender_with_our_joints(data_dir, rigs, t
     got = np.array([bones[j] for j in played.skeleton.names]).transpose(1, 0, 2)
     err = np.abs(got - played.world_positions[frames]).max()
     assert err < TOLERANCE_M, f"joints {err * 1000:.3f} mm away from the retargeted motion's forward kinematics"
+
+
+def test_a_rig_without_joint_names_plays_with_a_roles_map(data_dir, walk, tmp_path, capsys):
+    """Joe's rig with its joints renamed jnt00..jnt64: the legs are found from its shape, the
+    rest is named in --rig-roles; then it plays exactly as the named rig does, and without
+    the map it says what does not play."""
+    import json
+
+    from motionmatch.anim import Skeleton
+    from motionmatch.anim.bvh import save_bvh
+
+    joe = load_bvh(data_dir / JOE)[0:2]
+    s = joe.skeleton
+    names = tuple(f"jnt{j:02d}" for j in range(s.num_joints))
+    generic = Skeleton(names, s.parents, s.offsets, s.end_site_parents, s.end_site_offsets, s.channels)
+    rig = save_bvh(joe.with_data(joe.rotations, joe.translations, skeleton=generic), tmp_path / "rig.bvh", units="cm")
+    named = {role: names[s.index(f"mixamorig7:{n}")] for role, n in (
+        ("neck", "Neck"), ("head", "Head"), ("left_shoulder", "LeftShoulder"), ("left_upper_arm", "LeftArm"),
+        ("left_lower_arm", "LeftForeArm"), ("left_hand", "LeftHand"), ("right_shoulder", "RightShoulder"),
+        ("right_upper_arm", "RightArm"), ("right_lower_arm", "RightForeArm"), ("right_hand", "RightHand"))}
+    roles = tmp_path / "roles.json"
+    roles.write_text(json.dumps(named))
+    src = tmp_path / "walk.bvh"
+    save_bvh(walk, src)
+    out = tmp_path / "out.bvh"
+    assert main(["retarget", str(src), "--to", str(rig), "--rig-roles", str(roles), "-o", str(out)]) == 0
+    want = read_rig(data_dir / JOE).retarget(load_bvh(src))
+    got = load_bvh(out)
+    assert np.abs(got.world_positions - want.world_positions).max() < 2e-4  # as written: 6 decimals of cm
+    assert main(["retarget", str(src), "--to", str(rig), "-o", str(tmp_path / "armless.bvh")]) == 0
+    err = capsys.readouterr().err
+    assert "has no head, left_upper_arm" in err and "--rig-roles" in err

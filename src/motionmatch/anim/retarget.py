@@ -28,6 +28,7 @@ machine (``benchmarks/bench_retarget.py``; the bar is 0.5 s).
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 
 import numba
@@ -42,7 +43,7 @@ from motionmatch.anim.motion import Motion
 from motionmatch.anim.retarget_map import ChainMatch, Rig, facing_frame, match_chains, reference_rig
 from motionmatch.anim.root import extract_root
 from motionmatch.anim.skeleton import POSITION_CHANNELS, Skeleton
-from motionmatch.errors import MotionError
+from motionmatch.errors import DataWarning, MotionError
 
 __all__ = ["RetargetSettings", "Retargeter", "Rig", "foot_points", "reference_rig", "retarget"]
 
@@ -174,6 +175,7 @@ class Retargeter:
         self.target = target
         self.settings = settings if settings is not None else RetargetSettings()
         self.match: ChainMatch = match_chains(source, target)
+        _say_unmatched(source, target)
         t = target.skeleton
         self._row_of = np.full(t.num_joints, -1, dtype=np.int64)
         self._row_of[self.match.target] = np.arange(len(self.match.target))
@@ -292,6 +294,27 @@ class Retargeter:
             rot[moving, b] = quat.inv_mul(new_a[moving], new_b[moving])
             rot[moving, c] = quat.inv_mul(new_b[moving], wr[moving, c])  # the ankle keeps its world rotation
         return out.with_data(rot, out.translations)
+
+
+#: Roles whose absence on one rig leaves a visible part of the other unanimated.
+_VISIBLE = ("head", "left_upper_arm", "left_lower_arm", "left_hand", "right_upper_arm", "right_lower_arm",
+            "right_hand")
+
+
+def _say_unmatched(source: Rig, target: Rig) -> None:
+    """One warning line per rig that lacks a head, arm or hand the other has."""
+    def rig(r: Rig) -> str:
+        return f"{r.skeleton.num_joints} joints, root {r.skeleton.names[0]!r}"
+
+    lost = [r for r in _VISIBLE if r in source.roles and r not in target.roles]
+    if lost:
+        warnings.warn(f"the target rig ({rig(target)}) has no {', '.join(lost)} found: the source's do not play "
+                      'on it; name its joints in a roles map (--rig-roles MAP.json: {"left_upper_arm": "JointName", '
+                      "...})", DataWarning, stacklevel=3)
+    still = [r for r in _VISIBLE if r in target.roles and r not in source.roles]
+    if still:
+        warnings.warn(f"the source ({rig(source)}) has no {', '.join(still)} found: the target's keep the rig's "
+                      "pose; name the source's joints in a roles map (--roles MAP.json)", DataWarning, stacklevel=3)
 
 
 def _with_hips_channels(skeleton: Skeleton, hips: int) -> Skeleton:

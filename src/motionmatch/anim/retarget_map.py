@@ -92,21 +92,30 @@ def _top(roles: HumanoidRoles) -> int | None:
     return next((roles.get(r) for r in ("head", "neck", "chest") if roles.get(r) is not None), None)
 
 
-def _upright_scores(wp: np.ndarray, roles: HumanoidRoles) -> tuple[np.ndarray, np.ndarray]:
-    """``[F]`` how much the legs point down the body's up axis (the worse leg's cosine),
-    and ``[F]`` the highest cosine of an upper arm with that axis, for positions ``[F, J, 3]``."""
+def _up(wp: np.ndarray, roles: HumanoidRoles) -> np.ndarray:
+    """``[..., 3]`` the body's up axis in positions ``[..., J, 3]``: from the hips to the head
+    (neck, chest); on a rig with none of them found, from between the ankles to the hips."""
     top = _top(roles)
-    hips = wp[:, roles.hips]
-    if top is None:
-        raise HumanoidError("this rig has no head, neck or chest joint: cannot tell which way is up; "
-                            'name one in a roles map (e.g. "roles": {"head": "JointName"})')
-    up = _unit(wp[:, top] - hips)
-    legs = [np.sum(_unit(wp[:, roles[f"{s}_ankle"]] - wp[:, roles[f"{s}_upper_leg"]]) * up, axis=-1)
-            for s in ("left", "right")]
+    hips = wp[..., roles.hips, :]
+    if top is not None:
+        return _unit(wp[..., top, :] - hips)
+    return _unit(hips - 0.5 * (wp[..., roles["left_ankle"], :] + wp[..., roles["right_ankle"], :]))
+
+
+def _upright_scores(wp: np.ndarray, roles: HumanoidRoles) -> tuple[np.ndarray, np.ndarray]:
+    """``[F]`` how much the legs point down the body's up axis (the worse leg's cosine; with
+    no head found, how parallel the two legs are), and ``[F]`` the highest cosine of an upper
+    arm with that axis, for positions ``[F, J, 3]``."""
+    up = _up(wp, roles)
+    legs = [_unit(wp[:, roles[f"{s}_ankle"]] - wp[:, roles[f"{s}_upper_leg"]]) for s in ("left", "right")]
+    if _top(roles) is None:
+        down = np.sum(legs[0] * legs[1], axis=-1)
+    else:
+        down = -np.max([np.sum(leg * up, axis=-1) for leg in legs], axis=0)
     arms = [np.sum(_unit(wp[:, roles[f"{s}_lower_arm"]] - wp[:, roles[f"{s}_upper_arm"]]) * up, axis=-1)
             for s in ("left", "right") if f"{s}_lower_arm" in roles and f"{s}_upper_arm" in roles]
     arm_up = np.max(arms, axis=0) if arms else np.full(len(wp), -1.0)
-    return -np.max(legs, axis=0), arm_up
+    return down, arm_up
 
 
 def stands(skeleton: Skeleton, rotations: np.ndarray, roles: HumanoidRoles) -> bool:
@@ -161,7 +170,7 @@ def facing_frame(pos: np.ndarray, roles: HumanoidRoles) -> np.ndarray:
     first = roles.spine_chain[0] if roles.spine_chain else _top(roles)
     left = pos[roles["left_upper_leg"]] - pos[roles["right_upper_leg"]]
     left = _unit(left)
-    up = pos[first] - pos[roles.hips]
+    up = pos[first] - pos[roles.hips] if first is not None else _up(pos, roles)
     up = _unit(up - np.dot(up, left) * left)
     fwd = np.cross(left, up)
     return quat.from_matrix(np.stack([left, up, fwd]))

@@ -87,7 +87,7 @@ def _roles(path: Path, skeleton: Skeleton, roles_map: dict[str, str] | None):
     try:
         return find_humanoid(skeleton, roles_map)
     except HumanoidError as e:
-        raise HumanoidError(f"{path}: {e}; for a rig, give the roles map with --roles ROLES.json") from None
+        raise HumanoidError(f"{path}: {e}; for a rig, give its roles with --rig-roles MAP.json") from None
 
 
 def read_rig(path: str | Path, *, units: str | float = "auto", up: str = "auto",
@@ -123,7 +123,11 @@ def _read(path: Path, units: str | float, up: str, roles_map: dict[str, str] | N
     if suffix == ".bvh":
         motion = load_bvh(path, units=units, up_axis=up)
         roles = _roles(path, motion.skeleton, roles_map)
-        return RigFile(path, reference_rig(motion, roles), False, motion.file_scale)
+        try:
+            rig = reference_rig(motion, roles)
+        except HumanoidError as e:
+            raise HumanoidError(f"{path}: {e}") from None
+        return RigFile(path, rig, False, motion.file_scale)
     if suffix in (".glb", ".gltf"):
         return _read_gltf(path, units, roles_map)
     raise MotionMatchError(f"{path}: a rig is a {', '.join(RIG_SUFFIXES)} file (or .fbx exported as .glb); "
