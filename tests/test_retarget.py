@@ -13,7 +13,7 @@ from motionmatch.anim.humanoid import HumanoidError, find_humanoid
 from motionmatch.anim.leg_ik import plant_weights, planted_offsets, smoothstep
 from motionmatch.anim.retarget import Retargeter, RetargetSettings, retarget
 from motionmatch.anim.retarget_map import Rig, most_upright_frame, reference_rig, stands
-from motionmatch.errors import MotionError
+from motionmatch.errors import DataWarning, MotionError
 
 # name, parent, offset (m) of a T-posed humanoid facing +Z, left toward +X
 _T_POSE = (
@@ -213,3 +213,24 @@ def test_bad_inputs_are_refused_in_one_line():
     assert "\n" not in str(e.value)
     with pytest.raises(ValueError, match="blend_s"):
         RetargetSettings(blend_s=-1.0)
+
+
+def test_a_plant_the_legs_cannot_reach_is_warned_about():
+    skel = t_pose()
+    F = 120
+    rot = quat.identity((F, skel.num_joints))
+    tr = np.broadcast_to(skel.offsets, (F, skel.num_joints, 3)).copy()
+    tr[:, 0, 2] = np.linspace(0.0, 0.8, F)  # 0.4 m/s: "planted" all along, 80 cm apart at the ends
+    m = Motion(skel, rot, tr, 60.0, name="glide")
+    m = m.with_data(rot, tr - [0.0, m.world_positions[:, skel.index("LeftToe"), 1].min(), 0.0])
+    with pytest.warns(DataWarning) as said:
+        retarget(m, t_pose(leg_scale=1.1))
+    lines = sorted(str(w.message) for w in said)
+    assert len(lines) == 2 and all("cannot reach the floor where the source's foot is planted" in s for s in lines)
+    assert lines[0].startswith("glide: the rig's left leg") and lines[1].startswith("glide: the rig's right leg")
+    import warnings
+
+    short = m.with_data(rot, np.broadcast_to(m.translations[:1], m.translations.shape).copy())  # standing still
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        retarget(short, t_pose(leg_scale=1.1))

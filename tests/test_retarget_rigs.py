@@ -201,6 +201,15 @@ def test_rig_errors_are_one_line_and_write_nothing(data_dir, rigs, tmp_path, cap
     line = _refused(["retarget", src, "--to", str(two), "-o", str(out)], capsys, out)
     assert "two_roots.glb" in line and "2 roots" in line and "parent them under one joint" in line
 
+    # a cycle: the root joint made a child of one of its own descendants
+    doc = pygltflib.GLTF2().load_binary(str(rigs["unreal_skinned"]))
+    root = doc.skins[0].joints[0]
+    doc.nodes[doc.skins[0].joints[5]].children = [*(doc.nodes[doc.skins[0].joints[5]].children or []), root]
+    loop = tmp_path / "loop.glb"
+    doc.save_binary(str(loop))
+    line = _refused(["retarget", src, "--to", str(loop), "-o", str(out)], capsys, out)
+    assert "loop.glb" in line and ("cycle" in line or "not a node of a tree" in line)
+
     from motionmatch import _gltf_read
     from motionmatch.anim import bvh
 

@@ -288,13 +288,27 @@ class Retargeter:
             moving = np.linalg.norm(delta, axis=1) > 1e-9
             if not moving.any():
                 continue
-            new_a, new_b = two_bone_ik(wp[:, a], wp[:, b], wp[:, c], wp[:, c] + delta, wr[:, a], wr[:, b])
+            target = wp[:, c] + delta
+            new_a, new_b = two_bone_ik(wp[:, a], wp[:, b], wp[:, c], target, wr[:, a], wr[:, b])
+            reach = np.linalg.norm(wp[:, b] - wp[:, a], axis=1) + np.linalg.norm(wp[:, c] - wp[:, b], axis=1)
+            short = np.linalg.norm(target - wp[:, a], axis=1) - reach  # > 0: the leg cannot get there
+            missed = contact & (short > UNREACHED_M)
+            if missed.sum() > UNREACHED_SHARE * max(int(contact.sum()), 1):
+                warnings.warn(f"{out.name or 'motion'}: the rig's {side} leg cannot reach the floor where the source's "
+                              f"foot is planted in {100 * missed.sum() / contact.sum():.0f}% of its contact frames (by up "
+                              f"to {100 * short[missed].max():.0f} cm): the foot floats there; check the rig's and the "
+                              "take's units", DataWarning, stacklevel=3)
             pa = int(t.parents[a])
             rot[moving, a] = quat.inv_mul(wr[moving, pa], new_a[moving])
             rot[moving, b] = quat.inv_mul(new_a[moving], new_b[moving])
             rot[moving, c] = quat.inv_mul(new_b[moving], wr[moving, c])  # the ankle keeps its world rotation
         return out.with_data(rot, out.translations)
 
+
+#: A planted foot the leg misses by more than this (m) in more than this share of its contact
+#: frames is warned about.
+UNREACHED_M = 0.02
+UNREACHED_SHARE = 0.05
 
 #: Roles whose absence on one rig leaves a visible part of the other unanimated.
 _VISIBLE = ("head", "left_upper_arm", "left_lower_arm", "left_hand", "right_upper_arm", "right_lower_arm",

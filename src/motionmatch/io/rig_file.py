@@ -162,6 +162,13 @@ def _read_gltf(path: Path, units: str | float, roles_map: dict[str, str] | None)
                 raise MotionMatchError(f"{path}: nodes[{i}].children holds {c!r}, not a node of a tree; "
                                        "export the rig again as glTF 2.0 (.glb)")
             parent[c] = i
+    for i in range(len(nodes)):  # every chain of parents ends (no cycle)
+        p, steps = parent.get(i), 0
+        while p is not None:
+            steps += 1
+            if steps > len(nodes):
+                raise MotionMatchError(f"{path}: nodes[{i}]'s parents form a cycle; export the rig again as glTF 2.0 (.glb)")
+            p = parent.get(p)
     skinned = next((n for n in nodes if n.mesh is not None and n.skin is not None), None)
     skin_index = skinned.skin if skinned is not None else (0 if doc.skins else None)
     if skin_index is not None:
@@ -203,10 +210,14 @@ def _read_gltf(path: Path, units: str | float, roles_map: dict[str, str] | None)
     world: dict[int, np.ndarray] = {}
 
     def world_of(i: int) -> np.ndarray:
-        if i not in world:
-            local = _local_matrix(nodes[i], f"nodes[{i}]", path)
-            world[i] = local if i not in parent else world_of(parent[i]) @ local
-        return world[i]
+        chain = []
+        while i is not None and i not in world:  # up to the first node whose world transform is known
+            chain.append(i)
+            i = parent.get(i)
+        above = world[i] if i is not None else np.eye(4)
+        for k in reversed(chain):
+            above = world[k] = above @ _local_matrix(nodes[k], f"nodes[{k}]", path)
+        return above
 
     order: list[int] = []
     kids: dict[int, list[int]] = {j: [] for j in joints}
