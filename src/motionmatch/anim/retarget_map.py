@@ -239,7 +239,7 @@ def match_chains(source: Rig, target: Rig) -> ChainMatch:
     pt, rt_world = target.world()
     ns, nt = facing_frame(ps, source.roles), facing_frame(pt, target.roles)
     sr, tr = source.roles, target.roles
-    # rows: target joint, source joint, (target end), source start (i0, i1, w), source end (i0, i1, w), inherit-from
+    # rows: target joint, source joint, the target end of its bone, the source points its bone runs between
     rows: list[tuple[int, int, int | None, tuple[int, int, float] | None, tuple[int, int, float] | None]] = []
     rows.append((tr.hips, sr.hips, None, None, None))
     # the centre line
