@@ -234,3 +234,30 @@ def test_a_plant_the_legs_cannot_reach_is_warned_about():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         retarget(short, t_pose(leg_scale=1.1))
+
+
+def test_a_source_without_toes_puts_the_targets_toes_on_its_floor():
+    """A source whose feet end at the ankle (no toe joint, no end site) stands on its ankles
+    (its floor: the lowest point where a foot is planted); a target with toes and toe tips
+    puts them on that floor, not its ankles."""
+    full = t_pose()
+    keep = [j for j, n in enumerate(full.names) if "Toe" not in n]
+    es = [k for k, p in enumerate(full.end_site_parents) if p in keep]
+    remap = {j: i for i, j in enumerate(keep)}
+    ankles = Skeleton(tuple(full.names[j] for j in keep), np.array([remap.get(int(full.parents[j]), -1) for j in keep]),
+                      full.offsets[keep], np.array([remap[int(full.end_site_parents[k])] for k in es]),
+                      full.end_site_offsets[es])
+    F = 120
+    rot = quat.identity((F, ankles.num_joints))
+    for side in ("Left", "Right"):
+        rot[:, ankles.index(side + "UpLeg")] = quat.from_axis_angle(np.array([1.0, 0, 0]), -0.2)
+        rot[:, ankles.index(side + "Leg")] = quat.from_axis_angle(np.array([1.0, 0, 0]), 0.4)
+    tr = np.broadcast_to(ankles.offsets, (F, ankles.num_joints, 3)).copy()
+    m = Motion(ankles, rot, tr, 60.0)
+    m = m.with_data(rot, tr - [0.0, m.world_positions[:, ankles.index("LeftFoot"), 1].min() - 0.07, 0.0])
+    assert find_humanoid(ankles).get("left_toe") is None
+    out = retarget(m, full)
+    for side in ("Left", "Right"):
+        toe = out.world_positions[:, full.index(side + "Toe"), 1]
+        tip = out.end_site_positions()[:, list(full.end_site_parents).index(full.index(side + "Toe")), 1]
+        assert abs(min(toe.min(), tip.min()) - floor_height(m)) < 0.005  # on the floor the source stands on

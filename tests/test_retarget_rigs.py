@@ -24,7 +24,7 @@ import pytest
 from motionmatch.anim import load_bvh, quat
 from motionmatch.anim.contacts import foot_contacts
 from motionmatch.anim.grounding import floor_height
-from motionmatch.anim.retarget import Retargeter, RetargetSettings, _lowest, reference_rig
+from motionmatch.anim.retarget import Retargeter, RetargetSettings, lowest_point, reference_rig
 from motionmatch.cli.main import main
 from motionmatch.errors import DataWarning
 from motionmatch.io.gltf import write_glb
@@ -118,8 +118,8 @@ def test_feet_skating_and_flips_on_every_rig(walk, rigs, name):
     assert contacts.mean() > 0.3
     for i, side in enumerate(("left", "right")):
         c = contacts[:, i]
-        want = np.maximum(floor + r.scale * (_lowest(walk, sr[f"{side}_ankle"]) - floor), floor)
-        got = _lowest(out, tr[f"{side}_ankle"])
+        want = np.maximum(floor + r.scale * (lowest_point(walk, sr[f"{side}_ankle"]) - floor), floor)
+        got = lowest_point(out, tr[f"{side}_ankle"])
         err = np.abs(got - want)[c].max()
         assert err < 0.02 * max(r.scale, 1.0), f"{name}: {side} foot {err * 100:.1f} cm from the ground at a contact"
         assert got.min() > floor - 1e-3, f"{name}: {side} foot under the floor"

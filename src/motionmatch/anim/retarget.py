@@ -18,8 +18,9 @@ reference pose; convert units and up axis at the boundary, as the file readers d
 3. **Feet.** Foot IK (the two-bone IK of :mod:`motionmatch.anim.leg_ik`) keeps every source
    contact (:func:`~motionmatch.anim.contacts.foot_contacts`) planted: the target's contact
    joint is held at one place over each contact run, easing in and out over ``blend_s``; its
-   foot's lowest point (joints and end sites from the ankle down) at the source's, scaled,
-   while planted, and never under the floor.
+   foot's lowest point (joints and end sites from the ankle down, :func:`lowest_point`) at
+   the source's, scaled, while planted, and never under the floor (the source's floor:
+   :func:`~motionmatch.anim.grounding.floor_height`).
 
 The rotations are one compiled pass over frames and joints (Numba), the rest numpy over all
 frames at once; one minute at 60 fps onto a 65-joint rig takes about 0.12 s on a 2-core
@@ -45,7 +46,7 @@ from motionmatch.anim.root import extract_root
 from motionmatch.anim.skeleton import POSITION_CHANNELS, Skeleton
 from motionmatch.errors import DataWarning, MotionError
 
-__all__ = ["RetargetSettings", "Retargeter", "Rig", "foot_points", "reference_rig", "retarget"]
+__all__ = ["RetargetSettings", "Retargeter", "Rig", "foot_points", "lowest_point", "reference_rig", "retarget"]
 
 
 @dataclass(frozen=True)
@@ -149,8 +150,9 @@ def foot_points(skeleton: Skeleton, ankle: int) -> tuple[list[int], np.ndarray]:
     return joints, np.isin(skeleton.end_site_parents, joints)
 
 
-def _lowest(motion: Motion, ankle: int) -> np.ndarray:
-    """``[F]`` the height of the lowest joint or end site of a foot in each frame."""
+def lowest_point(motion: Motion, ankle: int) -> np.ndarray:
+    """``[F]`` the height (m) of the lowest joint or end site of the foot below ``ankle``
+    (:func:`foot_points`) in each frame."""
     s = motion.skeleton
     joints, ends = foot_points(s, ankle)
     low = motion.world_positions[:, joints, 1].min(axis=1)
@@ -227,9 +229,9 @@ class Retargeter:
             sr, tr = self.source.roles, self.target.roles
             contacts = foot_contacts(motion, feet=list(sr.contact_joints), height_threshold=st.contact_height,
                                      velocity_threshold=st.contact_speed, ground_height=floor).contacts
-            want = np.stack([floor + k * (_lowest(motion, sr[f"{s}_ankle"]) - floor) for s in ("left", "right")], 1)
+            want = np.stack([floor + k * (lowest_point(motion, sr[f"{s}_ankle"]) - floor) for s in ("left", "right")], 1)
             if contacts.any():  # the target's feet where the source's are, on the whole, where they touch the floor
-                low = np.stack([_lowest(out, tr[f"{s}_ankle"]) for s in ("left", "right")], 1)
+                low = np.stack([lowest_point(out, tr[f"{s}_ankle"]) for s in ("left", "right")], 1)
                 hips_pos[:, 1] += float(np.median((want - low)[contacts]))
                 out = self._with_hips_at(motion, local, hips_pos)
             out = self._plant_feet(out, contacts, np.maximum(want, floor), floor, motion.fps)
@@ -280,7 +282,7 @@ class Retargeter:
                 continue  # a leg with joints between its hip, knee and ankle: no two-bone chain
             contact = contacts[:, i]
             want_low = want[:, i]
-            low = _lowest(out, c)
+            low = lowest_point(out, c)
             w = plant_weights(contact, blend)
             delta = planted_offsets(wp[:, tr[f"{side}_foot"]], contact, blend) if contact.any() else np.zeros((len(w), 3))
             delta[:, 1] = w * (want_low - low)
