@@ -16,6 +16,7 @@ never committed), read from ``.bvh`` and skinned ``.glb`` files as a user gives 
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import numpy as np
 import pygltflib
@@ -376,3 +377,12 @@ def test_a_rig_without_joint_names_plays_with_a_roles_map(data_dir, walk, tmp_pa
     assert main(["retarget", str(src), "--to", str(rig), "-o", str(tmp_path / "armless.bvh")]) == 0
     err = capsys.readouterr().err
     assert "has no head, left_upper_arm" in err and "--rig-roles" in err
+
+
+def test_rig_on_a_scenario_without_animation_is_refused(rigs, tmp_path, capsys):
+    scenario = Path(__file__).resolve().parents[1] / "scenarios" / "car.json"
+    out = tmp_path / "run.npz"
+    assert main(["scenario", str(scenario), "--db", str(tmp_path / "none.npz"), "-o", str(out),
+                 "--rig", str(rigs["unreal_skinned"])]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--rig: run.npz holds no animation" in err[0] and not out.exists()

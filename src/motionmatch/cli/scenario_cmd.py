@@ -14,6 +14,7 @@ from pathlib import Path
 
 from motionmatch.cli import _common as arg
 from motionmatch.cli.retarget_cmd import add_rig_option, rig_from_args, write_played
+from motionmatch.errors import MotionMatchError
 
 DESCRIPTION = """\
 Run the characters of a scenario file (obstacles, agents, their inputs, duration: see
@@ -65,8 +66,6 @@ def cmd_scenario(args: argparse.Namespace) -> int:
     check_writer(out)
     animation = out.suffix.lower() in _ANIMATION_SUFFIXES
     if animation and args.no_poses:
-        from motionmatch.errors import MotionMatchError
-
         raise MotionMatchError(f"{out}: a {out.suffix} file shows the agents' poses; leave out --no-poses")
     arg.output_file(args.report, (".json",), "report")
     arg.preview_file(args.preview)
@@ -74,7 +73,10 @@ def cmd_scenario(args: argparse.Namespace) -> int:
     arg.terrain_note(sc, args.scene)
     if args.duration is not None:
         sc.duration = float(args.duration)
-    rig = rig_from_args(args) if animation else None
+    if getattr(args, "rig", None) and not animation:
+        raise MotionMatchError(f"--rig: {out.name} holds no animation; write a .glb, .bvh, .fbx or .usd file to play "
+                               "the agents on a rig")
+    rig = rig_from_args(args)
     db = MotionDatabase.load(args.db)
     if getattr(args, "body", None):
         from motionmatch.io.user_mesh import read_user_mesh
