@@ -22,6 +22,7 @@ import numpy as np
 from mpl_toolkits.mplot3d.art3d import Poly3DCollection
 
 from motionmatch.anim import load_bvh
+from motionmatch.anim.humanoid import find_humanoid
 from motionmatch.anim.mannequin import mannequin_for
 from motionmatch.io.rig_file import read_rig
 from motionmatch.io.user_mesh import read_user_mesh
@@ -56,12 +57,13 @@ def main() -> None:
     played = rig.retarget(take)
     src_body = mannequin_for(take)
     rig_body = read_user_mesh(rig.path, played.skeleton) if rig.skinned else mannequin_for(played)
+    hips = find_humanoid(take.skeleton).hips
     views = (("front", 8, -90), ("side", 8, 0))
     fig = plt.figure(figsize=(4.2 * len(args.frames), 8.4))
     for col, f in enumerate(args.frames):
         vs = src_body.skin(take.world_positions[f], take.world_rotations[f])
         vt = rig_body.skin(played.world_positions[f], played.world_rotations[f])
-        centre = take.world_positions[f, 0].copy()
+        centre = take.world_positions[f, hips].copy()
         for row, (label, elev, azim) in enumerate(views):
             ax = fig.add_subplot(2, len(args.frames), row * len(args.frames) + col + 1, projection="3d")
             across = np.array([0.0, 0.0, 0.9]) if label == "side" else np.array([0.9, 0.0, 0.0])
