@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from motionmatch.cli import _common as arg
+from motionmatch.cli.retarget_cmd import add_rig_option, rig_from_args, write_played
 from motionmatch.errors import MotionMatchError
 
 FOLLOW_HELP = """\
@@ -125,7 +126,7 @@ def cmd_follow(args: argparse.Namespace) -> int:
             raise MotionMatchError('give either timed paths or "control": "drawn" files in one run, not both')
         return _follow_drawn(args)
     from motionmatch.database import MotionDatabase
-    from motionmatch.io.motion_files import MOTION_SUFFIXES, check_writer, write_motion
+    from motionmatch.io.motion_files import MOTION_SUFFIXES, check_writer
     from motionmatch.metrics.follow import follow_report
     from motionmatch.runtime.follow import FollowSettings, PathFollower, run_followers
 
@@ -160,6 +161,7 @@ def cmd_follow(args: argparse.Namespace) -> int:
     settings = FollowSettings(mode=args.mode, k=args.k, levels=args.levels, interval=args.interval, revision=rev,
                               hysteresis=args.hysteresis, tags=args.tags,
                               revise_every_frame=args.revise_every_frame)
+    rig = rig_from_args(args)
     db = MotionDatabase.load(args.db)
     if getattr(args, "body", None):
         from motionmatch.io.user_mesh import read_user_mesh
@@ -195,7 +197,7 @@ def cmd_follow(args: argparse.Namespace) -> int:
     records = run_followers(followers, fps=args.fps, progress=sys.stderr.isatty())
     reports = []
     for name, rec in zip(names, records):
-        write_motion(name, rec.motion, body=getattr(args, "body", None),
+        write_played(name, rec.motion, rig, body=getattr(args, "body", None),
                      terrain=sc.terrain if sc is not None else None)
         r = follow_report(rec, scene)
         reports.append(r)
@@ -291,6 +293,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     f.add_argument("--path", required=True, action="append", metavar="PATH.json",
                    help="the path (.json or .csv); repeat for several characters")
     f.add_argument("-o", "--output", required=True, metavar="OUT.bvh", help="animation to write (.bvh, or .glb: glTF with a skinned body)")
+    add_rig_option(f)
     f.add_argument("--body", metavar="MESH.glb", help="a glTF file (.glb/.gltf) whose skinned mesh (joints named as the skeleton's) replaces the generated mannequin in .glb/.fbx/.usd output")
     f.add_argument("--mode", choices=("local", "global"), default="local",
                    help="local: the path starts at the character; global: walk to where it was drawn first")

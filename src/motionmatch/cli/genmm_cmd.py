@@ -14,6 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from motionmatch.cli import _common as arg
+from motionmatch.cli.retarget_cmd import add_rig_option, rig_from_args, write_played
 from motionmatch.errors import MotionMatchError
 
 __all__ = ["cmd_genmm", "register"]
@@ -95,6 +96,7 @@ def register(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     )
     p.add_argument("examples", nargs="*", metavar="EXAMPLE.bvh", help="example clips (one skeleton)")
     p.add_argument("-o", "--output", required=True, metavar="OUT.bvh", help="output file: .bvh, or .glb (glTF with a skinned body)")
+    add_rig_option(p)
     p.add_argument("--body", metavar="MESH.glb", help="a glTF file (.glb/.gltf) whose skinned mesh (joints named as the skeleton's) replaces the generated mannequin in .glb/.fbx/.usd output")
     arg.add_bvh_options(p)
     g = p.add_argument_group("length and randomness")
@@ -271,10 +273,9 @@ def _synthesize(args: argparse.Namespace, cfg, parts, bar: arg.Progress) -> tupl
 def cmd_genmm(args: argparse.Namespace) -> int:
     from motionmatch.genmm import GenMMConfig
     from motionmatch.genmm.parts import parse_parts_arg
-    from motionmatch.io.motion_files import write_motion
-
     say = (lambda *a: None) if args.quiet else (lambda *a: print(*a, file=sys.stderr))
     _check_arguments(args)
+    rig = rig_from_args(args)
     contacts = args.contacts or args.fix_feet or args.locomotion
     cfg = GenMMConfig(
         patch_size=args.patch_size, alpha=args.alpha, iterations=args.iterations,
@@ -302,7 +303,7 @@ def cmd_genmm(args: argparse.Namespace) -> int:
 
         read_user_mesh(getattr(args, "body", None), results[0].motion.skeleton)  # a mesh that does not fit fails before writing
     for res, path in zip(results, report["output"]):
-        write_motion(path, res.motion, body=getattr(args, "body", None))
+        write_played(path, res.motion, rig, body=getattr(args, "body", None))
         say(f"wrote {path} ({res.motion.num_frames} frames at {res.motion.fps:g} fps, "
             f"synthesis {res.synthesis_s * 1000:.0f} ms)")
     if report["coverage"] is not None:

@@ -32,6 +32,7 @@ examples:
   motionmatch pose eval --json
   motionmatch scenario scenarios/zigzag-cones.json --db lafan_env.npz -o run.npz --report r.json
   motionmatch convert walk.bvh walk.glb        # or .fbx (Blender's exporter), .usda (UsdSkel)
+  motionmatch retarget walk.bvh --to hero.glb -o walk_hero.glb   # your character plays the take
   motionmatch blender-addon -o motionmatch_addon.zip
   motionmatch batch build ../shared/data/lafan1-60fps --mirror -o lafan.npz --workers 2   (pip install 'motionmatch[ray]')
   motionmatch bench crowd --db lafan_env.npz --agents 1000 --environment --json
@@ -71,6 +72,7 @@ def build_parser() -> argparse.ArgumentParser:
         genmm_cmd,
         genmm_eval_cmd,
         pose_cmd,
+        retarget_cmd,
         runtime_cmd,
         scenario_cmd,
         viewer_cmd,
@@ -83,6 +85,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"motionmatch {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     anim_cmd.register(sub)
+    retarget_cmd.register(sub)
     bench_cmd.register(sub)
     datasets_cmd.register(sub)
     runtime_cmd.register(sub)

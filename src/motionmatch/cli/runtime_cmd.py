@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from motionmatch.cli import _common as arg
+from motionmatch.cli.retarget_cmd import add_rig_option
 
 
 def cmd_build(args: argparse.Namespace) -> int:
@@ -45,9 +46,10 @@ def cmd_build(args: argparse.Namespace) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    from motionmatch.cli.retarget_cmd import rig_from_args, write_played
     from motionmatch.control.script import load_script
     from motionmatch.database import MotionDatabase, SearchWeights
-    from motionmatch.io.motion_files import MOTION_SUFFIXES, check_writer, write_motion
+    from motionmatch.io.motion_files import MOTION_SUFFIXES, check_writer
     from motionmatch.metrics.report import run_report
     from motionmatch.runtime.controller import ControllerSettings
     from motionmatch.runtime.offline import run_script
@@ -57,6 +59,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     arg.output_file(args.report, (".json",), "report")
     arg.preview_file(args.preview)  # its packages too, before the run
     script = load_script(args.input)
+    rig = rig_from_args(args)
     db = MotionDatabase.load(args.db)
     if args.weights:
         SearchWeights.parse(args.weights, db.schema).apply(db)
@@ -71,8 +74,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     )
     progress = sys.stderr.isatty()
     rec = run_script(db, script, settings, fps=args.fps, progress=progress, name=out.stem)
-    write_motion(out, rec.motion, body=getattr(args, "body", None))
-    print(f"wrote {out}: {rec.motion.num_frames} frames at {args.fps:g} fps")
+    write_played(out, rec.motion, rig, body=getattr(args, "body", None))
+    print(f"wrote {out}: {rec.motion.num_frames} frames at {args.fps:g} fps" + (f" on {args.rig}" if rig else ""))
     if args.report:
         from motionmatch._files import atomic_write
 
@@ -140,6 +143,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     r.add_argument("--input", required=True, metavar="SCRIPT.json", help="timeline of keys or intents")
     r.add_argument("-o", "--output", required=True, metavar="OUT.bvh", help="animation to write (.bvh, or .glb: glTF with a skinned body)")
     r.add_argument("--body", metavar="MESH.glb", help="a glTF file (.glb/.gltf) whose skinned mesh (joints named as the skeleton's) replaces the generated mannequin in .glb/.fbx/.usd output")
+    add_rig_option(r)
     r.add_argument("--report", metavar="REPORT.json", help="write metrics (foot skating, response time, ...)")
     r.add_argument("--preview", metavar="OUT.mp4|OUT.gif", help="render a stick-figure video with trajectories")
     r.add_argument("--fps", type=arg.fps, default=60.0, help="simulation and output frame rate (default 60)")

@@ -13,6 +13,8 @@ import sys
 from pathlib import Path
 
 from motionmatch.cli import _common as arg
+from motionmatch.cli.retarget_cmd import add_rig_option, rig_from_args, write_played
+from motionmatch.errors import MotionMatchError
 
 DESCRIPTION = """\
 Run the characters of a scenario file (obstacles, agents, their inputs, duration: see
@@ -64,8 +66,6 @@ def cmd_scenario(args: argparse.Namespace) -> int:
     check_writer(out)
     animation = out.suffix.lower() in _ANIMATION_SUFFIXES
     if animation and args.no_poses:
-        from motionmatch.errors import MotionMatchError
-
         raise MotionMatchError(f"{out}: a {out.suffix} file shows the agents' poses; leave out --no-poses")
     arg.output_file(args.report, (".json",), "report")
     arg.preview_file(args.preview)
@@ -73,6 +73,10 @@ def cmd_scenario(args: argparse.Namespace) -> int:
     arg.terrain_note(sc, args.scene)
     if args.duration is not None:
         sc.duration = float(args.duration)
+    if getattr(args, "rig", None) and not animation:
+        raise MotionMatchError(f"--rig: {out.name} holds no animation; write a .glb, .bvh, .fbx or .usd file to play "
+                               "the agents on a rig")
+    rig = rig_from_args(args)
     db = MotionDatabase.load(args.db)
     if getattr(args, "body", None):
         from motionmatch.io.user_mesh import read_user_mesh
@@ -90,9 +94,7 @@ def cmd_scenario(args: argparse.Namespace) -> int:
     report = scenario_report(world, rec, sc, compiles=warm.intervals)
     tracks = body_tracks(world, rec)
     if animation:  # every agent skinned and animated (.glb: the obstacles as meshes)
-        from motionmatch.io.motion_files import write_motion
-
-        write_motion(out, [(n, rec.motion(i, db.skeleton)) for i, n in enumerate(rec.names)],
+        write_played(out, [(n, rec.motion(i, db.skeleton)) for i, n in enumerate(rec.names)], rig,
                      obstacles=sc.obstacles, body=getattr(args, "body", None), terrain=sc.terrain)
     else:
         _save_output(out, world, rec, report, tracks)
@@ -146,6 +148,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("scene", metavar="SCENE.json", help="scenario file (see scenarios/README.md)")
+    add_rig_option(p)
     p.add_argument("--body", metavar="MESH.glb", help="a glTF file (.glb/.gltf) whose skinned mesh (joints named as the skeleton's) replaces the generated mannequin in .glb/.fbx/.usd output")
     p.add_argument("--db", required=True, metavar="DB.npz", help="database built with 'motionmatch build'")
     p.add_argument("-o", "--output", required=True, metavar="OUT.npz", help="recorded run to write (.npz; or .glb: glTF of every agent skinned and animated, with the obstacles; .fbx, .usd: the agents)")
