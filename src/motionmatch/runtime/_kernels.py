@@ -16,6 +16,8 @@ from typing import NamedTuple
 import numba
 import numpy as np
 
+from motionmatch.anim._quat_kernels import qmul
+
 
 class Pose(NamedTuple):
     """Local joint transforms (a pose, or offsets added to one)."""
@@ -54,16 +56,6 @@ class Quintic(NamedTuple):
     rot_coeffs: np.ndarray  #: ``[7, J]`` quintics of their angles (rad; see :func:`_quintic_at`)
     pos_dir: np.ndarray     #: ``[J, 3]`` unit directions of the translation offsets
     pos_coeffs: np.ndarray  #: ``[7, J]`` quintics of their lengths (m)
-
-
-@numba.njit(cache=True)
-def qmul(a, b, out):
-    aw, ax, ay, az = a[0], a[1], a[2], a[3]
-    bw, bx, by, bz = b[0], b[1], b[2], b[3]
-    out[0] = aw * bw - ax * bx - ay * by - az * bz
-    out[1] = aw * bx + ax * bw + ay * bz - az * by
-    out[2] = aw * by - ax * bz + ay * bw + az * bx
-    out[3] = aw * bz + ax * by - ay * bx + az * bw
 
 
 @numba.njit(cache=True)
