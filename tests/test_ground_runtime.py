@@ -1,0 +1,149 @@
+"""The ground stage (issue 31): characters on uneven ground, on the real data.
+
+Each terrain run is compared with the same script on the flat floor (the metrics of
+:mod:`motionmatch.metrics.ground`): feet at contacts on the surface, none in it, no more
+foot skating than on the floor, the hips lowered where a foot must reach down; a flat
+terrain given explicitly plays the very same frames as none; a ledge too high to step
+is a wall."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from motionmatch.control.intent import Intent
+from motionmatch.control.script import parse_script
+from motionmatch.database import MotionDatabase
+from motionmatch.environment.scene import Scene
+from motionmatch.environment.terrain import FlatGround, HeightField
+from motionmatch.metrics.feet import foot_skating
+from motionmatch.metrics.ground import ground_report
+from motionmatch.runtime.controller import Controller
+from motionmatch.runtime.ground import GroundSettings, needs_ground
+from motionmatch.runtime.offline import run_script
+
+SCRIPT = {"events": [{"t": 0.0, "keys": ["w"]}, {"t": 5.0, "keys": ["s"]}, {"t": 10.0, "keys": []}],
+          "duration": 11.0}
+CELL = 0.25
+AXIS = np.arange(-5.0, 15.0 + 1e-9, CELL)
+
+
+def _field(h_of) -> HeightField:
+    """A height field over x, z in [-5, 15] m from ``h_of(X, Z)``."""
+    X, Z = np.meshgrid(AXIS, AXIS)
+    return HeightField((AXIS[0], AXIS[0]), CELL, h_of(X, Z))
+
+
+GRADE = np.tan(np.radians(15.0))
+TERRAINS = {
+    # 15 degrees up from z = 1 m for 2.5 m (0.67 m high), then a plateau; walked up and back down
+    "ramp": _field(lambda X, Z: np.clip(Z - 1.0, 0.0, 2.5) * GRADE),
+    "hills": _field(lambda X, Z: 0.4 * np.sin(X / 2.0) * np.sin(Z / 2.5)),
+    # steps of 15 cm every 0.6 m from z = 1 m (four of them), walked up and back down
+    "steps": _field(lambda X, Z: np.floor(np.clip(Z - 1.0, 0.0, 2.4) / 0.6) * 0.15),
+    "bumpy": HeightField((-5.0, -5.0), 0.5, np.random.default_rng(0).uniform(0.0, 0.08, (41, 41))),
+}
+
+
+@pytest.fixture(scope="module")
+def db(data_dir):
+    from motionmatch.datasets import load_folder
+
+    folder = data_dir / "lafan1-60fps"
+    if not folder.is_dir():
+        pytest.skip(f"{folder} not found")
+    return MotionDatabase.build(load_folder(folder), mirror_copies=True)
+
+
+def _measure(db, rec, terrain) -> dict:
+    wp = rec.motion.world_positions
+    out = ground_report(wp, rec.frames, db, terrain)
+    out["skating"] = foot_skating(wp[:, list(db.foot_joints)], db.contacts[rec.frames], rec.motion.fps)
+    return out
+
+
+@pytest.fixture(scope="module")
+def runs(db):
+    script = parse_script(SCRIPT)
+    flat = run_script(db, script)
+    out = {"flat": (flat, _measure(db, flat, None))}
+    for name, terrain in TERRAINS.items():
+        rec = run_script(db, script, scene=Scene(terrain=terrain))
+        out[name] = (rec, _measure(db, rec, terrain))
+    return out
+
+
+def test_no_terrain_and_flat_terrain_have_no_ground_stage():
+    assert not needs_ground(None) and not needs_ground(FlatGround()) and needs_ground(TERRAINS["hills"])
+
+
+def test_a_flat_terrain_plays_the_same_frames_as_none(db, runs):
+    script = parse_script(SCRIPT)
+    flat, _ = runs["flat"]
+    given = run_script(db, script, scene=Scene(terrain=FlatGround()))
+    np.testing.assert_array_equal(given.frames, flat.frames)
+    np.testing.assert_array_equal(given.motion.rotations, flat.motion.rotations)
+    np.testing.assert_array_equal(given.motion.translations, flat.motion.translations)
+
+
+@pytest.mark.parametrize("name", list(TERRAINS))
+def test_feet_stand_on_the_terrain_as_on_the_floor(runs, name):
+    _, flat = runs["flat"]
+    rec, m = runs[name]
+    assert np.isfinite(rec.motion.world_positions).all()
+    # contact feet at their floor heights above the surface: within 3 cm (p95), the bumpy
+    # field (8 cm bumps on 0.5 m cells, steeper than 9 degrees in places) within 4 cm
+    assert m["foot_ground_error_m"] <= (0.04 if name == "bumpy" else 0.03), m
+    assert m["foot_penetration_m"] <= 0.03, m
+    assert m["skating"] <= 1.5 * flat["skating"], (m, flat)
+
+
+def test_the_root_climbs_the_ramp_and_comes_back_down(runs):
+    rec, m = runs["ramp"]
+    root = rec.motion.world_positions[:, 0]
+    top = TERRAINS["ramp"].heights(root[:, [0, 2]])
+    assert root[:, 1].max() > 0.5  # up on the plateau (0.67 m)
+    # the root follows the ground under it within a few centimetres (the lower foot's reach)
+    assert np.abs(root[:, 1] - top).max() < 0.15
+    assert abs(root[-1, 1] - top[-1]) < 0.05
+    assert m["hips_height_change"] < 0.0  # lowered to reach the lower foot, on average
+
+
+def test_hips_lower_on_the_steps_so_the_lower_foot_reaches(runs):
+    _, flat = runs["flat"]
+    _, m = runs["steps"]
+    assert m["hips_height_change"] < flat["hips_height_change"] - 0.002
+
+
+def test_no_pose_pop_on_the_ramp(runs):
+    """No joint's acceleration on the ramp above the flat run's p99 by far (the root's
+    lift is damped and the feet blend in and out of contact)."""
+    def p99(rec):
+        wp = rec.motion.world_positions
+        acc = np.linalg.norm(wp[2:] - 2 * wp[1:-1] + wp[:-2], axis=-1) * rec.motion.fps ** 2
+        return np.percentile(acc, 99)
+    assert p99(runs["ramp"][0]) <= 1.5 * p99(runs["flat"][0])
+
+
+def test_a_ledge_too_high_to_step_is_a_wall(db):
+    ledge = _field(lambda X, Z: np.where(Z > 2.0, 0.6, 0.0))
+    script = parse_script({"events": [{"t": 0.0, "keys": ["w"]}], "duration": 6.0})
+    rec = run_script(db, script, scene=Scene(terrain=ledge))
+    root = rec.motion.world_positions[:, 0]
+    assert root[:, 2].max() < 2.0  # stopped before it
+    assert root[:, 1].max() < 0.1
+
+
+def test_a_controller_of_its_own_runs_the_same_stage(db):
+    """``Controller.update`` (a world of one) puts its character on its batch's ground."""
+    plateau = _field(lambda X, Z: np.full_like(X, 0.3))
+    ctrl = Controller(db)
+    ctrl.batch.set_terrain(plateau, GroundSettings())
+    walk = Intent.planar(0.0, 1.0, "walk")
+    for i in range(120):
+        r = ctrl.update(0.0 if i == 0 else 1 / 60, walk)
+    assert r.translations[0, 1] == pytest.approx(0.3, abs=0.02)
+    flat = Controller(db)
+    for i in range(120):
+        f = flat.update(0.0 if i == 0 else 1 / 60, walk)
+    assert f.translations[0, 1] == 0.0
