@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from motionmatch.anim import load_bvh
 from motionmatch.control.intent import Intent
 from motionmatch.control.script import parse_script
 from motionmatch.database import MotionDatabase
@@ -147,3 +148,50 @@ def test_a_controller_of_its_own_runs_the_same_stage(db):
     for i in range(120):
         f = flat.update(0.0 if i == 0 else 1 / 60, walk)
     assert f.translations[0, 1] == 0.0
+
+
+# --------------------------------------------------------------------------- the command line
+def test_run_scene_walks_on_the_scenes_terrain_and_reports_the_ground(tmp_path, capsys):
+    """``motionmatch run --scene FILE``: the script played on the scene's terrain, the
+    report's ground keys measured on it (a synthetic walker database: quick)."""
+    import json
+
+    from motionmatch.cli.main import main
+    from synthetic import walker
+
+    db = MotionDatabase.build([walker(n=240, speed=1.2), walker(n=240, turn_rate=0.8, name="arc")])
+    db_file = db.save(tmp_path / "db.npz")
+    scene = tmp_path / "plateau.json"
+    scene.write_text(json.dumps({"duration": 1.0, "terrain": {"height_field": {"origin": [-10, -10], "cell": 1.0,
+                                                               "heights": [[0.25] * 21] * 21}}}))
+    script = tmp_path / "s.json"
+    script.write_text(json.dumps({"duration": 2.0, "events": [{"t": 0, "keys": ["w"]}]}))
+    out, report = tmp_path / "run.bvh", tmp_path / "r.json"
+    assert main(["run", "--db", str(db_file), "--input", str(script), "--scene", str(scene), "-o", str(out),
+                 "--report", str(report)]) == 0
+    assert "on the ground" in capsys.readouterr().out
+    r = json.loads(report.read_text())
+    for key in ("foot_ground_error_m", "foot_penetration_m", "hips_height_change"):
+        assert key in r
+    assert r["foot_penetration_m"] <= 0.03
+    root_y = load_bvh(out).world_positions[:, 0, 1]  # (metres, as loaded)
+    assert root_y[-1] == pytest.approx(0.25, abs=0.02)  # on the plateau
+
+
+def test_run_scene_with_a_bad_terrain_is_one_line_and_writes_nothing(tmp_path, capsys):
+    import json
+
+    from motionmatch.cli.main import main
+    from synthetic import walker
+
+    db_file = MotionDatabase.build([walker(n=240, speed=1.2)]).save(tmp_path / "db.npz")
+    scene = tmp_path / "bad.json"
+    scene.write_text(json.dumps({"duration": 1.0, "terrain": {"height_field": {"origin": [0, 0], "cell": 0.0,
+                                                               "heights": [[0, 0], [0, 0]]}}}))
+    script = tmp_path / "s.json"
+    script.write_text(json.dumps({"duration": 1.0, "events": [{"t": 0, "keys": ["w"]}]}))
+    out = tmp_path / "run.bvh"
+    assert main(["run", "--db", str(db_file), "--input", str(script), "--scene", str(scene), "-o", str(out)]) != 0
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "cell" in err and "Traceback" not in err
+    assert not out.exists()

@@ -24,7 +24,7 @@ import numpy as np
 
 from motionmatch.anim import Motion
 
-__all__ = ["ground_report", "reference_heights"]
+__all__ = ["ground_report", "ground_samples", "ground_under_feet", "reference_heights", "summarise"]
 
 
 def reference_heights(db, frames: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -37,35 +37,56 @@ def reference_heights(db, frames: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return wp[:, list(db.foot_joints), 1], wp[:, 1, 1]
 
 
-def ground_report(world_positions: np.ndarray, frames: np.ndarray, db, terrain=None) -> dict:
-    """The ground metrics (module docstring) of an output whose joints are at
-    ``world_positions [F, J, 3]`` (m) playing database ``frames [F]`` of ``db``, on
-    ``terrain`` (a :class:`~motionmatch.environment.terrain.Terrain`; ``None``: the floor)."""
+def ground_under_feet(world_positions: np.ndarray, feet, terrain=None) -> np.ndarray | float:
+    """The ground's height (m) under the ``feet`` joints of ``world_positions [F, J, 3]``:
+    ``[F, K]``, or ``0.0`` on the floor (``terrain`` ``None`` or flat), as
+    :func:`~motionmatch.anim.contacts.foot_contacts` takes its ``ground_height``."""
+    if terrain is None or terrain.is_flat:
+        return 0.0
+    toe = np.asarray(world_positions, dtype=np.float64)[:, list(feet)]
+    return terrain.heights(toe[..., [0, 2]].reshape(-1, 2)).reshape(toe.shape[:2])
+
+
+def ground_samples(world_positions: np.ndarray, frames: np.ndarray, db, terrain=None) -> dict:
+    """The per-sample numbers :func:`ground_report` summarises: ``error`` (m, the contact
+    samples' ``|height above the ground - height above the floor in the played frame|``),
+    ``depth`` and ``extra_depth`` (m, every foot sample's depth below the surface, and its
+    depth beyond the played frame's own below the floor), ``hips`` (m, every frame's hips
+    height above the ground minus the played frame's above the floor)."""
     wp = np.asarray(world_positions, dtype=np.float64)
     frames = np.asarray(frames, dtype=np.int64)
     if wp.ndim != 3 or wp.shape[0] != len(frames):
         raise ValueError(f"world_positions must be [F, J, 3] with F = len(frames) = {len(frames)}, got {wp.shape}")
     feet = list(db.foot_joints)
     if not len(wp):
-        return {"foot_ground_error_m": None, "foot_penetration_m": None, "foot_penetration_extra_m": None,
-                "hips_height_change": None}
+        z = np.zeros(0)
+        return {"error": z, "depth": z, "extra_depth": z, "hips": z}
     ref_feet, ref_hips = reference_heights(db, frames)
     toe = wp[:, feet]
     hips = wp[:, 1]
-    if terrain is None:
-        g_toe = np.zeros(toe.shape[:2])
-        g_hips = np.zeros(len(hips))
-    else:
-        g_toe = terrain.heights(toe[..., [0, 2]].reshape(-1, 2)).reshape(toe.shape[:2])
-        g_hips = terrain.heights(hips[:, [0, 2]])
+    g_toe = np.broadcast_to(ground_under_feet(wp, feet, terrain), toe.shape[:2])
+    g_hips = np.zeros(len(hips)) if terrain is None or terrain.is_flat else terrain.heights(hips[:, [0, 2]])
     above = toe[..., 1] - g_toe
     contact = np.asarray(db.contacts[frames], dtype=bool)
-    err = np.abs(above - ref_feet)[contact]
     depth = np.maximum(-above, 0.0)
-    extra = np.maximum(depth - np.maximum(-ref_feet, 0.0), 0.0)
-    return {
-        "foot_ground_error_m": float(np.percentile(err, 95)) if err.size else None,
-        "foot_penetration_m": float(depth.max()),
-        "foot_penetration_extra_m": float(extra.max()),
-        "hips_height_change": float(np.mean((hips[:, 1] - g_hips) - ref_hips)),
-    }
+    return {"error": np.abs(above - ref_feet)[contact], "depth": depth.ravel(),
+            "extra_depth": np.maximum(depth - np.maximum(-ref_feet, 0.0), 0.0).ravel(),
+            "hips": (hips[:, 1] - g_hips) - ref_hips}
+
+
+def summarise(samples: dict) -> dict:
+    """The report keys (module docstring) of :func:`ground_samples`' numbers (of one run or
+    of several concatenated); ``None`` where there is none."""
+    def stat(a, f):
+        return float(f(a)) if len(a) else None
+    return {"foot_ground_error_m": stat(samples["error"], lambda a: np.percentile(a, 95)),
+            "foot_penetration_m": stat(samples["depth"], np.max),
+            "foot_penetration_extra_m": stat(samples["extra_depth"], np.max),
+            "hips_height_change": stat(samples["hips"], np.mean)}
+
+
+def ground_report(world_positions: np.ndarray, frames: np.ndarray, db, terrain=None) -> dict:
+    """The ground metrics (module docstring) of an output whose joints are at
+    ``world_positions [F, J, 3]`` (m) playing database ``frames [F]`` of ``db``, on
+    ``terrain`` (a :class:`~motionmatch.environment.terrain.Terrain`; ``None``: the floor)."""
+    return summarise(ground_samples(world_positions, frames, db, terrain))

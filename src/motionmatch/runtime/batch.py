@@ -169,6 +169,8 @@ class ControllerBatch:
         """Stand the rows on ``terrain`` (a :class:`~motionmatch.environment.terrain.Terrain`;
         ``None`` or a flat one: the floor, no ground stage at all). ``settings``: a
         :class:`~motionmatch.runtime.ground.GroundSettings`."""
+        if self.ground is not None and self.ground.terrain is terrain and settings is None:
+            return  # (the same ground: its rows keep their state)
         self.ground = GroundStage(terrain, self.arrays, settings) if needs_ground(terrain) else None
 
     def add(self, settings) -> int:
