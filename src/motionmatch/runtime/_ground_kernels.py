@@ -1,18 +1,19 @@
-"""Compiled kernels of the ground stage (:mod:`motionmatch.runtime.ground`): the pose of
-many controller rows put on a terrain, after the poses stage (numba).
+"""Compiled kernel of the ground stage (:mod:`motionmatch.runtime.ground`): the poses of
+many controller rows put on a terrain, after the poses stage (numba), in one call
+(:func:`ground_step`) with the terrain's own compiled query inside it
+(:func:`~motionmatch.environment.terrain.terrain_query`: any kind of ground):
 
-Two calls over the rows, with the terrain's own compiled query between them (so any
-:class:`~motionmatch.environment.terrain.Terrain` works):
-
-1. :func:`ground_points`: forward kinematics of each row's output pose as the poses stage
-   left it (on the flat floor), and the ground points to ask the terrain about: the
-   character root, each foot's contact joint, and where that foot will be a moment later
-   (its horizontal velocity times a look-ahead);
-2. :func:`ground_apply`: the root lifted onto the ground (damped) and tilted by part of
-   the ground's damped slope, lowered so that the lower planted foot reaches, each foot's
-   contact put on the surface by its leg's two-bone IK and turned toward the surface's
-   normal (within a limit), weighted by a smoothed contact weight (no pops in and out of
-   contact).
+1. forward kinematics of each row's output pose as the poses stage left it (on the flat
+   floor), and the ground points to ask the terrain about: the character root, each
+   foot's contact joint, where that foot will be a moment later (its horizontal velocity
+   times a look-ahead), and two points ahead of the root along the velocity its input
+   last asked for;
+2. the root lifted onto the ground (damped) and tilted by part of the ground's damped
+   slope, lowered so that the lower planted foot reaches, each foot's contact put on the
+   surface by its leg's two-bone IK and turned toward the surface's normal (within a
+   limit), weighted by a smoothed contact weight (no pops in and out of contact);
+3. the speed factor of the row's next intents: slower uphill than downhill, 0 before a
+   rise too high to step (a wall).
 
 Metres, seconds, Y up, quaternions ``(w, x, y, z)``. Pose arrays are the batch's output
 rows: ``out_rot [C, J, 4]``, ``out_pos [C, J, 3]``, joint 0 the character root in the
@@ -26,48 +27,12 @@ import math
 import numba
 import numpy as np
 
+from motionmatch.environment.terrain import terrain_query
 from motionmatch.runtime._kernels import forward_kinematics, local_from_world, qmul, qrot, two_bone_ik
 
-__all__ = ["ground_apply", "ground_points"]
+__all__ = ["ground_step"]
 
 _LN2 = math.log(2.0)
-
-
-@numba.njit(cache=True)
-def ground_points(rows, dt, out_rot, out_pos, parents, legs, toe_prev, ready, lookahead, points, toe0, ankle0,
-                  ankle_rot0):
-    """The flat pose's feet and the ground points of ``rows [R]`` (time steps ``dt [R]``).
-
-    Writes ``points [R, 1 + 2K, 2]`` (x, z): the root, each foot's contact joint (toe),
-    each toe ``lookahead`` seconds ahead at its current horizontal velocity (from
-    ``toe_prev [C, K, 3]``, the toes of the row's previous frame; none on a row not
-    ``ready [C]``); ``toe0``, ``ankle0 [R, K, 3]`` and ``ankle_rot0 [R, K, 4]``: the toes,
-    ankles and ankles' world rotations of the flat pose."""
-    J = parents.shape[0]
-    K = legs.shape[0]
-    wp = np.empty((J, 3))
-    wr = np.empty((J, 4))
-    for n in range(rows.shape[0]):
-        r = rows[n]
-        forward_kinematics(parents, out_pos[r, 0], out_rot[r, 0], out_rot[r, 1:], out_pos[r, 1:], wp, wr)
-        points[n, 0, 0] = out_pos[r, 0, 0]
-        points[n, 0, 1] = out_pos[r, 0, 2]
-        h = dt[n]
-        for k in range(K):
-            ankle, toe = legs[k, 2], legs[k, 3]
-            for c in range(3):
-                toe0[n, k, c] = wp[toe, c]
-                ankle0[n, k, c] = wp[ankle, c]
-            for c in range(4):
-                ankle_rot0[n, k, c] = wr[ankle, c]
-            points[n, 1 + k, 0] = wp[toe, 0]
-            points[n, 1 + k, 1] = wp[toe, 2]
-            vx = vz = 0.0
-            if ready[r] and h > 0:
-                vx = (wp[toe, 0] - toe_prev[r, k, 0]) / h
-                vz = (wp[toe, 2] - toe_prev[r, k, 2]) / h
-            points[n, 1 + K + k, 0] = wp[toe, 0] + vx * lookahead
-            points[n, 1 + K + k, 1] = wp[toe, 2] + vz * lookahead
 
 
 @numba.njit(cache=True)
@@ -103,26 +68,31 @@ def _toward_up(n, fraction, max_angle, out):
 
 
 @numba.njit(cache=True)
-def ground_apply(rows, dt, frame, contacts, out_rot, out_pos, parents, legs, heights, normals, toe0, ankle0,
-                 ankle_rot0, cols, settings):
-    """Put the output poses of ``rows [R]`` on the ground (in place in ``out_rot``,
-    ``out_pos``), given the terrain's ``heights [R, 1 + 2K]`` and unit ``normals
-    [R, 1 + 2K, 3]`` at :func:`ground_points`' points and the flat pose's ``toe0``,
-    ``ankle0``, ``ankle_rot0``.
+def ground_step(rows, dt, frame, contacts, out_rot, out_pos, parents, legs, terrain, cols, settings):
+    """Put the output poses of ``rows [R]`` (time steps ``dt [R]``, s) on the ground ``terrain``
+    (a :meth:`~motionmatch.environment.terrain.Terrain.kernel_arrays` tuple), in place in
+    ``out_rot``, ``out_pos`` (see the module docstring for the steps).
 
     ``frame [C]`` the database frame each row plays, ``contacts [N, K]`` the database's
-    foot contacts. ``cols``: the rows' ground state, updated (a plain tuple of
-    :class:`~motionmatch.runtime.ground.GroundColumns`' arrays in its field order:
-    ``ready``, ``lift``, ``lift_vel``, ``lift_goal``, ``normal``, ``weight``,
-    ``foot_y``, ``foot_vel``, ``foot_goal``, ``toe_prev``). ``settings``: ``(lift_halflife,
-    foot_halflife, weight_halflife, normal_halflife, lean, max_lean, max_foot_tilt,
-    max_goal_speed, reach_slack)`` (s, fraction, rad, m/s, m)."""
-    ready, lift, lift_vel, lift_goal, normal, weight, foot_y, foot_vel, foot_goal, toe_prev = cols
-    (lift_hl, foot_hl, weight_hl, normal_hl, lean, max_lean, max_tilt, max_speed, slack) = settings
+    foot contacts.
+    ``cols``: the rows' ground state, updated (a plain tuple of
+    :class:`~motionmatch.runtime.ground.GroundColumns`' arrays in its field order).
+    ``settings``: :meth:`~motionmatch.runtime.ground.GroundSettings.kernel_tuple`."""
+    (ready, lift, lift_vel, lift_goal, normal, weight, foot_y, foot_vel, foot_goal, toe_prev, speed_factor,
+     goal_velocity) = cols
+    (lift_hl, foot_hl, weight_hl, normal_hl, lean, max_lean, max_tilt, max_speed, slack, lookahead, uphill, downhill,
+     min_factor, step_limit, wall_ahead) = settings
     J = parents.shape[0]
     K = legs.shape[0]
+    P = 1 + 2 * K + 2
     wp = np.empty((J, 3))
     wr = np.empty((J, 4))
+    points = np.empty((P, 2))
+    heights = np.empty(P)
+    normals = np.empty((P, 3))
+    toe0 = np.empty((max(K, 1), 3))
+    ankle0 = np.empty((max(K, 1), 3))
+    ankle_rot0 = np.empty((max(K, 1), 4))
     root_rot = np.empty(4)
     tilt = np.empty(4)
     q = np.empty(4)
@@ -136,21 +106,47 @@ def ground_apply(rows, dt, frame, contacts, out_rot, out_pos, parents, legs, hei
     for n in range(rows.shape[0]):
         r = rows[n]
         h = dt[n]
-        base_y = out_pos[r, 0, 1]
-        ground = heights[n, 0]
         first = not ready[r]
+        # the flat pose's feet, and the ground points
+        forward_kinematics(parents, out_pos[r, 0], out_rot[r, 0], out_rot[r, 1:], out_pos[r, 1:], wp, wr)
+        points[0, 0] = out_pos[r, 0, 0]
+        points[0, 1] = out_pos[r, 0, 2]
+        for k in range(K):
+            ankle, toe = legs[k, 2], legs[k, 3]
+            for c in range(3):
+                toe0[k, c] = wp[toe, c]
+                ankle0[k, c] = wp[ankle, c]
+            for c in range(4):
+                ankle_rot0[k, c] = wr[ankle, c]
+            points[1 + k, 0] = wp[toe, 0]
+            points[1 + k, 1] = wp[toe, 2]
+            vx = vz = 0.0
+            if not first and h > 0:
+                vx = (wp[toe, 0] - toe_prev[r, k, 0]) / h
+                vz = (wp[toe, 2] - toe_prev[r, k, 2]) / h
+            points[1 + K + k, 0] = wp[toe, 0] + vx * lookahead
+            points[1 + K + k, 1] = wp[toe, 2] + vz * lookahead
+        gx, gz = goal_velocity[r, 0], goal_velocity[r, 1]
+        gs = math.sqrt(gx * gx + gz * gz)
+        ux, uz = (gx / gs, gz / gs) if gs > 1e-6 else (0.0, 0.0)
+        for m in range(2):
+            points[P - 2 + m, 0] = points[0, 0] + ux * wall_ahead * 0.5 * (m + 1)
+            points[P - 2 + m, 1] = points[0, 1] + uz * wall_ahead * 0.5 * (m + 1)
+        terrain_query(terrain, points, heights, normals)
+        base_y = out_pos[r, 0, 1]
+        ground = heights[0]
         # contact weights, smoothed (a smoothstep of an exponential approach)
         a = 1.0 - math.exp(-_LN2 * h / max(weight_hl, 1e-5))
         for k in range(K):
-            c = 1.0 if contacts[frame[r], k] else 0.0
-            weight[r, k] = c if first else weight[r, k] + (c - weight[r, k]) * a
+            cv = 1.0 if contacts[frame[r], k] else 0.0
+            weight[r, k] = cv if first else weight[r, k] + (cv - weight[r, k]) * a
             w = min(max(weight[r, k], 0.0), 1.0)
             ws[k] = w * w * (3.0 - 2.0 * w)
         # the ground's slope under the root, damped
         b = 1.0 - math.exp(-_LN2 * h / max(normal_hl, 1e-5))
         nn = 0.0
         for c in range(3):
-            normal[r, c] = normals[n, 0, c] if first else normal[r, c] + (normals[n, 0, c] - normal[r, c]) * b
+            normal[r, c] = normals[0, c] if first else normal[r, c] + (normals[0, c] - normal[r, c]) * b
             nn += normal[r, c] * normal[r, c]
         nn = math.sqrt(nn)
         for c in range(3):
@@ -159,7 +155,7 @@ def ground_apply(rows, dt, frame, contacts, out_rot, out_pos, parents, legs, hei
         goal = ground
         cap = math.inf
         for k in range(K):
-            g = heights[n, 1 + k]
+            g = heights[1 + k]
             goal = min(goal, ground + ws[k] * (g - ground))
             cap = min(cap, g + slack + (1.0 - ws[k]))
         if first:
@@ -169,21 +165,29 @@ def ground_apply(rows, dt, frame, contacts, out_rot, out_pos, parents, legs, hei
         lift_goal[r] = goal
         if lift[r] > cap:
             lift[r] = cap
-        P = lift[r]
         # the root: lifted, and tilted by part of the damped slope
         _toward_up(normal[r], lean, max_lean, tilt)
         qmul(tilt, out_rot[r, 0], root_rot)
         for c in range(4):
             out_rot[r, 0, c] = root_rot[c]
-        out_pos[r, 0, 1] = base_y + P
+        out_pos[r, 0, 1] = base_y + lift[r]
+        # the next intents' speed: the grade along the way (damped normal), a wall ahead
+        grade = -(normal[r, 0] * ux + normal[r, 2] * uz) / max(normal[r, 1], 1e-3)
+        f = 1.0 - uphill * max(grade, 0.0) - downhill * max(-grade, 0.0)
+        f = max(f, min_factor)
+        if heights[P - 2] - ground > step_limit:
+            f = 0.0
+        elif heights[P - 1] - ground > step_limit:
+            f = min(f, 0.5)
+        speed_factor[r] = f
         if K == 0:
             ready[r] = True
             continue
         forward_kinematics(parents, out_pos[r, 0], out_rot[r, 0], out_rot[r, 1:], out_pos[r, 1:], wp, wr)
         for k in range(K):
             hip, knee, ankle = legs[k, 0], legs[k, 1], legs[k, 2]
-            g = heights[n, 1 + k]
-            ahead = max(g, heights[n, 1 + K + k])
+            g = heights[1 + k]
+            ahead = max(g, heights[1 + K + k])
             fgoal = ws[k] * g + (1.0 - ws[k]) * ahead
             if first:
                 foot_y[r, k], foot_vel[r, k] = fgoal, 0.0
@@ -192,21 +196,21 @@ def ground_apply(rows, dt, frame, contacts, out_rot, out_pos, parents, legs, hei
                                                       foot_hl, max_speed)
             foot_goal[r, k] = fgoal
             for c in range(3):
-                toe_prev[r, k, c] = toe0[n, k, c]
-            above = toe0[n, k, 1] - base_y  # the toe's height above the floor, flat
+                toe_prev[r, k, c] = toe0[k, c]
+            above = toe0[k, 1] - base_y  # the toe's height above the floor, flat
             F = foot_y[r, k] + ws[k] * (g - foot_y[r, k])
             F = max(F, g - above)  # the toe never below the surface
             # the foot turned toward the surface, its toe on the ground as on the floor
-            _toward_up(normals[n, 1 + k], ws[k], max_tilt, q)
+            _toward_up(normals[1 + k], ws[k], max_tilt, q)
             for c in range(3):
-                d[c] = toe0[n, k, c] - ankle0[n, k, c]
+                d[c] = toe0[k, c] - ankle0[k, c]
             qrot(q, d, dq)
-            target[0] = toe0[n, k, 0] - dq[0]
+            target[0] = toe0[k, 0] - dq[0]
             target[1] = base_y + F + above - dq[1]
-            target[2] = toe0[n, k, 2] - dq[2]
+            target[2] = toe0[k, 2] - dq[2]
             if two_bone_ik(wp[hip], wp[knee], wp[ankle], target, wr[hip], wr[knee], new_a, new_b):
                 local_from_world(wr[parents[hip]], new_a, out_rot[r, hip])
                 local_from_world(new_a, new_b, out_rot[r, knee])
-                qmul(q, ankle_rot0[n, k], qa)
+                qmul(q, ankle_rot0[k], qa)
                 local_from_world(new_b, qa, out_rot[r, ankle])
         ready[r] = True

@@ -30,6 +30,7 @@ with the terrain's compiled query between them.
 from __future__ import annotations
 
 import math
+import weakref
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -37,7 +38,7 @@ import numpy as np
 
 from motionmatch.control.intent import IntentRows
 from motionmatch.runtime._batch_kernels import DatabaseArrays
-from motionmatch.runtime._ground_kernels import ground_apply, ground_points
+from motionmatch.runtime._ground_kernels import ground_step
 from motionmatch.runtime.rows import RowArrays
 
 __all__ = ["GroundColumns", "GroundSettings", "GroundStage", "needs_ground"]
@@ -73,7 +74,34 @@ class GroundSettings:
         """The settings :func:`~motionmatch.runtime._ground_kernels.ground_apply` takes."""
         return (self.lift_halflife, self.foot_halflife, self.weight_halflife, self.normal_halflife, self.lean,
                 math.radians(self.max_lean_deg), math.radians(self.max_foot_tilt_deg), self.max_goal_speed,
-                self.reach_slack)
+                self.reach_slack, self.lookahead, self.uphill_slowdown, self.downhill_slowdown,
+                self.min_speed_factor, self.step_limit_m, self.wall_lookahead_m)
+
+
+_LAYOUTS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _ground_layout(db) -> tuple | None:
+    """``(cols [G], ks [G], mean [G], scale [G], weights [G])`` of ``db``'s ground heights:
+    their feature columns, their trajectory samples (indices of the schema's trajectory
+    offsets) and the columns' normalisation; ``None`` when its schema has none."""
+    if db in _LAYOUTS:
+        return _LAYOUTS[db]
+    schema = db.schema
+    times = list(schema.trajectory_offsets)
+    cols, ks = [], []
+    for t in schema.terms:
+        if t.kind == "ground_height":
+            sl = schema.slice(t.name)
+            cols.extend(range(sl.start, sl.stop))
+            ks.extend(times.index(o) for o in t.offsets)
+    out = None
+    if cols:
+        c = np.asarray(cols, dtype=np.int64)
+        out = (c, np.asarray(ks, dtype=np.int64), np.asarray(db.mean)[c], np.asarray(db.scale)[c],
+               np.asarray(db.weights)[c])
+    _LAYOUTS[db] = out
+    return out
 
 
 class GroundColumns(NamedTuple):
@@ -89,13 +117,16 @@ class GroundColumns(NamedTuple):
     foot_vel: np.ndarray   #: ``[C, K]`` its rate (m/s)
     foot_goal: np.ndarray  #: ``[C, K]`` what it followed last frame (m)
     toe_prev: np.ndarray   #: ``[C, K, 3]`` the flat pose's toes last frame (world, m)
+    speed_factor: np.ndarray  #: ``[C]`` what the row's next plain intents' speed is multiplied by (slope, wall)
+    goal_velocity: np.ndarray  #: ``[C, 2]`` the row's last intent's velocity (x, z, m/s) as its input asked
 
 
 def _ground_rows(K: int, capacity: int) -> RowArrays:
     f8 = np.float64
     shapes = {"ready": ((), np.bool_), "lift": ((), f8), "lift_vel": ((), f8), "lift_goal": ((), f8),
               "normal": ((3,), f8), "weight": ((K,), f8), "foot_y": ((K,), f8), "foot_vel": ((K,), f8),
-              "foot_goal": ((K,), f8), "toe_prev": ((K, 3), f8)}
+              "foot_goal": ((K,), f8), "toe_prev": ((K, 3), f8), "speed_factor": ((), f8),
+              "goal_velocity": ((2,), f8)}
     return RowArrays({name: shapes[name] for name in GroundColumns._fields}, capacity)
 
 
@@ -115,80 +146,77 @@ class GroundStage:
         self._kernel_settings = self.settings.kernel_tuple()
         self.legs = np.ascontiguousarray(arrays.legs, dtype=np.int64)
         self.cols = _ground_rows(len(self.legs), 1)
-        self._scratch: tuple | None = None
+        self._cols: tuple | None = None  # (the columns as the kernel takes them, until they grow)
+        self._terrain_arrays = terrain.kernel_arrays()
 
     def reset(self, row: int) -> None:
         """Row ``row`` has a new controller (or state copied in): its next frame snaps
         onto the ground."""
-        self.cols.grow_to(row + 1)
+        if self.cols.capacity <= row:
+            self.cols.grow_to(max(row + 1, 2 * self.cols.capacity))
+            self._cols = None
         self.cols.ready[row] = False
-
-    def _scratch_for(self, R: int) -> tuple:
-        s = self._scratch
-        if s is None or s[0].shape[0] < R:
-            K = len(self.legs)
-            P = 1 + 2 * K
-            R2 = max(R, 1 if s is None else 2 * s[0].shape[0])
-            s = self._scratch = (np.empty((R2, P, 2)), np.empty(R2 * P), np.empty((R2 * P, 3)),
-                                 np.empty((R2, K, 3)), np.empty((R2, K, 3)), np.empty((R2, K, 4)))
-        return s
+        self.cols.speed_factor[row] = 1.0
 
     def apply(self, rows: np.ndarray, dt: np.ndarray, state) -> None:
         """Put the output poses of ``rows [R]`` (int64; their time steps ``dt [R]``, s) of a
-        batch's ``state`` (its ``out_rot``, ``out_pos``, ``frame`` columns) on the ground."""
-        R = len(rows)
-        if R == 0:
-            return
+        batch's ``state`` (its ``out_rot``, ``out_pos``, ``frame`` columns)
+        on the ground, and set their next intents' speed factors: one compiled call."""
         cols = self.cols
-        cols.grow_to(state.capacity)
-        K = len(self.legs)
-        P = 1 + 2 * K
-        pts_all, h_all, n_all, toe0, ankle0, arot0 = self._scratch_for(R)
-        pts = pts_all[:R]
-        ground_points(rows, dt, state.out_rot, state.out_pos, self.arrays.parents, self.legs, cols.toe_prev,
-                      cols.ready, self.settings.lookahead, pts, toe0, ankle0, arot0)
-        h, n = h_all[: R * P], n_all[: R * P]
-        self.terrain.query_into(pts.reshape(R * P, 2), h, n)
-        ground_apply(rows, dt, state.frame, self.arrays.contacts, state.out_rot, state.out_pos, self.arrays.parents,
-                     self.legs, h.reshape(R, P), n.reshape(R, P, 3), toe0, ankle0, arot0,
-                     tuple(cols.view(GroundColumns)), self._kernel_settings)
+        if cols.capacity < state.capacity:
+            cols.grow_to(state.capacity)
+            self._cols = None
+        if self._cols is None:
+            self._cols = tuple(cols.view(GroundColumns))
+        ground_step(rows, dt, state.frame, self.arrays.contacts, state.out_rot, state.out_pos,
+                    self.arrays.parents, self.legs, self._terrain_arrays, self._cols, self._kernel_settings)
+
+    # ------------------------------------------------------------------ queries
+    def fill_query_heights(self, db, queries: np.ndarray, positions: np.ndarray, roots: np.ndarray) -> None:
+        """Where ``db``'s schema has ground heights (a ``ground_height`` term, the ``+ground``
+        schemas), write into the normalised ``queries [n, D]`` (float32, in place) the
+        terrain's rise along each desired trajectory: at each of the term's offsets, the
+        ground's height under the desired position (``positions [n, T, 3]``, world, at the
+        schema's trajectory offsets) minus its height under the character root ``roots
+        [n, 3]``. Nothing to do without such a term."""
+        layout = _ground_layout(db)
+        if layout is None or not len(queries):
+            return
+        cols, ks, mean, scale, weights = layout
+        n, G = len(queries), len(cols)
+        pts = np.empty((n, G + 1, 2))
+        pts[:, :G] = positions[:, ks][:, :, [0, 2]]
+        pts[:, G] = roots[:, [0, 2]]
+        h = self.terrain.heights(pts.reshape(-1, 2)).reshape(n, G + 1)
+        rise = h[:, :G] - h[:, G:]
+        queries[:, cols] = ((rise - mean) / scale * weights).astype(np.float32)
 
     # ------------------------------------------------------------------ intents
-    def adapt_intents(self, rows: np.ndarray, intents: IntentRows, root_pos: np.ndarray) -> IntentRows:
-        """``intents`` of ``rows [R]`` (their characters' roots ``root_pos [C, 3]``) with
-        the plain ones slowed on slopes and stopped before a wall (a rise above
-        :attr:`GroundSettings.step_limit_m` within :attr:`GroundSettings.wall_lookahead_m`
-        ahead); the same object when nothing changes."""
-        goals = intents.goals
-        v = goals[:, :2]
-        speed = np.hypot(v[:, 0], v[:, 1])
-        moving = intents.plain & (speed > 1e-6)
-        if not moving.any():
-            return intents
-        s = self.settings
-        rows = np.asarray(rows, dtype=np.int64)
-        here = root_pos[rows][:, [0, 2]]
-        u = np.zeros_like(v)
-        u[moving] = v[moving] / speed[moving, None]
-        # the grade along the way: the damped normal where the row was put on the ground, else the terrain's
+    def adapt_intents(self, rows: np.ndarray, intents: IntentRows) -> IntentRows:
+        """``intents`` of ``rows [R]`` with the plain ones' speeds multiplied by the rows'
+        speed factors (slower on slopes, stopped before a wall: set by the last
+        :meth:`apply` along the velocity they asked for then, kept here); the same object
+        when nothing changes."""
         cols = self.cols
-        cols.grow_to(int(rows.max()) + 1)
-        nrm = np.where(cols.ready[rows][:, None], cols.normal[rows], 0.0)
-        fresh = ~cols.ready[rows]
-        dist = s.wall_lookahead_m
-        pts = np.concatenate([here, here + u * (0.5 * dist), here + u * dist])
-        hh, nn = self.terrain.query(pts)
-        R = len(rows)
-        nrm[fresh] = nn[:R][fresh]
-        grade = -(nrm[:, 0] * u[:, 0] + nrm[:, 2] * u[:, 1]) / np.maximum(nrm[:, 1], 1e-3)
-        factor = 1.0 - s.uphill_slowdown * np.maximum(grade, 0.0) - s.downhill_slowdown * np.maximum(-grade, 0.0)
-        factor = np.maximum(factor, s.min_speed_factor)
-        rise = np.stack([hh[R:2 * R], hh[2 * R:]], axis=1) - hh[:R, None]
-        factor = np.where(rise[:, 0] > s.step_limit_m, 0.0, np.where(rise[:, 1] > s.step_limit_m,
-                                                                       np.minimum(factor, 0.5), factor))
-        change = moving & (np.abs(factor - 1.0) > 1e-12)
+        if len(rows) == 1:
+            r = int(rows[0])
+            if r >= cols.capacity:
+                return intents
+            cols.goal_velocity[r] = intents.goals[0, :2]
+            f = float(cols.speed_factor[r])
+            if f == 1.0 or not intents.plain[0]:
+                return intents
+            goals = intents.goals.copy()
+            goals[0, :2] *= f
+            return intents.with_goals(goals, intents.plain.copy())
+        if cols.capacity <= int(rows.max()):
+            cols.grow_to(int(rows.max()) + 1)
+            self._cols = None
+        cols.goal_velocity[rows] = intents.goals[:, :2]
+        f = cols.speed_factor[rows]
+        change = intents.plain & (f != 1.0)
         if not change.any():
             return intents
-        new = goals.copy()
-        new[change, :2] *= factor[change, None]
-        return intents.with_goals(new, change)
+        goals = intents.goals.copy()
+        goals[change, :2] *= f[change, None]
+        return intents.with_goals(goals, change)
