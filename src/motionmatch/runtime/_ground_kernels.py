@@ -28,9 +28,30 @@ import numba
 import numpy as np
 
 from motionmatch.environment.terrain import terrain_query
-from motionmatch.runtime._kernels import forward_kinematics, local_from_world, qmul, qrot, two_bone_ik
+from motionmatch.runtime._kernels import local_from_world, qmul, qrot, two_bone_ik
 
-__all__ = ["ground_step"]
+__all__ = ["GOAL_VELOCITY", "LIFT", "NORMAL", "READY", "SETTINGS", "SPEED_FACTOR", "ground_step", "state_width"]
+
+#: the columns of a row's ground state ``state [C, W]`` (float64; :func:`state_width`):
+#: 1 when the row was put on the ground before (else its next frame snaps onto it); the
+#: root's lift above the floor (m), its rate (m/s) and the goal it followed last frame
+#: (m); the ground's damped unit normal under the root [3]; the speed factor of the
+#: row's next plain intents; the velocity (x, z, m/s) its input last asked for [2]; then
+#: per foot ``k`` of ``K``: its contact weight (0 swinging .. 1 planted), its damped ground
+#: height (m), that height's rate (m/s) and goal (m), and the flat pose's toe last frame
+#: (world, m) [3]
+READY, LIFT, LIFT_VEL, LIFT_GOAL, NORMAL, SPEED_FACTOR, GOAL_VELOCITY, FEET = 0, 1, 2, 3, 4, 7, 8, 10
+
+#: the settings array's entries (:meth:`~motionmatch.runtime.ground.GroundSettings.kernel_array`)
+SETTINGS = ("lift_halflife", "foot_halflife", "weight_halflife", "normal_halflife", "lean", "max_lean_rad",
+            "max_foot_tilt_rad", "max_goal_speed", "reach_slack", "lookahead", "uphill_slowdown",
+            "downhill_slowdown", "min_speed_factor", "step_limit_m", "wall_lookahead_m")
+
+
+def state_width(K: int) -> int:
+    """The columns of a ground state row with ``K`` feet."""
+    return FEET + 7 * K
+
 
 _LN2 = math.log(2.0)
 
@@ -68,31 +89,63 @@ def _toward_up(n, fraction, max_angle, out):
 
 
 @numba.njit(cache=True)
-def ground_step(rows, dt, frame, contacts, out_rot, out_pos, parents, legs, terrain, cols, settings):
-    """Put the output poses of ``rows [R]`` (time steps ``dt [R]``, s) on the ground ``terrain``
-    (a :meth:`~motionmatch.environment.terrain.Terrain.kernel_arrays` tuple), in place in
-    ``out_rot``, ``out_pos`` (see the module docstring for the steps).
+def _moved(tilt, origin, lift, p, out):
+    """``out [3]``: point ``p`` turned by ``tilt`` about ``origin [3]`` and raised by ``lift``."""
+    w, x, y, z = tilt[0], tilt[1], tilt[2], tilt[3]
+    vx, vy, vz = p[0] - origin[0], p[1] - origin[1], p[2] - origin[2]
+    tx = 2.0 * (y * vz - z * vy)
+    ty = 2.0 * (z * vx - x * vz)
+    tz = 2.0 * (x * vy - y * vx)
+    out[0] = origin[0] + vx + w * tx + (y * tz - z * ty)
+    out[1] = origin[1] + vy + w * ty + (z * tx - x * tz) + lift
+    out[2] = origin[2] + vz + w * tz + (x * ty - y * tx)
+
+
+@numba.njit(cache=True)
+def _chain_fk(chain, parents, root_pos, root_rot, rot, pos, world_pos, world_rot):
+    """:func:`~motionmatch.runtime._kernels.forward_kinematics` of the joints ``chain``
+    only (parents before children, joint 0 first; the joints the legs need): their world
+    transforms into ``world_pos [J, 3]``, ``world_rot [J, 4]`` (the other rows untouched)."""
+    for c in range(3):
+        world_pos[0, c] = root_pos[c]
+    for c in range(4):
+        world_rot[0, c] = root_rot[c]
+    tmp = np.empty(3)
+    for m in range(1, chain.shape[0]):
+        j = chain[m]
+        p = parents[j]
+        qrot(world_rot[p], pos[j - 1], tmp)
+        for c in range(3):
+            world_pos[j, c] = world_pos[p, c] + tmp[c]
+        qmul(world_rot[p], rot[j - 1], world_rot[j])
+
+
+@numba.njit(cache=True)
+def ground_step(rows, dt, frame, contacts, out_rot, out_pos, parents, legs, chain, terrain_params, heights_grid,
+                vertices, triangles, start, items, state, settings):
+    """Put the output poses of ``rows [R]`` (time steps ``dt [R]``, s) on a ground, in place
+    in ``out_rot``, ``out_pos`` (see the module docstring for the steps), and update each
+    row's ground state ``state [C, W]`` (the columns above).
 
     ``frame [C]`` the database frame each row plays, ``contacts [N, K]`` the database's
-    foot contacts.
-    ``cols``: the rows' ground state, updated (a plain tuple of
-    :class:`~motionmatch.runtime.ground.GroundColumns`' arrays in its field order).
-    ``settings``: :meth:`~motionmatch.runtime.ground.GroundSettings.kernel_tuple`."""
-    (ready, lift, lift_vel, lift_goal, normal, weight, foot_y, foot_vel, foot_goal, toe_prev, speed_factor,
-     goal_velocity) = cols
-    (lift_hl, foot_hl, weight_hl, normal_hl, lean, max_lean, max_tilt, max_speed, slack, lookahead, uphill, downhill,
-     min_factor, step_limit, wall_ahead) = settings
+    foot contacts, ``parents [J]``, ``legs [K, 4]`` (hip, knee, ankle, toe), ``chain``
+    the joints from the root to the legs' toes (parents first, 0 first). The ground:
+    ``terrain_params`` and the five arrays after it, as
+    :meth:`~motionmatch.environment.terrain.Terrain.kernel_arrays` gives them. ``settings``:
+    the float64 array :data:`SETTINGS` names."""
+    lift_hl, foot_hl, weight_hl, normal_hl = settings[0], settings[1], settings[2], settings[3]
+    lean, max_lean, max_tilt, max_speed, slack = settings[4], settings[5], settings[6], settings[7], settings[8]
+    lookahead, uphill, downhill, min_factor = settings[9], settings[10], settings[11], settings[12]
+    step_limit, wall_ahead = settings[13], settings[14]
     J = parents.shape[0]
     K = legs.shape[0]
     P = 1 + 2 * K + 2
+    W, Y, V, G, T = FEET, FEET + K, FEET + 2 * K, FEET + 3 * K, FEET + 4 * K
     wp = np.empty((J, 3))
     wr = np.empty((J, 4))
     points = np.empty((P, 2))
     heights = np.empty(P)
     normals = np.empty((P, 3))
-    toe0 = np.empty((max(K, 1), 3))
-    ankle0 = np.empty((max(K, 1), 3))
-    ankle_rot0 = np.empty((max(K, 1), 4))
     root_rot = np.empty(4)
     tilt = np.empty(4)
     q = np.empty(4)
@@ -102,55 +155,60 @@ def ground_step(rows, dt, frame, contacts, out_rot, out_pos, parents, legs, terr
     d = np.empty(3)
     dq = np.empty(3)
     target = np.empty(3)
+    origin = np.empty(3)
+    hip_p = np.empty(3)
+    knee_p = np.empty(3)
+    ankle_p = np.empty(3)
+    parent_r = np.empty(4)
+    hip_r = np.empty(4)
+    knee_r = np.empty(4)
     ws = np.empty(max(K, 1))
     for n in range(rows.shape[0]):
         r = rows[n]
         h = dt[n]
-        first = not ready[r]
+        st = state[r]
+        first = st[READY] == 0.0
         # the flat pose's feet, and the ground points
-        forward_kinematics(parents, out_pos[r, 0], out_rot[r, 0], out_rot[r, 1:], out_pos[r, 1:], wp, wr)
+        _chain_fk(chain, parents, out_pos[r, 0], out_rot[r, 0], out_rot[r, 1:], out_pos[r, 1:], wp, wr)
         points[0, 0] = out_pos[r, 0, 0]
         points[0, 1] = out_pos[r, 0, 2]
         for k in range(K):
-            ankle, toe = legs[k, 2], legs[k, 3]
-            for c in range(3):
-                toe0[k, c] = wp[toe, c]
-                ankle0[k, c] = wp[ankle, c]
-            for c in range(4):
-                ankle_rot0[k, c] = wr[ankle, c]
-            points[1 + k, 0] = wp[toe, 0]
-            points[1 + k, 1] = wp[toe, 2]
+            toe = legs[k, 3]
             vx = vz = 0.0
             if not first and h > 0:
-                vx = (wp[toe, 0] - toe_prev[r, k, 0]) / h
-                vz = (wp[toe, 2] - toe_prev[r, k, 2]) / h
+                vx = (wp[toe, 0] - st[T + 3 * k]) / h
+                vz = (wp[toe, 2] - st[T + 3 * k + 2]) / h
+            points[1 + k, 0] = wp[toe, 0]
+            points[1 + k, 1] = wp[toe, 2]
             points[1 + K + k, 0] = wp[toe, 0] + vx * lookahead
             points[1 + K + k, 1] = wp[toe, 2] + vz * lookahead
-        gx, gz = goal_velocity[r, 0], goal_velocity[r, 1]
+        gx, gz = st[GOAL_VELOCITY], st[GOAL_VELOCITY + 1]
         gs = math.sqrt(gx * gx + gz * gz)
         ux, uz = (gx / gs, gz / gs) if gs > 1e-6 else (0.0, 0.0)
         for m in range(2):
             points[P - 2 + m, 0] = points[0, 0] + ux * wall_ahead * 0.5 * (m + 1)
             points[P - 2 + m, 1] = points[0, 1] + uz * wall_ahead * 0.5 * (m + 1)
-        terrain_query(terrain, points, heights, normals)
-        base_y = out_pos[r, 0, 1]
+        terrain_query(terrain_params, heights_grid, vertices, triangles, start, items, points, heights, normals)
+        for c in range(3):
+            origin[c] = out_pos[r, 0, c]
+        base_y = origin[1]
         ground = heights[0]
         # contact weights, smoothed (a smoothstep of an exponential approach)
         a = 1.0 - math.exp(-_LN2 * h / max(weight_hl, 1e-5))
         for k in range(K):
             cv = 1.0 if contacts[frame[r], k] else 0.0
-            weight[r, k] = cv if first else weight[r, k] + (cv - weight[r, k]) * a
-            w = min(max(weight[r, k], 0.0), 1.0)
+            st[W + k] = cv if first else st[W + k] + (cv - st[W + k]) * a
+            w = min(max(st[W + k], 0.0), 1.0)
             ws[k] = w * w * (3.0 - 2.0 * w)
         # the ground's slope under the root, damped
         b = 1.0 - math.exp(-_LN2 * h / max(normal_hl, 1e-5))
         nn = 0.0
         for c in range(3):
-            normal[r, c] = normals[0, c] if first else normal[r, c] + (normals[0, c] - normal[r, c]) * b
-            nn += normal[r, c] * normal[r, c]
+            st[NORMAL + c] = normals[0, c] if first else st[NORMAL + c] + (normals[0, c] - st[NORMAL + c]) * b
+            nn += st[NORMAL + c] * st[NORMAL + c]
         nn = math.sqrt(nn)
         for c in range(3):
-            normal[r, c] = normal[r, c] / nn if nn > 1e-12 else (1.0 if c == 1 else 0.0)
+            st[NORMAL + c] = st[NORMAL + c] / nn if nn > 1e-12 else (1.0 if c == 1 else 0.0)
         # the root's lift: the ground under it, lowered so that the lower planted foot reaches
         goal = ground
         cap = math.inf
@@ -159,58 +217,61 @@ def ground_step(rows, dt, frame, contacts, out_rot, out_pos, parents, legs, terr
             goal = min(goal, ground + ws[k] * (g - ground))
             cap = min(cap, g + slack + (1.0 - ws[k]))
         if first:
-            lift[r], lift_vel[r] = goal, 0.0
+            st[LIFT], st[LIFT_VEL] = goal, 0.0
         else:
-            lift[r], lift_vel[r] = _track(lift[r], lift_vel[r], goal, lift_goal[r], h, lift_hl, max_speed)
-        lift_goal[r] = goal
-        if lift[r] > cap:
-            lift[r] = cap
+            st[LIFT], st[LIFT_VEL] = _track(st[LIFT], st[LIFT_VEL], goal, st[LIFT_GOAL], h, lift_hl, max_speed)
+        st[LIFT_GOAL] = goal
+        if st[LIFT] > cap:
+            st[LIFT] = cap
+        lift = st[LIFT]
         # the root: lifted, and tilted by part of the damped slope
-        _toward_up(normal[r], lean, max_lean, tilt)
+        _toward_up(st[NORMAL:NORMAL + 3], lean, max_lean, tilt)
         qmul(tilt, out_rot[r, 0], root_rot)
         for c in range(4):
             out_rot[r, 0, c] = root_rot[c]
-        out_pos[r, 0, 1] = base_y + lift[r]
+        out_pos[r, 0, 1] = base_y + lift
         # the next intents' speed: the grade along the way (damped normal), a wall ahead
-        grade = -(normal[r, 0] * ux + normal[r, 2] * uz) / max(normal[r, 1], 1e-3)
+        grade = -(st[NORMAL] * ux + st[NORMAL + 2] * uz) / max(st[NORMAL + 1], 1e-3)
         f = 1.0 - uphill * max(grade, 0.0) - downhill * max(-grade, 0.0)
         f = max(f, min_factor)
         if heights[P - 2] - ground > step_limit:
             f = 0.0
         elif heights[P - 1] - ground > step_limit:
             f = min(f, 0.5)
-        speed_factor[r] = f
-        if K == 0:
-            ready[r] = True
-            continue
-        forward_kinematics(parents, out_pos[r, 0], out_rot[r, 0], out_rot[r, 1:], out_pos[r, 1:], wp, wr)
+        st[SPEED_FACTOR] = f
         for k in range(K):
-            hip, knee, ankle = legs[k, 0], legs[k, 1], legs[k, 2]
+            hip, knee, ankle, toe = legs[k, 0], legs[k, 1], legs[k, 2], legs[k, 3]
             g = heights[1 + k]
             ahead = max(g, heights[1 + K + k])
             fgoal = ws[k] * g + (1.0 - ws[k]) * ahead
             if first:
-                foot_y[r, k], foot_vel[r, k] = fgoal, 0.0
+                st[Y + k], st[V + k] = fgoal, 0.0
             else:
-                foot_y[r, k], foot_vel[r, k] = _track(foot_y[r, k], foot_vel[r, k], fgoal, foot_goal[r, k], h,
-                                                      foot_hl, max_speed)
-            foot_goal[r, k] = fgoal
+                st[Y + k], st[V + k] = _track(st[Y + k], st[V + k], fgoal, st[G + k], h, foot_hl, max_speed)
+            st[G + k] = fgoal
             for c in range(3):
-                toe_prev[r, k, c] = toe0[k, c]
-            above = toe0[k, 1] - base_y  # the toe's height above the floor, flat
-            F = foot_y[r, k] + ws[k] * (g - foot_y[r, k])
+                st[T + 3 * k + c] = wp[toe, c]
+            above = wp[toe, 1] - base_y  # the toe's height above the floor, flat
+            F = st[Y + k] + ws[k] * (g - st[Y + k])
             F = max(F, g - above)  # the toe never below the surface
             # the foot turned toward the surface, its toe on the ground as on the floor
             _toward_up(normals[1 + k], ws[k], max_tilt, q)
             for c in range(3):
-                d[c] = toe0[k, c] - ankle0[k, c]
+                d[c] = wp[toe, c] - wp[ankle, c]
             qrot(q, d, dq)
-            target[0] = toe0[k, 0] - dq[0]
+            target[0] = wp[toe, 0] - dq[0]
             target[1] = base_y + F + above - dq[1]
-            target[2] = toe0[k, 2] - dq[2]
-            if two_bone_ik(wp[hip], wp[knee], wp[ankle], target, wr[hip], wr[knee], new_a, new_b):
-                local_from_world(wr[parents[hip]], new_a, out_rot[r, hip])
+            target[2] = wp[toe, 2] - dq[2]
+            # the leg where the lifted, tilted root put it (a rigid move of the flat pose)
+            _moved(tilt, origin, lift, wp[hip], hip_p)
+            _moved(tilt, origin, lift, wp[knee], knee_p)
+            _moved(tilt, origin, lift, wp[ankle], ankle_p)
+            qmul(tilt, wr[parents[hip]], parent_r)
+            qmul(tilt, wr[hip], hip_r)
+            qmul(tilt, wr[knee], knee_r)
+            if two_bone_ik(hip_p, knee_p, ankle_p, target, hip_r, knee_r, new_a, new_b):
+                local_from_world(parent_r, new_a, out_rot[r, hip])
                 local_from_world(new_a, new_b, out_rot[r, knee])
-                qmul(q, ankle_rot0[k], qa)
+                qmul(q, wr[ankle], qa)
                 local_from_world(new_b, qa, out_rot[r, ankle])
-        ready[r] = True
+        st[READY] = 1.0

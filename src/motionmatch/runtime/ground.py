@@ -4,7 +4,7 @@ A :class:`GroundStage` belongs to a :class:`~motionmatch.runtime.batch.Controlle
 whose world stands on a non-flat :class:`~motionmatch.environment.terrain.Terrain`
 (:meth:`ControllerBatch.set_terrain <motionmatch.runtime.batch.ControllerBatch.set_terrain>`;
 a flat terrain, or none, has no stage at all: the pipeline is exactly the flat one). It
-keeps each row's ground state as columns (:class:`GroundColumns`, at the batch's rows) and
+keeps each row's ground state as columns (:attr:`GroundStage.state`, at the batch's rows) and
 runs, after the poses stage, over the rows stepped (:meth:`GroundStage.apply`):
 
 * the character root follows the ground under it (damped; a ramp without lag) and leans
@@ -32,16 +32,15 @@ from __future__ import annotations
 import math
 import weakref
 from dataclasses import dataclass
-from typing import NamedTuple
 
 import numpy as np
 
+from motionmatch._jit import readonly
 from motionmatch.control.intent import IntentRows
 from motionmatch.runtime._batch_kernels import DatabaseArrays
-from motionmatch.runtime._ground_kernels import ground_step
-from motionmatch.runtime.rows import RowArrays
+from motionmatch.runtime._ground_kernels import GOAL_VELOCITY, SETTINGS, SPEED_FACTOR, ground_step, state_width
 
-__all__ = ["GroundColumns", "GroundSettings", "GroundStage", "needs_ground"]
+__all__ = ["GroundSettings", "GroundStage", "needs_ground"]
 
 
 def needs_ground(terrain) -> bool:
@@ -70,12 +69,16 @@ class GroundSettings:
     step_limit_m: float = 0.35         # a rise higher than this ahead is a wall: the character stops
     wall_lookahead_m: float = 0.6      # how far ahead (m) such a rise stops it
 
-    def kernel_tuple(self) -> tuple:
-        """The settings :func:`~motionmatch.runtime._ground_kernels.ground_apply` takes."""
-        return (self.lift_halflife, self.foot_halflife, self.weight_halflife, self.normal_halflife, self.lean,
-                math.radians(self.max_lean_deg), math.radians(self.max_foot_tilt_deg), self.max_goal_speed,
-                self.reach_slack, self.lookahead, self.uphill_slowdown, self.downhill_slowdown,
-                self.min_speed_factor, self.step_limit_m, self.wall_lookahead_m)
+    def kernel_array(self) -> np.ndarray:
+        """The settings as :func:`~motionmatch.runtime._ground_kernels.ground_step` takes
+        them (float64, in the order of :data:`~motionmatch.runtime._ground_kernels.SETTINGS`;
+        angles in radians)."""
+        a = np.array([self.lift_halflife, self.foot_halflife, self.weight_halflife, self.normal_halflife, self.lean,
+                      math.radians(self.max_lean_deg), math.radians(self.max_foot_tilt_deg), self.max_goal_speed,
+                      self.reach_slack, self.lookahead, self.uphill_slowdown, self.downhill_slowdown,
+                      self.min_speed_factor, self.step_limit_m, self.wall_lookahead_m], dtype=np.float64)
+        assert len(a) == len(SETTINGS)
+        return a
 
 
 _LAYOUTS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
@@ -104,30 +107,16 @@ def _ground_layout(db) -> tuple | None:
     return out
 
 
-class GroundColumns(NamedTuple):
-    """A batch's ground state, one row per controller row (``K`` feet); metres, seconds."""
-
-    ready: np.ndarray      #: ``[C]`` bool: the row was put on the ground before (else the next frame snaps)
-    lift: np.ndarray       #: ``[C]`` the root's height above the floor (m)
-    lift_vel: np.ndarray   #: ``[C]`` its rate (m/s)
-    lift_goal: np.ndarray  #: ``[C]`` what it followed last frame (m)
-    normal: np.ndarray     #: ``[C, 3]`` the ground's damped unit normal under the root
-    weight: np.ndarray     #: ``[C, K]`` contact weights (0 swinging .. 1 planted)
-    foot_y: np.ndarray     #: ``[C, K]`` each foot's ground height, damped (m)
-    foot_vel: np.ndarray   #: ``[C, K]`` its rate (m/s)
-    foot_goal: np.ndarray  #: ``[C, K]`` what it followed last frame (m)
-    toe_prev: np.ndarray   #: ``[C, K, 3]`` the flat pose's toes last frame (world, m)
-    speed_factor: np.ndarray  #: ``[C]`` what the row's next plain intents' speed is multiplied by (slope, wall)
-    goal_velocity: np.ndarray  #: ``[C, 2]`` the row's last intent's velocity (x, z, m/s) as its input asked
-
-
-def _ground_rows(K: int, capacity: int) -> RowArrays:
-    f8 = np.float64
-    shapes = {"ready": ((), np.bool_), "lift": ((), f8), "lift_vel": ((), f8), "lift_goal": ((), f8),
-              "normal": ((3,), f8), "weight": ((K,), f8), "foot_y": ((K,), f8), "foot_vel": ((K,), f8),
-              "foot_goal": ((K,), f8), "toe_prev": ((K, 3), f8), "speed_factor": ((), f8),
-              "goal_velocity": ((2,), f8)}
-    return RowArrays({name: shapes[name] for name in GroundColumns._fields}, capacity)
+def _leg_chain(parents: np.ndarray, legs: np.ndarray) -> np.ndarray:
+    """The joints from the root (0) to every leg's toe, each after its parent: the joints
+    whose world transforms the ground stage needs."""
+    need = {0}
+    for toe in legs[:, 3].tolist():
+        j = int(toe)
+        while j > 0 and j not in need:
+            need.add(j)
+            j = int(parents[j])
+    return np.array(sorted(need), dtype=np.int64)  # (a parent's index is below its child's)
 
 
 class GroundStage:
@@ -137,39 +126,54 @@ class GroundStage:
         terrain: the ground (a non-flat :class:`~motionmatch.environment.terrain.Terrain`).
         arrays: the batch's database arrays (its legs, parents and foot contacts).
         settings: :class:`GroundSettings`.
+
+    Attributes:
+        state: ``[C, W]`` float64, each batch row's ground state (the columns of
+            :mod:`motionmatch.runtime._ground_kernels`: ``READY``, ``LIFT``, ``NORMAL``,
+            ``SPEED_FACTOR``, ...), one array so that the compiled stage takes it as one
+            argument; grown with the batch.
     """
 
     def __init__(self, terrain, arrays: DatabaseArrays, settings: GroundSettings | None = None):
         self.terrain = terrain
         self.arrays = arrays
         self.settings = settings or GroundSettings()
-        self._kernel_settings = self.settings.kernel_tuple()
-        self.legs = np.ascontiguousarray(arrays.legs, dtype=np.int64)
-        self.cols = _ground_rows(len(self.legs), 1)
-        self._cols: tuple | None = None  # (the columns as the kernel takes them, until they grow)
+        self._kernel_settings = readonly(self.settings.kernel_array())
+        self.legs = readonly(np.ascontiguousarray(arrays.legs, dtype=np.int64))
+        self.chain = readonly(_leg_chain(arrays.parents, self.legs))
+        self.state = np.zeros((1, state_width(len(self.legs))))
         self._terrain_arrays = terrain.kernel_arrays()
+        self._memo: tuple | None = None  # (intent, speed factor, adapted IntentRows): see adapt_intents
+
+    def _grow(self, rows: int) -> None:
+        """At least ``rows`` rows of :attr:`state` (new ones not ready)."""
+        old = self.state
+        if len(old) >= rows:
+            return
+        self.state = np.zeros((max(rows, 2 * len(old)), old.shape[1]))
+        self.state[: len(old)] = old
 
     def reset(self, row: int) -> None:
         """Row ``row`` has a new controller (or state copied in): its next frame snaps
         onto the ground."""
-        if self.cols.capacity <= row:
-            self.cols.grow_to(max(row + 1, 2 * self.cols.capacity))
-            self._cols = None
-        self.cols.ready[row] = False
-        self.cols.speed_factor[row] = 1.0
+        self._grow(row + 1)
+        self.state[row] = 0.0
+        self.state[row, SPEED_FACTOR] = 1.0
 
     def apply(self, rows: np.ndarray, dt: np.ndarray, state) -> None:
         """Put the output poses of ``rows [R]`` (int64; their time steps ``dt [R]``, s) of a
-        batch's ``state`` (its ``out_rot``, ``out_pos``, ``frame`` columns)
-        on the ground, and set their next intents' speed factors: one compiled call."""
-        cols = self.cols
-        if cols.capacity < state.capacity:
-            cols.grow_to(state.capacity)
-            self._cols = None
-        if self._cols is None:
-            self._cols = tuple(cols.view(GroundColumns))
-        ground_step(rows, dt, state.frame, self.arrays.contacts, state.out_rot, state.out_pos,
-                    self.arrays.parents, self.legs, self._terrain_arrays, self._cols, self._kernel_settings)
+        batch's ``state`` (its ``out_rot``, ``out_pos``, ``frame`` columns) on the ground,
+        and set their next intents' speed factors: one compiled call."""
+        if len(self.state) < state.capacity:
+            self._grow(state.capacity)
+        a = self.arrays
+        ground_step(rows, dt, state.frame, a.contacts, state.out_rot, state.out_pos, a.parents, self.legs, self.chain,
+                    *self._terrain_arrays, self.state, self._kernel_settings)
+
+    def speed_factors(self, rows: np.ndarray) -> np.ndarray:
+        """``[R]``: the speed factors the last :meth:`apply` set for ``rows``."""
+        self._grow(int(rows.max()) + 1 if len(rows) else 0)
+        return self.state[rows, SPEED_FACTOR]
 
     # ------------------------------------------------------------------ queries
     def fill_query_heights(self, db, queries: np.ndarray, positions: np.ndarray, roots: np.ndarray) -> None:
@@ -196,24 +200,32 @@ class GroundStage:
         """``intents`` of ``rows [R]`` with the plain ones' speeds multiplied by the rows'
         speed factors (slower on slopes, stopped before a wall: set by the last
         :meth:`apply` along the velocity they asked for then, kept here); the same object
-        when nothing changes."""
-        cols = self.cols
+        when nothing changes. One character's factor is rounded to 2 %, so that an input
+        holding one intent gets one adapted intent while the factor stays (its caches hold)."""
+        st = self.state
         if len(rows) == 1:
             r = int(rows[0])
-            if r >= cols.capacity:
+            if r >= len(st):
                 return intents
-            cols.goal_velocity[r] = intents.goals[0, :2]
-            f = float(cols.speed_factor[r])
+            g = intents.goals
+            st[r, GOAL_VELOCITY] = g[0, 0]
+            st[r, GOAL_VELOCITY + 1] = g[0, 1]
+            f = float(st[r, SPEED_FACTOR])
             if f == 1.0 or not intents.plain[0]:
                 return intents
-            goals = intents.goals.copy()
+            f = round(f * 50.0) / 50.0
+            it = intents[0]
+            memo = self._memo
+            if memo is not None and memo[0] is it and memo[1] == f:
+                return memo[2]
+            goals = g.copy()
             goals[0, :2] *= f
-            return intents.with_goals(goals, intents.plain.copy())
-        if cols.capacity <= int(rows.max()):
-            cols.grow_to(int(rows.max()) + 1)
-            self._cols = None
-        cols.goal_velocity[rows] = intents.goals[:, :2]
-        f = cols.speed_factor[rows]
+            out = IntentRows(goals, intents.gaits, intents.plain, [None])
+            self._memo = (it, f, out)
+            return out
+        self._grow(int(rows.max()) + 1)
+        st[rows, GOAL_VELOCITY:GOAL_VELOCITY + 2] = intents.goals[:, :2]
+        f = st[rows, SPEED_FACTOR]
         change = intents.plain & (f != 1.0)
         if not change.any():
             return intents

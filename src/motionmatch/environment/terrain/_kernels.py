@@ -180,12 +180,16 @@ FLAT, HEIGHT_FIELD, MESH = 0, 1, 2
 
 
 @no_refcount
-def terrain_query(arrays, points: np.ndarray, out_h: np.ndarray, out_n: np.ndarray) -> None:
+def terrain_query(params: np.ndarray, heights: np.ndarray, vertices: np.ndarray, triangles: np.ndarray,
+                  start: np.ndarray, items: np.ndarray, points: np.ndarray, out_h: np.ndarray,
+                  out_n: np.ndarray) -> None:
     """:func:`height_field_query` or :func:`mesh_query` (or the flat floor) of ``points
-    [N, 2]`` into ``out_h [N]``, ``out_n [N, 3]``, the ground given as the plain tuple
-    :meth:`~motionmatch.environment.terrain.Terrain.kernel_arrays` makes: one compiled
-    entry for every kind, for kernels that take any ground."""
-    kind, x0, z0, cell, heights, vertices, triangles, start, items, nx, nz, outside = arrays
+    [N, 2]`` into ``out_h [N]``, ``out_n [N, 3]``, the ground given as the six arrays
+    :meth:`~motionmatch.environment.terrain.Terrain.kernel_arrays` makes (``params``:
+    kind, x0, z0, cell, nx, nz, outside): one compiled entry for every kind, for kernels
+    that take any ground."""
+    kind = int(params[0])
+    x0, z0, cell, nx, nz, outside = params[1], params[2], params[3], int(params[4]), int(params[5]), params[6]
     if kind == HEIGHT_FIELD:
         height_field_query(x0, z0, cell, heights, points, out_h, out_n)
     elif kind == MESH:

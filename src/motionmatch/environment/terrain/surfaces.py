@@ -93,10 +93,11 @@ class Terrain(ABC):
         return float(self.heights(np.array([[x, z]]))[0])
 
     def kernel_arrays(self) -> tuple:
-        """The ground as one plain tuple for compiled callers of
+        """The ground as six arrays for compiled callers of
         :func:`~motionmatch.environment.terrain.terrain_query` (the same types for every
-        kind: ``(kind, x0, z0, cell, heights [R, C], vertices [V, 3], triangles [T, 3],
-        start, items, nx, nz, outside)``, the arrays of other kinds empty); made once."""
+        kind: ``(params [7]`` float64: kind, x0, z0, cell, nx, nz, outside; ``heights [R, C],
+        vertices [V, 3], triangles [T, 3], start, items)``, the arrays of other kinds empty,
+        all read-only); made once."""
         a = getattr(self, "_kernel_arrays", None)
         if a is None:
             a = self._kernel_arrays = self._make_kernel_arrays()
@@ -132,9 +133,9 @@ def _kernel_tuple(kind: int, x0: float = 0.0, z0: float = 0.0, cell: float = 1.0
     """:meth:`Terrain.kernel_arrays`' tuple, missing arrays empty (read-only, contiguous)."""
     def arr(a, shape, dtype):
         return readonly(np.ascontiguousarray(np.zeros(shape, dtype=dtype) if a is None else a, dtype=dtype))
-    return (int(kind), float(x0), float(z0), float(cell), arr(heights, (2, 2), np.float64),
-            arr(vertices, (0, 3), np.float64), arr(triangles, (0, 3), np.int64), arr(start, (1,), np.int64),
-            arr(items, (0,), np.int64), int(nx), int(nz), float(outside))
+    params = np.array([kind, x0, z0, cell, nx, nz, outside], dtype=np.float64)
+    return (readonly(params), arr(heights, (2, 2), np.float64), arr(vertices, (0, 3), np.float64),
+            arr(triangles, (0, 3), np.int64), arr(start, (1,), np.int64), arr(items, (0,), np.int64))
 
 
 class FlatGround(Terrain):
