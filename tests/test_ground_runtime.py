@@ -194,3 +194,88 @@ def test_run_scene_with_a_bad_terrain_is_one_line_and_writes_nothing(tmp_path, c
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "cell" in err and "Traceback" not in err
     assert not out.exists()
+
+
+# --------------------------------------------------------------------------- paths, crowds, +ground
+def test_a_path_is_followed_on_the_hills_as_on_the_floor(db):
+    from pathlib import Path
+
+    from motionmatch.control.path import load_path
+    from motionmatch.metrics.follow import follow_report
+    from motionmatch.runtime.follow import FollowSettings, PathFollower
+
+    path = Path(__file__).resolve().parents[1] / "paths" / "s_curve.json"
+    hills = Scene(terrain=TERRAINS["hills"])
+    flat = follow_report(PathFollower(db, load_path(path), FollowSettings()).run(), None, db)
+    f = PathFollower(db, load_path(path), FollowSettings(), scene=hills)
+    rec = f.run()
+    r = follow_report(rec, hills, db)
+    assert r["completed"] and r["mean_distance_m"] <= 0.15, r
+    root = rec.motion.world_positions[:, 0]
+    assert np.abs(root[:, 1] - TERRAINS["hills"].heights(root[:, [0, 2]])).max() < 0.15  # on the hills
+    assert r["foot_penetration_m"] <= 0.03
+    assert r["foot_ground_error_m"] <= flat["foot_ground_error_m"] + 0.01, (r, flat)
+    assert r["foot_skating_mps"] <= 1.5 * flat["foot_skating_mps"] + 1e-3
+
+
+def test_a_crowd_of_50_crosses_the_forest_as_it_crosses_the_floor(db):
+    """The forest with 48 walkers, its hero and hiker (8 s), and the same without its
+    terrain: collisions no worse than 1.5x, feet on the ground (no deeper than the flat
+    crowd's toes dip below the floor, which is 15 cm: transitions), as close to it as on
+    the floor."""
+    import copy
+    import json
+    from pathlib import Path
+
+    from motionmatch.environment import parse_scenario
+    from motionmatch.metrics.scenario import scenario_report
+    from motionmatch.runtime.scenarios import run_scenario
+
+    d = json.loads((Path(__file__).resolve().parents[1] / "scenarios" / "forest.json").read_text())
+    d["duration"] = 8.0
+    d["groups"][0].update(count=48, area=[[-18.0, -19.0], [-6.0, -12.0]])
+    for a in d["agents"]:
+        if "script" in a:
+            a["script"]["events"] = [e for e in a["script"]["events"] if e["t"] < d["duration"]]
+    flat = copy.deepcopy(d)
+    del flat["terrain"]
+    reports = {}
+    for name, dd in (("forest", d), ("flat", flat)):
+        sc = parse_scenario(dd)
+        world, rec = run_scenario(db, sc, record_poses=True)
+        reports[name] = scenario_report(world, rec, sc)
+    f, g = reports["flat"], reports["forest"]
+    assert g["agents_count"] == 50
+    assert g["collision_fraction"] <= 1.5 * f["collision_fraction"] + 0.005, (g["collision_fraction"],
+                                                                               f["collision_fraction"])
+    assert g["foot_penetration_m"] <= 0.03 and g["foot_ground_error_m"] <= f["foot_ground_error_m"] + 0.01
+
+
+def test_a_ground_schema_query_carries_the_terrains_rise(data_dir):
+    """With ``+ground`` features the query's ground heights are the terrain's: at each
+    trajectory offset, the height under the desired position minus the height under the
+    root (a 15-degree ramp: known answers)."""
+    from motionmatch.anim import load_bvh
+    from motionmatch.database import schema_by_name
+
+    folder = data_dir / "lafan1-60fps"
+    clips = [load_bvh(folder / f"{n}.bvh") for n in ("walk1_subject1_walk2",) if (folder / f"{n}.bvh").exists()]
+    if not clips:
+        pytest.skip("walk1_subject1_walk2.bvh not found")
+    gdb = MotionDatabase.build(clips, schema=schema_by_name("classic+ground"))
+    ramp = TERRAINS["ramp"]
+    ctrl = Controller(gdb)
+    ctrl.batch.set_terrain(ramp)
+    walk = Intent.planar(0.0, 1.0, "walk")
+    seen = 0
+    for i in range(90):
+        ctrl.update(0.0 if i == 0 else 1 / 60, walk, force_search=True)
+        q, _, _ = ctrl.last_query
+        sl = gdb.schema.slice(next(t.name for t in gdb.schema.terms if t.kind == "ground_height"))
+        raw = q[sl].astype(np.float64) / gdb.weights[sl] * gdb.scale[sl] + gdb.mean[sl]
+        pos = ctrl.last_desired.positions
+        root = ctrl.root_pos
+        want = ramp.heights(pos[:, [0, 2]]) - ramp.height(root[0], root[2])
+        np.testing.assert_allclose(raw, want, atol=1e-4)
+        seen += bool(np.abs(want).max() > 0.05)
+    assert seen > 10  # (walking up the ramp: the rise is there to match)
