@@ -30,7 +30,8 @@ import numpy as np
 from motionmatch.environment.terrain import terrain_query
 from motionmatch.runtime._kernels import local_from_world, qmul, qrot, two_bone_ik
 
-__all__ = ["GOAL_VELOCITY", "LIFT", "NORMAL", "READY", "SETTINGS", "SPEED_FACTOR", "ground_step", "state_width"]
+__all__ = ["GOAL_VELOCITY", "LIFT", "NORMAL", "READY", "SETTINGS", "SPEED_FACTOR", "ground_rows", "ground_step",
+           "pack_ground", "state_width"]
 
 #: the columns of a row's ground state ``state [C, W]`` (float64; :func:`state_width`):
 #: 1 when the row was put on the ground before (else its next frame snaps onto it); the
@@ -120,8 +121,56 @@ def _chain_fk(chain, parents, root_pos, root_rot, rot, pos, world_pos, world_rot
         qmul(world_rot[p], rot[j - 1], world_rot[j])
 
 
+def pack_ground(parents: np.ndarray, legs: np.ndarray, chain: np.ndarray, terrain_arrays: tuple,
+                settings: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """What :func:`ground_step` reads besides the rows, as two arrays (fewer arguments: a
+    compiled call types and unboxes each one): ``ints`` (int64: ``J, K, L, T, S, I``, then
+    ``parents [J]``, ``legs [K, 4]``, ``chain [L]`` and the terrain's ``triangles [T, 3]``,
+    ``start [S]``, ``items [I]``) and ``floats`` (float64: ``settings``, the terrain's
+    ``params [7]``, its heights' rows and columns and vertices ``R, C, V``, then
+    ``heights [R, C]`` and ``vertices [V, 3]``); read-only."""
+    params, heights, vertices, triangles, start, items = terrain_arrays
+    legs = np.asarray(legs, dtype=np.int64).reshape(-1, 4)
+    ints = np.concatenate([np.array([len(parents), len(legs), len(chain), len(triangles), len(start), len(items)]),
+                           parents, legs.ravel(), chain, np.asarray(triangles).ravel(), start, items]).astype(np.int64)
+    floats = np.concatenate([settings, params, np.array([heights.shape[0], heights.shape[1], len(vertices)]),
+                             np.asarray(heights).ravel(), np.asarray(vertices).ravel()]).astype(np.float64)
+    ints.setflags(write=False)
+    floats.setflags(write=False)
+    return ints, floats
+
+
 @numba.njit(cache=True)
-def ground_step(rows, dt, frame, contacts, out_rot, out_pos, parents, legs, chain, terrain_params, heights_grid,
+def ground_step(rows, dt, frame, contacts, out_rot, out_pos, ints, floats, state):
+    """:func:`ground_rows` with the skeleton, the terrain and the settings packed by
+    :func:`pack_ground` (one compiled call over ``rows``)."""
+    J, K, L, T, S, n_items = ints[0], ints[1], ints[2], ints[3], ints[4], ints[5]
+    a = 6
+    parents = ints[a:a + J]
+    a += J
+    legs = ints[a:a + 4 * K].reshape((K, 4))
+    a += 4 * K
+    chain = ints[a:a + L]
+    a += L
+    triangles = ints[a:a + 3 * T].reshape((T, 3))
+    a += 3 * T
+    start = ints[a:a + S]
+    a += S
+    items = ints[a:a + n_items]
+    n = len(SETTINGS)
+    settings = floats[:n]
+    params = floats[n:n + 7]
+    R, C, V = int(floats[n + 7]), int(floats[n + 8]), int(floats[n + 9])
+    b = n + 10
+    heights = floats[b:b + R * C].reshape((R, C))
+    b += R * C
+    vertices = floats[b:b + 3 * V].reshape((V, 3))
+    ground_rows(rows, dt, frame, contacts, out_rot, out_pos, parents, legs, chain, params, heights, vertices,
+                triangles, start, items, state, settings)
+
+
+@numba.njit(cache=True)
+def ground_rows(rows, dt, frame, contacts, out_rot, out_pos, parents, legs, chain, terrain_params, heights_grid,
                 vertices, triangles, start, items, state, settings):
     """Put the output poses of ``rows [R]`` (time steps ``dt [R]``, s) on a ground, in place
     in ``out_rot``, ``out_pos`` (see the module docstring for the steps), and update each

@@ -38,7 +38,14 @@ import numpy as np
 from motionmatch._jit import readonly
 from motionmatch.control.intent import IntentRows
 from motionmatch.runtime._batch_kernels import DatabaseArrays
-from motionmatch.runtime._ground_kernels import GOAL_VELOCITY, SETTINGS, SPEED_FACTOR, ground_step, state_width
+from motionmatch.runtime._ground_kernels import (
+    GOAL_VELOCITY,
+    SETTINGS,
+    SPEED_FACTOR,
+    ground_step,
+    pack_ground,
+    state_width,
+)
 
 __all__ = ["GroundSettings", "GroundStage", "needs_ground"]
 
@@ -142,7 +149,8 @@ class GroundStage:
         self.legs = readonly(np.ascontiguousarray(arrays.legs, dtype=np.int64))
         self.chain = readonly(_leg_chain(arrays.parents, self.legs))
         self.state = np.zeros((1, state_width(len(self.legs))))
-        self._terrain_arrays = terrain.kernel_arrays()
+        self._ints, self._floats = pack_ground(arrays.parents, self.legs, self.chain, terrain.kernel_arrays(),
+                                               self._kernel_settings)
         self._memo: tuple | None = None  # (intent, speed factor, adapted IntentRows): see adapt_intents
 
     def _grow(self, rows: int) -> None:
@@ -167,8 +175,8 @@ class GroundStage:
         if len(self.state) < state.capacity:
             self._grow(state.capacity)
         a = self.arrays
-        ground_step(rows, dt, state.frame, a.contacts, state.out_rot, state.out_pos, a.parents, self.legs, self.chain,
-                    *self._terrain_arrays, self.state, self._kernel_settings)
+        ground_step(rows, dt, state.frame, a.contacts, state.out_rot, state.out_pos, self._ints, self._floats,
+                    self.state)
 
     def speed_factors(self, rows: np.ndarray) -> np.ndarray:
         """``[R]``: the speed factors the last :meth:`apply` set for ``rows``."""
