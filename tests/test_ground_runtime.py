@@ -125,13 +125,17 @@ def test_no_pose_pop_on_the_ramp(runs):
     assert p99(runs["ramp"][0]) <= 1.5 * p99(runs["flat"][0])
 
 
-def test_a_ledge_too_high_to_step_is_a_wall(db):
+def test_a_ledge_too_high_to_step_is_a_wall_up_or_down(db):
     ledge = _field(lambda X, Z: np.where(Z > 2.0, 0.6, 0.0))
     script = parse_script({"events": [{"t": 0.0, "keys": ["w"]}], "duration": 6.0})
     rec = run_script(db, script, scene=Scene(terrain=ledge))
     root = rec.motion.world_positions[:, 0]
     assert root[:, 2].max() < 2.0  # stopped before it
     assert root[:, 1].max() < 0.1
+    # and from the top: a 0.6 m drop is a ledge, stopped at too
+    down = run_script(db, script, scene=Scene(terrain=_field(lambda X, Z: np.where(Z > 2.0, 0.0, 0.6))))
+    root = down.motion.world_positions[:, 0]
+    assert root[:, 2].max() < 2.0 and root[-1, 1] > 0.5
 
 
 def test_a_controller_of_its_own_runs_the_same_stage(db):

@@ -13,7 +13,7 @@ many controller rows put on a terrain, after the poses stage (numba), in one cal
    surface by its leg's two-bone IK and turned toward the surface's normal (within a
    limit), weighted by a smoothed contact weight (no pops in and out of contact);
 3. the speed factor of the row's next intents: slower uphill than downhill, 0 before a
-   rise too high to step (a wall).
+   rise or a drop too high to step (a wall, a ledge).
 
 Metres, seconds, Y up, quaternions ``(w, x, y, z)``. Pose arrays are the batch's output
 rows: ``out_rot [C, J, 4]``, ``out_pos [C, J, 3]``, joint 0 the character root in the
@@ -28,10 +28,11 @@ import numba
 import numpy as np
 
 from motionmatch.environment.terrain import terrain_query
+from motionmatch.runtime._batch_kernels import PoseArrays, pose_rows, sim_pose_rows
 from motionmatch.runtime._kernels import local_from_world, qmul, qrot, two_bone_ik
 
 __all__ = ["GOAL_VELOCITY", "LIFT", "NORMAL", "READY", "SETTINGS", "SPEED_FACTOR", "ground_rows", "ground_step",
-           "pack_ground", "state_width"]
+           "pack_ground", "pose_ground_rows", "sim_pose_ground_rows", "state_width"]
 
 #: the columns of a row's ground state ``state [C, W]`` (float64; :func:`state_width`):
 #: 1 when the row was put on the ground before (else its next frame snaps onto it); the
@@ -140,7 +141,7 @@ def pack_ground(parents: np.ndarray, legs: np.ndarray, chain: np.ndarray, terrai
     return ints, floats
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def ground_step(rows, dt, frame, contacts, out_rot, out_pos, ints, floats, state):
     """:func:`ground_rows` with the skeleton, the terrain and the settings packed by
     :func:`pack_ground` (one compiled call over ``rows``)."""
@@ -169,7 +170,7 @@ def ground_step(rows, dt, frame, contacts, out_rot, out_pos, ints, floats, state
                 triangles, start, items, state, settings)
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def ground_rows(rows, dt, frame, contacts, out_rot, out_pos, parents, legs, chain, terrain_params, heights_grid,
                 vertices, triangles, start, items, state, settings):
     """Put the output poses of ``rows [R]`` (time steps ``dt [R]``, s) on a ground, in place
@@ -283,9 +284,9 @@ def ground_rows(rows, dt, frame, contacts, out_rot, out_pos, parents, legs, chai
         grade = -(st[NORMAL] * ux + st[NORMAL + 2] * uz) / max(st[NORMAL + 1], 1e-3)
         f = 1.0 - uphill * max(grade, 0.0) - downhill * max(-grade, 0.0)
         f = max(f, min_factor)
-        if heights[P - 2] - ground > step_limit:
+        if abs(heights[P - 2] - ground) > step_limit:  # (a ledge up or down)
             f = 0.0
-        elif heights[P - 1] - ground > step_limit:
+        elif abs(heights[P - 1] - ground) > step_limit:
             f = min(f, 0.5)
         st[SPEED_FACTOR] = f
         for k in range(K):
@@ -324,3 +325,21 @@ def ground_rows(rows, dt, frame, contacts, out_rot, out_pos, parents, legs, chai
                 qmul(q, wr[ankle], qa)
                 local_from_world(new_b, qa, out_rot[r, ankle])
         st[READY] = 1.0
+
+
+@numba.njit(cache=True, nogil=True)
+def pose_ground_rows(rows, dt, pose, ints, floats, state):
+    """The poses stage (:func:`~motionmatch.runtime._batch_kernels.pose_rows`, ``pose`` its
+    plain tuple), then :func:`ground_step` on the same rows: one compiled call."""
+    pose_rows(rows, dt, pose)
+    p = PoseArrays(*pose)
+    ground_step(rows, dt, p.frame, p.contacts, p.out_rot, p.out_pos, ints, floats, state)
+
+
+@numba.njit(cache=True, nogil=True)
+def sim_pose_ground_rows(rows, dt, goals, sim, pose, ints, floats, state):
+    """:func:`~motionmatch.runtime._batch_kernels.sim_pose_rows` (the simulated roots and
+    the poses), then :func:`ground_step` on the same rows: one compiled call."""
+    sim_pose_rows(rows, dt, goals, sim, pose)
+    p = PoseArrays(*pose)
+    ground_step(rows, dt, p.frame, p.contacts, p.out_rot, p.out_pos, ints, floats, state)

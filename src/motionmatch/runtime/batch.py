@@ -264,9 +264,10 @@ class ControllerBatch:
         poses are not shared with ``pool``'s thread)."""
         if pool is None or len(rows) < POSE_SPLIT_ROWS:
             v = self._packed()
+            if self.ground is not None:  # (then the ground stage, in the same compiled call)
+                self.ground.pose(rows, dt, self.state, v.pose, v.sim, goals)
+                return
             BK.sim_pose_rows(rows, dt, goals, v.sim, v.pose)
-            if self.ground is not None:
-                self.ground.apply(rows, dt, self.state)
             return
         self.advance_sim(rows, dt, goals)
         self.pose(rows, dt, pool)
@@ -278,15 +279,16 @@ class ControllerBatch:
         ``pool``: a :class:`concurrent.futures.Executor` whose thread poses the second half
         of many rows meanwhile."""
         arrays = self._packed().pose
+        if self.ground is not None:  # (then the ground stage, in the same compiled calls)
+            self.ground.pose(rows, dt, self.state, arrays, pool=None if len(rows) < POSE_SPLIT_ROWS else pool)
+            return
         if pool is None or len(rows) < POSE_SPLIT_ROWS:
             BK.pose_rows(rows, dt, arrays)
-        else:
-            half = len(rows) // 2
-            other = pool.submit(BK.pose_rows, rows[half:], dt[half:], arrays)
-            BK.pose_rows(rows[:half], dt[:half], arrays)
-            other.result()
-        if self.ground is not None:
-            self.ground.apply(rows, dt, self.state)
+            return
+        half = len(rows) // 2
+        other = pool.submit(BK.pose_rows, rows[half:], dt[half:], arrays)
+        BK.pose_rows(rows[:half], dt[:half], arrays)
+        other.result()
 
 
 def intent_goal(intent: Intent, out: np.ndarray) -> None:

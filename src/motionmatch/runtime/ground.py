@@ -20,8 +20,8 @@ runs, after the poses stage, over the rows stepped (:meth:`GroundStage.apply`):
 
 Before the playback, :meth:`GroundStage.adapt_intents` slows plain intents on slopes
 (uphill more than downhill: shorter strides on steep ground come with the slower speed)
-and stops them in front of a rise higher than :attr:`GroundSettings.step_limit_m` (a
-wall, not ground). Jumps and other intents with actions are left as they are.
+and stops them in front of a rise or a drop higher than :attr:`GroundSettings.step_limit_m`
+(a wall or a ledge, not ground). Jumps and other intents with actions are left as they are.
 
 The numeric work is two compiled calls over the rows (:mod:`motionmatch.runtime._ground_kernels`)
 with the terrain's compiled query between them.
@@ -44,6 +44,8 @@ from motionmatch.runtime._ground_kernels import (
     SPEED_FACTOR,
     ground_step,
     pack_ground,
+    pose_ground_rows,
+    sim_pose_ground_rows,
     state_width,
 )
 
@@ -73,7 +75,7 @@ class GroundSettings:
     uphill_slowdown: float = 1.0       # speed factor 1 - this * grade uphill ...
     downhill_slowdown: float = 0.4     # ... and 1 - this * grade downhill
     min_speed_factor: float = 0.5
-    step_limit_m: float = 0.35         # a rise higher than this ahead is a wall: the character stops
+    step_limit_m: float = 0.35         # a rise (or drop) higher than this ahead is a wall (a ledge): it stops
     wall_lookahead_m: float = 0.6      # how far ahead (m) such a rise stops it
 
     def kernel_array(self) -> np.ndarray:
@@ -177,6 +179,25 @@ class GroundStage:
         a = self.arrays
         ground_step(rows, dt, state.frame, a.contacts, state.out_rot, state.out_pos, self._ints, self._floats,
                     self.state)
+
+    def pose(self, rows: np.ndarray, dt: np.ndarray, state, pose: tuple, sim: tuple | None = None,
+             goals: np.ndarray | None = None, pool=None) -> None:
+        """The batch's poses stage of ``rows [R]`` (its ``pose`` plain tuple; with ``sim``
+        and ``goals``, its simulated roots first) and this stage after it: one compiled
+        call; on ``pool``'s thread too for many rows (each half of the rows posed and put
+        on the ground on a thread of its own: a row reads and writes its own state)."""
+        if len(self.state) < state.capacity:
+            self._grow(state.capacity)
+        args = (self._ints, self._floats, self.state)
+        if sim is not None:
+            sim_pose_ground_rows(rows, dt, goals, sim, pose, *args)
+        elif pool is None or len(rows) < 2:
+            pose_ground_rows(rows, dt, pose, *args)
+        else:
+            half = len(rows) // 2
+            other = pool.submit(pose_ground_rows, rows[half:], dt[half:], pose, *args)
+            pose_ground_rows(rows[:half], dt[:half], pose, *args)
+            other.result()
 
     def speed_factors(self, rows: np.ndarray) -> np.ndarray:
         """``[R]``: the speed factors the last :meth:`apply` set for ``rows``."""
