@@ -29,7 +29,7 @@ import numpy as np
 
 from motionmatch.environment.terrain import terrain_query
 from motionmatch.runtime._batch_kernels import PoseArrays, pose_rows, sim_pose_rows
-from motionmatch.runtime._kernels import local_from_world, qmul, qrot, two_bone_ik
+from motionmatch.runtime._kernels import local_from_world, qmul, qrot, two_bone_ik_into
 
 __all__ = ["GOAL_VELOCITY", "LIFT", "NORMAL", "READY", "SETTINGS", "SPEED_FACTOR", "ground_rows", "ground_step",
            "pack_ground", "pose_ground_rows", "sim_pose_ground_rows", "state_width"]
@@ -112,13 +112,17 @@ def _chain_fk(chain, parents, root_pos, root_rot, rot, pos, world_pos, world_rot
         world_pos[0, c] = root_pos[c]
     for c in range(4):
         world_rot[0, c] = root_rot[c]
-    tmp = np.empty(3)
     for m in range(1, chain.shape[0]):
         j = chain[m]
         p = parents[j]
-        qrot(world_rot[p], pos[j - 1], tmp)
-        for c in range(3):
-            world_pos[j, c] = world_pos[p, c] + tmp[c]
+        w, x, y, z = world_rot[p, 0], world_rot[p, 1], world_rot[p, 2], world_rot[p, 3]
+        vx, vy, vz = pos[j - 1, 0], pos[j - 1, 1], pos[j - 1, 2]
+        tx = 2.0 * (y * vz - z * vy)
+        ty = 2.0 * (z * vx - x * vz)
+        tz = 2.0 * (x * vy - y * vx)
+        world_pos[j, 0] = world_pos[p, 0] + vx + w * tx + (y * tz - z * ty)
+        world_pos[j, 1] = world_pos[p, 1] + vy + w * ty + (z * tx - x * tz)
+        world_pos[j, 2] = world_pos[p, 2] + vz + w * tz + (x * ty - y * tx)
         qmul(world_rot[p], rot[j - 1], world_rot[j])
 
 
@@ -191,28 +195,25 @@ def ground_rows(rows, dt, frame, contacts, out_rot, out_pos, parents, legs, chai
     K = legs.shape[0]
     P = 1 + 2 * K + 2
     W, Y, V, G, T = FEET, FEET + K, FEET + 2 * K, FEET + 3 * K, FEET + 4 * K
-    wp = np.empty((J, 3))
-    wr = np.empty((J, 4))
-    points = np.empty((P, 2))
-    heights = np.empty(P)
-    normals = np.empty((P, 3))
-    root_rot = np.empty(4)
-    tilt = np.empty(4)
-    q = np.empty(4)
-    qa = np.empty(4)
-    new_a = np.empty(4)
-    new_b = np.empty(4)
-    d = np.empty(3)
-    dq = np.empty(3)
-    target = np.empty(3)
-    origin = np.empty(3)
-    hip_p = np.empty(3)
-    knee_p = np.empty(3)
-    ankle_p = np.empty(3)
-    parent_r = np.empty(4)
-    hip_r = np.empty(4)
-    knee_r = np.empty(4)
-    ws = np.empty(max(K, 1))
+    # (the scratch as views of one allocation: a call on one row pays for one, not twenty)
+    work = np.empty(7 * J + 6 * P + 3 * 4 * 10 + max(K, 1))
+    wp = work[:3 * J].reshape((J, 3))
+    wr = work[3 * J:7 * J].reshape((J, 4))
+    o = 7 * J
+    points = work[o:o + 2 * P].reshape((P, 2))
+    heights = work[o + 2 * P:o + 3 * P]
+    normals = work[o + 3 * P:o + 6 * P].reshape((P, 3))
+    o += 6 * P
+    root_rot, tilt, q, qa = work[o:o + 4], work[o + 4:o + 8], work[o + 8:o + 12], work[o + 12:o + 16]
+    new_a, new_b, parent_r, hip_r = work[o + 16:o + 20], work[o + 20:o + 24], work[o + 24:o + 28], work[o + 28:o + 32]
+    knee_r = work[o + 32:o + 36]
+    o += 40
+    d, dq, target, origin = work[o:o + 3], work[o + 3:o + 6], work[o + 6:o + 9], work[o + 9:o + 12]
+    hip_p, knee_p, ankle_p = work[o + 12:o + 15], work[o + 15:o + 18], work[o + 18:o + 21]
+    o += 80
+    ws = work[o:o + max(K, 1)]
+    ik_v = np.empty((9, 3))
+    ik_q = np.empty((3, 4))
     for n in range(rows.shape[0]):
         r = rows[n]
         h = dt[n]
@@ -319,7 +320,7 @@ def ground_rows(rows, dt, frame, contacts, out_rot, out_pos, parents, legs, chai
             qmul(tilt, wr[parents[hip]], parent_r)
             qmul(tilt, wr[hip], hip_r)
             qmul(tilt, wr[knee], knee_r)
-            if two_bone_ik(hip_p, knee_p, ankle_p, target, hip_r, knee_r, new_a, new_b):
+            if two_bone_ik_into(hip_p, knee_p, ankle_p, target, hip_r, knee_r, new_a, new_b, ik_v, ik_q):
                 local_from_world(parent_r, new_a, out_rot[r, hip])
                 local_from_world(new_a, new_b, out_rot[r, knee])
                 qmul(q, wr[ankle], qa)
