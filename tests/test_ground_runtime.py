@@ -109,6 +109,18 @@ def test_the_root_climbs_the_ramp_and_comes_back_down(runs):
     assert m["hips_height_change"] < 0.0  # lowered to reach the lower foot, on average
 
 
+def test_uphill_is_walked_slower_than_the_floor(runs):
+    """Speed adapts to the slope: on the 15-degree ramp, going up (the first 5 s, +z), the
+    root moves slower than the same script's on the floor over the same stretch of z."""
+    def speed_between(rec, z0, z1):
+        root = rec.motion.world_positions[: 5 * 60, 0]
+        on = (root[:, 2] > z0) & (root[:, 2] < z1)
+        v = np.linalg.norm(np.diff(root[:, [0, 2]], axis=0), axis=1) * rec.motion.fps
+        return float(v[on[1:]].mean())
+    up, flat = speed_between(runs["ramp"][0], 1.5, 3.0), speed_between(runs["flat"][0], 1.5, 3.0)
+    assert up < 0.92 * flat, (up, flat)
+
+
 def test_hips_lower_on_the_steps_so_the_lower_foot_reaches(runs):
     _, flat = runs["flat"]
     _, m = runs["steps"]
