@@ -328,13 +328,19 @@ def ground_rows(rows, dt, frame, contacts, out_rot, out_pos, parents, legs, chai
         st[READY] = 1.0
 
 
+#: where :class:`~motionmatch.runtime._batch_kernels.PoseArrays`' plain tuple holds what the
+#: ground stage reads (read by index: naming the whole tuple again costs a reference count
+#: on each of its forty arrays)
+_FRAME, _CONTACTS, _OUT_ROT, _OUT_POS = (PoseArrays._fields.index(f) for f in ("frame", "contacts", "out_rot",
+                                                                                "out_pos"))
+
+
 @numba.njit(cache=True, nogil=True)
 def pose_ground_rows(rows, dt, pose, ints, floats, state):
     """The poses stage (:func:`~motionmatch.runtime._batch_kernels.pose_rows`, ``pose`` its
     plain tuple), then :func:`ground_step` on the same rows: one compiled call."""
     pose_rows(rows, dt, pose)
-    p = PoseArrays(*pose)
-    ground_step(rows, dt, p.frame, p.contacts, p.out_rot, p.out_pos, ints, floats, state)
+    ground_step(rows, dt, pose[_FRAME], pose[_CONTACTS], pose[_OUT_ROT], pose[_OUT_POS], ints, floats, state)
 
 
 @numba.njit(cache=True, nogil=True)
@@ -342,5 +348,4 @@ def sim_pose_ground_rows(rows, dt, goals, sim, pose, ints, floats, state):
     """:func:`~motionmatch.runtime._batch_kernels.sim_pose_rows` (the simulated roots and
     the poses), then :func:`ground_step` on the same rows: one compiled call."""
     sim_pose_rows(rows, dt, goals, sim, pose)
-    p = PoseArrays(*pose)
-    ground_step(rows, dt, p.frame, p.contacts, p.out_rot, p.out_pos, ints, floats, state)
+    ground_step(rows, dt, pose[_FRAME], pose[_CONTACTS], pose[_OUT_ROT], pose[_OUT_POS], ints, floats, state)

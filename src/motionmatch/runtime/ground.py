@@ -5,7 +5,8 @@ whose world stands on a non-flat :class:`~motionmatch.environment.terrain.Terrai
 (:meth:`ControllerBatch.set_terrain <motionmatch.runtime.batch.ControllerBatch.set_terrain>`;
 a flat terrain, or none, has no stage at all: the pipeline is exactly the flat one). It
 keeps each row's ground state as columns (:attr:`GroundStage.state`, at the batch's rows) and
-runs, after the poses stage, over the rows stepped (:meth:`GroundStage.apply`):
+runs right after the poses stage, in its compiled call, over the rows stepped
+(:meth:`GroundStage.pose`; :meth:`GroundStage.apply` alone on poses already made):
 
 * the character root follows the ground under it (damped; a ramp without lag) and leans
   by a part of the ground's damped slope;
@@ -23,8 +24,9 @@ Before the playback, :meth:`GroundStage.adapt_intents` slows plain intents on sl
 and stops them in front of a rise or a drop higher than :attr:`GroundSettings.step_limit_m`
 (a wall or a ledge, not ground). Jumps and other intents with actions are left as they are.
 
-The numeric work is two compiled calls over the rows (:mod:`motionmatch.runtime._ground_kernels`)
-with the terrain's compiled query between them.
+The numeric work is compiled (:mod:`motionmatch.runtime._ground_kernels`), the terrain's
+own query inside it (:func:`~motionmatch.environment.terrain.terrain_query`: any kind of
+ground). Its cost: ``benchmarks/bench_terrain.py --db`` (benchmarks/README.md).
 """
 
 from __future__ import annotations
@@ -200,7 +202,7 @@ class GroundStage:
             other.result()
 
     def speed_factors(self, rows: np.ndarray) -> np.ndarray:
-        """``[R]``: the speed factors the last :meth:`apply` set for ``rows``."""
+        """``[R]``: the speed factors the stage set for ``rows`` on their last frame."""
         self._grow(int(rows.max()) + 1 if len(rows) else 0)
         return self.state[rows, SPEED_FACTOR]
 
