@@ -512,7 +512,9 @@ export class View {
           this.joints.push(tmpM, tmpC);
         }
         if (contact) {
-          tmpA.y = 0.006;
+          // on a terrain the planted toe is on the surface (the runtime's ground stage): the
+          // ring just under it; on the floor, on the floor
+          tmpA.y = this.terrain ? P[3 * j + 1] - 0.025 : 0.006;
           const rr = Math.max(r * 4, 0.06);
           tmpS.set(rr, 1, rr);
           tmpM.compose(tmpA, tmpQ, tmpS);
@@ -529,8 +531,9 @@ export class View {
     this.selRing.visible = !!s;
     this.heading.visible = !!s;
     if (s) {
-      this.selRing.position.set(s.root[0], 0.004, s.root[2]);
-      this.heading.position.set(s.root[0], 0.02, s.root[2]);
+      const y0 = this.terrain ? s.root[1] : 0;  // (on a terrain the root follows the ground)
+      this.selRing.position.set(s.root[0], y0 + 0.004, s.root[2]);
+      this.heading.position.set(s.root[0], y0 + 0.02, s.root[2]);
       this.heading.setDirection(tmpD.set(Math.sin(s.yaw), 0, Math.cos(s.yaw)));
     }
   }

@@ -12,6 +12,7 @@ from motionmatch._jit import compile_intervals, overlapping
 from motionmatch.anim import Motion, quat
 from motionmatch.control.script import Script
 from motionmatch.database import MotionDatabase
+from motionmatch.environment.scene import Scene
 from motionmatch.runtime.controller import Controller, ControllerSettings, FrameResult
 from motionmatch.runtime.inputs import InputSource, ScriptInput
 from motionmatch.runtime.recording import StepRecorder
@@ -51,26 +52,30 @@ class RunRecord:
 
 
 def run_script(db: MotionDatabase, script: Script, settings: ControllerSettings | None = None, *,
-               fps: float = 60.0, progress: bool = False, name: str = "motionmatch_run") -> RunRecord:
+               fps: float = 60.0, progress: bool = False, name: str = "motionmatch_run",
+               scene: Scene | None = None) -> RunRecord:
     """Run ``script`` at ``fps`` (one agent of a :class:`~motionmatch.runtime.world.World`
     with a :class:`~motionmatch.runtime.inputs.ScriptInput`) and record the result.
+    ``scene``: the ground (its terrain) and obstacles it plays among (default: none, the
+    flat floor).
 
     Keyboard events use the database's own gait speeds (walk/run/sprint/creep measured
     from its clips).
     """
     return run_input(db, lambda agent: ScriptInput(script, gaits=agent.ctrl.gaits), script.frame_count(1.0 / fps),
-                     settings, fps=fps, progress=progress, name=name)
+                     settings, fps=fps, progress=progress, name=name, scene=scene)
 
 
 def run_input(db: MotionDatabase, make_input: Callable[[Agent], InputSource], n_frames: int,
               settings: ControllerSettings | None = None, *, fps: float = 60.0, progress: bool = False,
-              name: str = "motionmatch_run", start=(0.0, 0.0)) -> RunRecord:
+              name: str = "motionmatch_run", start=(0.0, 0.0), scene: Scene | None = None) -> RunRecord:
     """One character at ``start [x, z]`` (default the origin) facing +Z, driven by
     ``make_input(agent)`` for ``n_frames`` frames at ``fps`` (the first at ``dt = 0``): a
-    one-agent :class:`~motionmatch.runtime.world.World` without obstacles, recorded frame
-    by frame."""
-    world = World(db, environment=False, agents_as_obstacles=False, stagger=False, record_poses=False, fps=fps,
-                  controller=settings or ControllerSettings())
+    one-agent :class:`~motionmatch.runtime.world.World` (without obstacles, on the flat
+    floor, unless ``scene`` has them: then its searches avoid them), recorded frame by frame."""
+    has_obstacles = scene is not None and len(scene.obstacles) > 0
+    world = World(db, scene, environment=has_obstacles, agents_as_obstacles=False, stagger=False, record_poses=False,
+                  fps=fps, controller=settings or ControllerSettings())
     agent = world.add_agent(name, (float(start[0]), float(start[1])), (0.0, 1.0))
     agent.source = make_input(agent)
     with compile_intervals() as compiles:

@@ -174,6 +174,7 @@ class World:
         self.steering = None
         self._batch = ControllerBatch(db)  # every agent's controller state, one row each
         self.scene = scene or Scene()
+        self._batch.set_terrain(self.scene.terrain)  # (the ground stage: runtime/ground.py)
         self.settings = settings or EnvironmentSettings()
         self.controller_settings = controller or environment_controller_settings()
         self._matcher = matcher
@@ -262,6 +263,7 @@ class World:
     def set_scene(self, scene: Scene) -> None:
         """Replace the obstacles (every agent's search sees the new scene from now on)."""
         self.scene = scene
+        self._batch.set_terrain(scene.terrain)
         for a in self.agents:
             if a.chooser is not None:
                 a.chooser.scene = scene
