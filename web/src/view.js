@@ -1,4 +1,4 @@
-// The 3D view: a lit ground with soft shadows and a grid, characters as skinned bodies
+// The 3D view: a sky, a lit ground with soft shadows and a grid every metre, characters as skinned bodies
 // (body.js; one colour per character) or, as a debug toggle, stick figures of capsules
 // (instanced cylinders and spheres), foot contacts, paths coloured by speed, obstacles,
 // debug trajectories, a camera that follows the selected character and orbits with the mouse.
@@ -53,6 +53,44 @@ function makeGrid(size, step, color) {
   const grid = new THREE.LineSegments(geo, new THREE.LineBasicMaterial({ color }));
   grid.userData.step = step;
   return grid;
+}
+
+/** The sky and the ground's colours: a zenith blue that pales to a hazy horizon, which the
+ *  fog fades the far ground into; a light sage ground (a field seen from afar) with darker
+ *  lines every metre and every 10 m. */
+const SKY = { zenith: new THREE.Color(0x5f8fc9), horizon: new THREE.Color(0xd3dde6), below: new THREE.Color(0xd3dde6) };
+const GROUND = { plane: 0x9ba391, line1: 0x8c9482, line10: 0x737b69, bounce: 0x8a8676 };
+/** Metres: where the fog starts and where the ground has faded into the horizon. */
+const FOG = [18, 110];
+
+/** A sky dome around the camera: ``radius`` metres, drawn behind everything (no depth, no fog). */
+function makeSky(radius) {
+  const geo = new THREE.SphereGeometry(radius, 32, 16);
+  const mat = new THREE.ShaderMaterial({
+    uniforms: {
+      zenith: { value: SKY.zenith }, horizon: { value: SKY.horizon }, below: { value: SKY.below },
+    },
+    vertexShader: `varying vec3 vDir;
+      void main() {
+        vDir = normalize(position);
+        gl_Position = projectionMatrix * modelViewMatrix * vec4(position, 1.0);
+      }`,
+    fragmentShader: `uniform vec3 zenith; uniform vec3 horizon; uniform vec3 below; varying vec3 vDir;
+      void main() {
+        float h = normalize(vDir).y;
+        vec3 c = h > 0.0 ? mix(horizon, zenith, pow(h, 0.55)) : mix(horizon, below, min(1.0, -h * 8.0));
+        gl_FragColor = vec4(c, 1.0);
+        #include <colorspace_fragment>
+      }`,
+    side: THREE.BackSide,
+    depthWrite: false,
+    depthTest: false,
+    fog: false,
+  });
+  const sky = new THREE.Mesh(geo, mat);
+  sky.renderOrder = -1000;
+  sky.frustumCulled = false;
+  return sky;
 }
 
 /** Metres of flat ground drawn around a height field (the model continues it flat). */
@@ -214,8 +252,11 @@ export class View {
     this.renderer.shadowMap.enabled = true;
     this.renderer.shadowMap.type = THREE.PCFShadowMap;
     this.scene = new THREE.Scene();
-    this.scene.background = new THREE.Color(0x1d2127);
-    this.scene.fog = new THREE.Fog(0x1d2127, 25, 70);
+    // a sky dome (it follows the camera) over a ground that fades into its horizon
+    this.scene.background = SKY.horizon.clone();
+    this.scene.fog = new THREE.Fog(SKY.horizon.getHex(), FOG[0], FOG[1]);
+    this.sky = makeSky(400);
+    this.scene.add(this.sky);
     this.camera = new THREE.PerspectiveCamera(50, 1, 0.05, 500);
     this.camera.position.set(0, 4.6, -7.2);
     this.controls = new OrbitControls(this.camera, canvas);
@@ -229,7 +270,7 @@ export class View {
     /** What ``drawCheaper`` gave up so far (null: full quality). */
     this.quality = null;
 
-    this.scene.add(new THREE.HemisphereLight(0xdfe8ff, 0x4a4038, 1.5));
+    this.scene.add(new THREE.HemisphereLight(0xdfe8ff, GROUND.bounce, 1.5));
     // the sun casts the characters' shadows on the ground; its shadow box follows the camera target
     const sun = new THREE.DirectionalLight(0xfff4e6, 2.0);
     this.sunOffset = new THREE.Vector3(5, 12, 4);
@@ -246,24 +287,24 @@ export class View {
     this.scene.add(sun, sun.target);
     this.sun = sun;
 
-    // The ground: a flat plane is evenly lit by these lights, so it is drawn in its lit colour
-    // (what a Lambert ground of 0x3c434c shows), and the shadows fall on a shadow-receiving
-    // layer over the square the sun's shadow map covers, around the camera target: the
-    // per-pixel light and shadow work only where a shadow can be.
-    const ground = new THREE.Mesh(new THREE.PlaneGeometry(400, 400), new THREE.MeshBasicMaterial({ color: 0x393f49 }));
+    // The ground: a flat plane is evenly lit by these lights, so it is drawn in its lit colour,
+    // and the shadows fall on a shadow-receiving layer over the square the sun's shadow map
+    // covers, around the camera target: the per-pixel light and shadow work only where a
+    // shadow can be.
+    const ground = new THREE.Mesh(new THREE.PlaneGeometry(600, 600), new THREE.MeshBasicMaterial({ color: GROUND.plane }));
     ground.rotation.x = -Math.PI / 2;
     ground.position.y = -0.002;
     this.scene.add(ground);
     this.shadowLayer = new THREE.Mesh(new THREE.PlaneGeometry(2 * reach, 2 * reach).rotateX(-Math.PI / 2),
-      new THREE.ShadowMaterial({ color: 0x0b0d12, opacity: 0.55, depthWrite: false }));
+      new THREE.ShadowMaterial({ color: 0x1b2418, opacity: 0.42, depthWrite: false }));
     this.shadowLayer.position.y = -0.001;
     this.shadowLayer.receiveShadow = true;
     this.scene.add(this.shadowLayer);
     this.ground = ground;
     // Grids of short segments (software rasterisers drop very long lines), re-centred on the
     // camera target so they look endless.
-    this.grid1 = makeGrid(80, 1, 0x3b424c);
-    this.grid10 = makeGrid(160, 10, 0x5a6470);
+    this.grid1 = makeGrid(36, 1, GROUND.line1); // metre lines near the camera target only: far off they alias into noise
+    this.grid10 = makeGrid(100, 10, GROUND.line10);
     this.grid10.position.y = 0.001;
     this.scene.add(this.grid1, this.grid10);
     const axes = new THREE.AxesHelper(0.6);
@@ -788,6 +829,7 @@ export class View {
       g.position.x = Math.round(this.controls.target.x / st) * st;
       g.position.z = Math.round(this.controls.target.z / st) * st;
     }
+    this.sky.position.copy(this.camera.position);
     this.sun.target.position.copy(this.controls.target).setY(0);
     this.sun.position.copy(this.sun.target.position).add(this.sunOffset);
     this.shadowLayer.position.set(this.sun.target.position.x, -0.001, this.sun.target.position.z);

@@ -58,7 +58,7 @@ TORSO_PROFILE = (
 #: between the shoulder joints wide (each side).
 UPPER_CHEST, SHOULDER_ROOM = 0.8, 0.72
 #: The pelvis: a capsule across the two hip joints, this far below them, this thick.
-PELVIS_DROP, PELVIS_RADIUS = 0.025, 0.072
+PELVIS_DROP, PELVIS_RADIUS = 0.0, 0.072
 
 
 def _unit(v: np.ndarray) -> np.ndarray | None:

@@ -477,16 +477,20 @@ def bind_pose(motion: Motion) -> tuple[NDArray[np.float64], NDArray[np.float64]]
     """A pose to build ``motion``'s body in: local rotations ``(J, 4)`` and translations
     ``(J, 3)``.
 
-    A humanoid's A pose made from its skeleton (:func:`~motionmatch.anim.standing.standing_pose`:
-    the arms 45 degrees out from the body, its limbs apart), the rest pose or one of (at most :data:`BIND_CANDIDATES`) frames of the motion: the one
+    The rest pose or one of (at most :data:`BIND_CANDIDATES`) frames of the motion: the one
     where the fewest bones of different limbs touch (their capsules, with
     :data:`FUSE_MARGIN_CELLS` grid cells to spare, overlap: they would be meshed as one
     piece and stretch apart as the limbs move), then the one with the straightest limbs
     (the mean cosine between the bones into and out of each joint with one child). Bones
     count as different limbs when their joints are three or more bones apart. The rest pose
     wins ties. A rest pose that folds the skeleton onto a line (LAFAN1's bones all point
-    along +X) fuses legs with the spine and loses to a frame of the motion. The A pose comes
-    first and wins ties. The root is moved over the origin (its height kept).
+    along +X) fuses legs with the spine and loses to a frame of the motion. Where none of
+    them keeps a humanoid's limbs apart (a tired walk's arms hang against a person's hips),
+    and the motion stands, its A pose made from the skeleton
+    (:func:`~motionmatch.anim.standing.standing_pose`: the arms 45 degrees out from the body)
+    is taken if it fuses fewer. A humanoid's frames that do not stand (a crawl) are never
+    taken (its head, torso and feet are built only in a standing pose). The root is moved
+    over the origin (its height kept).
     """
     skel = motion.skeleton
     J = skel.num_joints
@@ -494,21 +498,30 @@ def bind_pose(motion: Motion) -> tuple[NDArray[np.float64], NDArray[np.float64]]
     frames = np.unique(np.linspace(0, motion.num_frames - 1, min(BIND_CANDIDATES, motion.num_frames)).astype(int))
     rots = np.concatenate([rest_rot, motion.rotations[frames]])
     trans = np.concatenate([skel.offsets[None], motion.translations[frames]])
-    try:  # a humanoid standing in an A pose, with the motion's bone lengths: first, so it wins ties
+    n_own = len(rots)  # the rest pose and the frames; then perhaps the A pose
+    standing = np.ones(n_own, dtype=bool)
+    try:  # a humanoid standing in an A pose, with the motion's bone lengths
         roles = find_humanoid(skel)
-        frame_pos = kinematics.forward_kinematics(skel.parents, rots[1:], trans[1:])[0]
-        if any(stands(p, roles) for p in frame_pos):  # not an animal rigged with humanoid names
+        own_pos = kinematics.forward_kinematics(skel.parents, rots, trans)[0]
+        standing = np.array([stands(p, roles) for p in own_pos])
+        if standing[1:].any():  # not an animal rigged with humanoid names
             stand_rot, stand_tr = standing_pose(skel, motion.translations[0])
-            rots = np.concatenate([stand_rot[None], rots])
-            trans = np.concatenate([stand_tr[None], trans])
+            rots = np.concatenate([rots, stand_rot[None]])
+            trans = np.concatenate([trans, stand_tr[None]])
+        else:
+            standing[:] = True
     except HumanoidError:
         pass
     pos, wrot = kinematics.forward_kinematics(skel.parents, rots, trans)
     fused = _fused_bone_pairs(skel, pos, wrot)
+    # a humanoid's body (head, torso, feet) is built in a pose that stands: a crawl's frame never
+    fused[:n_own][~standing] = np.iinfo(np.int64).max
     straight = _straightness(skel, pos)
-    best_fused = fused.min()
-    candidates = np.flatnonzero(fused == best_fused)
+    best_fused = fused[:n_own].min()
+    candidates = np.flatnonzero(fused[:n_own] == best_fused)
     best = 0 if candidates[0] == 0 else int(candidates[np.argmax(straight[candidates])])
+    if len(rots) > n_own and fused[n_own] < best_fused:  # the A pose only where it fuses fewer limbs
+        best = n_own
     rot, tr = rots[best].copy(), trans[best].copy()
     tr[0, [0, 2]] = 0.0
     return rot, tr
