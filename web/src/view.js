@@ -58,35 +58,31 @@ function makeGrid(size, step, color) {
 /** The sky and the ground's colours: a zenith blue that pales to a hazy horizon, which the
  *  fog fades the far ground into; a light sage ground (a field seen from afar) with darker
  *  lines every metre and every 10 m. */
-const SKY = { zenith: new THREE.Color(0x5f8fc9), horizon: new THREE.Color(0xd3dde6), below: new THREE.Color(0xd3dde6) };
+const SKY = { zenith: new THREE.Color(0x5f8fc9), horizon: new THREE.Color(0xd3dde6) };
 const GROUND = { plane: 0x9ba391, line1: 0x8c9482, line10: 0x737b69, bounce: 0x8a8676 };
 /** Metres: where the fog starts and where the ground has faded into the horizon. */
 const FOG = [18, 110];
 
-/** A sky dome around the camera: ``radius`` metres, drawn behind everything (no depth, no fog). */
+/**
+ * A sky dome around the camera: the upper half of a sphere of ``radius`` metres and a band
+ * 6 degrees below the horizon (the ground covers the rest), its colours per vertex (no
+ * per-pixel work but the interpolation: software rasterisers draw it cheaply), drawn first,
+ * behind everything (no depth, no fog).
+ */
 function makeSky(radius) {
-  const geo = new THREE.SphereGeometry(radius, 32, 16);
-  const mat = new THREE.ShaderMaterial({
-    uniforms: {
-      zenith: { value: SKY.zenith }, horizon: { value: SKY.horizon }, below: { value: SKY.below },
-    },
-    vertexShader: `varying vec3 vDir;
-      void main() {
-        vDir = normalize(position);
-        gl_Position = projectionMatrix * modelViewMatrix * vec4(position, 1.0);
-      }`,
-    fragmentShader: `uniform vec3 zenith; uniform vec3 horizon; uniform vec3 below; varying vec3 vDir;
-      void main() {
-        float h = normalize(vDir).y;
-        vec3 c = h > 0.0 ? mix(horizon, zenith, pow(h, 0.55)) : mix(horizon, below, min(1.0, -h * 8.0));
-        gl_FragColor = vec4(c, 1.0);
-        #include <colorspace_fragment>
-      }`,
-    side: THREE.BackSide,
-    depthWrite: false,
-    depthTest: false,
-    fog: false,
-  });
+  const below = Math.PI / 30;
+  const geo = new THREE.SphereGeometry(radius, 24, 12, 0, 2 * Math.PI, 0, Math.PI / 2 + below);
+  const pos = geo.attributes.position;
+  const col = new Float32Array(pos.count * 3);
+  for (let i = 0; i < pos.count; i++) {
+    const h = pos.getY(i) / radius;
+    tmpCol.copy(SKY.horizon);
+    if (h > 0) tmpCol.lerp(SKY.zenith, Math.pow(h, 0.55));
+    col[3 * i] = tmpCol.r; col[3 * i + 1] = tmpCol.g; col[3 * i + 2] = tmpCol.b;
+  }
+  geo.setAttribute('color', new THREE.BufferAttribute(col, 3));
+  const mat = new THREE.MeshBasicMaterial({ vertexColors: true, side: THREE.BackSide, depthWrite: false,
+    depthTest: false, fog: false });
   const sky = new THREE.Mesh(geo, mat);
   sky.renderOrder = -1000;
   sky.frustumCulled = false;
@@ -356,7 +352,8 @@ export class View {
 
   /**
    * Draw cheaper when frames come too slowly (a software rasteriser, a weak GPU): the first
-   * step turns the sun's shadows off (half the cost on SwiftShader), each next one lowers
+   * step turns the sun's shadows off (half the cost on SwiftShader) and the sky dome (a tenth
+   * where it fills half the view: the background is its horizon's colour), each next one lowers
    * the drawing resolution (down to half the canvas's pixels per side, scaled up to fill
    * it). Returns what changed (a few words for the page's stats line), or null at the floor.
    */
@@ -365,14 +362,15 @@ export class View {
       this.renderer.shadowMap.enabled = false;
       this.sun.castShadow = false;
       this.shadowLayer.visible = false;
-      this.quality = 'no shadows';
+      this.sky.visible = false; // the horizon's colour instead (the sky fills up to half the view)
+      this.quality = 'no shadows, flat sky';
       return this.quality;
     }
     const ratio = this.renderer.getPixelRatio();
     if (ratio <= 0.5 + 1e-6) return null;
     this.renderer.setPixelRatio(Math.max(0.5, Math.round((ratio - 0.25) * 100) / 100));
     this.resize();
-    this.quality = `no shadows, ${Math.round(this.renderer.getPixelRatio() * 100)}% resolution`;
+    this.quality = `no shadows, flat sky, ${Math.round(this.renderer.getPixelRatio() * 100)}% resolution`;
     return this.quality;
   }
 
