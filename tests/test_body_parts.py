@@ -176,3 +176,29 @@ def test_the_standing_pose_is_made_from_the_skeleton(data_dir):
 
     with pytest.raises(HumanoidError):
         standing_pose(load_bvh(data_dir / "genmm-examples" / "Crabnew_Crab-dance-long.bvh").skeleton)
+
+
+def test_feet_without_toe_joints_still_have_heel_and_toes(data_dir):
+    """LAFAN1 with its toe joints dropped: each foot is still a foot (a heel behind the ankle,
+    toes in front of it, as long as a person's), owned by the ankle."""
+    from motionmatch.anim.rig_edit import drop_joints
+    from rigs import lafan_clip
+
+    m = drop_joints(lafan_clip(data_dir, 60), ["LeftToe", "RightToe"])
+    roles = find_humanoid(m.skeleton)
+    assert roles.get("left_toe") is None
+    body = mannequin_for(m)
+    p = body.bind_positions
+    height = body_height_from_bones(m.skeleton, p, roles)
+    dom = body.joints[np.arange(len(body.joints)), np.argmax(body.weights, axis=1)]
+    left = p[roles["left_upper_leg"]] - p[roles["right_upper_leg"]]
+    front = np.cross(left, [0.0, 1.0, 0.0])
+    front[1] = 0.0
+    front /= np.linalg.norm(front)
+    for side in ("left", "right"):
+        ankle = roles[f"{side}_ankle"]
+        foot = body.vertices[dom == ankle]
+        along = (foot - p[ankle]) @ front
+        assert along.min() < -0.025 * height and along.max() > 0.1 * height, (side, along.min(), along.max())
+        # a foot, not a ball (a leaf ankle was a ball as thick as 0.38 of the shin: 0.3 m)
+        assert np.ptp(foot[:, 1]) < 0.1 * height and np.ptp(foot @ left / np.linalg.norm(left)) < 0.08 * height

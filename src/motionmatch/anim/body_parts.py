@@ -323,6 +323,10 @@ def humanoid_shape(skeleton: Skeleton, positions: np.ndarray) -> HumanoidShape |
             while skeleton.parents[chain_top] not in (ankle, -1):
                 chain_top = int(skeleton.parents[chain_top])
             radii[(ankle, chain_top)] = (INSTEP_RADIUS[0] * s, INSTEP_RADIUS[1] * s)
+    # a bare leaf joint (an ankle without toes): as thick as the limb into it, not a ball
+    for (_, j), (_, r_end) in list(radii.items()):
+        if j >= 0 and not len(skeleton.children(j)):
+            radii[(j, -1)] = (r_end, r_end)
     for side in ("left", "right"):  # a hand with fingers: a palm and fingers a hand's size
         hand = roles.get(f"{side}_hand")
         if hand is None or not _has_fingers(skeleton, hand):
