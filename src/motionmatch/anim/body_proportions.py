@@ -29,11 +29,11 @@ __all__ = ["LIMB_RADII", "TORSO_PROFILE", "limb_radii", "torso_capsules"]
 #: Radius (m, at 1.75 m) at the start and end of the bones from one role's joint to another's
 #: (through any joints between them: CMU's ``LHipJoint``, a second neck joint).
 LIMB_RADII = {
-    ("hips", "upper_leg"): (0.072, 0.072),
+    ("hips", "upper_leg"): (0.06, 0.06),
     ("upper_leg", "lower_leg"): (0.082, 0.05),
     ("lower_leg", "ankle"): (0.05, 0.034),
     ("chest", "shoulder"): (0.06, 0.055),
-    ("shoulder", "upper_arm"): (0.055, 0.05),
+    ("shoulder", "upper_arm"): (0.05, 0.034),
     ("upper_arm", "lower_arm"): (0.048, 0.037),
     ("lower_arm", "hand"): (0.037, 0.027),
     ("chest", "neck"): (0.06, 0.05),
@@ -57,8 +57,10 @@ TORSO_PROFILE = (
 #: The torso above this fraction of the spine is at most this fraction of half the distance
 #: between the shoulder joints wide (each side).
 UPPER_CHEST, SHOULDER_ROOM = 0.8, 0.72
-#: The pelvis: a capsule across the two hip joints, this far below them, this thick.
+#: The pelvis: a capsule between the two hip joints, this far below them, this thick.
 PELVIS_DROP, PELVIS_RADIUS = 0.0, 0.072
+#: How far toward each hip joint the pelvis reaches (a fraction of the way).
+PELVIS_SPAN = 0.5
 
 
 def _unit(v: np.ndarray) -> np.ndarray | None:
@@ -205,9 +207,10 @@ def torso_capsules(skeleton: Skeleton, positions: np.ndarray, roles: HumanoidRol
     up = _unit(pts[-1] - pts[0])
     if up is not None:
         drop = PELVIS_DROP * scale * up
-        owner.append(roles.hips)
-        a.append(positions[lu] - drop)
-        b.append(positions[ru] - drop)
+        mid = 0.5 * (positions[lu] + positions[ru])
+        owner.append(roles.hips)  # the inner part between the hip joints: the thighs own the outside
+        a.append(mid + PELVIS_SPAN * (positions[lu] - mid) - drop)
+        b.append(mid + PELVIS_SPAN * (positions[ru] - mid) - drop)
         r0.append(PELVIS_RADIUS * scale)
         r1.append(PELVIS_RADIUS * scale)
     return owner, a, b, r0, r1

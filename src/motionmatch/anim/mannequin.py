@@ -488,7 +488,8 @@ def bind_pose(motion: Motion) -> tuple[NDArray[np.float64], NDArray[np.float64]]
     them keeps a humanoid's limbs apart (a tired walk's arms hang against a person's hips),
     and the motion stands, its A pose made from the skeleton
     (:func:`~motionmatch.anim.standing.standing_pose`: the arms 45 degrees out from the body)
-    is taken if it fuses fewer. A humanoid's frames that do not stand (a crawl) are never
+    is taken if it fuses fewer (a frame of the motion is nearer the poses it is skinned in:
+    skinning from the A pose to arms hanging tears the shoulders more). A humanoid's frames that do not stand (a crawl) are never
     taken (its head, torso and feet are built only in a standing pose). The root is moved
     over the origin (its height kept).
     """
