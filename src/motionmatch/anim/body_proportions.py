@@ -41,7 +41,7 @@ LIMB_RADII = {
 }
 #: At most this fraction of the distance between the hip joints: a thigh's radius at the hip,
 #: so that the thighs do not touch (the pelvis fills the crotch).
-THIGH_GAP = 0.36
+THIGH_GAP = 0.41
 #: At most this fraction of half the distance between the shoulder joints: the neck's radius.
 NECK_ROOM = 0.3
 #: The torso from the hips joint (0) to the neck joint (1): ``(t, offset, radius)``: the two
