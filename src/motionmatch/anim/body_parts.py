@@ -209,8 +209,8 @@ def _foot_frame(toe_dir: np.ndarray, up: np.ndarray) -> tuple[np.ndarray, np.nda
 
 
 def feet(skeleton: Skeleton, positions: np.ndarray, roles: HumanoidRoles, scale: float,
-         ) -> tuple[list[int], list[np.ndarray], list[np.ndarray], list[float], list[float]]:
-    """Capsules ``(owner, a, b, r0, r1)`` of both feet in the bind pose ``positions (J, 3)``:
+         ) -> tuple[list[int], list[np.ndarray], list[np.ndarray], list[float], list[float], list[int]]:
+    """Capsules ``(owner, a, b, r0, r1, child)`` of both feet in the bind pose ``positions (J, 3)``:
     a heel behind and below the ankle, a sole of two capsules from the heel to the ball
     (owned by the ankle), toes past the toe joint (owned by the toe, by the ankle on a rig
     without toes, whose ball is put :data:`BALL_WITHOUT_TOE` from the ankle)."""
@@ -219,12 +219,13 @@ def feet(skeleton: Skeleton, positions: np.ndarray, roles: HumanoidRoles, scale:
     b: list[np.ndarray] = []
     r0: list[float] = []
     r1: list[float] = []
+    child: list[int] = []  # the sole ends at the toe joint: skinning blends it with the toes there
     top = next((roles.get(r) for r in ("neck", "head", "chest") if roles.get(r) is not None), None)
     up = _unit(positions[top] - positions[roles.hips]) if top is not None else None
     lu, ru = roles.get("left_upper_leg"), roles.get("right_upper_leg")
     left = _unit(positions[lu] - positions[ru])
     if up is None or left is None:
-        return owner, a, b, r0, r1
+        return owner, a, b, r0, r1, child
     front = _unit(np.cross(left, up))
     for side in ("left", "right"):
         ankle, toe = roles[f"{side}_ankle"], roles.get(f"{side}_toe")
@@ -242,6 +243,7 @@ def feet(skeleton: Skeleton, positions: np.ndarray, roles: HumanoidRoles, scale:
         heel = positions[ankle] + scale * (HEEL[0][0] * f + HEEL[0][1] * d)
         ball = ball - (SOLE_RADIUS[1] - SOLE_UNDER_TOE) * scale * d
         owner.append(ankle)
+        child.append(-1)
         a.append(heel)
         b.append(heel)
         r0.append(HEEL[1] * scale)
@@ -249,6 +251,7 @@ def feet(skeleton: Skeleton, positions: np.ndarray, roles: HumanoidRoles, scale:
         for sign in (1.0, -1.0):
             off = sign * SOLE_OFFSET * scale * across
             owner.append(ankle)
+            child.append(toe_owner if toe_owner != ankle else -1)
             a.append(heel + 0.4 * off)
             b.append(ball + off)
             r0.append(SOLE_RADIUS[0] * scale)
@@ -265,11 +268,12 @@ def feet(skeleton: Skeleton, positions: np.ndarray, roles: HumanoidRoles, scale:
                     toe_f = (tip - ball) / reach
                     length = reach + 0.01 * scale
             owner.append(toe_owner)
+            child.append(-1)
             a.append(ball + off)
             b.append(ball + 0.5 * off + length * toe_f)
             r0.append(TOES_RADIUS[0] * scale)
             r1.append(TOES_RADIUS[1] * scale)
-    return owner, a, b, r0, r1
+    return owner, a, b, r0, r1, child
 
 
 @dataclass(frozen=True)
@@ -280,6 +284,8 @@ class HumanoidShape:
         owner: ``(K,)`` the joint each added capsule belongs to.
         a, b: ``(K, 3)`` the added capsules' ends.
         r0, r1: ``(K,)`` their radii at ``a`` and ``b``.
+        child: ``(K,)`` the joint at ``b`` that skinning blends a capsule's vertices with
+            around it (the next spine joint, the toe), or -1.
         bone_radii: ``{(joint, child joint): (r0, r1)}``: the radii of the skeleton's bones
             between roles (limbs, the spine, the neck).
         replaced: joints whose own bones, and those of every joint below them, are left
@@ -292,6 +298,7 @@ class HumanoidShape:
     b: np.ndarray
     r0: np.ndarray
     r1: np.ndarray
+    child: np.ndarray
     bone_radii: dict
     replaced: tuple[int, ...]
     bone_girth: dict
@@ -315,6 +322,7 @@ def humanoid_shape(skeleton: Skeleton, positions: np.ndarray) -> HumanoidShape |
     b = np.concatenate([h_b.reshape(-1, 3)] + [np.reshape(p[2], (-1, 3)) for p in parts])
     r0 = np.r_[h_r0, [r for p in parts for r in p[3]]].astype(float)
     r1 = np.r_[h_r1, [r for p in parts for r in p[4]]].astype(float)
+    child = np.r_[np.full(len(h_owner), -1), [c for p in parts for c in p[5]]].astype(np.int64)
     radii = limb_radii(skeleton, positions, roles, s)
     for side in ("left", "right"):
         ankle, toe = roles[f"{side}_ankle"], roles.get(f"{side}_toe")
@@ -341,4 +349,4 @@ def humanoid_shape(skeleton: Skeleton, positions: np.ndarray) -> HumanoidShape |
     if roles.get("head") is None or not np.any(owner == roles.get("head")):
         replaced = replaced[1:] if roles.get("head") is not None else replaced  # no cranium drawn: keep its bones
     girth = {**radii, **limb_radii(skeleton, positions, roles, s, girth=True)}
-    return HumanoidShape(owner, a, b, r0, r1, radii, tuple(int(j) for j in replaced), girth)
+    return HumanoidShape(owner, a, b, r0, r1, child, radii, tuple(int(j) for j in replaced), girth)

@@ -30,7 +30,7 @@ __all__ = ["LIMB_RADII", "TORSO_PROFILE", "limb_radii", "torso_capsules"]
 #: (through any joints between them: CMU's ``LHipJoint``, a second neck joint).
 LIMB_RADII = {
     ("hips", "upper_leg"): (0.06, 0.06),
-    ("upper_leg", "lower_leg"): (0.082, 0.05),
+    ("upper_leg", "lower_leg"): (0.076, 0.05),
     ("lower_leg", "ankle"): (0.05, 0.034),
     ("chest", "shoulder"): (0.06, 0.055),
     ("shoulder", "upper_arm"): (0.05, 0.034),
@@ -48,7 +48,7 @@ NECK_ROOM = 0.3
 #: capsules beside the spine are ``offset`` to either side of it and ``radius`` thick (so the
 #: torso is ``2 (offset + radius)`` wide and ``2 radius`` deep); the spine's own bones get the radius.
 TORSO_PROFILE = (
-    (0.0, 0.065, 0.092),
+    (0.0, 0.04, 0.085),
     (0.3, 0.045, 0.085),
     (0.62, 0.055, 0.105),
     (0.88, 0.07, 0.09),
@@ -144,6 +144,16 @@ def _profile(positions: np.ndarray, roles: HumanoidRoles, scale: float) -> tuple
     return knots, offs, rads
 
 
+def _legs_parent(skeleton: Skeleton, left: int, right: int) -> int:
+    """The joint both legs hang from (the hips, or a pelvis joint of its own under them:
+    Character Creator's ``CC_Base_Pelvis``): the pelvis belongs to it, so that the thighs
+    blend with it."""
+    j = int(skeleton.parents[left])
+    while j >= 0 and not skeleton.descends_from(right, j):
+        j = int(skeleton.parents[j])
+    return max(j, 0)
+
+
 def _spine(skeleton: Skeleton, roles: HumanoidRoles) -> list[int] | None:
     """The hips, the spine's joints and the neck (or the head), in order, or ``None``."""
     top = roles.get("neck") if roles.get("neck") is not None else roles.get("head")
@@ -159,20 +169,23 @@ def _spine_fractions(positions: np.ndarray, spine: list[int]) -> np.ndarray:
 
 
 def torso_capsules(skeleton: Skeleton, positions: np.ndarray, roles: HumanoidRoles, scale: float,
-                   ) -> tuple[list[int], list[np.ndarray], list[np.ndarray], list[float], list[float]]:
-    """The torso's width: capsules ``(owner, a, b, r0, r1)`` beside the spine (each owned by
-    the spine joint below it) and across the hip joints (owned by the hips), in the bind
-    pose ``positions (J, 3)`` (m)."""
+                   ) -> tuple[list[int], list[np.ndarray], list[np.ndarray], list[float], list[float], list[int]]:
+    """The torso's width: capsules ``(owner, a, b, r0, r1, child)`` beside the spine (each
+    owned by the spine joint below it, ``child`` the one above it: skinning blends the two
+    around it) and between the hip joints (owned by the joint the legs hang from, ``child``
+    -1), in the bind pose
+    ``positions (J, 3)`` (m)."""
     owner: list[int] = []
     a: list[np.ndarray] = []
     b: list[np.ndarray] = []
     r0: list[float] = []
     r1: list[float] = []
+    child: list[int] = []
     spine = _spine(skeleton, roles)
     lu, ru = roles.get("left_upper_leg"), roles.get("right_upper_leg")
     hip_side = _unit(positions[lu] - positions[ru]) if lu is not None and ru is not None else None
     if spine is None or hip_side is None:
-        return owner, a, b, r0, r1
+        return owner, a, b, r0, r1, child
     la, ra = roles.get("left_upper_arm"), roles.get("right_upper_arm")
     arm_side = _unit(positions[la] - positions[ra]) if la is not None and ra is not None else None
     if arm_side is None or float(arm_side @ hip_side) < 0.5:
@@ -200,6 +213,7 @@ def torso_capsules(skeleton: Skeleton, positions: np.ndarray, roles: HumanoidRol
             p1, s1, o1, q1 = at(float(t1))
             for sign in (1.0, -1.0):
                 owner.append(spine[k])
+                child.append(spine[k + 1])
                 a.append(p0 + sign * o0 * s0)
                 b.append(p1 + sign * o1 * s1)
                 r0.append(q0)
@@ -208,9 +222,10 @@ def torso_capsules(skeleton: Skeleton, positions: np.ndarray, roles: HumanoidRol
     if up is not None:
         drop = PELVIS_DROP * scale * up
         mid = 0.5 * (positions[lu] + positions[ru])
-        owner.append(roles.hips)  # the inner part between the hip joints: the thighs own the outside
+        owner.append(_legs_parent(skeleton, lu, ru))  # between the hip joints: the thighs own the outside
+        child.append(-1)
         a.append(mid + PELVIS_SPAN * (positions[lu] - mid) - drop)
         b.append(mid + PELVIS_SPAN * (positions[ru] - mid) - drop)
         r0.append(PELVIS_RADIUS * scale)
         r1.append(PELVIS_RADIUS * scale)
-    return owner, a, b, r0, r1
+    return owner, a, b, r0, r1, child

@@ -306,9 +306,8 @@ def _build(skeleton: Skeleton, local_rot: np.ndarray, local_trans: np.ndarray, s
     if shape is not None:
         r0, r1, keep = _humanoid_radii(skeleton, shape, owner, child, r0, r1)
         owner, a, b, r0, r1, child = owner[keep], a[keep], b[keep], r0[keep], r1[keep], child[keep]
-        n = len(shape.owner)
         owner, a, b = np.r_[owner, shape.owner], np.concatenate([a, shape.a]), np.concatenate([b, shape.b])
-        r0, r1, child = np.r_[r0, shape.r0], np.r_[r1, shape.r1], np.r_[child, np.full(n, -1)]
+        r0, r1, child = np.r_[r0, shape.r0], np.r_[r1, shape.r1], np.r_[child, shape.child]
     pts = np.concatenate([a, b])
     size = float(np.max(pts.max(0) - pts.min(0)))
     size = max(size, float(np.max(np.maximum(r0, r1))) * 2, 1e-6)
