@@ -245,7 +245,7 @@ CONTROLLER: dict[str, Field] = {
     "foot_locking": Bool(), "foot_unlock_distance": Num(0.0, 2.0), "foot_blend_time": Num(0.01, 5.0),
     "foot_lock_in_time": Num(0.01, 5.0), "jump_duration": Num(0.1, 10.0), "adjust_halflife": Num(0.0, 5.0),
     "adjust_max_ratio": Num(0.0, 10.0), "adjust_min_speed": Num(0.0, 10.0), "sim_max_distance": Num(0.0, 10.0),
-    "locomotion_tags": Str(TAG_QUERY_LEN), "idle_seconds": Num(0.0, 30.0), "jump_settle": Num(0.0, 5.0),
+    "locomotion_tags": Str(TAG_QUERY_LEN), "idle_seconds": Num(0.0, 30.0), "jump_settle": Num(0.0, 5.0), "punch_recoil": Num(0.0, 5.0),
     "vertical_spring": Bool(), "controls": section(controls().fields),
 }
 
