@@ -5,7 +5,7 @@
 
 Follows every drawing of ``paths/drawn_by_hand/`` (recorded in the real page by
 ``scripts/record_drawings.py``: hand jitter, uneven speed, overshoots, corrections, a pause,
-touchpad jitter) and the five clean paths of ``paths/`` with the classic LAFAN1 database
+touchpad jitter), the five clean paths of ``paths/`` and the tight set ``paths/tight/`` with the classic LAFAN1 database
 (default ``/work/cache/lafan.npz``, ``$MOTIONMATCH_DB``), LHMM(3, 3), local mode, tangent
 facing, 60 Hz, ``v_max`` from the database, and prints one row per path and configuration:
 
@@ -56,6 +56,7 @@ CONFIGS = {
 def path_files(only: list[str] | None) -> list[tuple[str, Path]]:
     drawn = sorted(DRAWN_DIR.glob("*.json"))
     files = [(f"drawn/{f.stem}", f) for f in drawn] + [(f"clean/{n}", REPO / "paths" / f"{n}.json") for n in CLEAN]
+    files += [(f"tight/{f.stem}", f) for f in sorted((REPO / "paths" / "tight").glob("*.json"))]
     if only:
         files = [(n, f) for n, f in files if n.split("/")[-1] in only or n in only]
     return files
@@ -72,8 +73,9 @@ def _database(db_file: str):
     return _DB[db_file]
 
 
-def run_one(db_file: str, path_file: str, key: str, smoothing: dict | None = None) -> dict:
-    """One run: the follow report, wall seconds, and the root path (for the figures)."""
+def run_one(db_file: str, path_file: str, key: str, start_deg: float = 0.0) -> dict:
+    """One run: the follow report, wall seconds, and the root path (for the figures); the
+    character starts facing ``start_deg`` degrees off the path's first tangent."""
     from motionmatch.control.path import load_path
     from motionmatch.control.revision import RevisionSettings
     from motionmatch.metrics.follow import follow_report
@@ -81,9 +83,14 @@ def run_one(db_file: str, path_file: str, key: str, smoothing: dict | None = Non
 
     db = _database(db_file)
     _label, smooth, rev = CONFIGS[key]
-    path = load_path(path_file, smooth=smooth, **(smoothing or {}))
+    path = load_path(path_file, smooth=smooth)
     settings = FollowSettings(revision=RevisionSettings(v_max=default_v_max(db), **rev))
-    f = PathFollower(db, path, settings, name=Path(path_file).stem)
+    facing = None
+    if start_deg:
+        t = path.tangents[0]
+        c, s = math.cos(math.radians(start_deg)), math.sin(math.radians(start_deg))
+        facing = np.array([c * t[0] + s * t[2], 0.0, -s * t[0] + c * t[2]])
+    f = PathFollower(db, path, settings, name=Path(path_file).stem, facing=facing)
     t0 = time.perf_counter()
     rec = f.run()
     rep = follow_report(rec)
@@ -91,6 +98,21 @@ def run_one(db_file: str, path_file: str, key: str, smoothing: dict | None = Non
     rep["root_xz"] = rec.root[:, [0, 2]].round(3).tolist()
     rep["input_xz"] = rec.path.input_points[:, [0, 2]].round(3).tolist()
     return rep
+
+
+def combine(runs: list[dict]) -> dict:
+    """Runs of one path and configuration from several starts: the first run's root path
+    (figures), the mean of each number (the max of max distances), completed if all were;
+    ``runs``: every run's numbers."""
+    out = dict(runs[0])
+    for k in ("mean_distance_m", "foot_skating_mps", "transitions_per_s", "wall_s", "path_duration_s"):
+        out[k] = float(np.mean([r[k] for r in runs]))
+    out["max_distance_m"] = float(max(r["max_distance_m"] for r in runs))
+    out["completed"] = all(r["completed"] for r in runs)
+    times = [r["completion_time_s"] for r in runs]
+    out["completion_time_s"] = float(np.mean(times)) if all(times) else None
+    out["runs"] = [{k: v for k, v in r.items() if k not in ("root_xz", "input_xz")} for r in runs]
+    return out
 
 
 def worse(r: dict, base: dict) -> bool:
@@ -143,6 +165,9 @@ def main() -> int:
     ap.add_argument("--plots", help="folder for one PNG per path")
     ap.add_argument("--json", help="write every number (and root paths) here")
     ap.add_argument("--jobs", type=int, default=1, help="processes (default 1: the machine is shared)")
+    ap.add_argument("--starts", default="0", help="start facings, degrees off the path's tangent (e.g. -4,0,4): "
+                    "each run is repeated from each, and the tables show means over them (motion matching "
+                    "on a large database is chaotic: a start 2 degrees off can change a run by centimetres)")
     args = ap.parse_args()
     if not Path(args.db).exists():
         sys.exit(f"--db {args.db}: not found (build it: motionmatch build lafan1-60fps -o {args.db})")
@@ -150,21 +175,26 @@ def main() -> int:
     if not files:
         sys.exit("no paths: run python scripts/record_drawings.py (paths/drawn_by_hand/) or check --only")
     configs = ["full", *[c for c in args.configs if c != "full"]]
-    jobs = [(name, str(f), key) for name, f in files for key in configs]
+    starts = [float(x) for x in args.starts.split(",")]
+    jobs = [(name, str(f), key, j) for name, f in files for key in configs for j in starts]
     t0 = time.perf_counter()
-    results: dict[str, dict[str, dict]] = {}
+    single: dict[tuple, dict] = {}
     if args.jobs > 1:
         with ProcessPoolExecutor(args.jobs) as ex:
-            futs = [(n, k, ex.submit(run_one, args.db, f, k)) for n, f, k in jobs]
-            for n, k, fut in futs:
-                results.setdefault(n, {})[k] = fut.result()
+            futs = [((n, k, j), ex.submit(run_one, args.db, f, k, j)) for n, f, k, j in jobs]
+            for key, fut in futs:
+                single[key] = fut.result()
     else:
-        for i, (n, f, k) in enumerate(jobs):
-            results.setdefault(n, {})[k] = run_one(args.db, f, k)
-            print(f"  [{i + 1}/{len(jobs)}] {n} {k}: {results[n][k]['mean_distance_m']:.3f} m", file=sys.stderr,
-                  flush=True)
+        for i, (n, f, k, j) in enumerate(jobs):
+            single[(n, k, j)] = run_one(args.db, f, k, j)
+            print(f"  [{i + 1}/{len(jobs)}] {n} {k} {j:g} deg: {single[(n, k, j)]['mean_distance_m']:.3f} m",
+                  file=sys.stderr, flush=True)
+    results: dict[str, dict[str, dict]] = {}
+    for name, _f in files:
+        for k in configs:
+            results.setdefault(name, {})[k] = combine([single[(name, k, j)] for j in starts])
     wall = time.perf_counter() - t0
-    report(results, configs, args.db, wall)
+    report(results, configs, args.db, wall, starts)
     if args.plots:
         out = Path(args.plots)
         out.mkdir(parents=True, exist_ok=True)
@@ -176,9 +206,10 @@ def main() -> int:
     return 0
 
 
-def report(results: dict, configs: list[str], db: str, wall: float) -> None:
+def report(results: dict, configs: list[str], db: str, wall: float, starts: list[float]) -> None:
     print(f"Path following on {db}: LHMM(3,3), local mode, tangent facing, 60 Hz; {len(results)} paths x "
-          f"{len(configs)} configurations in {wall:.0f} s\n")
+          f"{len(configs)} configurations x {len(starts)} start(s) ({', '.join(f'{j:g}' for j in starts)} deg off "
+          f"the tangent; means over them) in {wall:.0f} s\n")
     print(f"{'path':<22}{'configuration':<17}{'mean m':>8}{'max m':>7}{'done':>6}{'time/drawn s':>14}"
           f"{'skate m/s':>10}{'trans/s':>8}{'x mean':>8}{'x time':>8}{'x skate':>8}")
     for n, runs in results.items():
@@ -198,7 +229,7 @@ def report(results: dict, configs: list[str], db: str, wall: float) -> None:
     print(f"{'configuration':<17}{'set':<7}{'worse on':>9}{'better on':>10}{'failed':>7}{'gmean x mean':>13}"
           f"{'gmean x max':>12}{'gmean x skate':>14}")
     for k in configs[1:]:
-        for s in ("drawn", "clean"):
+        for s in ("drawn", "clean", "tight"):
             names = [n for n in results if n.startswith(s + "/")]
             if not names:
                 continue

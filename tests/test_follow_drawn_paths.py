@@ -147,3 +147,26 @@ def test_the_demo_files_load_as_scenes_and_paths():
         p = load_path(DEMOS / f"{path}.json")
         a = np.asarray(sc.agents[0].timed_path["points"])
         assert np.allclose(a[:, 1:], p.input_points[:, [0, 2]])  # the scene's character follows the path file
+
+
+def test_the_v_max_study_reads_as_the_papers_fig_9(lafan):
+    """The paper's Fig. 9 (``benchmarks/bench_vmax.py``): on its circle (0 to 9 m/s over 1.5
+    laps), v_max 1 m/s follows closely but only walks (about 1 m/s, four times the drawn
+    duration); 3 m/s follows at a run's pace; 9 m/s with the speed limit alone (the paper's
+    method) cannot follow the circle; with our turn limit (the default) it still does."""
+    from motionmatch.control.revision import RevisionSettings
+    from motionmatch.metrics.follow import follow_report
+    from motionmatch.runtime.follow import FollowSettings, PathFollower
+
+    def run(v_max, turn_limit):
+        rev = RevisionSettings(v_max=v_max, turn_limit=turn_limit)
+        return follow_report(PathFollower(lafan, load_path(REPO / "paths" / "circle.json"),
+                                          FollowSettings(revision=rev)).run())
+
+    slow, paper3, paper9, ours9 = run(1.0, False), run(3.0, False), run(9.0, False), run(9.0, True)
+    assert slow["completed"] and slow["mean_distance_m"] < 0.06, slow
+    assert slow["completion_time_s"] > 3.0 * slow["path_duration_s"], slow
+    assert paper3["completed"] and paper3["mean_distance_m"] < 0.15, paper3
+    assert paper3["completion_time_s"] < 0.5 * slow["completion_time_s"], (paper3, slow)
+    assert not paper9["completed"] and paper9["mean_distance_m"] > 0.3, paper9
+    assert ours9["completed"] and ours9["mean_distance_m"] < 0.1, ours9
