@@ -12,7 +12,8 @@ tangent facings and prints:
 * **Table 2** (the paper's): the mean distance (m) from the character's root to the input
   path, per path, for the full method (LHMM(3, 3), every revision on) and each ablation
   row: no smoothing; desired position = the current frame's path point; desired position
-  = the nearest path point; no speed limit; no sharp-corner modification; the raw future
+  = the nearest path point; no speed limit; with the sharp-corner modification (off by default since
+  issue 33: benchmarks/bench_follow_drawn.py); the raw future
   query. ``(fail)`` marks a path not completed (the desired position never reached the
   end, or the root skipped part of the path). Below it: BMM, LHMM(10, 3), BMM with longer
   queries, and the full method with the controller's root pull on; then transitions per
@@ -74,9 +75,9 @@ ABLATIONS = {
     "nearest_point": ("No desired pos. comp. (nearest path point)", True, {"desired": "nearest"}, {}, "main"),
     "no_speed_limit": ("No speed limit (nor turn limit)", True, {"speed_limit": False, "turn_limit": False}, {},
                        "main"),
-    "no_corners": ("No modification for sharp corners", True, {"sharp_corners": False}, {}, "main"),
-    "raw": ("Raw future query", False, {"desired": "current", "speed_limit": False, "turn_limit": False,
-                                        "sharp_corners": False}, {}, "main"),
+    "corners": ("With the sharp-corner modification (off by default)", True, {"sharp_corners": True}, {}, "main"),
+    "raw": ("Raw future query", False, {"desired": "current", "speed_limit": False, "turn_limit": False}, {},
+            "main"),
     # ours, beyond the paper's table
     "no_turn_limit": ("No turn limit (ours)", True, {"turn_limit": False}, {}, "main"),
     "uncapped_smoothing": ("Smoothing blur not capped (ours)", {"max_blur": None}, {}, {}, "main"),

@@ -406,6 +406,80 @@ def zigzag_cones_door():
     }
 
 
+def _demo_path(waypoints, speed, seed, wobble=0.03):
+    """A drawn-looking timed path ``[[t, x, z], ...]`` through ``waypoints`` (corners
+    rounded over 0.6 m) at ``speed`` m/s, events every 10-25 ms, a hand's small wobble."""
+    rng = np.random.default_rng(seed)
+    w = np.asarray(waypoints, float)
+    dense = [w[0]]
+    for i in range(1, len(w) - 1):
+        a, b, c = w[i - 1], w[i], w[i + 1]
+        r = min(0.6, np.linalg.norm(b - a) / 2, np.linalg.norm(c - b) / 2)
+        p0, p1 = b + (a - b) / np.linalg.norm(a - b) * r, b + (c - b) / np.linalg.norm(c - b) * r
+        dense += [(1 - u) ** 2 * p0 + 2 * (1 - u) * u * b + u**2 * p1 for u in np.linspace(0, 1, 12)]
+    dense.append(w[-1])
+    d = np.asarray(dense)
+    s = np.r_[0.0, np.cumsum(np.linalg.norm(np.diff(d, axis=0), axis=1))]
+    T = s[-1] / speed
+    t = [0.0]
+    while t[-1] < T:
+        t.append(t[-1] + rng.uniform(0.010, 0.025))
+    t = np.array(t[:-1] + [T])
+    sv = np.interp(t, [0, T], [0, s[-1]])
+    pts = np.stack([np.interp(sv, s, d[:, 0]), np.interp(sv, s, d[:, 1])], axis=1)
+    pts[1:-1] += rng.normal(0.0, wobble, (len(pts) - 2, 2)) * 0.3
+    return [[round(float(a), 4), round(float(x), 4), round(float(z), 4)] for a, (x, z) in zip(t, pts)]
+
+
+def finish_line():
+    """The path paper's demo "cross the finish line" (local control): a line drawn to the
+    finish, three blocks crossing it from the left to the right at 0.6, 1.0 and 1.4 m/s,
+    timed to meet a character that keeps to the drawn timing."""
+    path = _demo_path([(0.0, 0.0), (0.0, 14.0)], 1.5, seed=31)
+    blocks = []
+    for z, v, size in ((4.0, 0.6, 0.8), (7.5, 1.0, 0.9), (11.0, 1.4, 1.0)):
+        meet = z / 1.5  # when a character on time reaches this block's lane
+        blocks.append({"shape": "box", "center": [round(v * meet, 3), z], "size": [size, size], "height": [0.0, 1.2],
+                       "velocity": [-v, 0.0], "name": f"block {v:g} m/s"})
+    return {
+        "name": "finish-line",
+        "description": "The path-following paper's demo 'cross the finish line' (local control): the user draws a "
+                       "line 14 m ahead across the finish line at z = 12 m; three blocks slide across it from the "
+                       "character's left to its right (0.6, 1.0, 1.4 m/s), each timed to reach the line just as a "
+                       "character on the drawn timing does. Path: paths/demos/finish_line.json.",
+        "expect": "The character crosses the finish line (z = 12 m) within 14 s, its body never hit by a block "
+                  "(LHMM over the penalised search); following the same path blind, it is hit.",
+        "duration": 16.0,
+        "obstacles": blocks,
+        "agents": [{"name": "runner", "start": [0.0, 0.0], "facing": [0.0, 1.0], "timed_path": {"points": path}}],
+        "regions": {"finish": {"x": [-20.0, 20.0], "z": [12.0, 40.0]}},
+    }
+
+
+def reach_target():
+    """The path paper's demo "reach the target location" (global control): the path is
+    drawn where the obstacles are, away from the character, who walks to its start first."""
+    path = _demo_path([(2.0, 2.0), (2.0, 4.5), (-1.5, 6.0), (-1.5, 8.5), (2.5, 10.5), (3.0, 12.0)], 1.3, seed=32)
+    obstacles = [wall((-4.0, 5.0), (1.0, 5.0), 0.3, name="wall west"), wall((4.5, 5.0), (7.0, 5.0), 0.3,
+                                                                        name="wall east"),
+                 {"shape": "box", "center": [1.5, 7.5], "size": [2.0, 1.0], "height": [0.0, 1.0], "name": "crate"},
+                 {"shape": "disk", "center": [-0.2, 10.6], "radius": 0.5, "name": "pillar"},
+                 {"shape": "ellipse", "center": [4.8, 9.0], "axes": [0.9, 0.4], "yaw_deg": 30, "name": "bush"}]
+    return {
+        "name": "reach-target",
+        "description": "The path-following paper's demo 'reach the target location' (global control): the character "
+                       "stands at the origin; the user draws, where the obstacles are, a path from (2, 2) through "
+                       "the gap of a wall, past a crate, a pillar and a bush to the target at (3, 12). Path: "
+                       "paths/demos/reach_target.json (follow it with --mode global).",
+        "expect": "The character walks to the drawn path's start, follows it and stops within 0.5 m of the "
+                  "target, its body clear of every obstacle.",
+        "duration": 24.0,
+        "obstacles": obstacles,
+        "agents": [{"name": "walker", "start": [0.0, 0.0], "facing": [0.0, 1.0], "timed_path": {"points": path}}],
+        "regions": {"target": {"x": [2.5, 3.5], "z": [11.5, 12.5]}},
+    }
+
+
 SCENARIOS = {
     "corridor-narrowing": corridor_narrowing,
     "zigzag-cones": zigzag_cones,
@@ -421,7 +495,11 @@ SCENARIOS = {
     "narrow-passage-disk": lambda: narrow_passage(disk=True),
     "run-walk": run_walk,
     "zigzag-cones-door": zigzag_cones_door,
+    "finish-line": finish_line,
+    "reach-target": reach_target,
 }
+#: the demos' paths, also as path files for 'motionmatch follow --path ... --scene ...'
+DEMO_PATHS = {"finish-line": "finish_line", "reach-target": "reach_target"}
 
 
 def main() -> None:
@@ -431,6 +509,13 @@ def main() -> None:
         (HERE / f"{name}.json").write_text(text + "\n")
         print(f"wrote scenarios/{name}.json ({len(d.get('obstacles', []))} obstacles, "
               f"{len(d.get('agents', []))} agents)")
+        if name in DEMO_PATHS:
+            out = HERE.parent / "paths" / "demos" / f"{DEMO_PATHS[name]}.json"
+            out.parent.mkdir(exist_ok=True)
+            doc = {"name": DEMO_PATHS[name], "description": d["description"], "scene": f"scenarios/{name}.json",
+                   "points": d["agents"][0]["timed_path"]["points"]}
+            out.write_text(json.dumps(doc) + "\n")
+            print(f"wrote paths/demos/{out.name}")
 
 
 if __name__ == "__main__":

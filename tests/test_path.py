@@ -285,9 +285,10 @@ def corner_path(speed=1.0, leg=4.0):
 
 def test_sharp_corner_moves_the_point_after_it_toward_the_corner():
     p = corner_path()  # a 90-degree corner at z = 4 (sample 600), then toward -X
-    paper = dict(v_max=3.0, min_pace=None, max_pace=None, steer=False)  # Eq. 1's window and the path's tangents
+    paper = dict(v_max=3.0, min_pace=None, max_pace=None, steer=False,  # Eq. 1's window and the path's tangents
+                 sharp_corners=True)
     rv = QueryReviser(p, OFFSETS, RevisionSettings(**paper))
-    plain = QueryReviser(p, OFFSETS, RevisionSettings(**paper, sharp_corners=False))
+    plain = QueryReviser(p, OFFSETS, RevisionSettings(**{**paper, "sharp_corners": False}))
     i = 520  # future points at 570, 620, 670: the corner (sample 600) lies between p_f^1 and p_f^2
     st = RevisionState(np.array([i - 5]), np.zeros(1))
     r, r0 = rv.revise(p.points[i], st), plain.revise(p.points[i], st)
@@ -307,7 +308,7 @@ def test_sharp_corner_moves_the_point_after_it_toward_the_corner():
 
 def test_corner_next_to_the_character_is_reported_and_a_stuck_desired_position_advances():
     p = corner_path()
-    rv = QueryReviser(p, OFFSETS, RevisionSettings(v_max=3.0))
+    rv = QueryReviser(p, OFFSETS, RevisionSettings(v_max=3.0, sharp_corners=True))
     st = RevisionState(np.array([580]), np.zeros(1))
     r = rv.revise(p.points[580], st)  # i_d did not move and a corner is right ahead
     assert r.i_d[0] == 580 + 10  # advanced by c = 2 path frames = 10 samples
@@ -413,7 +414,7 @@ def test_a_slow_jittery_end_is_no_sharp_corner():
     the query's points turn by more than 80 degrees near the end (the paper's test would
     see a corner there), but no corner is reported and the query is not bent."""
     p = TimedPath.from_samples(*slowing_events())
-    rv = QueryReviser(p, OFFSETS, RevisionSettings(v_max=3.0))
+    rv = QueryReviser(p, OFFSETS, RevisionSettings(v_max=3.0, sharp_corners=True))
     plain = QueryReviser(p, OFFSETS, RevisionSettings(v_max=3.0, sharp_corners=False))
     step_corners = 0
     for i in range(int(np.flatnonzero(p.arc > p.length - 1.5)[0]), p.last, 5):

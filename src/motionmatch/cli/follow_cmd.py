@@ -156,7 +156,7 @@ def cmd_follow(args: argparse.Namespace) -> int:
     else:
         rev = RevisionSettings(desired=args.desired, speed_limit=not args.no_speed_limit,
                                turn_limit=not args.no_turn_limit,
-                               sharp_corners=not args.no_corners, **common)
+                               sharp_corners=args.corners and not args.no_corners, **common)
     settings = FollowSettings(mode=args.mode, k=args.k, levels=args.levels, interval=args.interval, revision=rev,
                               hysteresis=args.hysteresis, tags=args.tags,
                               revise_every_frame=args.revise_every_frame)
@@ -336,7 +336,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="c: path frames a stuck desired position advances")
     f.add_argument("--no-smoothing", action="store_true", help="ablation: do not smooth the path")
     f.add_argument("--no-speed-limit", action="store_true", help="ablation: no speed limit on future points")
-    f.add_argument("--no-corners", action="store_true", help="ablation: no sharp-corner modification")
+    f.add_argument("--corners", action="store_true", help="the paper's sharp-corner modification (off by default: "
+                   "on paths drawn by hand it pulled the character off the drawing, and helped on no path)")
+    f.add_argument("--no-corners", action="store_true", help="no sharp-corner modification (the default)")
     f.add_argument("--raw", action="store_true", help="ablation: the raw future query (none of the revisions)")
     f.add_argument("--tags", help="tag query of the frames to match (default: locomotion, '!dance & !creep & !jump')")
     f.add_argument("--scene", metavar="SCENE.json",

@@ -75,7 +75,14 @@ class RevisionSettings:
             character beside the path is asked to turn back toward it, as someone
             rejoining a line does, instead of running parallel to it (tangent facing
             only; on the path the two agree).
-        sharp_corners: the corner modification (Appendix D).
+        sharp_corners: the corner modification (Appendix D). Off by default (issue 33):
+            measured on 15 paths drawn by hand in the page (``paths/drawn_by_hand/``), the 5
+            clean and the 5 tight paths, from 3 starts each (``benchmarks/bench_follow_drawn.py``),
+            the modification made no path closer and 4 hand drawings farther (by 10-35%): the
+            turn limit, the braking ahead of turns and the pace bounds already keep a
+            character on a corner drawn too fast, while a hand's overshoot at a corner (a
+            hook: past the corner and back) reads as a sharp reversal, and moving the query's
+            later points onto the line toward it pulls the character off the drawing.
         corner_deg: tangents further apart than this make a sharp corner.
         corner_advance: ``c``, path frames added to a stuck ``i_d`` before a corner.
         facing: ``"tangent"``, ``"joystick"`` (tangent turned by ``joystick_deg``,
@@ -95,7 +102,7 @@ class RevisionSettings:
     min_pace: float | None = 0.5
     max_pace: float | None = 1.25
     steer: bool = True
-    sharp_corners: bool = True
+    sharp_corners: bool = False
     corner_deg: float = 80.0
     corner_advance: float = 2.0
     facing: str = "tangent"
