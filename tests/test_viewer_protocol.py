@@ -967,7 +967,7 @@ def test_a_mode_the_database_cannot_play_is_refused_with_a_reason(server):
         assert modes["locomotion"]["available"] and modes["idle"]["available"]
         assert not modes["creep"]["available"] and "crawling" in modes["creep"]["reason"]
         assert not modes["dance"]["available"]
-        assert c.welcome["mode_keys"] == {"j": "jump", "p": "dance", "c": "creep"}
+        assert c.welcome["mode_keys"] == {"j": "jump", "p": "dance", "c": "creep", "f": "punch"}
         c.pump(0.3)
         p0 = c.root()
         c.send("key", key="KeyW", down=True, yaw=0.0)
