@@ -204,20 +204,9 @@ class Retargeter:
             raise MotionError(f"{motion.name or 'motion'}: not on the retargeter's source skeleton ({diff}); "
                               "make a Retargeter for its rig")
         m, st = self.match, self.settings
-        F = motion.num_frames
         qs, ps = motion.world_rotations, motion.world_positions
         # 1. rotations: matched joints follow their source joints, bones turned onto the source's
-        bone_to = np.zeros((F, len(m.target), 3))
-        d = m.has_direction
-        if d.any():
-            a = (1.0 - m.start_w[d])[:, None] * ps[:, m.start[d, 0]] + m.start_w[d][:, None] * ps[:, m.start[d, 1]]
-            b = (1.0 - m.end_w[d])[:, None] * ps[:, m.end[d, 0]] + m.end_w[d][:, None] * ps[:, m.end[d, 1]]
-            bone_to[:, d] = b - a
-        t = self.target.skeleton
-        J = t.num_joints
-        local = np.empty((F, J, 4))
-        _pose_kernel(qs, m.source, m.offset, m.has_direction, m.local_bone, bone_to, self._row_of,
-                     np.ascontiguousarray(t.parents), np.ascontiguousarray(self.target.rotations), local)
+        local = self._local_rotations(qs, ps)
         # 2. root motion
         floor = floor_height(motion)
         floor = 0.0 if floor is None else floor
@@ -237,10 +226,87 @@ class Retargeter:
             out = self._plant_feet(out, contacts, np.maximum(want, floor), floor, motion.fps)
         return out
 
+    def _local_rotations(self, qs: np.ndarray, ps: np.ndarray) -> np.ndarray:
+        """The target's local rotations ``[F, J, 4]`` of source world rotations ``qs [F, Js, 4]``
+        and positions ``ps [F, Js, 3]`` (the compiled pass, step 1 of the module doc)."""
+        m = self.match
+        F = len(qs)
+        bone_to = np.zeros((F, len(m.target), 3))
+        d = m.has_direction
+        if d.any():
+            a = (1.0 - m.start_w[d])[:, None] * ps[:, m.start[d, 0]] + m.start_w[d][:, None] * ps[:, m.start[d, 1]]
+            b = (1.0 - m.end_w[d])[:, None] * ps[:, m.end[d, 0]] + m.end_w[d][:, None] * ps[:, m.end[d, 1]]
+            bone_to[:, d] = b - a
+        t = self.target.skeleton
+        local = np.empty((F, t.num_joints, 4))
+        _pose_kernel(np.ascontiguousarray(qs, dtype=np.float64), m.source, m.offset, m.has_direction, m.local_bone,
+                     bone_to, self._row_of, np.ascontiguousarray(t.parents),
+                     np.ascontiguousarray(self.target.rotations), local)
+        return local
+
+    def poses(self, world_rotations: np.ndarray, world_positions: np.ndarray, *, floor: float = 0.0,
+              centres: np.ndarray | None = None, root_positions: np.ndarray | None = None,
+              root_rotations: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """Independent poses of the source on the target, all in one call (the characters of
+        a viewer's tick): steps 1 and 2 of the module doc, no foot IK (it needs a take's
+        contacts), the floor given rather than found.
+
+        Args:
+            world_rotations: ``[F, Js, 4]`` the source poses' world rotations (w, x, y, z).
+            world_positions: ``[F, Js, 3]`` their world positions (m).
+            floor: the height (m) the hips' height is scaled about (the legs' ratio).
+            centres: ``[F, 3]`` the ground points each pose's hips (and a carrying root) are
+                scaled about across the ground (a character's root: it stays where it
+                is); ``None``: the origin, as :meth:`__call__` scales a take.
+            root_positions, root_rotations: ``[F, 3]`` and ``[F, 4]`` each pose's character
+                root on the ground and its heading (a rotation about +Y taking +Z to the
+                facing): where a target's ground root that carries the character goes
+                (``None``: under the hips, facing as the source's root joint).
+
+        Returns:
+            ``(rotations [F, J, 4], translations [F, J, 3])``: the target's local transforms
+            (its skeleton's offsets where it has no position channels), as :meth:`__call__`
+            gives them for a take of these frames with ``foot_ik`` off and its floor at ``floor``.
+        """
+        qs = np.asarray(world_rotations, dtype=np.float64)
+        ps = np.asarray(world_positions, dtype=np.float64)
+        J = self.source.skeleton.num_joints
+        if qs.ndim != 3 or qs.shape[1:] != (J, 4) or ps.shape != qs.shape[:2] + (3,):
+            raise MotionError(f"poses of {J} source joints must be [F, {J}, 4] rotations and [F, {J}, 3] positions, "
+                              f"got {list(qs.shape)} and {list(ps.shape)}")
+        local = self._local_rotations(qs, ps)
+        k = self.match.scale if self.settings.scale_root else 1.0
+        about = np.zeros((len(ps), 3)) if centres is None else np.asarray(centres, dtype=np.float64).reshape(-1, 3)
+        about = np.column_stack([about[:, 0], np.full(len(about), float(floor)), about[:, 2]])
+        hips_pos = about + k * (ps[:, self.match.hips[1]] - about)
+        root_pos = root_rot = None
+        if self._carries:
+            if root_positions is None:
+                root_positions = np.column_stack([ps[:, 0, 0], np.zeros(len(ps)), ps[:, 0, 2]])
+            if root_rotations is None:
+                root_rotations = quat.from_angle_y(quat.yaw_angle(qs[:, 0]))
+            root_pos = about + k * (np.asarray(root_positions, dtype=np.float64) - about)
+            root_rot = np.asarray(root_rotations, dtype=np.float64)
+        return self._placed(local, hips_pos, root_pos, root_rot)
+
     def _with_hips_at(self, motion: Motion, local: np.ndarray, hips_pos: np.ndarray) -> Motion:
         """The target motion of local rotations ``local`` with its hips at ``hips_pos [F, 3]``
         in the world (and a ground root that carries the character under them, facing as the
         source's character root)."""
+        root_pos = root_rot = None
+        if self._carries:
+            root = extract_root(motion)
+            root_pos = root.positions * (self.match.scale if self.settings.scale_root else 1.0)
+            root_rot = root.rotations
+        rot, trans = self._placed(local, hips_pos, root_pos, root_rot)
+        return Motion(self._skeleton, rot, trans, motion.fps, name=motion.name, source=motion.source,
+                      file_scale=motion.file_scale, tags=motion.tags)
+
+    def _placed(self, local: np.ndarray, hips_pos: np.ndarray, root_pos: np.ndarray | None,
+                root_rot: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+        """Local rotations and translations of the target with its hips at ``hips_pos [F, 3]``;
+        a ground root that carries the character at ``root_pos [F, 3]`` (its height the rest
+        pose's), heading ``root_rot [F, 4]``."""
         t = self.target.skeleton
         trans = np.broadcast_to(t.offsets, local.shape[:2] + (3,)).copy()
         h = self.match.hips[0]
@@ -251,11 +317,9 @@ class Retargeter:
             trans[:, h] = quat.inv_rotate(self._rest_rot[p], hips_pos - self._rest_pos[p])
         else:
             local = local.copy()
-            root = extract_root(motion)
-            scale = self.match.scale if self.settings.scale_root else 1.0
-            root_pos = root.positions * scale
+            root_pos = np.array(root_pos, dtype=np.float64)
             root_pos[:, 1] = self._rest_pos[0, 1]
-            root_rot = quat.mul(quat.mul(root.rotations, quat.conjugate(self._rest_yaw)), self._rest_rot[0])
+            root_rot = quat.mul(quat.mul(root_rot, quat.conjugate(self._rest_yaw)), self._rest_rot[0])
             p = int(t.parents[h])
             rel_rot = quat.inv_mul(self._rest_rot[0], self._rest_rot[p])  # the hips' parent in the root's frame
             rel_pos = quat.inv_rotate(self._rest_rot[0], self._rest_pos[p] - self._rest_pos[0])
@@ -265,8 +329,7 @@ class Retargeter:
             local[:, 0] = root_rot
             trans[:, 0] = root_pos
             trans[:, h] = quat.inv_rotate(parent_rot, hips_pos - parent_pos)
-        return Motion(self._skeleton, local, trans, motion.fps, name=motion.name, source=motion.source,
-                      file_scale=motion.file_scale, tags=motion.tags)
+        return local, trans
 
     def _plant_feet(self, out: Motion, contacts: np.ndarray, want: np.ndarray, floor: float, fps: float) -> Motion:
         """Foot IK: each foot's contact joint held over its contact runs (``contacts [F, 2]``),
