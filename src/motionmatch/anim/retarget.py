@@ -244,7 +244,7 @@ class Retargeter:
                      np.ascontiguousarray(self.target.rotations), local)
         return local
 
-    def poses(self, world_rotations: np.ndarray, world_positions: np.ndarray, *, floor: float = 0.0,
+    def poses(self, world_rotations: np.ndarray, world_positions: np.ndarray, *, floor: float | np.ndarray = 0.0,
               centres: np.ndarray | None = None, root_positions: np.ndarray | None = None,
               root_rotations: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
         """Independent poses of the source on the target, all in one call (the characters of
@@ -254,7 +254,8 @@ class Retargeter:
         Args:
             world_rotations: ``[F, Js, 4]`` the source poses' world rotations (w, x, y, z).
             world_positions: ``[F, Js, 3]`` their world positions (m).
-            floor: the height (m) the hips' height is scaled about (the legs' ratio).
+            floor: the height (m) the hips' height is scaled about (the legs' ratio): one,
+                or ``[F]`` one per pose (the ground under each character).
             centres: ``[F, 3]`` the ground points each pose's hips (and a carrying root) are
                 scaled about across the ground (a character's root: it stays where it
                 is); ``None``: the origin, as :meth:`__call__` scales a take.
@@ -277,7 +278,8 @@ class Retargeter:
         local = self._local_rotations(qs, ps)
         k = self.match.scale if self.settings.scale_root else 1.0
         about = np.zeros((len(ps), 3)) if centres is None else np.asarray(centres, dtype=np.float64).reshape(-1, 3)
-        about = np.column_stack([about[:, 0], np.full(len(about), float(floor)), about[:, 2]])
+        about = np.column_stack([about[:, 0], np.broadcast_to(np.asarray(floor, dtype=np.float64), len(about)),
+                                 about[:, 2]])
         hips_pos = about + k * (ps[:, self.match.hips[1]] - about)
         root_pos = root_rot = None
         if self._carries:

@@ -1,0 +1,145 @@
+"""The viewer's "Use my character" and ``motionmatch viewer --rig`` (issue 32 part 3), over the
+real protocol: a skinned ``.glb`` rig (LAFAN1 renamed to the Unreal scheme with twist bones,
+a pelvis joint and a prop, made at test time, never committed) is uploaded to a session
+(``POST /api/rig/{session}``); the pose frames then carry the rig's joints, their world
+positions are :meth:`RigFile.retarget` of the same pose, the page's body of the rig is its
+own skinned mesh; "Use the mannequin" goes back. Bad rigs (no humanoid, two roots, over the
+size limit, a file that is no rig, another tab's key) are refused in one line and leave the
+session as it was."""
+
+from __future__ import annotations
+
+import json
+import urllib.error
+import urllib.request
+from urllib.parse import quote
+
+import numpy as np
+import pygltflib
+import pytest
+
+from rigs import lafan_clip, make_rig
+from test_viewer_support import Client, small_database, start_server, viewer_deps_or_skip
+
+viewer_deps_or_skip()
+pytestmark = pytest.mark.data
+
+
+@pytest.fixture(scope="module")
+def rig_glb(data_dir, tmp_path_factory):
+    """A skinned Unreal-scheme rig (31 joints) as a user exports it."""
+    from motionmatch.io.gltf import write_glb
+
+    unreal = make_rig(lafan_clip(data_dir, 30), "unreal")
+    first = unreal[0:1]
+    first.name = "unreal"
+    return write_glb(tmp_path_factory.mktemp("rig") / "hero.glb", first)
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    db = small_database(tmp_path_factory.mktemp("db"))
+    srv = start_server(db, {})
+    yield srv
+    srv.stop()
+
+
+def upload(server, client: Client, data: bytes, name: str, key: str | None = None) -> tuple[int, dict]:
+    """POST a rig file for ``client``'s session as the page does: (HTTP status, JSON answer)."""
+    rig = client.welcome["rig"]
+    req = urllib.request.Request(server.url.rstrip("/") + rig["upload"], data=data, method="POST", headers={
+        "Content-Type": "application/octet-stream", "X-Rig-Name": quote(name), "X-Rig-Key": key or rig["key"]})
+    try:
+        with urllib.request.urlopen(req, timeout=120) as r:
+            return r.status, json.loads(r.read())
+    except urllib.error.HTTPError as e:
+        return e.code, json.loads(e.read())
+
+
+def test_a_rig_uploaded_plays_every_character_and_matches_rigfile_retarget(server, rig_glb):
+    from motionmatch.anim import Motion
+    from motionmatch.anim.retarget import RetargetSettings
+    from motionmatch.io.rig_file import read_rig
+    from motionmatch.viewer.body import decode_body
+
+    rig = read_rig(rig_glb)
+    J = rig.rig.skeleton.num_joints
+    with Client(server) as c:
+        assert c.welcome["rig"]["active"] is False
+        db_joints = len(c.next_frame().characters[0].positions)
+        status, answer = upload(server, c, rig_glb.read_bytes(), "hero.glb")
+        assert status == 200 and answer["ok"] and answer["joints"] == J == 31 and answer["skinned"], answer
+        state = c.wait_type("rig", timeout=30)
+        assert state["active"] and state["name"] == "hero.glb" and state["skinned"]
+        chars = c.wait_type("characters")
+        sid = str(state["skeleton"])
+        assert all(ch["skeleton"] == state["skeleton"] for ch in chars["characters"])
+        sk = chars["skeletons"][sid]
+        assert sk["names"] == list(rig.rig.skeleton.names) and len(sk["feet"]) == 2
+        # a second character added now is on the rig too
+        second = c.request("add_character", position=[2.0, 0.0])["id"]
+        c.send("key", key="w", down=True)
+        c.pump_world(1.0)
+        c.request("pause", paused=True)
+        frame = c.wait(lambda m: not isinstance(m, dict) and m.flags & 1)
+        assert {len(ch.positions) for ch in frame.characters} == {J} and db_joints == 23
+        # the frame's world positions are RigFile.retarget of the character's pose (foot IK off)
+        session = server.viewer.sessions[c.welcome["session"]]
+        viewer_source = server.viewer.rigs.source
+        for cid in (c.welcome["selected"], second):
+            last = session.chars[cid].last
+            pose = Motion(session.db.skeleton, last.rotations[None].astype(float), last.translations[None].astype(float),
+                          60.0)
+            want = rig.retarget(pose, RetargetSettings(foot_ik=False), source=viewer_source).world_positions[0]
+            got = frame.by_id(cid).positions
+            assert np.abs(got - want).max() < 2e-3, np.abs(got - want).max()
+        assert frame.by_id(second).positions[:, 1].min() > -0.05  # standing on the ground, not under it
+        # the page's body of the rig: the file's own skinned mesh, on the rig's joints
+        with urllib.request.urlopen(server.url.rstrip("/") + sk["body"], timeout=60) as r:
+            body = decode_body(r.read())
+        assert len(body["inverse_bind"]) == J and len(body["vertices"]) > 1000
+        # "Use the mannequin": the database's skeleton again
+        assert c.request("rig_clear")["type"] == "ack"
+        assert c.wait_type("rig")["active"] is False
+        c.request("step", frames=1)
+        frame = c.wait(lambda m: not isinstance(m, dict))
+        assert {len(ch.positions) for ch in frame.characters} == {db_joints}
+
+
+def test_bad_rigs_are_refused_in_one_line_and_the_session_is_unchanged(server, rig_glb, data_dir, tmp_path,
+                                                                        monkeypatch):
+    from motionmatch import _limits
+
+    doc = pygltflib.GLTF2().load_binary(str(rig_glb))  # two roots: a node of its own beside the skeleton
+    doc.nodes.append(pygltflib.Node(name="prop_root", translation=[0.5, 0.0, 0.0]))
+    doc.scenes[0].nodes.append(len(doc.nodes) - 1)
+    doc.skins[0].joints = [*doc.skins[0].joints, len(doc.nodes) - 1]
+    two = tmp_path / "two_roots.glb"
+    doc.save_binary(str(two))
+    crab = data_dir / "genmm-examples" / "Crabnew_Crab-dance-long.bvh"
+    with Client(server) as c:
+        J = len(c.next_frame().characters[0].positions)
+        cases = [
+            (crab.read_bytes(), "crab.bvh", 400, ("crab.bvh", "no humanoid found")),
+            (two.read_bytes(), "two_roots.glb", 400, ("two_roots.glb", "2 roots", "parent them under one joint")),
+            (b"glTF\x02\x00\x00\x00garbage", "broken.glb", 400, ("broken.glb",)),
+            (b"hello", "notes.txt", 400, ("notes.txt", ".glb")),
+            (b"Kaydara FBX Binary  \x00", "hero.fbx", 400, ("hero.fbx", "export the rig as glTF 2.0 (.glb)")),
+            (b"", "empty.glb", 400, ("empty.glb", "empty")),
+        ]
+        for data, name, code, words in cases:
+            status, answer = upload(server, c, data, name)
+            assert status == code and not answer["ok"], (name, status, answer)
+            line = answer["error"]
+            assert "\n" not in line and all(w in line for w in words), (name, line)
+            assert "mm-rig-" not in line and "/tmp" not in line  # never the server's temporary folder
+        status, answer = upload(server, c, rig_glb.read_bytes(), "hero.glb", key="not-the-key")
+        assert status == 403 and "key" in answer["error"]
+        monkeypatch.setattr(_limits, "MAX_RIG_UPLOAD_BYTES", 1000)
+        status, answer = upload(server, c, rig_glb.read_bytes(), "hero.glb")
+        assert status == 413 and "hero.glb" in answer["error"] and "over the 1,000 bytes" in answer["error"]
+        c.pump(0.3)
+        assert not any(m.get("type") == "rig" for m in c.messages)  # nothing changed
+        assert {len(ch.positions) for ch in c.next_frame().characters} == {J}
+        session = server.viewer.sessions[c.welcome["session"]]
+        assert session.rig is None and set(session.skeletons) == {0}
