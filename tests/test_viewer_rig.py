@@ -1,11 +1,13 @@
 """The viewer's "Use my character" and ``motionmatch viewer --rig`` (issue 32 part 3), over the
-real protocol: a skinned ``.glb`` rig (LAFAN1 renamed to the Unreal scheme with twist bones,
+real protocol and in the page (headless Chromium): a skinned ``.glb`` rig (LAFAN1 renamed to the Unreal scheme with twist bones,
 a pelvis joint and a prop, made at test time, never committed) is uploaded to a session
 (``POST /api/rig/{session}``); the pose frames then carry the rig's joints, their world
 positions are :meth:`RigFile.retarget` of the same pose, the page's body of the rig is its
 own skinned mesh; "Use the mannequin" goes back. Bad rigs (no humanoid, two roots, over the
 size limit, a file that is no rig, another tab's key) are refused in one line and leave the
-session as it was."""
+session as it was. The page test picks the rig in "Use my character", walks, and checks the
+page draws the rig's skinned mesh (its bone count, its head's screen region); a screenshot is
+saved in ``out/viewer-e2e/rig_character.png``."""
 
 from __future__ import annotations
 
@@ -38,8 +40,15 @@ def rig_glb(data_dir, tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
+    from motionmatch.viewer._bundle import BundleError, ensure_bundle
+
+    try:
+        static = ensure_bundle(log=lambda m: None)
+    except BundleError:  # the protocol tests run without the page; the page test skips
+        static = None
     db = small_database(tmp_path_factory.mktemp("db"))
-    srv = start_server(db, {})
+    srv = start_server(db, {}, static_dir=static)
+    srv.static = static
     yield srv
     srv.stop()
 
@@ -143,3 +152,83 @@ def test_bad_rigs_are_refused_in_one_line_and_the_session_is_unchanged(server, r
         assert {len(ch.positions) for ch in c.next_frame().characters} == {J}
         session = server.viewer.sessions[c.welcome["session"]]
         assert session.rig is None and set(session.skeletons) == {0}
+
+
+def test_the_page_uses_my_character_and_the_mannequin_again(server, rig_glb, tmp_path):
+    pytest.importorskip("playwright.sync_api", reason="Playwright is not installed")
+    import tempfile
+    import time
+
+    from playwright.sync_api import sync_playwright
+
+    from test_viewer_e2e import CHROMIUM_ARGS, SHOTS, chromium_path, walk_then_pause
+    from test_viewer_rigs_e2e import character_pixels_in
+
+    exe = chromium_path()
+    if exe is None or server.static is None:
+        pytest.skip("Debian's chromium is not installed, or the page's bundle cannot be built")
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    doc = pygltflib.GLTF2().load_binary(str(rig_glb))  # a bad rig: two roots
+    doc.nodes.append(pygltflib.Node(name="prop_root", translation=[0.5, 0.0, 0.0]))
+    doc.scenes[0].nodes.append(len(doc.nodes) - 1)
+    doc.skins[0].joints = [*doc.skins[0].joints, len(doc.nodes) - 1]
+    two = tmp_path / "two_roots.glb"
+    doc.save_binary(str(two))
+    with sync_playwright() as p:
+        ctx = p.chromium.launch_persistent_context(tempfile.mkdtemp(prefix="mm-chromium-"), executable_path=exe,
+                                                   headless=True, args=CHROMIUM_ARGS,
+                                                   viewport={"width": 1280, "height": 760})
+        try:
+            page = ctx.new_page()
+            errors: list[str] = []
+            page.on("pageerror", lambda e: errors.append(str(e)))
+            page.goto(server.url)
+            page.wait_for_function("() => window.__mm && window.__mm.state.frame && window.__mm.state.welcome",
+                                   timeout=60000)
+            page.wait_for_function("() => window.__mm.bodiesDrawn() === 1", timeout=60000)
+            cid = page.evaluate("() => window.__mm.state.selected")
+            bones = "(id) => { const e = window.__mm.view.bodies.chars.get(id); return e ? e.bones.length : 0; }"
+            assert page.evaluate(bones, cid) == 23  # the database's skeleton, its mannequin
+            # a bad rig first: one line on the page, the characters as they were
+            page.set_input_files("#rig-file", str(two))
+            page.wait_for_function("() => window.__mm.rig.lastAnswer", timeout=60000)
+            answer = page.evaluate("() => window.__mm.rig.lastAnswer")
+            assert not answer["ok"] and "two_roots.glb" in answer["error"] and "2 roots" in answer["error"]
+            assert "2 roots" in page.inner_text("#toast")
+            assert page.evaluate("() => window.__mm.rig.state.active") is False
+            # "Use my character": the skinned rig
+            page.set_input_files("#rig-file", str(rig_glb))
+            page.wait_for_function("() => window.__mm.rig.state && window.__mm.rig.state.active", timeout=120000)
+            page.wait_for_function(f"() => ({bones})({cid}) === 31", timeout=60000)
+            assert "hero.glb (31 joints, its own skinned mesh)" in page.inner_text("#rig-note")
+            walk_then_pause(page, 2.0)
+            c = page.evaluate("() => window.__mm.character()")
+            assert c["joints"] == 31
+            names = page.evaluate("() => window.__mm.view.skeletons[String(window.__mm.rig.state.skeleton)].names")
+            P = np.asarray(c["positions"], dtype=float).reshape(-1, 3)
+            head, pelvis = P[names.index("head")], P[names.index("pelvis")]
+            assert head[1] > pelvis[1] + 0.45 and 0.75 < pelvis[1] < 1.1  # upright, on its feet
+            page.evaluate("() => { const v = window.__mm.view; const c = window.__mm.character(); "
+                          "v.controls.target.set(c.root[0], 0.9, c.root[2]); "
+                          "v.camera.position.set(c.root[0] + 2.6 * Math.cos(c.yaw), 1.3, "
+                          "c.root[2] - 2.6 * Math.sin(c.yaw)); }")
+            time.sleep(0.8)
+            shot = SHOTS / "rig_character.png"
+            page.screenshot(path=str(shot))
+            color = page.evaluate("(id) => window.__mm.characterColor(id)", cid)
+            top = page.evaluate("([x, y, z]) => window.__mm.view.toScreen(x, y, z)", [head[0], head[1] + 0.08, head[2]])
+            from PIL import Image
+
+            region = SHOTS / "rig_character_head.png"
+            Image.open(shot).crop((int(top["x"]) - 8, int(top["y"]) - 8, int(top["x"]) + 8,
+                                   int(top["y"]) + 8)).save(region)
+            assert character_pixels_in(region, color) > 100  # the head's screen region is drawn
+            assert character_pixels_in(shot, color) > 4000
+            # "Use the mannequin"
+            page.click("#rig-clear")
+            page.wait_for_function("() => !window.__mm.rig.state.active", timeout=30000)
+            page.evaluate("() => window.__mm.conn.send('step', {frames: 1})")
+            page.wait_for_function(f"() => ({bones})({cid}) === 23", timeout=60000)
+            assert not errors, errors
+        finally:
+            ctx.close()
