@@ -3,7 +3,7 @@ real protocol and in the page (headless Chromium): a skinned ``.glb`` rig (LAFAN
 a pelvis joint and a prop, made at test time, never committed) is uploaded to a session
 (``POST /api/rig/{session}``); the pose frames then carry the rig's joints, their world
 positions are :meth:`RigFile.retarget` of the same pose, the page's body of the rig is its
-own skinned mesh; "Use the mannequin" goes back. Bad rigs (no humanoid, two roots, over the
+own skinned mesh, an export is on the rig; "Use the mannequin" goes back. Bad rigs (no humanoid, two roots, over the
 size limit, a file that is no rig, another tab's key) are refused in one line and leave the
 session as it was. The page test picks the rig in "Use my character", walks, and checks the
 page draws the rig's skinned mesh (its bone count, its head's screen region); a screenshot is
@@ -107,6 +107,12 @@ def test_a_rig_uploaded_plays_every_character_and_matches_rigfile_retarget(serve
         with urllib.request.urlopen(server.url.rstrip("/") + sk["body"], timeout=60) as r:
             body = decode_body(r.read())
         assert len(body["inverse_bind"]) == J and len(body["vertices"]) > 1000
+        # an export of the character is on the rig, with its mesh
+        assert c.request("export", id=second, format="glb")["type"] == "ack"
+        dl = c.wait_type("download", timeout=120)
+        with urllib.request.urlopen(server.url.rstrip("/") + dl["url"], timeout=60) as r:
+            doc = pygltflib.GLTF2.load_from_bytes(r.read())
+        assert [doc.nodes[j].name for j in doc.skins[0].joints] == list(rig.rig.skeleton.names)
         # "Use the mannequin": the database's skeleton again
         assert c.request("rig_clear")["type"] == "ack"
         assert c.wait_type("rig")["active"] is False
@@ -232,3 +238,32 @@ def test_the_page_uses_my_character_and_the_mannequin_again(server, rig_glb, tmp
             assert not errors, errors
         finally:
             ctx.close()
+
+
+def test_a_character_not_updated_keeps_its_pose_on_the_rig(server, rig_glb):
+    """``ViewerRig.play`` with a session's cache: the same pose arrays again (a background
+    character the level of detail did not update, a paused session) are not retargeted
+    again; new ones are, exactly as without the cache."""
+    from motionmatch.viewer.session import Session
+
+    rig = server.viewer.rigs.load(rig_glb)
+    s = Session(server.viewer, lambda m: None, holds=False)
+    try:
+        s.add_mm_character("second", (2.0, 0.0), announce=False)
+        for _ in range(5):
+            s.step()
+        cache: dict = {}
+        poses = s.poses()  # (no rig in this session: the database's poses)
+        mm = [True] * len(poses)
+        first = rig.play(poses, mm, cache)
+        again = rig.play(poses, mm, cache)
+        assert all(a.positions is b.positions for a, b in zip(first, again))
+        s.step()
+        moved = rig.play(s.poses(), mm, cache)
+        fresh = rig.play(s.poses(), mm)
+        assert all(a.positions is not b.positions for a, b in zip(first, moved))
+        assert all(np.array_equal(a.positions, b.positions) and np.array_equal(a.rotations, b.rotations)
+                   for a, b in zip(moved, fresh))
+        assert len(first[0].positions) == rig.joints == 31
+    finally:
+        s.close()

@@ -86,10 +86,13 @@ def _qmul(a, b, out):  # pragma: no cover - compiled
 
 
 @numba.njit(cache=True, nogil=True)
-def _pose_kernel(qs, source, offset, has_dir, local_bone, want, row_of, parents, rest, local):  # pragma: no cover
+def _pose_kernel(qs, ps, source, offset, has_dir, local_bone, start, start_w, end, end_w, row_of, parents, rest,
+                 local):  # pragma: no cover
     """Local rotations ``local [F, J, 4]`` of the target: a matched joint's world rotation is
-    its source's times the pair's offset, its bone turned (shortest arc) onto ``want
-    [F, M, 3]`` where it has a direction; any other joint keeps its rest local rotation."""
+    its source's times the pair's offset, its bone turned (shortest arc) onto the source's
+    bone from the point ``start`` to the point ``end`` (each a blend of two source joints'
+    positions ``ps [F, Js, 3]``) where it has a direction; any other joint keeps its rest
+    local rotation (``rest``, unit)."""
     F, J = local.shape[0], local.shape[1]
     world = np.empty((J, 4))
     q = np.empty(4)
@@ -98,6 +101,11 @@ def _pose_kernel(qs, source, offset, has_dir, local_bone, want, row_of, parents,
         for j in range(J):
             r = row_of[j]
             p = parents[j]
+            if r < 0 and p >= 0:  # unmatched: its rest local rotation (its world one for its children)
+                _qmul(world[p], rest[j], world[j])
+                for k in range(4):
+                    local[f, j, k] = rest[j, k]
+                continue
             if r >= 0:
                 _qmul(qs[f, source[r]], offset[r], q)
                 if has_dir[r]:
@@ -108,7 +116,11 @@ def _pose_kernel(qs, source, offset, has_dir, local_bone, want, row_of, parents,
                     ux = v[0] + q[0] * tx + (q[2] * tz - q[3] * ty)
                     uy = v[1] + q[0] * ty + (q[3] * tx - q[1] * tz)
                     uz = v[2] + q[0] * tz + (q[1] * ty - q[2] * tx)
-                    wx, wy, wz = want[f, r, 0], want[f, r, 1], want[f, r, 2]
+                    a0, a1, b0, b1 = start[r, 0], start[r, 1], end[r, 0], end[r, 1]
+                    sw, ew = start_w[r], end_w[r]
+                    wx = ((1.0 - ew) * ps[f, b0, 0] + ew * ps[f, b1, 0]) - ((1.0 - sw) * ps[f, a0, 0] + sw * ps[f, a1, 0])
+                    wy = ((1.0 - ew) * ps[f, b0, 1] + ew * ps[f, b1, 1]) - ((1.0 - sw) * ps[f, a0, 1] + sw * ps[f, a1, 1])
+                    wz = ((1.0 - ew) * ps[f, b0, 2] + ew * ps[f, b1, 2]) - ((1.0 - sw) * ps[f, a0, 2] + sw * ps[f, a1, 2])
                     nu = np.sqrt(ux * ux + uy * uy + uz * uz)
                     nw = np.sqrt(wx * wx + wy * wy + wz * wz)
                     if nu > 1e-12 and nw > 1e-12:
@@ -129,10 +141,8 @@ def _pose_kernel(qs, source, offset, has_dir, local_bone, want, row_of, parents,
                         world[j] = q
                 else:
                     world[j] = q
-            elif p < 0:
+            else:  # an unmatched root
                 world[j] = rest[j]
-            else:
-                _qmul(world[p], rest[j], world[j])
             if p < 0:
                 local[f, j] = world[j]
             else:
@@ -182,6 +192,8 @@ class Retargeter:
         self._row_of = np.full(t.num_joints, -1, dtype=np.int64)
         self._row_of[self.match.target] = np.arange(len(self.match.target))
         self._skeleton = _with_hips_channels(t, target.roles.hips)
+        self._parents = np.ascontiguousarray(t.parents, dtype=np.int64)
+        self._rest_local = np.ascontiguousarray(quat.normalize(np.asarray(target.rotations, dtype=np.float64)))
         # the joints above the hips keep their reference pose: their world transforms once
         pos, rot = target.world()
         self._rest_pos = pos + t.offsets[0]
@@ -230,18 +242,11 @@ class Retargeter:
         """The target's local rotations ``[F, J, 4]`` of source world rotations ``qs [F, Js, 4]``
         and positions ``ps [F, Js, 3]`` (the compiled pass, step 1 of the module doc)."""
         m = self.match
-        F = len(qs)
-        bone_to = np.zeros((F, len(m.target), 3))
-        d = m.has_direction
-        if d.any():
-            a = (1.0 - m.start_w[d])[:, None] * ps[:, m.start[d, 0]] + m.start_w[d][:, None] * ps[:, m.start[d, 1]]
-            b = (1.0 - m.end_w[d])[:, None] * ps[:, m.end[d, 0]] + m.end_w[d][:, None] * ps[:, m.end[d, 1]]
-            bone_to[:, d] = b - a
-        t = self.target.skeleton
-        local = np.empty((F, t.num_joints, 4))
-        _pose_kernel(np.ascontiguousarray(qs, dtype=np.float64), m.source, m.offset, m.has_direction, m.local_bone,
-                     bone_to, self._row_of, np.ascontiguousarray(t.parents),
-                     np.ascontiguousarray(self.target.rotations), local)
+        local = np.empty((len(qs), self.target.skeleton.num_joints, 4))
+        _pose_kernel(np.ascontiguousarray(qs, dtype=np.float64), np.ascontiguousarray(ps, dtype=np.float64), m.source,
+                     m.offset, m.has_direction, m.local_bone, m.start.reshape(-1, 2), m.start_w, m.end.reshape(-1, 2),
+                     m.end_w, self._row_of,
+                     self._parents, self._rest_local, local)
         return local
 
     def poses(self, world_rotations: np.ndarray, world_positions: np.ndarray, *, floor: float | np.ndarray = 0.0,

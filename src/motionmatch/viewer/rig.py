@@ -37,7 +37,7 @@ import numpy as np
 from motionmatch.anim import quat
 from motionmatch.anim.humanoid import HumanoidError, find_humanoid
 from motionmatch.anim.kinematics import forward_kinematics
-from motionmatch.anim.mannequin import mannequin
+from motionmatch.anim.mannequin import Mannequin, mannequin
 from motionmatch.anim.retarget import Retargeter, RetargetSettings
 from motionmatch.anim.retarget_map import Rig, reference_rig
 from motionmatch.errors import MotionMatchError
@@ -81,6 +81,7 @@ class ViewerRig:
         retargeter: from the database's skeleton to the rig (no foot IK).
         info: the page's description of the rig's skeleton (names, parents, feet, body URL).
         scale: the pose frames' quantisation step (m) for the rig's joints.
+        body: what the page draws (its skinned mesh, or its skeleton's mannequin).
         warnings: what reading it warned about, one line each.
     """
 
@@ -89,30 +90,46 @@ class ViewerRig:
     retargeter: Retargeter
     info: dict
     scale: float
+    body: Mannequin
     warnings: tuple[str, ...] = ()
 
     @property
     def joints(self) -> int:
         return self.file.rig.skeleton.num_joints
 
-    def play(self, poses: list[CharacterPose], mm: list[bool]) -> list[CharacterPose]:
+    def play(self, poses: list[CharacterPose], mm: list[bool], cache: dict | None = None) -> list[CharacterPose]:
         """``poses`` with those of the motion-matching characters (``mm[i]``) on the rig:
         one retargeting call and one forward kinematics for all of them (the others, clip
-        players, are left as they are)."""
+        players, are left as they are).
+
+        ``cache`` (a dict the caller keeps, one per session): a character whose pose is the
+        very array it was last time (not updated this tick: the session's level of detail
+        updates background characters every few ticks, and a paused session none) keeps its
+        retargeted pose; only the others are retargeted."""
         idx = [i for i, is_mm in enumerate(mm) if is_mm]
         if not idx:
             return poses
-        rot = np.stack([poses[i].rotations for i in idx])
-        pos = np.stack([poses[i].positions for i in idx])
-        yaw = np.fromiter((poses[i].yaw for i in idx), dtype=np.float64, count=len(idx))
-        ground = pos[:, 0]  # the database skeleton's joint 0: the character's root on the ground
-        local, trans = self.retargeter.poses(rot, pos, floor=ground[:, 1], centres=ground, root_positions=ground,
-                                             root_rotations=quat.from_angle_y(yaw))
-        wp, wr = forward_kinematics(self.retargeter.target.skeleton.parents, local, trans)
+        old = cache if cache is not None else {}
+        todo = [i for i in idx if (c := old.get(poses[i].id)) is None or c[0] is not poses[i].positions]
+        fresh = {}
+        if todo:
+            rot = np.stack([poses[i].rotations for i in todo])
+            pos = np.stack([poses[i].positions for i in todo])
+            yaw = np.fromiter((poses[i].yaw for i in todo), dtype=np.float64, count=len(todo))
+            ground = pos[:, 0]  # the database skeleton's joint 0: the character's root on the ground
+            local, trans = self.retargeter.poses(rot, pos, floor=ground[:, 1], centres=ground, root_positions=ground,
+                                                 root_rotations=quat.from_angle_y(yaw))
+            wp, wr = forward_kinematics(self.retargeter.target.skeleton.parents, local, trans)
+            fresh = {poses[i].id: (poses[i].positions, wp[k], wr[k]) for k, i in enumerate(todo)}
         out = list(poses)
-        for k, i in enumerate(idx):
+        kept = {}
+        for i in idx:
             p = poses[i]
-            out[i] = CharacterPose(p.id, wp[k], wr[k], p.yaw, self.scale, p.mode, p.flags, p.contacts)
+            entry = kept[p.id] = fresh.get(p.id) or old[p.id]
+            out[i] = CharacterPose(p.id, entry[1], entry[2], p.yaw, self.scale, p.mode, p.flags, p.contacts)
+        if cache is not None:
+            cache.clear()
+            cache.update(kept)
         return out
 
 
@@ -174,7 +191,8 @@ class RigLoader:
         # a few poses now: the compiled retargeting is ready before a session's tick needs it
         sample = database_sample(self.db, 4)
         retargeter.poses(sample.world_rotations, sample.world_positions)
-        return ViewerRig(name or rig.path.name, rig, retargeter, info, pose_scale(max(extent, height) * 1.3), said)
+        return ViewerRig(name or rig.path.name, rig, retargeter, info, pose_scale(max(extent, height) * 1.3), body,
+                         said)
 
     def load(self, path: str | Path, **read) -> ViewerRig:
         """The :class:`ViewerRig` of a rig file (``read``: :func:`read_rig`'s options)."""

@@ -5,7 +5,8 @@ a file of its own: it reads and writes the session's own state.
 With a rig in use (:mod:`motionmatch.viewer.rig`), every motion-matching character of the
 session is drawn on it: the pose frames carry the rig's joints (:meth:`RigMessages._rig_poses`,
 one retargeting call per tick for all of them), the characters name the rig's skeleton
-(its own entry in ``skeletons``, with its body), and exports are written on it. The rig comes
+(its own entry in ``skeletons``, with its body), and exports are written on it
+(:meth:`RigMessages._rig_export`). The rig comes
 from ``motionmatch viewer --rig RIG`` (every session starts with it) or from the page
 (``POST /api/rig/{session}``, :mod:`motionmatch.viewer.server`; the session applies it on its
 own thread, ``_rig_loaded``); ``rig_clear`` goes back to the database's skeleton and its
@@ -29,12 +30,14 @@ class RigMessages:
     rig: ViewerRig | None = None
     #: the skeleton id (in ``skeletons``) of the rig in use
     rig_skeleton: int | None = None
+    #: the characters' last poses on the rig (:meth:`~motionmatch.viewer.rig.ViewerRig.play`)
+    rig_cache: dict | None = None
 
     def _rig_poses(self, poses: list[CharacterPose]) -> list[CharacterPose]:
         """The tick's poses (in ``self.chars`` order), the motion-matching characters' on the rig in use."""
         if self.rig is None:
             return poses
-        return self.rig.play(poses, [isinstance(ch, MMCharacter) for ch in self.chars.values()])
+        return self.rig.play(poses, [isinstance(ch, MMCharacter) for ch in self.chars.values()], self.rig_cache)
 
     def character_skeleton(self) -> int:
         """The skeleton id a motion-matching character is drawn with now."""
@@ -46,7 +49,7 @@ class RigMessages:
         the other skeleton's joints)."""
         if self.rig_skeleton is not None:
             self.skeletons.pop(self.rig_skeleton, None)
-        self.rig, self.rig_skeleton = rig, None
+        self.rig, self.rig_skeleton, self.rig_cache = rig, None, {}
         if rig is not None:
             self.rig_skeleton = self._next_skeleton
             self._next_skeleton += 1
@@ -70,6 +73,17 @@ class RigMessages:
             out.update(name=self.rig.name, joints=self.rig.joints, skinned=self.rig.file.skinned,
                        skeleton=self.rig_skeleton, warnings=list(self.rig.warnings))
         return out
+
+    def _rig_export(self, make):
+        """``(make, mannequin)`` of an export on the rig in use: ``make()``'s recorded motion
+        retargeted onto it (on the export's worker; with foot IK, as a take is) and the body
+        the page draws for it."""
+        rig, source = self.rig, self.viewer.rigs.source
+
+        def on_rig():
+            return rig.file.retarget(make(), source=source)
+
+        return on_rig, lambda skeleton: rig.body
 
     def _on_rig_clear(self, m):
         self.use_rig(None)
