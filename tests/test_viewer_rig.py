@@ -46,9 +46,11 @@ def server(tmp_path_factory):
         static = ensure_bundle(log=lambda m: None)
     except BundleError:  # the protocol tests run without the page; the page test skips
         static = None
-    db = small_database(tmp_path_factory.mktemp("db"))
+    folder = tmp_path_factory.mktemp("db")
+    db = small_database(folder)
     srv = start_server(db, {}, static_dir=static)
     srv.static = static
+    srv.db_path = folder / "viewer-test-db.npz"
     yield srv
     srv.stop()
 
@@ -267,3 +269,22 @@ def test_a_character_not_updated_keeps_its_pose_on_the_rig(server, rig_glb):
         assert len(first[0].positions) == rig.joints == 31
     finally:
         s.close()
+
+
+def test_viewer_rig_on_the_command_line_is_checked_before_serving(server, rig_glb, tmp_path, capsys):
+    """``motionmatch viewer --rig``: a rig that cannot be used (two roots), or given with
+    ``--body``, is one line and the viewer does not start."""
+    from motionmatch.cli.main import main
+
+    doc = pygltflib.GLTF2().load_binary(str(rig_glb))
+    doc.nodes.append(pygltflib.Node(name="prop_root", translation=[0.5, 0.0, 0.0]))
+    doc.scenes[0].nodes.append(len(doc.nodes) - 1)
+    doc.skins[0].joints = [*doc.skins[0].joints, len(doc.nodes) - 1]
+    two = tmp_path / "two_roots.glb"
+    doc.save_binary(str(two))
+    assert server.db_path.is_file()
+    assert main(["viewer", "--db", str(server.db_path), "--rig", str(two), "-q"]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].startswith("motionmatch viewer: ") and "two_roots.glb" in err[-1] and "2 roots" in err[-1], err
+    assert main(["viewer", "--db", str(server.db_path), "--rig", str(rig_glb), "--body", str(rig_glb)]) == 2
+    assert "give one" in capsys.readouterr().err
