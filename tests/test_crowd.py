@@ -103,6 +103,24 @@ def _crowd_world(dbm, batched: bool):
     return world
 
 
+def test_a_world_run_records_what_each_agent_shows(small_env_db):
+    """The one recorder (``World.record``, a few array copies a step) keeps each agent's
+    root, frame, pose, searches and last desired trajectory as the agent shows them."""
+    world = _crowd_world(small_env_db, batched=True)
+    world.record_poses = True
+    rec = world.run(40)
+    assert rec.frames.shape == (len(world.agents), 40) and rec.rotations.shape[:2] == (len(world.agents), 40)
+    for i, a in enumerate(world.agents):
+        c = a.ctrl
+        np.testing.assert_array_equal(rec.root_positions[i, -1], c.root_pos)
+        assert rec.root_yaws[i, -1] == c.root_yaw and rec.frames[i, -1] == c.frame
+        assert rec.searched[i, -1] == a.searched
+        np.testing.assert_array_equal(rec.rotations[i, -1], a.result.rotations.astype(np.float32))
+        if c.last_desired is not None:
+            np.testing.assert_array_equal(rec.desired[i, -1], c.last_desired.positions.astype(np.float32))
+    assert rec.searched.any(axis=1).all()  # every agent searched at least once in 40 frames
+
+
 def test_the_world_poses_of_a_step_are_each_agents_forward_kinematics(small_env_db):
     """``Agent.world_pose`` (what the viewer draws) is the forward kinematics of the agent's
     own result, for every agent, from one call over the step's rows."""

@@ -248,6 +248,12 @@ def test_box_batch_seeds_give_the_single_seeded_answers(ref, nq):
         assert (ref.valid & mask)[bi[r]].all()
     with pytest.raises(SearchError, match="init_indices"):
         ref.box.nearest_batch(q, init_indices=seeds[:-1])
+    bad = q.astype(np.float32)  # (a float32 batch is checked by the kernel, then named here)
+    bad[nq // 2, 3] = np.nan
+    with pytest.raises(SearchError, match=f"row {nq // 2} contains NaN"):
+        ref.box.nearest_batch(bad, k=3, init_indices=seeds)
+    with pytest.raises(SearchError, match="weights"):
+        ref.box.nearest_batch(q, k=3, weights=-w, init_indices=seeds)
 
 
 # ---------------------------------------------------------------- per-query weights

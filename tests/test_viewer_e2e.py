@@ -805,6 +805,37 @@ def test_the_forest_is_drawn_where_the_model_puts_the_ground(page):
     shot(page, "terrain_forest")
 
 
+def test_in_the_forest_the_characters_feet_stay_on_the_drawn_surface(page):
+    """The forest played in the page: its characters walk on the hills; every foot the
+    page draws is on the drawn surface (read back from the page's scene), planted feet
+    within a few centimetres of it, none more than 3 cm below it (issue 31)."""
+    import numpy as np
+
+    _pick_forest(page)
+    page.click("#scenario-play")
+    page.wait_for_function("() => !window.__mm.state.paused", timeout=5000)
+    page.uncheck("input[type=checkbox] >> nth=0")  # stop following: the walkers on the western hills
+    page.evaluate("() => { const v = window.__mm.view; v.follow = false; v.controls.target.set(-11, 0.5, -13); "
+                  "v.camera.position.set(-4.5, 2.6, -8.5); v.controls.update(); }")
+    above, planted = [], []
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < 6.0:
+        feet = page.evaluate("""() => window.__mm.state.frame.characters.flatMap(c => {
+            const sk = window.__mm.state.skeletons[0]; return sk.feet.map((j, k) => {
+              const p = c.positions; const x = p[3 * j], y = p[3 * j + 1], z = p[3 * j + 2];
+              return [y - window.__mm.terrainHeight(x, z), (c.contacts >> k) & 1, window.__mm.terrainHeight(x, z)]; }); })""")
+        for h, c, g in feet:
+            above.append((h, g))
+            if c:
+                planted.append(h)
+        time.sleep(0.2)
+    shot(page, "terrain_forest_walking")
+    above = np.array(above)
+    assert len(planted) > 20 and above[:, 1].max() > 0.1  # planted feet seen, up on the hills
+    assert above[:, 0].min() > -0.03, above[:, 0].min()  # no foot in the ground
+    assert np.percentile(planted, 95) < 0.08, np.percentile(planted, 95)  # the toe joint a few cm above it
+
+
 def test_a_terrain_file_replaces_the_ground_and_flat_brings_the_floor_back(page, tmp_path):
     """A terrain file the user loads replaces the ground; a bad one is refused in one line
     and changes nothing; "Flat ground" brings the floor back."""

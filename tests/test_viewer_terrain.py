@@ -140,18 +140,21 @@ def test_a_session_keeps_the_pages_terrain_on_its_world(viewer):
     s.step()  # steps on as before
 
 
-def test_loading_the_forest_sends_its_ground_and_says_it_is_not_walked_on_yet(viewer):
+def test_loading_the_forest_sends_its_ground_and_its_characters_walk_on_it(viewer):
     s, out = _session(viewer)
     s.handle({"type": "scenario_load", "file": "repo:forest.json", "seq": 1})
     r = _reply(out, 1)
     assert r["type"] == "ack" and r["agents"] == 10 and r["obstacles"] == 63, r
-    assert any("terrain (height_field) is drawn" in n for n in r["notes"])
+    assert not any("terrain" in n for n in r["notes"])
     sent = [m for m in out if isinstance(m, dict) and m.get("type") == "terrain"][-1]["terrain"]
     assert (sent["rows"], sent["cols"]) == (105, 97) and sent["cell"] == [0.5, 0.5]
     assert max(sent["heights"]) == pytest.approx(2.0) and math.isclose(sent["origin"][0], -20.0)
     assert isinstance(s.world.scene.terrain, HeightField)
     for _ in range(30):
         s.step(1 / 60)
+    roots = np.array([a.result.translations[0] for a in s.world.agents])  # (joint 0: the root, world)
+    ground = s.world.scene.terrain.heights(roots[:, [0, 2]])
+    assert np.abs(roots[:, 1] - ground).max() < 0.15 and ground.max() > 0.05  # on the hills, not at y = 0
 
 
 def test_a_scenario_with_a_mesh_terrain_sends_its_triangles(viewer, tmp_path):

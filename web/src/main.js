@@ -258,8 +258,8 @@ function renderTerrainNote() {
   const [lo, hi] = t && t.kind === 'height_field' ? span(t.heights) : [0, 0];
   terrainNote.textContent = !t ? 'Ground: flat (y = 0).'
     : t.kind === 'height_field' ? `Ground: height field, ${t.rows} x ${t.cols} heights every ${t.cell[0].toFixed(2)} m, `
-      + `${lo.toFixed(2)} to ${hi.toFixed(2)} m. The characters do not walk on it yet.`
-      : `Ground: mesh of ${t.triangles.length / 3} triangles. The characters do not walk on it yet.`;
+      + `${lo.toFixed(2)} to ${hi.toFixed(2)} m; the characters walk on it.`
+      : `Ground: mesh of ${t.triangles.length / 3} triangles; the characters walk on it.`;
 }
 const scenarioSel = h('select', { id: 'scenario-select' }, h('option', { value: '' }, '(scenario files)'));
 const scenarioNote = h('div', { class: 'note', id: 'scenario-note' });

@@ -1,4 +1,4 @@
-// The 3D view: a lit ground with soft shadows and a grid, characters as skinned bodies
+// The 3D view: a sky, a lit ground with soft shadows and a grid every metre, characters as skinned bodies
 // (body.js; one colour per character) or, as a debug toggle, stick figures of capsules
 // (instanced cylinders and spheres), foot contacts, paths coloured by speed, obstacles,
 // debug trajectories, a camera that follows the selected character and orbits with the mouse.
@@ -53,6 +53,40 @@ function makeGrid(size, step, color) {
   const grid = new THREE.LineSegments(geo, new THREE.LineBasicMaterial({ color }));
   grid.userData.step = step;
   return grid;
+}
+
+/** The sky and the ground's colours: a zenith blue that pales to a hazy horizon, which the
+ *  fog fades the far ground into; a light sage ground (a field seen from afar) with darker
+ *  lines every metre and every 10 m. */
+const SKY = { zenith: new THREE.Color(0x5f8fc9), horizon: new THREE.Color(0xd3dde6) };
+const GROUND = { plane: 0x9ba391, line1: 0x8c9482, line10: 0x737b69, bounce: 0x8a8676 };
+/** Metres: where the fog starts and where the ground has faded into the horizon. */
+const FOG = [18, 110];
+
+/**
+ * A sky dome around the camera: the upper half of a sphere of ``radius`` metres and a band
+ * 6 degrees below the horizon (the ground covers the rest), its colours per vertex (no
+ * per-pixel work but the interpolation: software rasterisers draw it cheaply), drawn first,
+ * behind everything (no depth, no fog).
+ */
+function makeSky(radius) {
+  const below = Math.PI / 30;
+  const geo = new THREE.SphereGeometry(radius, 24, 12, 0, 2 * Math.PI, 0, Math.PI / 2 + below);
+  const pos = geo.attributes.position;
+  const col = new Float32Array(pos.count * 3);
+  for (let i = 0; i < pos.count; i++) {
+    const h = pos.getY(i) / radius;
+    tmpCol.copy(SKY.horizon);
+    if (h > 0) tmpCol.lerp(SKY.zenith, Math.pow(h, 0.55));
+    col[3 * i] = tmpCol.r; col[3 * i + 1] = tmpCol.g; col[3 * i + 2] = tmpCol.b;
+  }
+  geo.setAttribute('color', new THREE.BufferAttribute(col, 3));
+  const mat = new THREE.MeshBasicMaterial({ vertexColors: true, side: THREE.BackSide, depthWrite: false,
+    depthTest: false, fog: false });
+  const sky = new THREE.Mesh(geo, mat);
+  sky.renderOrder = -1000;
+  sky.frustumCulled = false;
+  return sky;
 }
 
 /** Metres of flat ground drawn around a height field (the model continues it flat). */
@@ -214,8 +248,11 @@ export class View {
     this.renderer.shadowMap.enabled = true;
     this.renderer.shadowMap.type = THREE.PCFShadowMap;
     this.scene = new THREE.Scene();
-    this.scene.background = new THREE.Color(0x1d2127);
-    this.scene.fog = new THREE.Fog(0x1d2127, 25, 70);
+    // a sky dome (it follows the camera) over a ground that fades into its horizon
+    this.scene.background = SKY.horizon.clone();
+    this.scene.fog = new THREE.Fog(SKY.horizon.getHex(), FOG[0], FOG[1]);
+    this.sky = makeSky(400);
+    this.scene.add(this.sky);
     this.camera = new THREE.PerspectiveCamera(50, 1, 0.05, 500);
     this.camera.position.set(0, 4.6, -7.2);
     this.controls = new OrbitControls(this.camera, canvas);
@@ -229,7 +266,7 @@ export class View {
     /** What ``drawCheaper`` gave up so far (null: full quality). */
     this.quality = null;
 
-    this.scene.add(new THREE.HemisphereLight(0xdfe8ff, 0x4a4038, 1.5));
+    this.scene.add(new THREE.HemisphereLight(0xdfe8ff, GROUND.bounce, 1.5));
     // the sun casts the characters' shadows on the ground; its shadow box follows the camera target
     const sun = new THREE.DirectionalLight(0xfff4e6, 2.0);
     this.sunOffset = new THREE.Vector3(5, 12, 4);
@@ -246,24 +283,24 @@ export class View {
     this.scene.add(sun, sun.target);
     this.sun = sun;
 
-    // The ground: a flat plane is evenly lit by these lights, so it is drawn in its lit colour
-    // (what a Lambert ground of 0x3c434c shows), and the shadows fall on a shadow-receiving
-    // layer over the square the sun's shadow map covers, around the camera target: the
-    // per-pixel light and shadow work only where a shadow can be.
-    const ground = new THREE.Mesh(new THREE.PlaneGeometry(400, 400), new THREE.MeshBasicMaterial({ color: 0x393f49 }));
+    // The ground: a flat plane is evenly lit by these lights, so it is drawn in its lit colour,
+    // and the shadows fall on a shadow-receiving layer over the square the sun's shadow map
+    // covers, around the camera target: the per-pixel light and shadow work only where a
+    // shadow can be.
+    const ground = new THREE.Mesh(new THREE.PlaneGeometry(600, 600), new THREE.MeshBasicMaterial({ color: GROUND.plane }));
     ground.rotation.x = -Math.PI / 2;
     ground.position.y = -0.002;
     this.scene.add(ground);
     this.shadowLayer = new THREE.Mesh(new THREE.PlaneGeometry(2 * reach, 2 * reach).rotateX(-Math.PI / 2),
-      new THREE.ShadowMaterial({ color: 0x0b0d12, opacity: 0.55, depthWrite: false }));
+      new THREE.ShadowMaterial({ color: 0x1b2418, opacity: 0.42, depthWrite: false }));
     this.shadowLayer.position.y = -0.001;
     this.shadowLayer.receiveShadow = true;
     this.scene.add(this.shadowLayer);
     this.ground = ground;
     // Grids of short segments (software rasterisers drop very long lines), re-centred on the
     // camera target so they look endless.
-    this.grid1 = makeGrid(80, 1, 0x3b424c);
-    this.grid10 = makeGrid(160, 10, 0x5a6470);
+    this.grid1 = makeGrid(36, 1, GROUND.line1); // metre lines near the camera target only: far off they alias into noise
+    this.grid10 = makeGrid(100, 10, GROUND.line10);
     this.grid10.position.y = 0.001;
     this.scene.add(this.grid1, this.grid10);
     const axes = new THREE.AxesHelper(0.6);
@@ -315,7 +352,8 @@ export class View {
 
   /**
    * Draw cheaper when frames come too slowly (a software rasteriser, a weak GPU): the first
-   * step turns the sun's shadows off (half the cost on SwiftShader), each next one lowers
+   * step turns the sun's shadows off (half the cost on SwiftShader) and the sky dome (a tenth
+   * where it fills half the view: the background is its horizon's colour), each next one lowers
    * the drawing resolution (down to half the canvas's pixels per side, scaled up to fill
    * it). Returns what changed (a few words for the page's stats line), or null at the floor.
    */
@@ -324,14 +362,15 @@ export class View {
       this.renderer.shadowMap.enabled = false;
       this.sun.castShadow = false;
       this.shadowLayer.visible = false;
-      this.quality = 'no shadows';
+      this.sky.visible = false; // the horizon's colour instead (the sky fills up to half the view)
+      this.quality = 'no shadows, flat sky';
       return this.quality;
     }
     const ratio = this.renderer.getPixelRatio();
     if (ratio <= 0.5 + 1e-6) return null;
     this.renderer.setPixelRatio(Math.max(0.5, Math.round((ratio - 0.25) * 100) / 100));
     this.resize();
-    this.quality = `no shadows, ${Math.round(this.renderer.getPixelRatio() * 100)}% resolution`;
+    this.quality = `no shadows, flat sky, ${Math.round(this.renderer.getPixelRatio() * 100)}% resolution`;
     return this.quality;
   }
 
@@ -512,7 +551,9 @@ export class View {
           this.joints.push(tmpM, tmpC);
         }
         if (contact) {
-          tmpA.y = 0.006;
+          // on a terrain the planted toe is on the surface (the runtime's ground stage): the
+          // ring just under it; on the floor, on the floor
+          tmpA.y = this.terrain ? P[3 * j + 1] - 0.025 : 0.006;
           const rr = Math.max(r * 4, 0.06);
           tmpS.set(rr, 1, rr);
           tmpM.compose(tmpA, tmpQ, tmpS);
@@ -529,8 +570,9 @@ export class View {
     this.selRing.visible = !!s;
     this.heading.visible = !!s;
     if (s) {
-      this.selRing.position.set(s.root[0], 0.004, s.root[2]);
-      this.heading.position.set(s.root[0], 0.02, s.root[2]);
+      const y0 = this.terrain ? s.root[1] : 0;  // (on a terrain the root follows the ground)
+      this.selRing.position.set(s.root[0], y0 + 0.004, s.root[2]);
+      this.heading.position.set(s.root[0], y0 + 0.02, s.root[2]);
       this.heading.setDirection(tmpD.set(Math.sin(s.yaw), 0, Math.cos(s.yaw)));
     }
   }
@@ -788,6 +830,7 @@ export class View {
       g.position.x = Math.round(this.controls.target.x / st) * st;
       g.position.z = Math.round(this.controls.target.z / st) * st;
     }
+    this.sky.position.copy(this.camera.position);
     this.sun.target.position.copy(this.controls.target).setY(0);
     this.sun.position.copy(this.sun.target.position).add(this.sunOffset);
     this.shadowLayer.position.set(this.sun.target.position.x, -0.001, this.sun.target.position.z);

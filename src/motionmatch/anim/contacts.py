@@ -81,7 +81,7 @@ def foot_contacts(
     height_threshold: float = 0.06,
     velocity_threshold: float = 0.5,
     filter_s: float = 0.05,
-    ground_height: float | None = None,
+    ground_height: float | np.ndarray | None = None,
 ) -> FootContacts:
     """Label foot contacts by height and speed thresholds, median filtered.
 
@@ -95,7 +95,8 @@ def foot_contacts(
     Args:
         motion: the clip.
         feet: joint names or indices (default: :func:`find_feet`).
-        ground_height: the floor's height (m); default 0.
+        ground_height: the floor's height (m); default 0. Or ``[F, K]``: the ground's
+            height under each foot in each frame (a terrain).
     """
     skel = motion.skeleton
     idx = find_feet(skel) if feet is None else skel.indices(feet)

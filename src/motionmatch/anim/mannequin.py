@@ -40,6 +40,7 @@ Everything is vectorized numpy; the result is cached per skeleton and bind pose.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -48,10 +49,11 @@ import numpy as np
 from numpy.typing import NDArray
 
 from motionmatch.anim import kinematics, quat
-from motionmatch.anim.body_parts import head_and_hands
-from motionmatch.anim.humanoid import carrier_joints, helper_joints
+from motionmatch.anim.body_parts import HumanoidShape, humanoid_shape, stands
+from motionmatch.anim.humanoid import HumanoidError, carrier_joints, find_humanoid, helper_joints
 from motionmatch.anim.motion import Motion
 from motionmatch.anim.skeleton import Skeleton
+from motionmatch.anim.standing import standing_pose
 
 __all__ = ["Mannequin", "bind_pose", "body_joints", "bone_distances", "mannequin", "mannequin_for", "sliding_joints"]
 
@@ -282,14 +284,30 @@ def _vertex_normals(v: np.ndarray, tri: np.ndarray) -> np.ndarray:
 
 
 # ------------------------------------------------------------------------- the body
+def _humanoid_radii(skeleton: Skeleton, shape: HumanoidShape, owner: np.ndarray, child: np.ndarray,
+                    r0: np.ndarray, r1: np.ndarray) -> tuple[np.ndarray, np.ndarray, NDArray[np.bool_]]:
+    """The bones' radii with a humanoid's proportions (the bones between roles as
+    ``shape.bone_radii`` says) and which bones stay: not those of a joint ``shape`` draws
+    whole (``shape.replaced``: the head, the toes) or of any joint below one."""
+    r0, r1 = r0.copy(), r1.copy()
+    for i, (o, c) in enumerate(zip(owner.tolist(), child.tolist())):
+        if (o, c) in shape.bone_radii:
+            r0[i], r1[i] = shape.bone_radii[(o, c)]
+    keep = np.array([not any(skeleton.descends_from(o, j) for j in shape.replaced) for o in owner.tolist()],
+                    dtype=bool)
+    return r0, r1, keep
+
+
 def _build(skeleton: Skeleton, local_rot: np.ndarray, local_trans: np.ndarray, sliding: NDArray[np.bool_]) -> Mannequin:
     wp, wr = kinematics.forward_kinematics(skeleton.parents, local_rot[None], local_trans[None])
     wp, wr = wp[0], wr[0]
     owner, a, b, r0, r1, _, child = _bones(skeleton, wp, wr)
-    h_owner, h_a, h_b, h_r0, h_r1 = head_and_hands(skeleton, wp)  # a humanoid's head and mittens
-    if len(h_owner):
-        owner, a, b = np.r_[owner, h_owner], np.concatenate([a, h_a]), np.concatenate([b, h_b])
-        r0, r1, child = np.r_[r0, h_r0], np.r_[r1, h_r1], np.r_[child, np.full(len(h_owner), -1)]
+    shape = humanoid_shape(skeleton, wp)  # a humanoid's proportions, head, mittens and feet
+    if shape is not None:
+        r0, r1, keep = _humanoid_radii(skeleton, shape, owner, child, r0, r1)
+        owner, a, b, r0, r1, child = owner[keep], a[keep], b[keep], r0[keep], r1[keep], child[keep]
+        owner, a, b = np.r_[owner, shape.owner], np.concatenate([a, shape.a]), np.concatenate([b, shape.b])
+        r0, r1, child = np.r_[r0, shape.r0], np.r_[r1, shape.r1], np.r_[child, shape.child]
     pts = np.concatenate([a, b])
     size = float(np.max(pts.max(0) - pts.min(0)))
     size = max(size, float(np.max(np.maximum(r0, r1))) * 2, 1e-6)
@@ -465,8 +483,14 @@ def bind_pose(motion: Motion) -> tuple[NDArray[np.float64], NDArray[np.float64]]
     (the mean cosine between the bones into and out of each joint with one child). Bones
     count as different limbs when their joints are three or more bones apart. The rest pose
     wins ties. A rest pose that folds the skeleton onto a line (LAFAN1's bones all point
-    along +X) fuses legs with the spine and loses to a frame of the motion. The root is
-    moved over the origin (its height kept).
+    along +X) fuses legs with the spine and loses to a frame of the motion. Where none of
+    them keeps a humanoid's limbs apart (a tired walk's arms hang against a person's hips),
+    and the motion stands, its A pose made from the skeleton
+    (:func:`~motionmatch.anim.standing.standing_pose`: the arms 45 degrees out from the body)
+    is taken if it fuses fewer (a frame of the motion is nearer the poses it is skinned in:
+    skinning from the A pose to arms hanging tears the shoulders more). A humanoid's frames that do not stand (a crawl) are never
+    taken (its head, torso and feet are built only in a standing pose). The root is moved
+    over the origin (its height kept).
     """
     skel = motion.skeleton
     J = skel.num_joints
@@ -474,12 +498,30 @@ def bind_pose(motion: Motion) -> tuple[NDArray[np.float64], NDArray[np.float64]]
     frames = np.unique(np.linspace(0, motion.num_frames - 1, min(BIND_CANDIDATES, motion.num_frames)).astype(int))
     rots = np.concatenate([rest_rot, motion.rotations[frames]])
     trans = np.concatenate([skel.offsets[None], motion.translations[frames]])
+    n_own = len(rots)  # the rest pose and the frames; then perhaps the A pose
+    standing = np.ones(n_own, dtype=bool)
+    try:  # a humanoid standing in an A pose, with the motion's bone lengths
+        roles = find_humanoid(skel)
+        own_pos = kinematics.forward_kinematics(skel.parents, rots, trans)[0]
+        standing = np.array([stands(p, roles) for p in own_pos])
+        if standing[1:].any():  # not an animal rigged with humanoid names
+            stand_rot, stand_tr = standing_pose(skel, motion.translations[0])
+            rots = np.concatenate([rots, stand_rot[None]])
+            trans = np.concatenate([trans, stand_tr[None]])
+        else:
+            standing[:] = True
+    except HumanoidError:
+        pass
     pos, wrot = kinematics.forward_kinematics(skel.parents, rots, trans)
     fused = _fused_bone_pairs(skel, pos, wrot)
+    # a humanoid's body (head, torso, feet) is built in a pose that stands: a crawl's frame never
+    fused[:n_own][~standing] = np.iinfo(np.int64).max
     straight = _straightness(skel, pos)
-    best_fused = fused.min()
-    candidates = np.flatnonzero(fused == best_fused)
+    best_fused = fused[:n_own].min()
+    candidates = np.flatnonzero(fused[:n_own] == best_fused)
     best = 0 if candidates[0] == 0 else int(candidates[np.argmax(straight[candidates])])
+    if len(rots) > n_own and fused[n_own] < best_fused:  # the A pose only where it fuses fewer limbs
+        best = n_own
     rot, tr = rots[best].copy(), trans[best].copy()
     tr[0, [0, 2]] = 0.0
     return rot, tr
@@ -498,8 +540,13 @@ def sliding_joints(motion: Motion) -> tuple[int, ...]:
 def _fused_bone_pairs(skel: Skeleton, positions: np.ndarray, rotations: np.ndarray) -> NDArray[np.int64]:
     """Per pose ``(P, J, 3)``, ``(P, J, 4)``: how many pairs of bones of different limbs
     (owner joints three or more bones apart) touch: ``(P,)``."""
-    owner, a, b, r0, r1, _, _ = _bones(skel, positions[0], rotations[0])
+    owner, a, b, r0, r1, _, child = _bones(skel, positions[0], rotations[0])
     size = float(np.max(np.ptp(np.concatenate([a, b]), axis=0)))
+    keep = np.ones(len(owner), dtype=bool)
+    shape = next((sh for sh in map(lambda p: humanoid_shape(skel, p), positions) if sh is not None), None)
+    if shape is not None:  # a humanoid's limbs and torso are as thick as a person's
+        girth = dataclasses.replace(shape, bone_radii=shape.bone_girth)
+        r0, r1, keep = _humanoid_radii(skel, girth, owner, child, r0, r1)
     # the same segments in every pose (in _bones' order): to a child joint, an end site, or a ball
     body = body_joints(skel)
     helper = helper_joints(skel)
@@ -512,19 +559,19 @@ def _fused_bone_pairs(skel: Skeleton, positions: np.ndarray, rotations: np.ndarr
     start_pts = positions[:, owner]
     pts = start_pts[:, :, None] + t[None, None, :, None] * (end_pts - start_pts)[:, :, None]  # (P, B, 5, 3)
     rad = r0[:, None] + t[None, :] * (r1 - r0)[:, None]  # (B, 5)
+    pts, rad, owner = pts[:, keep], rad[keep], owner[keep]
     hops = _tree_distance(skel.parents)[np.ix_(owner, owner)]
     apart = np.triu(hops >= 3, 1)
     margin = FUSE_MARGIN_CELLS * max(size, 1e-6) / GRID_CELLS
     P, B = pts.shape[:2]
     reach = (rad[:, :, None, None] + rad[None, None, :, :] + margin).reshape(B * 5, B * 5)
-    count = np.zeros(P, dtype=np.int64)
+    touching = np.zeros((P, B, B), dtype=bool)
     for k in range(P):  # one pose at a time: (5B)^2 distances
         flat = pts[k].reshape(B * 5, 3)
         sq = np.einsum("ij,ij->i", flat, flat)
         d2 = sq[:, None] + sq[None, :] - 2.0 * flat @ flat.T
-        touching = (d2 < reach * reach).reshape(B, 5, B, 5).any(axis=(1, 3))
-        count[k] = int((touching & apart).sum())
-    return count
+        touching[k] = (d2 < reach * reach).reshape(B, 5, B, 5).any(axis=(1, 3)) & apart
+    return touching.sum(axis=(1, 2)).astype(np.int64)
 
 
 def _straightness(skel: Skeleton, pos: np.ndarray) -> NDArray[np.float64]:

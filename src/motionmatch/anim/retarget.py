@@ -36,6 +36,7 @@ import numba
 import numpy as np
 
 from motionmatch.anim import quat
+from motionmatch.anim._quat_kernels import qmul
 from motionmatch.anim.contacts import foot_contacts
 from motionmatch.anim.grounding import floor_height
 from motionmatch.anim.humanoid import HumanoidRoles, carrier_joints, find_humanoid
@@ -76,16 +77,6 @@ class RetargetSettings:
 
 
 @numba.njit(cache=True, nogil=True)
-def _qmul(a, b, out):  # pragma: no cover - compiled
-    aw, ax, ay, az = a[0], a[1], a[2], a[3]
-    bw, bx, by, bz = b[0], b[1], b[2], b[3]
-    out[0] = aw * bw - ax * bx - ay * by - az * bz
-    out[1] = aw * bx + ax * bw + ay * bz - az * by
-    out[2] = aw * by - ax * bz + ay * bw + az * bx
-    out[3] = aw * bz + ax * by - ay * bx + az * bw
-
-
-@numba.njit(cache=True, nogil=True)
 def _pose_kernel(qs, ps, source, offset, has_dir, local_bone, start, start_w, end, end_w, row_of, parents, rest,
                  local):  # pragma: no cover
     """Local rotations ``local [F, J, 4]`` of the target: a matched joint's world rotation is
@@ -102,12 +93,12 @@ def _pose_kernel(qs, ps, source, offset, has_dir, local_bone, start, start_w, en
             r = row_of[j]
             p = parents[j]
             if r < 0 and p >= 0:  # unmatched: its rest local rotation (its world one for its children)
-                _qmul(world[p], rest[j], world[j])
+                qmul(world[p], rest[j], world[j])
                 for k in range(4):
                     local[f, j, k] = rest[j, k]
                 continue
             if r >= 0:
-                _qmul(qs[f, source[r]], offset[r], q)
+                qmul(qs[f, source[r]], offset[r], q)
                 if has_dir[r]:
                     v = local_bone[r]  # the bone now: q * v * q^-1
                     tx = 2.0 * (q[2] * v[2] - q[3] * v[1])
@@ -136,7 +127,7 @@ def _pose_kernel(qs, ps, source, offset, has_dir, local_bone, start, start_w, en
                         n = np.sqrt(turn[0] ** 2 + turn[1] ** 2 + turn[2] ** 2 + turn[3] ** 2)
                         for k in range(4):
                             turn[k] /= n
-                        _qmul(turn, q, world[j])
+                        qmul(turn, q, world[j])
                     else:
                         world[j] = q
                 else:
@@ -147,7 +138,7 @@ def _pose_kernel(qs, ps, source, offset, has_dir, local_bone, start, start_w, en
                 local[f, j] = world[j]
             else:
                 q[0], q[1], q[2], q[3] = world[p, 0], -world[p, 1], -world[p, 2], -world[p, 3]
-                _qmul(q, world[j], local[f, j])
+                qmul(q, world[j], local[f, j])
             n = np.sqrt(local[f, j, 0] ** 2 + local[f, j, 1] ** 2 + local[f, j, 2] ** 2 + local[f, j, 3] ** 2)
             for k in range(4):
                 local[f, j, k] /= n

@@ -288,9 +288,3 @@ def preview_file(path: str | Path | None) -> Path | None:
     return p
 
 
-def terrain_note(scenario, scene: str) -> None:
-    """Say on stderr that a scene's terrain is drawn and exported but not walked on yet
-    (the characters' motion keeps to y = 0 until the runtime uses the ground)."""
-    if scenario.terrain is not None and not scenario.terrain.is_flat:
-        print(f"note: {scene}: its terrain ({scenario.terrain.kind}) goes into .glb and USD outputs, but the "
-              "characters do not walk on it yet: their feet stay at y = 0 (issue 31)", file=sys.stderr)

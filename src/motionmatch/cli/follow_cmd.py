@@ -147,7 +147,6 @@ def cmd_follow(args: argparse.Namespace) -> int:
         from motionmatch.environment import load_scenario
 
         sc = load_scenario(args.scene, agents_required=False)
-        arg.terrain_note(sc, args.scene)
         scene = sc.scene()
     common = dict(alpha=args.alpha, beta=args.beta, v_max=args.v_max, turn_accel=args.turn_accel,
                   brake_accel=args.brake_accel, facing=args.facing,
@@ -183,7 +182,7 @@ def cmd_follow(args: argparse.Namespace) -> int:
 
     # every character in one world (independent of each other), among the scene's obstacles
     avoid = scene is not None and not args.no_avoid and len(scene) > 0
-    world = World(db, scene if avoid else None, matcher=matcher, environment=avoid, agents_as_obstacles=False,
+    world = World(db, scene if avoid or (scene is not None and scene.terrain is not None) else None, matcher=matcher, environment=avoid, agents_as_obstacles=False,
                   stagger=False, record_poses=False, fps=args.fps)
     followers = []
     for i, p in enumerate(paths):
@@ -199,7 +198,7 @@ def cmd_follow(args: argparse.Namespace) -> int:
     for name, rec in zip(names, records):
         write_played(name, rec.motion, rig, body=getattr(args, "body", None),
                      terrain=sc.terrain if sc is not None else None)
-        r = follow_report(rec, scene)
+        r = follow_report(rec, scene, db)
         reports.append(r)
         status = "completed" if r["completed"] else "NOT completed"
         print(f"wrote {name}: {rec.motion.num_frames} frames at {args.fps:g} fps; {status}, mean distance "

@@ -60,6 +60,12 @@ def cmd_run(args: argparse.Namespace) -> int:
     arg.preview_file(args.preview)  # its packages too, before the run
     script = load_script(args.input)
     rig = rig_from_args(args)
+    sc = scene = None
+    if args.scene:
+        from motionmatch.environment.scenario import load_scenario
+
+        sc = load_scenario(args.scene, agents_required=False)  # (a bad terrain: one line naming its field)
+        scene = sc.scene()
     db = MotionDatabase.load(args.db)
     if args.weights:
         SearchWeights.parse(args.weights, db.schema).apply(db)
@@ -73,13 +79,17 @@ def cmd_run(args: argparse.Namespace) -> int:
         trajectory_mode=args.trajectory,
     )
     progress = sys.stderr.isatty()
-    rec = run_script(db, script, settings, fps=args.fps, progress=progress, name=out.stem)
-    write_played(out, rec.motion, rig, body=getattr(args, "body", None))
+    rec = run_script(db, script, settings, fps=args.fps, progress=progress, name=out.stem, scene=scene)
+    terrain = None if sc is None else sc.terrain
+    write_played(out, rec.motion, rig, body=getattr(args, "body", None), terrain=terrain,
+                 obstacles=() if sc is None else sc.obstacles)
     print(f"wrote {out}: {rec.motion.num_frames} frames at {args.fps:g} fps" + (f" on {args.rig}" if rig else ""))
     if args.report:
         from motionmatch._files import atomic_write
 
-        report = run_report(rec, db, script)
+        report = run_report(rec, db, script, terrain=terrain)
+        if args.scene:
+            report["scene"] = args.scene
         with atomic_write(args.report, "w") as f:
             json.dump(report, f, indent=2)
         print(f"wrote {args.report}: foot skating {report['foot_skating_mps']:.3f} m/s "
@@ -87,7 +97,9 @@ def cmd_run(args: argparse.Namespace) -> int:
               f"{report['response_time_s'] if report['response_time_s'] is not None else 'n/a'} s, "
               f"{report['update_ms_mean']:.2f} ms per update"
               + (f" (first-run compilation, {report['warm_up']['compile_s']:.1f} s in {report['warm_up']['frames']} "
-                 "updates, left out)" if report["warm_up"]["frames"] else ""))
+                 "updates, left out)" if report["warm_up"]["frames"] else "")
+              + (f"; on the ground: feet at contacts within {_metres(report['foot_ground_error_m'])} (p95), "
+                 f"deepest {_metres(report['foot_penetration_m'])} below it" if terrain is not None else ""))
     if args.preview:
         from motionmatch.io.preview import render_preview
 
@@ -95,6 +107,10 @@ def cmd_run(args: argparse.Namespace) -> int:
                        actual_trajectory=rec.motion.world_positions[:, 0], progress=progress)
         print(f"wrote {args.preview}")
     return 0
+
+
+def _metres(v) -> str:
+    return "n/a" if v is None else f"{v:.3f} m"
 
 
 WEIGHTS_HELP = (
@@ -146,6 +162,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_rig_option(r)
     r.add_argument("--report", metavar="REPORT.json", help="write metrics (foot skating, response time, ...)")
     r.add_argument("--preview", metavar="OUT.mp4|OUT.gif", help="render a stick-figure video with trajectories")
+    r.add_argument("--scene", metavar="SCENE.json",
+                   help="a scenario or follow scene file: the character walks on its \"terrain\" (feet on the "
+                   "surface, slower uphill, a rise over 35 cm a wall) among its obstacles (avoided by the "
+                   "environment-aware search); its agents are not played")
     r.add_argument("--fps", type=arg.fps, default=60.0, help="simulation and output frame rate (default 60)")
     r.add_argument("--search-interval", type=arg.seconds, default=0.1, help="seconds between searches (default 0.1)")
     r.add_argument("--search-method", choices=("box", "brute"), default="box")

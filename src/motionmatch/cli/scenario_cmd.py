@@ -70,7 +70,6 @@ def cmd_scenario(args: argparse.Namespace) -> int:
     arg.output_file(args.report, (".json",), "report")
     arg.preview_file(args.preview)
     sc = load_scenario(args.scene)
-    arg.terrain_note(sc, args.scene)
     if args.duration is not None:
         sc.duration = float(args.duration)
     if getattr(args, "rig", None) and not animation:

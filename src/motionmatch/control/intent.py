@@ -398,6 +398,12 @@ class IntentRows(Sequence):
         ks = np.asarray(ks, dtype=np.int64)
         return IntentRows(self.goals[ks], self.gaits[ks], self.plain[ks], [self._objects[k] for k in ks.tolist()])
 
+    def with_goals(self, goals: np.ndarray, changed: np.ndarray) -> IntentRows:
+        """These intents with ``goals [n, 5]`` instead; ``changed [n]`` (bool): the plain
+        ones whose goal changed, made again from their new columns when read."""
+        objects = [None if c else it for c, it in zip(changed.tolist(), self._objects)]
+        return IntentRows(goals, self.gaits, self.plain, objects)
+
     def __len__(self) -> int:
         return len(self._objects)
 

@@ -280,12 +280,10 @@ def intent_from_stick(
         raise ValueError(f"need finite stick values and 0 <= deadzone < 1, got x={x!r}, y={y!r}, deadzone={deadzone!r}")
     g = gaits or GaitSpeeds()
     acts = frozenset(actions)
-    mag = math.hypot(x, y)
-    if mag <= deadzone:
+    d = stick_direction(x, y, camera_yaw, deadzone)
+    if d is None:
         return Intent.idle(acts)
-    amount = min((mag - deadzone) / (1.0 - deadzone), 1.0)
-    fwd, left = camera_axes(camera_yaw)
-    d = (y * fwd - x * left) / mag
+    amount = min((math.hypot(x, y) - deadzone) / (1.0 - deadzone), 1.0)
     if float(sprint) >= 0.5:
         return Intent(d * g.sprint, None, "sprint", acts)
     speed = g.walk + (g.run - g.walk) * amount

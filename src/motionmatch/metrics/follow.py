@@ -11,6 +11,7 @@ from motionmatch.environment.body import motion_ellipses
 from motionmatch.environment.collision import body_distances, collision_summary
 from motionmatch.environment.scene import Scene
 from motionmatch.metrics.feet import foot_skating
+from motionmatch.metrics.ground import ground_report, ground_under_feet
 from motionmatch.metrics.report import acceleration_percentile, update_timing
 from motionmatch.runtime.follow import FollowRecord
 
@@ -32,7 +33,7 @@ def follow_collisions(record: FollowRecord, scene: Scene) -> dict:
     return collision_summary(body_distances(track, rows), m.fps)
 
 
-def follow_report(record: FollowRecord, scene: Scene | None = None) -> dict:
+def follow_report(record: FollowRecord, scene: Scene | None = None, db=None) -> dict:
     """The numbers of a path-following run (``motionmatch follow --report``):
     ``mean_distance_m`` (the paper's measure), ``max_distance_m``, ``completed``, ``completion_time_s``,
     ``reached_end``, ``coverage``, ``knn_calls_per_match``, ``ms_per_match`` (median;
@@ -41,16 +42,18 @@ def follow_report(record: FollowRecord, scene: Scene | None = None) -> dict:
     path's duration and length; with a ``scene``, :func:`follow_collisions` too. Over the
     whole run, also past the follower's bounded record (its last frames and matches kept in
     full, the rest in totals), except the match times (the last ones) and the pose measures
-    (skating, pops, NaN: the kept frames)."""
+    (skating, pops, NaN: the kept frames). With ``db`` (the database played), the ground's
+    keys too (:mod:`motionmatch.metrics.ground`, on the scene's terrain; the kept frames)."""
     m = record.motion
     ms = record.match_seconds * 1e3  # (the last matches: the matcher keeps a bounded window)
     matches = record.matches if record.matches >= 0 else len(record.match_seconds)
     frames = record.total_frames
     duration = frames / m.fps
     skating = float("nan")
+    terrain = None if scene is None else scene.terrain
     if record.feet:
         feet = list(record.feet)
-        con = foot_contacts(m, feet=feet)
+        con = foot_contacts(m, feet=feet, ground_height=ground_under_feet(m.world_positions, feet, terrain))
         skating = float(foot_skating(m.world_positions[:, feet], con.contacts, m.fps))
     out = {
         "mean_distance_m": record.mean_distance,
@@ -75,6 +78,8 @@ def follow_report(record: FollowRecord, scene: Scene | None = None) -> dict:
         "acceleration_p99_mps2": acceleration_percentile(m, 99.0),
         "nan_frames": int(np.count_nonzero(~np.isfinite(m.rotations).all(axis=(1, 2)))),
     }
+    if db is not None:
+        out.update(ground_report(m.world_positions, record.frames, db, terrain))
     if scene is not None:
         out.update(follow_collisions(record, scene))
     return out

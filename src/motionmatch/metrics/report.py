@@ -9,6 +9,7 @@ from motionmatch.control.script import Script
 from motionmatch.database import MotionDatabase
 from motionmatch.metrics.control import mean_response_time, response_time, transitions_per_second
 from motionmatch.metrics.feet import foot_skating
+from motionmatch.metrics.ground import ground_report, ground_under_feet
 from motionmatch.metrics.sanity import count_nan_frames, upright_fraction
 from motionmatch.metrics.smoothness import jerk_motion
 from motionmatch.runtime.offline import RunRecord
@@ -120,7 +121,7 @@ def jump_spring_error(record: RunRecord, db: MotionDatabase) -> float | None:
 
 
 def run_report(record: RunRecord, db: MotionDatabase, script: Script | None = None, *,
-               playback_skating: float | None = None) -> dict:
+               playback_skating: float | None = None, terrain=None) -> dict:
     """Metrics of a run, under the keys the CLI's ``--report`` writes.
 
     ``frames``, ``nan_frames``, ``foot_skating_mps`` (output), ``playback_foot_skating_mps``
@@ -131,12 +132,16 @@ def run_report(record: RunRecord, db: MotionDatabase, script: Script | None = No
     later), ``update_ms_mean`` / ``update_ms_median`` / ``update_ms_p95`` (wall time per
     update, one-off warm-up left out), ``warm_up`` (see :func:`update_timing`) and
     ``idle_seconds``, ``idle_transitions_per_s``, ``idle_root_speed_mps`` (see
-    :func:`idle_stillness`), ``jump_spring_rms_m`` (see :func:`jump_spring_error`).
+    :func:`idle_stillness`), ``jump_spring_rms_m`` (see :func:`jump_spring_error`), and the
+    ground's ``foot_ground_error_m``, ``foot_penetration_m``, ``foot_penetration_extra_m``
+    and ``hips_height_change`` (:mod:`motionmatch.metrics.ground`) on ``terrain`` (a
+    :class:`~motionmatch.environment.terrain.Terrain` the run stood on; ``None``: the
+    floor; foot contacts for the skating found above the ground under the feet).
     """
     m = record.motion
     fps = m.fps
     feet = list(db.foot_joints)
-    con = foot_contacts(m, feet=feet)
+    con = foot_contacts(m, feet=feet, ground_height=ground_under_feet(m.world_positions, feet, terrain))
     root = m.world_positions[:, 0]
     out = {
         "frames": int(m.num_frames),
@@ -154,6 +159,7 @@ def run_report(record: RunRecord, db: MotionDatabase, script: Script | None = No
         "modes": {str(k): float(v) / m.num_frames for k, v in zip(*np.unique(record.modes, return_counts=True))},
         **idle_stillness(record),
         "jump_spring_rms_m": jump_spring_error(record, db),
+        **ground_report(m.world_positions, record.frames, db, terrain),
     }
     if script is not None:
         changes = script.direction_changes(include_starts=False)

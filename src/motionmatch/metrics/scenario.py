@@ -12,6 +12,7 @@ from motionmatch._jit import overlapping
 from motionmatch.environment.body import motion_ellipses
 from motionmatch.environment.collision import body_distances, collision_summary, intersection_runs, pair_distances
 from motionmatch.geometry.polyline import distance_to_path
+from motionmatch.metrics.ground import ground_samples, summarise
 from motionmatch.metrics.torso import torso_rotation, torso_summary
 from motionmatch.runtime.world import World, WorldRecord
 
@@ -32,19 +33,22 @@ def torso_rotations(world: World, rec: WorldRecord) -> np.ndarray | None:
     return _tracks(world, rec)[1]
 
 
-def _tracks(world: World, rec: WorldRecord) -> tuple[np.ndarray, np.ndarray | None]:
-    """Body ellipse tracks ``[A, F, 8]`` and torso rotations ``[A, F]`` (``None`` without
-    recorded poses), the poses' forward kinematics done once."""
+def _tracks(world: World, rec: WorldRecord) -> tuple[np.ndarray, np.ndarray | None, list | None]:
+    """Body ellipse tracks ``[A, F, 8]``, torso rotations ``[A, F]`` and each agent's
+    ground samples (:func:`~motionmatch.metrics.ground.ground_samples` on the world's
+    terrain) (both ``None`` without recorded poses), the poses' forward kinematics done once."""
     A, F = rec.frames.shape
     out = np.zeros((A, F, 8))
     if rec.rotations is not None:
         torso = np.zeros((A, F))
+        grounds = []
         for i in range(A):
             m = rec.motion(i, world.db.skeleton)
             wp = m.world_positions
             out[i] = motion_ellipses(wp, m.world_rotations[:, 0], rec.fps)
             torso[i] = torso_rotation(wp, world.db.skeleton, rec.fps)
-        return out, torso
+            grounds.append(ground_samples(wp, rec.frames[i], world.db, world.scene.terrain))
+        return out, torso, grounds
     cur = world.matcher.played_ellipses
     for i in range(A):
         e = cur[rec.frames[i]]  # [F, 7] character frame
@@ -55,7 +59,7 @@ def _tracks(world: World, rec: WorldRecord) -> tuple[np.ndarray, np.ndarray | No
         out[i, :, 2] = c * e[:, 2] + s * e[:, 3]
         out[i, :, 3] = -s * e[:, 2] + c * e[:, 3]
         out[i, :, 4:8] = e[:, 4:8]
-    return out, None
+    return out, None, None
 
 
 def scenario_report(world: World, rec: WorldRecord, scenario=None,
@@ -78,12 +82,14 @@ def scenario_report(world: World, rec: WorldRecord, scenario=None,
     time of a world step), ``realtime_factor`` (simulated / wall time), ``torso_rotation_deg`` (``mean``, ``p90``,
     ``max`` over every agent's moving frames: the shoulders' turn away from square to the
     direction of travel, :mod:`motionmatch.metrics.torso`; ``None`` without recorded
-    poses), ``agents`` (per
+    poses), the ground's ``foot_ground_error_m``, ``foot_penetration_m``,
+    ``foot_penetration_extra_m``, ``hips_height_change`` (:mod:`motionmatch.metrics.ground`,
+    on the world's terrain, over every agent; with recorded poses), ``agents`` (per
     agent: the same measures, final position, distance to goal).
     """
     A, F = rec.frames.shape
     fps = rec.fps
-    tracks, torso = _tracks(world, rec)
+    tracks, torso, grounds = _tracks(world, rec)
     times = np.arange(F) / fps
     scene = world.scene
     if scene.moving_ids.size:
@@ -115,6 +121,7 @@ def scenario_report(world: World, rec: WorldRecord, scenario=None,
                  "final_position": [float(rec.root_positions[i, -1, 0]), float(rec.root_positions[i, -1, 2])]}
         if torso is not None:
             entry["torso_rotation_deg"] = torso_summary(torso[i])
+            entry.update(summarise(grounds[i]))
         if a.path is not None:
             e = distance_to_path(rec.root_positions[i], np.stack([a.path[:, 0], np.zeros(len(a.path)),
                                                                     a.path[:, 1]], axis=1))
@@ -155,6 +162,7 @@ def scenario_report(world: World, rec: WorldRecord, scenario=None,
         "step_ms": float(rec.step_seconds[1:].mean() * 1e3) if F > 1 else 0.0,
         "realtime_factor": float((F / fps) / max(rec.step_seconds.sum(), 1e-9)),
         "torso_rotation_deg": torso_summary(torso.ravel()) if torso is not None else None,
+        **(summarise({k: np.concatenate([g[k] for g in grounds]) for k in grounds[0]}) if grounds else {}),
         "agents": per,
     }
     return report

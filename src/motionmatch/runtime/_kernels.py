@@ -16,6 +16,8 @@ from typing import NamedTuple
 import numba
 import numpy as np
 
+from motionmatch.anim._quat_kernels import qmul
+
 
 class Pose(NamedTuple):
     """Local joint transforms (a pose, or offsets added to one)."""
@@ -54,16 +56,6 @@ class Quintic(NamedTuple):
     rot_coeffs: np.ndarray  #: ``[7, J]`` quintics of their angles (rad; see :func:`_quintic_at`)
     pos_dir: np.ndarray     #: ``[J, 3]`` unit directions of the translation offsets
     pos_coeffs: np.ndarray  #: ``[7, J]`` quintics of their lengths (m)
-
-
-@numba.njit(cache=True)
-def qmul(a, b, out):
-    aw, ax, ay, az = a[0], a[1], a[2], a[3]
-    bw, bx, by, bz = b[0], b[1], b[2], b[3]
-    out[0] = aw * bw - ax * bx - ay * by - az * bz
-    out[1] = aw * bx + ax * bw + ay * bz - az * by
-    out[2] = aw * by - ax * bz + ay * bw + az * bx
-    out[3] = aw * bz + ax * by - ay * bx + az * bw
 
 
 @numba.njit(cache=True)
@@ -166,11 +158,17 @@ def two_bone_ik(a, b, c, target, a_rot, b_rot, new_a, new_b):
     ``target`` (see :func:`motionmatch.runtime.ik.two_bone_ik`). Returns False when the
     chain is degenerate (rotations copied unchanged). Written element by element (no
     array expressions), which keeps its compilation short."""
+    return two_bone_ik_into(a, b, c, target, a_rot, b_rot, new_a, new_b, np.empty((9, 3)), np.empty((3, 4)))
+
+
+@numba.njit(cache=True)
+def two_bone_ik_into(a, b, c, target, a_rot, b_rot, new_a, new_b, v, qs):
+    """:func:`two_bone_ik` with its scratch from the caller (``v [9, 3]``, ``qs [3, 4]``: no
+    allocation, for a caller looping over many legs); the same numbers."""
     eps = 1e-6
     for k in range(4):
         new_a[k] = a_rot[k]
         new_b[k] = b_rot[k]
-    v = np.empty((9, 3))
     ab, bc, to_t, u, w, knee_a, cm, cm_k, end_k = v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8]
     for i in range(3):
         ab[i] = b[i] - a[i]
@@ -196,7 +194,7 @@ def two_bone_ik(a, b, c, target, a_rot, b_rot, new_a, new_b):
     h = np.sqrt(max(lab * lab - x * x, 0.0))
     for i in range(3):
         knee_a[i] = x * u[i] + h * w[i]  # knee - a
-    qa = np.empty(4)
+    qa = qs[0]
     _between(ab, knee_a, qa)
     qmul(qa, a_rot, new_a)
     for i in range(3):
@@ -206,9 +204,9 @@ def two_bone_ik(a, b, c, target, a_rot, b_rot, new_a, new_b):
         knee = a[i] + knee_a[i]
         cm_k[i] = cm[i] + a[i] - knee
         end_k[i] = a[i] + d * u[i] - knee
-    qb = np.empty(4)
+    qb = qs[1]
     _between(cm_k, end_k, qb)
-    tmp = np.empty(4)
+    tmp = qs[2]
     qmul(qa, b_rot, tmp)
     qmul(qb, tmp, new_b)
     return True

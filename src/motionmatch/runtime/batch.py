@@ -44,6 +44,7 @@ from motionmatch.runtime._batch_kernels import (
     SimArrays,
     stage_arrays,
 )
+from motionmatch.runtime.ground import GroundStage, needs_ground
 from motionmatch.runtime.inertialize import inertial_rows
 from motionmatch.runtime.rows import RowArrays
 
@@ -161,6 +162,16 @@ class ControllerBatch:
         #: whether a row was ever given spring inertialization (whose offsets advance in Python)
         self.has_spring = False
         self._views: _StageArgs | None = None
+        #: the ground stage run after the poses (:mod:`motionmatch.runtime.ground`); ``None``: the flat floor
+        self.ground: GroundStage | None = None
+
+    def set_terrain(self, terrain, settings=None) -> None:
+        """Stand the rows on ``terrain`` (a :class:`~motionmatch.environment.terrain.Terrain`;
+        ``None`` or a flat one: the floor, no ground stage at all). ``settings``: a
+        :class:`~motionmatch.runtime.ground.GroundSettings`."""
+        if self.ground is not None and self.ground.terrain is terrain and settings is None:
+            return  # (the same ground: its rows keep their state)
+        self.ground = GroundStage(terrain, self.arrays, settings) if needs_ground(terrain) else None
 
     def add(self, settings) -> int:
         """A row for a controller with ``settings`` (a
@@ -184,6 +195,8 @@ class ControllerBatch:
         if st.inert_kind[row] == BK.SPRING:
             self.has_spring = True
         self.desired.pop(row, None)
+        if self.ground is not None:
+            self.ground.reset(row)
         return row
 
     def remove(self, row: int) -> None:
@@ -195,6 +208,8 @@ class ControllerBatch:
         """Row ``j`` := row ``i`` of ``src`` (a batch of the same database)."""
         self.state.copy_row(src.state, i, j)
         self.inert.copy_row(src.inert, i, j)
+        if self.ground is not None:
+            self.ground.reset(j)
         if i in src.desired:
             self.desired[j] = src.desired[i]
         else:
@@ -249,6 +264,9 @@ class ControllerBatch:
         poses are not shared with ``pool``'s thread)."""
         if pool is None or len(rows) < POSE_SPLIT_ROWS:
             v = self._packed()
+            if self.ground is not None:  # (then the ground stage, in the same compiled call)
+                self.ground.pose(rows, dt, self.state, v.pose, v.sim, goals)
+                return
             BK.sim_pose_rows(rows, dt, goals, v.sim, v.pose)
             return
         self.advance_sim(rows, dt, goals)
@@ -261,6 +279,9 @@ class ControllerBatch:
         ``pool``: a :class:`concurrent.futures.Executor` whose thread poses the second half
         of many rows meanwhile."""
         arrays = self._packed().pose
+        if self.ground is not None:  # (then the ground stage, in the same compiled calls)
+            self.ground.pose(rows, dt, self.state, arrays, pool=None if len(rows) < POSE_SPLIT_ROWS else pool)
+            return
         if pool is None or len(rows) < POSE_SPLIT_ROWS:
             BK.pose_rows(rows, dt, arrays)
             return

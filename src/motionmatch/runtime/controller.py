@@ -563,6 +563,8 @@ class Controller(QueryBuilding, Searching):
             desired[ctrls[k]._row] = desireds[k]
         # the playback, the clocks and which rows only coast (compiled); the others decide here
         intents = IntentRows.of(intents)
+        if b.ground is not None:  # (slopes and walls: the ground stage's speed, runtime/ground.py)
+            intents = b.ground.adapt_intents(rows, intents)
         goals = intents.goals
         force, rmo = np.asarray(search_now, dtype=bool), np.asarray(root_motion_only, dtype=bool)
         if compiled:

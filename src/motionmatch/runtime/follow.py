@@ -434,7 +434,8 @@ class PathFollower(InputSource):
         joy = path.joystick_deg if (rev.facing == "joystick" and path.joystick is not None) else None
         self.planner = PathPlanner(db, self.reviser, joystick=joy)
         if world is None:
-            world = World(db, scene if avoid else None, matcher=environment, environment=avoid,
+            world = World(db, scene if avoid or (scene is not None and scene.terrain is not None) else None,
+                          matcher=environment, environment=avoid,
                           agents_as_obstacles=False, stagger=False, record_poses=False)
         self.world = world
         self.node_search = None

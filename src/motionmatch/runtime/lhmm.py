@@ -34,12 +34,14 @@ penalty seen from the node's root, so a path follower plans ahead *and* avoids o
 
 from __future__ import annotations
 
+import math
 import time
 from collections import deque
 from typing import Any, Protocol
 
 import numpy as np
 
+from motionmatch._jit import no_refcount
 from motionmatch.anim import quat
 
 __all__ = ["LongHorizonMatcher", "NodeSearch", "PlainNodeSearch", "Planner", "advance_roots"]
@@ -122,18 +124,34 @@ def advance_roots(db, frames: np.ndarray, positions: np.ndarray, yaws: np.ndarra
     """Where characters playing ``frames [M]`` with roots ``positions [M, 3]``, ``yaws [M]``
     are after ``n`` more database frames of their clips: ``(frames + n`` clamped to the
     clip's last frame, positions, yaws)``. The clip's root displacement is turned from
-    the clip's heading at the start frame into the character's."""
+    the clip's heading at the start frame into the character's (one compiled call)."""
     tr = _track(db)
-    f = np.asarray(frames, dtype=np.int64)
-    nf = np.minimum(f + n, tr.last[f])
-    d = tr.pos[nf] - tr.pos[f]
-    turn = yaws - tr.yaw[f]
-    c, s = np.cos(turn), np.sin(turn)
-    out = positions.copy()
-    out[:, 0] += c * d[:, 0] + s * d[:, 2]
-    out[:, 2] += -s * d[:, 0] + c * d[:, 2]
-    ny = yaws + (tr.yaw[nf] - tr.yaw[f])
-    return nf, out, (ny + np.pi) % (2 * np.pi) - np.pi
+    M = len(frames)
+    out_f = np.empty(M, dtype=np.int64)
+    out_p = np.empty((M, 3))
+    out_y = np.empty(M)
+    _advance_rows(np.asarray(frames, dtype=np.int64), np.ascontiguousarray(positions, dtype=np.float64),
+                  np.ascontiguousarray(yaws, dtype=np.float64), int(n), tr.pos, tr.yaw, tr.last, out_f, out_p, out_y)
+    return out_f, out_p, out_y
+
+
+@no_refcount
+def _advance_rows(frames, positions, yaws, n, track_pos, track_yaw, last, out_f, out_p, out_y):
+    """:func:`advance_roots` into ``out_f [M]``, ``out_p [M, 3]``, ``out_y [M]`` (rad, in [-pi, pi))."""
+    for m in range(frames.shape[0]):
+        f = frames[m]
+        nf = min(f + n, last[f])
+        dx = track_pos[nf, 0] - track_pos[f, 0]
+        dz = track_pos[nf, 2] - track_pos[f, 2]
+        turn = yaws[m] - track_yaw[f]
+        c = math.cos(turn)
+        s = math.sin(turn)
+        out_p[m, 0] = positions[m, 0] + (c * dx + s * dz)
+        out_p[m, 1] = positions[m, 1]
+        out_p[m, 2] = positions[m, 2] + (-s * dx + c * dz)
+        ny = yaws[m] + (track_yaw[nf] - track_yaw[f])
+        out_y[m] = (ny + math.pi) % (2 * math.pi) - math.pi
+        out_f[m] = nf
 
 
 #: matches whose time and k-NN calls a :class:`LongHorizonMatcher` keeps (at six matches a

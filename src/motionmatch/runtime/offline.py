@@ -3,19 +3,19 @@ fixed frame rate, recorded frame by frame (``motionmatch run``, ``motionmatch po
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
-from tqdm import tqdm
 
 from motionmatch._jit import compile_intervals, overlapping
 from motionmatch.anim import Motion, quat
 from motionmatch.control.script import Script
 from motionmatch.database import MotionDatabase
+from motionmatch.environment.scene import Scene
 from motionmatch.runtime.controller import Controller, ControllerSettings, FrameResult
 from motionmatch.runtime.inputs import InputSource, ScriptInput
+from motionmatch.runtime.recording import StepRecorder
 from motionmatch.runtime.world import Agent, World
 
 
@@ -52,50 +52,61 @@ class RunRecord:
 
 
 def run_script(db: MotionDatabase, script: Script, settings: ControllerSettings | None = None, *,
-               fps: float = 60.0, progress: bool = False, name: str = "motionmatch_run") -> RunRecord:
+               fps: float = 60.0, progress: bool = False, name: str = "motionmatch_run",
+               scene: Scene | None = None) -> RunRecord:
     """Run ``script`` at ``fps`` (one agent of a :class:`~motionmatch.runtime.world.World`
     with a :class:`~motionmatch.runtime.inputs.ScriptInput`) and record the result.
+    ``scene``: the ground (its terrain) and obstacles it plays among (default: none, the
+    flat floor).
 
     Keyboard events use the database's own gait speeds (walk/run/sprint/creep measured
     from its clips).
     """
     return run_input(db, lambda agent: ScriptInput(script, gaits=agent.ctrl.gaits), script.frame_count(1.0 / fps),
-                     settings, fps=fps, progress=progress, name=name)
+                     settings, fps=fps, progress=progress, name=name, scene=scene)
 
 
 def run_input(db: MotionDatabase, make_input: Callable[[Agent], InputSource], n_frames: int,
               settings: ControllerSettings | None = None, *, fps: float = 60.0, progress: bool = False,
-              name: str = "motionmatch_run", start=(0.0, 0.0)) -> RunRecord:
+              name: str = "motionmatch_run", start=(0.0, 0.0), scene: Scene | None = None) -> RunRecord:
     """One character at ``start [x, z]`` (default the origin) facing +Z, driven by
     ``make_input(agent)`` for ``n_frames`` frames at ``fps`` (the first at ``dt = 0``): a
-    one-agent :class:`~motionmatch.runtime.world.World` without obstacles, recorded frame
-    by frame."""
-    world = World(db, environment=False, agents_as_obstacles=False, stagger=False, record_poses=False, fps=fps,
-                  controller=settings or ControllerSettings())
+    one-agent :class:`~motionmatch.runtime.world.World` (without obstacles, on the flat
+    floor, unless ``scene`` has them: then its searches avoid them), recorded frame by frame."""
+    has_obstacles = scene is not None and len(scene.obstacles) > 0
+    world = World(db, scene, environment=has_obstacles, agents_as_obstacles=False, stagger=False, record_poses=False,
+                  fps=fps, controller=settings or ControllerSettings())
     agent = world.add_agent(name, (float(start[0]), float(start[1])), (0.0, 1.0))
     agent.source = make_input(agent)
-    dt = 1.0 / fps
-    results = []
-    velocities = np.zeros((n_frames, 3))
-    secs = np.empty(n_frames)
-    starts = np.empty(n_frames)
     with compile_intervals() as compiles:
-        for i in tqdm(range(n_frames), desc="simulating", unit="frame", disable=not progress):
-            t0 = starts[i] = time.perf_counter()
-            world.step(0.0 if i == 0 else dt)
-            secs[i] = time.perf_counter() - t0
-            results.append(agent.result)
-            velocities[i] = agent.intent.velocity
-    rec = record_run(agent.ctrl, results, velocities, secs, fps, name)
-    rec.warm_up = overlapping(starts, secs, compiles.intervals)
-    rec.compile_seconds = compiles.seconds
-    return rec
+        rec = world.record(n_frames, world.recorder(n_frames, poses=True, pose_dtype=np.float64, velocities=True,
+                                                    desired_dtype=np.float64), progress=progress)
+    run = run_record(db, rec, 0, fps, name)
+    run.warm_up = overlapping(rec.starts, rec.seconds, compiles.intervals)
+    run.compile_seconds = compiles.seconds
+    return run
+
+
+def run_record(db: MotionDatabase, rec: StepRecorder, agent: int, fps: float, name: str) -> RunRecord:
+    """The :class:`RunRecord` of agent ``agent`` of a :class:`StepRecorder` (poses kept in float64)."""
+    F = rec.count
+    rots = quat.unroll(rec.rotations[agent, :F].astype(np.float64), axis=0)
+    trs = rec.translations[agent, :F].astype(np.float64)
+    # Joints the file format cannot translate keep the skeleton's bone lengths exactly.
+    fixed = ~db.skeleton.has_position_channels
+    trs[:, fixed] = db.skeleton.offsets[fixed]
+    motion = Motion(db.skeleton, rots, trs, fps, name=name, file_scale=db.file_scale)
+    return RunRecord(motion, rec.frames[agent, :F], rec.mode_names(agent), rec.searched[agent, :F],
+                     rec.transitioned[agent, :F], rec.desired[agent, :F], rec.velocities[agent, :F],
+                     rec.contacts[agent, :F], rec.seconds[:F], np.asarray(db.schema.trajectory_offsets))
 
 
 def record_run(ctrl: Controller, results: list[FrameResult], velocities: np.ndarray, seconds: np.ndarray, fps: float,
                name: str) -> RunRecord:
     """The :class:`RunRecord` of a controller's frames ``results`` (one per frame, ``fps``),
-    the intents' ``velocities [F, 3]`` and each frame's wall time ``seconds [F]``."""
+    the intents' ``velocities [F, 3]`` and each frame's wall time ``seconds [F]``: for a
+    controller stepped on its own (a benchmark's reference); a world's runs are recorded
+    by a :class:`StepRecorder` (:func:`run_record`)."""
     db = ctrl.db
     n_frames = len(results)
     J = db.skeleton.num_joints

@@ -69,6 +69,8 @@ class QueryBuilding:
         q = self.db.normalize(raw)
         if vertical is None and self.vcols.size:
             q[self.vcols] = 0.0
+        if self._batch.ground is not None:  # (the terrain's rise along the way: runtime/ground.py)
+            self._batch.ground.fill_query_heights(self.db, q[None], traj.positions[None], self.root_pos[None])
         return q, traj
 
     def _planar_query(self, intent: Intent) -> tuple[np.ndarray, PredictedTrajectory]:
@@ -85,6 +87,8 @@ class QueryBuilding:
         BK.planar_query(r, st.root_pos, st.root_yaw, st.sim_vel, st.sim_acc, st.sim_rate, st.velocity_halflife,
                         st.facing_halflife, goal, times, self.db.raw_features[int(st.frame[r])], *qa, q, pos, vel,
                         dirs, rot)
+        if self._batch.ground is not None:
+            self._batch.ground.fill_query_heights(self.db, q[None], pos[None], st.root_pos[r][None])
         return q, PredictedTrajectory(times.copy(), pos, vel, dirs, rot)
 
     def _planar_query_arrays(self) -> tuple:
@@ -126,6 +130,8 @@ class QueryBuilding:
         BK.planar_queries(rows, intent_goals(intents), st.root_pos, st.root_yaw, st.sim_vel, st.sim_acc, st.sim_rate,
                           st.velocity_halflife, st.facing_halflife, st.frame, times, c0.db.raw_features,
                           *sh["query_arrays"], Q, pos, vel, dirs, rot)
+        if c0._batch.ground is not None:
+            c0._batch.ground.fill_query_heights(c0.db, Q, pos, st.root_pos[rows])
         out = list(Q)
         for i, (c, m, q) in enumerate(zip(ctrls, masks, out)):
             c.last_desired = PredictedTrajectory(times.copy(), pos[i], vel[i], dirs[i], rot[i])

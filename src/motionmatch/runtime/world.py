@@ -49,6 +49,7 @@ from motionmatch.runtime.environment_matching import (
     environment_controller_settings,
 )
 from motionmatch.runtime.inputs import IDLE, IdleInput, InputSource, WantRows
+from motionmatch.runtime.recording import StepRecorder
 from motionmatch.runtime.rows import RowArrays
 
 __all__ = ["Agent", "StepResults", "World", "WorldRecord"]
@@ -173,6 +174,7 @@ class World:
         self.steering = None
         self._batch = ControllerBatch(db)  # every agent's controller state, one row each
         self.scene = scene or Scene()
+        self._batch.set_terrain(self.scene.terrain)  # (the ground stage: runtime/ground.py)
         self.settings = settings or EnvironmentSettings()
         self.controller_settings = controller or environment_controller_settings()
         self._matcher = matcher
@@ -261,6 +263,7 @@ class World:
     def set_scene(self, scene: Scene) -> None:
         """Replace the obstacles (every agent's search sees the new scene from now on)."""
         self.scene = scene
+        self._batch.set_terrain(scene.terrain)
         for a in self.agents:
             if a.chooser is not None:
                 a.chooser.scene = scene
@@ -689,39 +692,34 @@ class World:
             weakref.finalize(self, self._pool.shutdown, wait=False)
         return self._pool
 
-    def run(self, n_frames: int, *, progress: bool = False) -> WorldRecord:
-        """Step ``n_frames`` frames at the world's fps and record them."""
+    def recorder(self, n_frames: int, **kw) -> StepRecorder:
+        """A :class:`~motionmatch.runtime.recording.StepRecorder` of this world's agents for
+        ``n_frames`` frames (``kw``: its options; ``poses`` defaults to ``record_poses``)."""
+        kw.setdefault("poses", self.record_poses)
+        return StepRecorder(self.agents, n_frames, joints=self.db.skeleton.num_joints,
+                            contacts=len(self.db.foot_joints), offsets=len(self.db.schema.trajectory_offsets), **kw)
+
+    def record(self, n_frames: int, recorder: StepRecorder, *, progress: bool = False) -> StepRecorder:
+        """Step ``n_frames`` frames at the world's fps (the first at ``dt = 0`` in a world not
+        stepped yet), each step handed to ``recorder``: the one loop of offline runs
+        (:meth:`run`, :func:`~motionmatch.runtime.offline.run_input`)."""
         from tqdm import tqdm
 
-        A = len(self.agents)
-        J = self.db.skeleton.num_joints
-        K = len(self.db.schema.trajectory_offsets)
         dt = 1.0 / self.fps
-        pos = np.zeros((A, n_frames, 3))
-        yaw = np.zeros((A, n_frames))
-        frames = np.zeros((A, n_frames), dtype=np.int64)
-        searched = np.zeros((A, n_frames), dtype=bool)
-        desired = np.full((A, n_frames, K, 3), np.nan, dtype=np.float32)
-        rots = np.zeros((A, n_frames, J, 4), dtype=np.float32) if self.record_poses else None
-        trs = np.zeros((A, n_frames, J, 3), dtype=np.float32) if self.record_poses else None
-        secs = np.zeros(n_frames)
         for f in tqdm(range(n_frames), desc="simulating", unit="frame", disable=not progress):
             t0 = time.perf_counter()
             self.step(0.0 if f == 0 and self.frame == 0 else dt)
-            secs[f] = time.perf_counter() - t0
-            for i, a in enumerate(self.agents):
-                c = a.ctrl
-                pos[i, f] = c.root_pos
-                yaw[i, f] = c.root_yaw
-                frames[i, f] = c.frame
-                searched[i, f] = a.searched
-                if c.last_desired is not None:
-                    desired[i, f] = c.last_desired.positions
-                if self.record_poses:
-                    rots[i, f], trs[i, f] = a.result.rotations, a.result.translations
+            seconds = time.perf_counter() - t0
+            _, pos, yaw = self.states()
+            recorder.add((pos, yaw), t0, seconds)
+        return recorder
+
+    def run(self, n_frames: int, *, progress: bool = False) -> WorldRecord:
+        """Step ``n_frames`` frames at the world's fps and record them (:meth:`record`)."""
+        rec = self.record(n_frames, self.recorder(n_frames), progress=progress)
         logs = [a.chooser.log if a.chooser is not None else None for a in self.agents]
-        return WorldRecord([a.name for a in self.agents], self.fps, pos, yaw, frames, searched, desired, rots, trs,
-                           secs, logs)
+        return WorldRecord([a.name for a in self.agents], self.fps, rec.root_positions, rec.root_yaws, rec.frames,
+                           rec.searched, rec.desired, rec.rotations, rec.translations, rec.seconds, logs)
 
 
 class _Roster(NamedTuple):

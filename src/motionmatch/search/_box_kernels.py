@@ -384,7 +384,15 @@ def search_serial(
     weights,
 ):
     """:func:`search_batch` on the calling thread, one query after another (a few queries:
-    starting threads would cost more than they give)."""
+    starting threads would cost more than they give). ``seeds [Q]`` may name any frame: one
+    outside the frames, not valid or not in ``mask`` seeds nothing. Returns the first query
+    :func:`search_one` refused (a value out of range), ``-1`` when none was."""
+    n = valid.shape[0]
     for s in range(q64s.shape[0]):
-        search_one(q64s[s], perm, k, seeds[s], mask, valid, leaf_ok, top_pen, tops, grid, rep_idx, leafb, feats,
-                   out_i[s], out_d[s], n_early, weights)
+        seed = seeds[s]
+        if seed < 0 or seed >= n or not valid[seed] or not mask[seed]:
+            seed = -1
+        if not search_one(q64s[s], perm, k, seed, mask, valid, leaf_ok, top_pen, tops, grid, rep_idx, leafb, feats,
+                          out_i[s], out_d[s], n_early, weights):
+            return s
+    return -1

@@ -304,28 +304,54 @@ class BoxSearch:
 
         Returns ``(indices [Q, k] int64, squared distances [Q, k] float64)``.
         """
-        k = check_k(k)
-        q64 = check_queries(queries, self.dim)
-        w = check_weights(weights, self.dim)
+        if type(k) is not int or k < 1:
+            k = check_k(k)
+        w = weights
+        if w is not None and not (type(w) is np.ndarray and w.dtype == np.float64 and w.shape == (self.dim,)
+                                  and w.flags.c_contiguous):
+            w = check_weights(w, self.dim)  # (the kernels check the values)
         m, leaf_ok, top_pen = self._mask_state(mask, k)
+        q64 = queries
+        if not (type(q64) is np.ndarray and q64.ndim == 2 and q64.shape[1] == self.dim and q64.dtype.kind == "f"):
+            q64 = check_queries(queries, self.dim)
+        elif q64.dtype != np.float64 or not q64.flags.c_contiguous:
+            q64 = np.ascontiguousarray(q64, dtype=np.float64)  # (values checked by the kernels, or below)
         nq = q64.shape[0]
-        seeds = self._seeds(init_indices, m, nq)
         out_i = np.empty((nq, k), dtype=np.int64)
         out_d = np.empty((nq, k), dtype=np.float64)
-        if nq:
-            search = K.search_batch if nq >= THREADS_FROM else K.search_serial
-            search(q64, seeds, self.perm, k, m, self.valid, leaf_ok, top_pen, self._tops, self._grid, self._rep_idx,
-                   self._leafb, self.features, out_i, out_d, self.early_dims, w)
+        if nq >= THREADS_FROM:
+            q64 = check_queries(q64, self.dim)  # (the threads' kernel trusts its queries, weights and seeds)
+            w = check_weights(w, self.dim)
+            K.search_batch(q64, self._seeds(init_indices, m, nq), self.perm, k, m, self.valid, leaf_ok, top_pen,
+                           self._tops, self._grid, self._rep_idx, self._leafb, self.features, out_i, out_d,
+                           self.early_dims, w)
+        elif nq:
+            seeds = np.full(nq, -1, dtype=np.int64) if init_indices is None else self._seed_array(init_indices, nq)
+            bad = K.search_serial(q64, seeds, self.perm, k, readonly(m), self.valid, leaf_ok, top_pen, self._tops,
+                                  self._grid, self._rep_idx, self._leafb, self.features, out_i, out_d,
+                                  self.early_dims, None if w is None else readonly(w))
+            if bad >= 0:
+                check_queries(q64, self.dim)  # raises the precise error
+                check_weights(w, self.dim)
+                raise SearchError(f"queries: row {bad} rejected by the search kernel")  # pragma: no cover
         return out_i, out_d
 
+    def _seed_array(self, init_indices, nq: int) -> np.ndarray:
+        """``init_indices`` as ``[nq]`` int64 (a seed that is not a valid frame in the mask seeds nothing)."""
+        s = init_indices
+        if not (type(s) is np.ndarray and s.dtype == np.int64 and s.shape == (nq,)):
+            s = np.asarray(s)
+            if s.shape != (nq,) or s.dtype.kind not in "iu":
+                raise SearchError(f"init_indices: expected {nq} integer frame indices, got {s.dtype} {list(s.shape)}")
+            s = s.astype(np.int64)
+        return s
+
     def _seeds(self, init_indices: np.ndarray | None, mask: np.ndarray, nq: int) -> np.ndarray:
-        """``[nq]`` int64 seed frames (-1: none) from ``init_indices`` (``None``: none)."""
+        """``[nq]`` int64 seed frames (-1: none) from ``init_indices`` (``None``: none), for the
+        threads' kernel (which trusts its seeds)."""
         if init_indices is None:
             return np.full(nq, -1, dtype=np.int64)
-        s = np.asarray(init_indices)
-        if s.shape != (nq,) or s.dtype.kind not in "iu":
-            raise SearchError(f"init_indices: expected {nq} integer frame indices, got {s.dtype} {list(s.shape)}")
-        s = s.astype(np.int64)
+        s = self._seed_array(init_indices, nq)
         inside = (s >= 0) & (s < self.n_frames)
         c = np.where(inside, s, 0)
         return np.where(inside & self.valid[c] & mask[c], s, -1)

@@ -73,7 +73,7 @@ def skeleton_key(skeleton: Skeleton) -> str:
 def coarse_mesh(body: Mannequin, step: float | None = None) -> dict[str, np.ndarray]:
     """A coarse copy of a mannequin (vertex clustering): the vertices of one grid cell of
     side ``step`` (m; default :data:`COARSE_STEP` of the body's longest side) that share
-    their dominant joint and are joined by edges within the cell become one, at their
+    their dominant joint and its weight (in thirds) and are joined by edges within the cell become one, at their
     mean, with their summed skin weights (the four largest, normalised); triangles that
     collapse are dropped. Keys as :data:`_MESH`."""
     v = np.asarray(body.vertices, dtype=np.float64)
@@ -84,7 +84,10 @@ def coarse_mesh(body: Mannequin, step: float | None = None) -> dict[str, np.ndar
         step = float(np.ptp(v, axis=0).max()) * COARSE_STEP
     dominant = joints[np.arange(len(v)), np.argmax(w, axis=1)]
     cell = np.floor((v - v.min(axis=0)) / step).astype(np.int64)
-    _, key = np.unique(np.column_stack([cell, dominant]), axis=0, return_inverse=True)
+    # and how much of it its dominant joint carries (thirds): a crease where a limb's blend
+    # meets a rigid part (the thigh under the pelvis) is not averaged into one vertex
+    blend = np.rint(np.max(w, axis=1) * 3).astype(np.int64)
+    _, key = np.unique(np.column_stack([cell, dominant, blend]), axis=0, return_inverse=True)
     key = key.reshape(-1)
     # one vertex per piece of surface in a cell: vertices joined by edges within it (two
     # surfaces that only pass near each other, an arm beside the chest, stay apart)

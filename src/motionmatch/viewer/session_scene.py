@@ -70,7 +70,7 @@ class SceneMessages:
 
     def _on_terrain_set(self, m):
         """The page's terrain (a file the user picked; null: the flat floor) as the ground of
-        the world's scene. The characters do not walk on it yet (issue 31's runtime part)."""
+        the world's scene: the characters walk on it (:mod:`motionmatch.runtime.ground`)."""
         try:
             drawing = self._set_terrain(m["terrain"])
         except ValueError as e:
@@ -161,9 +161,6 @@ class SceneMessages:
             notes.append(f"agents' gait {gaits} is not used (motionmatch scenario does not use it either)")
         if sc.regions:
             notes.append(f"regions {sorted(sc.regions)} are for tests and reports; the viewer does not use them")
-        if sc.terrain is not None and not sc.terrain.is_flat:
-            notes.append(f"terrain ({sc.terrain.kind}) is drawn, but the characters do not walk on it yet: their "
-                         "feet stay at y = 0 (issue 31)")
         return notes
 
     def _database_has(self, what: str) -> bool:

@@ -11,7 +11,9 @@ A scenario without ``"terrain"`` has none (``None``): the flat floor, bit for bi
 before; ``{"flat": {}}`` names the same floor explicitly.
 """
 
+from motionmatch.environment.terrain._kernels import terrain_query
 from motionmatch.environment.terrain.files import TerrainError, load_terrain, parse_terrain
 from motionmatch.environment.terrain.surfaces import FlatGround, HeightField, Terrain, TriangleMesh
 
-__all__ = ["FlatGround", "HeightField", "Terrain", "TerrainError", "TriangleMesh", "load_terrain", "parse_terrain"]
+__all__ = ["FlatGround", "HeightField", "Terrain", "TerrainError", "TriangleMesh", "load_terrain", "parse_terrain",
+           "terrain_query"]

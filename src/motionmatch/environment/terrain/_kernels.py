@@ -19,7 +19,7 @@ import numpy as np
 
 from motionmatch._jit import no_refcount
 
-__all__ = ["bucket_triangles", "height_field_query", "mesh_query"]
+__all__ = ["FLAT", "HEIGHT_FIELD", "MESH", "bucket_triangles", "height_field_query", "mesh_query", "terrain_query"]
 
 #: a point on a triangle's edge (barycentric coordinates down to minus this) counts as inside it
 EDGE_EPS = 1e-9
@@ -173,3 +173,30 @@ def mesh_query(vertices: np.ndarray, triangles: np.ndarray, start: np.ndarray, i
             out_n[k, 1] = by
             out_n[k, 2] = bz
 
+
+
+#: :class:`~motionmatch.environment.terrain.Terrain.kernel_arrays`' ``kind``
+FLAT, HEIGHT_FIELD, MESH = 0, 1, 2
+
+
+@no_refcount
+def terrain_query(params: np.ndarray, heights: np.ndarray, vertices: np.ndarray, triangles: np.ndarray,
+                  start: np.ndarray, items: np.ndarray, points: np.ndarray, out_h: np.ndarray,
+                  out_n: np.ndarray) -> None:
+    """:func:`height_field_query` or :func:`mesh_query` (or the flat floor) of ``points
+    [N, 2]`` into ``out_h [N]``, ``out_n [N, 3]``, the ground given as the six arrays
+    :meth:`~motionmatch.environment.terrain.Terrain.kernel_arrays` makes (``params``:
+    kind, x0, z0, cell, nx, nz, outside): one compiled entry for every kind, for kernels
+    that take any ground."""
+    kind = int(params[0])
+    x0, z0, cell, nx, nz, outside = params[1], params[2], params[3], int(params[4]), int(params[5]), params[6]
+    if kind == HEIGHT_FIELD:
+        height_field_query(x0, z0, cell, heights, points, out_h, out_n)
+    elif kind == MESH:
+        mesh_query(vertices, triangles, start, items, x0, z0, cell, nx, nz, outside, points, out_h, out_n)
+    else:
+        for k in range(points.shape[0]):
+            out_h[k] = 0.0
+            out_n[k, 0] = 0.0
+            out_n[k, 1] = 1.0
+            out_n[k, 2] = 0.0

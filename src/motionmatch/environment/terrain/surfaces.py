@@ -25,7 +25,14 @@ from abc import ABC, abstractmethod
 import numpy as np
 
 from motionmatch._jit import readonly
-from motionmatch.environment.terrain._kernels import bucket_triangles, height_field_query, mesh_query
+from motionmatch.environment.terrain._kernels import (
+    FLAT,
+    HEIGHT_FIELD,
+    MESH,
+    bucket_triangles,
+    height_field_query,
+    mesh_query,
+)
 
 __all__ = ["FlatGround", "HeightField", "Terrain", "TriangleMesh"]
 
@@ -85,6 +92,20 @@ class Terrain(ABC):
         """The ground's height (m) under one point."""
         return float(self.heights(np.array([[x, z]]))[0])
 
+    def kernel_arrays(self) -> tuple:
+        """The ground as six arrays for compiled callers of
+        :func:`~motionmatch.environment.terrain.terrain_query` (the same types for every
+        kind: ``(params [7]`` float64: kind, x0, z0, cell, nx, nz, outside; ``heights [R, C],
+        vertices [V, 3], triangles [T, 3], start, items)``, the arrays of other kinds empty,
+        all read-only); made once."""
+        a = getattr(self, "_kernel_arrays", None)
+        if a is None:
+            a = self._kernel_arrays = self._make_kernel_arrays()
+        return a
+
+    def _make_kernel_arrays(self) -> tuple:
+        return _kernel_tuple(FLAT)
+
     @abstractmethod
     def _query(self, points: np.ndarray, out_h: np.ndarray, out_n: np.ndarray) -> None:
         """Fill ``out_h [N]`` and ``out_n [N, 3]`` for ``points [N, 2]`` (float64, contiguous)."""
@@ -105,6 +126,16 @@ class Terrain(ABC):
     @abstractmethod
     def to_dict(self) -> dict:
         """The scenario file's ``"terrain"`` object of this ground."""
+
+
+def _kernel_tuple(kind: int, x0: float = 0.0, z0: float = 0.0, cell: float = 1.0, heights=None, vertices=None,
+                  triangles=None, start=None, items=None, nx: int = 0, nz: int = 0, outside: float = 0.0) -> tuple:
+    """:meth:`Terrain.kernel_arrays`' tuple, missing arrays empty (read-only, contiguous)."""
+    def arr(a, shape, dtype):
+        return readonly(np.ascontiguousarray(np.zeros(shape, dtype=dtype) if a is None else a, dtype=dtype))
+    params = np.array([kind, x0, z0, cell, nx, nz, outside], dtype=np.float64)
+    return (readonly(params), arr(heights, (2, 2), np.float64), arr(vertices, (0, 3), np.float64),
+            arr(triangles, (0, 3), np.int64), arr(start, (1,), np.int64), arr(items, (0,), np.int64))
 
 
 class FlatGround(Terrain):
@@ -167,6 +198,9 @@ class HeightField(Terrain):
 
     def _query(self, points, out_h, out_n) -> None:
         height_field_query(self.origin[0], self.origin[1], self.cell, self.grid, points, out_h, out_n)
+
+    def _make_kernel_arrays(self) -> tuple:
+        return _kernel_tuple(HEIGHT_FIELD, self.origin[0], self.origin[1], self.cell, heights=self.grid)
 
     def bounds(self) -> tuple[np.ndarray, np.ndarray]:
         R, C = self.grid.shape
@@ -244,6 +278,11 @@ class TriangleMesh(Terrain):
     def _query(self, points, out_h, out_n) -> None:
         mesh_query(self.vertices, self.triangles, self._start, self._items, float(self._lo[0]), float(self._lo[1]),
                    self._cell, self._nx, self._nz, self.outside, points, out_h, out_n)
+
+    def _make_kernel_arrays(self) -> tuple:
+        return _kernel_tuple(MESH, float(self._lo[0]), float(self._lo[1]), self._cell, vertices=self.vertices,
+                             triangles=self.triangles, start=self._start, items=self._items, nx=self._nx,
+                             nz=self._nz, outside=self.outside)
 
     def bounds(self) -> tuple[np.ndarray, np.ndarray]:
         return self._lo.copy(), self._hi.copy()

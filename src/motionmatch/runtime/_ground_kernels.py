@@ -1,0 +1,351 @@
+"""Compiled kernel of the ground stage (:mod:`motionmatch.runtime.ground`): the poses of
+many controller rows put on a terrain, after the poses stage (numba), in one call
+(:func:`ground_step`) with the terrain's own compiled query inside it
+(:func:`~motionmatch.environment.terrain.terrain_query`: any kind of ground):
+
+1. forward kinematics of each row's output pose as the poses stage left it (on the flat
+   floor), and the ground points to ask the terrain about: the character root, each
+   foot's contact joint, where that foot will be a moment later (its horizontal velocity
+   times a look-ahead), and two points ahead of the root along the velocity its input
+   last asked for;
+2. the root lifted onto the ground (damped) and tilted by part of the ground's damped
+   slope, lowered so that the lower planted foot reaches, each foot's contact put on the
+   surface by its leg's two-bone IK and turned toward the surface's normal (within a
+   limit), weighted by a smoothed contact weight (no pops in and out of contact);
+3. the speed factor of the row's next intents: slower uphill than downhill, 0 before a
+   rise or a drop too high to step (a wall, a ledge).
+
+Metres, seconds, Y up, quaternions ``(w, x, y, z)``. Pose arrays are the batch's output
+rows: ``out_rot [C, J, 4]``, ``out_pos [C, J, 3]``, joint 0 the character root in the
+world, the others local.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numba
+import numpy as np
+
+from motionmatch.environment.terrain import terrain_query
+from motionmatch.runtime._batch_kernels import PoseArrays, pose_rows, sim_pose_rows
+from motionmatch.runtime._kernels import local_from_world, qmul, qrot, two_bone_ik_into
+
+__all__ = ["GOAL_VELOCITY", "LIFT", "NORMAL", "READY", "SETTINGS", "SPEED_FACTOR", "ground_rows", "ground_step",
+           "pack_ground", "pose_ground_rows", "sim_pose_ground_rows", "state_width"]
+
+#: the columns of a row's ground state ``state [C, W]`` (float64; :func:`state_width`):
+#: 1 when the row was put on the ground before (else its next frame snaps onto it); the
+#: root's lift above the floor (m), its rate (m/s) and the goal it followed last frame
+#: (m); the ground's damped unit normal under the root [3]; the speed factor of the
+#: row's next plain intents; the velocity (x, z, m/s) its input last asked for [2]; then
+#: per foot ``k`` of ``K``: its contact weight (0 swinging .. 1 planted), its damped ground
+#: height (m), that height's rate (m/s) and goal (m), and the flat pose's toe last frame
+#: (world, m) [3]
+READY, LIFT, LIFT_VEL, LIFT_GOAL, NORMAL, SPEED_FACTOR, GOAL_VELOCITY, FEET = 0, 1, 2, 3, 4, 7, 8, 10
+
+#: the settings array's entries (:meth:`~motionmatch.runtime.ground.GroundSettings.kernel_array`)
+SETTINGS = ("lift_halflife", "foot_halflife", "weight_halflife", "normal_halflife", "lean", "max_lean_rad",
+            "max_foot_tilt_rad", "max_goal_speed", "reach_slack", "lookahead", "uphill_slowdown",
+            "downhill_slowdown", "min_speed_factor", "step_limit_m", "wall_lookahead_m")
+
+
+def state_width(K: int) -> int:
+    """The columns of a ground state row with ``K`` feet."""
+    return FEET + 7 * K
+
+
+_LN2 = math.log(2.0)
+
+
+@numba.njit(cache=True)
+def _track(x, v, goal, goal_prev, h, halflife, max_speed):
+    """A critically damped spring following a moving goal (at ``goal_prev`` a step ago, at
+    ``goal`` now), the goal's speed fed forward up to ``max_speed`` (a ramp is followed
+    without lag; a step's jump is taken by the spring). Returns ``(x, v)`` after ``h`` s."""
+    if h <= 0.0:
+        return x, v
+    gv = min(max((goal - goal_prev) / h, -max_speed), max_speed)
+    y = 2.0 * _LN2 / max(halflife, 1e-5)
+    e0 = x - goal_prev
+    de0 = v - gv
+    j1 = de0 + e0 * y
+    ey = math.exp(-y * h)
+    return goal_prev + gv * h + ey * (e0 + j1 * h), gv + ey * (de0 - j1 * y * h)
+
+
+@numba.njit(cache=True)
+def _toward_up(n, fraction, max_angle, out):
+    """``out [4]``: ``fraction`` of the rotation taking straight up to the unit normal
+    ``n [3]``, its angle at most ``max_angle`` (rad)."""
+    ny = min(max(n[1], -1.0), 1.0)
+    angle = math.acos(ny)
+    ax, az = n[2], -n[0]  # up x n
+    s = math.sqrt(ax * ax + az * az)
+    a = min(angle, max_angle) * fraction
+    if s < 1e-12 or a < 1e-12:
+        out[0], out[1], out[2], out[3] = 1.0, 0.0, 0.0, 0.0
+        return
+    sh = math.sin(0.5 * a) / s
+    out[0], out[1], out[2], out[3] = math.cos(0.5 * a), ax * sh, 0.0, az * sh
+
+
+@numba.njit(cache=True)
+def _moved(tilt, origin, lift, p, out):
+    """``out [3]``: point ``p`` turned by ``tilt`` about ``origin [3]`` and raised by ``lift``."""
+    w, x, y, z = tilt[0], tilt[1], tilt[2], tilt[3]
+    vx, vy, vz = p[0] - origin[0], p[1] - origin[1], p[2] - origin[2]
+    tx = 2.0 * (y * vz - z * vy)
+    ty = 2.0 * (z * vx - x * vz)
+    tz = 2.0 * (x * vy - y * vx)
+    out[0] = origin[0] + vx + w * tx + (y * tz - z * ty)
+    out[1] = origin[1] + vy + w * ty + (z * tx - x * tz) + lift
+    out[2] = origin[2] + vz + w * tz + (x * ty - y * tx)
+
+
+@numba.njit(cache=True)
+def _chain_fk(chain, parents, root_pos, root_rot, rot, pos, world_pos, world_rot):
+    """:func:`~motionmatch.runtime._kernels.forward_kinematics` of the joints ``chain``
+    only (parents before children, joint 0 first; the joints the legs need): their world
+    transforms into ``world_pos [J, 3]``, ``world_rot [J, 4]`` (the other rows untouched)."""
+    for c in range(3):
+        world_pos[0, c] = root_pos[c]
+    for c in range(4):
+        world_rot[0, c] = root_rot[c]
+    for m in range(1, chain.shape[0]):
+        j = chain[m]
+        p = parents[j]
+        w, x, y, z = world_rot[p, 0], world_rot[p, 1], world_rot[p, 2], world_rot[p, 3]
+        vx, vy, vz = pos[j - 1, 0], pos[j - 1, 1], pos[j - 1, 2]
+        tx = 2.0 * (y * vz - z * vy)
+        ty = 2.0 * (z * vx - x * vz)
+        tz = 2.0 * (x * vy - y * vx)
+        world_pos[j, 0] = world_pos[p, 0] + vx + w * tx + (y * tz - z * ty)
+        world_pos[j, 1] = world_pos[p, 1] + vy + w * ty + (z * tx - x * tz)
+        world_pos[j, 2] = world_pos[p, 2] + vz + w * tz + (x * ty - y * tx)
+        qmul(world_rot[p], rot[j - 1], world_rot[j])
+
+
+def pack_ground(parents: np.ndarray, legs: np.ndarray, chain: np.ndarray, terrain_arrays: tuple,
+                settings: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """What :func:`ground_step` reads besides the rows, as two arrays (fewer arguments: a
+    compiled call types and unboxes each one): ``ints`` (int64: ``J, K, L, T, S, I``, then
+    ``parents [J]``, ``legs [K, 4]``, ``chain [L]`` and the terrain's ``triangles [T, 3]``,
+    ``start [S]``, ``items [I]``) and ``floats`` (float64: ``settings``, the terrain's
+    ``params [7]``, its heights' rows and columns and vertices ``R, C, V``, then
+    ``heights [R, C]`` and ``vertices [V, 3]``); read-only."""
+    params, heights, vertices, triangles, start, items = terrain_arrays
+    legs = np.asarray(legs, dtype=np.int64).reshape(-1, 4)
+    ints = np.concatenate([np.array([len(parents), len(legs), len(chain), len(triangles), len(start), len(items)]),
+                           parents, legs.ravel(), chain, np.asarray(triangles).ravel(), start, items]).astype(np.int64)
+    floats = np.concatenate([settings, params, np.array([heights.shape[0], heights.shape[1], len(vertices)]),
+                             np.asarray(heights).ravel(), np.asarray(vertices).ravel()]).astype(np.float64)
+    ints.setflags(write=False)
+    floats.setflags(write=False)
+    return ints, floats
+
+
+@numba.njit(cache=True, nogil=True)
+def ground_step(rows, dt, frame, contacts, out_rot, out_pos, ints, floats, state):
+    """:func:`ground_rows` with the skeleton, the terrain and the settings packed by
+    :func:`pack_ground` (one compiled call over ``rows``)."""
+    J, K, L, T, S, n_items = ints[0], ints[1], ints[2], ints[3], ints[4], ints[5]
+    a = 6
+    parents = ints[a:a + J]
+    a += J
+    legs = ints[a:a + 4 * K].reshape((K, 4))
+    a += 4 * K
+    chain = ints[a:a + L]
+    a += L
+    triangles = ints[a:a + 3 * T].reshape((T, 3))
+    a += 3 * T
+    start = ints[a:a + S]
+    a += S
+    items = ints[a:a + n_items]
+    n = len(SETTINGS)
+    settings = floats[:n]
+    params = floats[n:n + 7]
+    R, C, V = int(floats[n + 7]), int(floats[n + 8]), int(floats[n + 9])
+    b = n + 10
+    heights = floats[b:b + R * C].reshape((R, C))
+    b += R * C
+    vertices = floats[b:b + 3 * V].reshape((V, 3))
+    ground_rows(rows, dt, frame, contacts, out_rot, out_pos, parents, legs, chain, params, heights, vertices,
+                triangles, start, items, state, settings)
+
+
+@numba.njit(cache=True, nogil=True)
+def ground_rows(rows, dt, frame, contacts, out_rot, out_pos, parents, legs, chain, terrain_params, heights_grid,
+                vertices, triangles, start, items, state, settings):
+    """Put the output poses of ``rows [R]`` (time steps ``dt [R]``, s) on a ground, in place
+    in ``out_rot``, ``out_pos`` (see the module docstring for the steps), and update each
+    row's ground state ``state [C, W]`` (the columns above).
+
+    ``frame [C]`` the database frame each row plays, ``contacts [N, K]`` the database's
+    foot contacts, ``parents [J]``, ``legs [K, 4]`` (hip, knee, ankle, toe), ``chain``
+    the joints from the root to the legs' toes (parents first, 0 first). The ground:
+    ``terrain_params`` and the five arrays after it, as
+    :meth:`~motionmatch.environment.terrain.Terrain.kernel_arrays` gives them. ``settings``:
+    the float64 array :data:`SETTINGS` names."""
+    lift_hl, foot_hl, weight_hl, normal_hl = settings[0], settings[1], settings[2], settings[3]
+    lean, max_lean, max_tilt, max_speed, slack = settings[4], settings[5], settings[6], settings[7], settings[8]
+    lookahead, uphill, downhill, min_factor = settings[9], settings[10], settings[11], settings[12]
+    step_limit, wall_ahead = settings[13], settings[14]
+    J = parents.shape[0]
+    K = legs.shape[0]
+    P = 1 + 2 * K + 2
+    W, Y, V, G, T = FEET, FEET + K, FEET + 2 * K, FEET + 3 * K, FEET + 4 * K
+    # (the scratch as views of one allocation: a call on one row pays for one, not twenty)
+    work = np.empty(7 * J + 6 * P + 3 * 4 * 10 + max(K, 1))
+    wp = work[:3 * J].reshape((J, 3))
+    wr = work[3 * J:7 * J].reshape((J, 4))
+    o = 7 * J
+    points = work[o:o + 2 * P].reshape((P, 2))
+    heights = work[o + 2 * P:o + 3 * P]
+    normals = work[o + 3 * P:o + 6 * P].reshape((P, 3))
+    o += 6 * P
+    root_rot, tilt, q, qa = work[o:o + 4], work[o + 4:o + 8], work[o + 8:o + 12], work[o + 12:o + 16]
+    new_a, new_b, parent_r, hip_r = work[o + 16:o + 20], work[o + 20:o + 24], work[o + 24:o + 28], work[o + 28:o + 32]
+    knee_r = work[o + 32:o + 36]
+    o += 40
+    d, dq, target, origin = work[o:o + 3], work[o + 3:o + 6], work[o + 6:o + 9], work[o + 9:o + 12]
+    hip_p, knee_p, ankle_p = work[o + 12:o + 15], work[o + 15:o + 18], work[o + 18:o + 21]
+    o += 80
+    ws = work[o:o + max(K, 1)]
+    ik_v = np.empty((9, 3))
+    ik_q = np.empty((3, 4))
+    for n in range(rows.shape[0]):
+        r = rows[n]
+        h = dt[n]
+        st = state[r]
+        first = st[READY] == 0.0
+        # the flat pose's feet, and the ground points
+        _chain_fk(chain, parents, out_pos[r, 0], out_rot[r, 0], out_rot[r, 1:], out_pos[r, 1:], wp, wr)
+        points[0, 0] = out_pos[r, 0, 0]
+        points[0, 1] = out_pos[r, 0, 2]
+        for k in range(K):
+            toe = legs[k, 3]
+            vx = vz = 0.0
+            if not first and h > 0:
+                vx = (wp[toe, 0] - st[T + 3 * k]) / h
+                vz = (wp[toe, 2] - st[T + 3 * k + 2]) / h
+            points[1 + k, 0] = wp[toe, 0]
+            points[1 + k, 1] = wp[toe, 2]
+            points[1 + K + k, 0] = wp[toe, 0] + vx * lookahead
+            points[1 + K + k, 1] = wp[toe, 2] + vz * lookahead
+        gx, gz = st[GOAL_VELOCITY], st[GOAL_VELOCITY + 1]
+        gs = math.sqrt(gx * gx + gz * gz)
+        ux, uz = (gx / gs, gz / gs) if gs > 1e-6 else (0.0, 0.0)
+        for m in range(2):
+            points[P - 2 + m, 0] = points[0, 0] + ux * wall_ahead * 0.5 * (m + 1)
+            points[P - 2 + m, 1] = points[0, 1] + uz * wall_ahead * 0.5 * (m + 1)
+        terrain_query(terrain_params, heights_grid, vertices, triangles, start, items, points, heights, normals)
+        for c in range(3):
+            origin[c] = out_pos[r, 0, c]
+        base_y = origin[1]
+        ground = heights[0]
+        # contact weights, smoothed (a smoothstep of an exponential approach)
+        a = 1.0 - math.exp(-_LN2 * h / max(weight_hl, 1e-5))
+        for k in range(K):
+            cv = 1.0 if contacts[frame[r], k] else 0.0
+            st[W + k] = cv if first else st[W + k] + (cv - st[W + k]) * a
+            w = min(max(st[W + k], 0.0), 1.0)
+            ws[k] = w * w * (3.0 - 2.0 * w)
+        # the ground's slope under the root, damped
+        b = 1.0 - math.exp(-_LN2 * h / max(normal_hl, 1e-5))
+        nn = 0.0
+        for c in range(3):
+            st[NORMAL + c] = normals[0, c] if first else st[NORMAL + c] + (normals[0, c] - st[NORMAL + c]) * b
+            nn += st[NORMAL + c] * st[NORMAL + c]
+        nn = math.sqrt(nn)
+        for c in range(3):
+            st[NORMAL + c] = st[NORMAL + c] / nn if nn > 1e-12 else (1.0 if c == 1 else 0.0)
+        # the root's lift: the ground under it, lowered so that the lower planted foot reaches
+        goal = ground
+        cap = math.inf
+        for k in range(K):
+            g = heights[1 + k]
+            goal = min(goal, ground + ws[k] * (g - ground))
+            cap = min(cap, g + slack + (1.0 - ws[k]))
+        if first:
+            st[LIFT], st[LIFT_VEL] = goal, 0.0
+        else:
+            st[LIFT], st[LIFT_VEL] = _track(st[LIFT], st[LIFT_VEL], goal, st[LIFT_GOAL], h, lift_hl, max_speed)
+        st[LIFT_GOAL] = goal
+        if st[LIFT] > cap:
+            st[LIFT] = cap
+        lift = st[LIFT]
+        # the root: lifted, and tilted by part of the damped slope
+        _toward_up(st[NORMAL:NORMAL + 3], lean, max_lean, tilt)
+        qmul(tilt, out_rot[r, 0], root_rot)
+        for c in range(4):
+            out_rot[r, 0, c] = root_rot[c]
+        out_pos[r, 0, 1] = base_y + lift
+        # the next intents' speed: the grade along the way (damped normal), a wall ahead
+        grade = -(st[NORMAL] * ux + st[NORMAL + 2] * uz) / max(st[NORMAL + 1], 1e-3)
+        f = 1.0 - uphill * max(grade, 0.0) - downhill * max(-grade, 0.0)
+        f = max(f, min_factor)
+        if abs(heights[P - 2] - ground) > step_limit:  # (a ledge up or down)
+            f = 0.0
+        elif abs(heights[P - 1] - ground) > step_limit:
+            f = min(f, 0.5)
+        st[SPEED_FACTOR] = f
+        for k in range(K):
+            hip, knee, ankle, toe = legs[k, 0], legs[k, 1], legs[k, 2], legs[k, 3]
+            g = heights[1 + k]
+            ahead = max(g, heights[1 + K + k])
+            fgoal = ws[k] * g + (1.0 - ws[k]) * ahead
+            if first:
+                st[Y + k], st[V + k] = fgoal, 0.0
+            else:
+                st[Y + k], st[V + k] = _track(st[Y + k], st[V + k], fgoal, st[G + k], h, foot_hl, max_speed)
+            st[G + k] = fgoal
+            for c in range(3):
+                st[T + 3 * k + c] = wp[toe, c]
+            above = wp[toe, 1] - base_y  # the toe's height above the floor, flat
+            F = st[Y + k] + ws[k] * (g - st[Y + k])
+            F = max(F, g - above)  # the toe never below the surface
+            # the foot turned toward the surface, its toe on the ground as on the floor
+            _toward_up(normals[1 + k], ws[k], max_tilt, q)
+            for c in range(3):
+                d[c] = wp[toe, c] - wp[ankle, c]
+            qrot(q, d, dq)
+            target[0] = wp[toe, 0] - dq[0]
+            target[1] = base_y + F + above - dq[1]
+            target[2] = wp[toe, 2] - dq[2]
+            # the leg where the lifted, tilted root put it (a rigid move of the flat pose)
+            _moved(tilt, origin, lift, wp[hip], hip_p)
+            _moved(tilt, origin, lift, wp[knee], knee_p)
+            _moved(tilt, origin, lift, wp[ankle], ankle_p)
+            qmul(tilt, wr[parents[hip]], parent_r)
+            qmul(tilt, wr[hip], hip_r)
+            qmul(tilt, wr[knee], knee_r)
+            if two_bone_ik_into(hip_p, knee_p, ankle_p, target, hip_r, knee_r, new_a, new_b, ik_v, ik_q):
+                local_from_world(parent_r, new_a, out_rot[r, hip])
+                local_from_world(new_a, new_b, out_rot[r, knee])
+                qmul(q, wr[ankle], qa)
+                local_from_world(new_b, qa, out_rot[r, ankle])
+        st[READY] = 1.0
+
+
+#: where :class:`~motionmatch.runtime._batch_kernels.PoseArrays`' plain tuple holds what the
+#: ground stage reads (read by index: naming the whole tuple again costs a reference count
+#: on each of its forty arrays)
+_FRAME, _CONTACTS, _OUT_ROT, _OUT_POS = (PoseArrays._fields.index(f) for f in ("frame", "contacts", "out_rot",
+                                                                                "out_pos"))
+
+
+@numba.njit(cache=True, nogil=True)
+def pose_ground_rows(rows, dt, pose, ints, floats, state):
+    """The poses stage (:func:`~motionmatch.runtime._batch_kernels.pose_rows`, ``pose`` its
+    plain tuple), then :func:`ground_step` on the same rows: one compiled call."""
+    pose_rows(rows, dt, pose)
+    ground_step(rows, dt, pose[_FRAME], pose[_CONTACTS], pose[_OUT_ROT], pose[_OUT_POS], ints, floats, state)
+
+
+@numba.njit(cache=True, nogil=True)
+def sim_pose_ground_rows(rows, dt, goals, sim, pose, ints, floats, state):
+    """:func:`~motionmatch.runtime._batch_kernels.sim_pose_rows` (the simulated roots and
+    the poses), then :func:`ground_step` on the same rows: one compiled call."""
+    sim_pose_rows(rows, dt, goals, sim, pose)
+    ground_step(rows, dt, pose[_FRAME], pose[_CONTACTS], pose[_OUT_ROT], pose[_OUT_POS], ints, floats, state)
