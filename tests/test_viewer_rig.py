@@ -137,7 +137,8 @@ def test_bad_rigs_are_refused_in_one_line_and_the_session_is_unchanged(server, r
     with Client(server) as c:
         J = len(c.next_frame().characters[0].positions)
         cases = [
-            (crab.read_bytes(), "crab.bvh", 400, ("crab.bvh", "no humanoid found")),
+            (crab.read_bytes(), "crab.bvh", 400, ("crab.bvh", "no humanoid found",
+                                                  "motionmatch viewer --rig crab.bvh --rig-roles MAP.json")),
             (two.read_bytes(), "two_roots.glb", 400, ("two_roots.glb", "2 roots", "parent them under one joint")),
             (b"glTF\x02\x00\x00\x00garbage", "broken.glb", 400, ("broken.glb",)),
             (b"hello", "notes.txt", 400, ("notes.txt", ".glb")),
@@ -255,10 +256,9 @@ def test_a_character_not_updated_keeps_its_pose_on_the_rig(server, rig_glb):
         for _ in range(5):
             s.step()
         cache: dict = {}
-        poses = s.poses()  # (no rig in this session: the database's poses)
-        mm = [True] * len(poses)
-        first = rig.play(poses, mm, cache)
-        again = rig.play(poses, mm, cache)
+        mm = [True] * len(s.chars)
+        first = rig.play(s.poses(), mm, cache)  # (no rig in this session: the database's poses, fresh each call)
+        again = rig.play(s.poses(), mm, cache)
         assert all(a.positions is b.positions for a, b in zip(first, again))
         s.step()
         moved = rig.play(s.poses(), mm, cache)

@@ -199,6 +199,12 @@ class Retargeter:
         """The legs' length ratio, target over source."""
         return self.match.scale
 
+    @property
+    def carries(self) -> bool:
+        """The target has a ground root that only carries the character (it follows the
+        character's root on the ground: :meth:`poses`' ``root_positions``, ``root_rotations``)."""
+        return self._carries
+
     def __call__(self, motion: Motion) -> Motion:
         """``motion`` (on the source rig's skeleton) on the target rig."""
         s = self.source.skeleton

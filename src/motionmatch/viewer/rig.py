@@ -98,39 +98,41 @@ class ViewerRig:
         return self.file.rig.skeleton.num_joints
 
     def play(self, poses: list[CharacterPose], mm: list[bool], cache: dict | None = None) -> list[CharacterPose]:
-        """``poses`` with those of the motion-matching characters (``mm[i]``) on the rig:
-        one retargeting call and one forward kinematics for all of them (the others, clip
-        players, are left as they are).
+        """``poses`` (fresh objects: changed in place, and returned) with those of the
+        motion-matching characters (``mm[i]``) on the rig: one retargeting call and one
+        forward kinematics for all of them (the others, clip players, are left as they are).
 
         ``cache`` (a dict the caller keeps, one per session): a character whose pose is the
         very array it was last time (not updated this tick: the session's level of detail
         updates background characters every few ticks, and a paused session none) keeps its
         retargeted pose; only the others are retargeted."""
-        idx = [i for i, is_mm in enumerate(mm) if is_mm]
-        if not idx:
+        chosen = [p for p, is_mm in zip(poses, mm) if is_mm]
+        if not chosen:
             return poses
         old = cache if cache is not None else {}
-        todo = [i for i in idx if (c := old.get(poses[i].id)) is None or c[0] is not poses[i].positions]
-        fresh = {}
-        if todo:
-            rot = np.stack([poses[i].rotations for i in todo])
-            pos = np.stack([poses[i].positions for i in todo])
-            yaw = np.fromiter((poses[i].yaw for i in todo), dtype=np.float64, count=len(todo))
-            ground = pos[:, 0]  # the database skeleton's joint 0: the character's root on the ground
-            local, trans = self.retargeter.poses(rot, pos, floor=ground[:, 1], centres=ground, root_positions=ground,
-                                                 root_rotations=quat.from_angle_y(yaw))
-            wp, wr = forward_kinematics(self.retargeter.target.skeleton.parents, local, trans)
-            fresh = {poses[i].id: (poses[i].positions, wp[k], wr[k]) for k, i in enumerate(todo)}
-        out = list(poses)
+        todo = [p for p in chosen if (c := old.get(p.id)) is None or c[0] is not p.positions]
         kept = {}
-        for i in idx:
-            p = poses[i]
-            entry = kept[p.id] = fresh.get(p.id) or old[p.id]
-            out[i] = CharacterPose(p.id, entry[1], entry[2], p.yaw, self.scale, p.mode, p.flags, p.contacts)
+        if todo:
+            rot = np.stack([p.rotations for p in todo])
+            pos = np.stack([p.positions for p in todo])
+            ground = pos[:, 0]  # the database skeleton's joint 0: the character's root on the ground
+            heading = None
+            if self.retargeter.carries:  # only a ground root that carries the character turns with it
+                heading = quat.from_angle_y(np.fromiter((p.yaw for p in todo), dtype=np.float64, count=len(todo)))
+            local, trans = self.retargeter.poses(rot, pos, floor=ground[:, 1], centres=ground, root_positions=ground,
+                                                 root_rotations=heading)
+            wp, wr = forward_kinematics(self.retargeter.target.skeleton.parents, local, trans)
+            for k, p in enumerate(todo):
+                kept[p.id] = (p.positions, wp[k], wr[k])
+        scale = self.scale
+        for p in chosen:
+            entry = kept.get(p.id) or old[p.id]
+            kept[p.id] = entry
+            p.positions, p.rotations, p.scale = entry[1], entry[2], scale
         if cache is not None:
             cache.clear()
             cache.update(kept)
-        return out
+        return poses
 
 
 class RigLoader:
@@ -213,7 +215,10 @@ class RigLoader:
             try:
                 return self.load(path)
             except MotionMatchError as e:
-                raise MotionMatchError(_one_line(str(e).replace(str(path), name).replace(tmp, "."))) from None
+                line = _one_line(str(e).replace(str(path), name).replace(tmp, "."))
+                line = line.replace("give its roles with --rig-roles MAP.json", "name its joints' roles on the command "
+                                    f"line: motionmatch viewer --rig {name} --rig-roles MAP.json")
+                raise MotionMatchError(line) from None
             except Exception as e:  # a file no reader expected (hostile input): one line, nothing kept
                 raise MotionMatchError(f"{name}: cannot be read as a rig ({type(e).__name__}: "
                                        f"{_one_line(str(e).replace(tmp, '.'))[:200]}); export it again as glTF 2.0 "
