@@ -171,6 +171,11 @@ def test_independent_poses_in_one_call_are_the_takes_frames():
     want = centres + 1.3 * (m.world_positions[:, 0] - centres)
     assert np.allclose(hips, want, atol=1e-9)
     assert np.allclose(rot2, whole.rotations, atol=1e-12)
+    # the world poses in one compiled pass: the forward kinematics of those local transforms
+    wp2, wr2 = r.world_poses(m.world_rotations, m.world_positions, floor=0.0, centres=centres)
+    fk_pos, fk_rot = forward_kinematics(long.parents, rot2, tr2)
+    assert np.allclose(wp2, fk_pos, atol=1e-9)
+    assert np.allclose(np.abs(np.sum(wr2 * fk_rot, -1)), 1.0, atol=1e-9)
     with pytest.raises(MotionError, match=r"\[F, 21, 4\]"):
         r.poses(m.world_rotations[:, :5], m.world_positions[:, :5])
 

@@ -40,6 +40,7 @@ from motionmatch.anim._quat_kernels import qmul
 from motionmatch.anim.contacts import foot_contacts
 from motionmatch.anim.grounding import floor_height
 from motionmatch.anim.humanoid import HumanoidRoles, carrier_joints, find_humanoid
+from motionmatch.anim.kinematics import forward_kinematics
 from motionmatch.anim.leg_ik import plant_weights, planted_offsets, two_bone_ik
 from motionmatch.anim.motion import Motion
 from motionmatch.anim.retarget_map import ChainMatch, Rig, facing_frame, match_chains, reference_rig
@@ -76,14 +77,54 @@ class RetargetSettings:
                 raise ValueError(f"RetargetSettings.{name} must be a number >= 0, got {v!r}")
 
 
+@numba.njit(cache=True, nogil=True, inline="always")
+def _matched_rotation(qs, ps, f, r, source, offset, has_dir, local_bone, start, start_w, end, end_w, q, turn,
+                      out):  # pragma: no cover
+    """The world rotation ``out [4]`` of matched pair ``r``'s target joint in frame ``f``: its
+    source's times the pair's offset, its bone turned (shortest arc) onto the source's bone
+    from the point ``start`` to the point ``end`` (each a blend of two source joints'
+    positions ``ps [F, Js, 3]``) where it has a direction (``q``, ``turn``: scratch)."""
+    qmul(qs[f, source[r]], offset[r], q)
+    if not has_dir[r]:
+        out[:] = q
+        return
+    v = local_bone[r]  # the bone now: q * v * q^-1
+    tx = 2.0 * (q[2] * v[2] - q[3] * v[1])
+    ty = 2.0 * (q[3] * v[0] - q[1] * v[2])
+    tz = 2.0 * (q[1] * v[1] - q[2] * v[0])
+    ux = v[0] + q[0] * tx + (q[2] * tz - q[3] * ty)
+    uy = v[1] + q[0] * ty + (q[3] * tx - q[1] * tz)
+    uz = v[2] + q[0] * tz + (q[1] * ty - q[2] * tx)
+    a0, a1, b0, b1 = start[r, 0], start[r, 1], end[r, 0], end[r, 1]
+    sw, ew = start_w[r], end_w[r]
+    wx = ((1.0 - ew) * ps[f, b0, 0] + ew * ps[f, b1, 0]) - ((1.0 - sw) * ps[f, a0, 0] + sw * ps[f, a1, 0])
+    wy = ((1.0 - ew) * ps[f, b0, 1] + ew * ps[f, b1, 1]) - ((1.0 - sw) * ps[f, a0, 1] + sw * ps[f, a1, 1])
+    wz = ((1.0 - ew) * ps[f, b0, 2] + ew * ps[f, b1, 2]) - ((1.0 - sw) * ps[f, a0, 2] + sw * ps[f, a1, 2])
+    nu = np.sqrt(ux * ux + uy * uy + uz * uz)
+    nw = np.sqrt(wx * wx + wy * wy + wz * wz)
+    if nu <= 1e-12 or nw <= 1e-12:
+        out[:] = q
+        return
+    ux, uy, uz, wx, wy, wz = ux / nu, uy / nu, uz / nu, wx / nw, wy / nw, wz / nw
+    turn[0] = 1.0 + ux * wx + uy * wy + uz * wz
+    turn[1] = uy * wz - uz * wy
+    turn[2] = uz * wx - ux * wz
+    turn[3] = ux * wy - uy * wx
+    if turn[0] < 1e-9:  # opposite: half a turn about an axis across the bone
+        turn[0], turn[1], turn[2], turn[3] = 0.0, 0.0, -uz, uy
+        if uy * uy + uz * uz < 1e-12:
+            turn[1], turn[2], turn[3] = uz, 0.0, -ux
+    n = np.sqrt(turn[0] ** 2 + turn[1] ** 2 + turn[2] ** 2 + turn[3] ** 2)
+    for k in range(4):
+        turn[k] /= n
+    qmul(turn, q, out)
+
+
 @numba.njit(cache=True, nogil=True)
 def _pose_kernel(qs, ps, source, offset, has_dir, local_bone, start, start_w, end, end_w, row_of, parents, rest,
                  local):  # pragma: no cover
     """Local rotations ``local [F, J, 4]`` of the target: a matched joint's world rotation is
-    its source's times the pair's offset, its bone turned (shortest arc) onto the source's
-    bone from the point ``start`` to the point ``end`` (each a blend of two source joints'
-    positions ``ps [F, Js, 3]``) where it has a direction; any other joint keeps its rest
-    local rotation (``rest``, unit)."""
+    :func:`_matched_rotation`'s; any other joint keeps its rest local rotation (``rest``, unit)."""
     F, J = local.shape[0], local.shape[1]
     world = np.empty((J, 4))
     q = np.empty(4)
@@ -98,40 +139,8 @@ def _pose_kernel(qs, ps, source, offset, has_dir, local_bone, start, start_w, en
                     local[f, j, k] = rest[j, k]
                 continue
             if r >= 0:
-                qmul(qs[f, source[r]], offset[r], q)
-                if has_dir[r]:
-                    v = local_bone[r]  # the bone now: q * v * q^-1
-                    tx = 2.0 * (q[2] * v[2] - q[3] * v[1])
-                    ty = 2.0 * (q[3] * v[0] - q[1] * v[2])
-                    tz = 2.0 * (q[1] * v[1] - q[2] * v[0])
-                    ux = v[0] + q[0] * tx + (q[2] * tz - q[3] * ty)
-                    uy = v[1] + q[0] * ty + (q[3] * tx - q[1] * tz)
-                    uz = v[2] + q[0] * tz + (q[1] * ty - q[2] * tx)
-                    a0, a1, b0, b1 = start[r, 0], start[r, 1], end[r, 0], end[r, 1]
-                    sw, ew = start_w[r], end_w[r]
-                    wx = ((1.0 - ew) * ps[f, b0, 0] + ew * ps[f, b1, 0]) - ((1.0 - sw) * ps[f, a0, 0] + sw * ps[f, a1, 0])
-                    wy = ((1.0 - ew) * ps[f, b0, 1] + ew * ps[f, b1, 1]) - ((1.0 - sw) * ps[f, a0, 1] + sw * ps[f, a1, 1])
-                    wz = ((1.0 - ew) * ps[f, b0, 2] + ew * ps[f, b1, 2]) - ((1.0 - sw) * ps[f, a0, 2] + sw * ps[f, a1, 2])
-                    nu = np.sqrt(ux * ux + uy * uy + uz * uz)
-                    nw = np.sqrt(wx * wx + wy * wy + wz * wz)
-                    if nu > 1e-12 and nw > 1e-12:
-                        ux, uy, uz, wx, wy, wz = ux / nu, uy / nu, uz / nu, wx / nw, wy / nw, wz / nw
-                        turn[0] = 1.0 + ux * wx + uy * wy + uz * wz
-                        turn[1] = uy * wz - uz * wy
-                        turn[2] = uz * wx - ux * wz
-                        turn[3] = ux * wy - uy * wx
-                        if turn[0] < 1e-9:  # opposite: half a turn about an axis across the bone
-                            turn[0], turn[1], turn[2], turn[3] = 0.0, 0.0, -uz, uy
-                            if uy * uy + uz * uz < 1e-12:
-                                turn[1], turn[2], turn[3] = uz, 0.0, -ux
-                        n = np.sqrt(turn[0] ** 2 + turn[1] ** 2 + turn[2] ** 2 + turn[3] ** 2)
-                        for k in range(4):
-                            turn[k] /= n
-                        qmul(turn, q, world[j])
-                    else:
-                        world[j] = q
-                else:
-                    world[j] = q
+                _matched_rotation(qs, ps, f, r, source, offset, has_dir, local_bone, start, start_w, end, end_w, q,
+                                  turn, world[j])
             else:  # an unmatched root
                 world[j] = rest[j]
             if p < 0:
@@ -142,6 +151,39 @@ def _pose_kernel(qs, ps, source, offset, has_dir, local_bone, start, start_w, en
             n = np.sqrt(local[f, j, 0] ** 2 + local[f, j, 1] ** 2 + local[f, j, 2] ** 2 + local[f, j, 3] ** 2)
             for k in range(4):
                 local[f, j, k] /= n
+
+
+@numba.njit(cache=True, nogil=True)
+def _world_kernel(qs, ps, source, offset, has_dir, local_bone, start, start_w, end, end_w, row_of, parents, rest,
+                  offsets, hips, hips_t, wpos, wrot):  # pragma: no cover
+    """The target's world rotations ``wrot [F, J, 4]`` (as :func:`_pose_kernel`'s, no local
+    ones) and positions ``wpos [F, J, 3]`` (the skeleton's ``offsets``, the joint ``hips``
+    at ``hips_t [F, 3]`` from its parent) in one pass: retargeting and forward kinematics."""
+    F, J = wrot.shape[0], wrot.shape[1]
+    q = np.empty(4)
+    turn = np.empty(4)
+    for f in range(F):
+        for j in range(J):
+            r = row_of[j]
+            p = parents[j]
+            if r >= 0:
+                _matched_rotation(qs, ps, f, r, source, offset, has_dir, local_bone, start, start_w, end, end_w, q,
+                                  turn, wrot[f, j])
+            elif p < 0:
+                wrot[f, j] = rest[j]
+            else:
+                qmul(wrot[f, p], rest[j], wrot[f, j])
+            t = hips_t[f] if j == hips else offsets[j]
+            if p < 0:
+                wpos[f, j] = t
+                continue
+            a = wrot[f, p]  # the parent's rotation applied to the offset: a * t * a^-1
+            tx = 2.0 * (a[2] * t[2] - a[3] * t[1])
+            ty = 2.0 * (a[3] * t[0] - a[1] * t[2])
+            tz = 2.0 * (a[1] * t[1] - a[2] * t[0])
+            wpos[f, j, 0] = wpos[f, p, 0] + t[0] + a[0] * tx + (a[2] * tz - a[3] * ty)
+            wpos[f, j, 1] = wpos[f, p, 1] + t[1] + a[0] * ty + (a[3] * tx - a[1] * tz)
+            wpos[f, j, 2] = wpos[f, p, 2] + t[2] + a[0] * tz + (a[1] * ty - a[2] * tx)
 
 
 def foot_points(skeleton: Skeleton, ankle: int) -> tuple[list[int], np.ndarray]:
@@ -273,18 +315,15 @@ class Retargeter:
         """
         qs = np.asarray(world_rotations, dtype=np.float64)
         ps = np.asarray(world_positions, dtype=np.float64)
-        J = self.source.skeleton.num_joints
-        if qs.ndim != 3 or qs.shape[1:] != (J, 4) or ps.shape != qs.shape[:2] + (3,):
-            raise MotionError(f"poses of {J} source joints must be [F, {J}, 4] rotations and [F, {J}, 3] positions, "
-                              f"got {list(qs.shape)} and {list(ps.shape)}")
+        self._check_poses(qs, ps)
         local = self._local_rotations(qs, ps)
-        k = self.match.scale if self.settings.scale_root else 1.0
-        about = np.zeros((len(ps), 3)) if centres is None else np.asarray(centres, dtype=np.float64).reshape(-1, 3)
-        about = np.column_stack([about[:, 0], np.broadcast_to(np.asarray(floor, dtype=np.float64), len(about)),
-                                 about[:, 2]])
-        hips_pos = about + k * (ps[:, self.match.hips[1]] - about)
+        hips_pos = self._hips_positions(ps, floor, centres)
         root_pos = root_rot = None
         if self._carries:
+            k = self.match.scale if self.settings.scale_root else 1.0
+            about = np.zeros((len(ps), 3)) if centres is None else np.asarray(centres, dtype=np.float64).reshape(-1, 3)
+            about = np.column_stack([about[:, 0], np.broadcast_to(np.asarray(floor, dtype=np.float64), len(about)),
+                                     about[:, 2]])
             if root_positions is None:
                 root_positions = np.column_stack([ps[:, 0, 0], np.zeros(len(ps)), ps[:, 0, 2]])
             if root_rotations is None:
@@ -292,6 +331,49 @@ class Retargeter:
             root_pos = about + k * (np.asarray(root_positions, dtype=np.float64) - about)
             root_rot = np.asarray(root_rotations, dtype=np.float64)
         return self._placed(local, hips_pos, root_pos, root_rot)
+
+    def world_poses(self, world_rotations: np.ndarray, world_positions: np.ndarray, *,
+                    floor: float | np.ndarray = 0.0, centres: np.ndarray | None = None,
+                    root_positions: np.ndarray | None = None,
+                    root_rotations: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`poses` as the target's world positions ``[F, J, 3]`` and rotations
+        ``[F, J, 4]`` (what a viewer draws): for a target without a ground root that carries
+        the character, retargeting and forward kinematics in one compiled pass."""
+        if self._carries:
+            local, trans = self.poses(world_rotations, world_positions, floor=floor, centres=centres,
+                                      root_positions=root_positions, root_rotations=root_rotations)
+            return forward_kinematics(self._parents, local, trans)
+        qs = np.ascontiguousarray(world_rotations, dtype=np.float64)
+        ps = np.ascontiguousarray(world_positions, dtype=np.float64)
+        self._check_poses(qs, ps)
+        hips_pos = self._hips_positions(ps, floor, centres)
+        t = self.target.skeleton
+        h = self.match.hips[0]
+        if t.parents[h] >= 0:
+            p = int(t.parents[h])
+            hips_pos = quat.inv_rotate(self._rest_rot[p], hips_pos - self._rest_pos[p])
+        m = self.match
+        F, J = len(qs), t.num_joints
+        wpos, wrot = np.empty((F, J, 3)), np.empty((F, J, 4))
+        _world_kernel(qs, ps, m.source, m.offset, m.has_direction, m.local_bone, m.start.reshape(-1, 2), m.start_w,
+                      m.end.reshape(-1, 2), m.end_w, self._row_of, self._parents, self._rest_local,
+                      np.ascontiguousarray(t.offsets, dtype=np.float64), h, np.ascontiguousarray(hips_pos), wpos, wrot)
+        return wpos, wrot
+
+    def _check_poses(self, qs: np.ndarray, ps: np.ndarray) -> None:
+        J = self.source.skeleton.num_joints
+        if qs.ndim != 3 or qs.shape[1:] != (J, 4) or ps.shape != qs.shape[:2] + (3,):
+            raise MotionError(f"poses of {J} source joints must be [F, {J}, 4] rotations and [F, {J}, 3] positions, "
+                              f"got {list(qs.shape)} and {list(ps.shape)}")
+
+    def _hips_positions(self, ps: np.ndarray, floor, centres) -> np.ndarray:
+        """``[F, 3]`` the target's hips in the world: the source's, scaled by the legs' ratio
+        about each pose's centre on the ground at ``floor``."""
+        k = self.match.scale if self.settings.scale_root else 1.0
+        about = np.zeros((len(ps), 3)) if centres is None else np.asarray(centres, dtype=np.float64).reshape(-1, 3)
+        about = np.column_stack([about[:, 0], np.broadcast_to(np.asarray(floor, dtype=np.float64), len(about)),
+                                 about[:, 2]])
+        return about + k * (ps[:, self.match.hips[1]] - about)
 
     def _with_hips_at(self, motion: Motion, local: np.ndarray, hips_pos: np.ndarray) -> Motion:
         """The target motion of local rotations ``local`` with its hips at ``hips_pos [F, 3]``

@@ -11,10 +11,10 @@ draw its skeleton (:func:`~motionmatch.viewer.characters.skeleton_info`).
 
 Every tick, :meth:`ViewerRig.play` turns the session's motion-matching characters' poses
 (world joint positions and rotations of the database skeleton) into the rig's, all the
-characters of the tick in one call (:meth:`~motionmatch.anim.retarget.Retargeter.poses`:
+characters of the tick in one call (:meth:`~motionmatch.anim.retarget.Retargeter.world_poses`:
 they are retargeted like the frames of one take, each scaled by the legs' ratio about its
-own root on the ground, so a character stays where the simulation has it) and one compiled
-forward kinematics. No foot IK (it needs a take's contacts): the feet are where the
+own root on the ground, so a character stays where the simulation has it; the retargeting
+and the rig's forward kinematics one compiled pass). No foot IK (it needs a take's contacts): the feet are where the
 retargeted legs put them.
 
 Uploaded rigs (:meth:`RigLoader.load_upload`) are read from a private temporary folder
@@ -36,7 +36,6 @@ import numpy as np
 
 from motionmatch.anim import quat
 from motionmatch.anim.humanoid import HumanoidError, find_humanoid
-from motionmatch.anim.kinematics import forward_kinematics
 from motionmatch.anim.mannequin import Mannequin, mannequin
 from motionmatch.anim.retarget import Retargeter, RetargetSettings
 from motionmatch.anim.retarget_map import Rig, reference_rig
@@ -119,9 +118,8 @@ class ViewerRig:
             heading = None
             if self.retargeter.carries:  # only a ground root that carries the character turns with it
                 heading = quat.from_angle_y(np.fromiter((p.yaw for p in todo), dtype=np.float64, count=len(todo)))
-            local, trans = self.retargeter.poses(rot, pos, floor=ground[:, 1], centres=ground, root_positions=ground,
+            wp, wr = self.retargeter.world_poses(rot, pos, floor=ground[:, 1], centres=ground, root_positions=ground,
                                                  root_rotations=heading)
-            wp, wr = forward_kinematics(self.retargeter.target.skeleton.parents, local, trans)
             for k, p in enumerate(todo):
                 kept[p.id] = (p.positions, wp[k], wr[k])
         scale = self.scale
