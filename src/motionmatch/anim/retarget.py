@@ -77,55 +77,19 @@ class RetargetSettings:
                 raise ValueError(f"RetargetSettings.{name} must be a number >= 0, got {v!r}")
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
-def _matched_rotation(qs, ps, f, r, source, offset, has_dir, local_bone, start, start_w, end, end_w, q, turn,
-                      out):  # pragma: no cover
-    """The world rotation ``out [4]`` of matched pair ``r``'s target joint in frame ``f``: its
-    source's times the pair's offset, its bone turned (shortest arc) onto the source's bone
-    from the point ``start`` to the point ``end`` (each a blend of two source joints'
-    positions ``ps [F, Js, 3]``) where it has a direction (``q``, ``turn``: scratch)."""
-    qmul(qs[f, source[r]], offset[r], q)
-    if not has_dir[r]:
-        out[:] = q
-        return
-    v = local_bone[r]  # the bone now: q * v * q^-1
-    tx = 2.0 * (q[2] * v[2] - q[3] * v[1])
-    ty = 2.0 * (q[3] * v[0] - q[1] * v[2])
-    tz = 2.0 * (q[1] * v[1] - q[2] * v[0])
-    ux = v[0] + q[0] * tx + (q[2] * tz - q[3] * ty)
-    uy = v[1] + q[0] * ty + (q[3] * tx - q[1] * tz)
-    uz = v[2] + q[0] * tz + (q[1] * ty - q[2] * tx)
-    a0, a1, b0, b1 = start[r, 0], start[r, 1], end[r, 0], end[r, 1]
-    sw, ew = start_w[r], end_w[r]
-    wx = ((1.0 - ew) * ps[f, b0, 0] + ew * ps[f, b1, 0]) - ((1.0 - sw) * ps[f, a0, 0] + sw * ps[f, a1, 0])
-    wy = ((1.0 - ew) * ps[f, b0, 1] + ew * ps[f, b1, 1]) - ((1.0 - sw) * ps[f, a0, 1] + sw * ps[f, a1, 1])
-    wz = ((1.0 - ew) * ps[f, b0, 2] + ew * ps[f, b1, 2]) - ((1.0 - sw) * ps[f, a0, 2] + sw * ps[f, a1, 2])
-    nu = np.sqrt(ux * ux + uy * uy + uz * uz)
-    nw = np.sqrt(wx * wx + wy * wy + wz * wz)
-    if nu <= 1e-12 or nw <= 1e-12:
-        out[:] = q
-        return
-    ux, uy, uz, wx, wy, wz = ux / nu, uy / nu, uz / nu, wx / nw, wy / nw, wz / nw
-    turn[0] = 1.0 + ux * wx + uy * wy + uz * wz
-    turn[1] = uy * wz - uz * wy
-    turn[2] = uz * wx - ux * wz
-    turn[3] = ux * wy - uy * wx
-    if turn[0] < 1e-9:  # opposite: half a turn about an axis across the bone
-        turn[0], turn[1], turn[2], turn[3] = 0.0, 0.0, -uz, uy
-        if uy * uy + uz * uz < 1e-12:
-            turn[1], turn[2], turn[3] = uz, 0.0, -ux
-    n = np.sqrt(turn[0] ** 2 + turn[1] ** 2 + turn[2] ** 2 + turn[3] ** 2)
-    for k in range(4):
-        turn[k] /= n
-    qmul(turn, q, out)
-
-
 @numba.njit(cache=True, nogil=True)
 def _pose_kernel(qs, ps, source, offset, has_dir, local_bone, start, start_w, end, end_w, row_of, parents, rest,
-                 local):  # pragma: no cover
-    """Local rotations ``local [F, J, 4]`` of the target: a matched joint's world rotation is
-    :func:`_matched_rotation`'s; any other joint keeps its rest local rotation (``rest``, unit)."""
-    F, J = local.shape[0], local.shape[1]
+                 offsets, hips, hips_t, world_out, local, wpos, wrot):  # pragma: no cover
+    """The target's poses: a matched joint's world rotation is its source's times the pair's
+    offset, its bone turned (shortest arc) onto the source's bone from the point ``start`` to
+    the point ``end`` (each a blend of two source joints' positions ``ps [F, Js, 3]``) where
+    it has a direction; any other joint keeps its rest local rotation (``rest``, unit).
+
+    Without ``world_out``: the local rotations ``local [F, J, 4]``. With it (no local
+    rotations): the world rotations ``wrot [F, J, 4]`` and positions ``wpos [F, J, 3]`` (the
+    skeleton's ``offsets``, the joint ``hips`` at ``hips_t [F, 3]`` from its parent): the
+    retargeting and the forward kinematics in one pass."""
+    F, J = qs.shape[0], parents.shape[0]
     world = np.empty((J, 4))
     q = np.empty(4)
     turn = np.empty(4)
@@ -135,55 +99,74 @@ def _pose_kernel(qs, ps, source, offset, has_dir, local_bone, start, start_w, en
             p = parents[j]
             if r < 0 and p >= 0:  # unmatched: its rest local rotation (its world one for its children)
                 qmul(world[p], rest[j], world[j])
-                for k in range(4):
-                    local[f, j, k] = rest[j, k]
-                continue
-            if r >= 0:
-                _matched_rotation(qs, ps, f, r, source, offset, has_dir, local_bone, start, start_w, end, end_w, q,
-                                  turn, world[j])
+                if not world_out:
+                    for k in range(4):
+                        local[f, j, k] = rest[j, k]
+            elif r >= 0:
+                qmul(qs[f, source[r]], offset[r], q)
+                if has_dir[r]:
+                    v = local_bone[r]  # the bone now: q * v * q^-1
+                    tx = 2.0 * (q[2] * v[2] - q[3] * v[1])
+                    ty = 2.0 * (q[3] * v[0] - q[1] * v[2])
+                    tz = 2.0 * (q[1] * v[1] - q[2] * v[0])
+                    ux = v[0] + q[0] * tx + (q[2] * tz - q[3] * ty)
+                    uy = v[1] + q[0] * ty + (q[3] * tx - q[1] * tz)
+                    uz = v[2] + q[0] * tz + (q[1] * ty - q[2] * tx)
+                    a0, a1, b0, b1 = start[r, 0], start[r, 1], end[r, 0], end[r, 1]
+                    sw, ew = start_w[r], end_w[r]
+                    wx = ((1.0 - ew) * ps[f, b0, 0] + ew * ps[f, b1, 0]) - ((1.0 - sw) * ps[f, a0, 0] + sw * ps[f, a1, 0])
+                    wy = ((1.0 - ew) * ps[f, b0, 1] + ew * ps[f, b1, 1]) - ((1.0 - sw) * ps[f, a0, 1] + sw * ps[f, a1, 1])
+                    wz = ((1.0 - ew) * ps[f, b0, 2] + ew * ps[f, b1, 2]) - ((1.0 - sw) * ps[f, a0, 2] + sw * ps[f, a1, 2])
+                    nu = np.sqrt(ux * ux + uy * uy + uz * uz)
+                    nw = np.sqrt(wx * wx + wy * wy + wz * wz)
+                    if nu > 1e-12 and nw > 1e-12:
+                        ux, uy, uz, wx, wy, wz = ux / nu, uy / nu, uz / nu, wx / nw, wy / nw, wz / nw
+                        turn[0] = 1.0 + ux * wx + uy * wy + uz * wz
+                        turn[1] = uy * wz - uz * wy
+                        turn[2] = uz * wx - ux * wz
+                        turn[3] = ux * wy - uy * wx
+                        if turn[0] < 1e-9:  # opposite: half a turn about an axis across the bone
+                            turn[0], turn[1], turn[2], turn[3] = 0.0, 0.0, -uz, uy
+                            if uy * uy + uz * uz < 1e-12:
+                                turn[1], turn[2], turn[3] = uz, 0.0, -ux
+                        n = np.sqrt(turn[0] ** 2 + turn[1] ** 2 + turn[2] ** 2 + turn[3] ** 2)
+                        for k in range(4):
+                            turn[k] /= n
+                        qmul(turn, q, world[j])
+                    else:
+                        world[j] = q
+                else:
+                    world[j] = q
+                if not world_out:
+                    if p < 0:
+                        local[f, j] = world[j]
+                    else:
+                        q[0], q[1], q[2], q[3] = world[p, 0], -world[p, 1], -world[p, 2], -world[p, 3]
+                        qmul(q, world[j], local[f, j])
+                    n = np.sqrt(local[f, j, 0] ** 2 + local[f, j, 1] ** 2 + local[f, j, 2] ** 2 + local[f, j, 3] ** 2)
+                    for k in range(4):
+                        local[f, j, k] /= n
             else:  # an unmatched root
                 world[j] = rest[j]
-            if p < 0:
-                local[f, j] = world[j]
-            else:
-                q[0], q[1], q[2], q[3] = world[p, 0], -world[p, 1], -world[p, 2], -world[p, 3]
-                qmul(q, world[j], local[f, j])
-            n = np.sqrt(local[f, j, 0] ** 2 + local[f, j, 1] ** 2 + local[f, j, 2] ** 2 + local[f, j, 3] ** 2)
-            for k in range(4):
-                local[f, j, k] /= n
-
-
-@numba.njit(cache=True, nogil=True)
-def _world_kernel(qs, ps, source, offset, has_dir, local_bone, start, start_w, end, end_w, row_of, parents, rest,
-                  offsets, hips, hips_t, wpos, wrot):  # pragma: no cover
-    """The target's world rotations ``wrot [F, J, 4]`` (as :func:`_pose_kernel`'s, no local
-    ones) and positions ``wpos [F, J, 3]`` (the skeleton's ``offsets``, the joint ``hips``
-    at ``hips_t [F, 3]`` from its parent) in one pass: retargeting and forward kinematics."""
-    F, J = wrot.shape[0], wrot.shape[1]
-    q = np.empty(4)
-    turn = np.empty(4)
-    for f in range(F):
-        for j in range(J):
-            r = row_of[j]
-            p = parents[j]
-            if r >= 0:
-                _matched_rotation(qs, ps, f, r, source, offset, has_dir, local_bone, start, start_w, end, end_w, q,
-                                  turn, wrot[f, j])
-            elif p < 0:
-                wrot[f, j] = rest[j]
-            else:
-                qmul(wrot[f, p], rest[j], wrot[f, j])
-            t = hips_t[f] if j == hips else offsets[j]
-            if p < 0:
-                wpos[f, j] = t
-                continue
-            a = wrot[f, p]  # the parent's rotation applied to the offset: a * t * a^-1
-            tx = 2.0 * (a[2] * t[2] - a[3] * t[1])
-            ty = 2.0 * (a[3] * t[0] - a[1] * t[2])
-            tz = 2.0 * (a[1] * t[1] - a[2] * t[0])
-            wpos[f, j, 0] = wpos[f, p, 0] + t[0] + a[0] * tx + (a[2] * tz - a[3] * ty)
-            wpos[f, j, 1] = wpos[f, p, 1] + t[1] + a[0] * ty + (a[3] * tx - a[1] * tz)
-            wpos[f, j, 2] = wpos[f, p, 2] + t[2] + a[0] * tz + (a[1] * ty - a[2] * tx)
+                if not world_out:
+                    local[f, j] = rest[j]
+            if world_out:
+                for k in range(4):
+                    wrot[f, j, k] = world[j, k]
+                if j == hips:
+                    t0, t1, t2 = hips_t[f, 0], hips_t[f, 1], hips_t[f, 2]
+                else:
+                    t0, t1, t2 = offsets[j, 0], offsets[j, 1], offsets[j, 2]
+                if p < 0:
+                    wpos[f, j, 0], wpos[f, j, 1], wpos[f, j, 2] = t0, t1, t2
+                else:  # the parent's rotation applied to the offset: a * t * a^-1
+                    aw, ax, ay, az = world[p, 0], world[p, 1], world[p, 2], world[p, 3]
+                    tx = 2.0 * (ay * t2 - az * t1)
+                    ty = 2.0 * (az * t0 - ax * t2)
+                    tz = 2.0 * (ax * t1 - ay * t0)
+                    wpos[f, j, 0] = wpos[f, p, 0] + t0 + aw * tx + (ay * tz - az * ty)
+                    wpos[f, j, 1] = wpos[f, p, 1] + t1 + aw * ty + (az * tx - ax * tz)
+                    wpos[f, j, 2] = wpos[f, p, 2] + t2 + aw * tz + (ax * ty - ay * tx)
 
 
 def foot_points(skeleton: Skeleton, ankle: int) -> tuple[list[int], np.ndarray]:
@@ -226,6 +209,7 @@ class Retargeter:
         self._row_of[self.match.target] = np.arange(len(self.match.target))
         self._skeleton = _with_hips_channels(t, target.roles.hips)
         self._parents = np.ascontiguousarray(t.parents, dtype=np.int64)
+        self._offsets = np.ascontiguousarray(t.offsets, dtype=np.float64)
         self._rest_local = np.ascontiguousarray(quat.normalize(np.asarray(target.rotations, dtype=np.float64)))
         # the joints above the hips keep their reference pose: their world transforms once
         pos, rot = target.world()
@@ -281,11 +265,12 @@ class Retargeter:
         """The target's local rotations ``[F, J, 4]`` of source world rotations ``qs [F, Js, 4]``
         and positions ``ps [F, Js, 3]`` (the compiled pass, step 1 of the module doc)."""
         m = self.match
-        local = np.empty((len(qs), self.target.skeleton.num_joints, 4))
+        F, J = len(qs), self.target.skeleton.num_joints
+        local = np.empty((F, J, 4))
         _pose_kernel(np.ascontiguousarray(qs, dtype=np.float64), np.ascontiguousarray(ps, dtype=np.float64), m.source,
                      m.offset, m.has_direction, m.local_bone, m.start.reshape(-1, 2), m.start_w, m.end.reshape(-1, 2),
-                     m.end_w, self._row_of,
-                     self._parents, self._rest_local, local)
+                     m.end_w, self._row_of, self._parents, self._rest_local, self._offsets, -1, np.zeros((F, 3)),
+                     False, local, np.empty((0, J, 3)), np.empty((0, J, 4)))
         return local
 
     def poses(self, world_rotations: np.ndarray, world_positions: np.ndarray, *, floor: float | np.ndarray = 0.0,
@@ -355,9 +340,9 @@ class Retargeter:
         m = self.match
         F, J = len(qs), t.num_joints
         wpos, wrot = np.empty((F, J, 3)), np.empty((F, J, 4))
-        _world_kernel(qs, ps, m.source, m.offset, m.has_direction, m.local_bone, m.start.reshape(-1, 2), m.start_w,
-                      m.end.reshape(-1, 2), m.end_w, self._row_of, self._parents, self._rest_local,
-                      np.ascontiguousarray(t.offsets, dtype=np.float64), h, np.ascontiguousarray(hips_pos), wpos, wrot)
+        _pose_kernel(qs, ps, m.source, m.offset, m.has_direction, m.local_bone, m.start.reshape(-1, 2), m.start_w,
+                     m.end.reshape(-1, 2), m.end_w, self._row_of, self._parents, self._rest_local, self._offsets, h,
+                     np.ascontiguousarray(hips_pos, dtype=np.float64), True, np.empty((0, J, 4)), wpos, wrot)
         return wpos, wrot
 
     def _check_poses(self, qs: np.ndarray, ps: np.ndarray) -> None:
