@@ -109,8 +109,14 @@ class ViewerRig:
         if not chosen:
             return poses
         old = cache if cache is not None else {}
-        todo = [p for p in chosen if (c := old.get(p.id)) is None or c[0] is not p.positions]
-        kept = {}
+        todo, kept, scale = [], {}, self.scale
+        for p in chosen:
+            c = old.get(p.id)
+            if c is None or c[0] is not p.positions:
+                todo.append(p)
+            else:  # not updated since: its pose on the rig as it was
+                kept[p.id] = c
+                p.positions, p.rotations, p.scale = c[1], c[2], scale
         if todo:
             rot = np.stack([p.rotations for p in todo])
             pos = np.stack([p.positions for p in todo])
@@ -120,13 +126,9 @@ class ViewerRig:
                 heading = quat.from_angle_y(np.fromiter((p.yaw for p in todo), dtype=np.float64, count=len(todo)))
             wp, wr = self.retargeter.world_poses(rot, pos, floor=ground[:, 1], centres=ground, root_positions=ground,
                                                  root_rotations=heading)
-            for k, p in enumerate(todo):
-                kept[p.id] = (p.positions, wp[k], wr[k])
-        scale = self.scale
-        for p in chosen:
-            entry = kept.get(p.id) or old[p.id]
-            kept[p.id] = entry
-            p.positions, p.rotations, p.scale = entry[1], entry[2], scale
+            for p, a, b in zip(todo, wp, wr):
+                kept[p.id] = (p.positions, a, b)
+                p.positions, p.rotations, p.scale = a, b, scale
         if cache is not None:
             cache.clear()
             cache.update(kept)
