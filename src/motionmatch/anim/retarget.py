@@ -22,6 +22,11 @@ reference pose; convert units and up axis at the boundary, as the file readers d
    the source's, scaled, while planted, and never under the floor (the source's floor:
    :func:`~motionmatch.anim.grounding.floor_height`).
 
+Independent poses rather than a take (the characters of one viewer tick):
+:meth:`Retargeter.poses` (local transforms) and :meth:`Retargeter.world_poses` (world
+poses: the retargeting and the target's forward kinematics in one compiled pass), steps 1
+and 2, each pose scaled about its own centre, no foot IK.
+
 The rotations are one compiled pass over frames and joints (Numba), the rest numpy over all
 frames at once; one minute at 60 fps onto a 65-joint rig takes about 0.12 s on a 2-core
 machine (``benchmarks/bench_retarget.py``; the bar is 0.5 s).
