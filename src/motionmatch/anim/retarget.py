@@ -215,6 +215,8 @@ class Retargeter:
         self._skeleton = _with_hips_channels(t, target.roles.hips)
         self._parents = np.ascontiguousarray(t.parents, dtype=np.int64)
         self._offsets = np.ascontiguousarray(t.offsets, dtype=np.float64)
+        self._start = np.ascontiguousarray(self.match.start.reshape(-1, 2))  # the source points of the bones
+        self._end = np.ascontiguousarray(self.match.end.reshape(-1, 2))
         self._rest_local = np.ascontiguousarray(quat.normalize(np.asarray(target.rotations, dtype=np.float64)))
         # the joints above the hips keep their reference pose: their world transforms once
         pos, rot = target.world()
@@ -273,9 +275,9 @@ class Retargeter:
         F, J = len(qs), self.target.skeleton.num_joints
         local = np.empty((F, J, 4))
         _pose_kernel(np.ascontiguousarray(qs, dtype=np.float64), np.ascontiguousarray(ps, dtype=np.float64), m.source,
-                     m.offset, m.has_direction, m.local_bone, m.start.reshape(-1, 2), m.start_w, m.end.reshape(-1, 2),
-                     m.end_w, self._row_of, self._parents, self._rest_local, self._offsets, -1, np.zeros((F, 3)),
-                     False, local, np.empty((0, J, 3)), np.empty((0, J, 4)))
+                     m.offset, m.has_direction, m.local_bone, self._start, m.start_w, self._end, m.end_w, self._row_of,
+                     self._parents, self._rest_local, self._offsets, -1, np.zeros((F, 3)), False, local,
+                     np.empty((0, J, 3)), np.empty((0, J, 4)))
         return local
 
     def poses(self, world_rotations: np.ndarray, world_positions: np.ndarray, *, floor: float | np.ndarray = 0.0,
@@ -345,8 +347,8 @@ class Retargeter:
         m = self.match
         F, J = len(qs), t.num_joints
         wpos, wrot = np.empty((F, J, 3)), np.empty((F, J, 4))
-        _pose_kernel(qs, ps, m.source, m.offset, m.has_direction, m.local_bone, m.start.reshape(-1, 2), m.start_w,
-                     m.end.reshape(-1, 2), m.end_w, self._row_of, self._parents, self._rest_local, self._offsets, h,
+        _pose_kernel(qs, ps, m.source, m.offset, m.has_direction, m.local_bone, self._start, m.start_w, self._end,
+                     m.end_w, self._row_of, self._parents, self._rest_local, self._offsets, h,
                      np.ascontiguousarray(hips_pos, dtype=np.float64), True, np.empty((0, J, 4)), wpos, wrot)
         return wpos, wrot
 
@@ -360,9 +362,8 @@ class Retargeter:
         """``[F, 3]`` the target's hips in the world: the source's, scaled by the legs' ratio
         about each pose's centre on the ground at ``floor``."""
         k = self.match.scale if self.settings.scale_root else 1.0
-        about = np.zeros((len(ps), 3)) if centres is None else np.asarray(centres, dtype=np.float64).reshape(-1, 3)
-        about = np.column_stack([about[:, 0], np.broadcast_to(np.asarray(floor, dtype=np.float64), len(about)),
-                                 about[:, 2]])
+        about = np.zeros((len(ps), 3)) if centres is None else np.array(centres, dtype=np.float64).reshape(-1, 3)
+        about[:, 1] = floor
         return about + k * (ps[:, self.match.hips[1]] - about)
 
     def _with_hips_at(self, motion: Motion, local: np.ndarray, hips_pos: np.ndarray) -> Motion:
