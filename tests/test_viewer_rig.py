@@ -288,3 +288,26 @@ def test_viewer_rig_on_the_command_line_is_checked_before_serving(server, rig_gl
     assert err[-1].startswith("motionmatch viewer: ") and "two_roots.glb" in err[-1] and "2 roots" in err[-1], err
     assert main(["viewer", "--db", str(server.db_path), "--rig", str(rig_glb), "--body", str(rig_glb)]) == 2
     assert "give one" in capsys.readouterr().err
+
+
+def test_every_session_starts_on_the_viewers_rig(server, rig_glb):
+    """``motionmatch viewer --rig`` sets the viewer's rig: a new session (a new tab) starts
+    with its characters on it, says so in its welcome, and can still go back."""
+    from motionmatch.viewer.session import Session
+
+    server.viewer.rig = server.viewer.rigs.load(rig_glb)
+    sent: list = []
+    try:
+        s = Session(server.viewer, sent.append, holds=False)
+        w = s.welcome()
+        sid = w["rig"]["skeleton"]
+        assert w["rig"]["active"] and w["rig"]["name"] == "hero.glb" and w["rig"]["joints"] == 31
+        assert [c["skeleton"] for c in w["characters"]] == [sid] and w["skeletons"][str(sid)]["body"]
+        s.step()
+        assert len(s.poses()[0].positions) == 31
+        s.handle({"type": "rig_clear", "seq": 1})
+        assert len(s.poses()[0].positions) == 23 and s.describe_characters()[0]["skeleton"] == 0
+        assert any(m.get("type") == "ack" and m.get("seq") == 1 for m in sent if isinstance(m, dict))
+        s.close()
+    finally:
+        server.viewer.rig = None
