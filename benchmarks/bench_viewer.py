@@ -3,7 +3,8 @@
     python benchmarks/bench_viewer.py [--db DB.npz | --data DIR] [--agents 50] [--ticks 1200] [--seconds 5]
                                       [--no-websocket] [--full-rate] [--stagger] [--compare-reference] [--json]
     python benchmarks/bench_viewer.py --page [--counts 1,10,51] [--seconds 4] [--json]
-    python benchmarks/bench_viewer.py --capacity [--db DB.npz] [--json]
+    python benchmarks/bench_viewer.py --capacity [--db DB.npz] [--rig RIG] [--json]
+    python benchmarks/bench_viewer.py --rig RIG [--agents 50] [--ticks 600] [--no-websocket] [--json]
 
 Measures, on the database the viewer would open (``--db``/``--data``, default dataset):
 
@@ -39,6 +40,18 @@ detail: the largest count whose mean tick (the step and the pose frame's encodin
 1/60 s, found by doubling from 25 and then halving the interval to within 5%, each count
 measured in a fresh session over 240 ticks after 60 warm-up ticks. Run it with
 ``PYTHONPATH`` pointing at another tree's ``src`` to compare two trees on one machine.
+
+``--rig RIG`` (a ``.glb``/``.gltf`` or ``.bvh`` rig, as ``motionmatch viewer --rig`` takes)
+measures what drawing the characters on the user's rig costs (issue 32: at most 10% more per
+tick), in one run on the same ticks: the ``--agents`` session steps, and every tick its pose
+frame is made both ways, on the database's skeleton (the characters' poses, encoded) and on
+the rig (the same poses retargeted onto it, ``ViewerRig.play``: what ``Session.poses`` does
+with a rig, then encoded), in alternating order; a tick without the rig is the step and the
+first frame, with it the step and the second. Pairing the two on each tick keeps a loaded
+machine's noise out of the ratio. As in a session, a character not updated this tick (the
+level of detail's background characters) keeps its pose on the rig; ``--full-rate``
+updates (and so retargets) every character every tick. With ``--capacity``, the capacity is found without and
+with the rig.
 
 Times depend on the machine; the ratios to the 16.7 ms budget are what matter.
 """
@@ -85,7 +98,7 @@ def _drive_keys(session, chars, i: int, rng) -> None:
 
 def measure_ticks(session, chars, ticks: int, seed: int = 0) -> tuple[dict, dict, int]:
     rng = np.random.default_rng(seed)
-    step, enc, size, searches = [], [], 0, []
+    step, enc, size, searches, tick = [], [], 0, [], []
     for i in range(ticks):
         _drive_keys(session, chars, i, rng)
         t0 = time.perf_counter()
@@ -95,12 +108,14 @@ def measure_ticks(session, chars, ticks: int, seed: int = 0) -> tuple[dict, dict
         t2 = time.perf_counter()
         step.append(t1 - t0)
         enc.append(t2 - t1)
+        tick.append(t2 - t0)
         size = len(frame)
         searches.append(sum(1 for ch in chars if getattr(getattr(ch, "last", None), "searched", False)))
     st = _stats(np.asarray(step) * 1e3)
     n = np.asarray(searches)
     st["searches_per_tick"] = {"mean": round(float(n.mean()), 2), "p95": float(np.percentile(n, 95)),
                                "max": int(n.max())}
+    st["tick"] = _stats(np.asarray(tick) * 1e3)  # the step and the pose frame (with a rig: its retargeting)
     return st, _stats(np.asarray(enc) * 1e3), size
 
 
@@ -128,6 +143,54 @@ def measure_agents(viewer, n: int, ticks: int, stagger: bool) -> dict:
     step, enc, size = measure_ticks(s, list(s.chars.values()), ticks)
     return {"count": len(s.chars), "step": step, "encode": enc, "frame_bytes": size,
             "pose_bytes_per_s_at_60hz": size * TICK_HZ, "background_update_hz": TICK_HZ / s.divisor}
+
+
+def measure_rig(viewer, rig, n: int, ticks: int, seed: int = 0) -> dict:
+    """What drawing ``n`` agents on ``rig`` (a :class:`~motionmatch.viewer.rig.ViewerRig`)
+    costs per tick: each tick's pose frame made both ways, alternately first (see the
+    module doc). Mean milliseconds."""
+    from motionmatch.viewer.characters import MMCharacter
+    from motionmatch.viewer.session import Session
+
+    s = Session(viewer, _Null())
+    spawn_agents(s, n)
+    for _ in range(60):
+        s.step()
+    chars = list(s.chars.values())
+    rng = np.random.default_rng(seed)
+    step, plain, on_rig, retarget = [], [], [], []
+    sizes = (0, 0)
+    cache: dict = {}  # as the session keeps it: characters not updated this tick keep their pose on the rig
+
+    def frame_plain():
+        return encode_frame(s.tick, s.time, s.poses())
+
+    def frame_rig():
+        poses = s.poses()
+        t = time.perf_counter()
+        played = rig.play(poses, [isinstance(c, MMCharacter) for c in s.chars.values()], cache)
+        retarget.append(time.perf_counter() - t)
+        return encode_frame(s.tick, s.time, played)
+
+    for i in range(ticks):
+        _drive_keys(s, chars, i, rng)
+        t0 = time.perf_counter()
+        s.step()
+        step.append(time.perf_counter() - t0)
+        for make, into in ((frame_plain, plain), (frame_rig, on_rig))[:: 1 if i % 2 else -1]:
+            t = time.perf_counter()
+            size = len(make())
+            into.append(time.perf_counter() - t)
+            sizes = (size, sizes[1]) if into is plain else (sizes[0], size)
+    s.close()
+    ms = {k: 1e3 * float(np.mean(v)) for k, v in (("step", step), ("plain", plain), ("rig", on_rig),
+                                                 ("retarget", retarget))}
+    without, with_rig = ms["step"] + ms["plain"], ms["step"] + ms["rig"]
+    return {"file": rig.name, "joints": rig.joints, "characters": len(s.chars), "ticks": ticks,
+            "step_ms": round(ms["step"], 3), "tick_ms": {"without": round(without, 3), "with": round(with_rig, 3)},
+            "frame_ms": {"without": round(ms["plain"], 3), "with": round(ms["rig"], 3)},
+            "retarget_ms": round(ms["retarget"], 3), "extra_per_tick": round(with_rig / without - 1.0, 4),
+            "frame_bytes": {"without": sizes[0], "with": sizes[1]}}
 
 
 class _ReferenceControllers:
@@ -357,6 +420,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--counts", default="1,10,51", help="--page: numbers of characters (default 1,10,51)")
     ap.add_argument("--capacity", action="store_true",
                     help="find how many walking characters one session steps at full rate (60 Hz each)")
+    ap.add_argument("--rig", metavar="RIG", help="also measure the characters drawn on this rig (.glb/.gltf/.bvh), "
+                    "as `motionmatch viewer --rig` does: without, with and without it again, in one run")
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args(argv)
 
@@ -372,10 +437,22 @@ def main(argv: list[str] | None = None) -> int:
 
         viewer = Viewer(db, source_description=source.description, adaptive_rate=False,
                         limits=replace(Limits(), characters=100_000))
-        res = walking_capacity(viewer, log=(lambda m: print(m, file=sys.stderr)) if a.json else print)
+        log = (lambda m: print(m, file=sys.stderr)) if a.json else print
+        res = walking_capacity(viewer, log=log)
+        if a.rig:
+            viewer.rig = viewer.rigs.load(a.rig)
+            log(f"on the rig {viewer.rig.name} ({viewer.rig.joints} joints):")
+            res = {"without_rig": res, "rig": {"file": viewer.rig.name, "joints": viewer.rig.joints},
+                   "with_rig": walking_capacity(viewer, log=log)}
         viewer.close()
-        print(json.dumps(res, indent=1) if a.json else
-              f"walking characters stepped at full rate (60 Hz each) in one session: {res['walkers_at_full_rate']}")
+        if a.json:
+            print(json.dumps(res, indent=1))
+        elif a.rig:
+            print(f"walking characters stepped at full rate (60 Hz each) in one session: "
+                  f"{res['without_rig']['walkers_at_full_rate']} on the database's skeleton, "
+                  f"{res['with_rig']['walkers_at_full_rate']} drawn on {res['rig']['file']} ({res['rig']['joints']} joints)")
+        else:
+            print(f"walking characters stepped at full rate (60 Hz each) in one session: {res['walkers_at_full_rate']}")
         return 0
     viewer = Viewer(db, source_description=source.description, adaptive_rate=not a.full_rate)
     if a.page:
@@ -403,6 +480,8 @@ def main(argv: list[str] | None = None) -> int:
 
     # 2. many agents
     out["agents"] = measure_agents(viewer, a.agents, a.ticks, a.stagger)
+    if a.rig:  # the same ticks' frames on the user's rig
+        out["rig"] = measure_rig(viewer, viewer.rigs.load(a.rig), a.agents, a.ticks)
     if a.compare_reference:
         with _ReferenceControllers():
             out["agents_reference_controller"] = measure_agents(viewer, a.agents, a.ticks, a.stagger)
@@ -445,6 +524,13 @@ def main(argv: list[str] | None = None) -> int:
                   f"{r['p95_ms']} p95 ({100 * r['within_budget']:.1f}% within budget): "
                   f"{r['median_ms'] / g['step']['median_ms']:.1f}x the median tick")
         print(f"pose stream: {g['frame_bytes']} bytes/frame, {g['pose_bytes_per_s_at_60hz'] / 1e6:.3f} MB/s at 60 Hz")
+        if "rig" in out:
+            r = out["rig"]
+            print(f"{r['characters']} characters on the rig {r['file']} ({r['joints']} joints), the same {r['ticks']} "
+                  f"ticks: mean tick {r['tick_ms']['without']} ms on the database's skeleton, {r['tick_ms']['with']} ms "
+                  f"on the rig: {100 * r['extra_per_tick']:+.1f}% per tick (step {r['step_ms']} ms; pose frame "
+                  f"{r['frame_ms']['without']} -> {r['frame_ms']['with']} ms, of which retargeting "
+                  f"{r['retarget_ms']} ms; {r['frame_bytes']['without']} -> {r['frame_bytes']['with']} bytes)")
         if "websocket" in out:
             w = out["websocket"]
             print(f"websocket client: {w['pose_bytes_per_s'] / 1e6:.3f} MB/s of poses + {w['json_bytes_per_s']} B/s JSON, "

@@ -148,6 +148,38 @@ def test_root_motion_is_scaled_by_the_legs_length_ratio():
         assert cos.min() > 1 - 1e-9, m.skeleton.names[j]
 
 
+
+def test_independent_poses_in_one_call_are_the_takes_frames():
+    """``Retargeter.poses`` (a viewer tick's characters, one call): frames of a take given as
+    separate poses come out as the take's own retargeting (foot IK off, the same floor);
+    scaled about each pose's own centre, a pose is the same body moved (the legs' ratio 1.3);
+    a pose of the wrong joint count is refused in one line."""
+    short, long = t_pose(), t_pose(leg_scale=1.3)
+    m = walking(short)
+    r = Retargeter(reference_rig(m), reference_rig(long), NO_IK)
+    whole = r(m)
+    rot, tr = r.poses(m.world_rotations[::-1], m.world_positions[::-1], floor=floor_height(m))
+    from motionmatch.anim.kinematics import forward_kinematics
+
+    pos, wrot = forward_kinematics(long.parents, rot, tr)
+    assert np.allclose(pos[::-1], whole.world_positions, atol=1e-9)
+    assert np.allclose(np.abs(np.sum(wrot[::-1] * whole.world_rotations, -1)), 1.0, atol=1e-9)
+    # about each pose's centre on the ground: the hips move by k times their offset from it
+    centres = m.world_positions[:, 0] * [1.0, 0.0, 1.0]
+    rot2, tr2 = r.poses(m.world_rotations, m.world_positions, floor=0.0, centres=centres)
+    hips = tr2[:, 0]
+    want = centres + 1.3 * (m.world_positions[:, 0] - centres)
+    assert np.allclose(hips, want, atol=1e-9)
+    assert np.allclose(rot2, whole.rotations, atol=1e-12)
+    # the world poses in one compiled pass: the forward kinematics of those local transforms
+    wp2, wr2 = r.world_poses(m.world_rotations, m.world_positions, floor=0.0, centres=centres)
+    fk_pos, fk_rot = forward_kinematics(long.parents, rot2, tr2)
+    assert np.allclose(wp2, fk_pos, atol=1e-9)
+    assert np.allclose(np.abs(np.sum(wr2 * fk_rot, -1)), 1.0, atol=1e-9)
+    with pytest.raises(MotionError, match=r"\[F, 21, 4\]"):
+        r.poses(m.world_rotations[:, :5], m.world_positions[:, :5])
+
+
 def test_foot_ik_plants_the_feet_of_a_sliding_source():
     skel = t_pose()
     F = 120

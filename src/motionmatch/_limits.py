@@ -29,7 +29,8 @@ import numpy as np
 
 from motionmatch.errors import InputError
 
-__all__ = ["MAX_INT_DIGITS", "MAX_JSON_BYTES", "MAX_JSON_DEPTH", "MAX_NPZ_BYTES", "MAX_NPZ_MEMBERS", "Refuse",
+__all__ = ["MAX_INT_DIGITS", "MAX_JSON_BYTES", "MAX_JSON_DEPTH", "MAX_NPZ_BYTES", "MAX_NPZ_MEMBERS",
+           "MAX_RIG_UPLOAD_BYTES", "Refuse",
            "file_size", "loads_json", "read_bytes", "read_json", "read_npz"]
 
 MAX_JSON_BYTES = 64 * 2**20
@@ -51,6 +52,10 @@ decompressed: 2 GiB, 12 times a database of LAFAN1 with its mirror (160 MB)."""
 
 MAX_NPZ_MEMBERS = 256
 """Arrays in one ``.npz`` file (a database holds 8, a keypoint file up to 8)."""
+
+MAX_RIG_UPLOAD_BYTES = 64 * 2**20
+"""Bytes of a rig file a viewer's page uploads ("Use my character"): 64 MiB, a skinned
+character with its textures; larger ones are given on the command line (``--rig``)."""
 
 Refuse = Callable[[str], Exception]
 """How a reader turns a message into its own error type (``InputError`` by default)."""

@@ -9,6 +9,7 @@ import { VideoRecorder } from './recorder.js';
 import { CameraControl } from './camera.js';
 import { FilePicker, fillGrouped, groupFiles } from './picker.js';
 import { FLAG_PAUSED, FLAG_HISTORY, FLAG_PARTIAL } from './protocol.js';
+import { RigPanel } from './rig.js';
 
 // ------------------------------------------------------------------ tiny DOM helpers
 function h(tag, attrs = {}, ...children) {
@@ -120,8 +121,9 @@ function parseVia(text) {
   }
   return out;
 }
+const rigPanel = new RigPanel({ h, toast, conn });
 panel.append(section('Characters', true,
-  charList,
+  charList, rigPanel.el,
   h('div', { class: 'row' },
     h('button', { onclick: () => setTool('add'), title: 'then click the ground' }, 'Add…'),
     h('button', { onclick: () => state.selected != null && conn.send('remove_character', { id: state.selected }).then(replyToast) }, 'Remove'),
@@ -578,6 +580,7 @@ conn.on('warmup', setWarmup);
 conn.on('welcome', (m) => {
   state.welcome = m;
   setWarmup(m.warmup);
+  rigPanel.setState(m.rig);
   state.capabilities = m.capabilities;
   state.skeletons = m.skeletons;
   state.characters = m.characters;
@@ -601,6 +604,7 @@ conn.on('welcome', (m) => {
   conn.send('files', { kind: 'scenario' });
   if (m.capabilities.pose) conn.send('files', { kind: 'keypoints' });
 });
+conn.on('rig', (m) => rigPanel.setState(m));
 conn.on('characters', (m) => {
   state.characters = m.characters;
   state.selected = m.selected;
@@ -771,4 +775,5 @@ window.__mm = {
   characterColor: (id) => characterColor(id).getHex(),
   /** The drawn ground's height (m) under (x, z), read back from the page's scene. */
   terrainHeight: (x, z) => view.terrainHeight(x, z),
+  rig: rigPanel,
 };

@@ -22,6 +22,11 @@ reference pose; convert units and up axis at the boundary, as the file readers d
    the source's, scaled, while planted, and never under the floor (the source's floor:
    :func:`~motionmatch.anim.grounding.floor_height`).
 
+Independent poses rather than a take (the characters of one viewer tick):
+:meth:`Retargeter.poses` (local transforms) and :meth:`Retargeter.world_poses` (world
+poses: the retargeting and the target's forward kinematics in one compiled pass), steps 1
+and 2, each pose scaled about its own centre, no foot IK.
+
 The rotations are one compiled pass over frames and joints (Numba), the rest numpy over all
 frames at once; one minute at 60 fps onto a 65-joint rig takes about 0.12 s on a 2-core
 machine (``benchmarks/bench_retarget.py``; the bar is 0.5 s).
@@ -40,6 +45,7 @@ from motionmatch.anim._quat_kernels import qmul
 from motionmatch.anim.contacts import foot_contacts
 from motionmatch.anim.grounding import floor_height
 from motionmatch.anim.humanoid import HumanoidRoles, carrier_joints, find_humanoid
+from motionmatch.anim.kinematics import forward_kinematics
 from motionmatch.anim.leg_ik import plant_weights, planted_offsets, two_bone_ik
 from motionmatch.anim.motion import Motion
 from motionmatch.anim.retarget_map import ChainMatch, Rig, facing_frame, match_chains, reference_rig
@@ -77,11 +83,18 @@ class RetargetSettings:
 
 
 @numba.njit(cache=True, nogil=True)
-def _pose_kernel(qs, source, offset, has_dir, local_bone, want, row_of, parents, rest, local):  # pragma: no cover
-    """Local rotations ``local [F, J, 4]`` of the target: a matched joint's world rotation is
-    its source's times the pair's offset, its bone turned (shortest arc) onto ``want
-    [F, M, 3]`` where it has a direction; any other joint keeps its rest local rotation."""
-    F, J = local.shape[0], local.shape[1]
+def _pose_kernel(qs, ps, source, offset, has_dir, local_bone, start, start_w, end, end_w, row_of, parents, rest,
+                 offsets, hips, hips_t, world_out, local, wpos, wrot):  # pragma: no cover
+    """The target's poses: a matched joint's world rotation is its source's times the pair's
+    offset, its bone turned (shortest arc) onto the source's bone from the point ``start`` to
+    the point ``end`` (each a blend of two source joints' positions ``ps [F, Js, 3]``) where
+    it has a direction; any other joint keeps its rest local rotation (``rest``, unit).
+
+    Without ``world_out``: the local rotations ``local [F, J, 4]``. With it (no local
+    rotations): the world rotations ``wrot [F, J, 4]`` and positions ``wpos [F, J, 3]`` (the
+    skeleton's ``offsets``, the joint ``hips`` at ``hips_t [F, 3]`` from its parent): the
+    retargeting and the forward kinematics in one pass."""
+    F, J = qs.shape[0], parents.shape[0]
     world = np.empty((J, 4))
     q = np.empty(4)
     turn = np.empty(4)
@@ -89,7 +102,12 @@ def _pose_kernel(qs, source, offset, has_dir, local_bone, want, row_of, parents,
         for j in range(J):
             r = row_of[j]
             p = parents[j]
-            if r >= 0:
+            if r < 0 and p >= 0:  # unmatched: its rest local rotation (its world one for its children)
+                qmul(world[p], rest[j], world[j])
+                if not world_out:
+                    for k in range(4):
+                        local[f, j, k] = rest[j, k]
+            elif r >= 0:
                 qmul(qs[f, source[r]], offset[r], q)
                 if has_dir[r]:
                     v = local_bone[r]  # the bone now: q * v * q^-1
@@ -99,7 +117,11 @@ def _pose_kernel(qs, source, offset, has_dir, local_bone, want, row_of, parents,
                     ux = v[0] + q[0] * tx + (q[2] * tz - q[3] * ty)
                     uy = v[1] + q[0] * ty + (q[3] * tx - q[1] * tz)
                     uz = v[2] + q[0] * tz + (q[1] * ty - q[2] * tx)
-                    wx, wy, wz = want[f, r, 0], want[f, r, 1], want[f, r, 2]
+                    a0, a1, b0, b1 = start[r, 0], start[r, 1], end[r, 0], end[r, 1]
+                    sw, ew = start_w[r], end_w[r]
+                    wx = ((1.0 - ew) * ps[f, b0, 0] + ew * ps[f, b1, 0]) - ((1.0 - sw) * ps[f, a0, 0] + sw * ps[f, a1, 0])
+                    wy = ((1.0 - ew) * ps[f, b0, 1] + ew * ps[f, b1, 1]) - ((1.0 - sw) * ps[f, a0, 1] + sw * ps[f, a1, 1])
+                    wz = ((1.0 - ew) * ps[f, b0, 2] + ew * ps[f, b1, 2]) - ((1.0 - sw) * ps[f, a0, 2] + sw * ps[f, a1, 2])
                     nu = np.sqrt(ux * ux + uy * uy + uz * uz)
                     nw = np.sqrt(wx * wx + wy * wy + wz * wz)
                     if nu > 1e-12 and nw > 1e-12:
@@ -120,18 +142,36 @@ def _pose_kernel(qs, source, offset, has_dir, local_bone, want, row_of, parents,
                         world[j] = q
                 else:
                     world[j] = q
-            elif p < 0:
+                if not world_out:
+                    if p < 0:
+                        local[f, j] = world[j]
+                    else:
+                        q[0], q[1], q[2], q[3] = world[p, 0], -world[p, 1], -world[p, 2], -world[p, 3]
+                        qmul(q, world[j], local[f, j])
+                    n = np.sqrt(local[f, j, 0] ** 2 + local[f, j, 1] ** 2 + local[f, j, 2] ** 2 + local[f, j, 3] ** 2)
+                    for k in range(4):
+                        local[f, j, k] /= n
+            else:  # an unmatched root
                 world[j] = rest[j]
-            else:
-                qmul(world[p], rest[j], world[j])
-            if p < 0:
-                local[f, j] = world[j]
-            else:
-                q[0], q[1], q[2], q[3] = world[p, 0], -world[p, 1], -world[p, 2], -world[p, 3]
-                qmul(q, world[j], local[f, j])
-            n = np.sqrt(local[f, j, 0] ** 2 + local[f, j, 1] ** 2 + local[f, j, 2] ** 2 + local[f, j, 3] ** 2)
-            for k in range(4):
-                local[f, j, k] /= n
+                if not world_out:
+                    local[f, j] = rest[j]
+            if world_out:
+                for k in range(4):
+                    wrot[f, j, k] = world[j, k]
+                if j == hips:
+                    t0, t1, t2 = hips_t[f, 0], hips_t[f, 1], hips_t[f, 2]
+                else:
+                    t0, t1, t2 = offsets[j, 0], offsets[j, 1], offsets[j, 2]
+                if p < 0:
+                    wpos[f, j, 0], wpos[f, j, 1], wpos[f, j, 2] = t0, t1, t2
+                else:  # the parent's rotation applied to the offset: a * t * a^-1
+                    aw, ax, ay, az = world[p, 0], world[p, 1], world[p, 2], world[p, 3]
+                    tx = 2.0 * (ay * t2 - az * t1)
+                    ty = 2.0 * (az * t0 - ax * t2)
+                    tz = 2.0 * (ax * t1 - ay * t0)
+                    wpos[f, j, 0] = wpos[f, p, 0] + t0 + aw * tx + (ay * tz - az * ty)
+                    wpos[f, j, 1] = wpos[f, p, 1] + t1 + aw * ty + (az * tx - ax * tz)
+                    wpos[f, j, 2] = wpos[f, p, 2] + t2 + aw * tz + (ax * ty - ay * tx)
 
 
 def foot_points(skeleton: Skeleton, ankle: int) -> tuple[list[int], np.ndarray]:
@@ -173,6 +213,11 @@ class Retargeter:
         self._row_of = np.full(t.num_joints, -1, dtype=np.int64)
         self._row_of[self.match.target] = np.arange(len(self.match.target))
         self._skeleton = _with_hips_channels(t, target.roles.hips)
+        self._parents = np.ascontiguousarray(t.parents, dtype=np.int64)
+        self._offsets = np.ascontiguousarray(t.offsets, dtype=np.float64)
+        self._start = np.ascontiguousarray(self.match.start.reshape(-1, 2))  # the source points of the bones
+        self._end = np.ascontiguousarray(self.match.end.reshape(-1, 2))
+        self._rest_local = np.ascontiguousarray(quat.normalize(np.asarray(target.rotations, dtype=np.float64)))
         # the joints above the hips keep their reference pose: their world transforms once
         pos, rot = target.world()
         self._rest_pos = pos + t.offsets[0]
@@ -187,6 +232,12 @@ class Retargeter:
         """The legs' length ratio, target over source."""
         return self.match.scale
 
+    @property
+    def carries(self) -> bool:
+        """The target has a ground root that only carries the character (it follows the
+        character's root on the ground: :meth:`poses`' ``root_positions``, ``root_rotations``)."""
+        return self._carries
+
     def __call__(self, motion: Motion) -> Motion:
         """``motion`` (on the source rig's skeleton) on the target rig."""
         s = self.source.skeleton
@@ -195,20 +246,9 @@ class Retargeter:
             raise MotionError(f"{motion.name or 'motion'}: not on the retargeter's source skeleton ({diff}); "
                               "make a Retargeter for its rig")
         m, st = self.match, self.settings
-        F = motion.num_frames
         qs, ps = motion.world_rotations, motion.world_positions
         # 1. rotations: matched joints follow their source joints, bones turned onto the source's
-        bone_to = np.zeros((F, len(m.target), 3))
-        d = m.has_direction
-        if d.any():
-            a = (1.0 - m.start_w[d])[:, None] * ps[:, m.start[d, 0]] + m.start_w[d][:, None] * ps[:, m.start[d, 1]]
-            b = (1.0 - m.end_w[d])[:, None] * ps[:, m.end[d, 0]] + m.end_w[d][:, None] * ps[:, m.end[d, 1]]
-            bone_to[:, d] = b - a
-        t = self.target.skeleton
-        J = t.num_joints
-        local = np.empty((F, J, 4))
-        _pose_kernel(qs, m.source, m.offset, m.has_direction, m.local_bone, bone_to, self._row_of,
-                     np.ascontiguousarray(t.parents), np.ascontiguousarray(self.target.rotations), local)
+        local = self._local_rotations(qs, ps)
         # 2. root motion
         floor = floor_height(motion)
         floor = 0.0 if floor is None else floor
@@ -228,10 +268,122 @@ class Retargeter:
             out = self._plant_feet(out, contacts, np.maximum(want, floor), floor, motion.fps)
         return out
 
+    def _local_rotations(self, qs: np.ndarray, ps: np.ndarray) -> np.ndarray:
+        """The target's local rotations ``[F, J, 4]`` of source world rotations ``qs [F, Js, 4]``
+        and positions ``ps [F, Js, 3]`` (the compiled pass, step 1 of the module doc)."""
+        m = self.match
+        F, J = len(qs), self.target.skeleton.num_joints
+        local = np.empty((F, J, 4))
+        _pose_kernel(np.ascontiguousarray(qs, dtype=np.float64), np.ascontiguousarray(ps, dtype=np.float64), m.source,
+                     m.offset, m.has_direction, m.local_bone, self._start, m.start_w, self._end, m.end_w, self._row_of,
+                     self._parents, self._rest_local, self._offsets, -1, np.zeros((F, 3)), False, local,
+                     np.empty((0, J, 3)), np.empty((0, J, 4)))
+        return local
+
+    def poses(self, world_rotations: np.ndarray, world_positions: np.ndarray, *, floor: float | np.ndarray = 0.0,
+              centres: np.ndarray | None = None, root_positions: np.ndarray | None = None,
+              root_rotations: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """Independent poses of the source on the target, all in one call (the characters of
+        a viewer's tick): steps 1 and 2 of the module doc, no foot IK (it needs a take's
+        contacts), the floor given rather than found.
+
+        Args:
+            world_rotations: ``[F, Js, 4]`` the source poses' world rotations (w, x, y, z).
+            world_positions: ``[F, Js, 3]`` their world positions (m).
+            floor: the height (m) the hips' height is scaled about (the legs' ratio): one,
+                or ``[F]`` one per pose (the ground under each character).
+            centres: ``[F, 3]`` the ground points each pose's hips (and a carrying root) are
+                scaled about across the ground (a character's root: it stays where it
+                is); ``None``: the origin, as :meth:`__call__` scales a take.
+            root_positions, root_rotations: ``[F, 3]`` and ``[F, 4]`` each pose's character
+                root on the ground and its heading (a rotation about +Y taking +Z to the
+                facing): where a target's ground root that carries the character goes
+                (``None``: under the hips, facing as the source's root joint).
+
+        Returns:
+            ``(rotations [F, J, 4], translations [F, J, 3])``: the target's local transforms
+            (its skeleton's offsets where it has no position channels), as :meth:`__call__`
+            gives them for a take of these frames with ``foot_ik`` off and its floor at ``floor``.
+        """
+        qs = np.asarray(world_rotations, dtype=np.float64)
+        ps = np.asarray(world_positions, dtype=np.float64)
+        self._check_poses(qs, ps)
+        local = self._local_rotations(qs, ps)
+        hips_pos = self._hips_positions(ps, floor, centres)
+        root_pos = root_rot = None
+        if self._carries:
+            k = self.match.scale if self.settings.scale_root else 1.0
+            about = np.zeros((len(ps), 3)) if centres is None else np.asarray(centres, dtype=np.float64).reshape(-1, 3)
+            about = np.column_stack([about[:, 0], np.broadcast_to(np.asarray(floor, dtype=np.float64), len(about)),
+                                     about[:, 2]])
+            if root_positions is None:
+                root_positions = np.column_stack([ps[:, 0, 0], np.zeros(len(ps)), ps[:, 0, 2]])
+            if root_rotations is None:
+                root_rotations = quat.from_angle_y(quat.yaw_angle(qs[:, 0]))
+            root_pos = about + k * (np.asarray(root_positions, dtype=np.float64) - about)
+            root_rot = np.asarray(root_rotations, dtype=np.float64)
+        return self._placed(local, hips_pos, root_pos, root_rot)
+
+    def world_poses(self, world_rotations: np.ndarray, world_positions: np.ndarray, *,
+                    floor: float | np.ndarray = 0.0, centres: np.ndarray | None = None,
+                    root_positions: np.ndarray | None = None,
+                    root_rotations: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`poses` as the target's world positions ``[F, J, 3]`` and rotations
+        ``[F, J, 4]`` (what a viewer draws): for a target without a ground root that carries
+        the character, retargeting and forward kinematics in one compiled pass."""
+        if self._carries:
+            local, trans = self.poses(world_rotations, world_positions, floor=floor, centres=centres,
+                                      root_positions=root_positions, root_rotations=root_rotations)
+            return forward_kinematics(self._parents, local, trans)
+        qs = np.ascontiguousarray(world_rotations, dtype=np.float64)
+        ps = np.ascontiguousarray(world_positions, dtype=np.float64)
+        self._check_poses(qs, ps)
+        hips_pos = self._hips_positions(ps, floor, centres)
+        t = self.target.skeleton
+        h = self.match.hips[0]
+        if t.parents[h] >= 0:
+            p = int(t.parents[h])
+            hips_pos = quat.inv_rotate(self._rest_rot[p], hips_pos - self._rest_pos[p])
+        m = self.match
+        F, J = len(qs), t.num_joints
+        wpos, wrot = np.empty((F, J, 3)), np.empty((F, J, 4))
+        _pose_kernel(qs, ps, m.source, m.offset, m.has_direction, m.local_bone, self._start, m.start_w, self._end,
+                     m.end_w, self._row_of, self._parents, self._rest_local, self._offsets, h,
+                     np.ascontiguousarray(hips_pos, dtype=np.float64), True, np.empty((0, J, 4)), wpos, wrot)
+        return wpos, wrot
+
+    def _check_poses(self, qs: np.ndarray, ps: np.ndarray) -> None:
+        J = self.source.skeleton.num_joints
+        if qs.ndim != 3 or qs.shape[1:] != (J, 4) or ps.shape != qs.shape[:2] + (3,):
+            raise MotionError(f"poses of {J} source joints must be [F, {J}, 4] rotations and [F, {J}, 3] positions, "
+                              f"got {list(qs.shape)} and {list(ps.shape)}")
+
+    def _hips_positions(self, ps: np.ndarray, floor, centres) -> np.ndarray:
+        """``[F, 3]`` the target's hips in the world: the source's, scaled by the legs' ratio
+        about each pose's centre on the ground at ``floor``."""
+        k = self.match.scale if self.settings.scale_root else 1.0
+        about = np.zeros((len(ps), 3)) if centres is None else np.array(centres, dtype=np.float64).reshape(-1, 3)
+        about[:, 1] = floor
+        return about + k * (ps[:, self.match.hips[1]] - about)
+
     def _with_hips_at(self, motion: Motion, local: np.ndarray, hips_pos: np.ndarray) -> Motion:
         """The target motion of local rotations ``local`` with its hips at ``hips_pos [F, 3]``
         in the world (and a ground root that carries the character under them, facing as the
         source's character root)."""
+        root_pos = root_rot = None
+        if self._carries:
+            root = extract_root(motion)
+            root_pos = root.positions * (self.match.scale if self.settings.scale_root else 1.0)
+            root_rot = root.rotations
+        rot, trans = self._placed(local, hips_pos, root_pos, root_rot)
+        return Motion(self._skeleton, rot, trans, motion.fps, name=motion.name, source=motion.source,
+                      file_scale=motion.file_scale, tags=motion.tags)
+
+    def _placed(self, local: np.ndarray, hips_pos: np.ndarray, root_pos: np.ndarray | None,
+                root_rot: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+        """Local rotations and translations of the target with its hips at ``hips_pos [F, 3]``;
+        a ground root that carries the character at ``root_pos [F, 3]`` (its height the rest
+        pose's), heading ``root_rot [F, 4]``."""
         t = self.target.skeleton
         trans = np.broadcast_to(t.offsets, local.shape[:2] + (3,)).copy()
         h = self.match.hips[0]
@@ -242,11 +394,9 @@ class Retargeter:
             trans[:, h] = quat.inv_rotate(self._rest_rot[p], hips_pos - self._rest_pos[p])
         else:
             local = local.copy()
-            root = extract_root(motion)
-            scale = self.match.scale if self.settings.scale_root else 1.0
-            root_pos = root.positions * scale
+            root_pos = np.array(root_pos, dtype=np.float64)
             root_pos[:, 1] = self._rest_pos[0, 1]
-            root_rot = quat.mul(quat.mul(root.rotations, quat.conjugate(self._rest_yaw)), self._rest_rot[0])
+            root_rot = quat.mul(quat.mul(root_rot, quat.conjugate(self._rest_yaw)), self._rest_rot[0])
             p = int(t.parents[h])
             rel_rot = quat.inv_mul(self._rest_rot[0], self._rest_rot[p])  # the hips' parent in the root's frame
             rel_pos = quat.inv_rotate(self._rest_rot[0], self._rest_pos[p] - self._rest_pos[0])
@@ -256,8 +406,7 @@ class Retargeter:
             local[:, 0] = root_rot
             trans[:, 0] = root_pos
             trans[:, h] = quat.inv_rotate(parent_rot, hips_pos - parent_pos)
-        return Motion(self._skeleton, local, trans, motion.fps, name=motion.name, source=motion.source,
-                      file_scale=motion.file_scale, tags=motion.tags)
+        return local, trans
 
     def _plant_feet(self, out: Motion, contacts: np.ndarray, want: np.ndarray, floor: float, fps: float) -> Motion:
         """Foot IK: each foot's contact joint held over its contact runs (``contacts [F, 2]``),

@@ -72,6 +72,10 @@ def cmd_viewer(args: argparse.Namespace) -> int:
                                    progress=progress, fetch_progress=not args.quiet, log=log,
                                    units=args.units, up=args.up, roles=args.roles)
     log(f"database: {db!r} ({source.description})")
+    if args.rig and args.body:
+        print("motionmatch viewer: --rig and --body: give one (--rig draws the characters on your rig, with its own "
+              "mesh; --body skins a mesh of the database's skeleton)", file=err)
+        return 2
     if args.body:  # a mesh that does not fit the database's skeleton: one line, before serving
         from motionmatch.errors import MotionMatchError
         from motionmatch.io.user_mesh import read_user_mesh
@@ -87,6 +91,20 @@ def cmd_viewer(args: argparse.Namespace) -> int:
     viewer = Viewer(db, catalog=catalog, source_description=source.description, static_dir=static,
                     limits=Limits(), record_seconds=args.record_seconds, max_sessions=args.max_sessions,
                     body_mesh=Path(args.body) if args.body else None)
+    if args.rig:  # the user's character: a rig that cannot be used fails here, in one line, before serving
+        from motionmatch.database.schema import load_roles
+        from motionmatch.errors import MotionMatchError
+
+        try:
+            viewer.rig = viewer.rigs.load(args.rig, units=args.rig_units, up=args.rig_up,
+                                          roles_map=load_roles(args.rig_roles) if args.rig_roles else None)
+        except MotionMatchError as e:
+            print(f"motionmatch viewer: {e}", file=err)
+            return 1
+        for line in viewer.rig.warnings:
+            log(f"motionmatch viewer: warning: {line}")
+        log(f"characters drawn on {viewer.rig.name} ({viewer.rig.joints} joints"
+            f"{', its own skinned mesh' if viewer.rig.file.skinned else ', the mannequin of its skeleton'})")
     viewer.prepare(source.db_path, log=log)  # compile what a moving character needs; the rest meanwhile
     port = args.port if args.port is not None else DEFAULT_PORT
     try:
@@ -141,6 +159,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     v.add_argument("--open", action="store_true", help="open the page in the default browser")
     v.add_argument("--body", metavar="MESH.glb", help="a glTF file (.glb/.gltf) whose skinned mesh (joints named as "
                    "the database skeleton's) the page draws and exports instead of the generated mannequin")
+    v.add_argument("--rig", metavar="RIG", help="draw every motion-matching character on your character's rig: a "
+                   ".glb/.gltf with a skeleton (its skinned mesh drawn; without a skin, the mannequin of its skeleton) "
+                   "or a .bvh; the motion is retargeted to it every tick (the page's 'Use my character' does the same)")
+    v.add_argument("--rig-roles", metavar="MAP.json", help="humanoid roles of RIG where its joint names do not say them")
+    v.add_argument("--rig-units", type=arg.units, default="auto", help="length unit of RIG (default: found from its size)")
+    v.add_argument("--rig-up", choices=arg.UP_CHOICES, default="auto", help="up axis of a .bvh RIG: auto, y or z")
     v.add_argument("--schema", default="classic-3d",
                    help="feature schema when building from clips (default classic-3d: jump and creep work)")
     v.add_argument("--no-mirror", action="store_true", help="do not add mirrored copies when building")

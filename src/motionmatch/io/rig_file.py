@@ -63,13 +63,22 @@ class RigFile:
     file_scale: float
 
     def retarget(self, motion: Motion, settings: RetargetSettings | None = None,
-                 roles_map: dict[str, str] | None = None) -> Motion:
+                 roles_map: dict[str, str] | None = None, *, source: Rig | None = None) -> Motion:
         """``motion`` (any humanoid take, metres, Y up; ``roles_map`` overriding its roles)
-        played by this rig (:class:`~motionmatch.anim.retarget.Retargeter`), named as the motion."""
-        source = reference_rig(motion, find_humanoid(motion.skeleton, roles_map))
-        out = Retargeter(source, self.rig, settings)(motion)
+        played by this rig (:class:`~motionmatch.anim.retarget.Retargeter`), named as the motion.
+        ``source``: the motion's rig in its reference pose (default: found from the motion,
+        :func:`~motionmatch.anim.retarget_map.reference_rig`; give it to retarget poses of
+        one skeleton alike, as the viewer does)."""
+        if source is None:
+            source = reference_rig(motion, find_humanoid(motion.skeleton, roles_map))
+        out = self.retargeter(source, settings)(motion)
         out.file_scale = self.file_scale
         return out
+
+    def retargeter(self, source: Rig, settings: RetargetSettings | None = None) -> Retargeter:
+        """The :class:`~motionmatch.anim.retarget.Retargeter` from ``source`` (a rig in its
+        reference pose) to this rig."""
+        return Retargeter(source, self.rig, settings)
 
     def write(self, path: str | Path, motion: Motion | list[tuple[str, Motion]], *, obstacles=(),
               terrain=None) -> Path:

@@ -5,7 +5,8 @@ uvicorn + websockets) runs one simulation per browser tab at a fixed 60 Hz
 (:mod:`~motionmatch.viewer.session`) and streams every character's pose as compact
 binary frames (:mod:`~motionmatch.viewer.protocol`); the page (three.js, source in
 ``web/``, bundled with esbuild into ``motionmatch/viewer/static/``) draws them as skinned
-bodies (each skeleton's mannequin, fetched once: :mod:`~motionmatch.viewer.body`) and sends
+bodies (each skeleton's mannequin, fetched once: :mod:`~motionmatch.viewer.body`; or the
+user's rig, "Use my character": :mod:`~motionmatch.viewer.rig`) and sends
 key-down/key-up events, drawn paths, obstacles and commands as validated JSON
 (:mod:`~motionmatch.viewer.messages`). Environment-aware matching, crowds and pose commands
 reach the session through its adapters (:mod:`~motionmatch.viewer.environment`,

@@ -165,6 +165,7 @@ class Bodies:
         self._motions: dict[str, Motion] = {}
         self._locks: dict[str, threading.Lock] = {}
         self._built: dict[str, tuple[Mannequin, bytes] | BaseException] = {}
+        self._added: list[str] = []  # keys of the bodies added (oldest first)
 
     def register(self, motion: Motion, *, start: bool = False) -> str:
         """Know the body of ``motion``'s skeleton (its bind pose chosen from ``motion``,
@@ -186,14 +187,39 @@ class Bodies:
             return None
         with lock:
             if key not in self._built:
+                if key not in self._motions:  # an added body, forgotten meanwhile
+                    return None
                 try:
                     self._built[key] = _build(self._motions[key], self.user_mesh)
                 except Exception as e:  # kept: every later request gets the same one-line reason
                     self._built[key] = e
-        got = self._built[key]
+        got = self._built.get(key)  # (an added body may have been forgotten meanwhile)
+        if got is None:
+            return None
         if isinstance(got, BaseException):
             raise got
         return got
+
+    #: Bodies added with :meth:`add` (users' rigs) kept at once; older ones are forgotten.
+    MAX_ADDED = 16
+
+    def add(self, skeleton: Skeleton, body: Mannequin, tag: str = "") -> str:
+        """Keep a body built elsewhere (a user's rig: its own skinned mesh, or its mannequin)
+        for ``skeleton``; ``tag`` tells apart bodies of one skeleton (e.g. a hash of the
+        mesh). Returns the page's URL of it. At most :data:`MAX_ADDED` are kept: the oldest
+        go (a page still drawing one then draws stick figures)."""
+        key = hashlib.sha1(f"{skeleton_key(skeleton)}:{tag}".encode()).hexdigest()[:20]
+        built = (body, encode_body(body))
+        with self._lock:
+            if key not in self._locks:
+                self._locks[key] = threading.Lock()
+                self._added.append(key)
+            self._built[key] = built
+            while len(self._added) > self.MAX_ADDED:
+                old = self._added.pop(0)
+                self._locks.pop(old, None)
+                self._built.pop(old, None)
+        return f"/api/body/{key}"
 
     def get(self, key: str) -> bytes | None:
         """The encoded body of ``key`` (``None``: no such skeleton); raises what building it raised."""

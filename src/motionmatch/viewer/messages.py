@@ -84,6 +84,9 @@ export_bvh         ``id``: the same as ``export`` with ``format`` ``bvh``.
 debug              ``enabled`` (bool), ``candidates`` (0..16, optional).
 pose_source        ``kind`` (``off``/``webcam``/``file``), ``file`` (optional).
 pose_keypoints     ``keypoints`` ([[x, y, score], ...], up to 64): one webcam frame.
+rig_clear          (no fields): "Use the mannequin": the motion-matching characters on
+                   the database's skeleton again (a rig is sent by HTTP, not in a
+                   message: ``POST /api/rig/{session}``, :mod:`motionmatch.viewer.server`).
 =================  ======================================================================
 
 Which modes the database can play: the ``welcome`` message's ``modes`` (``{mode:
@@ -230,6 +233,7 @@ SCHEMAS: dict[str, dict[str, Field]] = {
     "debug": {"enabled": Bool(), "candidates": Num(0, 16, integer=True, optional=True, default=5)},
     "pose_source": {"kind": Str(16, ("off", "webcam", "file")), "file": Str(512, optional=True)},
     "pose_keypoints": {"keypoints": List(Vec(3, -1e4, 1e4), 1, 64), "t": Num(0, 1e9, optional=True)},
+    "rig_clear": {},
 }
 
 

@@ -11,6 +11,15 @@ Routes:
   one-time-ish token that lives as long as the tab's session;
 * ``GET /api/body/{key}``: a skeleton's body, the skinned mesh the page draws
   (:mod:`motionmatch.viewer.body`);
+* ``POST /api/rig/{session}``: "Use my character": the body is a rig file (``.glb``/``.gltf``
+  with a skeleton, optionally skinned, or ``.bvh``; the header ``X-Rig-Name`` its file name,
+  ``X-Rig-Key`` the tab's upload key of its ``welcome`` message), at most
+  :data:`~motionmatch._limits.MAX_RIG_UPLOAD_BYTES`, from this site's page only (the
+  ``Origin`` check of the websocket); read on a worker thread
+  (:meth:`~motionmatch.viewer.rig.RigLoader.load_upload`) and handed to the tab's session,
+  which draws every motion-matching character on it. Answers ``{"ok": true, "name",
+  "joints", "skinned", "warnings"}``, or 400/403/404/409/413 with ``{"ok": false, "error":
+  one line}``; a refused file leaves the session as it was and nothing on disk;
 * ``WS /ws``: the session protocol (:mod:`motionmatch.viewer.protocol`,
   :mod:`motionmatch.viewer.messages`).
 
@@ -48,7 +57,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote, urlsplit
+from urllib.parse import quote, unquote, urlsplit
 
 from motionmatch import __version__
 from motionmatch.errors import MotionMatchError
@@ -154,6 +163,7 @@ class Viewer:
     adaptive_rate: bool = True   # update background characters less often when a tick nears its budget
     max_divisor: int = 4
     body_mesh: Path | None = None  # a user's skinned glTF mesh drawn instead of the mannequin (where it fits)
+    rig: Any = None  # the ViewerRig every session starts with (`motionmatch viewer --rig RIG`; viewer.rig)
 
     def __post_init__(self) -> None:
         self.sessions: dict[str, Any] = {}
@@ -167,6 +177,10 @@ class Viewer:
 
         #: the skeletons' bodies (skinned meshes) the page fetches, built once each
         self.bodies = Bodies(self.pool, user_mesh=self.body_mesh)
+        from motionmatch.viewer.rig import RigLoader
+
+        #: reads users' rigs ("Use my character", --rig) for this database
+        self.rigs = RigLoader(self.db, self.bodies)
         from motionmatch.viewer.characters import _db_extent
 
         self.db_extent = _db_extent(self.db)
@@ -303,6 +317,7 @@ def create_app(viewer: Viewer, host: str = "127.0.0.1", allowed_hosts: tuple[str
     from motionmatch.viewer.session import Session
 
     static = viewer.static_dir
+    upload_slots = threading.BoundedSemaphore(2)  # rig uploads read at once
     csp = ("default-src 'self'; script-src 'self' 'wasm-unsafe-eval'; style-src 'self' 'unsafe-inline'; img-src 'self' data: blob:; "
            "media-src 'self' blob: mediastream:; connect-src 'self' ws: wss:; object-src 'none'; "
            "base-uri 'none'; frame-ancestors 'none'")
@@ -338,6 +353,47 @@ def create_app(viewer: Viewer, host: str = "127.0.0.1", allowed_hosts: tuple[str
             return PlainTextResponse(f"no skeleton {key} in this viewer", 404)
         return Response(data, media_type="application/octet-stream",
                         headers={**headers, "Cache-Control": "private, max-age=3600"})
+
+    async def rig_upload(request):
+        from motionmatch._limits import MAX_RIG_UPLOAD_BYTES
+
+        def refused(status: int, text: str):
+            return JSONResponse({"ok": False, "error": text}, status, headers=headers)
+
+        if not _origin_ok(request.headers.get("origin"), request.headers.get("host"), viewer.allowed_origins):
+            return refused(403, "a rig may be sent only from this viewer's own page")
+        session = viewer.sessions.get(request.path_params["session"])
+        if session is None:
+            return refused(404, "no such session (its tab closed): reload the page")
+        key = request.headers.get("x-rig-key") or ""
+        if not secrets.compare_digest(key.encode(), session.upload_key.encode()):
+            return refused(403, "the upload does not carry this tab's key (X-Rig-Key of its welcome message)")
+        name = unquote(request.headers.get("x-rig-name") or "")
+        declared = request.headers.get("content-length")
+        too_big = (f"{name or 'the rig'}: over the {MAX_RIG_UPLOAD_BYTES:,} bytes a rig file may have here; "
+                   "give a smaller file (fewer or smaller textures)")
+        if declared is not None and (not declared.isdigit() or int(declared) > MAX_RIG_UPLOAD_BYTES):
+            return refused(413, too_big)
+        if not upload_slots.acquire(blocking=False):
+            return refused(409, "another rig is being read; wait for it")
+        try:
+            chunks, size = [], 0
+            async for chunk in request.stream():
+                size += len(chunk)
+                if size > MAX_RIG_UPLOAD_BYTES:
+                    return refused(413, too_big)
+                chunks.append(chunk)
+            if size == 0:
+                return refused(400, f"{name or 'the rig'}: an empty file; choose a rig file")
+            try:
+                rig = await asyncio.to_thread(viewer.rigs.load_upload, b"".join(chunks), name)
+            except MotionMatchError as e:
+                return refused(400, str(e))
+        finally:
+            upload_slots.release()
+        session.submit({"type": "_rig_loaded", "seq": None, "rig": rig})
+        return JSONResponse({"ok": True, "name": rig.name, "joints": rig.joints, "skinned": rig.file.skinned,
+                             "warnings": list(rig.warnings)}, headers=headers)
 
     async def ws_endpoint(websocket: WebSocket):
         if not _origin_ok(websocket.headers.get("origin"), websocket.headers.get("host"), viewer.allowed_origins):
@@ -394,6 +450,7 @@ def create_app(viewer: Viewer, host: str = "127.0.0.1", allowed_hosts: tuple[str
 
     routes = [Route("/", index), Route("/index.html", index), Route("/api/health", health),
               Route("/api/download/{token}", download), Route("/api/body/{key}", body),
+              Route("/api/rig/{session}", rig_upload, methods=["POST"]),
               WebSocketRoute("/ws", ws_endpoint)]
     if static is not None and static.is_dir():
         routes.append(Mount("/static", app=StaticFiles(directory=str(static)), name="static"))

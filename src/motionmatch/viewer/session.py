@@ -58,6 +58,7 @@ from motionmatch.viewer.pose import ViewerPoseSource
 from motionmatch.viewer.protocol import FLAG_PARTIAL, FLAG_PAUSED, PROTOCOL_VERSION, encode_frame, with_history_flags
 from motionmatch.viewer.session_common import DT, TICK_HZ, Rejected
 from motionmatch.viewer.session_files import FileMessages
+from motionmatch.viewer.session_rig import RigMessages
 from motionmatch.viewer.session_scene import SceneMessages
 from motionmatch.viewer.terrain import terrain_drawing
 
@@ -104,7 +105,7 @@ CAPABILITIES = {"keyboard": True, "path": True, "genmm": True, "obstacles_edit":
                 "crowd": True, "pose": True, "scenario": True}
 
 
-class Session(SceneMessages, FileMessages):
+class Session(SceneMessages, FileMessages, RigMessages):
     """The simulation of one page (see the module doc).
 
     Args:
@@ -184,6 +185,9 @@ class Session(SceneMessages, FileMessages):
         self._cost_ema: float | None = None
         self._adapt_after = 0
         self._last_stats = (time.perf_counter(), 0)
+        self.upload_key = secrets.token_urlsafe(18)  # what a rig upload for this tab carries (session_rig)
+        if viewer.rig is not None:  # `motionmatch viewer --rig RIG`
+            self.use_rig(viewer.rig, announce=False)
         self.add_mm_character("hero", (0.0, 0.0), (0.0, 1.0), select=True, announce=False)
 
     # ------------------------------------------------------------------ life cycle
@@ -376,7 +380,7 @@ class Session(SceneMessages, FileMessages):
 
     # ------------------------------------------------------------------ output
     def poses(self):
-        return [ch.pose(cid == self.selected) for cid, ch in self.chars.items()]
+        return self._rig_poses([ch.pose(cid == self.selected) for cid, ch in self.chars.items()])
 
     def _in_view(self) -> list[bool] | None:
         """Per character (in ``self.chars`` order): whether this tick's frame carries it. With
@@ -507,7 +511,7 @@ class Session(SceneMessages, FileMessages):
                        "characters": self.limits.characters, "max_bytes": self.limits.max_bytes,
                        "rate": self.limits.rate},
             "time": self.time_state(),
-            "warmup": self._warmup_status(),
+            "warmup": self._warmup_status(), "rig": self.rig_state(),
         }
 
     def _warmup_status(self) -> dict:
@@ -555,7 +559,7 @@ class Session(SceneMessages, FileMessages):
         """The page's character of a world agent."""
         cid = self._next_id
         self._next_id += 1
-        ch = MMCharacter(cid, agent.name or f"character {cid}", agent,
+        ch = MMCharacter(cid, agent.name or f"character {cid}", agent, skeleton_id=self.character_skeleton(),
                          record_frames=int(self.viewer.record_seconds * TICK_HZ), db_root_yaw=self._db_root_yaw,
                          extent=self.viewer.db_extent, camera_yaw=self.camera_yaw, keys=keys)
         self.chars[cid] = ch

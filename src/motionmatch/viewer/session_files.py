@@ -89,7 +89,8 @@ class FileMessages:
     def _on_export(self, m):
         """The character's motion this session (the recorded frames of a motion-matching
         character, the clip of a GenMM variant) as a download: BVH, or binary glTF with the
-        body the page draws (:mod:`motionmatch.io.gltf`)."""
+        body the page draws (:mod:`motionmatch.io.gltf`); with a rig in use, a motion-matching
+        character's on the rig (retargeted with foot IK, as a take) with its body."""
         cid = int(m["id"])
         fmt = m["format"]
         ch = self.chars.get(cid)
@@ -112,6 +113,8 @@ class FileMessages:
 
         filename = "".join(c if c.isalnum() or c in "-_" else "_" for c in ch.name) + "." + fmt
         sid, downloads, mannequin, check = self.id, self.viewer.downloads, self.viewer.bodies.mannequin, self.jobs.check
+        if isinstance(ch, MMCharacter) and self.rig is not None:  # on the user's rig (session_rig)
+            make, mannequin = self._rig_export(make)
 
         def job():
             mo = make()
