@@ -146,9 +146,10 @@ panel.append(section('Characters', true,
   }, 'Spawn group'), crowdNote));
 
 // path
-const pathMode = h('select', { id: 'path-mode' }, h('option', { value: 'local' }, 'local: path moves to the character'),
+const pathMode = h('select', { id: 'path-mode', title: 'local: the path moves to the character; global: it walks to where the path was drawn first; drawn: straight to the drawing\'s nearest point, then along it at a constant speed (Shift: run)' },
+  h('option', { value: 'local' }, 'local: path moves to the character'),
   h('option', { value: 'global' }, 'global: walk to where it was drawn'),
-  h('option', { value: 'drawn' }, 'drawn: to its nearest point, then along it (Shift: run)'));
+  h('option', { value: 'drawn' }, 'drawn: along it from its nearest point'));
 const pathLoop = h('input', { type: 'checkbox', id: 'path-loop', title: 'drawn mode: go round again (a closed drawing always does)' });
 const [pathScaleL, pathScale] = num('drawing time ÷', { value: 1, min: 0.05, max: 20, step: 0.05, title: '1: the character walks at your drawing speed; 0.2: five times slower' });
 const pathInfoEl = h('div', { class: 'note', id: 'path-info', text: 'Choose "Draw path", then drag on the ground.' });
