@@ -40,7 +40,7 @@ from typing import Any
 import numpy as np
 
 from motionmatch.control.intent import Intent
-from motionmatch.control.keyboard import KEYS, normalize_key
+from motionmatch.control.keyboard import KEYS
 from motionmatch.errors import MotionMatchError
 from motionmatch.runtime.controller import ControllerSettings
 from motionmatch.runtime.crowd import SteeringInput, SteeringSettings
@@ -58,6 +58,7 @@ from motionmatch.viewer.pose import ViewerPoseSource
 from motionmatch.viewer.protocol import FLAG_PARTIAL, FLAG_PAUSED, PROTOCOL_VERSION, encode_frame, with_history_flags
 from motionmatch.viewer.session_common import DT, TICK_HZ, Rejected
 from motionmatch.viewer.session_files import FileMessages
+from motionmatch.viewer.session_input import InputMessages
 from motionmatch.viewer.session_rig import RigMessages
 from motionmatch.viewer.session_scene import SceneMessages
 from motionmatch.viewer.terrain import terrain_drawing
@@ -105,7 +106,7 @@ CAPABILITIES = {"keyboard": True, "path": True, "genmm": True, "obstacles_edit":
                 "crowd": True, "pose": True, "scenario": True}
 
 
-class Session(SceneMessages, FileMessages, RigMessages):
+class Session(SceneMessages, FileMessages, RigMessages, InputMessages):
     """The simulation of one page (see the module doc).
 
     Args:
@@ -591,73 +592,9 @@ class Session(SceneMessages, FileMessages, RigMessages):
             raise Rejected(f"character {cid} is a clip player; only motion-matching characters take input")
         return ch
 
-    def _set_yaw(self, yaw) -> None:
-        if yaw is not None:
-            self.camera_yaw = float(yaw)
-            for ch in self.chars.values():
-                if isinstance(ch, MMCharacter):
-                    ch.kb.camera_yaw = self.camera_yaw
-
-    def _unavailable_mode(self, key: str) -> str | None:
-        """The mode key ``key`` asks for when the database cannot play it (else None)."""
-        mode = MODE_KEYS.get(normalize_key(key))
-        if mode is None or self.modes[mode]["available"]:
-            return None
-        return mode
-
-    def _refuse_mode(self, mode: str, key: str) -> None:
-        """Tell the page that ``mode`` cannot be played here, and why (one line)."""
-        reason = self.modes[mode]["reason"]
-        self.send({"type": "mode_unavailable", "mode": mode, "key": key, "reason": reason,
-                   "message": f"{mode}: {reason}"})
-
     def _on_warmup_ready(self, m):
         """The viewer's warm-up is over: held requests are carried out, one a tick."""
         self.send({"type": "warmup", **self._warmup_status()})
-
-    def _on_key(self, m):
-        """A key-down or key-up of the selected character. A key asking for a mode the
-        database cannot play is not passed on (so the character neither enters the mode
-        nor claims it); its key-down is answered with ``mode_unavailable``."""
-        self._set_yaw(m["yaw"])
-        ch = self.chars.get(self.selected) if self.selected is not None else None
-        if not isinstance(ch, MMCharacter):
-            return
-        mode = self._unavailable_mode(m["key"])
-        if mode is not None:
-            if m["down"]:
-                self._refuse_mode(mode, normalize_key(m["key"]))
-            return
-        ch.set_key(m["key"], m["down"])
-
-    def _on_keys(self, m):
-        """The full set of held keys; keys of modes the database cannot play are dropped
-        (and named in a ``mode_unavailable`` message)."""
-        self._set_yaw(m["yaw"])
-        ch = self.chars.get(self.selected) if self.selected is not None else None
-        if not isinstance(ch, MMCharacter):
-            return
-        held = []
-        for k in m["held"]:
-            mode = self._unavailable_mode(k)
-            if mode is None:
-                held.append(k)
-            else:
-                self._refuse_mode(mode, normalize_key(k))
-        ch.set_keys(held)
-
-    def _on_camera(self, m):
-        self._set_yaw(m["yaw"])
-
-    def _on_stick(self, m):
-        """The gamepad's sticks (the right one sets the facing) drive the selected character."""
-        self._set_yaw(m["yaw"])
-        if isinstance(ch := self.chars.get(self.selected) if self.selected is not None else None, MMCharacter):
-            ch.set_sticks(m["left"], m["right"], m["sprint"])
-
-    def _on_view(self, m):
-        poly = m.get("polygon")
-        self.view = None if poly is None else np.array(poly, dtype=np.float64)
 
     def _on_select(self, m):
         cid = int(m["id"])
