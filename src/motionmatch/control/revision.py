@@ -229,10 +229,11 @@ class QueryReviser:
         step = np.diff(path.arc) / np.maximum(self.limits[:-1], 1e-9)
         self._tau = np.concatenate([[0.0], np.cumsum(np.maximum(step, 1.0 / fps))])
         f64 = np.ascontiguousarray
+        self._cap = np.minimum(self.limits, 1e6)  # the limits made finite, so interpolation stays finite
         self._arrays = tuple(RK.PathArrays(
             points=f64(path.points, np.float64), tangents=f64(path.tangents, np.float64),
             heading=f64(path.heading, np.float64), bend=f64(path.bend, np.float64),
-            speeds=f64(path.speeds, np.float64), cap=np.minimum(self.limits, 1e6), tau=self._tau,
+            speeds=f64(path.speeds, np.float64), cap=self._cap, tau=self._tau,
             offsets=self.offsets, off_samples=self.offsets * fps))
         nan = math.nan
         self._rules = tuple(RK.Rules(
@@ -264,7 +265,7 @@ class QueryReviser:
 
     def speed_at(self, i: ArrayLike) -> np.ndarray:
         """Speed (m/s) ``[...]`` the query asks for at fractional indices: the drawn speed, limited."""
-        cap = np.minimum(self.limits, 1e6)[:, None]  # finite, so interpolation stays finite
+        cap = self._cap[:, None]
         return np.minimum(_lerp(self.path.speeds[:, None], i)[..., 0], _lerp(cap, i)[..., 0])
 
     # -------------------------------------------------------------- desired position
