@@ -808,7 +808,8 @@ def test_the_forest_is_drawn_where_the_model_puts_the_ground(page):
 def test_in_the_forest_the_characters_feet_stay_on_the_drawn_surface(page):
     """The forest played in the page: its characters walk on the hills; every foot the
     page draws is on the drawn surface (read back from the page's scene), planted feet
-    within a few centimetres of it, none more than 3 cm below it (issue 31)."""
+    within a few centimetres of it (as on the flat floor), none more than 3 cm below it
+    (issue 31)."""
     import numpy as np
 
     _pick_forest(page)
@@ -833,7 +834,12 @@ def test_in_the_forest_the_characters_feet_stay_on_the_drawn_surface(page):
     above = np.array(above)
     assert len(planted) > 20 and above[:, 1].max() > 0.1  # planted feet seen, up on the hills
     assert above[:, 0].min() > -0.03, above[:, 0].min()  # no foot in the ground
-    assert np.percentile(planted, 95) < 0.08, np.percentile(planted, 95)  # the toe joint a few cm above it
+    # the toe joint a few cm above it: a planted toe is labelled up to 6 cm above its rest height
+    # (anim/contacts.py), so the labels' tail reaches 9 cm on the flat floor as on the hills
+    # (offline, this database: median 2.5 cm, 90% under 5.5 cm on both); a surface drawn 5 cm
+    # off, or feet drawn on the floor, moves the median out of this
+    assert np.median(planted) < 0.045, np.median(planted)
+    assert np.percentile(planted, 90) < 0.08, np.percentile(planted, 90)
 
 
 def test_a_terrain_file_replaces_the_ground_and_flat_brings_the_floor_back(page, tmp_path):
