@@ -130,6 +130,24 @@ def test_constant_velocity_gives_straight_line():
     assert tr.rotations.shape == (3, 4)
 
 
+def test_moved_to_is_replace_of_the_position_bit_for_bit():
+    """The controller's per-frame move of the simulated root (``moved_to``) makes exactly
+    the state the checked constructor makes (``replace(position=...)``): every field, bit for
+    bit, on states from the constructor and from the predictor's trusted path."""
+    rng = np.random.default_rng(3)
+    states = [RootState._trusted(rng.normal(size=3), rng.normal(size=3), rng.normal(size=3),
+                                 float(rng.uniform(-9, 9)), float(rng.normal())) for _ in range(300)]
+    states += [RootState(position=rng.normal(size=3), velocity=rng.normal(size=3),
+                         rotation=quat.normalize(rng.normal(size=4)), angular_velocity=rng.normal(size=3))
+               for _ in range(300)]
+    for st in states:
+        p = rng.normal(size=3)
+        a, b = st.replace(position=p), st.moved_to(p.copy())
+        for f in ("position", "velocity", "acceleration", "rotation", "angular_velocity"):
+            assert np.array_equal(getattr(a, f), getattr(b, f)), f
+        assert a.yaw == b.yaw
+
+
 def test_from_rest_speed_increases_monotonically():
     times = np.linspace(0.02, 2.0, 100)
     tr = predict_trajectory(RootState(), [0.0, 0.0, 3.5], times)

@@ -142,6 +142,19 @@ class RootState:
         """A copy with some fields replaced."""
         return replace(self, **changes)
 
+    def moved_to(self, position: np.ndarray) -> RootState:
+        """``replace(position=position)`` for a float64 ``[3]`` array the new state may own,
+        without the constructor's checks of the fields kept (the same values: the per-frame
+        path of the controller's root adjustment)."""
+        st = object.__new__(RootState)
+        sa = object.__setattr__
+        sa(st, "position", position)
+        sa(st, "velocity", self.velocity)
+        sa(st, "acceleration", self.acceleration)
+        sa(st, "rotation", _as_yaw(self.rotation))  # (as the constructor makes it)
+        sa(st, "angular_velocity", self.angular_velocity)
+        return st
+
 
 @dataclass(frozen=True, eq=False)
 class PredictedTrajectory:

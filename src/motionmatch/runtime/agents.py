@@ -196,17 +196,23 @@ class StepResults:
                  "translations", "wants")
 
     def __init__(self, wants: WantRows, ctrls: list[Controller], choosers: list, decided: list[tuple[bool, bool]],
-                 before: list[int] | None, rows: np.ndarray | None = None):
-        """``ctrls``, ``choosers``: the rows' (lists not changed afterwards); ``rows [n]``:
-        the controllers' rows of their batch (default: read from them)."""
+                 before: list[int] | None, rows: np.ndarray | slice | None = None):
+        """``ctrls``, ``choosers``: the rows' (lists not changed afterwards); ``rows``: the
+        controllers' rows of their batch, ``[n]`` or, when they are consecutive, a slice
+        (default: read from them)."""
         st = ctrls[0].batch.state
         if rows is None:
             rows = np.fromiter((c.row for c in ctrls), dtype=np.int64, count=len(ctrls))
         self.wants = wants
-        self.rotations, self.translations = st.out_rot[rows], st.out_pos[rows]  # [n, J, 4], [n, J, 3] (copies)
-        self.contacts = st.out_contacts[rows]  # [n, K]
-        self.frames = st.frame[rows]  # [n]
-        self.modes = st.mode[rows]  # [n] (indices of MODES)
+        if isinstance(rows, slice):  # (copies: the batch's arrays are the next step's)
+            self.rotations, self.translations = st.out_rot[rows].copy(), st.out_pos[rows].copy()
+            self.contacts, self.frames, self.modes = (st.out_contacts[rows].copy(), st.frame[rows].copy(),
+                                                      st.mode[rows].copy())
+        else:
+            self.rotations, self.translations = st.out_rot[rows], st.out_pos[rows]  # [n, J, 4], [n, J, 3]
+            self.contacts = st.out_contacts[rows]  # [n, K]
+            self.frames = st.frame[rows]  # [n]
+            self.modes = st.mode[rows]  # [n] (indices of MODES)
         self.decided = decided  # [(searched, transitioned)] per row
         self._ctrls, self._choosers, self._before = ctrls, choosers, before
         self._world: tuple[np.ndarray, np.ndarray] | None = None

@@ -729,7 +729,7 @@ class Controller(QueryBuilding, Searching, DatabaseSampling):
         dist = math.hypot(ox, oz)
         if dist > s.sim_max_distance:
             f = s.sim_max_distance / dist
-            self.predictor.state = sim.replace(position=np.array([x + ox * f, y + 0.0, z + oz * f]))
+            self.predictor.state = sim.moved_to(np.array([x + ox * f, y + 0.0, z + oz * f]))
 
     def _advance_sim(self, dt: float, intent: Intent) -> None:
         """Step the simulated root (the desired trajectory's origin) toward ``intent``."""

@@ -196,6 +196,7 @@ class World:
         self._positions: tuple[int, np.ndarray, np.ndarray] | None = None
         self._agent_batch_rows: np.ndarray | None = None  # (see _rows; None when the agents changed)
         self._agent_uids = np.zeros(0, dtype=np.int64)  # (see _uids)
+        self._agent_rows_take: np.ndarray | slice | None = None  # (see _rows: a slice when the rows are consecutive)
         self._peers: _Peers | None = None  # (agents stepped by other worlds: split)
         #: its agents' input clocks, a column each, at their controllers' rows of its batch:
         #: ``start_time`` (world s), ``started`` (bool), ``local_time`` (s of input since
@@ -446,6 +447,8 @@ class World:
                                                      count=len(self.agents))
             self._agent_uids = np.fromiter((a.uid for a in self.agents), dtype=np.int64, count=len(self.agents))
             self._agent_uids.flags.writeable = False  # (handed out as is: ground_positions)
+            consecutive = len(r) and np.array_equal(r, np.arange(r[0], r[0] + len(r)))
+            self._agent_rows_take = slice(int(r[0]), int(r[0]) + len(r)) if consecutive else r
         return r
 
     def _uids(self) -> np.ndarray:
@@ -667,7 +670,7 @@ class World:
                 before.append(ch.searches)
         decided = Controller.step_many(ctrls, hs, wants.intents, wants.desired, wants.search_now, rmo, defer=defer,
                                        threads=threads, rows=rows)
-        step = StepResults(wants, ctrls, choosers, decided, before, rows)
+        step = StepResults(wants, ctrls, choosers, decided, before, None if rows is None else self._agent_rows_take)
         for k, a in enumerate(agents):
             a.last_step = (step, k)
 
