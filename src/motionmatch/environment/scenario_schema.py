@@ -241,7 +241,7 @@ CONTROLLER: dict[str, Field] = {
     "search_interval": Num(0.0, 10.0), "search_method": Str(16), "inertialization": Str(16),
     "blend_time": Num(0.01, 5.0), "spring_halflife": Num(0.01, 5.0), "trajectory_mode": Str(16),
     "velocity_halflife": Num(0.01, 5.0), "facing_halflife": Num(0.01, 5.0), "transition_ratio": Num(0.0, 2.0),
-    "same_clip_window": Num(0, 1000, integer=True), "sharp_turn_deg": Num(0.0, 180.0), "idle_speed": Num(0.0, 2.0),
+    "same_clip_window": Num(0, 1000, integer=True), "reselect_history": Num(0.0, 10.0), "sharp_turn_deg": Num(0.0, 180.0), "idle_speed": Num(0.0, 2.0),
     "foot_locking": Bool(), "foot_unlock_distance": Num(0.0, 2.0), "foot_blend_time": Num(0.01, 5.0),
     "foot_lock_in_time": Num(0.01, 5.0), "jump_duration": Num(0.1, 10.0), "adjust_halflife": Num(0.0, 5.0),
     "adjust_max_ratio": Num(0.0, 10.0), "adjust_min_speed": Num(0.0, 10.0), "sim_max_distance": Num(0.0, 10.0),

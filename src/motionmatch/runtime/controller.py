@@ -121,6 +121,7 @@ class Controller(QueryBuilding, Searching, DatabaseSampling):
                  batch: ControllerBatch | None = None):
         self.db = db
         self.s = settings or ControllerSettings()
+        self._reselect_frames = round(self.s.reselect_history * db.fps)  # (see Searching._searched)
         if batch is not None and batch.db is not db:
             raise ValueError("the batch holds the controllers of another database")
         self._batch = batch if batch is not None else ControllerBatch(db)

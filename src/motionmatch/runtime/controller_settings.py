@@ -22,6 +22,8 @@ class ControllerSettings:
     facing_halflife: float = 0.2
     transition_ratio: float = 0.9      # switch only if best cost < ratio * cost of continuing
     same_clip_window: int = 10         # a match this close ahead in the same clip just continues
+    reselect_history: float = 0.5      # ... and in locomotion, one of the plain search this close behind (s)
+    #                                    too: no replay of what was just shown (0: off, the behaviour before)
     sharp_turn_deg: float = 45.0
     idle_speed: float = 0.2
     idle_seconds: float = 3.0          # length of the standing stretch idle plays (chosen from the data; 0: none,

@@ -97,8 +97,15 @@ class Searching:
             return False
         if cur_ok and not force:
             cur_cost = self.view_cost(q, cur, view)
-            same_clip_ahead = self.db.frame_clip[best] == self.db.frame_clip[cur] and 0 <= best - cur <= self.s.same_clip_window
-            if same_clip_ahead or best_cost >= self.s.transition_ratio * cur_cost:
+            # a match just ahead in the same clip continues it; in locomotion, one of the plain
+            # search just behind would replay what was shown a moment ago (a loop of a fraction
+            # of a second when the clip's next frames match a little worse: Unreal's pose
+            # reselect history). A frame chooser's may: stepping back is how it waits in front
+            # of an obstacle or keeps to a path's timing (benchmarks/bench_reselect.py)
+            back = self._reselect_frames if self.chooser is None and self.mode == "locomotion" else 0
+            near_in_clip = self.db.frame_clip[best] == self.db.frame_clip[cur] \
+                and -back <= best - cur <= self.s.same_clip_window
+            if near_in_clip or best_cost >= self.s.transition_ratio * cur_cost:
                 return False
         if later is not None and self.inert.method == "quintic":
             later.append((self, best))
