@@ -72,6 +72,11 @@ class Scene:
         self._tick += 1
         return self._tick
 
+    def used_ticks(self, last: int) -> None:
+        """A compiled caller took the visit marks up to ``last`` itself (one per query of
+        many, counting on from :meth:`next_tick`'s): the next mark comes after it."""
+        self._tick = max(self._tick, int(last))
+
     # ------------------------------------------------------------------ queries
     def static_near(self, points: np.ndarray, radius: float) -> np.ndarray:
         """Indices (into :attr:`static_rows`) of the static obstacles whose shape comes

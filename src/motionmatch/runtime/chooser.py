@@ -523,7 +523,7 @@ class EnvironmentChooser:
                                                  np.empty((n, T + 1, 2)), np.empty((n, T + 1, 2)), obstacles, counts,
                                                  key, found, nearest)
         if last_static:
-            sc._tick = last_static
+            sc.used_ticks(last_static)
         others.used_ticks(last_agent)
         for i, r, m, near in zip(same, rows.tolist(), found.tolist(), nearest.tolist()):
             ch = choosers[i]
