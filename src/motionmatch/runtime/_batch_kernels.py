@@ -20,6 +20,7 @@ from typing import NamedTuple
 import numba
 import numpy as np
 
+from motionmatch._jit import no_refcount
 from motionmatch.control.intent import STILL_SPEED
 from motionmatch.control.springs import MIN_HALFLIFE, SPRING_HALFLIFE_FACTOR
 from motionmatch.runtime._kernels import FootLocks, Pose, PoseData, Quintic, controller_pose, quintic_transition
@@ -332,7 +333,7 @@ def decide_rows(rows, dt, at_end, speed, turn_rate, force, root_motion_only, pla
         st.last_gait[r] = gaits[n]
 
 
-@numba.njit(cache=True)
+@no_refcount
 def playback_decide_rows(rows, dt, at_end, speed, turn_rate, force, root_motion_only, plain, goals, gaits, coast,
                          sharp, playback, decision):
     """:func:`playback_rows`, then :func:`decide_rows` (roots adjusted here), in one call
