@@ -535,13 +535,21 @@ def coherent_search(fr, qr, env, co, opt, scr, start, init, init_score, init_seg
     inv_best = 0.0  # 1 / best, updated when the best changes
     inv_of = -1.0
     n_blk = (n + blk_size - 1) // blk_size if blk_size > 0 else 0
+    # a block size that is a power of two (the default, 8) finds a representative's block
+    # with a shift: an integer division would sit on the chain from one visit to the next
+    # about every second visit (strides average 4 representatives)
+    blk_shift = -1
+    if blk_size > 0 and (blk_size & (blk_size - 1)) == 0:
+        blk_shift = 0
+        while (1 << blk_shift) < blk_size:
+            blk_shift += 1
     blk_begin = 0  # representatives [blk_begin, blk_end) form the current block
     blk_end = 0
     while seen < n:
         # (a range test, not ``j // blk_size`` on every step: an integer division is
         # slow and would sit on the chain from one step to the next)
         if blk_size > 0 and (j >= blk_end or j < blk_begin):
-            b = j // blk_size
+            b = j >> blk_shift if blk_shift >= 0 else j // blk_size
             blk_begin = b * blk_size
             blk_end = blk_begin + blk_size
             if b != cur_blk:
