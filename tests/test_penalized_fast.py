@@ -599,3 +599,41 @@ def test_a_choice_with_nothing_near_runs_its_plain_search_compiled_on_any_thread
         pool.submit(job.run).result()
         with pytest.raises(SearchError, match="query"):
             ch.end(job)
+
+
+@pytest.mark.parametrize("mask_kind", ["all", "clips out", "sparse"])
+def test_coherent_search_walks_the_representatives_as_the_reference_does(mask_kind):
+    """The compiled coherent search against the plain-Python walk of ``oracles.coherent``
+    (the paper's algorithm, one representative at a time): the same frame, score and visit
+    counters (representatives visited, distances, segments opened, blocks skipped) for masks
+    that exclude long runs of segments (crossed in one step by the kernel), none, or all but
+    a few frames."""
+    from oracles.coherent import coherent_reference
+
+    ps, rng = _problem(11)
+    n = ps.n_frames
+    mask = np.ones(n, dtype=bool)
+    if mask_kind == "clips out":
+        mask[n // 4: n // 2] = False
+        mask[3 * n // 4 + 100: 3 * n // 4 + 400] = False
+    elif mask_kind == "sparse":
+        mask[:] = False
+        mask[rng.choice(n, 40, replace=False)] = True
+    opt = SearchOptions(collision_fallback=False)
+    pen = PenaltyParams()
+    visits = 0
+    for _ in range(12):
+        obs, cnt, _ = _obstacles(rng)
+        q = ps.features[rng.integers(n)] + rng.normal(scale=0.3, size=ps.dim)
+        w = rng.uniform(0.3, 2.0, ps.dim)
+        admitted = np.flatnonzero(mask & ps.valid)
+        init, prev = int(rng.choice(admitted)), int(rng.integers(n))
+        got = ps.search(q, obs, cnt, mask=mask, init_index=init, previous=prev, weights=w, penalty=pen, options=opt)
+        ref = coherent_reference(ps, opt, q, w, mask, obs, cnt, tuple(pen.packed(ps.n_slots, ps.has_heights)),
+                                 pen.env_weight, init, prev)
+        assert got.index == ref["index"]
+        assert got.score == pytest.approx(ref["score"], rel=1e-9)
+        for key in ("representatives", "distances", "segments", "blocks_skipped"):
+            assert got.stats[key] == ref[key], key
+        visits += ref["representatives"]
+    assert visits > 12 * 20  # (the walks did visit representatives, not only skip blocks)
