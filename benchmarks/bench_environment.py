@@ -1,7 +1,7 @@
 """Environment-aware motion matching: the paper's Table 1 and its database-size study.
 
     python benchmarks/bench_environment.py [--data DIR] [--out DIR] [--json] [--quick] [--no-scaling] [--no-crowd]
-                                           [--scaling-only]
+                                           [--scaling-only] [--ratio-only] [--diversity]
                                            [--repeat R] [--crowd-only] [--crowd-scale N ...] [--crowd-frames F]
                                            [--baseline REV] [--responsiveness-crowd]
 
@@ -73,6 +73,14 @@ Then:
   (plain motion matching); ``--baseline REV`` first runs the same measurement on the
   source of git revision ``REV`` (extracted to ``OUT/baseline-REV``, in a subprocess) and
   prints the speed-ups.
+
+``--ratio-only`` runs only the linear search and the full method, alternated ``--repeat``
+times (default 5): each round's search times and their ratio (the issue's bar: at least
+10x in every round), and whether every round played the same frames.
+
+``--diversity`` runs only the study of the paper's diversity claim
+(:mod:`environment_diversity`): every row on the path started at 4 points, both ways
+round, with the transitions per run and an open-loop comparison on the same queries.
 
 ``--responsiveness-crowd`` runs only the paper's Figure 9 check: ``scenarios/doors-small.json``
 with every agent at Responsiveness 0.5, then 4 (share crossed, time to cross the wall,
@@ -391,7 +399,8 @@ def ratio_rounds(db, matcher, rounds: int, quick: bool = False) -> dict:
     r = np.array([x["ratio"] for x in rows])
     print(f"ratio: min {r.min():.2f}x, median {np.median(r):.2f}x, max {r.max():.2f}x (>= 10 in every round: "
           f"{'yes' if r.min() >= 10 else 'NO'}); the full method played the same frames in every round: "
-          f"{'yes' if len(played) == 1 else 'NO'}; load average {os.getloadavg()[0]:.1f}")
+          f"{'yes' if len(played) == 1 else 'NO'} (sha1 {', '.join(sorted(played))[:12]}); load average "
+          f"{os.getloadavg()[0]:.1f}")
     return {"rounds": rows, "min": float(r.min()), "median": float(np.median(r)), "frames_sha1": sorted(played)}
 
 
