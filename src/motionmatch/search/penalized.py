@@ -621,10 +621,16 @@ def _huge_page_zeros(count: int) -> np.ndarray:
     coherent search jumps from row to row (each visit waits for the last one's distance),
     and on a busy machine, whose other programs have evicted the translation caches between
     two searches, a 4 KiB page walk per few rows was a measurable share of a search.
-    Without huge pages it is an ordinary 64-byte-aligned buffer."""
+    Without huge pages it is an ordinary 64-byte-aligned buffer; so is one under 256 KiB
+    (a small database's rows span a few pages anyway, and a huge page would be 2 MiB of
+    memory for each of them)."""
     nbytes = 4 * count
-    raw = np.zeros(max(nbytes + _HUGE, 2 * _HUGE + 64), dtype=np.uint8)
-    off = -raw.ctypes.data % _HUGE
+    if nbytes < 256 << 10:
+        raw = np.zeros(nbytes + 64, dtype=np.uint8)
+        off = -raw.ctypes.data % 64
+    else:
+        raw = np.zeros(max(nbytes + _HUGE, 2 * _HUGE + 64), dtype=np.uint8)
+        off = -raw.ctypes.data % _HUGE
     return raw[off: off + nbytes].view(np.float32)
 
 
