@@ -1,7 +1,7 @@
 """Environment-aware motion matching: the paper's Table 1 and its database-size study.
 
     python benchmarks/bench_environment.py [--data DIR] [--out DIR] [--json] [--quick] [--no-scaling] [--no-crowd]
-                                           [--scaling-only]
+                                           [--scaling-only] [--ratio-only] [--diversity]
                                            [--repeat R] [--crowd-only] [--crowd-scale N ...] [--crowd-frames F]
                                            [--baseline REV] [--responsiveness-crowd]
 
@@ -74,6 +74,14 @@ Then:
   source of git revision ``REV`` (extracted to ``OUT/baseline-REV``, in a subprocess) and
   prints the speed-ups.
 
+``--ratio-only`` runs only the linear search and the full method, alternated ``--repeat``
+times (default 5): each round's search times and their ratio (the issue's bar: at least
+10x in every round), and whether every round played the same frames.
+
+``--diversity`` runs only the study of the paper's diversity claim
+(:mod:`environment_diversity`): every row on the path started at 4 points, both ways
+round, with the transitions per run and an open-loop comparison on the same queries.
+
 ``--responsiveness-crowd`` runs only the paper's Figure 9 check: ``scenarios/doors-small.json``
 with every agent at Responsiveness 0.5, then 4 (share crossed, time to cross the wall,
 distance to the nearest other body).
@@ -85,6 +93,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import hashlib
 import json
 import os
 import sys
@@ -96,6 +105,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).parent))
 from _common import REPO, data_root
+from environment_diversity import jumps
 from motionmatch.anim.resample import resample
 from motionmatch.database import MotionDatabase
 from motionmatch.database.schema import environment_schema
@@ -133,23 +143,25 @@ PAPER = {"Motion Matching": (0.22, 1997, 0.09, 0.88), "Linear Search": (9.50, 33
 @contextlib.contextmanager
 def first_obstacle_only():
     """While active, every environment-aware search penalises only its first ellipse
-    against its first pre-selected obstacle (the "One Obstacle" row): the chooser's
-    gathered counts are cut to ``[min(n0, 1), 0, 0]``."""
-    gather = EnvironmentChooser.gather
+    against its first pre-selected obstacle (the "One Obstacle" row): the gathered counts
+    are cut to ``[min(n0, 1), 0, 0]`` where a choice's job is made from them (the chooser
+    gathers alone, :meth:`EnvironmentChooser.gather`, or with a world's other agents in
+    one batch, ``begin_many``: both reach ``_job``; patching ``gather`` alone missed the
+    batch and left this row equal to the linear search's)."""
+    job = EnvironmentChooser._job
 
-    def one(self, ctrl):
-        obs, cnt, nearest, pts = gather(self, ctrl)
+    def one(self, ctrl, query, mask, view, obs, cnt, nearest, *rest):
         if cnt.any():
             cut = np.zeros_like(cnt)
             cut[0] = min(int(cnt[0]), 1)
             cnt = cut
-        return obs, cnt, nearest, pts
+        return job(self, ctrl, query, mask, view, obs, cnt, nearest, *rest)
 
-    EnvironmentChooser.gather = one
+    EnvironmentChooser._job = one
     try:
         yield
     finally:
-        EnvironmentChooser.gather = gather
+        EnvironmentChooser._job = job
 
 
 def settings_for(sc, cfg: dict) -> EnvironmentSettings:
@@ -180,6 +192,8 @@ def run(db, matcher, sc, cfg, record=False):
     call = np.array([t for lg in rec.logs if lg is not None for t in lg.search_cpu_times]) * 1e3
     rep["search_ms_mean"] = float(call.mean()) if call.size else 0.0
     rep["search_ms_std"] = float(call.std()) if call.size else 0.0
+    rep["jumps"] = jumps(rec.frames[0])
+    rep["frames_sha1"] = hashlib.sha1(np.ascontiguousarray(rec.frames).tobytes()).hexdigest()
     return rep, log
 
 
@@ -293,6 +307,11 @@ def main(argv=None) -> int:
     ap.add_argument("--scaling-only", action="store_true",
                     help="only the database-size study (25%%-400%%; no Table 1, no crowd)")
     ap.add_argument("--repeat", type=int, default=1, help="run every configuration R times (median time)")
+    ap.add_argument("--ratio-only", action="store_true",
+                    help="only the linear search and the full method, alternated --repeat times (default 5): "
+                         "search time of each and their ratio per round")
+    ap.add_argument("--diversity", action="store_true",
+                    help="only the diversity study: every row on the path started at 4 points, both ways round")
     ap.add_argument("--crowd-only", action="store_true", help="only the crowd measurements (no Table 1)")
     ap.add_argument("--responsiveness-crowd", action="store_true",
                     help="only the paper's Figure 9 check: doors-small.json with every agent at responsiveness 0.5, "
@@ -323,6 +342,18 @@ def main(argv=None) -> int:
         if a.json:
             print(json.dumps(summary, indent=1, default=float))
         return 0
+    if a.ratio_only:
+        summary = {"ratio": ratio_rounds(db, matcher, a.repeat if a.repeat > 1 else 5, a.quick)}
+        (out / "environment_ratio.json").write_text(json.dumps(summary, indent=1, default=float))
+        return 0
+    if a.diversity:
+        from environment_diversity import study
+
+        sc = load_scenario(SCENE)
+        summary = {"diversity": study(db, matcher, sc, dict(ABLATIONS), run)}
+        print_diversity(summary["diversity"]["summary"])
+        (out / "environment_diversity.json").write_text(json.dumps(summary, indent=1, default=float))
+        return 0
     if a.scaling_only:
         summary = {"scaling": scaling(clips, schema, out, quick=a.quick)}
         (out / "environment_results.json").write_text(json.dumps(summary, indent=1, default=float))
@@ -336,6 +367,56 @@ def main(argv=None) -> int:
         print(json.dumps(summary, indent=1, default=float))
     (out / "environment_results.json").write_text(json.dumps(summary, indent=1, default=float))
     return 0
+
+
+def ratio_rounds(db, matcher, rounds: int, quick: bool = False) -> dict:
+    """The issue's 10x bar alone: the linear search and the full method on the scenario,
+    alternated ``rounds`` times (after a 3 s warm-up of each); per round the mean search
+    time of each (thread CPU, ms) and their ratio, printed as they come; returns them with
+    the smallest and the median ratio and the digest of the frames the full method played
+    (the runs are deterministic: every round must play the same frames)."""
+    sc = load_scenario(SCENE)
+    if quick:
+        sc.duration = 30.0
+    warm = load_scenario(SCENE)
+    warm.duration = 3.0
+    cfg = dict(ABLATIONS)
+    for name in ("Linear Search", "Ours"):
+        run(db, matcher, warm, cfg[name])
+    rows, played = [], set()
+    print(f"linear search against the full method, {rounds} rounds alternated ({sc.duration:g} s each)")
+    for k in range(rounds):
+        row = {}
+        for name in ("Linear Search", "Ours"):
+            rep, _ = run(db, matcher, sc, cfg[name])
+            row[name] = rep["search_ms_mean"]
+            if name == "Ours":
+                played.add(rep["frames_sha1"])
+        row["ratio"] = row["Linear Search"] / max(row["Ours"], 1e-9)
+        rows.append(row)
+        print(f"  round {k + 1}: linear {row['Linear Search']:.4f} ms, ours {row['Ours']:.4f} ms: "
+              f"{row['ratio']:.2f}x", flush=True)
+    r = np.array([x["ratio"] for x in rows])
+    print(f"ratio: min {r.min():.2f}x, median {np.median(r):.2f}x, max {r.max():.2f}x (>= 10 in every round: "
+          f"{'yes' if r.min() >= 10 else 'NO'}); the full method played the same frames in every round: "
+          f"{'yes' if len(played) == 1 else 'NO'} (sha1 {', '.join(sorted(played))[:12]}); load average "
+          f"{os.getloadavg()[0]:.1f}")
+    return {"rounds": rows, "min": float(r.min()), "median": float(np.median(r)), "frames_sha1": sorted(played)}
+
+
+def print_diversity(s: dict) -> None:
+    """The diversity study's summary beside the paper's Table 1 column."""
+    print(f"\ndiversity (distinct frames played in 90 s, {s['runs']} runs: 4 starts x 2 directions)")
+    print(f"{'Ablation':18s} {'mean':>7s} {'min':>6s} {'max':>6s}   paper")
+    for name, v in s.items():
+        if isinstance(v, dict):
+            print(f"{name:18s} {v['mean']:7.0f} {v['min']:6.0f} {v['max']:6.0f}   {PAPER[name][1]:5d}")
+    print(f"Ours above Linear Search in {s['ours_above_linear']} of {s['runs']} runs (mean ratio "
+          f"{s['ours_over_linear_mean']:.2f}; paper 4378 / 3305 = 1.32); Ours the highest of the environment-aware "
+          f"rows in {s['ours_highest_env_aware']} of {s['runs']}; jumps per run: linear "
+          f"{s['Linear Search jumps_mean']:.0f}, ours {s['Ours jumps_mean']:.0f}; open loop (Ours' queries): distinct "
+          f"frames chosen by ours {s['open_loop_ours_distinct_mean']:.0f}, by the linear search "
+          f"{s['open_loop_linear_distinct_mean']:.0f}")
 
 
 def table1(db, matcher, clips, schema, a, out: Path) -> dict:
@@ -361,6 +442,8 @@ def table1(db, matcher, clips, schema, a, out: Path) -> dict:
                 results[name] = rep
             print(f"  ran {name}: search {rep['search_ms_mean']:.3f} ms, choice {rep['cpu_ms_mean']:.3f} ms",
                   flush=True)
+        print(f"  round {k + 1}: linear / ours search time "
+              f"{calls['Linear Search'][-1] / max(calls['Ours'][-1], 1e-9):.2f}x", flush=True)
     for name, _ in ABLATIONS:
         results[name]["cpu_ms_runs"] = times[name]
         results[name]["cpu_ms_mean"] = float(np.median(times[name]))
@@ -423,7 +506,8 @@ def table1(db, matcher, clips, schema, a, out: Path) -> dict:
 
 def scaling(clips, schema, out: Path, quick: bool = False) -> list:
     print("\ndatabase size (Ours, first 30 s of the scenario)")
-    print(f"{'size':>6s} {'frames':>8s} {'ms mean':>8s} {'ms std':>8s}")
+    print(f"{'size':>6s} {'frames':>8s} {'ms mean':>8s} {'ms std':>8s} {'choice ms':>10s} {'choice std':>10s}"
+          "   (search: the search call alone, as in Table 1; choice: with the obstacle gathering)")
     rows = []
     for f in (0.25, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 4.0):
         if quick and f > 2.0:
@@ -434,8 +518,11 @@ def scaling(clips, schema, out: Path, quick: bool = False) -> list:
         sc.duration = 30.0
         run(db, m, replace(sc, duration=2.0), {})
         rep, _ = run(db, m, sc, {})
-        rows.append({"factor": f, "frames": db.num_frames, "ms_mean": rep["cpu_ms_mean"], "ms_std": rep["cpu_ms_std"]})
-        print(f"{f:6.0%} {db.num_frames:8d} {rep['cpu_ms_mean']:8.3f} {rep['cpu_ms_std']:8.3f}", flush=True)
+        rows.append({"factor": f, "frames": db.num_frames, "ms_mean": rep["search_ms_mean"],
+                     "ms_std": rep["search_ms_std"], "choice_ms_mean": rep["cpu_ms_mean"],
+                     "choice_ms_std": rep["cpu_ms_std"]})
+        print(f"{f:6.0%} {db.num_frames:8d} {rep['search_ms_mean']:8.3f} {rep['search_ms_std']:8.3f} "
+              f"{rep['cpu_ms_mean']:10.3f} {rep['cpu_ms_std']:10.3f}", flush=True)
     try:
         from matplotlib.backends.backend_agg import FigureCanvasAgg
         from matplotlib.figure import Figure
@@ -446,12 +533,14 @@ def scaling(clips, schema, out: Path, quick: bool = False) -> list:
         x = np.array([r["frames"] for r in rows]) / 1000
         y = np.array([r["ms_mean"] for r in rows])
         s = np.array([r["ms_std"] for r in rows])
-        ax.errorbar(x, y, yerr=s, fmt="o-", capsize=3, label="Ours (mean ± std)")
+        ax.errorbar(x, y, yerr=s, fmt="o-", capsize=3, label="Ours: search (mean ± std)")
+        ax.plot(x, [r["choice_ms_mean"] for r in rows], "s:", color="0.5", label="Ours: whole choice (mean)")
         ref = next((r for r in rows if r["factor"] == 1.0), rows[0])
         ax.plot(x, ref["ms_mean"] * np.array([r["frames"] for r in rows]) / ref["frames"], "r--",
                 label="linear growth from 100%")
         ax.set_xlabel("database size (thousand frames)")
-        ax.set_ylabel("search time (ms)")
+        ax.set_ylabel("thread CPU time per search (ms)")
+        ax.set_title("database size: 25% to 400% (first 30 s of dense-obstacles)", fontsize=9)
         ax.legend()
         fig.tight_layout()
         fig.savefig(out / "environment_scaling.png")

@@ -132,6 +132,60 @@ def test_coded_box_bound_is_a_lower_bound_of_every_frame():
                 assert lb <= ((f - q) ** 2 * w).sum(axis=1).min()
 
 
+def test_vector_coded_box_bound_equals_the_scalar_one():
+    """The 16-lane bound of the block pass (``_simd.codes_gap``) is the scalar
+    ``box_codes_gap`` up to the order of its float32 additions, for every padded width
+    (multiples of 8: a 16-lane loop and an 8-lane tail), queries inside and far outside the
+    grid; a box containing the query has bound 0."""
+    import numba
+
+    from motionmatch.search._simd import codes_gap
+
+    @numba.njit
+    def vector_gaps(lo, hi, ql, qh, wc, out):
+        for b in range(lo.shape[0]):
+            out[b] = codes_gap(lo, hi, b, ql, qh, wc)
+
+    rng = np.random.default_rng(3)
+    for dp in (8, 16, 24, 32, 40):
+        lo = rng.integers(0, 200, size=(50, dp)).astype(np.uint8)
+        hi = np.minimum(lo.astype(int) + rng.integers(0, 56, size=(50, dp)), 255).astype(np.uint8)
+        for scale in (100.0, 3000.0):
+            x = rng.normal(128.0, scale, dp).clip(-10000.0, 10255.0)
+            ql, qh = np.floor(x).astype(np.float32), np.ceil(x).astype(np.float32)
+            wc = rng.uniform(0.0, 2.0, dp).astype(np.float32)
+            got = np.empty(50, np.float32)
+            vector_gaps(lo, hi, ql, qh, wc, got)
+            ref = np.array([PK.box_codes_gap(lo, hi, b, ql, qh, wc) for b in range(50)], np.float32)
+            np.testing.assert_allclose(got, ref, rtol=2e-6)
+        inside = ((lo.astype(np.float32) + hi) / 2)[7]
+        got = np.empty(50, np.float32)
+        vector_gaps(lo, hi, np.floor(inside), np.ceil(inside), np.ones(dp, np.float32), got)
+        assert got[7] == 0.0
+
+
+def test_clearance_of_obstacles_all_out_of_reach_is_still_the_nearest_distance():
+    """Obstacles beyond the penalty's reach add no penalty; the summary then computes the
+    exact distance only of those that may be the nearest (a bound from the body's centre),
+    and the clearance is still the smallest exact signed distance per ellipse."""
+    ps, rng = _problem(6)
+    params = PenaltyParams(threshold=0.3).packed(ps.n_slots, ps.has_heights)
+    stats = np.zeros(PK.NS, dtype=np.int64)
+    for _ in range(30):
+        rows = _obstacle_rows(rng, 9)
+        far = rng.uniform(2.5, 6.0, len(rows))
+        ang = rng.uniform(0, 2 * math.pi, len(rows))
+        rows[:, 1], rows[:, 2] = far * np.cos(ang), far * np.sin(ang)  # centres 2.5-6 m away
+        pts = np.array([[0, 0], [0, 0.5], [0, 1.0], [0, 1.5]], dtype=float)
+        obs, cnt, _ = prepare_obstacles(rows, -np.ones(len(rows), dtype=np.int64), (0.0, 0.0), 0.0, pts, 9.0, 3)
+        env = PK.Env(ps.ellipses, obs, cnt, params, 1.0)
+        i = int(rng.integers(ps.n_frames))
+        cl = np.empty(ps.n_slots)
+        pen = PK.penalty_clearance(i, env, cl)
+        assert pen == PK.frame_penalty(i, env, np.inf, False, stats)
+        np.testing.assert_array_equal(cl, ps.clearance(i, obs, cnt, PenaltyParams(threshold=0.3)))
+
+
 def _matches_linear(ps, rng, opt, searches, mask=None, buffers=None) -> int:
     """``searches`` random queries and obstacle sets: ``opt``'s result scores as the linear
     search's optimum (within ``mask``); returns how many blocks ``opt`` skipped."""
@@ -545,3 +599,41 @@ def test_a_choice_with_nothing_near_runs_its_plain_search_compiled_on_any_thread
         pool.submit(job.run).result()
         with pytest.raises(SearchError, match="query"):
             ch.end(job)
+
+
+@pytest.mark.parametrize("mask_kind", ["all", "clips out", "sparse"])
+def test_coherent_search_walks_the_representatives_as_the_reference_does(mask_kind):
+    """The compiled coherent search against the plain-Python walk of ``oracles.coherent``
+    (the paper's algorithm, one representative at a time): the same frame, score and visit
+    counters (representatives visited, distances, segments opened, blocks skipped) for masks
+    that exclude long runs of segments (crossed in one step by the kernel), none, or all but
+    a few frames."""
+    from oracles.coherent import coherent_reference
+
+    ps, rng = _problem(11)
+    n = ps.n_frames
+    mask = np.ones(n, dtype=bool)
+    if mask_kind == "clips out":
+        mask[n // 4: n // 2] = False
+        mask[3 * n // 4 + 100: 3 * n // 4 + 400] = False
+    elif mask_kind == "sparse":
+        mask[:] = False
+        mask[rng.choice(n, 40, replace=False)] = True
+    opt = SearchOptions(collision_fallback=False)
+    pen = PenaltyParams()
+    visits = 0
+    for _ in range(12):
+        obs, cnt, _ = _obstacles(rng)
+        q = ps.features[rng.integers(n)] + rng.normal(scale=0.3, size=ps.dim)
+        w = rng.uniform(0.3, 2.0, ps.dim)
+        admitted = np.flatnonzero(mask & ps.valid)
+        init, prev = int(rng.choice(admitted)), int(rng.integers(n))
+        got = ps.search(q, obs, cnt, mask=mask, init_index=init, previous=prev, weights=w, penalty=pen, options=opt)
+        ref = coherent_reference(ps, opt, q, w, mask, obs, cnt, tuple(pen.packed(ps.n_slots, ps.has_heights)),
+                                 pen.env_weight, init, prev)
+        assert got.index == ref["index"]
+        assert got.score == pytest.approx(ref["score"], rel=1e-9)
+        for key in ("representatives", "distances", "segments", "blocks_skipped"):
+            assert got.stats[key] == ref[key], key
+        visits += ref["representatives"]
+    assert visits > 12 * 20  # (the walks did visit representatives, not only skip blocks)

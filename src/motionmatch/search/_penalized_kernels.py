@@ -54,6 +54,7 @@ from motionmatch.geometry.shapes import (
     point_lower_bound,
     signed_distance,
 )
+from motionmatch.search._simd import codes_gap
 
 # statistics counters
 S_DIST = 0       # query distances started
@@ -490,7 +491,7 @@ def coherent_search(fr, qr, env, co, opt, scr, start, init, init_score, init_seg
         # every block's bound in one pass (independent iterations that pipeline; the scan
         # then compares a number where it would compute a bound on the way)
         for b in range(blk_lo.shape[0]):
-            gaps[b] = box_codes_gap(blk_lo, blk_hi, b, ql, qh, wc)
+            gaps[b] = codes_gap(blk_lo, blk_hi, b, ql, qh, wc)
     # the query, the weights and the best frame's features over the representatives' whole
     # row width (zeros past D: the distance loops below then have no remainder)
     Dr = rep_feats.shape[1]
@@ -534,13 +535,21 @@ def coherent_search(fr, qr, env, co, opt, scr, start, init, init_score, init_seg
     inv_best = 0.0  # 1 / best, updated when the best changes
     inv_of = -1.0
     n_blk = (n + blk_size - 1) // blk_size if blk_size > 0 else 0
+    # a block size that is a power of two (the default, 8) finds a representative's block
+    # with a shift: an integer division would sit on the chain from one visit to the next
+    # about every second visit (strides average 4 representatives)
+    blk_shift = -1
+    if blk_size > 0 and (blk_size & (blk_size - 1)) == 0:
+        blk_shift = 0
+        while (1 << blk_shift) < blk_size:
+            blk_shift += 1
     blk_begin = 0  # representatives [blk_begin, blk_end) form the current block
     blk_end = 0
     while seen < n:
         # (a range test, not ``j // blk_size`` on every step: an integer division is
         # slow and would sit on the chain from one step to the next)
         if blk_size > 0 and (j >= blk_end or j < blk_begin):
-            b = j // blk_size
+            b = j >> blk_shift if blk_shift >= 0 else j // blk_size
             blk_begin = b * blk_size
             blk_end = blk_begin + blk_size
             if b != cur_blk:
@@ -570,70 +579,83 @@ def coherent_search(fr, qr, env, co, opt, scr, start, init, init_score, init_seg
                     continue
         nr += 1
         step = 1
-        if (rep_bits[j >> 3] >> (j & 7)) & 1:  # the segment holds an admitted frame, from a few hundred bytes
-            nd += 1
-            fused = dissim == 1 and bi >= 0
-            if fused:
-                # the query distance and the dissimilarity to the best frame in one pass
-                dr = 0.0
-                dd = 0.0
-                for d in range(Dr):
-                    t = np.float64(rep_feats[j, d])
-                    a = t - qv[d]
-                    c = t - fbv[d]
-                    dr += wv[d] * a * a
-                    dd += wv[d] * c * c
-            else:
-                dr = _dist(rep_feats, j, qv, wv)
-                dd = 0.0
-            improved = False
-            r = -1
-            if dr < best * slack:
-                r = reps[j]
-            if r >= 0 and r != bi:  # (the best frame's own representative: nothing to gain;
-                # its dissimilarity to the best is 0, so the stride below is 1)
-                open_seg = slack > 1.0
-                if dr < best:
-                    if mask[r]:
-                        s = _penalised(r, dr, env, best, True, stats)
-                        if s < best:
-                            best = s
-                            bi = r
+        if not (rep_bits[j >> 3] >> (j & 7)) & 1:
+            # a run of segments without an admitted frame: stride 1 through each of them
+            # (nothing else happens there), up to the block's end, in one step
+            stop = blk_end if blk_size > 0 and blk_end < n else n
+            if stop - j > n - seen:
+                stop = j + n - seen
+            e = j + 1
+            while e < stop and not (rep_bits[e >> 3] >> (e & 7)) & 1:
+                e += 1
+            nr += e - j - 1
+            seen += e - j
+            j = e if e < n else e - n
+            continue
+        # the segment holds an admitted frame, from a few hundred bytes
+        nd += 1
+        fused = dissim == 1 and bi >= 0
+        if fused:
+            # the query distance and the dissimilarity to the best frame in one pass
+            dr = 0.0
+            dd = 0.0
+            for d in range(Dr):
+                t = np.float64(rep_feats[j, d])
+                a = t - qv[d]
+                c = t - fbv[d]
+                dr += wv[d] * a * a
+                dd += wv[d] * c * c
+        else:
+            dr = _dist(rep_feats, j, qv, wv)
+            dd = 0.0
+        improved = False
+        r = -1
+        if dr < best * slack:
+            r = reps[j]
+        if r >= 0 and r != bi:  # (the best frame's own representative: nothing to gain;
+            # its dissimilarity to the best is 0, so the stride below is 1)
+            open_seg = slack > 1.0
+            if dr < best:
+                if mask[r]:
+                    s = _penalised(r, dr, env, best, True, stats)
+                    if s < best:
+                        best = s
+                        bi = r
+                        improved = True
+                else:  # the representative stands for the segment's admitted frames
+                    open_seg = True
+            if improved or open_seg:
+                nf += 1
+                for i in range(rep_lo[j], rep_hi[j]):
+                    if i == r or not (valid[i] and mask[i]):
+                        continue
+                    nd += 1
+                    d2 = _dist(feats, i, q, w)
+                    if d2 < best:
+                        s2 = _penalised(i, d2, env, best, True, stats)
+                        if s2 < best:
+                            best = s2
+                            bi = i
                             improved = True
-                    else:  # the representative stands for the segment's admitted frames
-                        open_seg = True
-                if improved or open_seg:
-                    nf += 1
-                    for i in range(rep_lo[j], rep_hi[j]):
-                        if i == r or not (valid[i] and mask[i]):
-                            continue
-                        nd += 1
-                        d2 = _dist(feats, i, q, w)
-                        if d2 < best:
-                            s2 = _penalised(i, d2, env, best, True, stats)
-                            if s2 < best:
-                                best = s2
-                                bi = i
-                                improved = True
-                if improved:
-                    db_best = _dist(feats, bi, q, w)
-                    _copy_row(feats, bi, fbv)
-            if dissim > 0 and bi >= 0 and best > 0.0 and best < np.inf:
-                if dissim == 1:
-                    if improved or not fused:  # the best changed: its dissimilarity anew
-                        dd = 0.0
-                        for d in range(Dr):
-                            t = np.float64(rep_feats[j, d]) - fbv[d]
-                            dd += wv[d] * t * t
-                else:
-                    # triangle-inequality lower bound of the dissimilarity, from distances
-                    # already known: |f_r - f_b| >= |f_r - q| - |q - f_b|
-                    dd = math.sqrt(dr) - math.sqrt(db_best)
-                    dd = dd * dd if dd > 0.0 else 0.0
-                if best != inv_of:
-                    inv_best = 1.0 / best
-                    inv_of = best
-                step = stride_for(dd, inv_best, v2, max_stride)
+            if improved:
+                db_best = _dist(feats, bi, q, w)
+                _copy_row(feats, bi, fbv)
+        if dissim > 0 and bi >= 0 and best > 0.0 and best < np.inf:
+            if dissim == 1:
+                if improved or not fused:  # the best changed: its dissimilarity anew
+                    dd = 0.0
+                    for d in range(Dr):
+                        t = np.float64(rep_feats[j, d]) - fbv[d]
+                        dd += wv[d] * t * t
+            else:
+                # triangle-inequality lower bound of the dissimilarity, from distances
+                # already known: |f_r - f_b| >= |f_r - q| - |q - f_b|
+                dd = math.sqrt(dr) - math.sqrt(db_best)
+                dd = dd * dd if dd > 0.0 else 0.0
+            if best != inv_of:
+                inv_best = 1.0 / best
+                inv_of = best
+            step = stride_for(dd, inv_best, v2, max_stride)
         j += step
         if j >= n:
             j -= n
@@ -677,11 +699,18 @@ def penalty_clearance(i, env, clearance):
         for m in range(env.counts[k]):
             if pen.heights and (hi <= obs[k, m, C_YMIN] or lo >= obs[k, m, C_YMAX]):
                 continue
+            if _out_of_reach(cx, cz, reach, obs, k, m):
+                # no penalty: its distance only counts when it may be the smallest (the body
+                # lies within R of its centre, so no nearer than the centre's bound minus R)
+                if _point_lb(cx, cz, obs, k, m) - R - margin > best:
+                    continue
+                d = signed_distance(cx, cz, ux, uz, a, b, obs[k, m]) - margin
+                if d < best:
+                    best = d
+                continue
             d = signed_distance(cx, cz, ux, uz, a, b, obs[k, m]) - margin
             if d < best:
                 best = d
-            if _out_of_reach(cx, cz, reach, obs, k, m):
-                continue
             if d < dhat:
                 total += wk * obs[k, m, C_W] * barrier(d, dhat, kappa)
         clearance[k] = best

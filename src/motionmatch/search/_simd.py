@@ -18,7 +18,7 @@ from numba import types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
-__all__ = ["box_lb4h", "box_lb4hw", "prefetch", "rowdist16", "rowdist16w", "top_block16q", "top_block16qw"]
+__all__ = ["box_lb4h", "box_lb4hw", "codes_gap", "prefetch", "rowdist16", "rowdist16w", "top_block16q", "top_block16qw"]
 
 #: Codes the coded boxes of :func:`top_block16q` are widened by (covers the float32 rounding
 #: of the query in grid units, at most ~1.5e-5 code for codes up to 255).
@@ -334,3 +334,50 @@ def _splat_i64(builder, value, width):
     vty = ir.VectorType(_I64, width)
     v = builder.insert_element(ir.Constant(vty, ir.Undefined), value, ir.Constant(ir.IntType(32), 0))
     return builder.shuffle_vector(v, ir.Constant(vty, ir.Undefined), ir.Constant(ir.VectorType(ir.IntType(32), width), [0] * width))
+
+
+def _codes_gap_terms(builder, lo_ptr, hi_ptr, ql, qh, wc, d0, width):
+    """``wc * max(lo - qh, ql - hi, 0)^2`` of ``width`` coded columns from ``d0``."""
+    vty = ir.VectorType(_F32, width)
+    zero = ir.Constant(vty, [0.0] * width)
+    lo = _load_u8(builder, lo_ptr, d0, width)
+    hi = _load_u8(builder, hi_ptr, d0, width)
+    g1 = builder.fsub(lo, builder.load(_vptr(builder, builder.gep(qh, [d0]), width), align=4))
+    g2 = builder.fsub(builder.load(_vptr(builder, builder.gep(ql, [d0]), width), align=4), hi)
+    g = _vmax(builder, _vmax(builder, g1, g2), zero)
+    return builder.fmul(builder.load(_vptr(builder, builder.gep(wc, [d0]), width), align=4), builder.fmul(g, g))
+
+
+@intrinsic
+def codes_gap(typingctx, lo, hi, b, ql, qh, wc):
+    """``Σ_d wc[d] max(lo[b, d] - qh[d], ql[d] - hi[b, d], 0)²`` over the ``Dp`` coded columns
+    of the uint8 box codes ``lo, hi [B, Dp]`` (``Dp`` a multiple of 8; ``ql, qh, wc [>= Dp]``
+    float32): the lower bound of
+    :func:`motionmatch.search._penalized_kernels.box_codes_gap`, 16 columns at a time
+    (AVX-512 lanes; the last 8 columns, if any, in an 8-lane step), summed pairwise. Plain
+    IEEE operations: only the order of the additions differs from a scalar loop."""
+    if not (_u8_array(lo) and _u8_array(hi) and _f32_array(ql) and _f32_array(qh) and _f32_array(wc)):
+        return None
+    sig = types.float32(lo, hi, types.intp, ql, qh, wc)
+
+    def codegen(context, builder, signature, args):
+        L = context.make_array(signature.args[0])(context, builder, args[0])
+        H = context.make_array(signature.args[1])(context, builder, args[1])
+        ql_, qh_, wc_ = (context.make_array(signature.args[i])(context, builder, args[i]).data for i in (3, 4, 5))
+        dim = builder.extract_value(L.shape, 1)
+        off = builder.mul(args[2], dim)
+        lo_ptr = builder.gep(L.data, [off])
+        hi_ptr = builder.gep(H.data, [off])
+        acc = cgutils.alloca_once_value(builder, ir.Constant(ir.VectorType(_F32, 16), [0.0] * 16))
+        n16 = builder.udiv(dim, ir.Constant(_I64, 16))
+        with cgutils.for_range(builder, n16) as loop:
+            t = _codes_gap_terms(builder, lo_ptr, hi_ptr, ql_, qh_, wc_, builder.mul(loop.index, ir.Constant(_I64, 16)), 16)
+            builder.store(builder.fadd(builder.load(acc), t), acc)
+        total = cgutils.alloca_once_value(builder, _hsum(builder, builder.load(acc), 16))
+        d8 = builder.mul(n16, ir.Constant(_I64, 16))
+        with builder.if_then(builder.icmp_signed("<", d8, dim)):
+            t8 = _hsum(builder, _codes_gap_terms(builder, lo_ptr, hi_ptr, ql_, qh_, wc_, d8, 8), 8)
+            builder.store(builder.fadd(builder.load(total), t8), total)
+        return builder.load(total)
+
+    return sig, codegen
