@@ -75,6 +75,11 @@ class GenMMConfig:
             cache-sized tiles; when all of a stage's distances fit in ``block_mb`` they are
             kept for the second step of the matching, otherwise recomputed (slower, but the
             memory stays bounded however long the output).
+        threads: CPU threads of a synthesis on ``device="cpu"`` (``None``: one per core
+            this process may use). A seed gives the same output on any number (see
+            :mod:`motionmatch.genmm._cpu`). While it runs, numpy's BLAS is held to one
+            thread per call where ``threadpoolctl`` is installed (the synthesis calls it
+            from its own threads).
     """
 
     patch_size: int = 11
@@ -91,6 +96,7 @@ class GenMMConfig:
     device: str = "cpu"
     dtype: str = "float32"
     block_mb: float = 256.0
+    threads: int | None = None
 
     def __post_init__(self) -> None:
         if self.root_weight <= 0:
@@ -103,10 +109,13 @@ class GenMMConfig:
             raise ValueError(f"fps must be positive (or None for the examples' rate), got {self.fps}")
         if self.block_mb <= 0:
             raise ValueError(f"block_mb must be positive, got {self.block_mb}")
+        if self.threads is not None and (isinstance(self.threads, bool) or int(self.threads) != self.threads
+                                         or self.threads < 1):
+            raise ValueError(f"threads must be a whole number >= 1 (or None for every core), got {self.threads}")
 
     def engine_settings(self) -> EngineSettings:
         return EngineSettings(self.patch_size, self.alpha, self.iterations, self.pyramid_factor, self.coarse_ratio,
-                              int(self.block_mb * (1 << 20)))
+                              int(self.block_mb * (1 << 20)), None if self.threads is None else int(self.threads))
 
 
 def _config(config: GenMMConfig | None, overrides: dict) -> GenMMConfig:
