@@ -154,3 +154,18 @@ def test_bad_thread_counts_are_refused():
     with pytest.raises(ValueError, match="threads"):
         _cpu.Workers(0)
     assert GenMMConfig(threads=2).engine_settings().threads == 2
+
+
+@pytest.mark.parametrize("case", [dict(seed=1), dict(seed=2, loop=True), dict(seed=3, parts="auto")],
+                         ids=["whole", "loop", "parts"])
+def test_the_compiled_path_gives_the_array_api_codes_motion(case):
+    """The numpy backend's compiled path against the array-API code it replaces, on numpy."""
+    m = dancer(200)
+    case = dict(case)
+    parts = case.pop("parts", None)
+    out = []
+    for compiled in (True, False):
+        gen = GenMM(m, fps=None, threads=2, parts=parts)
+        gen.engine.compiled = compiled
+        out.append(gen.sample(300, **case).features)
+    np.testing.assert_allclose(out[0], out[1], rtol=0, atol=1e-12)

@@ -162,6 +162,10 @@ class Engine:
             raise ValueError(f"threads must be at least 1 (or None for every core), got {settings.threads}")
         self.settings = settings
         self.workers = _cpu.Workers(settings.threads)
+        #: On the numpy backend, run the compiled CPU path (:mod:`~motionmatch.genmm._cpu`,
+        #: on ``settings.threads`` threads); ``False``: the array-API code, on numpy and
+        #: BLAS's threads (the reference the compiled path is measured and tested against).
+        self.compiled = backend.name == "numpy"
         self.be = backend
         self.D = int(num_columns)
         self.parts = list(parts)
@@ -206,7 +210,7 @@ class Engine:
             part = self.parts[part_index]
             lengths = self.example_lengths(k)[part_index]
             p = self.settings.patch_size
-            if self.be.name == "numpy":
+            if self.compiled:
                 self._banks[key] = _cpu.make_bank(self.workers, part.clips, lengths, self.means[part_index], p,
                                                   self.be.float_dtype)
             else:
@@ -275,7 +279,7 @@ class Engine:
             progress: called with a :class:`SynthesisProgress` after every iteration
                 (``None``: nothing is reported).
         """
-        if self.be.name == "numpy":
+        if self.compiled:
             with _cpu.one_blas_thread():
                 return self._run(n, rng, noise_sigma, periodic, frames, columns, progress)
         return self._run(n, rng, noise_sigma, periodic, frames, columns, progress)
@@ -301,7 +305,7 @@ class Engine:
                 X = self._resample(X, nk, periodic)
             pins = self._stage_pins(n, nk, periodic, frames, columns)
             X = self._apply(X, pins)
-            matchers = self._matchers(k, nk, periodic) if be.name == "numpy" else None
+            matchers = self._matchers(k, nk, periodic) if self.compiled else None
             for it in range(st.iterations):
                 if matchers is None:
                     X = self._iterate(X, k, periodic)
@@ -368,7 +372,7 @@ class Engine:
 
     def _resample(self, X: Any, n: int, periodic: bool) -> Any:
         """``X`` linearly resampled to ``n`` frames (see :func:`_core.resample_indices`)."""
-        if self.be.name != "numpy":
+        if not self.compiled:
             return _core.resample(self.be, X, n, periodic=periodic)
         if X.shape[0] == n:
             return X
