@@ -17,7 +17,7 @@ SALSA = "Joe_Salsa-Dancing-6.bvh"
 def split_everything(monkeypatch):
     """Every step split among the threads, however small (the default keeps small steps on
     one thread, where waking another costs more than it gives)."""
-    monkeypatch.setattr(_cpu, "MIN_PARALLEL_WORK", 0)
+    monkeypatch.setattr(_cpu, "MIN_PART_NS", 0)
 
 
 def _bank(clips, p):
@@ -140,7 +140,7 @@ def test_the_salsa_is_the_same_on_one_and_two_threads(data_dir):
         pytest.skip(f"{path} not found; set MOTIONMATCH_DATA to the shared data folder")
     gen1 = GenMM(path, threads=1)
     gen2 = GenMM(path, threads=2)
-    assert gen2.engine.workers.parts(gen2.example_frames, 1e4) == 2  # the final stage is split
+    assert gen2.engine.workers.parts(gen2.example_frames, 1e4) == 2  # the final stage's steps are split
     for seed in (0, 1):
         a, b = gen1.sample(seed=seed), gen2.sample(seed=seed)
         np.testing.assert_array_equal(a.features, b.features)

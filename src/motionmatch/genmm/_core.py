@@ -24,6 +24,7 @@ of a synthesis is its feature array plus a bounded amount.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Any
 
@@ -54,13 +55,22 @@ class Bank:
     starts: int
 
 
+@functools.lru_cache(maxsize=512)
 def resample_indices(n_src: int, n_dst: int, periodic: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Linear-resampling gather indices ``i0, i1`` and weights ``w`` (numpy).
+    """Linear-resampling gather indices ``i0, i1`` and weights ``w`` (numpy, read-only:
+    remembered for the next synthesis of the same lengths).
 
     Not periodic: the first and last frames map onto each other (frame ``k`` of the new
     sequence sits at ``k (n_src - 1) / (n_dst - 1)``). Periodic: the sequence is a circle of
     ``n_src`` frames (frame ``k`` sits at ``k n_src / n_dst``, wrapping around).
     """
+    out = _resample_indices(int(n_src), int(n_dst), bool(periodic))
+    for a in out:
+        a.flags.writeable = False
+    return out
+
+
+def _resample_indices(n_src: int, n_dst: int, periodic: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     if n_dst == n_src:
         i = np.arange(n_src)
         return i, i, np.zeros(n_src)

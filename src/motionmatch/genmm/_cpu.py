@@ -33,7 +33,7 @@ import contextlib
 import functools
 import os
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -46,9 +46,18 @@ from motionmatch.genmm import _cpu_kernels as K
 _POOL: ThreadPoolExecutor | None = None
 _POOL_LOCK = threading.Lock()
 
-#: Work (multiply-adds or values touched) below which a step runs on the calling thread
-#: alone: waking a second thread costs some tens of microseconds.
-MIN_PARALLEL_WORK = 200_000
+#: The least work of one thread's share of a step, in estimated nanoseconds (the ``NS_*``
+#: costs below, measured on one core of a 2.3 GHz AVX-512 Xeon): a step of less runs on
+#: fewer threads. Handing a share to another thread costs the caller about 10 us, and the
+#: other thread as long again to wake up.
+MIN_PART_NS = 25_000
+NS_PRODUCT = 0.013  # one multiply-add of the frame products (BLAS, float32)
+NS_PATCH_SUM = 0.1  # one of the p shifted additions of patch distances
+NS_ARGMIN = 1.3  # one normalised distance compared in the nearest-neighbour search
+NS_VOTE = 0.27  # one value added in voting
+NS_CENTER = 0.95  # one value centred (and squared)
+NS_RESAMPLE = 0.52  # one value resampled
+NS_NORMAL = 11.5  # one Gaussian draw (numpy)
 
 
 def available_cores() -> int:
@@ -82,29 +91,57 @@ class Workers:
             raise ValueError(f"threads must be at least 1, got {threads}")
         self.threads = t
 
-    def parts(self, n: int, work_per_row: float = 1.0) -> int:
-        """How many ranges :meth:`rows` cuts ``n`` rows into."""
-        if n * work_per_row < MIN_PARALLEL_WORK:
-            return 1
-        return max(1, min(self.threads, n, int(n * work_per_row // max(MIN_PARALLEL_WORK, 1))))
+    def parts(self, n: int, ns_per_row: float) -> int:
+        """How many ranges :meth:`rows` cuts ``n`` rows of ``ns_per_row`` into: one per
+        thread, fewer where a share would be under :data:`MIN_PART_NS`."""
+        if MIN_PART_NS <= 0:
+            return max(1, min(self.threads, n))
+        return max(1, min(self.threads, n, int(n * ns_per_row // MIN_PART_NS)))
 
-    def rows(self, fn: Callable[[int, int, int], None], n: int, work_per_row: float = 1.0) -> int:
+    def rows(self, fn: Callable[[int, int, int], None], n: int, ns_per_row: float) -> int:
         """``fn(r0, r1, part)`` for :meth:`parts` contiguous ranges ``r0 .. r1 - 1`` covering
-        ``0 .. n - 1`` (``part`` numbers them from 0), at once; returns how many."""
+        ``0 .. n - 1`` (``part`` numbers them from 0), at once; returns how many. Each row
+        is estimated to take ``ns_per_row`` nanoseconds on one core."""
         if n <= 0:
             return 0
-        parts = self.parts(n, work_per_row)
-        if parts == 1:
-            fn(0, n, 0)
-            return 1
+        parts = self.parts(n, ns_per_row)
         cuts = [n * k // parts for k in range(parts + 1)]
-        futures = [_pool().submit(fn, cuts[k], cuts[k + 1], k) for k in range(1, parts)]
-        try:
-            fn(cuts[0], cuts[1], 0)
-        finally:
-            for f in futures:
-                f.result()
+        _at_once([lambda k=k: fn(cuts[k], cuts[k + 1], k) for k in range(parts)])
         return parts
+
+    def jobs(self, fns: Sequence[Callable[[], object]], ns: Sequence[float]) -> list:
+        """``[fn() for fn in fns]``, the calls shared among the threads (each call on one
+        thread; the longest first, each to the least loaded thread, by the estimated
+        nanoseconds ``ns``). For independent steps (a stage's examples, the first noise)."""
+        total = float(sum(ns))
+        groups = max(1, min(self.threads, len(fns), int(total // MIN_PART_NS) if MIN_PART_NS > 0 else len(fns)))
+        load = [0.0] * groups
+        mine: list[list[int]] = [[] for _ in range(groups)]
+        for j in sorted(range(len(fns)), key=lambda j: -ns[j]):
+            g = load.index(min(load))
+            mine[g].append(j)
+            load[g] += ns[j]
+        out: list = [None] * len(fns)
+
+        def run(g: int) -> None:
+            for j in mine[g]:
+                out[j] = fns[j]()
+
+        _at_once([lambda g=g: run(g) for g in range(groups)])
+        return out
+
+
+def _at_once(calls: list[Callable[[], None]]) -> None:
+    """Run ``calls`` at once: the first on the calling thread, the others on the pool."""
+    if len(calls) == 1:
+        calls[0]()
+        return
+    futures = [_pool().submit(c) for c in calls[1:]]
+    try:
+        calls[0]()
+    finally:
+        for f in futures:
+            f.result()
 
 
 @functools.cache
@@ -167,25 +204,22 @@ def _center_into(workers: Workers, X: np.ndarray, cols: np.ndarray, mean: np.nda
                  frame_sq: np.ndarray) -> None:
     n_src = X.shape[0]
     workers.rows(lambda r0, r1, _: K.center_rows(X, cols, mean, n_src, out, frame_sq, r0, r1), out.shape[0],
-                 cols.shape[0])
+                 NS_CENTER * cols.shape[0])
 
 
 def patch_sums(frame_sq: np.ndarray, p: int, dtype) -> np.ndarray:
     """``[len - p + 1]`` sums of ``p`` consecutive frame norms (float64 sums, then ``dtype``)."""
-    n = frame_sq.shape[0] - p + 1
-    s = frame_sq[0:n].copy()
-    for t in range(1, p):
-        s += frame_sq[t:t + n]
-    return s.astype(dtype)
+    out = np.empty(frame_sq.shape[0] - p + 1, dtype=dtype)
+    K.patch_sums(frame_sq, p, out)
+    return out
 
 
-def _normalisers(colmin: np.ndarray, alpha: float | None, p: int, d: int) -> np.ndarray:
-    """``1 / (alpha p d + min_i D[i, j])`` per example patch (ones without ``alpha``)."""
-    if alpha is None:
-        return np.ones_like(colmin)
-    inv = 1.0 / (np.maximum(colmin, 0) + colmin.dtype.type(float(alpha) * p * d))
-    # Patches across clip boundaries have D = inf; keep them at inf (inf * 0 would be NaN).
-    inv[np.isinf(colmin)] = np.inf
+def _normalisers(colmins: np.ndarray, parts: int, alpha: float | None, p: int, d: int) -> np.ndarray:
+    """``1 / (alpha p d + min_i D[i, j])`` per example patch from the first ``parts`` rows
+    of column minima ``colmins`` (``inf`` for patches across clips; ones without ``alpha``)."""
+    inv = np.empty(colmins.shape[1], dtype=colmins.dtype)
+    a = colmins.dtype.type(0.0 if alpha is None else float(alpha) * p * d)
+    K.normalisers(colmins, max(1, parts), alpha is not None, a, inv)
     return inv
 
 
@@ -214,25 +248,29 @@ def nearest_patches(workers: Workers, Xe: np.ndarray, xx: np.ndarray, Y: np.ndar
     def distances(i0: int, i1: int) -> np.ndarray:
         frames = i1 - i0 + p - 1
         G = np.empty((frames, m + p - 1), dtype=dtype)
-        workers.rows(lambda r0, r1, _: np.matmul(Xe[i0 + r0:i0 + r1], Yt, out=G[r0:r1]), frames, float((m + p) * d))
+        workers.rows(lambda r0, r1, _: np.matmul(Xe[i0 + r0:i0 + r1], Yt, out=G[r0:r1]), frames,
+                     NS_PRODUCT * (m + p) * d)
         D = np.empty((i1 - i0, m), dtype=dtype)
         xs = xx[i0:i1]
-        workers.rows(lambda r0, r1, k: K.patch_rows(G, 0, xs, yy, p, D, colmins[k], r0, r1), i1 - i0, float(m * p))
+        workers.rows(lambda r0, r1, k: K.patch_rows(G, 0, xs, yy, p, D, colmins[k], r0, r1), i1 - i0,
+                     NS_PATCH_SUM * m * p)
         return D
 
     for i0, i1 in tiles:
         distances(i0, i1)
-    inv = _normalisers(colmins.min(axis=0), alpha, p, d)
+    inv = _normalisers(colmins, colmins.shape[0], alpha, p, d)
     for i0, i1 in tiles:
         D = distances(i0, i1)
-        workers.rows(lambda r0, r1, _, D=D, i0=i0: K.argmin_rows(D, inv, out, i0, r0, r1), i1 - i0, m)
+        workers.rows(lambda r0, r1, _, D=D, i0=i0: K.argmin_rows(D, inv, out, i0, r0, r1), i1 - i0,
+                     NS_ARGMIN * m)
     return out
 
 
 def vote(workers: Workers, Y64: np.ndarray, nn: np.ndarray, n: int, p: int, *, periodic: bool = False) -> np.ndarray:
     """Average voting (see :func:`motionmatch.genmm._core.vote`): ``[n, d]`` float64."""
     out = np.empty((n, Y64.shape[1]))
-    workers.rows(lambda r0, r1, _: K.vote_rows(Y64, nn, p, periodic, out, r0, r1), n, p * Y64.shape[1])
+    workers.rows(lambda r0, r1, _: K.vote_rows(Y64, nn, p, periodic, out, r0, r1), n,
+                 NS_VOTE * p * Y64.shape[1])
     return out
 
 
@@ -299,14 +337,14 @@ class Matcher:
         Xc, Yt = self.Xc, b.Y.T
         D = np.empty((self.k, m), dtype=self.dtype)
         colmins = np.full((w.threads, m), np.inf, dtype=self.dtype)
-        w.rows(lambda r0, r1, t: K.patch_rows(Xc[r0:r1 + p - 1] @ Yt, r0, xx, b.yy, p, D, colmins[t], r0, r1),
-               self.k, float((m + p) * (d + p)))
-        inv = _normalisers(colmins.min(axis=0), self.alpha, p, d)
+        parts = w.rows(lambda r0, r1, t: K.patch_rows(Xc[r0:r1 + p - 1] @ Yt, r0, xx, b.yy, p, D, colmins[t], r0, r1),
+                       self.k, NS_PRODUCT * (m + p) * d + NS_PATCH_SUM * m * p)
+        inv = _normalisers(colmins, parts, self.alpha, p, d)
         out = np.empty((self.n, d))
         cols = np.arange(d if recenter else 0, dtype=np.int64)
         w.rows(lambda r0, r1, _: K.match_vote_rows(D, inv, b.Y64, p, self.periodic, np.empty(r1 - r0 + p - 1, np.int64),
                                                    out, recenter, cols, b.mean, Xc, self.frame_sq, r0, r1),
-               self.n, float(m + p * d))
+               self.n, NS_ARGMIN * m + NS_VOTE * p * d + (NS_CENTER * d if recenter else 0.0))
         self.loaded = recenter
         return out
 
@@ -314,7 +352,8 @@ class Matcher:
 def resample(workers: Workers, X: np.ndarray, i0: np.ndarray, i1: np.ndarray, w: np.ndarray) -> np.ndarray:
     """Rows ``X[i0] + (X[i1] - X[i0]) * w`` ``[len(i0), d]`` in ``X``'s dtype."""
     out = np.empty((i0.shape[0], X.shape[1]), dtype=X.dtype)
-    workers.rows(lambda r0, r1, _: K.resample_rows(X, i0, i1, w, False, out, r0, r1), i0.shape[0], 2 * X.shape[1])
+    workers.rows(lambda r0, r1, _: K.resample_rows(X, i0, i1, w, False, out, r0, r1), i0.shape[0],
+                 NS_RESAMPLE * X.shape[1])
     return out
 
 
@@ -330,7 +369,7 @@ def make_bank(workers: Workers, clips: list[np.ndarray], lengths: list[int], mea
         i0, i1, w = _core.resample_indices(clip.shape[0], n, False)
         dst = Y64[start:start + n]
         workers.rows(lambda r0, r1, _, c=clip, a=i0, b=i1, w=w, o=dst: K.resample_rows(c, a, b, w, True, o, r0, r1),
-                     n, 2 * d)
+                     n, NS_RESAMPLE * d)
         start += n
     Y, frame_sq = centered(workers, Y64, mean, None, dtype)
     yy = patch_sums(frame_sq, p, np.float64)

@@ -62,6 +62,37 @@ def patch_rows(G, g0, xx, yy, p, D, colmin, r0, r1):
 
 
 @no_refcount
+def patch_sums(frame_sq, p, out):
+    """``out[i] = sum_t frame_sq[i + t]``, ``t < p`` (a float64 sum in ``t`` order, stored
+    in ``out``'s dtype)."""
+    for i in range(out.shape[0]):
+        s = frame_sq[i]
+        for t in range(1, p):
+            s += frame_sq[i + t]
+        out[i] = s
+
+
+@no_refcount
+def normalisers(colmins, parts, use_alpha, alpha_pd, inv):
+    """The completeness normalisers ``inv[j] = 1 / (max(c_j, 0) + alpha_pd)`` with ``c_j``
+    the least of ``colmins[0 .. parts - 1, j]`` (``inf`` where that is ``inf``: a patch
+    across two clips; 1 without ``use_alpha``), in ``inv``'s dtype: ``alpha_pd`` has it."""
+    for j in range(inv.shape[0]):
+        c = colmins[0, j]
+        for k in range(1, parts):
+            if colmins[k, j] < c:
+                c = colmins[k, j]
+        if not use_alpha:
+            inv[j] = 1.0
+        elif c == np.inf:
+            inv[j] = np.inf
+        else:
+            if c < 0:
+                c = c * 0
+            inv[j] = 1.0 / (c + alpha_pd)
+
+
+@no_refcount
 def _argmin_row(row, inv):
     """``argmin_j row[j] * inv[j]``, the first of equal minima (as ``numpy.argmin``)."""
     best = np.inf

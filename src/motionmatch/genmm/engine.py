@@ -204,19 +204,37 @@ class Engine:
         p = self.settings.patch_size
         return [max(p, round(n * s)) for s in self.scales[:-1]] + [n]
 
-    def bank(self, part_index: int, k: int) -> _core.Bank:
+    def bank(self, part_index: int, k: int, workers: _cpu.Workers | None = None) -> _core.Bank:
+        """The examples of part ``part_index`` at stage ``k`` (made once; on the compiled
+        path on ``workers``, default the engine's)."""
         key = (part_index, k)
         if key not in self._banks:
             part = self.parts[part_index]
             lengths = self.example_lengths(k)[part_index]
             p = self.settings.patch_size
             if self.compiled:
-                self._banks[key] = _cpu.make_bank(self.workers, part.clips, lengths, self.means[part_index], p,
-                                                  self.be.float_dtype)
+                self._banks[key] = _cpu.make_bank(workers or self.workers, part.clips, lengths, self.means[part_index],
+                                                  p, self.be.float_dtype)
             else:
                 clips = [_core.resample_np(c, n) for c, n in zip(part.clips, lengths)]
                 self._banks[key] = _core.make_bank(self.be, clips, self.means[part_index], p)
         return self._banks[key]
+
+    def _prepare(self, n0: int, rng: np.random.Generator, noise_sigma: float) -> np.ndarray | None:
+        """Compiled path: every stage's examples not made yet and the first noise (``[n0,
+        D]``, ``None`` without noise), at once on the engine's threads (each on one)."""
+        one = _cpu.Workers(1)
+        fns, ns = [], []
+        for k in range(len(self.scales)):
+            for i, part in enumerate(self.parts):
+                if (i, k) not in self._banks:
+                    fns.append(lambda i=i, k=k: self.bank(i, k, one))
+                    ns.append(sum(self.example_lengths(k)[i]) * len(part.columns) * (_cpu.NS_RESAMPLE + _cpu.NS_CENTER))
+        if noise_sigma > 0:
+            fns.append(lambda: rng.standard_normal((n0, self.D)))
+            ns.append(n0 * self.D * _cpu.NS_NORMAL)
+        out = self.workers.jobs(fns, ns)
+        return out[-1] if noise_sigma > 0 else None
 
     def stage_work(self, lengths: Sequence[int]) -> np.ndarray:
         """``[stages]`` relative cost of one iteration at each stage for synthesis
@@ -230,15 +248,20 @@ class Engine:
         return work
 
     # ---------------------------------------------------------------------- run
-    def initial_guess(self, n0: int, rng: np.random.Generator, noise_sigma: float, periodic: bool) -> np.ndarray:
+    def initial_guess(self, n0: int, rng: np.random.Generator, noise_sigma: float, periodic: bool,
+                      noise: np.ndarray | None = None) -> np.ndarray:
         """Stage-0 start ``[n0, D]``: the coarsest examples (end to end) stretched to ``n0``
         frames, plus Gaussian noise of standard deviation ``noise_sigma`` (feature units: 6D
-        rotation components lie in [-1, 1]), wrapped into (-1, 1) by ``fmod``; 0: no noise."""
+        rotation components lie in [-1, 1]), wrapped into (-1, 1) by ``fmod``; 0: no noise.
+        ``noise``: the standard normal draw ``[n0, D]`` from ``rng``, when made already."""
         base = np.zeros((n0, self.D))
         cnt = np.zeros(self.D)
         lengths = self.example_lengths(0)
-        for part, ls in zip(self.parts, lengths):
-            coarse = np.concatenate([_core.resample_np(c, n) for c, n in zip(part.clips, ls)], axis=0)
+        for i, (part, ls) in enumerate(zip(self.parts, lengths)):
+            if self.compiled:  # the stage's examples, resampled the same way
+                coarse = self.be.to_numpy(self.bank(i, 0).Y64)
+            else:
+                coarse = np.concatenate([_core.resample_np(c, n) for c, n in zip(part.clips, ls)], axis=0)
             base[:, part.columns] += _core.resample_np(coarse, n0, periodic=periodic)
             cnt[part.columns] += 1
         base /= np.maximum(cnt, 1)
@@ -250,9 +273,10 @@ class Engine:
             # 25-60 times weaker and averages out over a patch: when the output was as long
             # as the examples, every seed matched the examples themselves and gave the same
             # motion, keyframes or not.
-            base += rng.standard_normal(base.shape) * noise_sigma
+            noise = rng.standard_normal((n0, self.D)) if noise is None else noise
+            base += noise * noise_sigma
             # fmod(x, 1) exactly (x - trunc(x) is exact for finite x), 6x faster than libm's
-            # fmod; a result of zero may differ in sign, which no later step can tell.
+            # fmod; only a result of zero may differ, in its sign.
             base -= np.trunc(base)
         return base
 
@@ -295,7 +319,8 @@ class Engine:
         for c in columns:
             if c.values.shape != (n, len(c.columns)):
                 raise ValueError(f"a column constraint must have values [{n}, {len(c.columns)}], got {list(c.values.shape)}")
-        X = be.asarray(self.initial_guess(lengths[0], rng, noise_sigma, periodic), dtype=be.float64)
+        noise = self._prepare(lengths[0], rng, noise_sigma) if self.compiled else None
+        X = be.asarray(self.initial_guess(lengths[0], rng, noise_sigma, periodic, noise), dtype=be.float64)
         stage_s = []
         work = self.stage_work(lengths)
         bounds = np.concatenate([[0.0], np.cumsum(work)]) / work.sum()  # share of the work before each stage
