@@ -169,3 +169,38 @@ def test_the_compiled_path_gives_the_array_api_codes_motion(case):
         gen.engine.compiled = compiled
         out.append(gen.sample(300, **case).features)
     np.testing.assert_allclose(out[0], out[1], rtol=0, atol=1e-12)
+
+
+# ------------------------------------------------------------- weighted voting
+def test_weighted_voting_weights_each_place_in_a_patch(split_everything):
+    be = get_backend("cpu", "float64")
+    Y = np.arange(12.0)[:, None]
+    bank = _cpu.make_bank(_cpu.Workers(2), [Y], [12], np.zeros(1), 3, np.float64)
+    nn = np.array([0, 5, 2])  # patches at frames 0-2, 5-7, 2-4 of Y
+    w = _core.vote_weights(3, 1.0)
+    assert w[1] == 1.0 and np.isclose(w[0], np.exp(-0.5)) and w[0] == w[2]
+    out = _cpu.vote(_cpu.Workers(3), bank.Y64, nn, 5, 3, weights=w)
+    # frame 2 is the last place of patch 0 (2), the middle of patch 1 (6), the first of patch 2 (2)
+    expected2 = (2 * w[2] + 6 * w[1] + 2 * w[0]) / (w[2] + w[1] + w[0])
+    np.testing.assert_allclose(out[:, 0], [0, (1 * w[1] + 5 * w[0]) / (w[1] + w[0]), expected2,
+                                           (7 * w[2] + 3 * w[1]) / (w[2] + w[1]), 4])
+    np.testing.assert_array_equal(out, _core.vote(be, bank, nn, 5, 3, weights=w))
+    # All ones is average voting, to the bit.
+    np.testing.assert_array_equal(_cpu.vote(_cpu.Workers(2), bank.Y64, nn, 5, 3, weights=np.ones(3)),
+                                  _core.vote(be, bank, nn, 5, 3))
+    circ = np.array([0, 5, 2, 9])
+    np.testing.assert_allclose(_cpu.vote(_cpu.Workers(2), bank.Y64, circ, 4, 3, periodic=True, weights=w),
+                               _core.vote(be, bank, circ, 4, 3, periodic=True, weights=w), rtol=1e-15)
+
+
+def test_weighted_voting_is_a_setting_and_the_same_on_any_thread_count():
+    m = dancer(200)
+    a = GenMM(m, fps=None, threads=1, vote_sigma=2.0).sample(300, seed=3).features
+    b = GenMM(m, fps=None, threads=3, vote_sigma=2.0).sample(300, seed=3).features
+    np.testing.assert_array_equal(a, b)
+    assert not np.array_equal(a, GenMM(m, fps=None, threads=1).sample(300, seed=3).features)
+    gen = GenMM(m, fps=None, threads=2, vote_sigma=2.0)
+    gen.engine.compiled = False  # the array-API code votes the same way
+    np.testing.assert_allclose(gen.sample(300, seed=3).features, a, rtol=0, atol=1e-12)
+    with pytest.raises(ValueError, match="vote_sigma"):
+        GenMM(m, fps=None, vote_sigma=0.0)

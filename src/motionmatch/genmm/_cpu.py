@@ -266,10 +266,12 @@ def nearest_patches(workers: Workers, Xe: np.ndarray, xx: np.ndarray, Y: np.ndar
     return out
 
 
-def vote(workers: Workers, Y64: np.ndarray, nn: np.ndarray, n: int, p: int, *, periodic: bool = False) -> np.ndarray:
-    """Average voting (see :func:`motionmatch.genmm._core.vote`): ``[n, d]`` float64."""
+def vote(workers: Workers, Y64: np.ndarray, nn: np.ndarray, n: int, p: int, *, periodic: bool = False,
+         weights: np.ndarray | None = None) -> np.ndarray:
+    """Voting (see :func:`motionmatch.genmm._core.vote`): ``[n, d]`` float64."""
     out = np.empty((n, Y64.shape[1]))
-    workers.rows(lambda r0, r1, _: K.vote_rows(Y64, nn, p, periodic, out, r0, r1), n,
+    w = _core.vote_weights(p, None) if weights is None else np.asarray(weights, dtype=np.float64)
+    workers.rows(lambda r0, r1, _: K.vote_rows(Y64, nn, p, periodic, w, out, r0, r1), n,
                  NS_VOTE * p * Y64.shape[1])
     return out
 
@@ -290,12 +292,14 @@ class Matcher:
 
     Args:
         bank: the part's examples at this stage.
+        weights: ``[p]`` voting weight of each place in a patch (:func:`~motionmatch.genmm._core.vote_weights`;
+            ``None``: average voting).
         n: synthesis frames; ``periodic``: a loop (``n`` patches, wrapping around).
         columns: ``[c]`` the part's columns of the synthesis (``None``: all).
     """
 
     def __init__(self, workers: Workers, bank: _core.Bank, p: int, alpha: float | None, n: int, periodic: bool,
-                 columns: np.ndarray | None, num_columns: int, block_bytes: int):
+                 columns: np.ndarray | None, num_columns: int, block_bytes: int, weights: np.ndarray | None = None):
         self.workers = workers
         self.bank = bank
         self.p = p
@@ -311,6 +315,7 @@ class Matcher:
         m = bank.starts
         self.keep = self.k * (2 * m + p) * self.dtype.itemsize <= block_bytes
         self.block_bytes = block_bytes
+        self.weights = _core.vote_weights(p, None) if weights is None else np.asarray(weights, dtype=np.float64)
         self.loaded = False
 
     def load(self, X: np.ndarray) -> None:
@@ -329,7 +334,7 @@ class Matcher:
         xx = patch_sums(self.frame_sq, p, self.dtype)
         if not self.keep:
             nn = nearest_patches(w, self.Xc, xx, b.Y, b.yy, p, self.alpha, self.k, block_bytes=self.block_bytes)
-            out = vote(w, b.Y64, nn, self.n, p, periodic=self.periodic)
+            out = vote(w, b.Y64, nn, self.n, p, periodic=self.periodic, weights=self.weights)
             self.loaded = False
             if recenter:
                 self.load(out)
@@ -342,7 +347,8 @@ class Matcher:
         inv = _normalisers(colmins, parts, self.alpha, p, d)
         out = np.empty((self.n, d))
         cols = np.arange(d if recenter else 0, dtype=np.int64)
-        w.rows(lambda r0, r1, _: K.match_vote_rows(D, inv, b.Y64, p, self.periodic, np.empty(r1 - r0 + p - 1, np.int64),
+        w.rows(lambda r0, r1, _: K.match_vote_rows(D, inv, b.Y64, p, self.periodic, self.weights,
+                                                   np.empty(r1 - r0 + p - 1, np.int64),
                                                    out, recenter, cols, b.mean, Xc, self.frame_sq, r0, r1),
                self.n, NS_ARGMIN * m + NS_VOTE * p * d + (NS_CENTER * d if recenter else 0.0))
         self.loaded = recenter

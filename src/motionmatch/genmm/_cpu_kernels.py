@@ -113,57 +113,56 @@ def argmin_rows(D, inv, out, offset, r0, r1):
 
 
 @no_refcount
-def _vote_row(Y, nn, base, wrap, p, periodic, n, k, f, row):
-    """Average voting of frame ``f`` into ``row``: the mean of the example frames
-    ``Y[nn(f - t) + t]`` of the ``k`` patches covering it (``t`` ascending; on a loop of
-    ``n`` frames, the patches that wrap around are summed apart and added last), with
-    ``nn(s) = nn[s - base]``, plus ``wrap`` where that is negative."""
+def _vote_row(Y, nn, base, wrap, p, periodic, weights, n, k, f, row):
+    """Voting of frame ``f`` into ``row``: the mean of the example frames ``Y[nn(f - t) +
+    t]`` of the ``k`` patches covering it, weighted by ``weights[t]`` (the frame's place
+    in the patch; all ones: average voting), ``t`` ascending (on a loop of ``n`` frames,
+    the patches that wrap around are summed apart and added last), with ``nn(s) = nn[s -
+    base]``, plus ``wrap`` where that is negative."""
     d = row.shape[0]
     for c in range(d):
         row[c] = 0.0
+    total = 0.0
     for t in range(p):
         s = f - t
         if s >= 0 and s < k:
             y = Y[nn[s - base] + t]
+            w = weights[t]
+            total += w
             for c in range(d):
-                row[c] += y[c]
-    if periodic:
-        if f < p - 1:
-            # The patches starting near the end wrap around onto this frame.
-            for c in range(d):
-                acc = 0.0
-                for t in range(f + 1, p):
-                    i = f - t - base
-                    if i < 0:
-                        i += wrap
-                    acc += Y[nn[i] + t, c]
-                row[c] += acc
+                row[c] += y[c] * w
+    if periodic and f < p - 1:
+        # The patches starting near the end wrap around onto this frame.
+        for t in range(f + 1, p):
+            total += weights[t]
         for c in range(d):
-            row[c] /= p
-    else:
-        lo = max(f - p + 1, 0)
-        hi = min(f, k - 1)
-        cnt = np.float64(hi - lo + 1)
-        for c in range(d):
-            row[c] /= cnt
+            acc = 0.0
+            for t in range(f + 1, p):
+                i = f - t - base
+                if i < 0:
+                    i += wrap
+                acc += Y[nn[i] + t, c] * weights[t]
+            row[c] += acc
+    for c in range(d):
+        row[c] /= total
 
 
 @no_refcount
-def vote_rows(Y, nn, p, periodic, out, r0, r1):
-    """Average voting of frames ``r0 .. r1 - 1`` of ``out [n, d]`` from the nearest
-    neighbours ``nn`` of all patches."""
+def vote_rows(Y, nn, p, periodic, weights, out, r0, r1):
+    """Voting (see :func:`_vote_row`) of frames ``r0 .. r1 - 1`` of ``out [n, d]`` from the
+    nearest neighbours ``nn`` of all patches."""
     n = out.shape[0]
     for f in range(r0, r1):
-        _vote_row(Y, nn, 0, n, p, periodic, n, nn.shape[0], f, out[f])
+        _vote_row(Y, nn, 0, n, p, periodic, weights, n, nn.shape[0], f, out[f])
 
 
 @no_refcount
-def match_vote_rows(D, inv, Y, p, periodic, nn, out, recenter, cols, mean, Xc, frame_sq, r0, r1):
+def match_vote_rows(D, inv, Y, p, periodic, weights, nn, out, recenter, cols, mean, Xc, frame_sq, r0, r1):
     """Frames ``r0 .. r1 - 1`` of one match-and-blend, from the patch distances ``D
     [k, m]`` and the completeness normalisers ``inv [m]``: the nearest neighbours of the
     patches covering them (into ``nn``, this range's scratch of ``r1 - r0 + p - 1``:
     neighbouring ranges find the patches they share each on their own, the same way),
-    average voting into ``out [n, d]`` and, with ``recenter``, those frames centred for the
+    voting (``weights``, see :func:`_vote_row`) into ``out [n, d]`` and, with ``recenter``, those frames centred for the
     next iteration (``Xc[f] = out[f, cols] - mean``, ``frame_sq``; on a loop also the
     copies of the first ``p - 1`` frames after the last)."""
     n = out.shape[0]
@@ -178,7 +177,7 @@ def match_vote_rows(D, inv, Y, p, periodic, nn, out, recenter, cols, mean, Xc, f
             continue
         nn[j - base] = _argmin_row(D[s], inv)
     for f in range(r0, r1):
-        _vote_row(Y, nn, base, 0, p, periodic, n, k, f, out[f])
+        _vote_row(Y, nn, base, 0, p, periodic, weights, n, k, f, out[f])
         if recenter:
             frame_sq[f] = _center_row(out[f], cols, mean, Xc[f])
             if periodic and f < p - 1:

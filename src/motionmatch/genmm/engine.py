@@ -131,6 +131,7 @@ class EngineSettings:
     coarse_ratio: float = 5.0
     block_bytes: int = 64 << 20
     threads: int | None = None
+    vote_sigma: float | None = None
 
 
 def _progress(k: int, stages: int, it: int, iterations: int, frames: int, fraction: float,
@@ -162,6 +163,9 @@ class Engine:
             raise ValueError(f"threads must be at least 1 (or None for every core), got {settings.threads}")
         self.settings = settings
         self.workers = _cpu.Workers(settings.threads)
+        if settings.vote_sigma is not None and not settings.vote_sigma > 0:
+            raise ValueError(f"vote_sigma must be positive (or None for average voting), got {settings.vote_sigma}")
+        self.vote_weights = _core.vote_weights(p, settings.vote_sigma)
         #: On the numpy backend, run the compiled CPU path (:mod:`~motionmatch.genmm._cpu`,
         #: on ``settings.threads`` threads); ``False``: the array-API code, on numpy and
         #: BLAS's threads (the reference the compiled path is measured and tested against).
@@ -370,13 +374,14 @@ class Engine:
         n = int(X.shape[0])
         Xc = _core.centered(be, X, bank.mean, cols)
         nn = _core.nearest_patches(be, Xc, bank, p, st.alpha, periodic=periodic, block_bytes=st.block_bytes)
-        return _core.vote(be, bank, nn, n, p, periodic=periodic)
+        return _core.vote(be, bank, nn, n, p, periodic=periodic,
+                          weights=None if st.vote_sigma is None else self.vote_weights)
 
     def _matchers(self, k: int, n: int, periodic: bool) -> list[_cpu.Matcher]:
         """The CPU path's :class:`~motionmatch.genmm._cpu.Matcher` of each part at stage ``k``."""
         st = self.settings
         return [_cpu.Matcher(self.workers, self.bank(i, k), st.patch_size, st.alpha, n, periodic,
-                             None if self.whole else part.columns, self.D, st.block_bytes)
+                             None if self.whole else part.columns, self.D, st.block_bytes, self.vote_weights)
                 for i, part in enumerate(self.parts)]
 
     def _iterate_cpu(self, X: np.ndarray, matchers: list[_cpu.Matcher], recenter: bool) -> np.ndarray:
