@@ -50,6 +50,27 @@ def test_matcher_finds_the_brute_force_neighbours(split_everything, block_bytes,
     np.testing.assert_array_equal(m.frame_sq, fresh.frame_sq)
 
 
+@pytest.mark.parametrize("threads", [1, 3, 11])  # 11: shares shorter than a patch
+def test_iterations_in_one_pass_match_iterations_one_by_one(split_everything, threads):
+    """Pass B carries the next iteration's pass A (each share votes and centres the next
+    share's first frames itself): the same as loading each result and matching it."""
+    rng = np.random.default_rng(5)
+    Y = rng.normal(size=(45, 6))
+    X = rng.normal(size=(40, 6))
+    p, alpha = 5, 0.05
+    bank = _bank([Y], p)
+    fused = _cpu.Matcher(_cpu.Workers(threads), bank, p, alpha, 40, False, None, 6, 1 << 30)
+    fused.load(X)
+    step = _cpu.Matcher(_cpu.Workers(1), bank, p, alpha, 40, False, None, 6, 1 << 30)
+    Z = X
+    for it in range(4):
+        a = fused.iterate(recenter=it < 3)
+        step.load(Z)
+        Z = step.iterate(recenter=False)
+        np.testing.assert_array_equal(a, Z)
+        assert fused.loaded == (it < 3)
+
+
 @pytest.mark.parametrize("threads", [1, 2, 5])
 def test_a_loop_matches_the_wrapped_patches(split_everything, threads):
     rng = np.random.default_rng(2)

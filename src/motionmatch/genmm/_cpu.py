@@ -280,22 +280,26 @@ class Matcher:
     """One part's match-and-blend at one stage on the CPU: :meth:`load` a synthesis,
     :meth:`iterate` as often as wanted.
 
-    An iteration is two passes over the threads. (1) Each thread multiplies its share of
-    the synthesis frames with the example frames (one BLAS call; ``p - 1`` frames more
-    than its patches, so the shares are independent) and sums the products into its
-    patches' distances, keeping its own column minima. (2) With the completeness
-    normalisers from all column minima, each thread finds the nearest neighbours of the
-    patches covering its share of the output frames (those shared with the next share are
-    found by both, the same way), votes its frames and, when asked, centres them for the
-    next iteration. Outputs whose distances do not fit in ``block_bytes`` go through
+    Two kinds of passes over the threads. (A) Each thread multiplies its share of the
+    synthesis frames with the example frames (BLAS; ``p - 1`` frames more than its
+    patches, so the shares are independent) and sums the products into its patches'
+    distances, keeping its own column minima. (B) With the completeness normalisers from
+    all column minima, each thread finds the nearest neighbours of the patches covering
+    its share of the output frames (those shared with the next share are found by both,
+    the same way), votes its frames and, when the result is the next iteration's input,
+    centres them and goes on with pass (A) of the next iteration on its share: the ``p -
+    1`` frames after its share that its last patches need, it votes and centres itself
+    (as the next share does, the same way). So an iteration is one pass (two for the first
+    of a stage, one B alone for the last), and the threads meet once per iteration, for
+    the column minima. Outputs whose distances do not fit in ``block_bytes`` go through
     :func:`nearest_patches` (tiles, computed twice) and :func:`vote` instead.
 
     Args:
         bank: the part's examples at this stage.
-        weights: ``[p]`` voting weight of each place in a patch (:func:`~motionmatch.genmm._core.vote_weights`;
-            ``None``: average voting).
         n: synthesis frames; ``periodic``: a loop (``n`` patches, wrapping around).
         columns: ``[c]`` the part's columns of the synthesis (``None``: all).
+        weights: ``[p]`` voting weight of each place in a patch (:func:`~motionmatch.genmm._core.vote_weights`;
+            ``None``: average voting).
     """
 
     def __init__(self, workers: Workers, bank: _core.Bank, p: int, alpha: float | None, n: int, periodic: bool,
@@ -313,15 +317,34 @@ class Matcher:
         self.Xc = np.empty((self.k + p - 1, d), dtype=self.dtype)
         self.frame_sq = np.empty(self.k + p - 1)
         m = bank.starts
-        self.keep = self.k * (2 * m + p) * self.dtype.itemsize <= block_bytes
+        # This iteration's distances and the next one's (pass B reads the first while it
+        # makes the second).
+        self.keep = self.k * (3 * m + p) * self.dtype.itemsize <= block_bytes
         self.block_bytes = block_bytes
         self.weights = _core.vote_weights(p, None) if weights is None else np.asarray(weights, dtype=np.float64)
         self.loaded = False
+        self._ready = None  # (D, colmins, parts) of the loaded synthesis, made by the last pass B
 
     def load(self, X: np.ndarray) -> None:
         """Take the synthesis ``X [n, D]`` (float64): its part's columns, centred."""
         _center_into(self.workers, X, self.cols, self.bank.mean, self.Xc, self.frame_sq)
         self.loaded = True
+        self._ready = None
+
+    def _ns_a(self) -> float:
+        m, d = self.bank.starts, self.bank.Y.shape[1]
+        return NS_PRODUCT * (m + self.p) * d + NS_PATCH_SUM * m * self.p
+
+    def _distances(self) -> tuple[np.ndarray, np.ndarray, int]:
+        """Pass A on the loaded synthesis: ``(D, colmins, parts)``."""
+        b, p, w, Xc, Yt = self.bank, self.p, self.workers, self.Xc, self.bank.Y.T
+        m = b.starts
+        xx = patch_sums(self.frame_sq, p, self.dtype)
+        D = np.empty((self.k, m), dtype=self.dtype)
+        colmins = np.full((w.threads, m), np.inf, dtype=self.dtype)
+        parts = w.rows(lambda r0, r1, t: K.patch_rows(Xc[r0:r1 + p - 1] @ Yt, r0, xx[r0:], b.yy, p, D, colmins[t],
+                                                       r0, r1), self.k, self._ns_a())
+        return D, colmins, parts
 
     def iterate(self, recenter: bool) -> np.ndarray:
         """One match-and-blend of the loaded synthesis: ``[n, c]`` float64, the part's
@@ -331,27 +354,45 @@ class Matcher:
             raise RuntimeError("Matcher.iterate before load")
         b, p, w = self.bank, self.p, self.workers
         m, d = b.starts, b.Y.shape[1]
-        xx = patch_sums(self.frame_sq, p, self.dtype)
         if not self.keep:
+            xx = patch_sums(self.frame_sq, p, self.dtype)
             nn = nearest_patches(w, self.Xc, xx, b.Y, b.yy, p, self.alpha, self.k, block_bytes=self.block_bytes)
             out = vote(w, b.Y64, nn, self.n, p, periodic=self.periodic, weights=self.weights)
             self.loaded = False
             if recenter:
                 self.load(out)
             return out
-        Xc, Yt = self.Xc, b.Y.T
-        D = np.empty((self.k, m), dtype=self.dtype)
-        colmins = np.full((w.threads, m), np.inf, dtype=self.dtype)
-        parts = w.rows(lambda r0, r1, t: K.patch_rows(Xc[r0:r1 + p - 1] @ Yt, r0, xx, b.yy, p, D, colmins[t], r0, r1),
-                       self.k, NS_PRODUCT * (m + p) * d + NS_PATCH_SUM * m * p)
+        D, colmins, parts = self._ready if self._ready is not None else self._distances()
         inv = _normalisers(colmins, parts, self.alpha, p, d)
         out = np.empty((self.n, d))
         cols = np.arange(d if recenter else 0, dtype=np.int64)
-        w.rows(lambda r0, r1, _: K.match_vote_rows(D, inv, b.Y64, p, self.periodic, self.weights,
-                                                   np.empty(r1 - r0 + p - 1, np.int64),
-                                                   out, recenter, cols, b.mean, Xc, self.frame_sq, r0, r1),
-               self.n, NS_ARGMIN * m + NS_VOTE * p * d + (NS_CENTER * d if recenter else 0.0))
+        # Not on a loop, the next iteration's pass A rides along (see the class doc).
+        fuse = recenter and not self.periodic
+        D_next = np.empty((self.k, m), dtype=self.dtype) if fuse else None
+        colmins_next = np.full((w.threads, m), np.inf, dtype=self.dtype) if fuse else None
+        Xc, fsq, Yt, n, k, dtype = self.Xc, self.frame_sq, b.Y.T, self.n, self.k, self.dtype
+
+        def share(r0: int, r1: int, t: int) -> None:
+            e = min(p - 1, n - r1) if fuse else 0
+            ext_out, ext_Xc, ext_sq = np.empty((e, d)), np.empty((e, d), dtype=dtype), np.empty(e)
+            K.match_vote_rows(D, inv, b.Y64, p, self.periodic, self.weights, np.empty(r1 - r0 + 2 * p, np.int64),
+                              out, recenter, cols, b.mean, Xc, fsq, ext_out, ext_Xc, ext_sq, r0, r1)
+            a1 = min(r1, k)
+            if not fuse or a1 <= r0:
+                return
+            rows = a1 - r0 + p - 1  # frames r0 .. a1 + p - 2: ours up to r1, then our copies
+            own = min(r1, r0 + rows) - r0
+            G = np.empty((rows, m + p - 1), dtype=dtype)
+            np.matmul(Xc[r0:r0 + own], Yt, out=G[:own])
+            if rows > own:
+                np.matmul(ext_Xc[:rows - own], Yt, out=G[own:])
+            xx = patch_sums(np.concatenate([fsq[r0:r0 + own], ext_sq[:rows - own]]), p, dtype)
+            K.patch_rows(G, r0, xx, b.yy, p, D_next, colmins_next[t], r0, a1)
+
+        ns = NS_ARGMIN * m + NS_VOTE * p * d + (NS_CENTER * d if recenter else 0.0) + (self._ns_a() if fuse else 0.0)
+        parts_next = w.rows(share, n, ns)
         self.loaded = recenter
+        self._ready = (D_next, colmins_next, parts_next) if fuse else None
         return out
 
 

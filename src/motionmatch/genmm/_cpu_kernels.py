@@ -36,10 +36,10 @@ def center_rows(X, cols, mean, n_src, out, frame_sq, r0, r1):
 @no_refcount
 def patch_rows(G, g0, xx, yy, p, D, colmin, r0, r1):
     """Squared patch distances from frame products: ``G`` holds the products of synthesis
-    frames ``g0, g0 + 1, ...`` with the example frames (``[rows, m + p - 1]``), and
-    ``D[i, j] = -2 * sum_t G[i - g0 + t, j + t] + xx[i] + yy[j]`` (the sum in ``t``
-    order, in ``D``'s dtype) for rows ``r0 .. r1 - 1``; ``colmin[j]`` is lowered to the
-    smallest ``D[i, j]`` of those rows."""
+    frames ``g0, g0 + 1, ...`` with the example frames (``[rows, m + p - 1]``), ``xx``
+    the patch norms of patches ``g0, g0 + 1, ...``, and ``D[i, j] = -2 * sum_t G[i - g0 +
+    t, j + t] + xx[i - g0] + yy[j]`` (the sum in ``t`` order, in ``D``'s dtype) for rows
+    ``r0 .. r1 - 1``; ``colmin[j]`` is lowered to the smallest ``D[i, j]`` of those rows."""
     m = D.shape[1]
     for i in range(r0, r1):
         row = D[i]
@@ -50,7 +50,7 @@ def patch_rows(G, g0, xx, yy, p, D, colmin, r0, r1):
             g = G[i - g0 + t]
             for j in range(m):
                 row[j] += g[j + t]
-        x = xx[i]
+        x = xx[i - g0]
         for j in range(m):
             v = row[j]
             v = -(v + v)
@@ -157,18 +157,23 @@ def vote_rows(Y, nn, p, periodic, weights, out, r0, r1):
 
 
 @no_refcount
-def match_vote_rows(D, inv, Y, p, periodic, weights, nn, out, recenter, cols, mean, Xc, frame_sq, r0, r1):
+def match_vote_rows(D, inv, Y, p, periodic, weights, nn, out, recenter, cols, mean, Xc, frame_sq, ext_out, ext_Xc,
+                    ext_sq, r0, r1):
     """Frames ``r0 .. r1 - 1`` of one match-and-blend, from the patch distances ``D
     [k, m]`` and the completeness normalisers ``inv [m]``: the nearest neighbours of the
-    patches covering them (into ``nn``, this range's scratch of ``r1 - r0 + p - 1``:
+    patches covering them (into ``nn``, this range's scratch of ``r1 - r0 + 2 (p - 1)``:
     neighbouring ranges find the patches they share each on their own, the same way),
-    voting (``weights``, see :func:`_vote_row`) into ``out [n, d]`` and, with ``recenter``, those frames centred for the
-    next iteration (``Xc[f] = out[f, cols] - mean``, ``frame_sq``; on a loop also the
-    copies of the first ``p - 1`` frames after the last)."""
+    voting (``weights``, see :func:`_vote_row`) into ``out [n, d]`` and, with
+    ``recenter``, those frames centred for the next iteration (``Xc[f] = out[f, cols] -
+    mean``, ``frame_sq``; on a loop also the copies of the first ``p - 1`` frames after
+    the last). Not on a loop, the ``e = len(ext_sq)`` frames after the range (``e < p``)
+    are voted and centred too, into ``ext_out``, ``ext_Xc`` and ``ext_sq`` (this range's
+    own copies of the next range's first frames, which its next patches need)."""
     n = out.shape[0]
     k = D.shape[0]
     base = r0 - p + 1
-    for j in range(base, r1):
+    e = ext_sq.shape[0]
+    for j in range(base, r1 + e):
         s = j
         if periodic:
             if s < 0:
@@ -186,6 +191,9 @@ def match_vote_rows(D, inv, Y, p, periodic, weights, nn, out, recenter, cols, me
                 for c in range(src.shape[0]):
                     dst[c] = src[c]
                 frame_sq[n + f] = frame_sq[f]
+    for i in range(e):
+        _vote_row(Y, nn, base, 0, p, periodic, weights, n, k, r1 + i, ext_out[i])
+        ext_sq[i] = _center_row(ext_out[i], cols, mean, ext_Xc[i])
 
 
 @no_refcount
