@@ -253,16 +253,28 @@ def critical_path(path: Path, threads: int, seed: int) -> float:
     return total - path_s[0] + path_s[1]
 
 
-def thread_scaling(root: Path, threads: list[int], rounds: int, say) -> dict:
+def thread_scaling(root: Path, threads: list[int], rounds: int, say, before: bool = False) -> dict:
     """Per example of ``genmm-examples``: ``rounds`` syntheses (seeds 0, 1, ...) on each
     thread count, the counts alternated within every round (their order reversed every
     other round), a fresh ``GenMM`` each time; the minimum and median of each, the
     speed-up of the minima over the first count, whether every seed gave the same
     features on every count, and the machine control (:func:`machine_control`) timed in
-    the same rounds."""
+    the same rounds. With ``before``, the code before issue 33 (the array-API code on
+    numpy, ``Engine.compiled = False``, BLAS limited to each count by threadpoolctl) runs
+    in the same rounds too."""
     from motionmatch.genmm import GenMM
 
-    out = {"threads": threads, "rounds": rounds, "load_before": os.getloadavg(), "examples": {}}
+    def synthesize(path, t, seed, compiled):
+        gen = GenMM(path, threads=t)
+        gen.engine.compiled = compiled
+        if compiled:
+            return gen.sample(seed=seed)
+        from threadpoolctl import ThreadpoolController
+
+        with ThreadpoolController().limit(limits=t, user_api="blas"):
+            return gen.sample(seed=seed)
+
+    out = {"threads": threads, "rounds": rounds, "before": before, "load_before": os.getloadavg(), "examples": {}}
     control = {t: [] for t in threads}
     for name in THREAD_EXAMPLES:
         path = root / "genmm-examples" / name
@@ -270,15 +282,18 @@ def thread_scaling(root: Path, threads: list[int], rounds: int, say) -> dict:
         for t in threads:  # warm-up: compilation cache, BLAS, the pool's threads
             GenMM(path, threads=t).sample(seed=10_000)
         times = {t: [] for t in threads}
+        old = {t: [] for t in threads}
         cpu_path = {t: [] for t in threads}
         same = True
         for r in range(rounds):
             order = threads if r % 2 == 0 else threads[::-1]
             feats = {}
             for t in order:
-                res = GenMM(path, threads=t).sample(seed=r)
+                res = synthesize(path, t, r, True)
                 times[t].append(res.synthesis_s)
                 feats[t] = res.features
+                if before:
+                    old[t].append(synthesize(path, t, r, False).synthesis_s)
             same &= all(np.array_equal(feats[t], feats[threads[0]]) for t in threads)
             for t in order:
                 control[t].append(machine_control(t))
@@ -287,6 +302,9 @@ def thread_scaling(root: Path, threads: list[int], rounds: int, say) -> dict:
         for t in threads:
             row[f"min_s_{t}"] = min(times[t])
             row[f"median_s_{t}"] = statistics.median(times[t])
+            if before:
+                row[f"before_min_s_{t}"] = min(old[t])
+                row[f"before_median_s_{t}"] = statistics.median(old[t])
         for t in threads:
             row[f"cpu_path_min_s_{t}"] = min(cpu_path[t])
         for t in threads[1:]:
@@ -327,6 +345,15 @@ def print_threads(res: dict) -> None:
               f"{'PASS' if worst >= TARGET_THREAD_SPEEDUP else 'FAIL'} (lowest {worst:.2f}x; the machine gave "
               f"{c[f'speedup_min_{t}']:.2f}x to pure matrix products)")
     print(f"same features for a seed on every thread count: {'PASS' if ok else 'FAIL'}")
+    if res.get("before"):
+        print("\nbefore (the array-API code on numpy, BLAS on each count of threads), same rounds: min / median s")
+        for name, r in res["examples"].items():
+            cells = []
+            for t in ts:
+                cells.append(f"{t}t {r[f'before_min_s_{t}']:.4f} / {r[f'before_median_s_{t}']:.4f} "
+                             f"(now {r[f'min_s_{t}'] / r[f'before_min_s_{t}']:.2f}x the time)")
+            x = " ".join(f"x{t} {r[f'before_min_s_{ts[0]}'] / r[f'before_min_s_{t}']:.2f}" for t in ts[1:])
+            print(f"{name:<30} " + "; ".join(cells) + f"; {x}")
     print("x2 CPU: one thread's CPU seconds over the critical path's on two (thread CPU time: what a quiet machine "
           "would give, less thread wake-ups; minima over the rounds)")
 
@@ -546,6 +573,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--threads", default="1,2", metavar="T,T,...",
                     help="threads part: the thread counts compared, the first the baseline (default 1,2)")
     ap.add_argument("--rounds", type=int, default=15, help="threads part: syntheses per example and count (default 15)")
+    ap.add_argument("--before", action="store_true",
+                    help="threads part: also the code before issue 33 (array-API code, BLAS threads), same rounds")
     ap.add_argument("--quick", action="store_true",
                     help="paper part: 2 seeds, fewer rows, outputs of 1k-10k frames only (a few minutes)")
     ap.add_argument("--seeds", type=int, default=None, help="paper part: outputs per table row (default 5; --quick 2)")
@@ -568,7 +597,7 @@ def main(argv: list[str] | None = None) -> int:
         counts = [int(v) for v in args.threads.split(",")]
         if len(counts) < 2 or min(counts) < 1:
             sys.exit("--threads needs two or more counts >= 1, e.g. 1,2")
-        res = thread_scaling(root, counts, max(1, args.rounds), say)
+        res = thread_scaling(root, counts, max(1, args.rounds), say, before=args.before)
         if args.json:
             print(json.dumps(res, indent=2))
         else:
