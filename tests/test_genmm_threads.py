@@ -71,6 +71,26 @@ def test_iterations_in_one_pass_match_iterations_one_by_one(split_everything, th
         assert fused.loaded == (it < 3)
 
 
+@pytest.mark.parametrize("periodic", [False, True])
+@pytest.mark.parametrize("threads", [1, 4, 13])  # 13: shares shorter than a patch
+def test_a_stage_started_in_one_pass_matches_resampling_then_loading(split_everything, threads, periodic):
+    rng = np.random.default_rng(6)
+    Y = rng.normal(size=(45, 6))
+    prev = rng.normal(size=(31, 6))
+    p, alpha, n = 5, 0.05, 42
+    bank = _bank([Y], p)
+    i0, i1, w = _core.resample_indices(31, n, periodic)
+    one = _cpu.Matcher(_cpu.Workers(threads), bank, p, alpha, n, periodic, None, 6, 1 << 30)
+    X = one.start(prev, i0, i1, w)
+    ref = _cpu.resample(_cpu.Workers(1), prev, i0, i1, w)
+    np.testing.assert_array_equal(X, ref)
+    step = _cpu.Matcher(_cpu.Workers(1), bank, p, alpha, n, periodic, None, 6, 1 << 30)
+    step.load(ref)
+    np.testing.assert_array_equal(one.Xc, step.Xc)
+    np.testing.assert_array_equal(one.frame_sq, step.frame_sq)
+    np.testing.assert_array_equal(one.iterate(recenter=False), step.iterate(recenter=False))
+
+
 @pytest.mark.parametrize("threads", [1, 2, 5])
 def test_a_loop_matches_the_wrapped_patches(split_everything, threads):
     rng = np.random.default_rng(2)

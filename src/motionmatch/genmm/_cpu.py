@@ -346,6 +346,59 @@ class Matcher:
                                                        r0, r1), self.k, self._ns_a())
         return D, colmins, parts
 
+    def _share_distances(self, r0: int, r1: int, ext_Xc: np.ndarray, ext_sq: np.ndarray, D: np.ndarray,
+                         colmin: np.ndarray) -> None:
+        """Pass A for the patches starting in ``r0 .. r1 - 1``, from this share's centred
+        frames in ``Xc`` and its own copies ``ext_Xc``, ``ext_sq`` of the frames after it."""
+        b, p = self.bank, self.p
+        a1 = min(r1, self.k)
+        if a1 <= r0:
+            return
+        rows = a1 - r0 + p - 1  # frames r0 .. a1 + p - 2: ours up to r1, then our copies
+        own = min(r1, r0 + rows) - r0
+        G = np.empty((rows, b.starts + p - 1), dtype=self.dtype)
+        np.matmul(self.Xc[r0:r0 + own], b.Y.T, out=G[:own])
+        if rows > own:
+            np.matmul(ext_Xc[:rows - own], b.Y.T, out=G[own:])
+        xx = patch_sums(np.concatenate([self.frame_sq[r0:r0 + own], ext_sq[:rows - own]]), p, self.dtype)
+        K.patch_rows(G, r0, xx, b.yy, p, D, colmin, r0, a1)
+
+    def start(self, X_prev: np.ndarray, i0: np.ndarray, i1: np.ndarray, w: np.ndarray) -> np.ndarray:
+        """Resample the previous stage's synthesis ``X_prev`` to this stage (rows
+        ``X_prev[i0] + (X_prev[i1] - X_prev[i0]) w``), load it and make its distances (pass A),
+        all in one pass over the threads: each share resamples and centres the ``p - 1``
+        frames after it itself. Returns the resampled synthesis ``[n, D]`` (float64). For a
+        whole-body part whose synthesis nothing changes between resampling and matching."""
+        b, p, wk, n, k = self.bank, self.p, self.workers, self.n, self.k
+        m, D_all = b.starts, X_prev.shape[1]
+        X = np.empty((n, D_all))
+        D = np.empty((k, m), dtype=self.dtype)
+        colmins = np.full((wk.threads, m), np.inf, dtype=self.dtype)
+        cols, mean = self.cols, b.mean
+
+        def share(r0: int, r1: int, t: int) -> None:
+            K.resample_rows(X_prev, i0, i1, w, False, X, r0, r1)
+            K.center_rows(X, cols, mean, n, self.Xc, self.frame_sq, r0, r1)
+            if self.periodic and r0 == 0:  # the first frames again after the last: a loop's patches
+                fr = np.arange(p - 1) % n
+                wrap = np.empty((p - 1, D_all))
+                K.resample_rows(X_prev, i0[fr], i1[fr], w[fr], False, wrap, 0, p - 1)
+                K.center_rows(wrap, cols, mean, p - 1, self.Xc[n:], self.frame_sq[n:], 0, p - 1)
+            a1 = min(r1, k)
+            e = max(0, min(a1 + p - 1 - r1, p - 1)) if a1 > r0 else 0
+            fr = (r1 + np.arange(e)) % n
+            ext = np.empty((e, D_all))
+            K.resample_rows(X_prev, i0[fr], i1[fr], w[fr], False, ext, 0, e)
+            ext_Xc, ext_sq = np.empty((e, len(cols)), dtype=self.dtype), np.empty(e)
+            K.center_rows(ext, cols, mean, e, ext_Xc, ext_sq, 0, e)
+            self._share_distances(r0, r1, ext_Xc, ext_sq, D, colmins[t])
+
+        ns = NS_RESAMPLE * D_all + NS_CENTER * len(cols) + self._ns_a()
+        parts = wk.rows(share, n, ns)
+        self.loaded = True
+        self._ready = (D, colmins, parts)
+        return X
+
     def iterate(self, recenter: bool) -> np.ndarray:
         """One match-and-blend of the loaded synthesis: ``[n, c]`` float64, the part's
         columns. ``recenter``: the result (all columns of the synthesis: one part) is
@@ -370,24 +423,15 @@ class Matcher:
         fuse = recenter and not self.periodic
         D_next = np.empty((self.k, m), dtype=self.dtype) if fuse else None
         colmins_next = np.full((w.threads, m), np.inf, dtype=self.dtype) if fuse else None
-        Xc, fsq, Yt, n, k, dtype = self.Xc, self.frame_sq, b.Y.T, self.n, self.k, self.dtype
+        n, dtype = self.n, self.dtype
 
         def share(r0: int, r1: int, t: int) -> None:
             e = min(p - 1, n - r1) if fuse else 0
             ext_out, ext_Xc, ext_sq = np.empty((e, d)), np.empty((e, d), dtype=dtype), np.empty(e)
             K.match_vote_rows(D, inv, b.Y64, p, self.periodic, self.weights, np.empty(r1 - r0 + 2 * p, np.int64),
-                              out, recenter, cols, b.mean, Xc, fsq, ext_out, ext_Xc, ext_sq, r0, r1)
-            a1 = min(r1, k)
-            if not fuse or a1 <= r0:
-                return
-            rows = a1 - r0 + p - 1  # frames r0 .. a1 + p - 2: ours up to r1, then our copies
-            own = min(r1, r0 + rows) - r0
-            G = np.empty((rows, m + p - 1), dtype=dtype)
-            np.matmul(Xc[r0:r0 + own], Yt, out=G[:own])
-            if rows > own:
-                np.matmul(ext_Xc[:rows - own], Yt, out=G[own:])
-            xx = patch_sums(np.concatenate([fsq[r0:r0 + own], ext_sq[:rows - own]]), p, dtype)
-            K.patch_rows(G, r0, xx, b.yy, p, D_next, colmins_next[t], r0, a1)
+                              out, recenter, cols, b.mean, self.Xc, self.frame_sq, ext_out, ext_Xc, ext_sq, r0, r1)
+            if fuse:
+                self._share_distances(r0, r1, ext_Xc, ext_sq, D_next, colmins_next[t])
 
         ns = NS_ARGMIN * m + NS_VOTE * p * d + (NS_CENTER * d if recenter else 0.0) + (self._ns_a() if fuse else 0.0)
         parts_next = w.rows(share, n, ns)

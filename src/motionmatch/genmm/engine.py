@@ -224,9 +224,11 @@ class Engine:
                 self._banks[key] = _core.make_bank(self.be, clips, self.means[part_index], p)
         return self._banks[key]
 
-    def _prepare(self, n0: int, rng: np.random.Generator, noise_sigma: float) -> np.ndarray | None:
-        """Compiled path: every stage's examples not made yet and the first noise (``[n0,
-        D]``, ``None`` without noise), at once on the engine's threads (each on one)."""
+    def _prepare(self, n0: int, rng: np.random.Generator, noise_sigma: float,
+                 periodic: bool) -> tuple[np.ndarray, np.ndarray | None]:
+        """Compiled path: every stage's examples not made yet, the coarsest examples
+        stretched to ``n0`` frames and the first noise (``[n0, D]`` each; no noise: ``None``),
+        at once on the engine's threads (each on one)."""
         one = _cpu.Workers(1)
         fns, ns = [], []
         for k in range(len(self.scales)):
@@ -234,11 +236,13 @@ class Engine:
                 if (i, k) not in self._banks:
                     fns.append(lambda i=i, k=k: self.bank(i, k, one))
                     ns.append(sum(self.example_lengths(k)[i]) * len(part.columns) * (_cpu.NS_RESAMPLE + _cpu.NS_CENTER))
+        fns.append(lambda: self._stretched_examples(n0, periodic))
+        ns.append((n0 + sum(self.example_lengths(0)[0])) * self.D * 3 * _cpu.NS_RESAMPLE)
         if noise_sigma > 0:
             fns.append(lambda: rng.standard_normal((n0, self.D)))
             ns.append(n0 * self.D * _cpu.NS_NORMAL)
         out = self.workers.jobs(fns, ns)
-        return out[-1] if noise_sigma > 0 else None
+        return (out[-2], out[-1]) if noise_sigma > 0 else (out[-1], None)
 
     def stage_work(self, lengths: Sequence[int]) -> np.ndarray:
         """``[stages]`` relative cost of one iteration at each stage for synthesis
@@ -252,23 +256,25 @@ class Engine:
         return work
 
     # ---------------------------------------------------------------------- run
-    def initial_guess(self, n0: int, rng: np.random.Generator, noise_sigma: float, periodic: bool,
-                      noise: np.ndarray | None = None) -> np.ndarray:
-        """Stage-0 start ``[n0, D]``: the coarsest examples (end to end) stretched to ``n0``
-        frames, plus Gaussian noise of standard deviation ``noise_sigma`` (feature units: 6D
-        rotation components lie in [-1, 1]), wrapped into (-1, 1) by ``fmod``; 0: no noise.
-        ``noise``: the standard normal draw ``[n0, D]`` from ``rng``, when made already."""
+    def _stretched_examples(self, n0: int, periodic: bool) -> np.ndarray:
+        """``[n0, D]``: the coarsest examples, end to end, stretched to ``n0`` frames."""
         base = np.zeros((n0, self.D))
         cnt = np.zeros(self.D)
-        lengths = self.example_lengths(0)
-        for i, (part, ls) in enumerate(zip(self.parts, lengths)):
-            if self.compiled:  # the stage's examples, resampled the same way
-                coarse = self.be.to_numpy(self.bank(i, 0).Y64)
-            else:
-                coarse = np.concatenate([_core.resample_np(c, n) for c, n in zip(part.clips, ls)], axis=0)
+        for part, ls in zip(self.parts, self.example_lengths(0)):
+            coarse = np.concatenate([_core.resample_np(c, n) for c, n in zip(part.clips, ls)], axis=0)
             base[:, part.columns] += _core.resample_np(coarse, n0, periodic=periodic)
             cnt[part.columns] += 1
         base /= np.maximum(cnt, 1)
+        return base
+
+    def initial_guess(self, n0: int, rng: np.random.Generator, noise_sigma: float, periodic: bool,
+                      noise: np.ndarray | None = None, base: np.ndarray | None = None) -> np.ndarray:
+        """Stage-0 start ``[n0, D]``: the coarsest examples (end to end) stretched to ``n0``
+        frames, plus Gaussian noise of standard deviation ``noise_sigma`` (feature units: 6D
+        rotation components lie in [-1, 1]), wrapped into (-1, 1) by ``fmod``; 0: no noise.
+        ``noise``: the standard normal draw ``[n0, D]`` from ``rng``, ``base`` the stretched
+        examples, when made already."""
+        base = self._stretched_examples(n0, periodic) if base is None else base
         if noise_sigma > 0:
             # As the authors' code: Gaussian noise in feature units, wrapped into (-1, 1).
             # At the default sigma (10) this leaves nothing of the stretched examples: the
@@ -323,18 +329,22 @@ class Engine:
         for c in columns:
             if c.values.shape != (n, len(c.columns)):
                 raise ValueError(f"a column constraint must have values [{n}, {len(c.columns)}], got {list(c.values.shape)}")
-        noise = self._prepare(lengths[0], rng, noise_sigma) if self.compiled else None
-        X = be.asarray(self.initial_guess(lengths[0], rng, noise_sigma, periodic, noise), dtype=be.float64)
+        base, noise = self._prepare(lengths[0], rng, noise_sigma, periodic) if self.compiled else (None, None)
+        X = be.asarray(self.initial_guess(lengths[0], rng, noise_sigma, periodic, noise, base), dtype=be.float64)
         stage_s = []
         work = self.stage_work(lengths)
         bounds = np.concatenate([[0.0], np.cumsum(work)]) / work.sum()  # share of the work before each stage
         for k, nk in enumerate(lengths):
             ts = time.perf_counter()
-            if k > 0:
-                X = self._resample(X, nk, periodic)
             pins = self._stage_pins(n, nk, periodic, frames, columns)
-            X = self._apply(X, pins)
             matchers = self._matchers(k, nk, periodic) if self.compiled else None
+            if k > 0 and matchers is not None and self.whole and not pins:
+                # Resampled, loaded and matched in one pass (nothing changes it in between).
+                i0, i1, w = _core.resample_indices(int(X.shape[0]), nk, periodic)
+                X = matchers[0].start(X, i0, i1, w)
+            elif k > 0:
+                X = self._resample(X, nk, periodic)
+            X = self._apply(X, pins)
             for it in range(st.iterations):
                 if matchers is None:
                     X = self._iterate(X, k, periodic)
