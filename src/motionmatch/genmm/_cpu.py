@@ -5,12 +5,12 @@ On the numpy backend an iteration runs here instead (:class:`Matcher`): Numba ke
 hold no GIL (:mod:`~motionmatch.genmm._cpu_kernels`), each over a range of rows, on
 :class:`Workers`, the calling thread plus ``threads - 1`` threads of a shared pool. The
 product of synthesis and example frames is BLAS's, one call per thread on its share of
-the frames, BLAS itself on one thread (:func:`one_blas_thread`). Two passes over the
-threads per iteration: frame products and patch distances; then nearest neighbours,
-voting and the centring of the next iteration's input. Before, on one thread, the same
-work took numpy twice as long (the votes' gathers and the distances' shifted sums made
-temporaries of the whole distance matrix), and a second BLAS thread only sped up the
-products (0.192 s against 0.173 s on the salsa).
+the frames, BLAS itself on one thread (:func:`one_blas_thread`). The threads meet once
+per iteration (see :class:`Matcher`). The operations are the array-API code's, in the same
+order, except the synthesis patches' squared norms, summed in float64 here (numpy's
+float32 sums there). On one thread this takes 0.33-0.7 of the time numpy's array code
+took (benchmarks/README.md, "GenMM on two threads"): its votes gathered whole rows ``p``
+times and its distances made temporaries of the whole distance matrix.
 
 **The same numbers whatever the thread count.** Every row of every kernel's output is
 computed by one thread, with the same operations in the same order as on one thread:
