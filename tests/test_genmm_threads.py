@@ -245,3 +245,30 @@ def test_weighted_voting_is_a_setting_and_the_same_on_any_thread_count():
     np.testing.assert_allclose(gen.sample(300, seed=3).features, a, rtol=0, atol=1e-12)
     with pytest.raises(ValueError, match="vote_sigma"):
         GenMM(m, fps=None, vote_sigma=0.0)
+
+
+def test_syntheses_at_once_on_several_threads_give_their_own_motions(split_everything):
+    """The viewer runs syntheses on worker threads, several at once: they share the pool
+    and the BLAS limit, and each gives what it gives alone."""
+    import threading
+
+    m = dancer(200)
+    alone = [GenMM(m, fps=None, threads=2).sample(260, seed=s).features for s in range(4)]
+    got = [None] * 4
+    errors = []
+
+    def run(s):
+        try:
+            got[s] = GenMM(m, fps=None, threads=2).sample(260, seed=s).features
+        except Exception as e:  # pragma: no cover - reported below
+            errors.append(e)
+
+    workers = [threading.Thread(target=run, args=(s,)) for s in range(4)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join(timeout=120)
+    assert not errors and not any(w.is_alive() for w in workers)
+    for a, b in zip(alone, got):
+        np.testing.assert_array_equal(a, b)
+    assert _cpu.syntheses_holding_blas() == 0  # the BLAS limit lifted after the last one

@@ -160,6 +160,12 @@ _BLAS_LOCK = threading.Lock()
 _BLAS_USERS = [0, None]  # syntheses inside one_blas_thread; the limiter to restore after the last
 
 
+def syntheses_holding_blas() -> int:
+    """How many syntheses are inside :func:`one_blas_thread` now."""
+    with _BLAS_LOCK:
+        return _BLAS_USERS[0]
+
+
 @contextlib.contextmanager
 def one_blas_thread() -> Iterator[None]:
     """A context in which numpy's BLAS runs on the calling thread only (where threadpoolctl
