@@ -272,3 +272,21 @@ def test_syntheses_at_once_on_several_threads_give_their_own_motions(split_every
     for a, b in zip(alone, got):
         np.testing.assert_array_equal(a, b)
     assert _cpu.syntheses_holding_blas() == 0  # the BLAS limit lifted after the last one
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "fork"), reason="no fork on this platform")
+def test_a_forked_process_synthesizes_on_its_own_threads():
+    """A child forked after a synthesis (batch jobs) has the pool object but not its
+    threads: it must make its own, not wait for threads that are not there."""
+    import multiprocessing as mp
+
+    m = dancer(200)
+    expected = GenMM(m, fps=None, threads=2).sample(260, seed=2).features  # the parent's pool exists now
+    ctx = mp.get_context("fork")
+    with ctx.Pool(1) as pool:
+        got = pool.apply_async(_child_features, (2,)).get(timeout=120)
+    np.testing.assert_array_equal(got, expected)
+
+
+def _child_features(seed):
+    return GenMM(dancer(200), fps=None, threads=2).sample(260, seed=seed).features

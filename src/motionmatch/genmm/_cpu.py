@@ -44,6 +44,7 @@ from motionmatch.genmm import _cpu_kernels as K
 # ----------------------------------------------------------------------------- threads
 
 _POOL: ThreadPoolExecutor | None = None
+_POOL_PID = 0  # the process that made it: a forked child makes its own
 _POOL_LOCK = threading.Lock()
 
 #: The least work of one thread's share of a step, in estimated nanoseconds (the ``NS_*``
@@ -69,10 +70,12 @@ def available_cores() -> int:
 
 
 def _pool() -> ThreadPoolExecutor:
-    global _POOL
+    global _POOL, _POOL_PID
     with _POOL_LOCK:
-        if _POOL is None:
+        if _POOL is None or _POOL_PID != os.getpid():
+            # A forked child inherits the parent's pool object but none of its threads.
             _POOL = ThreadPoolExecutor(max_workers=64, thread_name_prefix="genmm")
+            _POOL_PID = os.getpid()
         return _POOL
 
 
