@@ -333,6 +333,18 @@ class Matcher:
         self.weights = _core.vote_weights(p, None) if weights is None else np.asarray(weights, dtype=np.float64)
         self.loaded = False
         self._ready = None  # (D, colmins, parts) of the loaded synthesis, made by the last pass B
+        self._pairs: list = []  # two (D, colmins) buffers: one read while the other is made
+
+    def _buffers(self, not_this: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """A ``(D, colmins)`` pair of this stage's buffers (made once; not the pair whose
+        ``D`` is ``not_this``), the column minima set to ``inf``."""
+        if not self._pairs:
+            m = self.bank.starts
+            self._pairs = [(np.empty((self.k, m), dtype=self.dtype),
+                            np.empty((self.workers.threads, m), dtype=self.dtype)) for _ in range(2)]
+        D, colmins = self._pairs[1] if self._pairs[0][0] is not_this else self._pairs[0]
+        colmins.fill(np.inf)
+        return D, colmins
 
     def load(self, X: np.ndarray) -> None:
         """Take the synthesis ``X [n, D]`` (float64): its part's columns, centred."""
@@ -347,10 +359,8 @@ class Matcher:
     def _distances(self) -> tuple[np.ndarray, np.ndarray, int]:
         """Pass A on the loaded synthesis: ``(D, colmins, parts)``."""
         b, p, w, Xc, Yt = self.bank, self.p, self.workers, self.Xc, self.bank.Y.T
-        m = b.starts
         xx = patch_sums(self.frame_sq, p, self.dtype)
-        D = np.empty((self.k, m), dtype=self.dtype)
-        colmins = np.full((w.threads, m), np.inf, dtype=self.dtype)
+        D, colmins = self._buffers()
         parts = w.rows(lambda r0, r1, t: K.patch_rows(Xc[r0:r1 + p - 1] @ Yt, r0, xx[r0:], b.yy, p, D, colmins[t],
                                                        r0, r1), self.k, self._ns_a())
         return D, colmins, parts
@@ -379,10 +389,9 @@ class Matcher:
         frames after it itself. Returns the resampled synthesis ``[n, D]`` (float64). For a
         whole-body part whose synthesis nothing changes between resampling and matching."""
         b, p, wk, n, k = self.bank, self.p, self.workers, self.n, self.k
-        m, D_all = b.starts, X_prev.shape[1]
+        D_all = X_prev.shape[1]
         X = np.empty((n, D_all))
-        D = np.empty((k, m), dtype=self.dtype)
-        colmins = np.full((wk.threads, m), np.inf, dtype=self.dtype)
+        D, colmins = self._buffers()
         cols, mean = self.cols, b.mean
 
         def share(r0: int, r1: int, t: int) -> None:
@@ -430,8 +439,7 @@ class Matcher:
         cols = np.arange(d if recenter else 0, dtype=np.int64)
         # Not on a loop, the next iteration's pass A rides along (see the class doc).
         fuse = recenter and not self.periodic
-        D_next = np.empty((self.k, m), dtype=self.dtype) if fuse else None
-        colmins_next = np.full((w.threads, m), np.inf, dtype=self.dtype) if fuse else None
+        D_next, colmins_next = self._buffers(not_this=D) if fuse else (None, None)
         n, dtype = self.n, self.dtype
 
         def share(r0: int, r1: int, t: int) -> None:
