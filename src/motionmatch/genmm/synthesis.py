@@ -9,7 +9,6 @@ from pathlib import Path
 
 import numpy as np
 
-from motionmatch.anim import quat
 from motionmatch.anim.bvh import load_bvh
 from motionmatch.anim.motion import Motion
 from motionmatch.anim.resample import resample
@@ -32,6 +31,7 @@ from motionmatch.genmm.representation import (
     decode,
     detect_feet,
     encode,
+    rotation_6d,
 )
 
 __all__ = ["Completion", "GenMM", "GenMMConfig", "GenMMResult", "Keyframes", "load_examples", "synthesize"]
@@ -513,7 +513,7 @@ class GenMM:
             pairs = [(kj, find_joint(self.skeleton, km.skeleton.names[kj])) for kj in kjs]
         kidx = [a for a, _ in pairs]
         ours = [b for _, b in pairs]
-        rot6 = quat.to_6d(km.rotations[:, kidx])  # [K, Jk, 6]
+        rot6 = rotation_6d(km.rotations[:, kidx])  # [K, Jk, 6]
         cols = lay.rot_cols[ours].reshape(-1)
         root_pin = keys.pin_root_height and 0 in ours and kidx[ours.index(0)] == 0
         out = []
