@@ -2,7 +2,8 @@
 
     python benchmarks/bench_genmm.py [--data DIR] [--samples 10] [--long 100000] [--json]
     python benchmarks/bench_genmm.py --only paper [--quick] [--seeds 5] [--plot genmm_scaling.png]
-    python benchmarks/bench_genmm.py --only threads [--threads 1,2] [--rounds 15] [--json]
+    python benchmarks/bench_genmm.py --only threads [--threads 1,2] [--rounds 15] [--before] [--json]
+    python benchmarks/bench_genmm.py --only diversity [--sets 5] [--json]
 
 For the salsa (1,296 output frames), crab dance (768) and elephant idle (402) examples at
 the default settings (30 fps, patch 11, alpha 0.01, 3 iterations, factor 0.75, coarsest
@@ -51,6 +52,11 @@ diversity), each output twice the examples' length:
 
 ``--quick``: 2 seeds, the dog and Gangnam rows of Table 3, four rows of Table 4, outputs
 of 1k-10k frames.
+
+With ``--only diversity --sets S`` (issue 33, item 10): every moving example synthesized
+with seeds 0 .. 3S - 1 and scored in sets of three seeds (coverage, patch distances, set
+diversity): the mean and spread over the sets, the first set (seeds 0-2), and the official
+code's set diversity from the issue where there is one.
 
 With ``--only threads`` (issue 33, item 9): every moving example of ``genmm-examples``
 synthesized ``--rounds`` times (seeds 0, 1, ...) on each of ``--threads`` thread counts,
@@ -359,6 +365,51 @@ def print_threads(res: dict) -> None:
 
 
 # --------------------------------------------------------------------------------------
+# Set diversity (issue 33, item 10): sets of three seeds, the spread between sets.
+# --------------------------------------------------------------------------------------
+
+# The official code's set diversity in the issue (one set of three seeds each).
+OFFICIAL_DIVERSITY = {"Crabnew_Crab-dance-long.bvh": 0.696, "Elephant_idle1.bvh": 0.778, "Xia_normal.bvh": 0.671}
+
+
+def diversity_sets(root: Path, sets: int, say) -> dict:
+    """Per moving example of ``genmm-examples``: ``3 * sets`` outputs (seeds 0, 1, ...,
+    defaults, twice the example's length), scored in sets of three (seeds 3k .. 3k + 2)
+    with :func:`metrics.genmm.evaluate`: mean and spread (standard deviation) over the sets
+    of coverage, global and local patch distance and set diversity, and the first set's."""
+    from motionmatch.genmm import GenMM
+    from motionmatch.metrics.genmm import evaluate
+
+    out = {"sets": sets, "examples": {}}
+    keys = ("coverage", "global_patch_distance", "local_patch_distance", "set_diversity")
+    for name in THREAD_EXAMPLES:
+        say(f"diversity: {name}")
+        gen = GenMM(root / "genmm-examples" / name)
+        outs = [gen.sample(seed=s).motion for s in range(3 * sets)]
+        reps = [evaluate(gen.examples, outs[3 * k:3 * k + 3]) for k in range(sets)]
+        row = {}
+        for key in keys:
+            v = np.array([r[key] for r in reps])
+            row[key] = float(v.mean())
+            row[f"{key}_spread"] = float(v.std())
+            row[f"{key}_first_set"] = float(v[0])
+        row["official_set_diversity"] = OFFICIAL_DIVERSITY.get(name)
+        out["examples"][name] = row
+    return out
+
+
+def print_diversity(res: dict) -> None:
+    print(f"\nGenMM set diversity: {res['sets']} sets of 3 seeds per example (seeds 0-{3 * res['sets'] - 1}), "
+          "mean +- spread of the sets")
+    print(f"{'example':<30} {'coverage':>15} {'global':>7} {'local':>7} {'diversity':>15} {'seeds 0-2':>9} {'official':>8}")
+    for name, r in res["examples"].items():
+        off = r["official_set_diversity"]
+        print(f"{name:<30} {r['coverage']:>7.3f} +- {r['coverage_spread']:.3f} {r['global_patch_distance']:>7.3f} "
+              f"{r['local_patch_distance']:>7.3f} {r['set_diversity']:>7.3f} +- {r['set_diversity_spread']:.3f} "
+              f"{r['set_diversity_first_set']:>9.3f} {(f'{off:.3f}' if off else '-'):>8}")
+
+
+# --------------------------------------------------------------------------------------
 # The paper's evaluation (issue 17): Tables 2, 3, 4 and the time/memory curve (Figure 9).
 # --------------------------------------------------------------------------------------
 
@@ -567,9 +618,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--long", type=int, default=100_000, help="frames of the long run (0 skips it)")
     ap.add_argument("--no-baseline", action="store_true", help="skip the unfolded-patch baseline")
     ap.add_argument("--json", action="store_true", help="print JSON")
-    ap.add_argument("--only", choices=["speed", "paper", "threads", "all"], default="all",
+    ap.add_argument("--only", choices=["speed", "paper", "threads", "diversity", "all"], default="all",
                     help="speed: the synthesis timings above; paper: Tables 2-4 and the time/memory curve "
-                         "(issue 17); threads: one thread against more (issue 33); all (default): speed and paper")
+                         "(issue 17); threads: one thread against more (issue 33); diversity: sets of three seeds (issue 33); "
+                         "all (default): speed and paper")
+    ap.add_argument("--sets", type=int, default=5, help="diversity part: sets of three seeds per example (default 5)")
     ap.add_argument("--threads", default="1,2", metavar="T,T,...",
                     help="threads part: the thread counts compared, the first the baseline (default 1,2)")
     ap.add_argument("--rounds", type=int, default=15, help="threads part: syntheses per example and count (default 15)")
@@ -592,6 +645,14 @@ def main(argv: list[str] | None = None) -> int:
         scaling_child(args.child_scaling[0], int(args.child_scaling[1]))
         return 0
     root = data_root(args.data)
+    if args.only == "diversity":
+        say = (lambda m: None) if args.json else (lambda m: print(f"[{m}]", file=sys.stderr, flush=True))
+        res = diversity_sets(root, max(1, args.sets), say)
+        if args.json:
+            print(json.dumps(res, indent=2))
+        else:
+            print_diversity(res)
+        return 0
     if args.only == "threads":
         say = (lambda m: None) if args.json else (lambda m: print(f"[{m}]", file=sys.stderr, flush=True))
         counts = [int(v) for v in args.threads.split(",")]
