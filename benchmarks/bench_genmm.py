@@ -1,7 +1,9 @@
-"""GenMM synthesis speed, coverage and memory, one CPU thread.
+"""GenMM synthesis speed, coverage and memory, one CPU thread; one thread against two.
 
     python benchmarks/bench_genmm.py [--data DIR] [--samples 10] [--long 100000] [--json]
     python benchmarks/bench_genmm.py --only paper [--quick] [--seeds 5] [--plot genmm_scaling.png]
+    python benchmarks/bench_genmm.py --only threads [--threads 1,2] [--rounds 15] [--before] [--json]
+    python benchmarks/bench_genmm.py --only diversity [--sets 5] [--json]
 
 For the salsa (1,296 output frames), crab dance (768) and elephant idle (402) examples at
 the default settings (30 fps, patch 11, alpha 0.01, 3 iterations, factor 0.75, coarsest
@@ -11,7 +13,9 @@ the default settings (30 fps, patch 11, alpha 0.01, 3 iterations, factor 0.75, c
   seed on a fresh ``GenMM`` (the time of ``GenMM.sample``: the example pyramid, all stages,
   features out; no file I/O, no BVH parsing), and, as "warm", a second sample on the same
   ``GenMM`` that reuses its example pyramid (what ``--samples K`` does);
-* the same with a baseline measured in this run: the same code, but with patch distances
+* the same with the array-API code on numpy (``Engine.compiled = False``: the code before
+  the compiled CPU path of issue 33, which runs on one thread here: ``threads=1``);
+* the same with a baseline measured in this run: the array-API code, but with patch distances
   computed the way the reference implementation does (unfolded ``p * d`` patch vectors and
   one matrix product over them), so the speed-up of the unfold-free distances is seen on
   this machine;
@@ -49,7 +53,22 @@ diversity), each output twice the examples' length:
 ``--quick``: 2 seeds, the dog and Gangnam rows of Table 3, four rows of Table 4, outputs
 of 1k-10k frames.
 
-Threads: every BLAS/OpenMP/numba pool is limited to one thread before numpy is imported.
+With ``--only diversity --sets S`` (issue 33, item 10): every moving example synthesized
+with seeds 0 .. 3S - 1 and scored in sets of three seeds (coverage, patch distances, set
+diversity): the mean and spread over the sets, the first set (seeds 0-2), and the official
+code's set diversity from the issue where there is one.
+
+With ``--only threads`` (issue 33, item 9): every moving example of ``genmm-examples``
+synthesized ``--rounds`` times (seeds 0, 1, ...) on each of ``--threads`` thread counts,
+alternated within every round, a fresh ``GenMM`` each time: minimum and median seconds per
+count, the speed-up of the minima (PASS at 1.7x or more on every example), whether each
+seed gave bit-identical features on every count, the load average before and after, and a
+machine control timed in the same rounds (8 matrix products on 1 or 2 threads: what a
+second thread could give at that moment on a shared machine). Exit status 1 when an
+example misses 1.7x or an output differs.
+
+Threads: every BLAS/OpenMP/numba pool is limited to one thread before numpy is imported;
+GenMM's own threads are its ``threads`` setting (1, except in the threads part).
 """
 
 from __future__ import annotations
@@ -98,20 +117,31 @@ def unfolded_nearest_patches(be, X, bank, p, alpha, *, periodic=False, block_byt
     return np.argmin(score, axis=1)
 
 
-def time_synthesis(path: Path, samples: int, *, device: str = "cpu", baseline: bool = False) -> dict:
+def time_synthesis(path: Path, samples: int, *, device: str = "cpu", baseline: bool = False, threads: int = 1,
+                   compiled: bool = True) -> dict:
+    """Median synthesis time of ``samples`` seeds (see the module doc). ``compiled=False``
+    (or ``baseline``, which implies it): the array-API code on numpy instead of the
+    compiled CPU path, i.e. the code before issue 33."""
     from motionmatch.genmm import GenMM, _core
     from motionmatch.metrics.genmm import coverage, set_diversity
 
     orig = _core.nearest_patches
     if baseline:
         _core.nearest_patches = unfolded_nearest_patches
+        compiled = False
+
+    def make():
+        gen = GenMM(path, device=device, threads=threads)
+        gen.engine.compiled = compiled and device == "cpu"
+        return gen
+
     try:
-        GenMM(path, device=device).sample(seed=10_000)  # warm-up (imports, BLAS start-up)
+        make().sample(seed=10_000)  # warm-up (imports, BLAS start-up)
         times, warm, outs = [], [], []
         for s in range(samples):
             # A fresh GenMM per sample: the timed synthesis includes building the example
             # pyramid (as the reference's run does); the second sample reuses it.
-            gen = GenMM(path, device=device)
+            gen = make()
             res = gen.sample(seed=s)
             times.append(res.synthesis_s)
             outs.append(res.motion)
@@ -120,7 +150,7 @@ def time_synthesis(path: Path, samples: int, *, device: str = "cpu", baseline: b
         _core.nearest_patches = orig
     row = {"frames": outs[0].num_frames, "median_s": statistics.median(times), "min_s": min(times),
            "median_warm_s": statistics.median(warm)}
-    if not baseline and device == "cpu":
+    if not baseline and device == "cpu" and compiled:
         covs = [coverage(gen.examples, o) for o in outs]
         row["coverage_mean"] = float(np.mean(covs))
         row["coverage_min"] = float(np.min(covs))
@@ -138,7 +168,7 @@ def long_child(path: str, frames: int) -> None:
     """Run in a fresh process: one long synthesis, print JSON with time and peak memory."""
     from motionmatch.genmm import GenMM
 
-    gen = GenMM(path)
+    gen = GenMM(path, threads=1)
     gen.sample(200, seed=1)  # warm-up
     rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     tracemalloc.start()
@@ -151,6 +181,232 @@ def long_child(path: str, frames: int) -> None:
         "numpy_peak_mb": peak / 2**20, "peak_rss_mb": rss / 1024, "rss_before_mb": rss0 / 1024,
         "stage_s": [round(s, 3) for s in res.info.stage_seconds],
     }))
+
+
+# --------------------------------------------------------------------------------------
+# Threads (issue 33, item 9): one thread against two, alternated, on every example.
+# --------------------------------------------------------------------------------------
+
+# The moving clips of genmm-examples (the seventh file holds sparse key poses).
+THREAD_EXAMPLES = ["Joe_Salsa-Dancing-6.bvh", "Malcolm_Gangnam-Style.bvh", "Joe_Walk-In-Circle.bvh",
+                   "Crabnew_Crab-dance-long.bvh", "Elephant_idle1.bvh", "Xia_normal.bvh"]
+TARGET_THREAD_SPEEDUP = 1.7
+
+
+def machine_control(threads: int) -> float:
+    """Seconds for 8 float32 matrix products (600 x 400 x 600) shared by ``threads``
+    threads of GenMM's pool, BLAS on one thread each: what the machine gives a second
+    thread right now (on a quiet machine, the two-thread time is half)."""
+    from motionmatch.genmm import _cpu
+
+    rng = np.random.default_rng(0)
+    A = rng.standard_normal((600, 400)).astype(np.float32)
+    B = rng.standard_normal((400, 600)).astype(np.float32)
+
+    def job(r0, r1, _):
+        for _i in range(r0, r1):
+            A @ B
+
+    with _cpu.one_blas_thread():
+        t0 = time.perf_counter()
+        _cpu.Workers(threads).rows(job, 8, 1e9)
+        return time.perf_counter() - t0
+
+
+def critical_path(path: Path, threads: int, seed: int) -> float:
+    """CPU seconds on the critical path of one synthesis on ``threads`` threads: the
+    calling thread's CPU time outside the parallel steps, plus, per parallel step, the
+    longest share's CPU time and the caller's own overhead in the step (handing out the
+    shares; waiting excluded). Thread CPU time does not count the time a thread waits for
+    a core, so on a loaded machine this stays near what a quiet one would take (less the
+    threads' wake-ups), as the wall clock cannot. Measured by wrapping ``_cpu._at_once``
+    (where every parallel step runs) for the run."""
+    import threading
+
+    from motionmatch.genmm import GenMM, _cpu
+
+    orig = _cpu._at_once
+    caller = threading.current_thread()
+    path_s = [0.0, 0.0]  # the caller's CPU in the steps, the steps' critical path
+
+    def at_once(calls):
+        if threading.current_thread() is not caller:  # a step inside a share
+            return orig(calls)
+        cpu = [0.0] * len(calls)
+
+        def timed(j, call):
+            def run():
+                t = time.thread_time()
+                call()
+                cpu[j] = time.thread_time() - t
+            return run
+
+        t0 = time.thread_time()
+        orig([timed(j, c) for j, c in enumerate(calls)])
+        inside = time.thread_time() - t0
+        path_s[0] += inside
+        path_s[1] += max(cpu) + max(inside - cpu[0], 0.0)
+
+    gen = GenMM(path, threads=threads)
+    n = 2 * gen.example_frames
+    _cpu._at_once = at_once
+    try:
+        t0 = time.thread_time()
+        gen.engine.run(n, np.random.default_rng(seed))
+        total = time.thread_time() - t0
+    finally:
+        _cpu._at_once = orig
+    return total - path_s[0] + path_s[1]
+
+
+def thread_scaling(root: Path, threads: list[int], rounds: int, say, before: bool = False) -> dict:
+    """Per example of ``genmm-examples``: ``rounds`` syntheses (seeds 0, 1, ...) on each
+    thread count, the counts alternated within every round (their order reversed every
+    other round), a fresh ``GenMM`` each time; the minimum and median of each, the
+    speed-up of the minima over the first count, whether every seed gave the same
+    features on every count, and the machine control (:func:`machine_control`) timed in
+    the same rounds. With ``before``, the code before issue 33 (the array-API code on
+    numpy, ``Engine.compiled = False``, BLAS limited to each count by threadpoolctl) runs
+    in the same rounds too."""
+    from motionmatch.genmm import GenMM
+
+    def synthesize(path, t, seed, compiled):
+        gen = GenMM(path, threads=t)
+        gen.engine.compiled = compiled
+        if compiled:
+            return gen.sample(seed=seed)
+        from threadpoolctl import ThreadpoolController
+
+        with ThreadpoolController().limit(limits=t, user_api="blas"):
+            return gen.sample(seed=seed)
+
+    out = {"threads": threads, "rounds": rounds, "before": before, "load_before": os.getloadavg(), "examples": {}}
+    control = {t: [] for t in threads}
+    for name in THREAD_EXAMPLES:
+        path = root / "genmm-examples" / name
+        say(f"threads: {name}")
+        for t in threads:  # warm-up: compilation cache, BLAS, the pool's threads
+            GenMM(path, threads=t).sample(seed=10_000)
+        times = {t: [] for t in threads}
+        old = {t: [] for t in threads}
+        cpu_path = {t: [] for t in threads}
+        same = True
+        for r in range(rounds):
+            order = threads if r % 2 == 0 else threads[::-1]
+            feats = {}
+            for t in order:
+                res = synthesize(path, t, r, True)
+                times[t].append(res.synthesis_s)
+                feats[t] = res.features
+                if before:
+                    old[t].append(synthesize(path, t, r, False).synthesis_s)
+            same &= all(np.array_equal(feats[t], feats[threads[0]]) for t in threads)
+            for t in order:
+                control[t].append(machine_control(t))
+                cpu_path[t].append(critical_path(path, t, r))
+        row = {"frames": int(feats[threads[0]].shape[0]), "identical_output": bool(same)}
+        for t in threads:
+            row[f"min_s_{t}"] = min(times[t])
+            row[f"median_s_{t}"] = statistics.median(times[t])
+            if before:
+                row[f"before_min_s_{t}"] = min(old[t])
+                row[f"before_median_s_{t}"] = statistics.median(old[t])
+        for t in threads:
+            row[f"cpu_path_min_s_{t}"] = min(cpu_path[t])
+        for t in threads[1:]:
+            row[f"cpu_path_speedup_{t}"] = min(cpu_path[threads[0]]) / min(cpu_path[t])
+            row[f"speedup_min_{t}"] = min(times[threads[0]]) / min(times[t])
+            row[f"speedup_median_{t}"] = statistics.median(times[threads[0]]) / statistics.median(times[t])
+        out["examples"][name] = row
+    out["control"] = {f"min_s_{t}": min(v) for t, v in control.items()}
+    for t in threads[1:]:
+        out["control"][f"speedup_min_{t}"] = min(control[threads[0]]) / min(control[t])
+        out["control"][f"speedup_median_{t}"] = statistics.median(control[threads[0]]) / statistics.median(control[t])
+    out["load_after"] = os.getloadavg()
+    return out
+
+
+def print_threads(res: dict) -> None:
+    ts = res["threads"]
+    print(f"\nGenMM threads: {res['rounds']} rounds, the thread counts alternated; synthesis seconds "
+          f"(load average before {res['load_before'][0]:.1f}, after {res['load_after'][0]:.1f})")
+    hdr = f"{'example':<30} {'frames':>6} " + " ".join(f"{f'{t}t min':>8} {f'{t}t med':>8}" for t in ts)
+    hdr += " " + " ".join(f"{f'x{t} min':>7} {f'x{t} med':>7} {f'x{t} CPU':>7}" for t in ts[1:]) + "  same output"
+    print(hdr)
+    print("-" * len(hdr))
+    ok = True
+    for name, r in res["examples"].items():
+        line = f"{name:<30} {r['frames']:>6} " + " ".join(f"{r[f'min_s_{t}']:>8.4f} {r[f'median_s_{t}']:>8.4f}" for t in ts)
+        line += " " + " ".join(f"{r[f'speedup_min_{t}']:>6.2f}x {r[f'speedup_median_{t}']:>6.2f}x "
+                               f"{r[f'cpu_path_speedup_{t}']:>6.2f}x" for t in ts[1:])
+        line += f"  {'yes' if r['identical_output'] else 'NO'}"
+        ok &= r["identical_output"]
+        print(line)
+    c = res["control"]
+    print(f"{'machine control (8 products)':<37} " + " ".join(f"{c[f'min_s_{t}']:>8.4f} {'':>8}" for t in ts)
+          + " " + " ".join(f"{c[f'speedup_min_{t}']:>6.2f}x {c[f'speedup_median_{t}']:>6.2f}x {'':>7}" for t in ts[1:]))
+    for t in ts[1:]:
+        worst = min(r[f"speedup_min_{t}"] for r in res["examples"].values())
+        print(f"target: >= {TARGET_THREAD_SPEEDUP}x from {t} threads on every example (minima): "
+              f"{'PASS' if worst >= TARGET_THREAD_SPEEDUP else 'FAIL'} (lowest {worst:.2f}x; the machine gave "
+              f"{c[f'speedup_min_{t}']:.2f}x to pure matrix products)")
+    print(f"same features for a seed on every thread count: {'PASS' if ok else 'FAIL'}")
+    if res.get("before"):
+        print("\nbefore (the array-API code on numpy, BLAS on each count of threads), same rounds: min / median s")
+        for name, r in res["examples"].items():
+            cells = []
+            for t in ts:
+                cells.append(f"{t}t {r[f'before_min_s_{t}']:.4f} / {r[f'before_median_s_{t}']:.4f} "
+                             f"(now {r[f'min_s_{t}'] / r[f'before_min_s_{t}']:.2f}x the time)")
+            x = " ".join(f"x{t} {r[f'before_min_s_{ts[0]}'] / r[f'before_min_s_{t}']:.2f}" for t in ts[1:])
+            print(f"{name:<30} " + "; ".join(cells) + f"; {x}")
+    print("x2 CPU: one thread's CPU seconds over the critical path's on two (thread CPU time: what a quiet machine "
+          "would give, less thread wake-ups; minima over the rounds)")
+
+
+# --------------------------------------------------------------------------------------
+# Set diversity (issue 33, item 10): sets of three seeds, the spread between sets.
+# --------------------------------------------------------------------------------------
+
+# The official code's set diversity in the issue (one set of three seeds each).
+OFFICIAL_DIVERSITY = {"Crabnew_Crab-dance-long.bvh": 0.696, "Elephant_idle1.bvh": 0.778, "Xia_normal.bvh": 0.671}
+
+
+def diversity_sets(root: Path, sets: int, say) -> dict:
+    """Per moving example of ``genmm-examples``: ``3 * sets`` outputs (seeds 0, 1, ...,
+    defaults, twice the example's length), scored in sets of three (seeds 3k .. 3k + 2)
+    with :func:`metrics.genmm.evaluate`: mean and spread (standard deviation) over the sets
+    of coverage, global and local patch distance and set diversity, and the first set's."""
+    from motionmatch.genmm import GenMM
+    from motionmatch.metrics.genmm import evaluate
+
+    out = {"sets": sets, "examples": {}}
+    keys = ("coverage", "global_patch_distance", "local_patch_distance", "set_diversity")
+    for name in THREAD_EXAMPLES:
+        say(f"diversity: {name}")
+        gen = GenMM(root / "genmm-examples" / name)
+        outs = [gen.sample(seed=s).motion for s in range(3 * sets)]
+        reps = [evaluate(gen.examples, outs[3 * k:3 * k + 3]) for k in range(sets)]
+        row = {}
+        for key in keys:
+            v = np.array([r[key] for r in reps])
+            row[key] = float(v.mean())
+            row[f"{key}_spread"] = float(v.std())
+            row[f"{key}_first_set"] = float(v[0])
+        row["official_set_diversity"] = OFFICIAL_DIVERSITY.get(name)
+        out["examples"][name] = row
+    return out
+
+
+def print_diversity(res: dict) -> None:
+    print(f"\nGenMM set diversity: {res['sets']} sets of 3 seeds per example (seeds 0-{3 * res['sets'] - 1}), "
+          "mean +- spread of the sets")
+    print(f"{'example':<30} {'coverage':>15} {'global':>7} {'local':>7} {'diversity':>15} {'seeds 0-2':>9} {'official':>8}")
+    for name, r in res["examples"].items():
+        off = r["official_set_diversity"]
+        print(f"{name:<30} {r['coverage']:>7.3f} +- {r['coverage_spread']:.3f} {r['global_patch_distance']:>7.3f} "
+              f"{r['local_patch_distance']:>7.3f} {r['set_diversity']:>7.3f} +- {r['set_diversity_spread']:.3f} "
+              f"{r['set_diversity_first_set']:>9.3f} {(f'{off:.3f}' if off else '-'):>8}")
 
 
 # --------------------------------------------------------------------------------------
@@ -263,7 +519,7 @@ def scaling_child(path: str, frames: int) -> None:
     under tracemalloc; prints JSON."""
     from motionmatch.genmm import GenMM
 
-    gen = GenMM(path)
+    gen = GenMM(path, threads=1)
     gen.sample(200, seed=1)  # warm-up: imports, BLAS start-up
     rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     t0 = time.perf_counter()
@@ -362,9 +618,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--long", type=int, default=100_000, help="frames of the long run (0 skips it)")
     ap.add_argument("--no-baseline", action="store_true", help="skip the unfolded-patch baseline")
     ap.add_argument("--json", action="store_true", help="print JSON")
-    ap.add_argument("--only", choices=["speed", "paper", "all"], default="all",
+    ap.add_argument("--only", choices=["speed", "paper", "threads", "diversity", "all"], default="all",
                     help="speed: the synthesis timings above; paper: Tables 2-4 and the time/memory curve "
-                         "(issue 17); all (default): both")
+                         "(issue 17); threads: one thread against more (issue 33); diversity: sets of three seeds (issue 33); "
+                         "all (default): speed and paper")
+    ap.add_argument("--sets", type=int, default=5, help="diversity part: sets of three seeds per example (default 5)")
+    ap.add_argument("--threads", default="1,2", metavar="T,T,...",
+                    help="threads part: the thread counts compared, the first the baseline (default 1,2)")
+    ap.add_argument("--rounds", type=int, default=15, help="threads part: syntheses per example and count (default 15)")
+    ap.add_argument("--before", action="store_true",
+                    help="threads part: also the code before issue 33 (array-API code, BLAS threads), same rounds")
     ap.add_argument("--quick", action="store_true",
                     help="paper part: 2 seeds, fewer rows, outputs of 1k-10k frames only (a few minutes)")
     ap.add_argument("--seeds", type=int, default=None, help="paper part: outputs per table row (default 5; --quick 2)")
@@ -382,6 +645,27 @@ def main(argv: list[str] | None = None) -> int:
         scaling_child(args.child_scaling[0], int(args.child_scaling[1]))
         return 0
     root = data_root(args.data)
+    if args.only == "diversity":
+        say = (lambda m: None) if args.json else (lambda m: print(f"[{m}]", file=sys.stderr, flush=True))
+        res = diversity_sets(root, max(1, args.sets), say)
+        if args.json:
+            print(json.dumps(res, indent=2))
+        else:
+            print_diversity(res)
+        return 0
+    if args.only == "threads":
+        say = (lambda m: None) if args.json else (lambda m: print(f"[{m}]", file=sys.stderr, flush=True))
+        counts = [int(v) for v in args.threads.split(",")]
+        if len(counts) < 2 or min(counts) < 1:
+            sys.exit("--threads needs two or more counts >= 1, e.g. 1,2")
+        res = thread_scaling(root, counts, max(1, args.rounds), say, before=args.before)
+        if args.json:
+            print(json.dumps(res, indent=2))
+        else:
+            print_threads(res)
+        ok = all(r["identical_output"] and r[f"speedup_min_{t}"] >= TARGET_THREAD_SPEEDUP
+                 for r in res["examples"].values() for t in counts[1:])
+        return 0 if ok else 1
     paper = None
     if args.only in ("paper", "all"):
         say = (lambda m: None) if args.json else (lambda m: print(f"[{m}]", file=sys.stderr, flush=True))
@@ -426,6 +710,7 @@ def main(argv: list[str] | None = None) -> int:
     for name, ref in REFERENCE_S.items():
         path = folder / name
         row = time_synthesis(path, args.samples)
+        row["array_api_median_s"] = time_synthesis(path, max(3, args.samples // 3), compiled=False)["median_s"]
         if not args.no_baseline:
             row["baseline_unfolded_median_s"] = time_synthesis(path, max(3, args.samples // 3), baseline=True)["median_s"]
         if has_torch:
@@ -447,7 +732,8 @@ def main(argv: list[str] | None = None) -> int:
             if args.plot:
                 print(f"plot: {args.plot}")
         print(f"GenMM synthesis, one thread, {result['machine']}, numpy {result['numpy']}")
-        hdr = (f"{'example':<30} {'frames':>6} {'median s':>9} {'warm s':>7} {'unfolded s':>10} {'torch s':>8} {'ref s':>6} "
+        hdr = (f"{'example':<30} {'frames':>6} {'median s':>9} {'warm s':>7} {'array-API s':>11} {'unfolded s':>10} "
+               f"{'torch s':>8} {'ref s':>6} "
                f"{'speed-up':>8} {'coverage':>9} {'diversity':>9} {'bvh s':>6}")
         print(hdr)
         print("-" * len(hdr))
@@ -455,7 +741,7 @@ def main(argv: list[str] | None = None) -> int:
             base = r.get("baseline_unfolded_median_s")
             tch = r.get("torch_cpu_median_s")
             print(f"{name:<30} {r['frames']:>6} {r['median_s']:>9.3f} {r['median_warm_s']:>7.3f} "
-                  f"{(f'{base:.3f}' if base else '-'):>10} {(f'{tch:.3f}' if tch else '-'):>8} {r['reference_s']:>6.2f} "
+                  f"{r['array_api_median_s']:>11.3f} {(f'{base:.3f}' if base else '-'):>10} {(f'{tch:.3f}' if tch else '-'):>8} {r['reference_s']:>6.2f} "
                   f"{r['speedup_vs_reference']:>7.1f}x {100 * r['coverage_mean']:>8.2f}% {r['set_diversity']:>9.3f} "
                   f"{r['bvh_write_s']:>6.3f}")
         if "long" in result:

@@ -420,3 +420,19 @@ def test_torch_backend_matches_numpy():
     m = dancer(150)
     c = GenMM(m, fps=None, device="torch").sample(m.num_frames, noise_sigma=0.0)  # float32 distances
     assert same_rotations(c.motion.rotations, m.rotations) < 1e-12
+
+
+def test_rotation_6d_is_the_first_two_matrix_rows_and_goes_back():
+    """The authors' 6D form (``quat2repr6d``: rows, not columns) and its inverse."""
+    from motionmatch.genmm.representation import rotation_6d, rotation_from_6d
+
+    rng = np.random.default_rng(3)
+    q = rng.normal(size=(50, 4))
+    q /= np.linalg.norm(q, axis=1, keepdims=True)
+    m = quat.to_matrix(q)
+    d6 = rotation_6d(q)
+    np.testing.assert_allclose(d6[:, :3], m[:, 0, :], atol=1e-15)
+    np.testing.assert_allclose(d6[:, 3:], m[:, 1, :], atol=1e-15)
+    assert not np.allclose(d6, quat.to_6d(q))  # not the columns
+    back = rotation_from_6d(d6 * 3.0 + 0.0)  # any scale
+    assert np.abs(np.abs(np.sum(back * q, axis=1)) - 1).max() < 1e-12

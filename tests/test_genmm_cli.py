@@ -129,3 +129,22 @@ def test_long_syntheses_show_progress(tmp_path, example, capsys, monkeypatch):
     assert lines.index(steps[-1]) < next(i for i, x in enumerate(lines) if x.startswith("wrote "))
     assert run(example, "-o", tmp_path / "q.bvh", "--quiet") == 0
     assert capsys.readouterr().err == ""
+
+
+def test_threads_and_weighted_voting_on_the_command_line(tmp_path, example, capsys):
+    rep = tmp_path / "r.json"
+    a, b = tmp_path / "a.bvh", tmp_path / "b.bvh"
+    assert run(example, "-o", a, "--frames", "150", "--threads", "2", "--vote-sigma", "2.5", "--report", rep,
+               "--quiet", "--no-metrics") == 0
+    settings = json.loads(rep.read_text())["settings"]
+    assert settings["threads"] == 2 and settings["vote_sigma"] == 2.5
+    assert run(example, "-o", b, "--frames", "150", "--threads", "1", "--vote-sigma", "2.5", "--quiet", "--no-metrics") == 0
+    assert a.read_bytes() == b.read_bytes()  # the same file on one thread and on two
+    capsys.readouterr()
+    for bad in (("--threads", "0"), ("--vote-sigma", "-1")):
+        with pytest.raises(SystemExit) as e:
+            run(example, "-o", tmp_path / "c.bvh", *bad)
+        assert e.value.code == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and bad[0] in err[0]
+    assert not (tmp_path / "c.bvh").exists()

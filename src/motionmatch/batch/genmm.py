@@ -66,7 +66,9 @@ def genmm_cell(example: Motion, seed: int, config: dict, frames: int | None, loo
     from motionmatch.genmm import GenMM
     from motionmatch.metrics.genmm import evaluate
 
-    gen = GenMM([example], GenMMConfig(**config))
+    # A task is one core's work (the workers are one per core): one thread unless the
+    # settings say otherwise (the output is the same on any number).
+    gen = GenMM([example], GenMMConfig(**{**config, "threads": config.get("threads") or 1}))
     res = gen.sample(frames, seed=seed, loop=loop)
     row = {"frames": res.motion.num_frames, "fps": res.motion.fps, "synthesis_s": round(res.synthesis_s, 4),
            "coverage": None, "global_patch_distance": None, "local_patch_distance": None, "metrics_error": None}

@@ -127,6 +127,12 @@ def register(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     s.add_argument("--device", default="cpu", help="cpu (numpy, default), torch (PyTorch CPU), cuda or cuda:N")
     s.add_argument("--dtype", default="float32", choices=["float32", "float64"],
                    help="precision of the distance computations (float32)")
+    s.add_argument("--vote-sigma", type=arg.positive, default=None, metavar="FRAMES",
+                   help="weight the patches' frames by a Gaussian of this many frames around each patch's centre "
+                        "(default: average voting, the paper's)")
+    s.add_argument("--threads", type=arg.int_range(1, 256), default=None, metavar="T",
+                   help="CPU threads of a --device cpu synthesis (default: one per core); the output is the same "
+                        "on any number")
     a = p.add_argument_group("applications")
     a.add_argument("--loop", action="store_true", help="an endless loop: the last frame is the first frame")
     a.add_argument("--loop-root", default="closed", choices=["closed", "travel"],
@@ -282,7 +288,7 @@ def cmd_genmm(args: argparse.Namespace) -> int:
         pyramid_factor=args.pyramid_factor, coarse_ratio=args.coarse_ratio, noise_sigma=args.noise,
         fps=args.fps, root_weight=args.root_weight, contacts=bool(contacts and not args.reassemble),
         feet=tuple(f.strip() for f in args.feet.split(",")) if args.feet else None,
-        device=args.device, dtype=args.dtype,
+        device=args.device, dtype=args.dtype, threads=args.threads, vote_sigma=args.vote_sigma,
     )
     parts = parse_parts_arg(args.parts) if args.parts else None
     t0 = time.perf_counter()

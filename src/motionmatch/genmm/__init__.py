@@ -10,6 +10,8 @@ setting are documented in the modules:
 * :mod:`~motionmatch.genmm.engine`: the multi-stage pyramid and match-and-blend loop.
 * :mod:`~motionmatch.genmm._core`: patch distances, completeness-normalised nearest
   neighbours and average voting (array-API code: numpy, or PyTorch on CPU/GPU).
+* :mod:`~motionmatch.genmm._cpu`: the same on the CPU as compiled kernels on several
+  threads (``threads=``; the same output on any number), what ``device="cpu"`` runs.
 * :mod:`~motionmatch.genmm.parts`: skeleton-aware parts (automatic or given).
 * :mod:`~motionmatch.genmm.applications`: reassembly, random locomotion.
 * :mod:`~motionmatch.genmm.footik`: contact-aware foot clean-up.

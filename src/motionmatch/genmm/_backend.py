@@ -7,13 +7,11 @@ for PyTorch tensors the namespace comes from ``array-api-compat`` (both are in t
 ``motionmatch[gpu]`` extra). Nothing here imports torch unless a torch device is asked for,
 so the CPU path needs neither package.
 
-Why this and not numba kernels or torch everywhere (measured with
-``benchmarks/bench_genmm.py``, one thread): the distance step is a matrix product
-(BLAS: 6.6 ms of the 8 ms a final-stage salsa iteration spends on distances) plus ``p``
-shifted additions; a fused numba kernel could only shave the additions, and would be CPU
-only, i.e. a second implementation for the GPU. PyTorch's CPU backend runs the same code
-1.2-2x slower than numpy here (0.109 s vs 0.095 s salsa, 0.019 vs 0.014 s elephant) and
-is a 700 MB dependency, so numpy stays the CPU path and torch is only for CUDA.
+On the CPU, numpy's backend does not run the core's row-wise steps through numpy but
+through compiled kernels on several threads (:mod:`motionmatch.genmm._cpu`), the same
+operations in the same order. PyTorch's CPU backend ran the array-API code 1.2-2x slower than numpy
+(0.109 s vs 0.095 s salsa, 0.019 vs 0.014 s elephant, one thread) and is a 700 MB
+dependency, so numpy stays the CPU path and torch is only for CUDA.
 """
 
 from __future__ import annotations

@@ -24,6 +24,7 @@ of a synthesis is its feature array plus a bounded amount.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Any
 
@@ -54,13 +55,22 @@ class Bank:
     starts: int
 
 
+@functools.lru_cache(maxsize=512)
 def resample_indices(n_src: int, n_dst: int, periodic: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Linear-resampling gather indices ``i0, i1`` and weights ``w`` (numpy).
+    """Linear-resampling gather indices ``i0, i1`` and weights ``w`` (numpy, read-only:
+    remembered for the next synthesis of the same lengths).
 
     Not periodic: the first and last frames map onto each other (frame ``k`` of the new
     sequence sits at ``k (n_src - 1) / (n_dst - 1)``). Periodic: the sequence is a circle of
     ``n_src`` frames (frame ``k`` sits at ``k n_src / n_dst``, wrapping around).
     """
+    out = _resample_indices(int(n_src), int(n_dst), bool(periodic))
+    for a in out:
+        a.flags.writeable = False
+    return out
+
+
+def _resample_indices(n_src: int, n_dst: int, periodic: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     if n_dst == n_src:
         i = np.arange(n_src)
         return i, i, np.zeros(n_src)
@@ -255,9 +265,22 @@ def nearest_patches(
     return xp.concat(out, axis=0) if len(out) > 1 else out[0]
 
 
-def vote(be: Backend, bank: Bank, nn: Any, n: int, p: int, *, periodic: bool = False) -> Any:
-    """Average voting: frame ``f`` of the result is the mean of the example frames that the
-    matched patches covering ``f`` put there. Returns ``[n, d]`` float64 (not centred)."""
+def vote_weights(p: int, sigma: float | None) -> np.ndarray:
+    """``[p]`` voting weight of each place ``t`` in a patch: all ones (``sigma=None``:
+    average voting, the paper's), or a Gaussian of ``sigma`` frames around the patch's
+    centre, so that a frame takes more from the patches centred near it."""
+    if sigma is None:
+        return np.ones(p)
+    t = np.arange(p) - (p - 1) / 2.0
+    return np.exp(-0.5 * (t / float(sigma)) ** 2)
+
+
+def vote(be: Backend, bank: Bank, nn: Any, n: int, p: int, *, periodic: bool = False,
+         weights: np.ndarray | None = None) -> Any:
+    """Voting: frame ``f`` of the result is the mean of the example frames that the
+    matched patches covering ``f`` put there, weighted by their place in the patch
+    (``weights [p]``, :func:`vote_weights`; ``None``: average voting). Returns ``[n, d]``
+    float64 (not centred)."""
     xp = be.xp
     Y = bank.Y64
     d = int(Y.shape[1])
@@ -266,13 +289,19 @@ def vote(be: Backend, bank: Bank, nn: Any, n: int, p: int, *, periodic: bool = F
     out = xp.zeros((total, d), dtype=Y.dtype, device=_device(be, Y))
     for t in range(p):
         for c0, c1 in _chunks(k):
-            out[t + c0:t + c1] += xp.take(Y, nn[c0:c1] + t, axis=0)
+            rows = xp.take(Y, nn[c0:c1] + t, axis=0)
+            if weights is not None:
+                rows = rows * float(weights[t])
+            out[t + c0:t + c1] += rows
+    w = np.ones(p) if weights is None else np.asarray(weights, dtype=np.float64)
     if periodic:
         if p > 1:
             out[0:p - 1] += out[n:n + p - 1]
-        return out[0:n] / float(p)
+        return out[0:n] / float(w.sum())
     f = np.arange(n)
-    count = (np.minimum(f, k - 1) - np.maximum(0, f - p + 1) + 1).astype(np.float64)
+    lo, hi = np.maximum(0, f - p + 1), np.minimum(f, k - 1)  # the patches covering frame f
+    csum = np.concatenate([[0.0], np.cumsum(w)])
+    count = csum[f - lo + 1] - csum[f - hi]  # the weights of places t = f - s, s = lo .. hi
     return out / be.asarray(count[:, None], dtype=out.dtype)
 
 

@@ -34,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from motionmatch.genmm import _core
+from motionmatch.genmm import _core, _cpu
 from motionmatch.genmm._backend import Backend
 
 
@@ -130,6 +130,8 @@ class EngineSettings:
     pyramid_factor: float = 0.75
     coarse_ratio: float = 5.0
     block_bytes: int = 64 << 20
+    threads: int | None = None
+    vote_sigma: float | None = None
 
 
 def _progress(k: int, stages: int, it: int, iterations: int, frames: int, fraction: float,
@@ -157,7 +159,17 @@ class Engine:
             raise ValueError(f"alpha must be positive (or None to disable completeness), got {settings.alpha}")
         if not parts:
             raise ValueError("no skeletal parts to synthesize")
+        if settings.threads is not None and settings.threads < 1:
+            raise ValueError(f"threads must be at least 1 (or None for every core), got {settings.threads}")
         self.settings = settings
+        self.workers = _cpu.Workers(settings.threads)
+        if settings.vote_sigma is not None and not settings.vote_sigma > 0:
+            raise ValueError(f"vote_sigma must be positive (or None for average voting), got {settings.vote_sigma}")
+        self.vote_weights = _core.vote_weights(p, settings.vote_sigma)
+        #: On the numpy backend, run the compiled CPU path (:mod:`~motionmatch.genmm._cpu`,
+        #: on ``settings.threads`` threads); ``False``: the array-API code, on numpy and
+        #: BLAS's threads (the reference the compiled path is measured and tested against).
+        self.compiled = backend.name == "numpy"
         self.be = backend
         self.D = int(num_columns)
         self.parts = list(parts)
@@ -196,14 +208,41 @@ class Engine:
         p = self.settings.patch_size
         return [max(p, round(n * s)) for s in self.scales[:-1]] + [n]
 
-    def bank(self, part_index: int, k: int) -> _core.Bank:
+    def bank(self, part_index: int, k: int, workers: _cpu.Workers | None = None) -> _core.Bank:
+        """The examples of part ``part_index`` at stage ``k`` (made once; on the compiled
+        path on ``workers``, default the engine's)."""
         key = (part_index, k)
         if key not in self._banks:
             part = self.parts[part_index]
             lengths = self.example_lengths(k)[part_index]
-            clips = [_core.resample_np(c, n) for c, n in zip(part.clips, lengths)]
-            self._banks[key] = _core.make_bank(self.be, clips, self.means[part_index], self.settings.patch_size)
+            p = self.settings.patch_size
+            if self.compiled:
+                self._banks[key] = _cpu.make_bank(workers or self.workers, part.clips, lengths, self.means[part_index],
+                                                  p, self.be.float_dtype)
+            else:
+                clips = [_core.resample_np(c, n) for c, n in zip(part.clips, lengths)]
+                self._banks[key] = _core.make_bank(self.be, clips, self.means[part_index], p)
         return self._banks[key]
+
+    def _prepare(self, n0: int, rng: np.random.Generator, noise_sigma: float,
+                 periodic: bool) -> tuple[np.ndarray, np.ndarray | None]:
+        """Compiled path: every stage's examples not made yet, the coarsest examples
+        stretched to ``n0`` frames and the first noise (``[n0, D]`` each; no noise: ``None``),
+        at once on the engine's threads (each on one)."""
+        one = _cpu.Workers(1)
+        fns, ns = [], []
+        for k in range(len(self.scales)):
+            for i, part in enumerate(self.parts):
+                if (i, k) not in self._banks:
+                    fns.append(lambda i=i, k=k: self.bank(i, k, one))
+                    ns.append(sum(self.example_lengths(k)[i]) * len(part.columns) * (_cpu.NS_RESAMPLE + _cpu.NS_CENTER))
+        fns.append(lambda: self._stretched_examples(n0, periodic))
+        ns.append((n0 + sum(self.example_lengths(0)[0])) * self.D * 3 * _cpu.NS_RESAMPLE)
+        if noise_sigma > 0:
+            fns.append(lambda: rng.standard_normal((n0, self.D)))
+            ns.append(n0 * self.D * _cpu.NS_NORMAL)
+        out = self.workers.jobs(fns, ns)
+        return (out[-2], out[-1]) if noise_sigma > 0 else (out[-1], None)
 
     def stage_work(self, lengths: Sequence[int]) -> np.ndarray:
         """``[stages]`` relative cost of one iteration at each stage for synthesis
@@ -217,18 +256,25 @@ class Engine:
         return work
 
     # ---------------------------------------------------------------------- run
-    def initial_guess(self, n0: int, rng: np.random.Generator, noise_sigma: float, periodic: bool) -> np.ndarray:
-        """Stage-0 start ``[n0, D]``: the coarsest examples (end to end) stretched to ``n0``
-        frames, plus Gaussian noise of standard deviation ``noise_sigma`` (feature units: 6D
-        rotation components lie in [-1, 1]), wrapped into (-1, 1) by ``fmod``; 0: no noise."""
+    def _stretched_examples(self, n0: int, periodic: bool) -> np.ndarray:
+        """``[n0, D]``: the coarsest examples, end to end, stretched to ``n0`` frames."""
         base = np.zeros((n0, self.D))
         cnt = np.zeros(self.D)
-        lengths = self.example_lengths(0)
-        for part, ls in zip(self.parts, lengths):
+        for part, ls in zip(self.parts, self.example_lengths(0)):
             coarse = np.concatenate([_core.resample_np(c, n) for c, n in zip(part.clips, ls)], axis=0)
             base[:, part.columns] += _core.resample_np(coarse, n0, periodic=periodic)
             cnt[part.columns] += 1
         base /= np.maximum(cnt, 1)
+        return base
+
+    def initial_guess(self, n0: int, rng: np.random.Generator, noise_sigma: float, periodic: bool,
+                      noise: np.ndarray | None = None, base: np.ndarray | None = None) -> np.ndarray:
+        """Stage-0 start ``[n0, D]``: the coarsest examples (end to end) stretched to ``n0``
+        frames, plus Gaussian noise of standard deviation ``noise_sigma`` (feature units: 6D
+        rotation components lie in [-1, 1]), wrapped into (-1, 1) by ``fmod``; 0: no noise.
+        ``noise``: the standard normal draw ``[n0, D]`` from ``rng``, ``base`` the stretched
+        examples, when made already."""
+        base = self._stretched_examples(n0, periodic) if base is None else base
         if noise_sigma > 0:
             # As the authors' code: Gaussian noise in feature units, wrapped into (-1, 1).
             # At the default sigma (10) this leaves nothing of the stretched examples: the
@@ -237,7 +283,11 @@ class Engine:
             # 25-60 times weaker and averages out over a patch: when the output was as long
             # as the examples, every seed matched the examples themselves and gave the same
             # motion, keyframes or not.
-            base = np.fmod(base + rng.standard_normal(base.shape) * noise_sigma, 1.0)
+            noise = rng.standard_normal((n0, self.D)) if noise is None else noise
+            base += noise * noise_sigma
+            # fmod(x, 1) exactly (x - trunc(x) is exact for finite x), 6x faster than libm's
+            # fmod; only a result of zero may differ, in its sign.
+            base -= np.trunc(base)
         return base
 
     def run(
@@ -263,6 +313,12 @@ class Engine:
             progress: called with a :class:`SynthesisProgress` after every iteration
                 (``None``: nothing is reported).
         """
+        if self.compiled:
+            with _cpu.one_blas_thread():
+                return self._run(n, rng, noise_sigma, periodic, frames, columns, progress)
+        return self._run(n, rng, noise_sigma, periodic, frames, columns, progress)
+
+    def _run(self, n, rng, noise_sigma, periodic, frames, columns, progress) -> tuple[np.ndarray, RunInfo]:
         t0 = time.perf_counter()
         be = self.be
         st = self.settings
@@ -273,18 +329,27 @@ class Engine:
         for c in columns:
             if c.values.shape != (n, len(c.columns)):
                 raise ValueError(f"a column constraint must have values [{n}, {len(c.columns)}], got {list(c.values.shape)}")
-        X = be.asarray(self.initial_guess(lengths[0], rng, noise_sigma, periodic), dtype=be.float64)
+        base, noise = self._prepare(lengths[0], rng, noise_sigma, periodic) if self.compiled else (None, None)
+        X = be.asarray(self.initial_guess(lengths[0], rng, noise_sigma, periodic, noise, base), dtype=be.float64)
         stage_s = []
         work = self.stage_work(lengths)
         bounds = np.concatenate([[0.0], np.cumsum(work)]) / work.sum()  # share of the work before each stage
         for k, nk in enumerate(lengths):
             ts = time.perf_counter()
-            if k > 0:
-                X = _core.resample(be, X, nk, periodic=periodic)
             pins = self._stage_pins(n, nk, periodic, frames, columns)
+            matchers = self._matchers(k, nk, periodic) if self.compiled else None
+            if k > 0 and matchers is not None and self.whole and not pins:
+                # Resampled, loaded and matched in one pass (nothing changes it in between).
+                i0, i1, w = _core.resample_indices(int(X.shape[0]), nk, periodic)
+                X = matchers[0].start(X, i0, i1, w)
+            elif k > 0:
+                X = self._resample(X, nk, periodic)
             X = self._apply(X, pins)
             for it in range(st.iterations):
-                X = self._iterate(X, k, periodic)
+                if matchers is None:
+                    X = self._iterate(X, k, periodic)
+                else:
+                    X = self._iterate_cpu(X, matchers, recenter=not pins and it + 1 < st.iterations)
                 X = self._apply(X, pins)
                 if progress is not None:
                     be.synchronize()
@@ -299,24 +364,60 @@ class Engine:
 
     def _iterate(self, X: Any, k: int, periodic: bool) -> Any:
         be, xp = self.be, self.be.xp
-        st = self.settings
-        p = st.patch_size
-        n = int(X.shape[0])
         if self.whole:
-            bank = self.bank(0, k)
-            Xc = _core.centered(be, X, bank.mean)
-            nn = _core.nearest_patches(be, Xc, bank, p, st.alpha, periodic=periodic, block_bytes=st.block_bytes)
-            return _core.vote(be, bank, nn, n, p, periodic=periodic)
+            return self._match_and_blend(X, self.bank(0, k), None, periodic)
         acc = xp.zeros_like(X)
         cnt = np.zeros(self.D)
         for i, part in enumerate(self.parts):
-            bank = self.bank(i, k)
             cols = be.asarray(part.columns, dtype=be.index_dtype)
-            Xc = _core.centered(be, X, bank.mean, cols)
-            nn = _core.nearest_patches(be, Xc, bank, p, st.alpha, periodic=periodic, block_bytes=st.block_bytes)
-            acc[:, cols] += _core.vote(be, bank, nn, n, p, periodic=periodic)
+            acc[:, cols] += self._match_and_blend(X, self.bank(i, k), cols, periodic)
             cnt[part.columns] += 1
         return acc / be.asarray(cnt[None, :], dtype=acc.dtype)
+
+    def _match_and_blend(self, X: Any, bank: _core.Bank, cols: Any | None, periodic: bool) -> Any:
+        """One part's iteration (array-API path): its columns ``cols`` of ``X [n, D]``
+        (``None``: all) matched patch by patch to ``bank`` and blended: ``[n, len(cols)]``
+        float64."""
+        be = self.be
+        st = self.settings
+        p = st.patch_size
+        n = int(X.shape[0])
+        Xc = _core.centered(be, X, bank.mean, cols)
+        nn = _core.nearest_patches(be, Xc, bank, p, st.alpha, periodic=periodic, block_bytes=st.block_bytes)
+        return _core.vote(be, bank, nn, n, p, periodic=periodic,
+                          weights=None if st.vote_sigma is None else self.vote_weights)
+
+    def _matchers(self, k: int, n: int, periodic: bool) -> list[_cpu.Matcher]:
+        """The CPU path's :class:`~motionmatch.genmm._cpu.Matcher` of each part at stage ``k``."""
+        st = self.settings
+        return [_cpu.Matcher(self.workers, self.bank(i, k), st.patch_size, st.alpha, n, periodic,
+                             None if self.whole else part.columns, self.D, st.block_bytes, self.vote_weights)
+                for i, part in enumerate(self.parts)]
+
+    def _iterate_cpu(self, X: np.ndarray, matchers: list[_cpu.Matcher], recenter: bool) -> np.ndarray:
+        """One iteration on the CPU path. ``recenter``: nothing will change ``X`` before the
+        next iteration (no pins), so a whole-body matcher centres it on the way."""
+        if self.whole:
+            m = matchers[0]
+            if not m.loaded:
+                m.load(X)
+            return m.iterate(recenter)
+        acc = np.zeros_like(X)
+        cnt = np.zeros(self.D)
+        for m, part in zip(matchers, self.parts):
+            m.load(X)
+            acc[:, part.columns] += m.iterate(False)
+            cnt[part.columns] += 1
+        return acc / cnt[None, :]
+
+    def _resample(self, X: Any, n: int, periodic: bool) -> Any:
+        """``X`` linearly resampled to ``n`` frames (see :func:`_core.resample_indices`)."""
+        if not self.compiled:
+            return _core.resample(self.be, X, n, periodic=periodic)
+        if X.shape[0] == n:
+            return X
+        i0, i1, w = _core.resample_indices(int(X.shape[0]), n, periodic)
+        return _cpu.resample(self.workers, X, i0, i1, w)
 
     def _stage_pins(self, n, nk, periodic, frames, columns) -> list[tuple]:
         """``(row or None, columns, values, fade rows, fade weights)`` to write at this stage."""

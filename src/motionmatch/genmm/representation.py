@@ -7,9 +7,9 @@ to its working dtype):
 columns                count   what
 =====================  ======  ========================================================
 joint rotations        6 J     every joint's *local* rotation in the continuous 6D form
-                               (:func:`motionmatch.anim.quat.to_6d`: the first two columns
-                               of its matrix). The root joint's local rotation is its
-                               world rotation, so the root's heading is absolute.
+                               of the authors' code (:func:`rotation_6d`: the first two
+                               *rows* of its matrix). The root joint's local rotation is
+                               its world rotation, so the root's heading is absolute.
 root velocity          2       the root joint's ground-plane velocity ``(vx, vz)`` in world
                                axes, in m/s divided by the body scale ``H`` (so body
                                heights per second), times ``root_weight``. Frame ``t`` holds
@@ -244,6 +244,28 @@ class FeatureLayout:
         )
 
 
+def rotation_6d(q: np.ndarray) -> np.ndarray:
+    """``[..., 6]``: the first two rows of the rotation matrices of quaternions ``[..., 4]``,
+    the 6D form of the authors' code (``quat2repr6d``). Not the first two columns
+    (:func:`motionmatch.anim.quat.to_6d`, what this was before): a distance between rows
+    weighs a joint's rotation about the parent's axes, between columns about its own, and
+    with rows the syntheses were more diverse on five of the six genmm examples, coverage
+    as high or higher on four (benchmarks/README.md, "GenMM set diversity")."""
+    m = quat.to_matrix(q)
+    return np.concatenate([m[..., 0, :], m[..., 1, :]], axis=-1)
+
+
+def rotation_from_6d(d6: np.ndarray) -> np.ndarray:
+    """Quaternions ``[..., 4]`` from :func:`rotation_6d` values ``[..., 6]`` (Gram-Schmidt on
+    the two rows, any scale)."""
+    d6 = np.asarray(d6, dtype=np.float64)
+    a, b = d6[..., :3], d6[..., 3:]
+    r0 = a / np.maximum(np.linalg.norm(a, axis=-1, keepdims=True), 1e-12)
+    b = b - np.sum(r0 * b, axis=-1, keepdims=True) * r0
+    r1 = b / np.maximum(np.linalg.norm(b, axis=-1, keepdims=True), 1e-12)
+    return quat.from_matrix(np.stack([r0, r1, quat.cross(r0, r1)], axis=-2))
+
+
 def root_velocity(positions: np.ndarray, fps: float) -> np.ndarray:
     """``[F, 2]`` ground-plane forward-difference velocities (m/s) of root positions ``[F, 3]``;
     the last frame repeats the one before (zero for a single frame)."""
@@ -264,7 +286,7 @@ def encode(motion: Motion, layout: FeatureLayout, contacts: np.ndarray | None = 
     if J != layout.skeleton.num_joints:
         raise MotionError(f"{motion.name}: {J} joints, the feature layout has {layout.skeleton.num_joints}")
     X = np.empty((F, layout.num_columns))
-    X[:, layout.rot_cols.reshape(-1)] = quat.to_6d(motion.rotations).reshape(F, 6 * J)
+    X[:, layout.rot_cols.reshape(-1)] = rotation_6d(motion.rotations).reshape(F, 6 * J)
     w = layout.root_weight / layout.scale
     root = motion.translations[:, 0]
     X[:, layout.root_cols[:2]] = root_velocity(root, motion.fps) * w
@@ -316,7 +338,7 @@ def decode(
     cols = layout.rot_cols.reshape(-1)
     for f0 in range(0, F, 4096):  # in chunks: the 6D -> quaternion temporaries are large
         f1 = min(f0 + 4096, F)
-        rot[f0:f1] = quat.from_6d(X[f0:f1, cols].reshape(f1 - f0, J, 6))
+        rot[f0:f1] = rotation_from_6d(X[f0:f1, cols].reshape(f1 - f0, J, 6))
     rot = quat.unroll(rot, axis=0)
     tr = np.broadcast_to(layout.rest_translations, (F, J, 3)).copy()
     if layout.trans_joints:

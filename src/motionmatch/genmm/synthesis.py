@@ -9,7 +9,6 @@ from pathlib import Path
 
 import numpy as np
 
-from motionmatch.anim import quat
 from motionmatch.anim.bvh import load_bvh
 from motionmatch.anim.motion import Motion
 from motionmatch.anim.resample import resample
@@ -32,6 +31,7 @@ from motionmatch.genmm.representation import (
     decode,
     detect_feet,
     encode,
+    rotation_6d,
 )
 
 __all__ = ["Completion", "GenMM", "GenMMConfig", "GenMMResult", "Keyframes", "load_examples", "synthesize"]
@@ -75,6 +75,17 @@ class GenMMConfig:
             cache-sized tiles; when all of a stage's distances fit in ``block_mb`` they are
             kept for the second step of the matching, otherwise recomputed (slower, but the
             memory stays bounded however long the output).
+        threads: CPU threads of a synthesis on ``device="cpu"`` (``None``: one per core
+            this process may use). A seed gives the same output on any number (see
+            :mod:`motionmatch.genmm._cpu`). While it runs, numpy's BLAS is held to one
+            thread per call where ``threadpoolctl`` is installed (the synthesis calls it
+            from its own threads).
+        vote_sigma: ``None`` (default): average voting, the paper's (a frame is the mean of
+            the example frames the patches covering it put there). A number: those frames
+            weighted by a Gaussian of ``vote_sigma`` frames around each patch's centre, so
+            a frame takes most from the patches centred near it (less blur). Measured on
+            the genmm examples (benchmarks/README.md, "GenMM set diversity"): more diverse
+            on the elephant, less coverage on the styled walk; not the default.
     """
 
     patch_size: int = 11
@@ -91,6 +102,8 @@ class GenMMConfig:
     device: str = "cpu"
     dtype: str = "float32"
     block_mb: float = 256.0
+    threads: int | None = None
+    vote_sigma: float | None = None
 
     def __post_init__(self) -> None:
         if self.root_weight <= 0:
@@ -103,10 +116,16 @@ class GenMMConfig:
             raise ValueError(f"fps must be positive (or None for the examples' rate), got {self.fps}")
         if self.block_mb <= 0:
             raise ValueError(f"block_mb must be positive, got {self.block_mb}")
+        if self.vote_sigma is not None and not self.vote_sigma > 0:
+            raise ValueError(f"vote_sigma must be positive (or None for average voting), got {self.vote_sigma}")
+        if self.threads is not None and (isinstance(self.threads, bool) or int(self.threads) != self.threads
+                                         or self.threads < 1):
+            raise ValueError(f"threads must be a whole number >= 1 (or None for every core), got {self.threads}")
 
     def engine_settings(self) -> EngineSettings:
         return EngineSettings(self.patch_size, self.alpha, self.iterations, self.pyramid_factor, self.coarse_ratio,
-                              int(self.block_mb * (1 << 20)))
+                              int(self.block_mb * (1 << 20)), None if self.threads is None else int(self.threads),
+                              None if self.vote_sigma is None else float(self.vote_sigma))
 
 
 def _config(config: GenMMConfig | None, overrides: dict) -> GenMMConfig:
@@ -494,7 +513,7 @@ class GenMM:
             pairs = [(kj, find_joint(self.skeleton, km.skeleton.names[kj])) for kj in kjs]
         kidx = [a for a, _ in pairs]
         ours = [b for _, b in pairs]
-        rot6 = quat.to_6d(km.rotations[:, kidx])  # [K, Jk, 6]
+        rot6 = rotation_6d(km.rotations[:, kidx])  # [K, Jk, 6]
         cols = lay.rot_cols[ours].reshape(-1)
         root_pin = keys.pin_root_height and 0 in ours and kidx[ours.index(0)] == 0
         out = []

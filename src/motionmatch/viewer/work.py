@@ -5,6 +5,7 @@ work stops within an iteration of the close."""
 
 from __future__ import annotations
 
+import os
 import tempfile
 import time
 from collections.abc import Callable
@@ -20,7 +21,9 @@ def synthesize(paths, keyframes, seconds: float, seed: int, loop: bool, variants
     from motionmatch.genmm import GenMM, Keyframes
 
     t0 = time.perf_counter()
-    gen = GenMM([str(p) for p in paths])
+    # One core left to the session's own stepping and messages (GenMM's output is the same
+    # on any number of threads).
+    gen = GenMM([str(p) for p in paths], threads=max(1, _cores() - 1))
     check()
     frames = max(round(seconds * gen.fps), 16)
     keys = Keyframes.from_bvh(keyframes) if keyframes is not None else None
@@ -29,6 +32,13 @@ def synthesize(paths, keyframes, seconds: float, seed: int, loop: bool, variants
         check()
         results.append(gen.sample(frames, seed=seed + i, loop=loop, keyframes=keys, progress=lambda _p: check()))
     return gen.fps, results, time.perf_counter() - t0
+
+
+def _cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
 
 
 def export_file(motion, fmt: str, mannequin, check: Callable[[], None]) -> tuple[bytes, str]:
