@@ -153,6 +153,26 @@ def test_grid_lines_lie_on_the_surface_and_bend_where_it_does():
     assert c[2].sum() > c[3].sum()
 
 
+def test_a_mesh_ground_is_drawn_on_its_triangles():
+    """A triangle mesh (a plane rising 0.2 m per metre along x): lines and tiles on it."""
+    from motionmatch.environment.terrain import TriangleMesh
+
+    v = np.array([[-5.0, -1.0, -5.0], [5.0, 1.0, -5.0], [5.0, 1.0, 5.0], [-5.0, -1.0, 5.0]])
+    mesh = TriangleMesh(v, [[0, 2, 1], [0, 3, 2]])
+    g = PreviewGround(mesh, spacing=0.5)
+    lines, ends, tiles, colours = g.ground(np.array([-4.0, -4.0]), np.array([4.0, 4.0]), np.array([0.6, -0.4, -0.7]))
+    np.testing.assert_allclose(lines[:, 1], 0.2 * lines[:, 0], atol=1e-12)
+    np.testing.assert_allclose(tiles[..., 1], 0.2 * tiles[..., 0], atol=1e-12)
+    assert len(np.split(lines, ends)) == 2 * 17
+    assert (g.low, g.high) == pytest.approx((-1.0, 1.0))
+    # higher tiles browner; the slope faces -x, towards the light (from -x): lighter than level ground as high
+    h = tiles[..., 1].mean(axis=1)
+    order = np.argsort(h)
+    assert np.all(np.diff((colours[:, 0] - colours[:, 1])[order]) >= -1e-12)
+    level = g.colours(h, np.tile([0.0, 1.0, 0.0], (len(h), 1)))
+    assert np.all(colours.sum(axis=1) > level.sum(axis=1))
+
+
 # ----------------------------------------------------------------------- on the forest
 def test_the_forest_preview_draws_the_relief_and_the_feet_on_it(hiker, forest):
     motion = hiker.motion
