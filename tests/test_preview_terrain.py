@@ -135,17 +135,27 @@ def test_grid_lines_lie_on_the_surface_and_bend_where_it_does():
     X, Z = np.meshgrid(axis, axis)
     field = HeightField((0.0, 0.0), 0.5, 0.4 * np.sin(X) * np.cos(Z / 1.3))
     g = PreviewGround(field, spacing=1.0)
-    lines, ends, tiles, colours = g.ground(np.array([-1.0, -1.0]), np.array([11.0, 11.0]), np.array([0.0, -0.3, -1.0]))
+    forward = np.array([0.3, -0.4, -0.87])  # looking mostly towards -z: rows along x
+    lines, ends, surface, colours = g.ground(np.array([-1.0, -1.0]), np.array([11.0, 11.0]), forward)
     np.testing.assert_allclose(lines[:, 1], field.heights(lines[:, [0, 2]]), atol=1e-12)
     for line in np.split(lines, ends):
         mid = (line[1:] + line[:-1]) / 2
         np.testing.assert_allclose(mid[:, 1], field.heights(mid[:, [0, 2]]), atol=1e-9)
     assert len(np.split(lines, ends)) == 2 * 13  # lines every metre from -1 to 11, both ways
-    # the tiles cover the rectangle, painted from the farthest (along the camera's forward) to the nearest
-    depth = tiles.mean(axis=1) @ np.array([0.0, -0.3, -1.0])
-    assert np.all(np.diff(depth) <= 1e-12)
-    assert tiles[..., 0].min() == -1.0 and tiles[..., 2].max() == 11.0
-    assert colours.shape == (len(tiles), 3) and 0.0 <= colours.min() and colours.max() <= 1.0
+    # the surface covers the rectangle on the ground's heights, its rows and each row's quads
+    # painted from the farthest (along the camera's forward, on the ground) to the nearest
+    np.testing.assert_allclose(surface[..., 1], field.heights(surface[..., [0, 2]].reshape(-1, 2)).reshape(
+        surface.shape[:2]), atol=1e-12)
+    depth = surface[..., [0, 2]] @ forward[[0, 2]]
+    assert np.all(np.diff(depth, axis=0) < 0) and np.all(np.diff(depth, axis=1) < 0)
+    assert np.all(np.diff(surface[..., 2], axis=1) == 0)  # rows along x (the camera looks along z more)
+    assert (surface[..., 0].min(), surface[..., 2].max()) == (-1.0, 11.0)
+    R, C = surface.shape[0] - 1, surface.shape[1] - 1
+    assert (R, C) == (24, 24)  # the field's 0.5 m cells
+    assert colours.shape == (R * C, 3) and 0.0 <= colours.min() and colours.max() <= 1.0
+    # looking along +x instead: rows along z, the farthest (largest x) first
+    _, _, across, _ = g.ground(np.array([-1.0, -1.0]), np.array([11.0, 11.0]), np.array([0.9, -0.4, 0.1]))
+    assert np.all(np.diff(across[..., 0], axis=1) == 0) and np.all(np.diff(across[..., 0], axis=0) < 0)
     # colours: higher ground browner (more red than green), a slope to the light lighter than one away
     h, n = np.array([-0.4, 0.4, 0.0, 0.0]), np.array([[0, 1, 0], [0, 1, 0], [-0.26, 0.97, 0], [0.26, 0.97, 0]])
     c = g.colours(h, n)
@@ -154,19 +164,19 @@ def test_grid_lines_lie_on_the_surface_and_bend_where_it_does():
 
 
 def test_a_mesh_ground_is_drawn_on_its_triangles():
-    """A triangle mesh (a plane rising 0.2 m per metre along x): lines and tiles on it."""
+    """A triangle mesh (a plane rising 0.2 m per metre along x): lines and quads on it."""
     from motionmatch.environment.terrain import TriangleMesh
 
     v = np.array([[-5.0, -1.0, -5.0], [5.0, 1.0, -5.0], [5.0, 1.0, 5.0], [-5.0, -1.0, 5.0]])
     mesh = TriangleMesh(v, [[0, 2, 1], [0, 3, 2]])
     g = PreviewGround(mesh, spacing=0.5)
-    lines, ends, tiles, colours = g.ground(np.array([-4.0, -4.0]), np.array([4.0, 4.0]), np.array([0.6, -0.4, -0.7]))
+    lines, ends, surface, colours = g.ground(np.array([-4.0, -4.0]), np.array([4.0, 4.0]), np.array([0.6, -0.4, -0.7]))
     np.testing.assert_allclose(lines[:, 1], 0.2 * lines[:, 0], atol=1e-12)
-    np.testing.assert_allclose(tiles[..., 1], 0.2 * tiles[..., 0], atol=1e-12)
+    np.testing.assert_allclose(surface[..., 1], 0.2 * surface[..., 0], atol=1e-12)
     assert len(np.split(lines, ends)) == 2 * 17
     assert (g.low, g.high) == pytest.approx((-1.0, 1.0))
     # higher tiles browner; the slope faces -x, towards the light (from -x): lighter than level ground as high
-    h = tiles[..., 1].mean(axis=1)
+    h = ((surface[1:, 1:] + surface[:-1, :-1] + surface[1:, :-1] + surface[:-1, 1:]) / 4)[..., 1].ravel()
     order = np.argsort(h)
     assert np.all(np.diff((colours[:, 0] - colours[:, 1])[order]) >= -1e-12)
     level = g.colours(h, np.tile([0.0, 1.0, 0.0], (len(h), 1)))

@@ -318,12 +318,10 @@ class _Renderer:
         lw = 2.2 * self.height / 480
         self.grid = LineCollection([], colors=[_GRID if self.ground is None else _GROUND_LINES],
                                    linewidths=0.8 * self.height / 480, zorder=1)
-        if self.ground is not None:  # the surface, shaded, under its grid
-            from matplotlib.collections import PolyCollection
-
-            self.tiles = PolyCollection([], edgecolors="none", antialiaseds=False, zorder=0.5)
-            ax.add_collection(self.tiles)
-            self._tiles_drawn: NDArray | None = None
+        self.ax = ax
+        self.surface: Any = None  # a terrain's quad mesh, made anew each frame (see _draw_ground)
+        self._colours_drawn: NDArray | None = None
+        self._rgba = np.zeros((0, 4))
         self.shadow = LineCollection([], colors=[(0.0, 0.0, 0.0, 0.18)], linewidths=lw, zorder=2)
         self.bones = LineCollection([], colors=colours, linewidths=lw, capstyle="round", zorder=5)
         for c in (self.grid, self.shadow, self.bones):
@@ -385,14 +383,25 @@ class _Renderer:
         grid rectangle; here only projected)."""
         assert self.ground is not None
         cam = self.cam
-        lines, ends, tiles, colours = self.ground.ground(*self._grid_rectangle(target), cam.basis[2])
-        if tiles is not self._tiles_drawn:
-            self._tiles_drawn = tiles
-            self.tiles.set_facecolor(colours)
+        from matplotlib.collections import QuadMesh
+
+        lines, ends, surface, colours = self.ground.ground(*self._grid_rectangle(target), cam.basis[2])
+        if colours is not self._colours_drawn:
+            self._colours_drawn = colours
+            self._rgba = np.concatenate([colours, np.ones((len(colours), 1))], axis=1)
         self.grid.set_segments(np.split(cam.project(lines), ends))  # NaN (not drawn) behind the camera
-        q = cam.project(tiles)
-        q[~np.isfinite(q).all(axis=(1, 2))] = 0.0  # a quad reaching behind the camera: none (off screen)
-        self.tiles.set_verts(q)
+        q = cam.project(surface)
+        rgba = self._rgba
+        seen = np.isfinite(q).all(axis=-1)
+        if not seen.all():  # a quad reaching behind the camera (off screen): transparent
+            q = np.where(seen[..., None], q, 0.0)
+            rgba = rgba.copy()
+            rgba[~(seen[:-1, :-1] & seen[1:, :-1] & seen[:-1, 1:] & seen[1:, 1:]).ravel(), 3] = 0.0
+        mesh = QuadMesh(q, antialiased=False, edgecolors="none", linewidth=0.0, zorder=0.5)
+        mesh.set_facecolor(rgba)
+        if self.surface is not None:
+            self.surface.remove()
+        self.surface = self.ax.add_collection(mesh, autolim=False)
 
     def pixels(self, k: int, points: NDArray) -> NDArray:
         """``[..., 2]``: where world ``points [..., 3]`` are drawn in output frame ``k``, as

@@ -7,8 +7,9 @@ the preview's figure, over the rectangle of ground the camera sees:
   typical triangle; coarser where that would make more than :data:`MAX_TILES`), each
   coloured by its height (green-grey low to sand high, over the whole terrain's range, so
   a colour means the same height in every frame) and hill-shaded by its slope (lighter
-  facing the light, darker turned away), listed from the farthest from the camera to the
-  nearest so that painting them in order hides what a hill hides;
+  facing the light, darker turned away), a mesh whose rows and quads run from the
+  farthest from the camera to the nearest so that painting them in order (one quad mesh,
+  drawn in one call) hides what a hill hides;
 * the grid lines lying on it, each a polyline sampled where the surface bends (a height
   field's cell edges, where its bilinear heights bend, so the line follows the surface
   exactly).
@@ -94,7 +95,7 @@ class PreviewGround:
             if isinstance(terrain, HeightField):  # its grid's own heights: the exact range
                 self.low, self.high = min(self.low, float(terrain.grid.min())), max(self.high, float(terrain.grid.max()))
         self._key: tuple | None = None
-        self._lines = self._line_ends = self._tiles = self._tile_colours = np.zeros(0)
+        self._lines = self._line_ends = self._surface = self._tile_colours = np.zeros(0)
 
     # ------------------------------------------------------------------ points on it
     def heights(self, xz: NDArray) -> NDArray:
@@ -133,31 +134,40 @@ class PreviewGround:
         points = np.stack([flat[:, 0], self.terrain.heights(flat), flat[:, 1]], axis=1)
         self._lines = points
         self._line_ends = np.cumsum([along_x.size] * len(zs) + [along_z.size] * len(xs))[:-1]
-        # tiles: quads between samples, shaded by their normal, far ones first
+        # the surface: quads between samples, shaded by their normal, in rows painted far to near
         area = float(np.prod(hi - lo))
         tx, tz = self._samples(lo, hi, max(self.detail, math.sqrt(area / MAX_TILES)))
         gx, gz = np.meshgrid(tx, tz)
         gy = self.terrain.heights(np.stack([gx.ravel(), gz.ravel()], axis=1)).reshape(gx.shape)
-        g = np.stack([gx, gy, gz], axis=-1)  # [Z, X, 3]
-        quads = np.stack([g[:-1, :-1], g[:-1, 1:], g[1:, 1:], g[1:, :-1]], axis=2).reshape(-1, 4, 3)
-        normal = np.cross(quads[:, 3] - quads[:, 1], quads[:, 2] - quads[:, 0])  # diagonals: up for x, z rising
-        normal /= np.linalg.norm(normal, axis=1, keepdims=True)
-        order = np.argsort(-(quads.mean(axis=1) @ forward), kind="stable")
-        self._tiles = np.ascontiguousarray(quads[order])
-        self._tile_colours = self.colours(quads[order].mean(axis=1)[:, 1], normal[order])
+        g = np.stack([gx, gy, gz], axis=-1)  # [Z, X, 3]: rows along z, columns along x
+        across = abs(forward[0]) > abs(forward[2])
+        if across:  # the camera looks along x more than along z: rows along x
+            g = g.transpose(1, 0, 2)
+        row_axis, column_axis = (0, 2) if across else (2, 0)
+        if forward[row_axis] > 0:  # the farthest row first
+            g = g[::-1]
+        if forward[column_axis] > 0:  # in a row, the farthest quad first
+            g = g[:, ::-1]
+        self._surface = np.ascontiguousarray(g)
+        normal = np.cross(g[1:, 1:] - g[:-1, :-1], g[1:, :-1] - g[:-1, 1:]).reshape(-1, 3)  # the diagonals'
+        normal *= np.sign(normal[:, 1:2]) / np.linalg.norm(normal, axis=1, keepdims=True)  # (turned up)
+        centre = (g[1:, 1:] + g[:-1, :-1] + g[1:, :-1] + g[:-1, 1:]).reshape(-1, 3) / 4
+        self._tile_colours = self.colours(centre[:, 1], normal)
 
     def ground(self, lo: NDArray, hi: NDArray, forward: NDArray) -> tuple[NDArray, NDArray, NDArray, NDArray]:
         """The ground over the rectangle ``lo [2] .. hi [2]`` (x, z), made once per rectangle:
-        ``(lines [P, 3], line_ends [L-1], tiles [Q, 4, 3], tile_colours [Q, 3])``: the grid
-        lines (every ``spacing`` from ``lo``) as points on the surface, split into polylines
-        at ``line_ends`` (``np.split``), and the surface as quads ordered from the farthest
-        along the camera's ``forward [3]`` to the nearest (painted in that order), with
-        their RGB colours."""
+        ``(lines [P, 3], line_ends [L-1], surface [R+1, C+1, 3], colours [R*C, 3])``: the
+        grid lines (every ``spacing`` from ``lo``) as points on the surface, split into
+        polylines at ``line_ends`` (``np.split``), and the surface as a mesh of ``R x C``
+        quads (``surface[i, j]``, ``[i, j+1]``, ``[i+1, j+1]``, ``[i+1, j]``) with their RGB
+        colours, row by row: rows run along the ground axis the camera's ``forward [3]``
+        looks along less, the farthest row first and in each row the farthest quad first,
+        so that painting them in that order (a quad mesh's order) hides what a hill hides."""
         key = (float(lo[0]), float(lo[1]), float(hi[0]), float(hi[1]), *map(float, forward))
         if key != self._key:
             self._make(np.asarray(lo, dtype=np.float64), np.asarray(hi, dtype=np.float64), np.asarray(forward))
             self._key = key
-        return self._lines, self._line_ends, self._tiles, self._tile_colours
+        return self._lines, self._line_ends, self._surface, self._tile_colours
 
     def colours(self, heights: NDArray, normals: NDArray) -> NDArray:
         """``[N, 3]`` RGB of ground at ``heights [N]`` with ``normals [N, 3]``: its height
