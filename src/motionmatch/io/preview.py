@@ -10,8 +10,10 @@ of root paths.
 
 Speed: the scene is projected to 2D by our own camera (perspective or orthographic) and
 drawn on one plain 2D matplotlib axes whose artists are created once and updated with
-``set_data``/``set_segments`` every frame; the output is subsampled to at most 30 fps by
-default. Matplotlib's 3D toolkit is not used: it is several times slower per frame.
+``set_data``/``set_segments`` every frame (a terrain's geometry is made once per grid
+rectangle and only projected; its surface is one quad mesh); the output is subsampled to
+at most 30 fps by default. Matplotlib's 3D toolkit is not used: it is several times
+slower per frame.
 
 matplotlib (and Pillow, which it depends on) and imageio-ffmpeg are optional: they are
 imported only when a function here runs, and a missing one is reported by name
@@ -381,11 +383,12 @@ class _Renderer:
     def _draw_ground(self, target: NDArray) -> None:
         """The terrain's shaded surface and its grid lines on it (the geometry made once per
         grid rectangle; here only projected)."""
-        assert self.ground is not None
-        cam = self.cam
         from matplotlib.collections import QuadMesh
 
-        lines, ends, surface, colours = self.ground.ground(*self._grid_rectangle(target), cam.basis[2])
+        cam, ground = self.cam, self.ground
+        if ground is None:
+            return
+        lines, ends, surface, colours = ground.ground(*self._grid_rectangle(target), cam.basis[2])
         if colours is not self._colours_drawn:
             self._colours_drawn = colours
             self._rgba = np.concatenate([colours, np.ones((len(colours), 1))], axis=1)
@@ -522,10 +525,10 @@ def render_preview(
     bones hanging from a ground-level root bone such as LAFAN1's ``SimulationBone`` are
     left out), its shadow on the ground, planted feet as green dots, a ground grid, the
     actual root trajectory travelled so far (blue) and the desired trajectory (orange),
-    with the time and frame number in the corner. On a ``terrain`` the grid lines lie on
-    its surface, coloured by height (green-grey low, brown high) and shaded by slope, and
-    the shadow and both trajectories lie on it too; the camera keeps the ground under the
-    character in view.
+    with the time and frame number in the corner. On a ``terrain`` its surface is drawn,
+    coloured by height (green-grey low, sand high) and hill-shaded by slope, with the grid
+    lines, the shadow and both trajectories lying on it; the camera keeps the ground under
+    the character in view.
 
     Args:
         motion: the clip (``world_positions`` and ``skeleton.parents`` are drawn).
