@@ -232,7 +232,8 @@ def cmd_follow(args: argparse.Namespace) -> int:
 
         rec = records[0]
         render_preview(rec.motion, args.preview, desired_trajectory=rec.desired, actual_trajectory=rec.root,
-                       progress=sys.stderr.isatty(), title=f"LHMM({args.k}, {args.levels}), {args.mode}")
+                       progress=sys.stderr.isatty(), title=f"LHMM({args.k}, {args.levels}), {args.mode}",
+                       terrain=sc.terrain if sc is not None else None)
         print(f"wrote {args.preview}")
     return 0
 

@@ -104,7 +104,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         from motionmatch.io.preview import render_preview
 
         render_preview(rec.motion, args.preview, desired_trajectory=rec.desired,
-                       actual_trajectory=rec.motion.world_positions[:, 0], progress=progress)
+                       actual_trajectory=rec.motion.world_positions[:, 0], progress=progress, terrain=terrain)
         print(f"wrote {args.preview}")
     return 0
 

@@ -3,13 +3,17 @@
 :func:`render_preview` draws a stick figure (bones between the joints of
 ``motion.world_positions``), planted feet, the ground, and desired/actual root
 trajectories, frame by frame, into a ``.gif`` (Pillow) or ``.mp4`` (the ffmpeg binary
-that ships with the ``imageio-ffmpeg`` package). :func:`plot_trajectories` writes a
-top-down PNG of root paths.
+that ships with the ``imageio-ffmpeg`` package). The ground is the floor at ``y = 0`` (a
+grey grid) or a terrain's surface, shaded, with the grid lying on it
+(:mod:`motionmatch.io.preview_ground`). :func:`plot_trajectories` writes a top-down PNG
+of root paths.
 
 Speed: the scene is projected to 2D by our own camera (perspective or orthographic) and
 drawn on one plain 2D matplotlib axes whose artists are created once and updated with
-``set_data``/``set_segments`` every frame; the output is subsampled to at most 30 fps by
-default. Matplotlib's 3D toolkit is not used: it is several times slower per frame.
+``set_data``/``set_segments`` every frame (a terrain's geometry is made once per grid
+rectangle and only projected; its surface is one quad mesh); the output is subsampled to
+at most 30 fps by default. Matplotlib's 3D toolkit is not used: it is several times
+slower per frame.
 
 matplotlib (and Pillow, which it depends on) and imageio-ffmpeg are optional: they are
 imported only when a function here runs, and a missing one is reported by name
@@ -37,6 +41,8 @@ from motionmatch.errors import MotionMatchError
 if TYPE_CHECKING:
     from motionmatch.anim.contacts import FootContacts
     from motionmatch.anim.motion import Motion
+    from motionmatch.environment.terrain import Terrain
+    from motionmatch.io.preview_ground import PreviewGround
 
 __all__ = [
     "MAX_DEFAULT_FPS",
@@ -59,6 +65,7 @@ _DESIRED = (0.95, 0.55, 0.05)
 _ACTUAL = (0.10, 0.55, 0.75)
 _CONTACT = (0.10, 0.70, 0.25)
 _GRID = (0.80, 0.80, 0.82)
+_GROUND_LINES = (0.20, 0.24, 0.16, 0.35)
 
 
 class MissingDependencyError(MotionMatchError, ImportError):
@@ -185,12 +192,18 @@ def _bone_list(motion: Motion) -> tuple[NDArray, NDArray, list[tuple[float, floa
     return np.array(child, dtype=np.int64), np.array(parent, dtype=np.int64), colours
 
 
-def _default_contacts(motion: Motion) -> FootContacts | None:
-    from motionmatch.anim.contacts import foot_contacts
+def _default_contacts(motion: Motion, terrain: Terrain | None = None) -> FootContacts | None:
+    """The feet's contacts found from their height above the ground (``terrain``'s under
+    each foot, else ``y = 0``) and their speed; ``None`` when the skeleton has no feet."""
+    from motionmatch.anim.contacts import find_feet, foot_contacts
     from motionmatch.errors import SkeletonError
 
     try:
-        return foot_contacts(motion)
+        if terrain is None:
+            return foot_contacts(motion)
+        feet = find_feet(motion.skeleton)
+        xz = motion.world_positions[:, feet][..., [0, 2]]
+        return foot_contacts(motion, feet, ground_height=terrain.heights(xz.reshape(-1, 2)).reshape(xz.shape[:2]))
     except SkeletonError:
         return None
 
@@ -216,6 +229,7 @@ class _Renderer:
         contacts: FootContacts | None,
         shown: NDArray,
         title: str | None,
+        terrain: Terrain | None = None,
     ):
         _require("matplotlib", "matplotlib", "render_preview")
         from matplotlib.backends.backend_agg import FigureCanvasAgg
@@ -243,24 +257,40 @@ class _Renderer:
         else:
             self.feet, self.contacts = np.zeros(0, dtype=np.int64), None
 
-        # Size of the character: its height, or its length for a long, low animal.
+        # Size of the character: its height (above the ground), or its length for a long, low animal.
         wp = self.wp
-        tall = np.percentile(wp[:, :, 1].max(axis=1), 95)
+        from motionmatch.anim.root import find_hips
+
+        hips_joint = find_hips(motion.skeleton)
+        top = wp[:, :, 1].max(axis=1)
+        self.ground: PreviewGround | None = None
+        if terrain is not None:
+            from motionmatch.io.preview_ground import PreviewGround
+
+            top = top - terrain.heights(wp[:, hips_joint][:, [0, 2]])
+        tall = np.percentile(top, 95)
         long = np.percentile(np.ptp(wp[:, :, [0, 2]], axis=1).max(axis=1), 95)
         self.scale = float(max(tall, long, 0.3))
         self.spacing = _nice_spacing(self.scale / 3)
+        if terrain is not None:
+            self.ground = PreviewGround(terrain, self.spacing)
+            if desired is not None:
+                self.desired = desired = self.ground.on_ground(desired)
+            self.actual = actual = self.ground.on_ground(actual)
 
         self.cam = _Camera(projection, azimuth, elevation, fov)
         target_y = 0.45 * self.scale
         if self.follow:
             from scipy.ndimage import uniform_filter1d
 
-            from motionmatch.anim.root import find_hips
-
-            hips = wp[:, find_hips(motion.skeleton)].copy()
+            hips = wp[:, hips_joint].copy()
             win = max(1, round(0.5 * motion.fps))
             hips = uniform_filter1d(hips, size=win, axis=0, mode="nearest")
-            hips[:, 1] = target_y
+            if self.ground is None:
+                hips[:, 1] = target_y
+            else:  # the ground's height under the character, smoothed as its path is
+                under = uniform_filter1d(self.ground.heights(hips[:, [0, 2]]), size=win, mode="nearest")
+                hips[:, 1] = under + target_y
             self.targets = hips
             self.cam.distance = 1.1 * self.scale / self.cam.tan_half
             self.cam.half_height = 1.1 * self.scale
@@ -272,6 +302,9 @@ class _Renderer:
             pts = np.concatenate(content)
             lo, hi = pts[:, [0, 2]].min(axis=0), pts[:, [0, 2]].max(axis=0)
             centre = np.array([(lo[0] + hi[0]) / 2, target_y, (lo[1] + hi[1]) / 2])
+            if self.ground is not None:  # the ground under the content: its middle height
+                under = self.ground.heights(pts[:: max(1, len(pts) // 20000), [0, 2]])
+                centre[1] += (float(under.min()) + float(under.max())) / 2
             self.targets = np.broadcast_to(centre, (motion.num_frames, 3))
             self._fit_fixed(pts, centre)
             self.grid_lo, self.grid_hi = lo - self.scale, hi + self.scale
@@ -285,7 +318,12 @@ class _Renderer:
         ax.set_ylim(-1.0, 1.0)
         ax.set_autoscale_on(False)
         lw = 2.2 * self.height / 480
-        self.grid = LineCollection([], colors=[_GRID], linewidths=0.8 * self.height / 480, zorder=1)
+        self.grid = LineCollection([], colors=[_GRID if self.ground is None else _GROUND_LINES],
+                                   linewidths=0.8 * self.height / 480, zorder=1)
+        self.ax = ax
+        self.surface: Any = None  # a terrain's quad mesh, made anew each frame (see _draw_ground)
+        self._colours_drawn: NDArray | None = None
+        self._rgba = np.zeros((0, 4))
         self.shadow = LineCollection([], colors=[(0.0, 0.0, 0.0, 0.18)], linewidths=lw, zorder=2)
         self.bones = LineCollection([], colors=colours, linewidths=lw, capstyle="round", zorder=5)
         for c in (self.grid, self.shadow, self.bones):
@@ -322,15 +360,18 @@ class _Renderer:
                 return
             cam.distance *= 1.15
 
-    def _grid_segments(self, target: NDArray) -> tuple[NDArray, NDArray]:
+    def _grid_rectangle(self, target: NDArray) -> tuple[NDArray, NDArray]:
+        """``(lo [2], hi [2])``: the ground (x, z) the grid covers, on grid lines."""
         sp = self.spacing
         if self.follow:
             half = math.ceil(4.0 * self.scale / sp) * sp
             cx, cz = round(target[0] / sp) * sp, round(target[2] / sp) * sp
-            lo, hi = np.array([cx - half, cz - half]), np.array([cx + half, cz + half])
-        else:
-            lo = np.floor(self.grid_lo / sp) * sp
-            hi = np.ceil(self.grid_hi / sp) * sp
+            return np.array([cx - half, cz - half]), np.array([cx + half, cz + half])
+        return np.floor(self.grid_lo / sp) * sp, np.ceil(self.grid_hi / sp) * sp
+
+    def _grid_segments(self, target: NDArray) -> tuple[NDArray, NDArray]:
+        sp = self.spacing
+        lo, hi = self._grid_rectangle(target)
         xs = np.arange(lo[0], hi[0] + sp / 2, sp)
         zs = np.arange(lo[1], hi[1] + sp / 2, sp)
         a = np.concatenate([np.stack([xs, np.zeros_like(xs), np.full_like(xs, lo[1])], 1),
@@ -339,17 +380,57 @@ class _Renderer:
                             np.stack([np.full_like(zs, hi[0]), np.zeros_like(zs), zs], 1)])
         return a, b
 
+    def _draw_ground(self, target: NDArray) -> None:
+        """The terrain's shaded surface and its grid lines on it (the geometry made once per
+        grid rectangle; here only projected)."""
+        from matplotlib.collections import QuadMesh
+
+        cam, ground = self.cam, self.ground
+        if ground is None:
+            return
+        lines, ends, surface, colours = ground.ground(*self._grid_rectangle(target), cam.basis[2])
+        if colours is not self._colours_drawn:
+            self._colours_drawn = colours
+            self._rgba = np.concatenate([colours, np.ones((len(colours), 1))], axis=1)
+        self.grid.set_segments(np.split(cam.project(lines), ends))  # NaN (not drawn) behind the camera
+        q = cam.project(surface)
+        rgba = self._rgba
+        seen = np.isfinite(q).all(axis=-1)
+        if not seen.all():  # a quad reaching behind the camera (off screen): transparent
+            q = np.where(seen[..., None], q, 0.0)
+            rgba = rgba.copy()
+            rgba[~(seen[:-1, :-1] & seen[1:, :-1] & seen[:-1, 1:] & seen[1:, 1:]).ravel(), 3] = 0.0
+        mesh = QuadMesh(q, antialiased=False, edgecolors="none", linewidth=0.0, zorder=0.5)
+        mesh.set_facecolor(rgba)
+        if self.surface is not None:
+            self.surface.remove()
+        self.surface = self.ax.add_collection(mesh, autolim=False)
+
+    def pixels(self, k: int, points: NDArray) -> NDArray:
+        """``[..., 2]``: where world ``points [..., 3]`` are drawn in output frame ``k``, as
+        (column, row) pixels of its image (row 0 at the top; NaN behind the camera)."""
+        self.cam.set_target(self.targets[int(self.shown[k])])
+        s = self.cam.project(np.asarray(points, dtype=np.float64))
+        return np.stack([(s[..., 0] + self.aspect) / (2 * self.aspect) * self.width,
+                         (1.0 - s[..., 1]) / 2 * self.height], axis=-1)
+
     def draw(self, k: int) -> NDArray[np.uint8]:
         """Render output frame ``k`` (source frame ``shown[k]``)."""
         f = int(self.shown[k])
         cam = self.cam
         cam.set_target(self.targets[f])
-        self.grid.set_segments(cam.project_segments(*self._grid_segments(self.targets[f])))
+        if self.ground is None:
+            self.grid.set_segments(cam.project_segments(*self._grid_segments(self.targets[f])))
+        else:
+            self._draw_ground(self.targets[f])
 
         pose = self.wp[f]
         self.bones.set_segments(cam.project_segments(pose[self.child], pose[self.parent]))
-        flat = pose.copy()
-        flat[:, 1] = 0.0
+        if self.ground is None:
+            flat = pose.copy()
+            flat[:, 1] = 0.0
+        else:
+            flat = self.ground.on_ground(pose)
         self.shadow.set_segments(cam.project_segments(flat[self.child], flat[self.parent]))
         used = np.unique(np.concatenate([self.child, self.parent]))
         js = cam.project(pose[used])
@@ -436,6 +517,7 @@ def render_preview(
     contacts: FootContacts | None = None,
     title: str | None = None,
     dpi: float = 100.0,
+    terrain: Terrain | None = None,
 ) -> Path:
     """Render a stick-figure video of ``motion`` to ``path`` (``.gif`` or ``.mp4``).
 
@@ -443,7 +525,10 @@ def render_preview(
     bones hanging from a ground-level root bone such as LAFAN1's ``SimulationBone`` are
     left out), its shadow on the ground, planted feet as green dots, a ground grid, the
     actual root trajectory travelled so far (blue) and the desired trajectory (orange),
-    with the time and frame number in the corner.
+    with the time and frame number in the corner. On a ``terrain`` its surface is drawn,
+    coloured by height (green-grey low, sand high) and hill-shaded by slope, with the grid
+    lines, the shadow and both trajectories lying on it; the camera keeps the ground under
+    the character in view.
 
     Args:
         motion: the clip (``world_positions`` and ``skeleton.parents`` are drawn).
@@ -455,9 +540,9 @@ def render_preview(
         desired_trajectory: ``[F, K, 3]`` points wanted at each frame (e.g. a controller's
             predicted future positions; drawn as connected dots) or ``[F, 3]`` one desired
             path (drawn dashed, with the point of the current frame); metres, drawn on
-            the ground (y is ignored).
-        actual_trajectory: ``[F, 3]`` the root's path (metres, on the ground); by default
-            the hips projected to the ground.
+            the ground (y is ignored: the ground's height under each point).
+        actual_trajectory: ``[F, 3]`` the root's path (metres, on the ground: y is
+            ignored); by default the hips projected to the ground.
         fps: output frame rate; default ``min(motion.fps, 30)``; never above
             ``motion.fps``. Output frame ``k`` shows the source frame nearest ``k / fps``
             (see :func:`output_frame_indices`).
@@ -471,16 +556,21 @@ def render_preview(
             side; elevation above the ground plane.
         progress: show a tqdm progress bar over output frames.
         contacts: foot contact labels to mark; by default
-            :func:`motionmatch.anim.contacts.foot_contacts` (none when the skeleton has no
-            recognisable feet).
+            :func:`motionmatch.anim.contacts.foot_contacts` (heights above ``terrain``;
+            none when the skeleton has no recognisable feet).
         title: an optional line shown above the time label.
         dpi: figure resolution (fonts and lines scale with ``size`` regardless).
+        terrain: the ground the motion was played on
+            (:class:`~motionmatch.environment.terrain.Terrain`, e.g. a scenario's
+            ``.terrain``); ``None`` or a flat ground: the floor at ``y = 0``, the same video
+            as without it.
 
     Returns:
         ``path`` as a ``Path``.
 
     Raises:
-        ValueError: an unsupported suffix, or arrays of the wrong shape.
+        ValueError: an unsupported suffix, arrays of the wrong shape, or a ``terrain``
+            that is not a ``Terrain``.
         MissingDependencyError: matplotlib, Pillow or imageio-ffmpeg is missing.
     """
     from tqdm.auto import tqdm
@@ -498,6 +588,9 @@ def render_preview(
     out_fps = min(motion.fps, MAX_DEFAULT_FPS) if fps is None else min(float(fps), motion.fps)
     if not (np.isfinite(out_fps) and out_fps > 0):
         raise ValueError(f"fps must be a positive number, got {fps}")
+    from motionmatch.io.preview_ground import check_terrain
+
+    ground = check_terrain(terrain)
     F = motion.num_frames
     desired = _as_trajectory(desired_trajectory, "desired_trajectory", F)
     actual = _as_trajectory(actual_trajectory, "actual_trajectory", F)
@@ -509,12 +602,13 @@ def render_preview(
         actual = motion.world_positions[:, find_hips(motion.skeleton)].copy()
         actual[:, 1] = 0.0
     if contacts is None:
-        contacts = _default_contacts(motion)
+        contacts = _default_contacts(motion, ground)
     shown = output_frame_indices(F, motion.fps, out_fps)
 
     renderer = _Renderer(
         motion, size=(width, height), dpi=dpi, camera=camera, projection=projection, azimuth=azimuth,
         elevation=elevation, fov=fov, desired=desired, actual=actual, contacts=contacts, shown=shown, title=title,
+        terrain=ground,
     )
 
     def frames() -> Iterator[NDArray[np.uint8]]:
