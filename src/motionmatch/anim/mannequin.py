@@ -11,14 +11,15 @@ joined by a smooth union (log-sum-exp) on a voxel grid and the surface is extrac
 *surface nets* (one vertex per surface cell, one quad per sign-changing grid edge),
 which gives a closed mesh: every edge of it is shared by an even number of faces.
 
-Skin: each vertex belongs to the joint of the nearest capsule and is blended with that
-joint's parent or child only around the joint the two share, and only as far as keeps it, in
-any pose, within ``1 + BLEND_SLACK`` (4 %) of its bind-pose distance to *its bones* (the
-bones of the joints it is weighted to: :func:`bone_distances`, the issue's "rest distance
-plus 5 %"); everywhere else it is rigid (:func:`_skin_weights` gives the argument). So at
-most two joints per vertex, a blend about ±0.3 limb radii wide across a straight joint
-(wider on the outside of a bent one), and never three or four joints at once at a junction
-(the pelvis, the shoulders, the dog's hips), where linear blending pulled vertices off their bones.
+Skin: each vertex belongs to the joint of the nearest capsule, blended with that joint's
+parent or child in a thin band around the joint the two share (:func:`_skin_weights`);
+then each joint's weight is spread over the mesh around it, about a limb's radius (at most
+a quarter of its bones' length), to the joints up to two bones along its chain, at most
+four per vertex (:func:`~motionmatch.anim.skin_smooth.smooth_weights`). The near-rigid
+weights alone kept every vertex within 4 % of its bind-pose distance to its bones in any
+pose, but tore the mesh where two parts turn against each other (the hips and shoulders of
+a walk: triangles stretched 9-12 times); the spread weights bend there as an artist's do,
+a vertex on the outside of a far bend moving somewhat off its bones (issue 32).
 Joints whose offset from their parent changes in the motion (the elephant's clavicles and
 thighs: :func:`sliding_joints`) own the bone into them.
 
@@ -53,6 +54,7 @@ from motionmatch.anim.body_parts import HumanoidShape, humanoid_shape, stands
 from motionmatch.anim.humanoid import HumanoidError, carrier_joints, find_humanoid, helper_joints
 from motionmatch.anim.motion import Motion
 from motionmatch.anim.skeleton import Skeleton
+from motionmatch.anim.skin_smooth import smooth_weights
 from motionmatch.anim.standing import standing_pose
 
 __all__ = ["Mannequin", "bind_pose", "body_joints", "bone_distances", "mannequin", "mannequin_for", "sliding_joints"]
@@ -334,7 +336,12 @@ def _build(skeleton: Skeleton, local_rot: np.ndarray, local_trans: np.ndarray, s
     field[field == 0.0] = 1e-12  # no grid point exactly on the surface
     verts, tri = _surface_nets(field, origin, h)
     normals = _vertex_normals(verts, tri)
-    joints, weights = _skin_weights(verts, skeleton, wp, wr, owner, a, b, r0, r1, child, sliding)
+    joints, weights, depth = _skin_weights(verts, skeleton, wp, wr, owner, a, b, r0, r1, child, sliding)
+    seg = np.linalg.norm(b - a, axis=1)
+    length = np.zeros(skeleton.num_joints)
+    np.maximum.at(length, owner, seg)
+    joints, weights = smooth_weights(verts, tri, joints, weights, depth, length, skeleton.parents,
+                                     body_joints(skeleton), sliding)
     return Mannequin(
         vertices=verts.astype(np.float32),
         normals=normals.astype(np.float32),
@@ -350,7 +357,9 @@ def _skin_weights(v: np.ndarray, skeleton: Skeleton, wp: np.ndarray, wr: np.ndar
                   a: np.ndarray, b: np.ndarray, r0: np.ndarray, r1: np.ndarray, child: np.ndarray,
                   sliding: NDArray[np.bool_]):
     """Skin weights of vertices ``v (V, 3)`` in the bind pose (joint world transforms ``wp``,
-    ``wr``): joint indices and weights ``(V, 4)``, at most two joints per vertex.
+    ``wr``): joint indices and weights ``(V, 4)``, at most two joints per vertex, and ``(V,)``
+    each vertex's distance to the bone of its capsule (the body's thickness there, m); the
+    seed of :func:`~motionmatch.anim.skin_smooth.smooth_weights`.
 
     Each vertex belongs to the joint of the capsule whose surface is nearest (its *owner*).
     Near the end of its bone it may blend with the joint there (the owner's child), near the
@@ -439,7 +448,8 @@ def _skin_weights(v: np.ndarray, skeleton: Skeleton, wp: np.ndarray, wr: np.ndar
     blended = w_partner > 0
     joints[blended, 1] = partner[blended]
     weights[blended, 1] = w_partner[blended]
-    return joints, weights
+    depth = s[np.arange(V), nearest] + radius[np.arange(V), nearest]
+    return joints, weights, depth
 
 
 @functools.lru_cache(maxsize=32)
