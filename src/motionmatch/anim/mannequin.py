@@ -13,9 +13,9 @@ which gives a closed mesh: every edge of it is shared by an even number of faces
 
 Skin: each vertex belongs to the joint of the nearest capsule, blended with that joint's
 parent or child in a thin band around the joint the two share (:func:`_skin_weights`);
-then each joint's weight is spread over the mesh around it, about a limb's radius (at most
-a quarter of its bones' length), to the joints up to two bones along its chain, at most
-four per vertex (:func:`~motionmatch.anim.skin_smooth.smooth_weights`). The near-rigid
+then each joint's weight is spread over the mesh around it, about a limb's radius, to the
+joints up to two bones along its chain, each vertex its own joint's most, at most four
+joints per vertex (:func:`~motionmatch.anim.skin_smooth.smooth_weights`). The near-rigid
 weights alone kept every vertex within 4 % of its bind-pose distance to its bones in any
 pose, but tore the mesh where two parts turn against each other (the hips and shoulders of
 a walk: triangles stretched 9-12 times); the spread weights bend there as an artist's do,
@@ -55,7 +55,7 @@ from motionmatch.anim.humanoid import HumanoidError, carrier_joints, find_humano
 from motionmatch.anim.motion import Motion
 from motionmatch.anim.skeleton import Skeleton
 from motionmatch.anim.skin_smooth import smooth_weights
-from motionmatch.anim.standing import standing_pose
+from motionmatch.anim.standing import rolled_like, standing_pose
 
 __all__ = ["Mannequin", "bind_pose", "body_joints", "bone_distances", "mannequin", "mannequin_for", "sliding_joints"]
 
@@ -337,11 +337,8 @@ def _build(skeleton: Skeleton, local_rot: np.ndarray, local_trans: np.ndarray, s
     verts, tri = _surface_nets(field, origin, h)
     normals = _vertex_normals(verts, tri)
     joints, weights, depth = _skin_weights(verts, skeleton, wp, wr, owner, a, b, r0, r1, child, sliding)
-    seg = np.linalg.norm(b - a, axis=1)
-    length = np.zeros(skeleton.num_joints)
-    np.maximum.at(length, owner, seg)
-    joints, weights = smooth_weights(verts, tri, joints, weights, depth, length, skeleton.parents,
-                                     body_joints(skeleton), sliding)
+    joints, weights = smooth_weights(verts, tri, joints, weights, depth, skeleton.parents, body_joints(skeleton),
+                                     sliding)
     return Mannequin(
         vertices=verts.astype(np.float32),
         normals=normals.astype(np.float32),
@@ -498,7 +495,10 @@ def bind_pose(motion: Motion) -> tuple[NDArray[np.float64], NDArray[np.float64]]
     and the motion stands, its A pose made from the skeleton
     (:func:`~motionmatch.anim.standing.standing_pose`: the arms 45 degrees out from the body)
     is taken if it fuses fewer (a frame of the motion is nearer the poses it is skinned in:
-    skinning from the A pose to arms hanging tears the shoulders more). A humanoid's frames that do not stand (a crawl) are never
+    skinning from the A pose to arms hanging tears the shoulders more), its bones rolled
+    about themselves as in the motion's straightest standing frame
+    (:func:`~motionmatch.anim.standing.rolled_like`: skinned across a roll of half a turn,
+    the hips and shoulders tear). A humanoid's frames that do not stand (a crawl) are never
     taken (its head, torso and feet are built only in a standing pose). The root is moved
     over the origin (its height kept).
     """
@@ -533,6 +533,10 @@ def bind_pose(motion: Motion) -> tuple[NDArray[np.float64], NDArray[np.float64]]
     if len(rots) > n_own and fused[n_own] < best_fused:  # the A pose only where it fuses fewer limbs
         best = n_own
     rot, tr = rots[best].copy(), trans[best].copy()
+    if best == n_own:  # the A pose's bones rolled as the motion's straightest standing frame rolls them
+        ok = np.flatnonzero(standing[1:n_own]) + 1
+        if len(ok):
+            rot = rolled_like(skel, rot, tr, rots[int(ok[np.argmax(straight[ok])])])
     tr[0, [0, 2]] = 0.0
     return rot, tr
 

@@ -4,11 +4,11 @@ without seams.
 Near-rigid weights (each vertex on one joint, blended with a neighbour only in a thin band
 at the joint) tear a mesh wherever two parts turn against each other: the surface between a
 thigh and the pelvis, or between an upper arm and the chest, is stretched across one row of
-triangles (LAFAN1's mannequin walking: edges up to 19 times their bind-pose length, 777
-triangles more than twice). :func:`smooth_weights` spreads each joint's weight to the
-vertices around it along the mesh (a diffusion over the mesh's edges: a few cells on each
-side of every boundary), so the turn is shared out over a band about a limb's radius wide,
-as an artist's or Blender's automatic weights do:
+triangles (LAFAN1's mannequin walking: the worst 1 % of the triangles 3.6-6.7 times their
+bind-pose edges, up to 9-10). :func:`smooth_weights` spreads each joint's weight to the
+vertices around it along the mesh (a diffusion over the mesh's edges, each joint's as far as
+:data:`BLEND_DEPTHS` times its body's thickness), so the turn is shared out over a band about
+a limb's radius wide, as an artist's or Blender's automatic weights do:
 
 * a vertex takes weight only from joints within :data:`HOPS` bones of its own joint along
   its chain (its parent and grandparent, its children and grandchildren: an upper arm
@@ -17,15 +17,20 @@ as an artist's or Blender's automatic weights do:
 * where two parts that must not blend meet in the mesh (the inner thighs at the crotch),
   the vertices of that boundary are given to the joint the two limbs hang from (the
   pelvis), which then spreads over both: the crotch follows the pelvis, not either leg;
+* each vertex keeps its own joint's weight the largest (a small part, a head on a thick
+  neck, is not taken over by its neighbour: the body's parts stay what they were);
 * a joint whose offset from its parent changes (a *sliding* joint) is not blended with its
   parent; joints without a body (a ground root) take no weight;
 * at most four joints per vertex (glTF's and three.js' limit), weights under
   :data:`MIN_WEIGHT` dropped, each row summing to 1.
 
-Linear blending pulls a blended vertex toward the joint on the inside of a bend and, on the
-outside (the buttock when the thigh is raised), a little away from the bones: a vertex moves
-farther from its bones than in the bind pose by up to about 15 % of its distance in LAFAN1's
-walk (``tests/test_mannequin.py`` bounds it), where the near-rigid weights kept 4 % and tore.
+Blending needs the bind pose's bones rolled as the motion rolls them
+(:func:`~motionmatch.anim.standing.rolled_like`): across a roll of half a turn the blended
+vertices collapse. Linear blending pulls a blended vertex toward the joint on the inside of
+a bend and, on the outside (the buttock when the thigh is raised), a little away from the
+bones: the worst 1 % of the vertices of the data's takes end 5-55 % farther from their
+bones than in the bind pose (``benchmarks/bench_mannequin.py``; ``tests/test_mannequin.py``
+bounds it), where the near-rigid weights kept every vertex within 4 % and tore.
 """
 
 from __future__ import annotations
@@ -34,7 +39,7 @@ import numpy as np
 import scipy.sparse as sp
 from numpy.typing import NDArray
 
-__all__ = ["BLEND_DEPTHS", "BLEND_LENGTHS", "HOPS", "ITERATIONS", "MIN_WEIGHT", "smooth_weights"]
+__all__ = ["BLEND_DEPTHS", "HOPS", "ITERATIONS", "MIN_WEIGHT", "smooth_weights"]
 
 #: Bones along a chain between two joints that may share a vertex.
 HOPS = 2
@@ -43,9 +48,7 @@ HOPS = 2
 ITERATIONS = 32
 #: How far a blend reaches from a boundary, in the body's thickness there (its distance from
 #: the bone): a thigh's blend is wider than a finger's.
-BLEND_DEPTHS = 0.8
-#: ... and at most this fraction of the length of the bones of the vertex's joint.
-BLEND_LENGTHS = 0.25
+BLEND_DEPTHS = 1.2
 #: Weights under this are dropped (the rest renormalised).
 MIN_WEIGHT = 0.01
 
@@ -83,7 +86,7 @@ def _common_ancestor(parents: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.nd
 
 
 def smooth_weights(vertices: np.ndarray, triangles: np.ndarray, joints: np.ndarray, weights: np.ndarray,
-                   depth: np.ndarray, bone_length: np.ndarray, parents: np.ndarray, body: NDArray[np.bool_],
+                   depth: np.ndarray, parents: np.ndarray, body: NDArray[np.bool_],
                    sliding: NDArray[np.bool_]) -> tuple[np.ndarray, np.ndarray]:
     """Weights ``(V, 4)`` (joint indices and weights) spread over the mesh (see the module).
 
@@ -92,10 +95,8 @@ def smooth_weights(vertices: np.ndarray, triangles: np.ndarray, joints: np.ndarr
         triangles: ``(T, 3)`` the mesh's vertex indices.
         joints, weights: ``(V, K)`` the starting weights (each vertex's own joint first:
             its largest weight).
-        depth: ``(V,)`` each vertex's distance to its bone (m): the blend reaches
-            :data:`BLEND_DEPTHS` times the body's thickness there,
-        bone_length: ``(J,)`` and at most :data:`BLEND_LENGTHS` of its joint's longest bone
-            (m): a short bone (a neck, a finger's joint) keeps most of its vertices its own.
+        depth: ``(V,)`` each vertex's distance to its bone (m): a joint's weight reaches
+            :data:`BLEND_DEPTHS` times its body's thickness (the median over its vertices).
         parents: ``(J,)`` the skeleton's parents (-1: a root); parents before children.
         body: ``(J,)`` joints that may carry vertices.
         sliding: ``(J,)`` joints whose offset from their parent changes in the motion.
@@ -125,11 +126,11 @@ def smooth_weights(vertices: np.ndarray, triangles: np.ndarray, joints: np.ndarr
     v = np.asarray(vertices, dtype=np.float64)
     edge = float(np.median(np.linalg.norm(v[i] - v[j], axis=1)))
     # a diffusion of N steps at rate a reaches about sqrt(N a) edges: each joint's weight spreads
-    # at the rate of its own reach (its body's thickness, its bones' length)
+    # at the rate of its own reach (its body's thickness)
     thick = np.zeros(J)
     for jj in np.unique(own):
         thick[jj] = np.median(np.asarray(depth, dtype=np.float64)[own == jj])
-    reach = np.minimum(BLEND_DEPTHS * thick, BLEND_LENGTHS * np.asarray(bone_length, dtype=np.float64))
+    reach = BLEND_DEPTHS * thick
     rate = np.clip((reach / max(edge, 1e-12)) ** 2 / ITERATIONS, 0.0, 0.5)[None, :]
     for _ in range(ITERATIONS):
         w += rate * (mean @ w - w)
