@@ -94,16 +94,21 @@ def test_a_rig_uploaded_plays_every_character_and_matches_rigfile_retarget(serve
         c.request("pause", paused=True)
         frame = c.wait(lambda m: not isinstance(m, dict) and m.flags & 1)
         assert {len(ch.positions) for ch in frame.characters} == {J} and db_joints == 23
-        # the frame's world positions are RigFile.retarget of the character's pose (foot IK off)
+        # the frame's world positions are RigFile.retarget of the character's pose (foot IK off),
+        # but for the legs: the viewer's per-pose foot IK keeps the feet on the ground
         session = server.viewer.sessions[c.welcome["session"]]
         viewer_source = server.viewer.rigs.source
+        skel, roles = rig.rig.skeleton, rig.rig.roles
+        legs = [j for j in range(J) if any(skel.descends_from(j, roles[f"{s}_upper_leg"]) for s in ("left", "right"))]
+        body = [j for j in range(J) if j not in legs]
         for cid in (c.welcome["selected"], second):
             last = session.chars[cid].last
             pose = Motion(session.db.skeleton, last.rotations[None].astype(float), last.translations[None].astype(float),
                           60.0)
             want = rig.retarget(pose, RetargetSettings(foot_ik=False), source=viewer_source).world_positions[0]
             got = frame.by_id(cid).positions
-            assert np.abs(got - want).max() < 2e-3, np.abs(got - want).max()
+            assert np.abs(got[body] - want[body]).max() < 3e-3, np.abs(got[body] - want[body]).max()
+            assert np.abs(got[legs] - want[legs]).max() < 0.04, np.abs(got[legs] - want[legs]).max()
         assert frame.by_id(second).positions[:, 1].min() > -0.05  # standing on the ground, not under it
         # the page's body of the rig: the file's own skinned mesh, on the rig's joints
         with urllib.request.urlopen(server.url.rstrip("/") + sk["body"], timeout=60) as r:
