@@ -1,8 +1,9 @@
 """Feet on the ground on a rig in the viewer (issue 32): the per-pose foot IK of
 ``Retargeter.world_poses`` (``motionmatch.anim.pose_feet``), on LAFAN1's walk played by
 rigs whose legs differ: LAFAN1 with thighs 1.25 and shins 1.15 times as long and shorter feet
-(made here, never written), and the Mixamo rig of ``genmm-examples`` (feet 6-14 cm off the
-ground without it)."""
+(made here, never written; also renamed to Character Creator's scheme with a ground root that
+carries the character, twist and share bones and five toes a foot), and the Mixamo rig of
+``genmm-examples`` (feet 6-14 cm off the ground without it)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from motionmatch.anim.contacts import foot_contacts
 from motionmatch.anim.grounding import floor_height
 from motionmatch.anim.retarget import Retargeter, RetargetSettings, foot_points
 from motionmatch.anim.retarget_map import Rig, reference_rig
-from rigs import lafan_clip
+from rigs import lafan_clip, make_rig
 
 pytestmark = pytest.mark.data
 
@@ -39,8 +40,10 @@ def walk(data_dir):
 def rigs(data_dir, walk):
     from motionmatch.io.rig_file import read_rig
 
+    cc = make_rig(long_legged(walk), "cc", ground_root=True)  # its BoneRoot only carries the character
     return {"long legs": reference_rig(long_legged(walk)),
-            "mixamo": read_rig(data_dir / "genmm-examples" / "Joe_Walk-In-Circle.bvh").rig}
+            "mixamo": read_rig(data_dir / "genmm-examples" / "Joe_Walk-In-Circle.bvh").rig,
+            "cc long legs, ground root": reference_rig(cc)}
 
 
 def foot_heights(rig: Rig, wp: np.ndarray, wr: np.ndarray) -> np.ndarray:
@@ -64,7 +67,7 @@ def as_viewer_plays(r: Retargeter, walk: Motion, floor: float) -> tuple[np.ndarr
     return r.world_poses(walk.world_rotations, ps, floor=floor, centres=centres)
 
 
-@pytest.mark.parametrize("name", ["long legs", "mixamo"])
+@pytest.mark.parametrize("name", ["long legs", "mixamo", "cc long legs, ground root"])
 def test_feet_at_contacts_are_on_the_ground_on_a_rig_with_other_legs(walk, rigs, name):
     src, tgt = reference_rig(walk), rigs[name]
     floor = floor_height(walk)
