@@ -69,8 +69,8 @@ LEAF_RADIUS = 0.38
 MIN_RADIUS_CELLS = 1.3
 #: Smooth-union blend width, in grid cells.
 BLEND_CELLS = 0.7
-#: How much farther from its bones skinning may take a blended vertex than it is in the bind
-#: pose, as a fraction (in any pose; the issue allows 5 %).
+#: How much farther from its bones the seed weights (:func:`_skin_weights`) may take a blended
+#: vertex than it is in the bind pose, as a fraction (in any pose; issue 16 allowed 5 %).
 BLEND_SLACK = 0.04
 #: A joint whose offset from its parent changes by more than this (metres) in a motion is *sliding*.
 SLIDE_TOLERANCE = 1e-4
@@ -662,9 +662,12 @@ def bone_distances(body: Mannequin, skeleton: Skeleton, world_positions: np.ndar
     bones are the skeleton it is asked to stay on; a rigidly weighted vertex keeps its
     distance to them exactly (so any change is the skinning's doing), and a vertex blended
     across a joint may be measured against the bone on either side (the nearest), since it
-    lies between them. The issue's rule is that no vertex ends farther than its bind-pose
-    distance plus 5 %: :func:`mannequin`'s weights keep every vertex within
-    ``1 + BLEND_SLACK`` of it in any pose (see :func:`_skin_weights`).
+    lies between them. Issue 16's rule was that no vertex ends farther than its bind-pose
+    distance plus 5 %: :func:`_skin_weights` (the seed) keeps every vertex within
+    ``1 + BLEND_SLACK`` of it in any pose, but tears at the joints; the weights spread
+    around the joints (:func:`~motionmatch.anim.skin_smooth.smooth_weights`, issue 32)
+    move some vertices on the outside of far bends farther (``tests/test_mannequin.py``
+    bounds how many).
 
     ``vertices`` ``(..., V, 3)`` are the skinned vertices (by default
     ``body.skin(world_positions, world_rotations)``).
