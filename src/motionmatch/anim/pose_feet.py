@@ -51,6 +51,7 @@ class FootChains:
         below: ``[2, k]`` the target's joints under each upper leg (-1 pads), and
         part: ``[2, k]`` which joint of the leg each hangs from: 0 the upper leg, 1 the lower
             leg, 2 the ankle (the ankle itself included).
+        lengths: ``[2, 2]`` each leg's upper and lower bone lengths (m: the same in every pose).
         body: the hips and every joint under them (what comes down when a planted leg is
             too short to reach its foot's place: not a ground root that carries the character).
     """
@@ -66,6 +67,7 @@ class FootChains:
     source_ankles: NDArray[np.int64]
     below: NDArray[np.int64]
     part: NDArray[np.int64]
+    lengths: NDArray[np.float64]
     body: NDArray[np.int64]
 
 
@@ -105,8 +107,9 @@ def foot_chains(source: Skeleton, source_roles, target: Skeleton, target_roles) 
             for rows, (_a, b, c) in zip(below, legs)]
     hips = target_roles.hips
     body = np.array([j for j in range(target.num_joints) if target.descends_from(j, hips)], dtype=np.int64)
+    lengths = np.linalg.norm(target.offsets[legs[:, 1:]], axis=-1)
     return FootChains(legs, valid, tp, te, to, sp, se, so, np.array(s_ankles, dtype=np.int64), _padded(below),
-                      _padded(part), body)
+                      _padded(part), lengths, body)
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
@@ -165,7 +168,7 @@ def _lowest(pos, rot, f, i, points, ends, offsets):  # pragma: no cover - compil
 
 @numba.njit(cache=True, nogil=True)
 def plant_pose_feet(wpos, wrot, ps, qs, floor, scale, contact_height, legs, valid, t_points, t_ends, t_offsets,
-                    s_points, s_ends, s_offsets, s_ankles, below, part, body):  # pragma: no cover - compiled
+                    s_points, s_ends, s_offsets, s_ankles, below, part, lengths, body):  # pragma: no cover - compiled
     """Correct target poses ``wpos [F, J, 3]``, ``wrot [F, J, 4]`` (world, in place) so that
     their feet stand where the source poses' (``ps [F, Js, 3]``, ``qs [F, Js, 4]``) do (see the
     module); ``floor [F]`` the ground's height under each pose, ``scale`` the legs' ratio.
@@ -197,10 +200,7 @@ def plant_pose_feet(wpos, wrot, ps, qs, floor, scale, contact_height, legs, vali
             k = scale + weight[i] * (1.0 - scale)  # a planted foot as high as the source's, a lifted one scaled
             aim[i, 1] = wpos[f, c, 1] + max(fl + k * (hs - fl), fl) - ht
             aim[i, 2] = wpos[f, c, 2] + weight[i] * (ps[f, sa, 2] - wpos[f, c, 2])
-            reach = 0.999 * (np.sqrt((wpos[f, b, 0] - wpos[f, a, 0]) ** 2 + (wpos[f, b, 1] - wpos[f, a, 1]) ** 2
-                                     + (wpos[f, b, 2] - wpos[f, a, 2]) ** 2)
-                             + np.sqrt((wpos[f, c, 0] - wpos[f, b, 0]) ** 2 + (wpos[f, c, 1] - wpos[f, b, 1]) ** 2
-                                       + (wpos[f, c, 2] - wpos[f, b, 2]) ** 2))
+            reach = 0.999 * (lengths[i, 0] + lengths[i, 1])
             rx, ry, rz = aim[i, 0] - wpos[f, a, 0], aim[i, 1] - wpos[f, a, 1], aim[i, 2] - wpos[f, a, 2]
             across = reach * reach - rx * rx - rz * rz
             if rx * rx + ry * ry + rz * rz > reach * reach and across > 0.0:  # lowered by this it reaches
@@ -219,8 +219,7 @@ def plant_pose_feet(wpos, wrot, ps, qs, floor, scale, contact_height, legs, vali
             bx, by, bz = wpos[f, b, 0], wpos[f, b, 1], wpos[f, b, 2]
             cx, cy, cz = wpos[f, c, 0], wpos[f, c, 1], wpos[f, c, 2]
             abx, aby, abz = bx - ax, by - ay, bz - az
-            lab = np.sqrt(abx * abx + aby * aby + abz * abz)
-            lbc = np.sqrt((cx - bx) ** 2 + (cy - by) ** 2 + (cz - bz) ** 2)
+            lab, lbc = lengths[i, 0], lengths[i, 1]
             tx, ty, tz = cx + dx - ax, cy + dy - ay, cz + dz - az
             dist = np.sqrt(tx * tx + ty * ty + tz * tz)
             if lab < eps or lbc < eps or dist < eps:

@@ -359,11 +359,12 @@ class Retargeter:
                          np.ascontiguousarray(hips_pos, dtype=np.float64), True, np.empty((0, J, 4)), wpos, wrot)
         if self.settings.foot_ik:
             fc, st = self._feet, self.settings
-            fl = np.ascontiguousarray(np.broadcast_to(np.asarray(floor, dtype=np.float64), (len(qs),)))
+            fl = (np.ascontiguousarray(floor, dtype=np.float64) if np.ndim(floor) == 1  # (np.broadcast_to: 10 us)
+                  else np.full(len(qs), float(floor)))
             plant_pose_feet(wpos, wrot, ps, qs, fl, self.match.scale if st.scale_root else 1.0, st.contact_height,
                             fc.legs, fc.valid, fc.target_points, fc.target_ends,
                             fc.target_end_offsets, fc.source_points, fc.source_ends, fc.source_end_offsets,
-                            fc.source_ankles, fc.below, fc.part, fc.body)
+                            fc.source_ankles, fc.below, fc.part, fc.lengths, fc.body)
         return wpos, wrot
 
     def _check_poses(self, qs: np.ndarray, ps: np.ndarray) -> None:
