@@ -7,6 +7,7 @@ from __future__ import annotations
 import csv
 import json
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -187,3 +188,23 @@ def test_a_clips_parts_file_round_trips_with_its_digest(tmp_path, data_dir):
     (tmp_path / "bad.part").write_bytes(b"PK\x03\x04 an npz")
     with pytest.raises(batch.BatchError, match="not a parts file"):
         load_parts(tmp_path / "bad.part")
+
+
+def test_build_gives_takes_of_one_rig_one_root_as_motionmatch_build_does(tmp_path, data_dir, embedded_ray):
+    """Bandai-Namco's dataset-1: a run whose root bone is found to carry the character keeps
+    it (22 joints), a walk backwards gets a new root above it (23); ``motionmatch build``
+    then gives both a new root (one skeleton), and so does ``batch build`` (it failed: "23
+    vs 22 joints"), also from the parts it kept."""
+    from motionmatch.database import MotionDatabase
+
+    folder = data_dir / "bandai-namco" / "dataset-1"
+    files = [str(folder / f"dataset-1_{n}.bvh") for n in ("run_normal_001", "walk-back_angry_001")]
+    if not all(Path(f).is_file() for f in files):
+        pytest.skip("Bandai-Namco dataset-1 not in the data folder")
+    assert main(["build", *files, "--fps", "30", "-q", "-o", str(tmp_path / "ref.npz")]) == 0
+    result = batch.build(files, tmp_path / "db.npz", fps=30.0)
+    assert len(result.done) == 2 and not result.failed, result.failed
+    assert same_npz(tmp_path / "db.npz", tmp_path / "ref.npz")
+    assert MotionDatabase.load(tmp_path / "db.npz").skeleton.num_joints == 23
+    again = batch.build(files, tmp_path / "db.npz", fps=30.0)  # from the kept parts: the same
+    assert len(again.skipped) == 2 and same_npz(tmp_path / "db.npz", tmp_path / "ref.npz")

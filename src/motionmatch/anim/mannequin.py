@@ -11,14 +11,15 @@ joined by a smooth union (log-sum-exp) on a voxel grid and the surface is extrac
 *surface nets* (one vertex per surface cell, one quad per sign-changing grid edge),
 which gives a closed mesh: every edge of it is shared by an even number of faces.
 
-Skin: each vertex belongs to the joint of the nearest capsule and is blended with that
-joint's parent or child only around the joint the two share, and only as far as keeps it, in
-any pose, within ``1 + BLEND_SLACK`` (4 %) of its bind-pose distance to *its bones* (the
-bones of the joints it is weighted to: :func:`bone_distances`, the issue's "rest distance
-plus 5 %"); everywhere else it is rigid (:func:`_skin_weights` gives the argument). So at
-most two joints per vertex, a blend about ±0.3 limb radii wide across a straight joint
-(wider on the outside of a bent one), and never three or four joints at once at a junction
-(the pelvis, the shoulders, the dog's hips), where linear blending pulled vertices off their bones.
+Skin: each vertex belongs to the joint of the nearest capsule, blended with that joint's
+parent or child in a thin band around the joint the two share (:func:`_skin_weights`);
+then each joint's weight is spread over the mesh around it, about a limb's radius, to the
+joints up to two bones along its chain, each vertex its own joint's most, at most four
+joints per vertex (:func:`~motionmatch.anim.skin_smooth.smooth_weights`). The near-rigid
+weights alone kept every vertex within 4 % of its bind-pose distance to its bones in any
+pose, but tore the mesh where two parts turn against each other (the hips and shoulders of
+a walk: triangles stretched 9-12 times); the spread weights bend there as an artist's do,
+a vertex on the outside of a far bend moving somewhat off its bones (issue 32).
 Joints whose offset from their parent changes in the motion (the elephant's clavicles and
 thighs: :func:`sliding_joints`) own the bone into them.
 
@@ -53,7 +54,8 @@ from motionmatch.anim.body_parts import HumanoidShape, humanoid_shape, stands
 from motionmatch.anim.humanoid import HumanoidError, carrier_joints, find_humanoid, helper_joints
 from motionmatch.anim.motion import Motion
 from motionmatch.anim.skeleton import Skeleton
-from motionmatch.anim.standing import standing_pose
+from motionmatch.anim.skin_smooth import smooth_weights
+from motionmatch.anim.standing import rolled_like, standing_pose
 
 __all__ = ["Mannequin", "bind_pose", "body_joints", "bone_distances", "mannequin", "mannequin_for", "sliding_joints"]
 
@@ -67,8 +69,8 @@ LEAF_RADIUS = 0.38
 MIN_RADIUS_CELLS = 1.3
 #: Smooth-union blend width, in grid cells.
 BLEND_CELLS = 0.7
-#: How much farther from its bones skinning may take a blended vertex than it is in the bind
-#: pose, as a fraction (in any pose; the issue allows 5 %).
+#: How much farther from its bones the seed weights (:func:`_skin_weights`) may take a blended
+#: vertex than it is in the bind pose, as a fraction (in any pose; issue 16 allowed 5 %).
 BLEND_SLACK = 0.04
 #: A joint whose offset from its parent changes by more than this (metres) in a motion is *sliding*.
 SLIDE_TOLERANCE = 1e-4
@@ -334,7 +336,9 @@ def _build(skeleton: Skeleton, local_rot: np.ndarray, local_trans: np.ndarray, s
     field[field == 0.0] = 1e-12  # no grid point exactly on the surface
     verts, tri = _surface_nets(field, origin, h)
     normals = _vertex_normals(verts, tri)
-    joints, weights = _skin_weights(verts, skeleton, wp, wr, owner, a, b, r0, r1, child, sliding)
+    joints, weights, depth = _skin_weights(verts, skeleton, wp, wr, owner, a, b, r0, r1, child, sliding)
+    joints, weights = smooth_weights(verts, tri, joints, weights, depth, skeleton.parents, body_joints(skeleton),
+                                     sliding)
     return Mannequin(
         vertices=verts.astype(np.float32),
         normals=normals.astype(np.float32),
@@ -350,7 +354,9 @@ def _skin_weights(v: np.ndarray, skeleton: Skeleton, wp: np.ndarray, wr: np.ndar
                   a: np.ndarray, b: np.ndarray, r0: np.ndarray, r1: np.ndarray, child: np.ndarray,
                   sliding: NDArray[np.bool_]):
     """Skin weights of vertices ``v (V, 3)`` in the bind pose (joint world transforms ``wp``,
-    ``wr``): joint indices and weights ``(V, 4)``, at most two joints per vertex.
+    ``wr``): joint indices and weights ``(V, 4)``, at most two joints per vertex, and ``(V,)``
+    each vertex's distance to the bone of its capsule (the body's thickness there, m); the
+    seed of :func:`~motionmatch.anim.skin_smooth.smooth_weights`.
 
     Each vertex belongs to the joint of the capsule whose surface is nearest (its *owner*).
     Near the end of its bone it may blend with the joint there (the owner's child), near the
@@ -439,7 +445,8 @@ def _skin_weights(v: np.ndarray, skeleton: Skeleton, wp: np.ndarray, wr: np.ndar
     blended = w_partner > 0
     joints[blended, 1] = partner[blended]
     weights[blended, 1] = w_partner[blended]
-    return joints, weights
+    depth = s[np.arange(V), nearest] + radius[np.arange(V), nearest]
+    return joints, weights, depth
 
 
 @functools.lru_cache(maxsize=32)
@@ -488,7 +495,10 @@ def bind_pose(motion: Motion) -> tuple[NDArray[np.float64], NDArray[np.float64]]
     and the motion stands, its A pose made from the skeleton
     (:func:`~motionmatch.anim.standing.standing_pose`: the arms 45 degrees out from the body)
     is taken if it fuses fewer (a frame of the motion is nearer the poses it is skinned in:
-    skinning from the A pose to arms hanging tears the shoulders more). A humanoid's frames that do not stand (a crawl) are never
+    skinning from the A pose to arms hanging tears the shoulders more), its bones rolled
+    about themselves as in the motion's straightest standing frame
+    (:func:`~motionmatch.anim.standing.rolled_like`: skinned across a roll of half a turn,
+    the hips and shoulders tear). A humanoid's frames that do not stand (a crawl) are never
     taken (its head, torso and feet are built only in a standing pose). The root is moved
     over the origin (its height kept).
     """
@@ -523,6 +533,10 @@ def bind_pose(motion: Motion) -> tuple[NDArray[np.float64], NDArray[np.float64]]
     if len(rots) > n_own and fused[n_own] < best_fused:  # the A pose only where it fuses fewer limbs
         best = n_own
     rot, tr = rots[best].copy(), trans[best].copy()
+    if best == n_own:  # the A pose's bones rolled as the motion's straightest standing frame rolls them
+        ok = np.flatnonzero(standing[1:n_own]) + 1
+        if len(ok):
+            rot = rolled_like(skel, rot, tr, rots[int(ok[np.argmax(straight[ok])])])
     tr[0, [0, 2]] = 0.0
     return rot, tr
 
@@ -648,9 +662,12 @@ def bone_distances(body: Mannequin, skeleton: Skeleton, world_positions: np.ndar
     bones are the skeleton it is asked to stay on; a rigidly weighted vertex keeps its
     distance to them exactly (so any change is the skinning's doing), and a vertex blended
     across a joint may be measured against the bone on either side (the nearest), since it
-    lies between them. The issue's rule is that no vertex ends farther than its bind-pose
-    distance plus 5 %: :func:`mannequin`'s weights keep every vertex within
-    ``1 + BLEND_SLACK`` of it in any pose (see :func:`_skin_weights`).
+    lies between them. Issue 16's rule was that no vertex ends farther than its bind-pose
+    distance plus 5 %: :func:`_skin_weights` (the seed) keeps every vertex within
+    ``1 + BLEND_SLACK`` of it in any pose, but tears at the joints; the weights spread
+    around the joints (:func:`~motionmatch.anim.skin_smooth.smooth_weights`, issue 32)
+    move some vertices on the outside of far bends farther (``tests/test_mannequin.py``
+    bounds how many).
 
     ``vertices`` ``(..., V, 3)`` are the skinned vertices (by default
     ``body.skin(world_positions, world_rotations)``).

@@ -17,7 +17,7 @@ from motionmatch.anim import kinematics, quat
 from motionmatch.anim.humanoid import find_humanoid
 from motionmatch.anim.skeleton import Skeleton
 
-__all__ = ["ARM_SPREAD_DEG", "LEG_SPREAD_DEG", "standing_pose"]
+__all__ = ["ARM_SPREAD_DEG", "LEG_SPREAD_DEG", "rolled_like", "standing_pose"]
 
 #: How far the arms hang out from the body, and the legs, in degrees from straight down.
 ARM_SPREAD_DEG = 45.0
@@ -116,3 +116,56 @@ def standing_pose(skeleton: Skeleton, translations: np.ndarray | None = None,
     trans[0, 2] -= pos[roles.hips, 2]
     trans[0, 1] -= min(pos[roles[f"{s}_{p}"], 1] for s in ("left", "right") for p in ("ankle", "foot"))
     return local, trans
+
+
+def rolled_like(skeleton: Skeleton, local: np.ndarray, translations: np.ndarray,
+                reference: np.ndarray) -> NDArray[np.float64]:
+    """Local rotations ``(J, 4)`` of the pose ``local``, ``translations`` (each ``(J, 3/4)``)
+    with every bone rolled about itself as in the pose of local rotations ``reference``
+    (a frame of the motion the body is skinned in): the joints stay where they are.
+
+    :func:`standing_pose` turns each bone from the rig's rest pose by the least turn, which
+    leaves its roll about itself wherever the rest pose had it: LAFAN1's thighs and
+    clavicles end up turned 160-180 degrees from any frame of its motion, its upper arms
+    about 105. Skinned from such a pose, a vertex blended between the pelvis and a thigh
+    follows two transforms half a turn apart and the mesh collapses and tears there (issue
+    32); rolled as the motion rolls them, the transforms stay close. A joint with one child
+    that carries the chain on (beside which it has only leaves: twist bones, a prop) gets
+    the reference's rotation relative to its parent, turned by the least turn that points
+    its bone as in ``local``; a joint with none (a toe, a hand without fingers) the
+    reference's rotation relative to its parent; a joint where several chains start (the
+    hips, the chest: its rotation fixed by where they are) keeps ``local``'s world rotation.
+    Every joint of the chains stays where ``local`` has it (a leaf beside a bone turns with it)."""
+    J = skeleton.num_joints
+    local = np.asarray(local, dtype=np.float64)
+    reference = np.asarray(reference, dtype=np.float64)
+    trans = np.asarray(translations, dtype=np.float64)
+    world_a = kinematics.forward_kinematics(skeleton.parents, local[None], trans[None])[1][0]
+    children: list[list[int]] = [[] for _ in range(J)]
+    size = np.ones(J, dtype=np.int64)  # joints in each subtree
+    for j in range(J - 1, 0, -1):
+        children[int(skeleton.parents[j])].append(j)
+        size[skeleton.parents[j]] += size[j]
+
+    def main_child(j: int) -> int | None:
+        """The one child that carries the chain on (beside it only leaves: twist bones, props)."""
+        kids = sorted(children[j], key=lambda c: -size[c])
+        if not kids or (len(kids) > 1 and size[kids[1]] > 1):
+            return None
+        return kids[0]
+    world = np.empty((J, 4))
+    out = np.empty((J, 4))
+    for j in range(J):
+        p = int(skeleton.parents[j])
+        parent = world[p] if p >= 0 else quat.identity()
+        cand = quat.mul(parent, reference[j])
+        c = main_child(j)
+        if c is not None and np.linalg.norm(trans[c]) > 1e-9:
+            bone = trans[c]
+            world[j] = quat.mul(quat.between(quat.rotate(cand, bone), quat.rotate(world_a[j], bone)), cand)
+        elif not children[j]:  # a toe, a hand without fingers, the head: as in the reference
+            world[j] = cand
+        else:
+            world[j] = world_a[j]
+        out[j] = quat.normalize(quat.mul(quat.conjugate(parent), world[j]))
+    return out

@@ -9,6 +9,13 @@ computed over the joined database (:meth:`MotionDatabase.from_parts
 <motionmatch.database.MotionDatabase.from_parts>`), so every array and the input hash
 equal a single-process build's.
 
+Takes of one rig that disagree on its root (a file's root bone found in some takes, e.g.
+walking, not in others, which get a new root above it: Bandai-Namco's dataset-1) are made
+again each with a new root, as ``motionmatch build`` makes them
+(``database._one_root_per_rig``): each clip's parts carry its source rig and whether it got
+a new root, and after the tasks the driver rebuilds the clips of a rig whose parts differ
+that kept their own root (few: one rig's walks among its runs and dances).
+
 Each finished clip's parts are kept in ``DB.npz.parts/`` (one ``.part`` file per source
 file, :func:`save_parts`): a build stopped midway, or rerun after a file changed,
 recomputes only the missing or changed clips. Tasks take a few clips each (a clip costs
@@ -75,18 +82,26 @@ def clip_files(paths: Sequence[str | Path]) -> list[Path]:
     return files
 
 
-def build_clip(schema_json: str, path: str, units: str | float, fps: float, mirror_copies: bool, up: str = "auto"
-               ) -> tuple[bytes, float, list[ClipPart]]:
+def build_clip(schema_json: str, path: str, units: str | float, fps: float, mirror_copies: bool, up: str = "auto",
+               use_root_bone: bool = True) -> tuple[bytes, float, list[ClipPart], str, bool]:
     """One source clip's share of a database (a Ray task): its :func:`clip_digest`, its
-    file scale and its parts (the clip, then its mirrored copy). The clip is read as
-    ``motionmatch build`` reads it (:func:`motionmatch.datasets.load_takes`: up axis,
-    unit, put on the ground)."""
+    file scale, its parts (the clip, then its mirrored copy), its rig (:func:`rig_key` of
+    the file's skeleton) and whether it got a new root (``prepare_clips``: its own root bone
+    is used where it carries one and ``use_root_bone``). The clip is read as ``motionmatch
+    build`` reads it (:func:`motionmatch.datasets.load_takes`: up axis, unit, put on the ground)."""
     from motionmatch.datasets import load_takes
 
     m = load_takes([path], units=units, up=up)[0]
     schema = FeatureSchema.from_json(schema_json)
-    parts = [extract_part(c, schema) for c in prepare_clips(m, fps, mirror_copies)]
-    return clip_digest(m), m.file_scale, parts
+    clips = prepare_clips(m, fps, mirror_copies, use_root_bone=use_root_bone)
+    parts = [extract_part(c, schema) for c in clips]
+    new_root = bool(clips) and clips[0].skeleton.num_joints != m.skeleton.num_joints
+    return clip_digest(m), m.file_scale, parts, rig_key(m.skeleton), new_root
+
+
+def rig_key(s: Skeleton) -> str:
+    """Which rig a skeleton is (its joints' names and parents), as a short hex digest."""
+    return sha256_json({"names": list(s.names), "parents": s.parents.tolist()})[:16]
 
 
 def _skeleton_dict(s: Skeleton) -> dict:
@@ -101,18 +116,18 @@ def _skeleton(d: dict) -> Skeleton:
                     tuple(tuple(c) for c in d["channels"]))
 
 
-def save_parts(path: Path, value: tuple[bytes, float, list[ClipPart]]) -> str:
+def save_parts(path: Path, value: tuple[bytes, float, list[ClipPart], str, bool]) -> str:
     """Write one source clip's parts (:func:`build_clip`'s result) atomically; returns the
     file's SHA-256 (hex), computed from the bytes as they are written.
 
     The file: ``MMPARTS1``, the header's length (8 bytes, little-endian), the header (JSON:
-    the clip's digest and file scale, each part's name, tags, foot joints, skeleton and
+    the clip's digest, file scale, rig and new root, each part's name, tags, foot joints, skeleton and
     arrays' dtype, shape and offset), then the arrays' bytes, each at a multiple of 64
     bytes. No pickle, no zip: the driver writes one per clip while the workers run, so its
     cost is the driver's share of the cores. Not flushed to the disk (``fsync``): the
     journal records the SHA-256 and a rerun checks it, so a file a crash damaged is made again.
     """
-    digest, file_scale, parts = value
+    digest, file_scale, parts, rig, new_root = value
     arrays, specs, at = [], [], 0
     for p in parts:
         spec = {}
@@ -123,7 +138,7 @@ def save_parts(path: Path, value: tuple[bytes, float, list[ClipPart]]) -> str:
             arrays.append((at, a))
             at += a.nbytes
         specs.append(spec)
-    meta = {"digest": digest.hex(), "file_scale": file_scale,
+    meta = {"digest": digest.hex(), "file_scale": file_scale, "rig": rig, "new_root": new_root,
             "parts": [{"name": p.name, "tags": list(p.tags), "foot_joints": list(p.foot_joints),
                        "skeleton": _skeleton_dict(p.skeleton), "arrays": spec} for p, spec in zip(parts, specs)]}
     header = json.dumps(meta).encode()
@@ -140,7 +155,7 @@ def save_parts(path: Path, value: tuple[bytes, float, list[ClipPart]]) -> str:
     return h.hexdigest()
 
 
-def load_parts(path: Path) -> tuple[bytes, float, list[ClipPart]]:
+def load_parts(path: Path) -> tuple[bytes, float, list[ClipPart], str, bool]:
     """Read what :func:`save_parts` wrote."""
     raw = Path(path).read_bytes()
     if raw[:len(_PARTS_MAGIC)] != _PARTS_MAGIC:
@@ -157,7 +172,7 @@ def load_parts(path: Path) -> tuple[bytes, float, list[ClipPart]]:
     parts = [ClipPart(name=p["name"], tags=tuple(p["tags"]), skeleton=_skeleton(p["skeleton"]),
                       foot_joints=tuple(p["foot_joints"]), **{k: array(p["arrays"][k]) for k in _PART_ARRAYS})
              for p in meta["parts"]]
-    return bytes.fromhex(meta["digest"]), float(meta["file_scale"]), parts
+    return bytes.fromhex(meta["digest"]), float(meta["file_scale"]), parts, str(meta["rig"]), bool(meta["new_root"])
 
 
 def build(
@@ -180,8 +195,10 @@ def build(
         output: the database file (``.npz``) to write.
         fps, mirror_copies, schema, units, up: as ``motionmatch build``'s ``--fps``,
             ``--mirror``, ``--schema`` (a name or a ``.json`` file), ``--units`` and ``--up``.
-            Takes of one rig that differ (a ground root, extra leaf joints) are not brought
-            to one skeleton here: give takes of one skeleton.
+            Takes of one rig that disagree on its root get a new root each, as
+            ``motionmatch build`` gives them (see the module); takes of one rig that differ
+            otherwise (a ground root, extra leaf joints) are not brought to one skeleton
+            here: give takes of one skeleton.
         address: ``HOST:PORT`` of a Ray cluster to join; ``None`` starts Ray in this process.
         workers: tasks at once with the embedded Ray (default: every core).
         progress: called with each :class:`~motionmatch.batch.jobs.JobStatus`.
@@ -196,7 +213,7 @@ def build(
     sch = schema_by_name(schema)
     files = clip_files(data)
     settings = {"fps": fps, "mirror": mirror_copies, "schema": json.loads(sch.to_json()), "units": units, "up": up,
-                "motionmatch": versions()["motionmatch"]}
+                "motionmatch": versions()["motionmatch"], "parts": 2}  # parts 2: with the rig and new root
     inputs = {str(f): sha256_file(f) for f in files}
     job_hash = sha256_json({"settings": settings, "inputs": list(inputs.values()), "names": [f.stem for f in files]})
     manifest = output.with_name(output.stem + ".manifest.json")
@@ -219,14 +236,30 @@ def build(
         return result
     values = [o.value if o.status == "done" else load_parts(output.parent / c.outputs[0])
               for c, o in zip(cells, result.cells)]
-    parts = [p for _, _, ps in values for p in ps]
+    _one_root_per_rig(values, [str(f) for f in files], sch.to_json(), units, fps, mirror_copies, up)
+    parts = [p for v in values for p in v[2]]
     db = MotionDatabase.from_parts(parts, fps=fps, schema=sch, file_scale=values[0][1],
-                                   input_hash=combine_digests([d for d, _, _ in values], fps, mirror_copies, sch))
+                                   input_hash=combine_digests([v[0] for v in values], fps, mirror_copies, sch))
     db.save(output)
     add_outputs_to_manifest(result, {"job_hash": job_hash, "database": {
         "frames": db.num_frames, "searchable": int(db.valid.sum()), "clips": len(db.clip_names),
         "input_hash": db.input_hash}}, [output])
     return result
+
+
+def _one_root_per_rig(values: list, files: list[str], schema_json: str, units: str | float, fps: float,
+                      mirror_copies: bool, up: str) -> None:
+    """``database._one_root_per_rig`` over the clips' results (in place): where the parts of
+    one rig's clips differ in skeleton (some kept the file's root bone, some got a new
+    root), the clips that kept theirs are built again with a new root, here."""
+    groups: dict[str, list[int]] = {}
+    for i, v in enumerate(values):
+        groups.setdefault(v[3], []).append(i)
+    for idx in groups.values():
+        if len({(p.skeleton.names, p.skeleton.parents.tobytes()) for i in idx for p in values[i][2]}) > 1:
+            for i in idx:
+                if not values[i][4]:
+                    values[i] = build_clip(schema_json, files[i], units, fps, mirror_copies, up, use_root_bone=False)
 
 
 def _built_already(output: Path, manifest: Path, job_hash: str) -> bool:

@@ -16,7 +16,8 @@ from typing import NamedTuple
 import numba
 import numpy as np
 
-from motionmatch.anim._quat_kernels import qmul
+from motionmatch.anim._quat_kernels import qmul, qrot
+from motionmatch.anim._quat_kernels import two_bone_ik_into as two_bone_ik_into
 
 
 class Pose(NamedTuple):
@@ -56,17 +57,6 @@ class Quintic(NamedTuple):
     rot_coeffs: np.ndarray  #: ``[7, J]`` quintics of their angles (rad; see :func:`_quintic_at`)
     pos_dir: np.ndarray     #: ``[J, 3]`` unit directions of the translation offsets
     pos_coeffs: np.ndarray  #: ``[7, J]`` quintics of their lengths (m)
-
-
-@numba.njit(cache=True)
-def qrot(q, v, out):
-    w, x, y, z = q[0], q[1], q[2], q[3]
-    tx = 2.0 * (y * v[2] - z * v[1])
-    ty = 2.0 * (z * v[0] - x * v[2])
-    tz = 2.0 * (x * v[1] - y * v[0])
-    out[0] = v[0] + w * tx + (y * tz - z * ty)
-    out[1] = v[1] + w * ty + (z * tx - x * tz)
-    out[2] = v[2] + w * tz + (x * ty - y * tx)
 
 
 @numba.njit(cache=True)
@@ -128,88 +118,12 @@ def forward_kinematics(parents, root_pos, root_rot, rot, pos, world_pos, world_r
 
 
 @numba.njit(cache=True)
-def _between(u, v, out):
-    nu = np.sqrt(u[0] ** 2 + u[1] ** 2 + u[2] ** 2)
-    nv = np.sqrt(v[0] ** 2 + v[1] ** 2 + v[2] ** 2)
-    if nu < 1e-12 or nv < 1e-12:
-        out[0], out[1], out[2], out[3] = 1.0, 0.0, 0.0, 0.0
-        return
-    ux, uy, uz = u[0] / nu, u[1] / nu, u[2] / nu
-    vx, vy, vz = v[0] / nv, v[1] / nv, v[2] / nv
-    w = 1.0 + ux * vx + uy * vy + uz * vz
-    cx, cy, cz = uy * vz - uz * vy, uz * vx - ux * vz, ux * vy - uy * vx
-    if w < 1e-9:  # opposite: any perpendicular axis
-        cx, cy, cz = 0.0, -uz, uy
-        if cy * cy + cz * cz < 1e-12:
-            cx, cy, cz = uz, 0.0, -ux
-        w = 0.0
-    n = np.sqrt(w * w + cx * cx + cy * cy + cz * cz)
-    out[0], out[1], out[2], out[3] = w / n, cx / n, cy / n, cz / n
-
-
-@numba.njit(cache=True)
-def _norm3(v):
-    return np.sqrt(v[0] * v[0] + v[1] * v[1] + v[2] * v[2])
-
-
-@numba.njit(cache=True)
 def two_bone_ik(a, b, c, target, a_rot, b_rot, new_a, new_b):
     """New world rotations of ``a`` (hip) and ``b`` (knee) so the chain's end ``c`` reaches
     ``target`` (see :func:`motionmatch.runtime.ik.two_bone_ik`). Returns False when the
     chain is degenerate (rotations copied unchanged). Written element by element (no
     array expressions), which keeps its compilation short."""
     return two_bone_ik_into(a, b, c, target, a_rot, b_rot, new_a, new_b, np.empty((9, 3)), np.empty((3, 4)))
-
-
-@numba.njit(cache=True)
-def two_bone_ik_into(a, b, c, target, a_rot, b_rot, new_a, new_b, v, qs):
-    """:func:`two_bone_ik` with its scratch from the caller (``v [9, 3]``, ``qs [3, 4]``: no
-    allocation, for a caller looping over many legs); the same numbers."""
-    eps = 1e-6
-    for k in range(4):
-        new_a[k] = a_rot[k]
-        new_b[k] = b_rot[k]
-    ab, bc, to_t, u, w, knee_a, cm, cm_k, end_k = v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8]
-    for i in range(3):
-        ab[i] = b[i] - a[i]
-        bc[i] = c[i] - b[i]
-        to_t[i] = target[i] - a[i]
-    lab = _norm3(ab)
-    lbc = _norm3(bc)
-    dist = _norm3(to_t)
-    if lab < eps or lbc < eps or dist < eps:
-        return False
-    d = min(max(dist, abs(lab - lbc) + eps), lab + lbc - eps)
-    for i in range(3):
-        u[i] = to_t[i] / dist
-    along = ab[0] * u[0] + ab[1] * u[1] + ab[2] * u[2]
-    for i in range(3):
-        w[i] = ab[i] - along * u[i]
-    npole = _norm3(w)
-    if npole < eps:
-        return False
-    for i in range(3):
-        w[i] /= npole
-    x = (lab * lab - lbc * lbc + d * d) / (2.0 * d)
-    h = np.sqrt(max(lab * lab - x * x, 0.0))
-    for i in range(3):
-        knee_a[i] = x * u[i] + h * w[i]  # knee - a
-    qa = qs[0]
-    _between(ab, knee_a, qa)
-    qmul(qa, a_rot, new_a)
-    for i in range(3):
-        bc[i] = c[i] - a[i]  # (reused: c - a)
-    qrot(qa, bc, cm)
-    for i in range(3):
-        knee = a[i] + knee_a[i]
-        cm_k[i] = cm[i] + a[i] - knee
-        end_k[i] = a[i] + d * u[i] - knee
-    qb = qs[1]
-    _between(cm_k, end_k, qb)
-    tmp = qs[2]
-    qmul(qa, b_rot, tmp)
-    qmul(qb, tmp, new_b)
-    return True
 
 
 @numba.njit(cache=True)

@@ -14,8 +14,9 @@ Every tick, :meth:`ViewerRig.play` turns the session's motion-matching character
 characters of the tick in one call (:meth:`~motionmatch.anim.retarget.Retargeter.world_poses`:
 they are retargeted like the frames of one take, each scaled by the legs' ratio about its
 own root on the ground, so a character stays where the simulation has it; the retargeting
-and the rig's forward kinematics one compiled pass). No foot IK (it needs a take's contacts): the feet are where the
-retargeted legs put them.
+and the rig's forward kinematics one compiled pass), then each character's feet put where the
+database character's stand (on the ground, a planted foot where the source's is: the
+compiled per-pose foot IK of :mod:`motionmatch.anim.pose_feet`, all characters in one call).
 
 Uploaded rigs (:meth:`RigLoader.load_upload`) are read from a private temporary folder
 that is removed at once; a refused file gives one line naming it and the fix
@@ -51,8 +52,8 @@ __all__ = ["MAX_RIG_NAME", "RigLoader", "ViewerRig", "upload_name"]
 MAX_RIG_NAME = 128
 #: Frames of the database searched for its most upright pose (the source's reference).
 SOURCE_FRAMES = 256
-#: The retargeting of viewer characters: poses one by one, no foot IK.
-VIEWER_RETARGET = RetargetSettings(foot_ik=False)
+#: The retargeting of viewer characters: poses one by one, each pose's feet where the source's stand.
+VIEWER_RETARGET = RetargetSettings(foot_ik=True)
 _FOOT_ROLES = ("left_foot", "right_foot", "left_toe", "right_toe", "left_ankle", "right_ankle")
 
 
@@ -77,7 +78,7 @@ class ViewerRig:
     Attributes:
         name: what the page shows (the file's name).
         file: the rig read from the file.
-        retargeter: from the database's skeleton to the rig (no foot IK).
+        retargeter: from the database's skeleton to the rig (per-pose foot IK).
         info: the page's description of the rig's skeleton (names, parents, feet, body URL).
         scale: the pose frames' quantisation step (m) for the rig's joints.
         body: what the page draws (its skinned mesh, or its skeleton's mannequin).
@@ -193,7 +194,7 @@ class RigLoader:
         info = skeleton_info(skel, tuple(feet), ground_root=bool(roles.above_hips), height=height, body=url)
         # a few poses now: the compiled retargeting is ready before a session's tick needs it
         sample = database_sample(self.db, 4)
-        retargeter.poses(sample.world_rotations, sample.world_positions)
+        retargeter.world_poses(sample.world_rotations, sample.world_positions)
         return ViewerRig(name or rig.path.name, rig, retargeter, info, pose_scale(max(extent, height) * 1.3), body,
                          said)
 
