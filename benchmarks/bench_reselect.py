@@ -50,7 +50,9 @@ WALK_RUN = {"duration": 12.0, "events": [{"t": 0.0, "keys": ["w"]}, {"t": 6.0, "
 ACTIONS = {"duration": 20.0, "events": [  # (the actions of benchmarks/state_hashes.py: jump, creep, dance)
     {"t": 0.0, "keys": []}, {"t": 4.0, "keys": ["w"]}, {"t": 6.0, "keys": ["w", "j"]}, {"t": 6.3, "keys": ["w"]},
     {"t": 9.0, "keys": ["c", "w"]}, {"t": 12.0, "keys": ["p"]}, {"t": 16.0, "keys": ["a"]}, {"t": 18.0, "keys": []}]}
-SCRIPTS = {"hold W": HOLD_W, "turns": TURNS_SCRIPT, "walk, run": WALK_RUN}
+FORTH_BACK = {"duration": 11.0, "events": [{"t": 0.0, "keys": ["w"]}, {"t": 5.0, "keys": ["s"]},
+                                           {"t": 10.0, "keys": []}]}  # (tests/test_ground_runtime.py's)
+SCRIPTS = {"hold W": HOLD_W, "turns": TURNS_SCRIPT, "walk, run": WALK_RUN, "W, S, stop": FORTH_BACK}
 RUN_COLS = ("w_speed_mps", "response_time_s", "trajectory_error_m", "foot_skating_mps", "acceleration_p99_mps2",
             "transitions_per_s")
 SCENE_COLS = ("agent_collision_fraction", "obstacle_collision_fraction", "error_m", "diversity")
