@@ -3,10 +3,10 @@ layer above (retargeting, the controller's pose)."""
 
 from __future__ import annotations
 
-import numba
+from motionmatch._jit import no_refcount
 
 
-@numba.njit(cache=True, nogil=True)
+@no_refcount
 def qmul(a, b, out):  # pragma: no cover - compiled
     """``out = a * b`` (the rotation ``b`` then ``a``)."""
     aw, ax, ay, az = a[0], a[1], a[2], a[3]

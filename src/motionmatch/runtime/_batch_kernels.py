@@ -20,6 +20,7 @@ from typing import NamedTuple
 import numba
 import numpy as np
 
+from motionmatch._jit import no_refcount
 from motionmatch.control.intent import STILL_SPEED
 from motionmatch.control.springs import MIN_HALFLIFE, SPRING_HALFLIFE_FACTOR
 from motionmatch.runtime._kernels import FootLocks, Pose, PoseData, Quintic, controller_pose, quintic_transition
@@ -473,10 +474,12 @@ def _heading_of_angle(angle):
     return _heading_of(math.cos(half), math.sin(half))
 
 
-@numba.njit(cache=True)
+@no_refcount
 def sim_pose_rows(rows, dt, goals, sim, pose):
     """:func:`advance_sim_rows`, then :func:`pose_rows`, in one call (``sim``, ``pose``:
-    their plain tuples): the numbers of the two calls."""
+    their plain tuples): the numbers of the two calls. Compiled without reference counts:
+    handing its tuples on to the two would otherwise count a reference to each of their
+    arrays, twice (about 2 us a call, more than a row's pose)."""
     advance_sim_rows(rows, dt, goals, sim)
     pose_rows(rows, dt, pose)
 

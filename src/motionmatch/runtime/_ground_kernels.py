@@ -24,15 +24,15 @@ from __future__ import annotations
 
 import math
 
-import numba
 import numpy as np
 
+from motionmatch._jit import no_refcount
 from motionmatch.environment.terrain import terrain_query
-from motionmatch.runtime._batch_kernels import PoseArrays, pose_rows, sim_pose_rows
+from motionmatch.runtime._batch_kernels import PoseArrays, advance_sim_rows, pose_rows
 from motionmatch.runtime._kernels import local_from_world, qmul, qrot, two_bone_ik_into
 
 __all__ = ["GOAL_VELOCITY", "LIFT", "NORMAL", "READY", "SETTINGS", "SPEED_FACTOR", "ground_rows", "ground_step",
-           "pack_ground", "pose_ground_rows", "sim_pose_ground_rows", "state_width"]
+           "pack_ground", "pose_ground_rows", "scratch_size", "sim_pose_ground_rows", "state_width"]
 
 #: the columns of a row's ground state ``state [C, W]`` (float64; :func:`state_width`):
 #: 1 when the row was put on the ground before (else its next frame snaps onto it); the
@@ -55,10 +55,16 @@ def state_width(K: int) -> int:
     return FEET + 7 * K
 
 
+def scratch_size(J: int, K: int) -> int:
+    """The float64 entries of :func:`ground_rows`' scratch ``work`` for ``J`` joints and
+    ``K`` feet (one such array per thread that runs the stage at once)."""
+    return 7 * J + 6 * (2 * K + 3) + 120 + max(K, 1) + 27 + 12
+
+
 _LN2 = math.log(2.0)
 
 
-@numba.njit(cache=True)
+@no_refcount
 def _track(x, v, goal, goal_prev, h, halflife, max_speed):
     """A critically damped spring following a moving goal (at ``goal_prev`` a step ago, at
     ``goal`` now), the goal's speed fed forward up to ``max_speed`` (a ramp is followed
@@ -74,7 +80,7 @@ def _track(x, v, goal, goal_prev, h, halflife, max_speed):
     return goal_prev + gv * h + ey * (e0 + j1 * h), gv + ey * (de0 - j1 * y * h)
 
 
-@numba.njit(cache=True)
+@no_refcount
 def _toward_up(n, fraction, max_angle, out):
     """``out [4]``: ``fraction`` of the rotation taking straight up to the unit normal
     ``n [3]``, its angle at most ``max_angle`` (rad)."""
@@ -90,7 +96,7 @@ def _toward_up(n, fraction, max_angle, out):
     out[0], out[1], out[2], out[3] = math.cos(0.5 * a), ax * sh, 0.0, az * sh
 
 
-@numba.njit(cache=True)
+@no_refcount
 def _moved(tilt, origin, lift, p, out):
     """``out [3]``: point ``p`` turned by ``tilt`` about ``origin [3]`` and raised by ``lift``."""
     w, x, y, z = tilt[0], tilt[1], tilt[2], tilt[3]
@@ -103,7 +109,7 @@ def _moved(tilt, origin, lift, p, out):
     out[2] = origin[2] + vz + w * tz + (x * ty - y * tx)
 
 
-@numba.njit(cache=True)
+@no_refcount
 def _chain_fk(chain, parents, root_pos, root_rot, rot, pos, world_pos, world_rot):
     """:func:`~motionmatch.runtime._kernels.forward_kinematics` of the joints ``chain``
     only (parents before children, joint 0 first; the joints the legs need): their world
@@ -127,32 +133,43 @@ def _chain_fk(chain, parents, root_pos, root_rot, rot, pos, world_pos, world_rot
 
 
 def pack_ground(parents: np.ndarray, legs: np.ndarray, chain: np.ndarray, terrain_arrays: tuple,
-                settings: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """What :func:`ground_step` reads besides the rows, as two arrays (fewer arguments: a
-    compiled call types and unboxes each one): ``ints`` (int64: ``J, K, L, T, S, I``, then
-    ``parents [J]``, ``legs [K, 4]``, ``chain [L]`` and the terrain's ``triangles [T, 3]``,
-    ``start [S]``, ``items [I]``) and ``floats`` (float64: ``settings``, the terrain's
-    ``params [7]``, its heights' rows and columns and vertices ``R, C, V``, then
-    ``heights [R, C]`` and ``vertices [V, 3]``); read-only."""
+                settings: np.ndarray) -> np.ndarray:
+    """What :func:`ground_step` reads besides the rows, as one read-only float64 array
+    (fewer arguments: a compiled call types and unboxes each one, about 0.1 us an array):
+    the sizes ``J, K, L, T, S, I, R, C, V``, ``settings``, the terrain's ``params [7]``,
+    ``heights [R, C]`` and ``vertices [V, 3]``, then the int64 entries stored as their
+    bits (read through a view as int64): ``parents [J]``, ``legs [K, 4]``, ``chain [L]``
+    and the terrain's ``triangles [T, 3]``, ``start [S]``, ``items [I]``."""
     params, heights, vertices, triangles, start, items = terrain_arrays
     legs = np.asarray(legs, dtype=np.int64).reshape(-1, 4)
-    ints = np.concatenate([np.array([len(parents), len(legs), len(chain), len(triangles), len(start), len(items)]),
-                           parents, legs.ravel(), chain, np.asarray(triangles).ravel(), start, items]).astype(np.int64)
-    floats = np.concatenate([settings, params, np.array([heights.shape[0], heights.shape[1], len(vertices)]),
-                             np.asarray(heights).ravel(), np.asarray(vertices).ravel()]).astype(np.float64)
-    ints.setflags(write=False)
-    floats.setflags(write=False)
-    return ints, floats
+    sizes = [len(parents), len(legs), len(chain), len(triangles), len(start), len(items), heights.shape[0],
+             heights.shape[1], len(vertices)]
+    ints = np.concatenate([parents, legs.ravel(), chain, np.asarray(triangles).ravel(), start, items]).astype(np.int64)
+    data = np.concatenate([np.array(sizes, dtype=np.float64), settings, params, np.asarray(heights).ravel(),
+                           np.asarray(vertices).ravel(), ints.view(np.float64)]).astype(np.float64)
+    data.setflags(write=False)
+    return data
 
 
-@numba.njit(cache=True, nogil=True)
-def ground_step(rows, dt, frame, contacts, out_rot, out_pos, ints, floats, state):
+@no_refcount
+def ground_step(rows, dt, frame, contacts, out_rot, out_pos, data, state, work):
     """:func:`ground_rows` with the skeleton, the terrain and the settings packed by
-    :func:`pack_ground` (one compiled call over ``rows``)."""
-    J, K, L, T, S, n_items = ints[0], ints[1], ints[2], ints[3], ints[4], ints[5]
-    a = 6
-    parents = ints[a:a + J]
-    a += J
+    :func:`pack_ground` into ``data`` (one compiled call over ``rows``; its views of them
+    cost nothing: no reference counts), ``work`` its scratch (:func:`scratch_size`)."""
+    J, K, L, T, S, n_items = int(data[0]), int(data[1]), int(data[2]), int(data[3]), int(data[4]), int(data[5])
+    R, C, V = int(data[6]), int(data[7]), int(data[8])
+    b = 9
+    n = len(SETTINGS)
+    settings = data[b:b + n]
+    params = data[b + n:b + n + 7]
+    b += n + 7
+    heights = data[b:b + R * C].reshape((R, C))
+    b += R * C
+    vertices = data[b:b + 3 * V].reshape((V, 3))
+    b += 3 * V
+    ints = data[b:].view(np.int64)
+    parents = ints[:J]
+    a = J
     legs = ints[a:a + 4 * K].reshape((K, 4))
     a += 4 * K
     chain = ints[a:a + L]
@@ -162,21 +179,13 @@ def ground_step(rows, dt, frame, contacts, out_rot, out_pos, ints, floats, state
     start = ints[a:a + S]
     a += S
     items = ints[a:a + n_items]
-    n = len(SETTINGS)
-    settings = floats[:n]
-    params = floats[n:n + 7]
-    R, C, V = int(floats[n + 7]), int(floats[n + 8]), int(floats[n + 9])
-    b = n + 10
-    heights = floats[b:b + R * C].reshape((R, C))
-    b += R * C
-    vertices = floats[b:b + 3 * V].reshape((V, 3))
     ground_rows(rows, dt, frame, contacts, out_rot, out_pos, parents, legs, chain, params, heights, vertices,
-                triangles, start, items, state, settings)
+                triangles, start, items, state, settings, work)
 
 
-@numba.njit(cache=True, nogil=True)
+@no_refcount
 def ground_rows(rows, dt, frame, contacts, out_rot, out_pos, parents, legs, chain, terrain_params, heights_grid,
-                vertices, triangles, start, items, state, settings):
+                vertices, triangles, start, items, state, settings, work):
     """Put the output poses of ``rows [R]`` (time steps ``dt [R]``, s) on a ground, in place
     in ``out_rot``, ``out_pos`` (see the module docstring for the steps), and update each
     row's ground state ``state [C, W]`` (the columns above).
@@ -186,7 +195,8 @@ def ground_rows(rows, dt, frame, contacts, out_rot, out_pos, parents, legs, chai
     the joints from the root to the legs' toes (parents first, 0 first). The ground:
     ``terrain_params`` and the five arrays after it, as
     :meth:`~motionmatch.environment.terrain.Terrain.kernel_arrays` gives them. ``settings``:
-    the float64 array :data:`SETTINGS` names."""
+    the float64 array :data:`SETTINGS` names. ``work``: float64 scratch of at least
+    :func:`scratch_size` entries (the caller's: nothing is allocated here)."""
     lift_hl, foot_hl, weight_hl, normal_hl = settings[0], settings[1], settings[2], settings[3]
     lean, max_lean, max_tilt, max_speed, slack = settings[4], settings[5], settings[6], settings[7], settings[8]
     lookahead, uphill, downhill, min_factor = settings[9], settings[10], settings[11], settings[12]
@@ -195,8 +205,7 @@ def ground_rows(rows, dt, frame, contacts, out_rot, out_pos, parents, legs, chai
     K = legs.shape[0]
     P = 1 + 2 * K + 2
     W, Y, V, G, T = FEET, FEET + K, FEET + 2 * K, FEET + 3 * K, FEET + 4 * K
-    # (the scratch as views of one allocation: a call on one row pays for one, not twenty)
-    work = np.empty(7 * J + 6 * P + 3 * 4 * 10 + max(K, 1))
+    # (the scratch as views of the caller's array: compiled without reference counts, views cost nothing)
     wp = work[:3 * J].reshape((J, 3))
     wr = work[3 * J:7 * J].reshape((J, 4))
     o = 7 * J
@@ -212,8 +221,9 @@ def ground_rows(rows, dt, frame, contacts, out_rot, out_pos, parents, legs, chai
     hip_p, knee_p, ankle_p = work[o + 12:o + 15], work[o + 15:o + 18], work[o + 18:o + 21]
     o += 80
     ws = work[o:o + max(K, 1)]
-    ik_v = np.empty((9, 3))
-    ik_q = np.empty((3, 4))
+    o += max(K, 1)
+    ik_v = work[o:o + 27].reshape((9, 3))
+    ik_q = work[o + 27:o + 39].reshape((3, 4))
     for n in range(rows.shape[0]):
         r = rows[n]
         h = dt[n]
@@ -329,23 +339,25 @@ def ground_rows(rows, dt, frame, contacts, out_rot, out_pos, parents, legs, chai
 
 
 #: where :class:`~motionmatch.runtime._batch_kernels.PoseArrays`' plain tuple holds what the
-#: ground stage reads (read by index: naming the whole tuple again costs a reference count
-#: on each of its forty arrays)
+#: ground stage reads (read by index). The two entry points below are compiled without
+#: reference counts: handing the forty arrays of ``pose`` on to the poses stage otherwise
+#: counts a reference to each (about 1.4 us a call, more than a row's ground stage)
 _FRAME, _CONTACTS, _OUT_ROT, _OUT_POS = (PoseArrays._fields.index(f) for f in ("frame", "contacts", "out_rot",
                                                                                 "out_pos"))
 
 
-@numba.njit(cache=True, nogil=True)
-def pose_ground_rows(rows, dt, pose, ints, floats, state):
+@no_refcount
+def pose_ground_rows(rows, dt, pose, data, state, work):
     """The poses stage (:func:`~motionmatch.runtime._batch_kernels.pose_rows`, ``pose`` its
     plain tuple), then :func:`ground_step` on the same rows: one compiled call."""
     pose_rows(rows, dt, pose)
-    ground_step(rows, dt, pose[_FRAME], pose[_CONTACTS], pose[_OUT_ROT], pose[_OUT_POS], ints, floats, state)
+    ground_step(rows, dt, pose[_FRAME], pose[_CONTACTS], pose[_OUT_ROT], pose[_OUT_POS], data, state, work)
 
 
-@numba.njit(cache=True, nogil=True)
-def sim_pose_ground_rows(rows, dt, goals, sim, pose, ints, floats, state):
-    """:func:`~motionmatch.runtime._batch_kernels.sim_pose_rows` (the simulated roots and
-    the poses), then :func:`ground_step` on the same rows: one compiled call."""
-    sim_pose_rows(rows, dt, goals, sim, pose)
-    ground_step(rows, dt, pose[_FRAME], pose[_CONTACTS], pose[_OUT_ROT], pose[_OUT_POS], ints, floats, state)
+@no_refcount
+def sim_pose_ground_rows(rows, dt, goals, sim, pose, data, state, work):
+    """:func:`~motionmatch.runtime._batch_kernels.sim_pose_rows`' two stages (the simulated
+    roots and the poses), then :func:`ground_step` on the same rows: one compiled call."""
+    advance_sim_rows(rows, dt, goals, sim)
+    pose_rows(rows, dt, pose)
+    ground_step(rows, dt, pose[_FRAME], pose[_CONTACTS], pose[_OUT_ROT], pose[_OUT_POS], data, state, work)

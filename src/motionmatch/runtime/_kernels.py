@@ -16,6 +16,7 @@ from typing import NamedTuple
 import numba
 import numpy as np
 
+from motionmatch._jit import no_refcount
 from motionmatch.anim._quat_kernels import qmul
 
 
@@ -58,7 +59,7 @@ class Quintic(NamedTuple):
     pos_coeffs: np.ndarray  #: ``[7, J]`` quintics of their lengths (m)
 
 
-@numba.njit(cache=True)
+@no_refcount
 def qrot(q, v, out):
     w, x, y, z = q[0], q[1], q[2], q[3]
     tx = 2.0 * (y * v[2] - z * v[1])
@@ -127,7 +128,7 @@ def forward_kinematics(parents, root_pos, root_rot, rot, pos, world_pos, world_r
         qmul(world_rot[p], rot[j - 1], world_rot[j])
 
 
-@numba.njit(cache=True)
+@no_refcount
 def _between(u, v, out):
     nu = np.sqrt(u[0] ** 2 + u[1] ** 2 + u[2] ** 2)
     nv = np.sqrt(v[0] ** 2 + v[1] ** 2 + v[2] ** 2)
@@ -147,7 +148,7 @@ def _between(u, v, out):
     out[0], out[1], out[2], out[3] = w / n, cx / n, cy / n, cz / n
 
 
-@numba.njit(cache=True)
+@no_refcount
 def _norm3(v):
     return np.sqrt(v[0] * v[0] + v[1] * v[1] + v[2] * v[2])
 
@@ -161,7 +162,7 @@ def two_bone_ik(a, b, c, target, a_rot, b_rot, new_a, new_b):
     return two_bone_ik_into(a, b, c, target, a_rot, b_rot, new_a, new_b, np.empty((9, 3)), np.empty((3, 4)))
 
 
-@numba.njit(cache=True)
+@no_refcount
 def two_bone_ik_into(a, b, c, target, a_rot, b_rot, new_a, new_b, v, qs):
     """:func:`two_bone_ik` with its scratch from the caller (``v [9, 3]``, ``qs [3, 4]``: no
     allocation, for a caller looping over many legs); the same numbers."""
@@ -212,15 +213,16 @@ def two_bone_ik_into(a, b, c, target, a_rot, b_rot, new_a, new_b, v, qs):
     return True
 
 
-@numba.njit(cache=True)
+@no_refcount
 def local_from_world(parent_world, child_world, out):
-    """``out = conj(parent_world) * child_world``."""
-    inv = np.empty(4)
-    inv[0] = parent_world[0]
-    inv[1] = -parent_world[1]
-    inv[2] = -parent_world[2]
-    inv[3] = -parent_world[3]
-    qmul(inv, child_world, out)
+    """``out = conj(parent_world) * child_world`` (:func:`qmul`'s sums, in its order: the
+    same numbers; no allocation)."""
+    aw, ax, ay, az = parent_world[0], -parent_world[1], -parent_world[2], -parent_world[3]
+    bw, bx, by, bz = child_world[0], child_world[1], child_world[2], child_world[3]
+    out[0] = aw * bw - ax * bx - ay * by - az * bz
+    out[1] = aw * bx + ax * bw + ay * bz - az * by
+    out[2] = aw * by - ax * bz + ay * bw + az * bx
+    out[3] = aw * bz + ax * by - ay * bx + az * bw
 
 
 @numba.njit(cache=True)

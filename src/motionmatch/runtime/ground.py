@@ -47,6 +47,7 @@ from motionmatch.runtime._ground_kernels import (
     ground_step,
     pack_ground,
     pose_ground_rows,
+    scratch_size,
     sim_pose_ground_rows,
     state_width,
 )
@@ -137,6 +138,7 @@ class GroundStage:
         terrain: the ground (a non-flat :class:`~motionmatch.environment.terrain.Terrain`).
         arrays: the batch's database arrays (its legs, parents and foot contacts).
         settings: :class:`GroundSettings`.
+        rows: the rows to make room for now (a batch's capacity: its rows start afresh).
 
     Attributes:
         state: ``[C, W]`` float64, each batch row's ground state (the columns of
@@ -145,17 +147,21 @@ class GroundStage:
             argument; grown with the batch.
     """
 
-    def __init__(self, terrain, arrays: DatabaseArrays, settings: GroundSettings | None = None):
+    def __init__(self, terrain, arrays: DatabaseArrays, settings: GroundSettings | None = None, rows: int = 1):
         self.terrain = terrain
         self.arrays = arrays
         self.settings = settings or GroundSettings()
         self._kernel_settings = readonly(self.settings.kernel_array())
         self.legs = readonly(np.ascontiguousarray(arrays.legs, dtype=np.int64))
         self.chain = readonly(_leg_chain(arrays.parents, self.legs))
-        self.state = np.zeros((1, state_width(len(self.legs))))
-        self._ints, self._floats = pack_ground(arrays.parents, self.legs, self.chain, terrain.kernel_arrays(),
-                                               self._kernel_settings)
-        self._memo: tuple | None = None  # (intent, speed factor, adapted IntentRows): see adapt_intents
+        self.state = np.zeros((max(rows, 1), state_width(len(self.legs))))
+        self.state[:, SPEED_FACTOR] = 1.0
+        self._data = pack_ground(arrays.parents, self.legs, self.chain, terrain.kernel_arrays(), self._kernel_settings)
+        # the kernel's scratch, one for each thread that may run it at once (made here: no allocation a call)
+        size = scratch_size(len(arrays.parents), len(self.legs))
+        self._work, self._work2 = np.empty(size), np.empty(size)
+        # (one row's last intent: (row, intent, plain, speed factor, adapted IntentRows); see adapt_intents)
+        self._memo: tuple | None = None
 
     def _grow(self, rows: int) -> None:
         """At least ``rows`` rows of :attr:`state` (new ones not ready)."""
@@ -164,6 +170,7 @@ class GroundStage:
             return
         self.state = np.zeros((max(rows, 2 * len(old)), old.shape[1]))
         self.state[: len(old)] = old
+        self.state[len(old):, SPEED_FACTOR] = 1.0
 
     def reset(self, row: int) -> None:
         """Row ``row`` has a new controller (or state copied in): its next frame snaps
@@ -171,6 +178,7 @@ class GroundStage:
         self._grow(row + 1)
         self.state[row] = 0.0
         self.state[row, SPEED_FACTOR] = 1.0
+        self._memo = None
 
     def apply(self, rows: np.ndarray, dt: np.ndarray, state) -> None:
         """Put the output poses of ``rows [R]`` (int64; their time steps ``dt [R]``, s) of a
@@ -179,27 +187,28 @@ class GroundStage:
         if len(self.state) < state.capacity:
             self._grow(state.capacity)
         a = self.arrays
-        ground_step(rows, dt, state.frame, a.contacts, state.out_rot, state.out_pos, self._ints, self._floats,
-                    self.state)
+        ground_step(rows, dt, state.frame, a.contacts, state.out_rot, state.out_pos, self._data,
+                    self.state, self._work)
 
-    def pose(self, rows: np.ndarray, dt: np.ndarray, state, pose: tuple, sim: tuple | None = None,
-             goals: np.ndarray | None = None, pool=None) -> None:
-        """The batch's poses stage of ``rows [R]`` (its ``pose`` plain tuple; with ``sim``
-        and ``goals``, its simulated roots first) and this stage after it: one compiled
-        call; on ``pool``'s thread too for many rows (each half of the rows posed and put
-        on the ground on a thread of its own: a row reads and writes its own state)."""
-        if len(self.state) < state.capacity:
-            self._grow(state.capacity)
-        args = (self._ints, self._floats, self.state)
-        if sim is not None:
-            sim_pose_ground_rows(rows, dt, goals, sim, pose, *args)
-        elif pool is None or len(rows) < 2:
-            pose_ground_rows(rows, dt, pose, *args)
-        else:
-            half = len(rows) // 2
-            other = pool.submit(pose_ground_rows, rows[half:], dt[half:], pose, *args)
-            pose_ground_rows(rows[:half], dt[:half], pose, *args)
-            other.result()
+    def pose(self, rows: np.ndarray, dt: np.ndarray, pose: tuple, pool=None) -> None:
+        """The batch's poses stage of ``rows [R]`` (``pose``: its plain tuple) and this stage
+        after it: one compiled call; on ``pool``'s thread too for many rows (each half of the
+        rows posed and put on the ground on a thread of its own: a row reads and writes its
+        own state). Every row was :meth:`reset` (the batch does it as it adds one): this
+        stage's state has its row."""
+        if pool is None or len(rows) < 2:
+            pose_ground_rows(rows, dt, pose, self._data, self.state, self._work)
+            return
+        half = len(rows) // 2
+        other = pool.submit(pose_ground_rows, rows[half:], dt[half:], pose, self._data, self.state, self._work2)
+        pose_ground_rows(rows[:half], dt[:half], pose, self._data, self.state, self._work)
+        other.result()
+
+    def sim_pose(self, rows: np.ndarray, dt: np.ndarray, goals: np.ndarray, sim: tuple, pose: tuple) -> None:
+        """The batch's simulated roots of ``rows [R]`` toward ``goals [R, 5]`` (``sim``: its
+        plain tuple), its poses stage and this stage after them: one compiled call (rows
+        :meth:`reset` before, as for :meth:`pose`)."""
+        sim_pose_ground_rows(rows, dt, goals, sim, pose, self._data, self.state, self._work)
 
     def speed_factors(self, rows: np.ndarray) -> np.ndarray:
         """``[R]``: the speed factors the stage set for ``rows`` on their last frame."""
@@ -232,29 +241,35 @@ class GroundStage:
         speed factors (slower on slopes, stopped before a wall: set by the last
         :meth:`apply` along the velocity they asked for then, kept here); the same object
         when nothing changes. One character's factor is rounded to 2 %, so that an input
-        holding one intent gets one adapted intent while the factor stays (its caches hold)."""
+        holding one intent gets one adapted intent while the factor stays (its caches hold);
+        its velocity is written into its state when its intent changes (intents are
+        immutable: the same object, the same velocity)."""
         st = self.state
         if len(rows) == 1:
-            r = int(rows[0])
+            r = rows.item(0)
             if r >= len(st):
                 return intents
-            g = intents.goals
-            st[r, GOAL_VELOCITY] = g[0, 0]
-            st[r, GOAL_VELOCITY + 1] = g[0, 1]
-            f = float(st[r, SPEED_FACTOR])
-            if f == 1.0 or not intents.plain[0]:
-                return intents
-            f = round(f * 50.0) / 50.0
             it = intents[0]
             memo = self._memo
-            if memo is not None and memo[0] is it and memo[1] == f:
-                return memo[2]
-            goals = g.copy()
+            if memo is None or memo[1] is not it or memo[0] != r:
+                g = intents.goals
+                st[r, GOAL_VELOCITY] = g[0, 0]
+                st[r, GOAL_VELOCITY + 1] = g[0, 1]
+                memo = self._memo = (r, it, bool(intents.plain[0]), -1.0, intents)
+            f = st.item(r, SPEED_FACTOR)
+            if f == 1.0 or not memo[2]:
+                return intents
+            f = round(f * 50.0) / 50.0
+            if memo[3] == f:
+                return memo[4]
+            goals = intents.goals.copy()
             goals[0, :2] *= f
             out = IntentRows(goals, intents.gaits, intents.plain, [None])
-            self._memo = (it, f, out)
+            self._memo = (r, it, True, f, out)
             return out
+        self._memo = None  # (these rows' velocities written here)
         self._grow(int(rows.max()) + 1)
+        st = self.state
         st[rows, GOAL_VELOCITY:GOAL_VELOCITY + 2] = intents.goals[:, :2]
         f = st[rows, SPEED_FACTOR]
         change = intents.plain & (f != 1.0)
