@@ -47,7 +47,7 @@ READY, LIFT, LIFT_VEL, LIFT_GOAL, NORMAL, SPEED_FACTOR, GOAL_VELOCITY, FEET = 0,
 #: the settings array's entries (:meth:`~motionmatch.runtime.ground.GroundSettings.kernel_array`)
 SETTINGS = ("lift_halflife", "foot_halflife", "weight_halflife", "normal_halflife", "lean", "max_lean_rad",
             "max_foot_tilt_rad", "max_goal_speed", "reach_slack", "lookahead", "uphill_slowdown",
-            "downhill_slowdown", "min_speed_factor", "step_limit_m", "wall_lookahead_m")
+            "downhill_slowdown", "min_speed_factor", "step_limit_m", "wall_lookahead_m", "ik_skip_m")
 
 
 def state_width(K: int) -> int:
@@ -64,19 +64,35 @@ def scratch_size(J: int, K: int) -> int:
 _LN2 = math.log(2.0)
 
 
+#: a leg whose IK target is nearer than ``ik_skip_m`` (:data:`SETTINGS`) to where the root's
+#: move put its ankle, its foot turned as the root is (``1 - |q . tilt|`` below this: under
+#: 3e-5 rad apart) and its knee bent (hip to ankle at least :data:`SKIP_BENT` m short of the
+#: two bones' length: the two-bone IK swings a straight leg's knee by up to half a
+#: millimetre for a micrometre's reach) keeps the flat pose's local rotations (no IK: the
+#: level parts of a terrain); its joints are then within micrometres of the IK's
+SKIP_TURN = 1e-10
+SKIP_BENT = 1e-3
+
+
 @no_refcount
-def _track(x, v, goal, goal_prev, h, halflife, max_speed):
+def _spring(halflife, h):
+    """``(y, exp(-y h))`` of a critically damped spring of ``halflife`` (s) over ``h`` s."""
+    y = 2.0 * _LN2 / max(halflife, 1e-5)
+    return y, math.exp(-y * h)
+
+
+@no_refcount
+def _track(x, v, goal, goal_prev, h, y, ey, max_speed):
     """A critically damped spring following a moving goal (at ``goal_prev`` a step ago, at
     ``goal`` now), the goal's speed fed forward up to ``max_speed`` (a ramp is followed
-    without lag; a step's jump is taken by the spring). Returns ``(x, v)`` after ``h`` s."""
+    without lag; a step's jump is taken by the spring). ``y, ey``: :func:`_spring` of its
+    half-life over ``h``. Returns ``(x, v)`` after ``h`` s."""
     if h <= 0.0:
         return x, v
     gv = min(max((goal - goal_prev) / h, -max_speed), max_speed)
-    y = 2.0 * _LN2 / max(halflife, 1e-5)
     e0 = x - goal_prev
     de0 = v - gv
     j1 = de0 + e0 * y
-    ey = math.exp(-y * h)
     return goal_prev + gv * h + ey * (e0 + j1 * h), gv + ey * (de0 - j1 * y * h)
 
 
@@ -135,18 +151,21 @@ def _chain_fk(chain, parents, root_pos, root_rot, rot, pos, world_pos, world_rot
 def pack_ground(parents: np.ndarray, legs: np.ndarray, chain: np.ndarray, terrain_arrays: tuple,
                 settings: np.ndarray) -> np.ndarray:
     """What :func:`ground_step` reads besides the rows, as one read-only float64 array
-    (fewer arguments: a compiled call types and unboxes each one, about 0.1 us an array):
-    the sizes ``J, K, L, T, S, I, R, C, V``, ``settings``, the terrain's ``params [7]``,
-    ``heights [R, C]`` and ``vertices [V, 3]``, then the int64 entries stored as their
-    bits (read through a view as int64): ``parents [J]``, ``legs [K, 4]``, ``chain [L]``
-    and the terrain's ``triangles [T, 3]``, ``start [S]``, ``items [I]``."""
+    (fewer arguments: a compiled call types and unboxes each one, about 0.1 us an array).
+    What every row reads comes first, in a few cache lines: the sizes ``J, K, L, T, S, I,
+    R, C, V``, ``settings``, the terrain's ``params [7]``, then ``parents [J]``, ``legs [K,
+    4]`` and ``chain [L]`` (int64 entries stored as their bits, read through an int64
+    view); then the terrain's ``heights [R, C]``, ``vertices [V, 3]`` and its int64
+    ``triangles [T, 3]``, ``start [S]``, ``items [I]``."""
     params, heights, vertices, triangles, start, items = terrain_arrays
     legs = np.asarray(legs, dtype=np.int64).reshape(-1, 4)
     sizes = [len(parents), len(legs), len(chain), len(triangles), len(start), len(items), heights.shape[0],
              heights.shape[1], len(vertices)]
-    ints = np.concatenate([parents, legs.ravel(), chain, np.asarray(triangles).ravel(), start, items]).astype(np.int64)
-    data = np.concatenate([np.array(sizes, dtype=np.float64), settings, params, np.asarray(heights).ravel(),
-                           np.asarray(vertices).ravel(), ints.view(np.float64)]).astype(np.float64)
+    skeleton = np.concatenate([parents, legs.ravel(), chain]).astype(np.int64)
+    mesh = np.concatenate([np.asarray(triangles).ravel(), start, items]).astype(np.int64)
+    data = np.concatenate([np.array(sizes, dtype=np.float64), settings, params, skeleton.view(np.float64),
+                           np.asarray(heights, dtype=np.float64).ravel(),
+                           np.asarray(vertices, dtype=np.float64).ravel(), mesh.view(np.float64)])
     data.setflags(write=False)
     return data
 
@@ -163,22 +182,19 @@ def ground_step(rows, dt, frame, contacts, out_rot, out_pos, data, state, work):
     settings = data[b:b + n]
     params = data[b + n:b + n + 7]
     b += n + 7
+    skeleton = data[b:b + J + 4 * K + L].view(np.int64)
+    parents = skeleton[:J]
+    legs = skeleton[J:J + 4 * K].reshape((K, 4))
+    chain = skeleton[J + 4 * K:]
+    b += J + 4 * K + L
     heights = data[b:b + R * C].reshape((R, C))
     b += R * C
     vertices = data[b:b + 3 * V].reshape((V, 3))
     b += 3 * V
-    ints = data[b:].view(np.int64)
-    parents = ints[:J]
-    a = J
-    legs = ints[a:a + 4 * K].reshape((K, 4))
-    a += 4 * K
-    chain = ints[a:a + L]
-    a += L
-    triangles = ints[a:a + 3 * T].reshape((T, 3))
-    a += 3 * T
-    start = ints[a:a + S]
-    a += S
-    items = ints[a:a + n_items]
+    mesh = data[b:].view(np.int64)
+    triangles = mesh[:3 * T].reshape((T, 3))
+    start = mesh[3 * T:3 * T + S]
+    items = mesh[3 * T + S:3 * T + S + n_items]
     ground_rows(rows, dt, frame, contacts, out_rot, out_pos, parents, legs, chain, params, heights, vertices,
                 triangles, start, items, state, settings, work)
 
@@ -200,7 +216,7 @@ def ground_rows(rows, dt, frame, contacts, out_rot, out_pos, parents, legs, chai
     lift_hl, foot_hl, weight_hl, normal_hl = settings[0], settings[1], settings[2], settings[3]
     lean, max_lean, max_tilt, max_speed, slack = settings[4], settings[5], settings[6], settings[7], settings[8]
     lookahead, uphill, downhill, min_factor = settings[9], settings[10], settings[11], settings[12]
-    step_limit, wall_ahead = settings[13], settings[14]
+    step_limit, wall_ahead, skip = settings[13], settings[14], settings[15]
     J = parents.shape[0]
     K = legs.shape[0]
     P = 1 + 2 * K + 2
@@ -224,9 +240,17 @@ def ground_rows(rows, dt, frame, contacts, out_rot, out_pos, parents, legs, chai
     o += max(K, 1)
     ik_v = work[o:o + 27].reshape((9, 3))
     ik_q = work[o + 27:o + 39].reshape((3, 4))
+    last_h = -1.0  # (the springs' decays, made again only when the time step changes: one step for all rows)
+    a = b = lift_y = lift_ey = foot_y = foot_ey = 0.0
     for n in range(rows.shape[0]):
         r = rows[n]
         h = dt[n]
+        if h != last_h:
+            last_h = h
+            a = 1.0 - math.exp(-_LN2 * h / max(weight_hl, 1e-5))
+            b = 1.0 - math.exp(-_LN2 * h / max(normal_hl, 1e-5))
+            lift_y, lift_ey = _spring(lift_hl, h)
+            foot_y, foot_ey = _spring(foot_hl, h)
         st = state[r]
         first = st[READY] == 0.0
         # the flat pose's feet, and the ground points
@@ -255,14 +279,12 @@ def ground_rows(rows, dt, frame, contacts, out_rot, out_pos, parents, legs, chai
         base_y = origin[1]
         ground = heights[0]
         # contact weights, smoothed (a smoothstep of an exponential approach)
-        a = 1.0 - math.exp(-_LN2 * h / max(weight_hl, 1e-5))
         for k in range(K):
             cv = 1.0 if contacts[frame[r], k] else 0.0
             st[W + k] = cv if first else st[W + k] + (cv - st[W + k]) * a
             w = min(max(st[W + k], 0.0), 1.0)
             ws[k] = w * w * (3.0 - 2.0 * w)
         # the ground's slope under the root, damped
-        b = 1.0 - math.exp(-_LN2 * h / max(normal_hl, 1e-5))
         nn = 0.0
         for c in range(3):
             st[NORMAL + c] = normals[0, c] if first else st[NORMAL + c] + (normals[0, c] - st[NORMAL + c]) * b
@@ -280,7 +302,8 @@ def ground_rows(rows, dt, frame, contacts, out_rot, out_pos, parents, legs, chai
         if first:
             st[LIFT], st[LIFT_VEL] = goal, 0.0
         else:
-            st[LIFT], st[LIFT_VEL] = _track(st[LIFT], st[LIFT_VEL], goal, st[LIFT_GOAL], h, lift_hl, max_speed)
+            st[LIFT], st[LIFT_VEL] = _track(st[LIFT], st[LIFT_VEL], goal, st[LIFT_GOAL], h, lift_y, lift_ey,
+                                                max_speed)
         st[LIFT_GOAL] = goal
         if st[LIFT] > cap:
             st[LIFT] = cap
@@ -308,7 +331,7 @@ def ground_rows(rows, dt, frame, contacts, out_rot, out_pos, parents, legs, chai
             if first:
                 st[Y + k], st[V + k] = fgoal, 0.0
             else:
-                st[Y + k], st[V + k] = _track(st[Y + k], st[V + k], fgoal, st[G + k], h, foot_hl, max_speed)
+                st[Y + k], st[V + k] = _track(st[Y + k], st[V + k], fgoal, st[G + k], h, foot_y, foot_ey, max_speed)
             st[G + k] = fgoal
             for c in range(3):
                 st[T + 3 * k + c] = wp[toe, c]
@@ -324,9 +347,21 @@ def ground_rows(rows, dt, frame, contacts, out_rot, out_pos, parents, legs, chai
             target[1] = base_y + F + above - dq[1]
             target[2] = wp[toe, 2] - dq[2]
             # the leg where the lifted, tilted root put it (a rigid move of the flat pose)
+            _moved(tilt, origin, lift, wp[ankle], ankle_p)
+            e = 0.0
+            for c in range(3):
+                e += (target[c] - ankle_p[c]) ** 2
+            if e < skip * skip and 1.0 - abs(q[0] * tilt[0] + q[1] * tilt[1] + q[2] * tilt[2]
+                                             + q[3] * tilt[3]) < SKIP_TURN:
+                ab = bc = ac = 0.0
+                for c in range(3):
+                    ab += (wp[knee, c] - wp[hip, c]) ** 2
+                    bc += (wp[ankle, c] - wp[knee, c]) ** 2
+                    ac += (wp[ankle, c] - wp[hip, c]) ** 2
+                if math.sqrt(ac) < math.sqrt(ab) + math.sqrt(bc) - SKIP_BENT:
+                    continue  # (the rigid move is the answer: the flat pose's local rotations)
             _moved(tilt, origin, lift, wp[hip], hip_p)
             _moved(tilt, origin, lift, wp[knee], knee_p)
-            _moved(tilt, origin, lift, wp[ankle], ankle_p)
             qmul(tilt, wr[parents[hip]], parent_r)
             qmul(tilt, wr[hip], hip_r)
             qmul(tilt, wr[knee], knee_r)

@@ -80,6 +80,7 @@ class GroundSettings:
     min_speed_factor: float = 0.5
     step_limit_m: float = 0.35         # a rise (or drop) higher than this ahead is a wall (a ledge): it stops
     wall_lookahead_m: float = 0.6      # how far ahead (m) such a rise stops it
+    ik_skip_m: float = 1e-6            # a leg whose IK target is this near (m) where it is keeps its pose (0: always IK)
 
     def kernel_array(self) -> np.ndarray:
         """The settings as :func:`~motionmatch.runtime._ground_kernels.ground_step` takes
@@ -88,7 +89,8 @@ class GroundSettings:
         a = np.array([self.lift_halflife, self.foot_halflife, self.weight_halflife, self.normal_halflife, self.lean,
                       math.radians(self.max_lean_deg), math.radians(self.max_foot_tilt_deg), self.max_goal_speed,
                       self.reach_slack, self.lookahead, self.uphill_slowdown, self.downhill_slowdown,
-                      self.min_speed_factor, self.step_limit_m, self.wall_lookahead_m], dtype=np.float64)
+                      self.min_speed_factor, self.step_limit_m, self.wall_lookahead_m, self.ik_skip_m],
+                     dtype=np.float64)
         assert len(a) == len(SETTINGS)
         return a
 
