@@ -56,9 +56,10 @@ def state_width(K: int) -> int:
 
 
 def scratch_size(J: int, K: int) -> int:
-    """The float64 entries of :func:`ground_rows`' scratch ``work`` for ``J`` joints and
-    ``K`` feet (one such array per thread that runs the stage at once)."""
-    return 7 * J + 6 * (2 * K + 3) + 120 + max(K, 1) + 27 + 12
+    """The float64 entries of :func:`ground_rows`' scratch ``work`` for ``J`` joints (the
+    leg chains' highest joint + 1 is enough: only theirs are used) and ``K`` feet (one
+    such array per thread that runs the stage at once)."""
+    return 7 * J + 6 * (2 * K + 3) + 36 + 21 + max(K, 1) + 27 + 12
 
 
 _LN2 = math.log(2.0)
@@ -99,13 +100,17 @@ def _track(x, v, goal, goal_prev, h, y, ey, max_speed):
 @no_refcount
 def _toward_up(n, fraction, max_angle, out):
     """``out [4]``: ``fraction`` of the rotation taking straight up to the unit normal
-    ``n [3]``, its angle at most ``max_angle`` (rad)."""
-    ny = min(max(n[1], -1.0), 1.0)
-    angle = math.acos(ny)
+    ``n [3]``, its angle at most ``max_angle`` (rad). (The identity without a
+    trigonometric call where the normal is straight up or ``fraction`` is 0: a foot in
+    the air, level ground.)"""
     ax, az = n[2], -n[0]  # up x n
     s = math.sqrt(ax * ax + az * az)
-    a = min(angle, max_angle) * fraction
-    if s < 1e-12 or a < 1e-12:
+    if s < 1e-12 or fraction <= 0.0:
+        out[0], out[1], out[2], out[3] = 1.0, 0.0, 0.0, 0.0
+        return
+    ny = min(max(n[1], -1.0), 1.0)
+    a = min(math.acos(ny), max_angle) * fraction
+    if a < 1e-12:
         out[0], out[1], out[2], out[3] = 1.0, 0.0, 0.0, 0.0
         return
     sh = math.sin(0.5 * a) / s
@@ -217,7 +222,7 @@ def ground_rows(rows, dt, frame, contacts, out_rot, out_pos, parents, legs, chai
     lean, max_lean, max_tilt, max_speed, slack = settings[4], settings[5], settings[6], settings[7], settings[8]
     lookahead, uphill, downhill, min_factor = settings[9], settings[10], settings[11], settings[12]
     step_limit, wall_ahead, skip = settings[13], settings[14], settings[15]
-    J = parents.shape[0]
+    J = chain[chain.shape[0] - 1] + 1  # (the joints up to the legs' last: all the scratch holds, packed tight)
     K = legs.shape[0]
     P = 1 + 2 * K + 2
     W, Y, V, G, T = FEET, FEET + K, FEET + 2 * K, FEET + 3 * K, FEET + 4 * K
@@ -232,10 +237,10 @@ def ground_rows(rows, dt, frame, contacts, out_rot, out_pos, parents, legs, chai
     root_rot, tilt, q, qa = work[o:o + 4], work[o + 4:o + 8], work[o + 8:o + 12], work[o + 12:o + 16]
     new_a, new_b, parent_r, hip_r = work[o + 16:o + 20], work[o + 20:o + 24], work[o + 24:o + 28], work[o + 28:o + 32]
     knee_r = work[o + 32:o + 36]
-    o += 40
+    o += 36
     d, dq, target, origin = work[o:o + 3], work[o + 3:o + 6], work[o + 6:o + 9], work[o + 9:o + 12]
     hip_p, knee_p, ankle_p = work[o + 12:o + 15], work[o + 15:o + 18], work[o + 18:o + 21]
-    o += 80
+    o += 21
     ws = work[o:o + max(K, 1)]
     o += max(K, 1)
     ik_v = work[o:o + 27].reshape((9, 3))

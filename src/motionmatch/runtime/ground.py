@@ -160,7 +160,7 @@ class GroundStage:
         self.state[:, SPEED_FACTOR] = 1.0
         self._data = pack_ground(arrays.parents, self.legs, self.chain, terrain.kernel_arrays(), self._kernel_settings)
         # the kernel's scratch, one for each thread that may run it at once (made here: no allocation a call)
-        size = scratch_size(len(arrays.parents), len(self.legs))
+        size = scratch_size(int(self.chain[-1]) + 1, len(self.legs))
         self._work, self._work2 = np.empty(size), np.empty(size)
         # (one row's last intent: (row, intent, plain, speed factor, adapted IntentRows); see adapt_intents)
         self._memo: tuple | None = None
