@@ -286,6 +286,29 @@ def test_a_path_is_followed_on_the_hills_as_on_the_floor(db):
     assert r["foot_skating_mps"] <= 1.5 * flat["foot_skating_mps"] + 1e-3
 
 
+def test_a_path_follower_stops_at_a_ledge_and_walks_the_steps(db):
+    """A drawn path across a 60 cm ledge (up or down) ends before it: the follower stops
+    there, on its side, as a keyboard's character does; across 15 cm steps it is not cut
+    and is walked to its end."""
+    from motionmatch.control.path import TimedPath
+    from motionmatch.runtime.follow import FollowSettings, PathFollower
+
+    t = np.linspace(0.0, 7.0, 50)
+    path = TimedPath.from_samples(t, np.stack([np.zeros_like(t), 1.2 * t], axis=1))  # 8.4 m north
+    for low, high in ((0.0, 0.6), (0.6, 0.0)):
+        ledge = _field(lambda X, Z, low=low, high=high: np.where(Z > 4.0, high, low))
+        f = PathFollower(db, path, FollowSettings(), scene=Scene(terrain=ledge))
+        rec = f.run()
+        root = rec.motion.world_positions[:, 0]
+        assert f.ledge_m == pytest.approx(3.35, abs=0.1)  # (0.8 m before it rises 35 cm: the grid ramps from z = 4)
+        assert 3.2 < root[:, 2].max() < 4.1  # (up to it, not over)
+        assert np.abs(root[:, 1] - low).max() < 0.05  # on its own side
+    f = PathFollower(db, path, FollowSettings(), scene=Scene(terrain=TERRAINS["steps"]))
+    rec = f.run()
+    root = rec.motion.world_positions[:, 0]
+    assert f.ledge_m is None and root[:, 2].max() > 7.5 and root[-1, 1] > 0.5  # up the four steps (0.6 m)
+
+
 def test_a_crowd_of_50_crosses_the_forest_as_it_crosses_the_floor(db):
     """The forest with 48 walkers, its hero and hiker (8 s), and the same without its
     terrain: collisions no worse than 1.5x, feet on the ground (no deeper than the flat

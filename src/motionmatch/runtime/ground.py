@@ -52,13 +52,28 @@ from motionmatch.runtime._ground_kernels import (
     state_width,
 )
 
-__all__ = ["GroundSettings", "GroundStage", "needs_ground"]
+__all__ = ["GroundSettings", "GroundStage", "first_ledge", "needs_ground"]
 
 
 def needs_ground(terrain) -> bool:
     """Whether ``terrain`` (a :class:`~motionmatch.environment.terrain.Terrain` or ``None``)
     needs the ground stage: not ``None`` and not flat."""
     return terrain is not None and not terrain.is_flat
+
+
+def first_ledge(points: np.ndarray, arc: np.ndarray, terrain, settings: GroundSettings | None = None) -> int | None:
+    """The first sample of a path (``points [P, 3]``, world, m; ``arc [P]`` its cumulative
+    length) from whose ground the ground ``wall_lookahead_m / 2`` metres further along the
+    path rises or drops by more than ``step_limit_m`` (:class:`GroundSettings`): where the
+    stage stops a keyboard's plain intent before a ledge or a wall; ``None`` when there is
+    none (or no terrain, or a flat one)."""
+    if not needs_ground(terrain) or len(points) < 2:
+        return None
+    s = settings or GroundSettings()
+    h = terrain.heights(np.ascontiguousarray(points[:, [0, 2]], dtype=np.float64))
+    ahead = np.minimum(np.searchsorted(arc, arc + 0.5 * s.wall_lookahead_m), len(points) - 1)
+    at = np.flatnonzero(np.abs(h[ahead] - h) > s.step_limit_m)
+    return int(at[0]) if at.size else None
 
 
 @dataclass(frozen=True)
