@@ -7,8 +7,9 @@ script on the flat floor.
   from a 30 cm one): the character leaves the lower ground and lands on the other, its
   hips after landing as high above the ground as on the floor, feet at contacts on the
   surface, none in it, no pop. Up a 60 cm ledge it lands on top, but the root's lift
-  (a spring, half-life 0.12 s) is still 6 cm short at touch-down and the trailing foot
-  dips 7.5 cm into the ledge for two frames (strict xfail);
+  (a spring, half-life 0.12 s) is still 3.5-6.5 cm short at touch-down and the trailing
+  foot, carried across the ledge's edge at the top's height, cannot reach above it (its
+  leg at full stretch): 7.5 cm into the ledge for two frames (strict xfail);
 * creeping (the C key) over hills and up steps: the same modes, feet on the surface
   and no deeper than on the floor, no more skating, no pop. The hands are not placed
   (the stage puts the feet on the ground, not the hands): on the hills they go up to
@@ -81,7 +82,7 @@ def jump_flat(db):
 
 
 LEDGE_UP = pytest.param(0.0, 0.6, id="up-60cm", marks=pytest.mark.xfail(
-    strict=True, reason="the lift lags in flight: a foot 7.5 cm into the ledge at touch-down (issue 31)"))
+    strict=True, reason="the lift lags in flight; the trailing foot at full stretch: 7.5 cm into the ledge (issue 31)"))
 
 
 @pytest.mark.parametrize("low, high", [(0.0, 0.25), (0.3, 0.0), LEDGE_UP], ids=["up-25cm", "down-30cm", "up-60cm"])
