@@ -23,10 +23,12 @@ Before the playback, :meth:`GroundStage.adapt_intents` slows plain intents on sl
 (uphill more than downhill: shorter strides on steep ground come with the slower speed)
 and stops them in front of a rise or a drop higher than :attr:`GroundSettings.step_limit_m`
 (a wall or a ledge, not ground). Jumps and other intents with actions are left as they are.
+A path follower's path ends before the first such ledge (:func:`first_ledge`).
 
 The numeric work is compiled (:mod:`motionmatch.runtime._ground_kernels`), the terrain's
 own query inside it (:func:`~motionmatch.environment.terrain.terrain_query`: any kind of
-ground). Its cost: ``benchmarks/bench_terrain.py --db`` (benchmarks/README.md).
+ground), without allocations or reference counts (its scratch made here, once). Its cost:
+``benchmarks/bench_terrain.py --db`` and ``--stage`` (benchmarks/README.md).
 """
 
 from __future__ import annotations
