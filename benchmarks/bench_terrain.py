@@ -2,7 +2,7 @@
 
     python benchmarks/bench_terrain.py [--points 4000] [--repeat 200]
     python benchmarks/bench_terrain.py --db DB.npz [--agents 1000] [--frames 60] [--warmup 30] [--rounds 3]
-                                       [--environment] [--queries-only]
+                                       [--environment] [--queries-only] [--stage]
 
 Queries: for the forest's height field (105 x 97 heights) and the same surface as a
 triangle mesh (20,000 triangles, bucketed), and the flat floor: the median time of one
@@ -23,6 +23,11 @@ ground stage runs and changes nothing else, so the difference is its cost) and h
 (0.3 m high, 12 m from crest to crest, over the whole scene: the characters also slow on
 the slopes, so their steps differ). Prints the least of each ground's rounds (the machine
 is shared: the least disturbed) and the ratios to flat (the issue's bar: at most 1.10).
+
+With ``--stage`` (and ``--db``), the ground stage's own pieces, hot in the cache (thread
+CPU time, the least of 9 repeats): one row's simulated root, pose and ground stage (the
+batch's compiled call) on the three grounds, ``adapt_intents`` of one row, and 1000 rows'
+poses with and without the stage (one thread).
 """
 
 from __future__ import annotations
@@ -126,6 +131,53 @@ def crowd_step_ms(db, matcher, n: int, terrain, environment: bool, frames: int, 
     return 1e3 * float(np.median(cpu))
 
 
+def _least_us(fn, number: int) -> float:
+    import timeit
+
+    return min(timeit.repeat(fn, number=number, repeat=9, timer=time.thread_time)) / number * 1e6
+
+
+def stage_costs(db) -> None:
+    """The ground stage's pieces (see the module docstring, ``--stage``)."""
+    from motionmatch.control.intent import Intent, IntentRows
+    from motionmatch.runtime.batch import ControllerBatch
+    from motionmatch.runtime.controller import Controller
+
+    walk = Intent.planar(0.3, 1.2, "walk")
+    one, dt1, goals = np.zeros(1, dtype=np.int64), np.full(1, 1.0 / 60.0), np.zeros((1, 5))
+    goals[0, :2] = 0.3, 1.2
+    got = {}
+    for name, terrain in (("flat", None), ("level", level()), ("hills", hills())):
+        ctrl = Controller(db)
+        ctrl.batch.set_terrain(terrain)
+        for i in range(200):
+            ctrl.update(0.0 if i == 0 else 1.0 / 60.0, walk)
+        one[0] = ctrl.row
+        b = ctrl.batch
+        got[name] = _least_us(lambda b=b: b.advance_sim_pose(one, dt1, goals), 20000)
+        if b.ground is not None and name == "hills":
+            rows = IntentRows.of([walk])
+            adapt = _least_us(lambda b=b, rows=rows: b.ground.adapt_intents(one, rows), 20000)
+    print("one row, simulated root + pose (+ ground) in one compiled call: "
+          + ", ".join(f"{k} {v:.2f} us" for k, v in got.items())
+          + f"; the stage adds {got['level'] - got['flat']:.2f} us (level), {got['hills'] - got['flat']:.2f} us (hills); "
+          f"adapt_intents of one row {adapt:.2f} us", flush=True)
+    many = {}
+    for name, terrain in (("flat", None), ("level", level()), ("hills", hills())):
+        batch = ControllerBatch(db)
+        ctrls = [Controller(db, position=(float(i % 30), 0.0, float(i // 30)), batch=batch) for i in range(1000)]
+        batch.set_terrain(terrain)
+        for i in range(30):
+            for c in ctrls:
+                c.update(0.0 if i == 0 else 1.0 / 60.0, walk)
+        rows = np.array([c.row for c in ctrls], dtype=np.int64)
+        dt = np.full(len(rows), 1.0 / 60.0)
+        many[name] = _least_us(lambda batch=batch, rows=rows, dt=dt: batch.pose(rows, dt), 10) / len(rows)
+    print("1000 rows' poses (+ ground), one thread, per row: " + ", ".join(f"{k} {v:.2f} us" for k, v in many.items())
+          + f"; the stage adds {many['level'] - many['flat']:.2f} us (level), {many['hills'] - many['flat']:.2f} us "
+          "(hills) a row", flush=True)
+
+
 def ground_cost(a) -> None:
     from motionmatch.database import MotionDatabase
     from motionmatch.runtime.environment_matching import EnvironmentMatcher
@@ -163,9 +215,14 @@ def main() -> None:
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--environment", action="store_true", help="the crowd with the environment-aware search")
     p.add_argument("--queries-only", action="store_true")
+    p.add_argument("--stage", action="store_true", help="with --db: the ground stage's own pieces, hot")
     a = p.parse_args()
     queries(a.points, a.repeat)
-    if a.db and not a.queries_only:
+    if a.db and a.stage:
+        from motionmatch.database import MotionDatabase
+
+        stage_costs(MotionDatabase.load(a.db))
+    elif a.db and not a.queries_only:
         ground_cost(a)
 
 

@@ -4,11 +4,12 @@ the ground stage)."""
 
 from __future__ import annotations
 
-import numba
 import numpy as np
 
+from motionmatch._jit import no_refcount
 
-@numba.njit(cache=True, nogil=True)
+
+@no_refcount
 def qmul(a, b, out):  # pragma: no cover - compiled
     """``out = a * b`` (the rotation ``b`` then ``a``)."""
     aw, ax, ay, az = a[0], a[1], a[2], a[3]
@@ -19,7 +20,7 @@ def qmul(a, b, out):  # pragma: no cover - compiled
     out[3] = aw * bz + ax * by - ay * bx + az * bw
 
 
-@numba.njit(cache=True, nogil=True)
+@no_refcount
 def qrot(q, v, out):
     w, x, y, z = q[0], q[1], q[2], q[3]
     tx = 2.0 * (y * v[2] - z * v[1])
@@ -30,7 +31,7 @@ def qrot(q, v, out):
     out[2] = v[2] + w * tz + (x * ty - y * tx)
 
 
-@numba.njit(cache=True, nogil=True)
+@no_refcount
 def between(u, v, out):
     nu = np.sqrt(u[0] ** 2 + u[1] ** 2 + u[2] ** 2)
     nv = np.sqrt(v[0] ** 2 + v[1] ** 2 + v[2] ** 2)
@@ -50,12 +51,12 @@ def between(u, v, out):
     out[0], out[1], out[2], out[3] = w / n, cx / n, cy / n, cz / n
 
 
-@numba.njit(cache=True, nogil=True)
+@no_refcount
 def norm3(v):
     return np.sqrt(v[0] * v[0] + v[1] * v[1] + v[2] * v[2])
 
 
-@numba.njit(cache=True, nogil=True)
+@no_refcount
 def two_bone_ik_into(a, b, c, target, a_rot, b_rot, new_a, new_b, v, qs):
     """:func:`two_bone_ik` with its scratch from the caller (``v [9, 3]``, ``qs [3, 4]``: no
     allocation, for a caller looping over many legs); the same numbers."""

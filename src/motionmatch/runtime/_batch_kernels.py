@@ -422,7 +422,7 @@ def changed_sharply(a, gait_a, b, gait_b, limit_deg):
     return math.degrees(math.acos(max(-1.0, min(1.0, cos)))) >= limit_deg
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, _nrt=True)
 def pose_rows(rows, dt, arrays):
     """Every row's pose this frame: the database pose at its fractional frame plus its
     inertialization offsets (quintic ones evaluated here, spring ones already current),
@@ -474,15 +474,19 @@ def _heading_of_angle(angle):
     return _heading_of(math.cos(half), math.sin(half))
 
 
-@numba.njit(cache=True)
+@no_refcount
 def sim_pose_rows(rows, dt, goals, sim, pose):
     """:func:`advance_sim_rows`, then :func:`pose_rows`, in one call (``sim``, ``pose``:
-    their plain tuples): the numbers of the two calls."""
+    their plain tuples): the numbers of the two calls. Compiled without reference counts:
+    handing its tuples on to the two would otherwise count a reference to each of their
+    arrays, twice (about 2 us a call, more than a row's pose). (The two say ``_nrt=True``:
+    a kernel compiled from one without reference counts inherits that unless it says
+    otherwise, and they allocate.)"""
     advance_sim_rows(rows, dt, goals, sim)
     pose_rows(rows, dt, pose)
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, _nrt=True)
 def advance_sim_rows(rows, dt, goals, arrays):
     """Advance every row's simulated root by its ``dt`` toward its goal: the critically
     damped velocity and heading springs in closed form, on the ground plane, as

@@ -171,7 +171,8 @@ class ControllerBatch:
         :class:`~motionmatch.runtime.ground.GroundSettings`."""
         if self.ground is not None and self.ground.terrain is terrain and settings is None:
             return  # (the same ground: its rows keep their state)
-        self.ground = GroundStage(terrain, self.arrays, settings) if needs_ground(terrain) else None
+        self.ground = (GroundStage(terrain, self.arrays, settings, self.state.capacity) if needs_ground(terrain)
+                       else None)
 
     def add(self, settings) -> int:
         """A row for a controller with ``settings`` (a
@@ -265,7 +266,7 @@ class ControllerBatch:
         if pool is None or len(rows) < POSE_SPLIT_ROWS:
             v = self._packed()
             if self.ground is not None:  # (then the ground stage, in the same compiled call)
-                self.ground.pose(rows, dt, self.state, v.pose, v.sim, goals)
+                self.ground.sim_pose(rows, dt, goals, v.sim, v.pose)
                 return
             BK.sim_pose_rows(rows, dt, goals, v.sim, v.pose)
             return
@@ -280,7 +281,7 @@ class ControllerBatch:
         of many rows meanwhile."""
         arrays = self._packed().pose
         if self.ground is not None:  # (then the ground stage, in the same compiled calls)
-            self.ground.pose(rows, dt, self.state, arrays, pool=None if len(rows) < POSE_SPLIT_ROWS else pool)
+            self.ground.pose(rows, dt, arrays, None if len(rows) < POSE_SPLIT_ROWS else pool)
             return
         if pool is None or len(rows) < POSE_SPLIT_ROWS:
             BK.pose_rows(rows, dt, arrays)

@@ -51,6 +51,7 @@ from motionmatch.environment.scene import Scene
 from motionmatch.geometry.polyline import distance_to_path
 from motionmatch.runtime.controller import ControllerSettings, FrameResult
 from motionmatch.runtime.environment_matching import FOLLOW_CONTROLS, Controls, EnvironmentMatcher, EnvironmentSettings
+from motionmatch.runtime.ground import first_ledge
 from motionmatch.runtime.inputs import InputSource, Want
 from motionmatch.runtime.lhmm import LongHorizonMatcher
 from motionmatch.runtime.modes import vertical_columns
@@ -76,6 +77,11 @@ MODES = ("local", "global")
 #: frames of a follower's run kept in full for its record (5 minutes at 60 Hz, at most 28 MB);
 #: older frames count in the record's totals only (see :class:`FollowRecord`)
 FOLLOW_KEEP_FRAMES = 18_000
+
+
+#: a path is cut this much (m) before where the ground stage would stop a keyboard's
+#: character at a ledge: a follower plays its clips' root motion and overshoots its stop
+LEDGE_MARGIN_M = 0.5
 
 
 def default_v_max(db: MotionDatabase, tags: str | None = "!dance & !creep & !jump", percentile: float = 95.0) -> float:
@@ -383,7 +389,9 @@ class PathFollower(InputSource):
         scene: obstacles (static and moving, world coordinates) the character avoids while
             it follows the path: every LHMM node is searched with the obstacle penalties
             (:class:`~motionmatch.runtime.node_search.PenalizedNodeSearch`); ``None`` or an empty
-            scene: the path alone.
+            scene: the path alone. On its terrain the path ends before the first ledge or
+            wall (a rise or drop higher than a step, :func:`~motionmatch.runtime.ground.first_ledge`):
+            the character stops there (:attr:`ledge_m`).
         environment: the :class:`~motionmatch.runtime.environment_matching.EnvironmentMatcher` of ``db``
             (shared by several followers; built when ``None`` and a scene is given).
         environment_settings: penalty and search settings among obstacles.
@@ -423,6 +431,14 @@ class PathFollower(InputSource):
         avoid = scene is not None and len(scene) > 0
         if avoid and s.route_clearance is not None and len(scene.static_rows):
             path = path.routed_around(scene.static_rows, s.route_clearance)
+        #: metres of path where it ends before a ledge or wall of the scene's terrain (the
+        #: character stops there, as a keyboard's does: runtime/ground.py); ``None``: not cut
+        self.ledge_m = None
+        ledge = first_ledge(path.points, path.arc, scene.terrain) if scene is not None else None
+        if ledge is not None:
+            end = int(path.index_at_arc(max(float(path.arc[ledge]) - LEDGE_MARGIN_M, 0.0)))
+            path = replace(path, points=path.points[:max(end, 1) + 1])
+            self.ledge_m = float(path.length)
         if facing is None:
             facing = path.tangents[0]  # global mode: toward the path's start (or along it, when already there)
         self.path = path

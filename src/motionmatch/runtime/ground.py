@@ -23,10 +23,12 @@ Before the playback, :meth:`GroundStage.adapt_intents` slows plain intents on sl
 (uphill more than downhill: shorter strides on steep ground come with the slower speed)
 and stops them in front of a rise or a drop higher than :attr:`GroundSettings.step_limit_m`
 (a wall or a ledge, not ground). Jumps and other intents with actions are left as they are.
+A path follower's path ends before the first such ledge (:func:`first_ledge`).
 
 The numeric work is compiled (:mod:`motionmatch.runtime._ground_kernels`), the terrain's
 own query inside it (:func:`~motionmatch.environment.terrain.terrain_query`: any kind of
-ground). Its cost: ``benchmarks/bench_terrain.py --db`` (benchmarks/README.md).
+ground), without allocations or reference counts (its scratch made here, once). Its cost:
+``benchmarks/bench_terrain.py --db`` and ``--stage`` (benchmarks/README.md).
 """
 
 from __future__ import annotations
@@ -47,17 +49,33 @@ from motionmatch.runtime._ground_kernels import (
     ground_step,
     pack_ground,
     pose_ground_rows,
+    scratch_size,
     sim_pose_ground_rows,
     state_width,
 )
 
-__all__ = ["GroundSettings", "GroundStage", "needs_ground"]
+__all__ = ["GroundSettings", "GroundStage", "first_ledge", "needs_ground"]
 
 
 def needs_ground(terrain) -> bool:
     """Whether ``terrain`` (a :class:`~motionmatch.environment.terrain.Terrain` or ``None``)
     needs the ground stage: not ``None`` and not flat."""
     return terrain is not None and not terrain.is_flat
+
+
+def first_ledge(points: np.ndarray, arc: np.ndarray, terrain, settings: GroundSettings | None = None) -> int | None:
+    """The first sample of a path (``points [P, 3]``, world, m; ``arc [P]`` its cumulative
+    length) from whose ground the ground ``wall_lookahead_m / 2`` metres further along the
+    path rises or drops by more than ``step_limit_m`` (:class:`GroundSettings`): where the
+    stage stops a keyboard's plain intent before a ledge or a wall; ``None`` when there is
+    none (or no terrain, or a flat one)."""
+    if not needs_ground(terrain) or len(points) < 2:
+        return None
+    s = settings or GroundSettings()
+    h = terrain.heights(np.ascontiguousarray(points[:, [0, 2]], dtype=np.float64))
+    ahead = np.minimum(np.searchsorted(arc, arc + 0.5 * s.wall_lookahead_m), len(points) - 1)
+    at = np.flatnonzero(np.abs(h[ahead] - h) > s.step_limit_m)
+    return int(at[0]) if at.size else None
 
 
 @dataclass(frozen=True)
@@ -79,6 +97,7 @@ class GroundSettings:
     min_speed_factor: float = 0.5
     step_limit_m: float = 0.35         # a rise (or drop) higher than this ahead is a wall (a ledge): it stops
     wall_lookahead_m: float = 0.6      # how far ahead (m) such a rise stops it
+    ik_skip_m: float = 1e-6            # a leg whose IK target is this near (m) where it is keeps its pose (0: always IK)
 
     def kernel_array(self) -> np.ndarray:
         """The settings as :func:`~motionmatch.runtime._ground_kernels.ground_step` takes
@@ -87,7 +106,8 @@ class GroundSettings:
         a = np.array([self.lift_halflife, self.foot_halflife, self.weight_halflife, self.normal_halflife, self.lean,
                       math.radians(self.max_lean_deg), math.radians(self.max_foot_tilt_deg), self.max_goal_speed,
                       self.reach_slack, self.lookahead, self.uphill_slowdown, self.downhill_slowdown,
-                      self.min_speed_factor, self.step_limit_m, self.wall_lookahead_m], dtype=np.float64)
+                      self.min_speed_factor, self.step_limit_m, self.wall_lookahead_m, self.ik_skip_m],
+                     dtype=np.float64)
         assert len(a) == len(SETTINGS)
         return a
 
@@ -137,6 +157,7 @@ class GroundStage:
         terrain: the ground (a non-flat :class:`~motionmatch.environment.terrain.Terrain`).
         arrays: the batch's database arrays (its legs, parents and foot contacts).
         settings: :class:`GroundSettings`.
+        rows: the rows to make room for now (a batch's capacity: its rows start afresh).
 
     Attributes:
         state: ``[C, W]`` float64, each batch row's ground state (the columns of
@@ -145,17 +166,21 @@ class GroundStage:
             argument; grown with the batch.
     """
 
-    def __init__(self, terrain, arrays: DatabaseArrays, settings: GroundSettings | None = None):
+    def __init__(self, terrain, arrays: DatabaseArrays, settings: GroundSettings | None = None, rows: int = 1):
         self.terrain = terrain
         self.arrays = arrays
         self.settings = settings or GroundSettings()
         self._kernel_settings = readonly(self.settings.kernel_array())
         self.legs = readonly(np.ascontiguousarray(arrays.legs, dtype=np.int64))
         self.chain = readonly(_leg_chain(arrays.parents, self.legs))
-        self.state = np.zeros((1, state_width(len(self.legs))))
-        self._ints, self._floats = pack_ground(arrays.parents, self.legs, self.chain, terrain.kernel_arrays(),
-                                               self._kernel_settings)
-        self._memo: tuple | None = None  # (intent, speed factor, adapted IntentRows): see adapt_intents
+        self.state = np.zeros((max(rows, 1), state_width(len(self.legs))))
+        self.state[:, SPEED_FACTOR] = 1.0
+        self._data = pack_ground(arrays.parents, self.legs, self.chain, terrain.kernel_arrays(), self._kernel_settings)
+        # the kernel's scratch, one for each thread that may run it at once (made here: no allocation a call)
+        size = scratch_size(int(self.chain[-1]) + 1, len(self.legs))
+        self._work, self._work2 = np.empty(size), np.empty(size)
+        # (one row's last intent: (row, intent, plain, speed factor, adapted IntentRows); see adapt_intents)
+        self._memo: tuple | None = None
 
     def _grow(self, rows: int) -> None:
         """At least ``rows`` rows of :attr:`state` (new ones not ready)."""
@@ -164,6 +189,7 @@ class GroundStage:
             return
         self.state = np.zeros((max(rows, 2 * len(old)), old.shape[1]))
         self.state[: len(old)] = old
+        self.state[len(old):, SPEED_FACTOR] = 1.0
 
     def reset(self, row: int) -> None:
         """Row ``row`` has a new controller (or state copied in): its next frame snaps
@@ -171,6 +197,7 @@ class GroundStage:
         self._grow(row + 1)
         self.state[row] = 0.0
         self.state[row, SPEED_FACTOR] = 1.0
+        self._memo = None
 
     def apply(self, rows: np.ndarray, dt: np.ndarray, state) -> None:
         """Put the output poses of ``rows [R]`` (int64; their time steps ``dt [R]``, s) of a
@@ -179,27 +206,28 @@ class GroundStage:
         if len(self.state) < state.capacity:
             self._grow(state.capacity)
         a = self.arrays
-        ground_step(rows, dt, state.frame, a.contacts, state.out_rot, state.out_pos, self._ints, self._floats,
-                    self.state)
+        ground_step(rows, dt, state.frame, a.contacts, state.out_rot, state.out_pos, self._data,
+                    self.state, self._work)
 
-    def pose(self, rows: np.ndarray, dt: np.ndarray, state, pose: tuple, sim: tuple | None = None,
-             goals: np.ndarray | None = None, pool=None) -> None:
-        """The batch's poses stage of ``rows [R]`` (its ``pose`` plain tuple; with ``sim``
-        and ``goals``, its simulated roots first) and this stage after it: one compiled
-        call; on ``pool``'s thread too for many rows (each half of the rows posed and put
-        on the ground on a thread of its own: a row reads and writes its own state)."""
-        if len(self.state) < state.capacity:
-            self._grow(state.capacity)
-        args = (self._ints, self._floats, self.state)
-        if sim is not None:
-            sim_pose_ground_rows(rows, dt, goals, sim, pose, *args)
-        elif pool is None or len(rows) < 2:
-            pose_ground_rows(rows, dt, pose, *args)
-        else:
-            half = len(rows) // 2
-            other = pool.submit(pose_ground_rows, rows[half:], dt[half:], pose, *args)
-            pose_ground_rows(rows[:half], dt[:half], pose, *args)
-            other.result()
+    def pose(self, rows: np.ndarray, dt: np.ndarray, pose: tuple, pool=None) -> None:
+        """The batch's poses stage of ``rows [R]`` (``pose``: its plain tuple) and this stage
+        after it: one compiled call; on ``pool``'s thread too for many rows (each half of the
+        rows posed and put on the ground on a thread of its own: a row reads and writes its
+        own state). Every row was :meth:`reset` (the batch does it as it adds one): this
+        stage's state has its row."""
+        if pool is None or len(rows) < 2:
+            pose_ground_rows(rows, dt, pose, self._data, self.state, self._work)
+            return
+        half = len(rows) // 2
+        other = pool.submit(pose_ground_rows, rows[half:], dt[half:], pose, self._data, self.state, self._work2)
+        pose_ground_rows(rows[:half], dt[:half], pose, self._data, self.state, self._work)
+        other.result()
+
+    def sim_pose(self, rows: np.ndarray, dt: np.ndarray, goals: np.ndarray, sim: tuple, pose: tuple) -> None:
+        """The batch's simulated roots of ``rows [R]`` toward ``goals [R, 5]`` (``sim``: its
+        plain tuple), its poses stage and this stage after them: one compiled call (rows
+        :meth:`reset` before, as for :meth:`pose`)."""
+        sim_pose_ground_rows(rows, dt, goals, sim, pose, self._data, self.state, self._work)
 
     def speed_factors(self, rows: np.ndarray) -> np.ndarray:
         """``[R]``: the speed factors the stage set for ``rows`` on their last frame."""
@@ -232,29 +260,35 @@ class GroundStage:
         speed factors (slower on slopes, stopped before a wall: set by the last
         :meth:`apply` along the velocity they asked for then, kept here); the same object
         when nothing changes. One character's factor is rounded to 2 %, so that an input
-        holding one intent gets one adapted intent while the factor stays (its caches hold)."""
+        holding one intent gets one adapted intent while the factor stays (its caches hold);
+        its velocity is written into its state when its intent changes (intents are
+        immutable: the same object, the same velocity)."""
         st = self.state
         if len(rows) == 1:
-            r = int(rows[0])
+            r = rows.item(0)
             if r >= len(st):
                 return intents
-            g = intents.goals
-            st[r, GOAL_VELOCITY] = g[0, 0]
-            st[r, GOAL_VELOCITY + 1] = g[0, 1]
-            f = float(st[r, SPEED_FACTOR])
-            if f == 1.0 or not intents.plain[0]:
-                return intents
-            f = round(f * 50.0) / 50.0
             it = intents[0]
             memo = self._memo
-            if memo is not None and memo[0] is it and memo[1] == f:
-                return memo[2]
-            goals = g.copy()
+            if memo is None or memo[1] is not it or memo[0] != r:
+                g = intents.goals
+                st[r, GOAL_VELOCITY] = g[0, 0]
+                st[r, GOAL_VELOCITY + 1] = g[0, 1]
+                memo = self._memo = (r, it, bool(intents.plain[0]), -1.0, intents)
+            f = st.item(r, SPEED_FACTOR)
+            if f == 1.0 or not memo[2]:
+                return intents
+            f = round(f * 50.0) / 50.0
+            if memo[3] == f:
+                return memo[4]
+            goals = intents.goals.copy()
             goals[0, :2] *= f
             out = IntentRows(goals, intents.gaits, intents.plain, [None])
-            self._memo = (it, f, out)
+            self._memo = (r, it, True, f, out)
             return out
+        self._memo = None  # (these rows' velocities written here)
         self._grow(int(rows.max()) + 1)
+        st = self.state
         st[rows, GOAL_VELOCITY:GOAL_VELOCITY + 2] = intents.goals[:, :2]
         f = st[rows, SPEED_FACTOR]
         change = intents.plain & (f != 1.0)
