@@ -359,7 +359,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     f.set_defaults(func=cmd_follow)
 
     t = sub.add_parser("train-direction-net", help="train DirectionNet (facing along paths) on a database; needs PyTorch",
-                       description="Train DirectionNet, the GRU that predicts a character's facing along a path, on "
+                       description="Train DirectionNet, the GRU that predicts a character's facing along a path "
+                       "from the path and the facings before (its own predictions fed back, as the paper's), on "
                        "the root trajectories of DB.npz (4-second windows, L1 loss, Adam), and save it as .npz for "
                        "'motionmatch follow --facing net --net NET.npz'. Deterministic for a --seed (one CPU thread). "
                        "Needs PyTorch: pip install 'motionmatch[net]'. The default network ('follow --facing net' "
