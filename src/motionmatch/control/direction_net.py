@@ -494,7 +494,8 @@ def train_direction_net(tracks: Sequence[tuple[np.ndarray, np.ndarray, float]] |
     """Train a DirectionNet (needs PyTorch) on root trajectories (or a database, whose
     clips' root tracks :func:`tracks_from_database` takes): 4-second windows, L1 loss on the
     facings (with feedback: of the steps fed back, run as the module doc says), Adam with
-    a cosine learning-rate decay, gradients clipped to norm 1. Deterministic for a seed:
+    a cosine learning-rate decay (through the loop: gradients clipped to norm 1; the first
+    format trains as it always did). Deterministic for a seed:
     one CPU thread, seeded initialisation, batch order and noise (about 5 s an epoch on
     LAFAN1's locomotion, ~8k windows, on a loaded 2-core machine)."""
     torch = require_torch()
@@ -605,7 +606,8 @@ def _train(torch, cfg, xn, y, mean, std, epochs, batch_size, lr, seed, progress)
                 loss = loss_fn(lin(out), Y[b])
             opt.zero_grad()
             loss.backward()
-            torch.nn.utils.clip_grad_norm_(params, 1.0)  # the fed-back loop can blow gradients up
+            if cfg.feedback and cfg.rollout:
+                torch.nn.utils.clip_grad_norm_(params, 1.0)  # the fed-back loop can blow gradients up
             opt.step()
             sched.step()
             total += loss.item() * len(b)
