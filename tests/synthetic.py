@@ -7,7 +7,7 @@ import math
 import numpy as np
 
 from motionmatch.anim import Motion, Skeleton, quat
-from motionmatch.control.direction_net import N_IN, DirectionNet, DirectionNetConfig
+from motionmatch.control.direction_net import DirectionNet, DirectionNetConfig
 
 BIPED_NAMES = ("Hips", "LeftUpLeg", "LeftLeg", "LeftFoot", "LeftToe", "RightUpLeg", "RightLeg", "RightFoot",
                "RightToe", "Spine", "Head")
@@ -43,8 +43,9 @@ def random_direction_net(config: DirectionNetConfig | None = None, seed: int = 0
     rng = np.random.default_rng(seed)
     H = cfg.hidden
     s = 1 / math.sqrt(H)
-    w = {"w_ih": rng.uniform(-s, s, (3 * H, N_IN)), "w_hh": rng.uniform(-s, s, (3 * H, H)),
+    n_in = cfg.inputs
+    w = {"w_ih": rng.uniform(-s, s, (3 * H, n_in)), "w_hh": rng.uniform(-s, s, (3 * H, H)),
          "b_ih": rng.uniform(-s, s, 3 * H), "b_hh": rng.uniform(-s, s, 3 * H),
          "w_out": rng.uniform(-s, s, (2, H)), "b_out": np.array([0.0, 1.0]),
-         "in_mean": np.zeros(N_IN), "in_std": np.ones(N_IN)}
+         "in_mean": np.zeros(n_in), "in_std": np.ones(n_in)}
     return DirectionNet(w, cfg)

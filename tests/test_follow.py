@@ -205,6 +205,26 @@ def test_net_facing_runs_with_any_network(small_db):
     assert np.isfinite(rec.root).all() and rec.motion.num_frames > 60
 
 
+@pytest.mark.parametrize("feedback", ["character", "plan"])
+def test_net_facing_reads_its_past_facings(small_db, tmp_path, capsys, feedback):
+    """The fed-back network, either past: runs, and through the CLI (--net-feedback)."""
+    t = np.linspace(0, 4, 100)
+    path = TimedPath.from_samples(t, np.stack([0.5 * np.sin(t), t], axis=1))
+    net = random_direction_net(seed=3)
+    f = PathFollower(small_db, path, FollowSettings(revision=RevisionSettings(facing="net"), net_feedback=feedback),
+                     facing_net=net)
+    rec = f.run()
+    assert np.isfinite(rec.root).all() and rec.motion.num_frames > 60
+    db, pf, nf = tmp_path / "db.npz", tmp_path / "p.json", tmp_path / "net.npz"
+    small_db.save(db)
+    net.save(nf)
+    pf.write_text(json.dumps({"points": np.stack([t, 0.5 * np.sin(t), t], 1).tolist()}))
+    rep = tmp_path / "r.json"
+    assert cli(["follow", "--db", str(db), "--path", str(pf), "-o", str(tmp_path / "o.bvh"), "--facing", "net",
+                "--net", str(nf), "--net-feedback", feedback, "--report", str(rep), "--k", "2", "--levels", "2"]) == 0
+    assert json.loads(rep.read_text())["settings"]["net_feedback"] == feedback
+
+
 # ------------------------------------------------------------------------ DirectionNet
 def straight_tracks(n=3):
     out = []
@@ -224,8 +244,9 @@ def test_direction_windows_are_in_the_facing_frame():
 
 
 def test_direction_net_numpy_forward_matches_torch():
+    """The first format (no facing fed back): numpy's forward is PyTorch's GRU and linear layer."""
     torch = pytest.importorskip("torch")
-    net = random_direction_net(seed=1)
+    net = random_direction_net(DirectionNetConfig(feedback=False), seed=1)
     gru = torch.nn.GRU(6, 30, batch_first=True)
     lin = torch.nn.Linear(30, 2)
     w = net.w
@@ -242,7 +263,8 @@ def test_direction_net_numpy_forward_matches_torch():
 
 def test_direction_net_trains_saves_and_loads(tmp_path):
     pytest.importorskip("torch")
-    net = train_direction_net(straight_tracks(), config=DirectionNetConfig(hidden=8), epochs=3, stride=10, seed=0)
+    cfg = DirectionNetConfig(hidden=8, feedback=False)  # (the fed-back form: tests/test_direction_feedback.py)
+    net = train_direction_net(straight_tracks(), config=cfg, epochs=3, stride=10, seed=0)
     assert len(net.history) == 3 and net.history[-1] < net.history[0]
     net.save(tmp_path / "net.npz")
     again = DirectionNet.load(tmp_path / "net.npz")
@@ -250,7 +272,7 @@ def test_direction_net_trains_saves_and_loads(tmp_path):
     np.testing.assert_array_equal(net.forward(x), again.forward(x))
     assert again.config.hidden == 8 and again.history == net.history
     # deterministic for a seed: the same weights again
-    twin = train_direction_net(straight_tracks(), config=DirectionNetConfig(hidden=8), epochs=3, stride=10, seed=0)
+    twin = train_direction_net(straight_tracks(), config=cfg, epochs=3, stride=10, seed=0)
     for k in DirectionNet.KEYS:
         np.testing.assert_array_equal(twin.w[k], net.w[k])
 

@@ -278,6 +278,10 @@ export class Pointer {
       const mode = this.app.pathMode();
       const msg = { points: sent, mode, scale: this.app.pathScale() };
       if (mode === 'drawn' && this.app.pathLoop?.()) msg.loop = true;
+      if (mode !== 'drawn' && this.app.pathFacing) {
+        msg.facing = this.app.pathFacing();
+        if (msg.facing === 'joystick') msg.joystick_deg = Math.max(-180, Math.min(180, this.app.pathJoystick()));
+      }
       conn.send('path', msg).then((r) => {
         if (r.type === 'error') this.app.toast(r.message);
       });

@@ -152,9 +152,15 @@ const pathMode = h('select', { id: 'path-mode', title: 'local: the path moves to
   h('option', { value: 'drawn' }, 'drawn: along it from its nearest point'));
 const pathLoop = h('input', { type: 'checkbox', id: 'path-loop', title: 'drawn mode: go round again (a closed drawing always does)' });
 const [pathScaleL, pathScale] = num('drawing time ÷', { value: 1, min: 0.05, max: 20, step: 0.05, title: '1: the character walks at your drawing speed; 0.2: five times slower' });
+const pathFacing = h('select', { id: 'path-facing', title: 'where the character faces along a local or global path: along it (tangent), turned by a joystick angle, or as DirectionNet predicts the people of the data would (trained once on this machine: motionmatch follow --facing net)' },
+  h('option', { value: 'tangent' }, 'tangent: along the path'),
+  h('option', { value: 'joystick' }, 'joystick: turned by an angle'),
+  h('option', { value: 'net' }, 'network: DirectionNet'));
+const [pathJoyL, pathJoy] = num('joystick °', { value: 30, min: -180, max: 180, step: 5, title: 'joystick facing: degrees to the right of the path (negative: left)' });
 const pathInfoEl = h('div', { class: 'note', id: 'path-info', text: 'Choose "Draw path", then drag on the ground.' });
 panel.append(section('Path', true,
   h('label', {}, 'mode ', pathMode), pathScaleL, h('label', {}, pathLoop, ' loop (drawn)'),
+  h('label', {}, 'facing ', pathFacing), pathJoyL,
   h('div', { class: 'row' },
     h('button', { onclick: () => setTool('path') }, 'Draw path'),
     h('button', { onclick: () => conn.send('path_cancel', {}).then(replyToast) }, 'Cancel path')),
@@ -706,6 +712,7 @@ const gamepad = new Gamepad(conn, view);
 returnFocusAfterPointer(view.canvas);
 new Pointer({
   conn, view, tool: () => tool, pathMode: () => pathMode.value, pathScale: () => Number(pathScale.value) || 1,
+  pathFacing: () => pathFacing.value, pathJoystick: () => Number(pathJoy.value) || 0,
   pathLoop: () => pathLoop.checked,
   obstacleTemplate, onObstacleSelect, toast,
 });

@@ -159,7 +159,8 @@ def cmd_follow(args: argparse.Namespace) -> int:
                                sharp_corners=args.corners and not args.no_corners, **common)
     settings = FollowSettings(mode=args.mode, k=args.k, levels=args.levels, interval=args.interval, revision=rev,
                               hysteresis=args.hysteresis, tags=args.tags,
-                              revise_every_frame=args.revise_every_frame)
+                              revise_every_frame=args.revise_every_frame,
+                              **({"net_feedback": args.net_feedback} if args.net_feedback else {}))
     rig = rig_from_args(args)
     db = MotionDatabase.load(args.db)
     if getattr(args, "body", None):
@@ -213,6 +214,7 @@ def cmd_follow(args: argparse.Namespace) -> int:
 
         doc = dict(reports[0]) if len(reports) == 1 else {"characters": reports}
         doc["settings"] = {"mode": args.mode, "k": args.k, "levels": args.levels, "facing": args.facing,
+                           **({"net_feedback": settings.net_feedback} if args.facing == "net" else {}),
                            "v_max_mps": followers[0].v_max, "interval_s": args.interval,
                            "smoothing": smooth, "desired": rev.desired, "speed_limit": rev.speed_limit,
                            "sharp_corners": rev.sharp_corners, "scene": args.scene,
@@ -260,7 +262,8 @@ def cmd_train_net(args: argparse.Namespace) -> int:
         print(f"building a mirrored database from {args.data}", file=sys.stderr)
         db = MotionDatabase.build(one_skeleton(load_takes([Path(args.data)], units=args.units, up=args.up)),
                                   mirror_copies=True)
-    net = train_direction_net(db, config=DirectionNetConfig(hidden=args.hidden), epochs=args.epochs,
+    config = DirectionNetConfig(hidden=args.hidden, feedback=not args.no_feedback)
+    net = train_direction_net(db, config=config, epochs=args.epochs,
                               seed=args.seed, tags=args.tags, holdout=args.holdout, progress=sys.stderr.isatty())
     net.save(args.output)
     print(f"wrote {args.output}: DirectionNet ({args.hidden} GRU units), L1 loss {net.history[-1]:.4f} "
@@ -315,6 +318,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     f.add_argument("--train-net", action="store_true", help="train a DirectionNet on DB.npz now instead "
                    "(needs PyTorch: pip install 'motionmatch[net]')")
     f.add_argument("--net-epochs", type=EPOCHS, default=10, help="epochs when training DirectionNet here")
+    f.add_argument("--net-feedback", choices=("character", "plan"),
+                   help="the past facings DirectionNet reads: the character's ('character', the default) or those "
+                   "it planned itself ('plan')")
     f.add_argument("--v-max", type=arg.positive, help="speed limit in m/s (default: from the database's speeds)")
     f.add_argument("--turn-accel", type=arg.positive, help="turn limit: the sideways acceleration (m/s^2) the "
                    "character runs a turn at, at most (default: the database's 90th percentile)")
@@ -354,7 +360,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     f.set_defaults(func=cmd_follow)
 
     t = sub.add_parser("train-direction-net", help="train DirectionNet (facing along paths) on a database; needs PyTorch",
-                       description="Train DirectionNet, the GRU that predicts a character's facing along a path, on "
+                       description="Train DirectionNet, the GRU that predicts a character's facing along a path "
+                       "from the path and the facings before (its own predictions fed back, as the paper's), on "
                        "the root trajectories of DB.npz (4-second windows, L1 loss, Adam), and save it as .npz for "
                        "'motionmatch follow --facing net --net NET.npz'. Deterministic for a --seed (one CPU thread). "
                        "Needs PyTorch: pip install 'motionmatch[net]'. The default network ('follow --facing net' "
@@ -369,6 +376,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     t.add_argument("-o", "--output", required=True, metavar="NET.npz")
     t.add_argument("--epochs", type=EPOCHS, default=20, help="training epochs (default 20)")
     t.add_argument("--hidden", type=arg.int_range(1, 1024), default=30, help="GRU units (default 30)")
+    t.add_argument("--no-feedback", action="store_true", help="the first format: no past facing fed back (the "
+                   "facing enters only as the window's frame), for comparisons")
     t.add_argument("--seed", type=int, default=0)
     t.add_argument("--tags", default="!dance & !creep & !jump", help="clips to learn from (tag query)")
     t.set_defaults(func=cmd_train_net)

@@ -4,8 +4,8 @@ No trained network ships in the package: the paper's network learns from LAFAN1,
 licence (CC BY-NC-ND 4.0) forbids distributing anything derived from it. So the first
 ``motionmatch follow --facing net`` (or :func:`default_direction_net`) trains one from the
 user's own copy of the data (:data:`DEFAULT_RECIPE`: ``$MOTIONMATCH_DATA/lafan1-60fps``,
-mirrored, locomotion only, subject 4 held out, 30 epochs; a few minutes on one CPU thread,
-with a progress bar; needs PyTorch, ``pip install 'motionmatch[net]'``) and keeps it in
+mirrored, locomotion only, subject 4 held out, 30 epochs, the past facings fed back; a
+few minutes on one CPU thread, with a progress bar; needs PyTorch, ``pip install 'motionmatch[net]'``) and keeps it in
 ``$MOTIONMATCH_CACHE/direction-net`` (default: the user cache folder) under a hash of the
 data files (names and sizes), the recipe and the package version. Later uses load it
 (numpy only); a change of any of those trains a new one. Training is deterministic for a
@@ -48,6 +48,9 @@ class DirectionNetRecipe:
         tags: tag query of the clips to learn from (any frame of a clip admitted).
         holdout: leave out the clips whose name contains this (``None``: none).
         hidden: GRU units.
+        feedback: the past facings fed back (the paper's formulation,
+            :class:`~motionmatch.control.direction_net.DirectionNetConfig`); ``False``: the
+            first format.
         epochs, stride, seed: training epochs, window stride (steps) and seed.
     """
 
@@ -57,6 +60,7 @@ class DirectionNetRecipe:
     tags: str | None = "!dance & !creep & !jump"
     holdout: str | None = "subject4"
     hidden: int = 30
+    feedback: bool = True
     epochs: int = 30
     stride: int = 5
     seed: int = 0
@@ -65,7 +69,8 @@ class DirectionNetRecipe:
         return asdict(self)
 
 
-#: The recipe of the network the package shipped before (benchmarks/README.md, "Facing").
+#: The default network: the recipe of the one the package shipped before (benchmarks/README.md,
+#: "Facing"), now with its past facings fed back ("DirectionNet with its past facings").
 DEFAULT_RECIPE = DirectionNetRecipe()
 
 
@@ -163,6 +168,7 @@ def _train(root: Path, recipe: DirectionNetRecipe, progress: bool) -> DirectionN
 
     motions = load_folder(root / recipe.folder, pattern=recipe.pattern, progress=progress)
     db = MotionDatabase.build(motions, mirror_copies=recipe.mirror)
-    return train_direction_net(db, config=DirectionNetConfig(hidden=recipe.hidden), epochs=recipe.epochs,
+    config = DirectionNetConfig(hidden=recipe.hidden, feedback=recipe.feedback)
+    return train_direction_net(db, config=config, epochs=recipe.epochs,
                                stride=recipe.stride, seed=recipe.seed, tags=recipe.tags, holdout=recipe.holdout,
                                progress=progress)

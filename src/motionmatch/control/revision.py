@@ -73,8 +73,10 @@ class RevisionSettings:
         steer: facings along the query's own polyline (root, then the future points:
             :meth:`QueryReviser.revise`) instead of the path's tangents there, so a
             character beside the path is asked to turn back toward it, as someone
-            rejoining a line does, instead of running parallel to it (tangent facing
-            only; on the path the two agree).
+            rejoining a line does, instead of running parallel to it (on the path the
+            two agree). Tangent facing, and network facing (``"net"``): its facings are
+            turned by the angle between the steered direction and the path's tangent
+            there; not the joystick's.
         sharp_corners: the corner modification (Appendix D). Off by default (issue 33):
             measured on 15 paths drawn by hand in the page (``paths/drawn_by_hand/``), the 5
             clean and the 5 tight paths, from 3 starts each (``benchmarks/bench_follow_drawn.py``),
@@ -287,7 +289,7 @@ class QueryReviser:
         if mode == "net":
             if self.facing_track is None:
                 raise ValueError("facing='net' needs a facing track (DirectionNet predictions) on the reviser")
-            facing = RK.FACING_NONE
+            facing = RK.FACING_TANGENT if self.s.steer else RK.FACING_NONE  # steered: the correction's angle
         elif mode == "joystick":
             facing = RK.FACING_TURNED
             deg = self.s.joystick_deg + (joystick_deg or 0.0)
@@ -303,9 +305,15 @@ class QueryReviser:
         corner = np.empty(M, dtype=np.int64)
         RK.revise_rows(self._arrays, self._rules, facing, c, s, pos, state.i_prev, state.elapsed, state.t_prev,
                        state.carry, i_d, carry, idx, fut, dirs, vel, corner, self._tmp)
-        if facing == RK.FACING_NONE:
+        if mode == "net":
             d = np.asarray(self.facing_track(idx), dtype=np.float64)
             d[..., 1] = 0.0
-            dirs = _unit(d)[0]
+            d = _unit(d)[0]
+            if self.s.steer:  # turned as steering turns the tangent there (toward the path)
+                tan = self.path.tangent(idx)
+                a = np.arctan2(dirs[..., 0], dirs[..., 2]) - np.arctan2(tan[..., 0], tan[..., 2])
+                c, s_ = np.cos(a), np.sin(a)
+                d = np.stack([c * d[..., 0] + s_ * d[..., 2], np.zeros_like(c), -s_ * d[..., 0] + c * d[..., 2]], axis=-1)
+            dirs = d
         new = RevisionState(i_d.copy(), state.elapsed.copy(), state.elapsed.copy(), carry)
         return Revision(i_d, idx, fut, dirs, vel, corner, new)

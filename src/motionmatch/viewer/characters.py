@@ -250,14 +250,20 @@ class MMCharacter:
         return self.follow_info
 
     def start_path(self, times: np.ndarray, xz: np.ndarray, *, mode: str = "local", scale: float = 1.0,
-                   levels: int = 3, k: int = 3, world=None) -> dict:
+                   levels: int = 3, k: int = 3, world=None, facing: str = "tangent", joystick_deg: float = 0.0,
+                   facing_net=None) -> dict:
         """Follow a drawn path (times in drawing seconds, ``xz [R, 2]`` metres) with the
         runtime's path follower (LHMM(k, levels) and revised queries; among obstacles every
-        node with their penalties), from where the character stands."""
+        node with their penalties), from where the character stands, facing as ``facing``
+        says (``"tangent"``, ``"joystick"``: the tangent turned ``joystick_deg`` degrees
+        right, or ``"net"``: DirectionNet ``facing_net``)."""
+        from motionmatch.control.revision import RevisionSettings
         from motionmatch.runtime.follow import FollowSettings, PathFollower
 
         path = TimedPath.from_samples(times, np.asarray(xz, dtype=np.float64), rate=150.0, scale=scale)
-        fs = FollowSettings(mode=mode, k=k, levels=levels, time_limit=None)  # revised once per match, as the CLI
+        rev = RevisionSettings(facing=facing, joystick_deg=float(joystick_deg) if facing == "joystick" else 0.0)
+        fs = FollowSettings(mode=mode, k=k, levels=levels, time_limit=None,  # revised once per match, as the CLI
+                            revision=rev)
         ctrl = self.ctrl
         before = self.agent.source if self.follower is None else self._before_path
         scene = world.scene if world is not None and self.environment else None
@@ -265,7 +271,7 @@ class MMCharacter:
                                 facing=np.array([math.sin(ctrl.root_yaw), 0.0, math.cos(ctrl.root_yaw)]),
                                 scene=scene, environment=world.matcher if scene is not None else None,
                                 environment_settings=world.settings if world is not None else None,
-                                world=world, agent=self.agent,
+                                world=world, agent=self.agent, facing_net=facing_net,
                                 controls=self.agent.chooser.controls if self.agent.chooser is not None else None)
         self._before_path = before
         self.follower = follower
@@ -276,7 +282,7 @@ class MMCharacter:
         sp = np.minimum(p.speeds[idx], follower.v_max)
         sp[-1] = sp[-2] if len(sp) > 1 else sp[-1]
         self.follow_info = {
-            "id": self.id, "mode": mode,
+            "id": self.id, "mode": mode, "facing": facing,
             "points": np.round(p.points[idx][:, [0, 2]], 3).tolist(),
             "speeds": np.round(sp, 2).tolist(),
             "v_max": round(float(follower.v_max), 2),

@@ -42,7 +42,9 @@ path               ``points`` ([[t, x, z], ...], 2..4096, drawing seconds and me
                    along it at the walking speed, Shift runs, W/A/S/D take over), ``id``
                    (optional), ``scale`` (drawing seconds per world second, default 1:
                    drawing speed = walking speed), ``loop`` (``drawn``: go round again;
-                   absent or null: when the drawing is closed).
+                   absent or null: when the drawing is closed), ``facing`` (local/global:
+                   ``tangent``, the default; ``joystick``: turned ``joystick_deg`` degrees
+                   right, -180..180; ``net``: DirectionNet, if this machine has trained it).
 stick              ``left``, ``right`` ([x, y] each in -1..1, x right, y forward: the
                    gamepad's sticks; the right one sets the facing: strafing),
                    ``sprint`` (bool), ``yaw``: drive the selected character (both at
@@ -199,7 +201,9 @@ SCHEMAS: dict[str, dict[str, Field]] = {
     "path": {"points": TimedPoints(2, Limits.path_points),
              "mode": Str(16, ("local", "global", "drawn"), optional=True, default="local"),
              "id": Num(0, 65535, integer=True, optional=True), "scale": Num(*PATH_SCALE, optional=True, default=1.0),
-             "loop": Bool(optional=True)},
+             "loop": Bool(optional=True),
+             "facing": Str(16, ("tangent", "joystick", "net"), optional=True, default="tangent"),
+             "joystick_deg": Num(-180.0, 180.0, optional=True, default=0.0)},
     "stick": {"left": Vec(2, -1.0, 1.0), "right": Vec(2, -1.0, 1.0, optional=True, default=(0.0, 0.0)),
               "sprint": Bool(optional=True, default=False), "yaw": _YAW},
     "path_cancel": {"id": Num(0, 65535, integer=True, optional=True)},

@@ -106,6 +106,22 @@ CAPABILITIES = {"keyboard": True, "path": True, "genmm": True, "obstacles_edit":
                 "crowd": True, "pose": True, "scenario": True}
 
 
+def _direction_net():
+    """The default DirectionNet if this machine has trained it (a path's ``"net"`` facing);
+    the viewer does not train it (minutes): :class:`Rejected` says how to."""
+    from motionmatch.control.direction_cache import cached_direction_net
+    from motionmatch.errors import MotionMatchError
+
+    try:
+        net = cached_direction_net()
+    except MotionMatchError as e:
+        raise Rejected(f"network facing: {e}") from None
+    if net is None:
+        raise Rejected("network facing: DirectionNet is not trained on this machine yet; run "
+                       "'motionmatch follow --facing net ...' once (it trains and caches it, a few minutes; needs "
+                       "PyTorch), or choose tangent or joystick facing")
+    return net
+
 class Session(SceneMessages, FileMessages, RigMessages, InputMessages):
     """The simulation of one page (see the module doc).
 
@@ -618,7 +634,9 @@ class Session(SceneMessages, FileMessages, RigMessages, InputMessages):
         if m["mode"] == "drawn":  # the ETH paper's drawn-trajectory control: the drawing's timing unread
             info = ch.start_drawn(pts[:, 1:], loop=m["loop"])
         else:
-            info = ch.start_path(pts[:, 0], pts[:, 1:], mode=m["mode"], scale=m["scale"], world=self.world)
+            net = _direction_net() if m["facing"] == "net" else None
+            info = ch.start_path(pts[:, 0], pts[:, 1:], mode=m["mode"], scale=m["scale"], world=self.world,
+                                 facing=m["facing"], joystick_deg=m["joystick_deg"], facing_net=net)
         self.send({"type": "path_info", **info})
         return {"id": ch.id}
 
