@@ -15,6 +15,9 @@ from motionmatch.environment import Scene, box, disk, ellipse
 from motionmatch.geometry.shapes import ROW, T_BOX, T_DISK, T_ELLIPSE, make_row
 from motionmatch.runtime.chooser import EnvironmentChooser
 from motionmatch.runtime.environment_matching import EnvironmentMatcher, EnvironmentSettings
+from motionmatch.search import _choice_kernels as PC
+from motionmatch.search import _coarse_index as CI
+from motionmatch.search import _obstacle_kernels as OK
 from motionmatch.search import _penalized_kernels as PK
 from motionmatch.search.penalized import (
     PenalizedSearch,
@@ -81,7 +84,7 @@ def test_block_bounds_contain_every_frame_of_their_segments():
 def test_encode_block_bounds_rounds_outward_and_handles_empty_blocks():
     lo = np.array([[0.0, -1.0], [np.inf, np.inf], [0.3, 2.0]], dtype=np.float32)
     hi = np.array([[0.1, 1.0], [-np.inf, -np.inf], [0.7, 2.0]], dtype=np.float32)
-    clo, chi, grid = PK.encode_block_bounds(lo, hi)
+    clo, chi, grid = CI.encode_block_bounds(lo, hi)
     assert grid[0].tolist() == pytest.approx([0.0, -1.0])
     fin = np.array([True, False, True])
     assert np.all(grid[0] + clo[fin] * grid[1] <= lo[fin]) and np.all(grid[0] + chi[fin] * grid[1] >= hi[fin])
@@ -181,7 +184,7 @@ def test_clearance_of_obstacles_all_out_of_reach_is_still_the_nearest_distance()
         env = PK.Env(ps.ellipses, obs, cnt, params, 1.0)
         i = int(rng.integers(ps.n_frames))
         cl = np.empty(ps.n_slots)
-        pen = PK.penalty_clearance(i, env, cl)
+        pen = PC.penalty_clearance(i, env, cl)
         assert pen == PK.frame_penalty(i, env, np.inf, False, stats)
         np.testing.assert_array_equal(cl, ps.clearance(i, obs, cnt, PenaltyParams(threshold=0.3)))
 
@@ -242,7 +245,7 @@ def test_penalty_clearance_equals_penalty_and_clearance():
         ref_pen = PK.frame_penalty(i, env, np.inf, False, stats)
         ref_cl = ps.clearance(i, obs, cnt, PenaltyParams(threshold=0.5))
         cl = np.empty(ps.n_slots)
-        pen = PK.penalty_clearance(i, env, cl)
+        pen = PC.penalty_clearance(i, env, cl)
         assert pen == pytest.approx(ref_pen, rel=1e-12, abs=1e-300)
         np.testing.assert_allclose(cl, ref_cl, rtol=1e-12, atol=1e-12)
 
@@ -287,7 +290,7 @@ def test_prepare_static_and_trajectory_points_match_the_reference():
     pos[:, 2] = root_z + np.array([0.4, 0.9, 1.3])
     world = np.empty((4, 2))
     local = np.empty((4, 2))
-    PK.trajectory_points(root_x, root_z, yaw, pos, world, local)
+    OK.trajectory_points(root_x, root_z, yaw, pos, world, local)
     assert world[0].tolist() == [root_x, root_z] and np.allclose(world[1:], pos[:, [0, 2]])
     c, s = math.cos(yaw), math.sin(yaw)
     d = world - [root_x, root_z]
@@ -296,7 +299,7 @@ def test_prepare_static_and_trajectory_points_match_the_reference():
                                                    yaw, local, 1.5, 3)
     out = np.empty((3, len(ids), ROW))
     cnt = np.zeros(3, dtype=np.int64)
-    near = PK.prepare_static(rows, ids, root_x, root_z, yaw, local, 1.5, out, cnt, np.empty(len(ids)))
+    near = OK.prepare_static(rows, ids, root_x, root_z, yaw, local, 1.5, out, cnt, np.empty(len(ids)))
     assert near == ref_near and cnt.tolist() == ref_cnt.tolist() and cnt.sum() > 0
     for k in range(3):
         np.testing.assert_array_equal(out[k, : cnt[k]], ref_obs[k, : ref_cnt[k]])
@@ -311,21 +314,21 @@ def test_compiled_weights_columns_and_view_distance():
     pose[:4], pos[4:6], direc[6:8] = True, True, True
     off = np.zeros(D, dtype=bool)
     off[5] = True  # a vertical column of the planar view
-    w = PK.control_weights(off, pose, pos, direc, 0.5, 2.0, 0.3)
+    w = PC.control_weights(off, pose, pos, direc, 0.5, 2.0, 0.3)
     ref = np.ones(D)
     ref[pose], ref[pos], ref[direc], ref[off] = 0.5, 2.0, 0.6, 0.0
     np.testing.assert_allclose(w, ref)
     x = rng.normal(size=20).astype(np.float32)
     cols = np.array([3, 0, 17, 5], dtype=np.int64)
     out = np.empty(4)
-    PK.take_columns(x, cols, out)
+    PC.take_columns(x, cols, out)
     np.testing.assert_array_equal(out, x[cols].astype(np.float64))
     feats = rng.normal(size=(6, 20)).astype(np.float32)
     zero = np.zeros(20, dtype=bool)
     zero[[2, 7]] = True
     row = feats[4].astype(np.float64)
     row[zero] = 0.0
-    assert PK.view_distance(x, feats, 4, zero) == pytest.approx(float(np.sum((x.astype(np.float64) - row) ** 2)))
+    assert PC.view_distance(x, feats, 4, zero) == pytest.approx(float(np.sum((x.astype(np.float64) - row) ** 2)))
 
 
 class _Traj:

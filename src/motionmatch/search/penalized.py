@@ -27,7 +27,7 @@ Methods (:attr:`SearchOptions.method`):
 ``"plain"``
     no environment: the accelerated search on query features (plain motion matching).
 
-One compiled call (:func:`._penalized_kernels.run_search`) runs the search, the
+One compiled call (:func:`._choice_kernels.run_search`) runs the search, the
 collision fallback and the summary of the result; :class:`SearchBuffers` lets a caller
 that searches every few frames reuse its arrays and packed parameters.
 
@@ -46,6 +46,9 @@ import numpy as np
 
 from motionmatch._jit import readonly
 from motionmatch.geometry.shapes import ROW
+from motionmatch.search import _choice_kernels as PC
+from motionmatch.search import _coarse_index as CI
+from motionmatch.search import _obstacle_kernels as OK
 from motionmatch.search import _penalized_kernels as PK
 from motionmatch.search._validate import SearchError, check_features
 from motionmatch.search.box import BoxSearch
@@ -168,12 +171,12 @@ class ChoiceJob:
         c0 = time.thread_time() if cpu else 0.0
         try:
             if self.args is not None:
-                self.idx, self.used, self.plain = PK.choose(*self.args)
+                self.idx, self.used, self.plain = PC.choose(*self.args)
             else:  # (the plain search and its summary; a value out of range: choice_end says which)
                 search, summary = self.box
                 if BoxSearch.run_prepared(search):
                     self.idx = idx = int(search[13][0])
-                    PK.plain_summary(idx, *summary)
+                    PC.plain_summary(idx, *summary)
                     self.box_done = True
         except BaseException as e:  # (raised again on the caller's thread)
             self.error = e
@@ -287,7 +290,7 @@ class PenalizedSearch:
             rng = (fv.max(axis=0) - fv.min(axis=0)) if fv.size else np.ones(self.dim)
             inv = np.where(rng > 1e-12, 1.0 / np.maximum(rng, 1e-12), 0.0)
             stride, thr = (self.min_stride, self.rep_threshold) if adaptive else (1, 0.0)
-            m = PK.build_representatives(self.features, self.valid, self.clip_starts, self.clip_stops, inv,
+            m = CI.build_representatives(self.features, self.valid, self.clip_starts, self.clip_stops, inv,
                                          stride, thr, reps, lo, hi)
             reps, lo, hi = reps[:m].copy(), lo[:m].copy(), hi[:m].copy()
             rep_of = np.zeros(n, dtype=np.int64)
@@ -300,7 +303,7 @@ class PenalizedSearch:
         """``(lo, hi [ceil(R / size), Dp] uint8, grid [2, D], order [D])``: per-dimension bounds of
         the valid frames in the segments of each run of ``size`` consecutive representatives
         (``R`` of them; see :meth:`representatives`), coded on a grid (value = ``grid[0] +
-        code * grid[1]``, rounded outward: see :func:`PK.encode_block_bounds`); column ``j``
+        code * grid[1]``, rounded outward: see :func:`CI.encode_block_bounds`); column ``j``
         holds feature dimension ``order[j]``, by decreasing spread of the block centres (the
         dimensions that separate blocks most come first); ``Dp``: ``D`` rounded up to a
         multiple of 8 (padding columns: the whole grid), cached."""
@@ -310,12 +313,12 @@ class PenalizedSearch:
             nb = max((len(lo) + size - 1) // size, 1)
             blo = np.empty((nb, self.dim), dtype=np.float32)
             bhi = np.empty((nb, self.dim), dtype=np.float32)
-            PK.build_block_bounds(self.features, self.valid, lo, hi, int(size), blo, bhi)
+            CI.build_block_bounds(self.features, self.valid, lo, hi, int(size), blo, bhi)
             fin = np.all(np.isfinite(blo), axis=1)
             spread = ((blo[fin].astype(np.float64) + bhi[fin]) / 2).std(axis=0) if fin.any() else np.zeros(self.dim)
             order = np.argsort(-spread, kind="stable").astype(np.int64)
 
-            clo, chi, grid = PK.encode_block_bounds(blo[:, order], bhi[:, order])
+            clo, chi, grid = CI.encode_block_bounds(blo[:, order], bhi[:, order])
             pad = -self.dim % 8  # whole vector lanes: padded columns never add a gap
             clo = np.concatenate([clo, np.zeros((len(clo), pad), np.uint8)], axis=1)
             chi = np.concatenate([chi, np.full((len(chi), pad), 255, np.uint8)], axis=1)
@@ -328,7 +331,7 @@ class PenalizedSearch:
         key = (bool(adaptive), int(size), int(sup))
         if key not in self._supers:
             blo, bhi, _grid, _order = self.block_bounds(adaptive, size)
-            self._supers[key] = PK.super_block_codes(blo, bhi, int(sup))
+            self._supers[key] = CI.super_block_codes(blo, bhi, int(sup))
         return self._supers[key]
 
     # ------------------------------------------------------------------ search
@@ -419,7 +422,7 @@ class PenalizedSearch:
         if o.method < 0 or (o.clear and not near):  # plain, or nothing near
             used = PK.USED_CLEAR
         else:
-            idx, used = PK.run_search(self._frames, plan.co, plan.opt, pen, buffers.scratch_for(plan.coarse.blk_lo), q,
+            idx, used = PC.run_search(self._frames, plan.co, plan.opt, pen, buffers.scratch_for(plan.coarse.blk_lo), q,
                                       w, readonly(mask), self._mask_bits(plan.coarse, mask), obs, cnt, env_weight, init,
                                       -1 if previous is None else previous, buffers.cur)
         if used == PK.USED_CLEAR:
@@ -438,19 +441,19 @@ class PenalizedSearch:
         buffers.stats[:] = 0
         idx, _ = self._plain(q, mask, w, init)
         if near:
-            PK.summarise(idx, self._frames, pen, buffers.scratch, q, w, obs, cnt, env_weight, cur)
+            PC.summarise(idx, self._frames, pen, buffers.scratch, q, w, obs, cnt, env_weight, cur)
         else:  # (the same values; a character alone needs no penalty kernel compiled)
-            PK.plain_summary(idx, self._frames, buffers.scratch, q, w, cur)
+            PC.plain_summary(idx, self._frames, buffers.scratch, q, w, cur)
         return idx
 
     def choose_into(self, view: tuple, query: np.ndarray, cur: int, controls: tuple[float, float, float],
                     q: np.ndarray, w: np.ndarray, obs: np.ndarray, cnt: np.ndarray, mask: np.ndarray,
                     previous: int | None, pen: tuple, env_weight: float, opt: SearchOptions,
                     buffers: SearchBuffers) -> tuple[int, str, float]:
-        """A chooser's whole choice in one compiled call (:func:`PK.choose`): the query's
+        """A chooser's whole choice in one compiled call (:func:`PC.choose`): the query's
         search columns into ``q``, the high-level controls' weights into ``w`` (``view``:
         :func:`chooser_view`; ``controls``: continuity, responsiveness, evasion factor; see
-        :func:`PK.control_weights`), the plain view distance of the whole ``query`` to frame
+        :func:`PC.control_weights`), the plain view distance of the whole ``query`` to frame
         ``cur``, then :meth:`search_into` with ``init_index = cur`` and the score of ``cur``
         in ``buffers.out[2]``. No checks: every array must be contiguous and of the right
         type (as :meth:`search_into`). Returns ``(index, method, plain distance)``.
@@ -481,7 +484,7 @@ class PenalizedSearch:
         near = any(cnt.tolist())
         job = ChoiceJob((q, mask, w, cur, opt, obs, cnt, near, pen, env_weight, cur, b))
         if o.method < 0 or (o.method == 1 and o.clear and not near):  # plain, or nothing near
-            job.plain = PK.plain_choice(view, controls, query, cur, q, w)
+            job.plain = PC.plain_choice(view, controls, query, cur, q, w)
             if not near:  # (the plain search made ready here, made by run with its summary)
                 b.stats[:] = 0
                 init = cur if opt.warm_start and cur >= 0 else -1
@@ -512,7 +515,7 @@ class PenalizedSearch:
 
     def _mask_bits(self, co: PK.Coarse, mask: np.ndarray) -> np.ndarray:
         """Which segments of the representatives ``co`` hold a frame ``mask`` admits, packed 8
-        to a byte (:func:`PK.mask_bits`). Cached for a read-only mask that owns its data (the
+        to a byte (:func:`CI.mask_bits`). Cached for a read-only mask that owns its data (the
         controllers' tag masks are shared read-only): such a mask must not be made writable
         and changed while in use."""
         reps = co.reps
@@ -522,7 +525,7 @@ class PenalizedSearch:
             if hit is not None and hit[0] is mask and hit[1] is reps:
                 return hit[2]
         out = np.empty((len(reps) + 7) // 8, dtype=np.uint8)
-        PK.mask_bits(reps, co.rep_lo, co.rep_hi, mask, out)
+        CI.mask_bits(reps, co.rep_lo, co.rep_hi, mask, out)
         if cacheable:
             if len(self._bits) >= 16:
                 self._bits.pop(next(iter(self._bits)))
@@ -660,7 +663,7 @@ def prepare_obstacles(rows: np.ndarray, slot_of: np.ndarray, root_xz, yaw: float
         out = np.empty((n_slots, M, ROW))
     counts = np.zeros(n_slots, dtype=np.int64)
     key = np.empty(M)
-    nearest = PK.prepare_obstacles(r, np.ascontiguousarray(slot_of, dtype=np.int64), float(root_xz[0]),
+    nearest = OK.prepare_obstacles(r, np.ascontiguousarray(slot_of, dtype=np.int64), float(root_xz[0]),
                                    float(root_xz[1]), float(yaw), np.ascontiguousarray(points_local, dtype=np.float64),
                                    float(radius), out, counts, key)
     return out, counts, float(nearest)
@@ -681,14 +684,14 @@ def chooser_view(cols: np.ndarray, masks: tuple[np.ndarray, np.ndarray, np.ndarr
 # Compiled obstacle preparation for a caller's per-search glue (a chooser that keeps its own
 # buffers): no argument checks, every array must be contiguous and of the kernel's type.
 #: ``(pose, pos, direc, continuity, responsiveness, evasion_factor) -> [D]`` control weights
-control_weights = PK.control_weights
+control_weights = PC.control_weights
 #: :func:`prepare_obstacles` into the caller's ``out, counts, order_key`` buffers
-prepare_obstacles_into = PK.prepare_obstacles
+prepare_obstacles_into = OK.prepare_obstacles
 #: the same for the rows ``rows[ids]`` of static obstacles (every slot)
-prepare_static = PK.prepare_static
+prepare_static = OK.prepare_static
 #: the pre-selection points (root and query trajectory), world and character frame
-trajectory_points = PK.trajectory_points
+trajectory_points = OK.trajectory_points
 #: points, grid query and pre-selection in one call for a scene of static obstacles
-gather_static = PK.gather_static
+gather_static = OK.gather_static
 #: the same among static obstacles and a world's other agents (their grid)
-gather_with_agents = PK.gather_with_agents
+gather_with_agents = OK.gather_with_agents
