@@ -452,7 +452,9 @@ def test_two_tabs_are_independent_and_closing_one_frees_it(browser_context, serv
     a.keyboard.down("w")
     time.sleep(1.5)
     a.keyboard.up("w")
-    assert math.dist(root(b), pb) < 0.1
+    # b's character did not walk with a's key (1.5 s of W: about 1.3 m); it stands, its idle
+    # clip swaying its root up to 12 cm in 1.5 s (measured offline on this database)
+    assert math.dist(root(b), pb) < 0.3
     shot(a, "tab_a")
     a.close()
     assert wait_until(lambda: health(server)["sessions"] == before + 1, timeout=5)
